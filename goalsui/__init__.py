@@ -1,0 +1,3 @@
+"""goalsui: an operator console and embedded scheduler for long-lived agent work."""
+
+__version__ = "0.1.0"

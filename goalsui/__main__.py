@@ -1,0 +1,3 @@
+from goalsui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""Shared command-line plumbing: global options, opening the service, printing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from goalsui.errors import ValidationError
+from goalsui.service import Service
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with goalsui's error contract: one line on stderr, exit code 1."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(1, f"goalsui: error: {message} (see '{self.prog} --help')\n")
+
+
+def kb_path(args: argparse.Namespace) -> Path:
+    return Path(args.kb or os.environ.get("GOALSUI_KB") or "kb")
+
+
+def open_service(args: argparse.Namespace, *, actor: str = "cli", sync: bool = True) -> Service:
+    db = args.db or os.environ.get("GOALSUI_DB")
+    state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
+    return Service.open(kb_path(args), db, state, actor=actor, sync=sync)
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def print_json(data: Any) -> None:
+    def default(value: Any) -> Any:
+        if isinstance(value, datetime):
+            return value.isoformat(timespec="seconds")
+        if isinstance(value, Path):
+            return str(value)
+        return str(value)
+
+    sys.stdout.write(json.dumps(data, indent=2, default=default, ensure_ascii=False) + "\n")
+
+
+def local(dt: datetime | None) -> str:
+    """An instant for people: local time of this machine, minutes precision, with offset."""
+    if dt is None:
+        return "-"
+    return dt.astimezone().strftime("%Y-%m-%d %H:%M %z")
+
+
+def table(rows: list[list[Any]], headers: list[str]) -> str:
+    """A plain aligned text table."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def parse_id(value: str, what: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"invalid {what} id {value!r}: expected a number") from None
+    if number < 1 or number > 2**62:
+        raise ValidationError(f"invalid {what} id {value!r}")
+    return number
+
+
+def read_text_arg(value: str) -> str:
+    """``@FILE`` reads a file, ``-`` reads stdin, anything else is the text itself."""
+    if value == "-":
+        return sys.stdin.read()
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"cannot read {path}: {exc}") from None
+    return value

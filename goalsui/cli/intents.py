@@ -1,0 +1,198 @@
+"""``goalsui intent ...`` and ``goalsui runs``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from goalsui.cli.common import (
+    add_json,
+    local,
+    open_service,
+    parse_id,
+    print_json,
+    read_text_arg,
+    table,
+)
+from goalsui.domain.shapes import intent_json, run_json
+from goalsui.errors import ValidationError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    intent = sub.add_parser("intent", help="persisted future wake-ups")
+    isub = intent.add_subparsers(dest="intent_command", metavar="ACTION", required=True)
+
+    add = isub.add_parser("add", help="create an intent")
+    add.add_argument("--title", required=True)
+    add.add_argument("--instruction", required=True, help="text, @FILE or - for stdin")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="ISO", help="fire once at this instant")
+    when.add_argument("--cron", metavar="EXPR", help="fire on a cron schedule")
+    when.add_argument("--every", metavar="DURATION", help="heartbeat interval, e.g. 30m")
+    when.add_argument("--event", metavar="SOURCE", help="fire on events from SOURCE")
+    add.add_argument("--thread", metavar="ID", help="destination thread")
+    add.add_argument("--goal", metavar="GOAL", help="destination goal (its log)")
+    add.add_argument("--tz", default="UTC", help="IANA timezone for --cron and naive --at")
+    add.add_argument("--key", metavar="OPKEY", help="idempotency key: an existing intent is returned")
+    add.add_argument("--max-fires", type=int, metavar="N")
+    add.add_argument("--expires", metavar="ISO")
+    add.add_argument("--cooldown", metavar="DURATION", help="minimum time between event fires")
+    add.add_argument("--filter", metavar="JSON", help="event filter: a JSON object matched as a subset")
+    add.add_argument("--checklist", metavar="TEXT", help="heartbeat checklist: text, @FILE or -")
+    add.add_argument(
+        "--active-hours", metavar="HH:MM-HH:MM", help="heartbeat active hours, in --tz"
+    )
+    add_json(add)
+    add.set_defaults(func=cmd_add)
+
+    lst = isub.add_parser("list", help="list intents")
+    lst.add_argument("--status")
+    lst.add_argument("--goal")
+    add_json(lst)
+    lst.set_defaults(func=cmd_list)
+
+    for action, help_text in (
+        ("show", "show one intent and its recent runs"),
+        ("pause", "stop future fires"),
+        ("resume", "resume, planned from now"),
+        ("cancel", "end the intent and stop its running process"),
+        ("run-now", "fire once now"),
+        ("retry", "retry a failed intent now, failure count reset"),
+    ):
+        p = isub.add_parser(action, help=help_text)
+        p.add_argument("intent_id")
+        add_json(p)
+        p.set_defaults(func=cmd_action, action=action)
+
+    runs = sub.add_parser("runs", help="list runs (newest first)")
+    runs.add_argument("--failed", action="store_true", help="failed, timed-out, interrupted and missed runs")
+    runs.add_argument("--intent", metavar="ID")
+    runs.add_argument("--limit", type=int, default=50)
+    add_json(runs)
+    runs.set_defaults(func=cmd_runs)
+
+
+def _active_hours(value: str | None, tz: str) -> dict | None:
+    if not value:
+        return None
+    start, sep, end = value.partition("-")
+    if not sep:
+        raise ValidationError(f"invalid --active-hours {value!r}: use HH:MM-HH:MM, e.g. 08:00-22:00")
+    from goalsui.errors import KBError
+    from goalsui.kb.config import _Checker, parse_active_hours
+
+    try:
+        return parse_active_hours({"start": start, "end": end, "timezone": tz}, _Checker("--active-hours", ""))
+    except KBError as exc:
+        raise ValidationError(f"invalid --active-hours {value!r}: {exc.reason}") from None
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    if args.at:
+        kind, schedule = "at", args.at
+    elif args.cron:
+        kind, schedule = "cron", args.cron
+    elif args.every:
+        kind, schedule = "heartbeat", args.every
+    else:
+        kind, schedule = "event", None
+    event_filter = None
+    if args.filter:
+        try:
+            event_filter = json.loads(args.filter)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"invalid --filter JSON: {exc.msg} at column {exc.colno}") from None
+        if not isinstance(event_filter, dict):
+            raise ValidationError("--filter must be a JSON object")
+    service = open_service(args)
+    intent = service.create_intent(
+        title=args.title,
+        instruction=read_text_arg(args.instruction),
+        kind=kind,
+        schedule=schedule,
+        timezone=args.tz,
+        thread_id=parse_id(args.thread, "thread") if args.thread else None,
+        goal_id=args.goal,
+        operation_key=args.key,
+        max_fires=args.max_fires,
+        expires_at=args.expires,
+        cooldown=args.cooldown,
+        event_source=args.event,
+        event_filter=event_filter,
+        checklist=read_text_arg(args.checklist) if args.checklist else None,
+        active_hours=_active_hours(args.active_hours, args.tz),
+    )
+    if args.json:
+        print_json(intent_json(intent))
+    else:
+        print(f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    intents = service.list_intents(status=args.status, goal_id=args.goal)
+    if args.json:
+        print_json([intent_json(i) for i in intents])
+        return 0
+    rows = [
+        [i.id, i.title[:40], i.kind, i.status, i.schedule or i.event_source or "", local(i.next_run_at), i.consecutive_failures]
+        for i in intents
+    ]
+    print(table(rows, ["id", "title", "kind", "status", "schedule", "next run", "fails"]) if rows else "no intents")
+    return 0
+
+
+def cmd_action(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    intent_id = parse_id(args.intent_id, "intent")
+    action = args.action
+    if action == "show":
+        intent = service.get_intent(intent_id)
+        runs = service.list_runs(intent_id=intent_id, limit=10)
+        if args.json:
+            data = intent_json(intent)
+            data["runs"] = [run_json(r) for r in runs]
+            print_json(data)
+            return 0
+        for key, value in intent_json(intent).items():
+            print(f"{key:22} {value if value is not None else '-'}")
+        if runs:
+            print()
+            print(_runs_table(runs))
+        return 0
+    method = {
+        "pause": service.pause_intent,
+        "resume": service.resume_intent,
+        "cancel": service.cancel_intent,
+        "run-now": service.run_intent_now,
+        "retry": service.retry_intent,
+    }[action]
+    intent = method(intent_id)
+    if args.json:
+        print_json(intent_json(intent))
+    else:
+        print(f"intent {intent.id}: {intent.status}, next {local(intent.next_run_at)}")
+    return 0
+
+
+def _runs_table(runs: list) -> str:
+    rows = [
+        [r.id, r.intent_id, r.attempt, r.trigger, r.status, (r.reason or "")[:50], local(r.started_at), r.exit_code if r.exit_code is not None else ""]
+        for r in runs
+    ]
+    return table(rows, ["run", "intent", "try", "trigger", "status", "reason", "started", "exit"])
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    runs = service.list_runs(
+        failed=args.failed,
+        intent_id=parse_id(args.intent, "intent") if args.intent else None,
+        limit=args.limit,
+    )
+    if args.json:
+        print_json([run_json(r) for r in runs])
+    else:
+        print(_runs_table(runs) if runs else "no runs")
+    return 0

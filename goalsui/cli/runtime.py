@@ -1,0 +1,77 @@
+"""Long-running commands: the console and the demo."""
+
+from __future__ import annotations
+
+import argparse
+
+from goalsui.cli.common import local, open_service, table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    console = sub.add_parser("console", help="open the console (the default command)")
+    console.add_argument("--no-scheduler", action="store_true", help="only watch; run no intents")
+    console.add_argument("--read-only", action="store_true", help="bind no action that changes state")
+    console.add_argument("--theme", help="theme name (see themes/)")
+    console.add_argument("--hooks-port", type=int, metavar="N", help="listen for signed event hooks")
+    console.add_argument("--hooks-host", default="127.0.0.1")
+    console.set_defaults(func=open_console)
+
+    demo = sub.add_parser("demo", help="copy the sample KB to a scratch place and open the console")
+    demo.add_argument("--no-scheduler", action="store_true")
+    demo.add_argument("--read-only", action="store_true")
+    demo.add_argument("--theme")
+    demo.add_argument("--print", dest="print_only", action="store_true", help="print the dashboard summary and exit")
+    demo.set_defaults(func=cmd_demo, hooks_port=None, hooks_host="127.0.0.1")
+
+
+def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
+    """The plain-text dashboard summary."""
+    summary = service.summary()
+    print(f"KB {service.kb.root}")
+    print(
+        f"{summary['goals']} goals ({summary['goal_errors']} with errors) · "
+        f"{summary['running']} running · {summary['due']} due · {summary['failed_24h']} failed in 24h"
+    )
+    rows = []
+    for goal in service.list_goals():
+        for w in goal.workers:
+            rows.append([goal.name[:28], w.name, w.schedule, w.timezone, w.status, local(w.next_run_at)])
+    if rows:
+        print(table(rows, ["goal", "worker", "schedule", "tz", "status", "next run"]))
+    threads = service.list_threads()
+    for thread in threads:
+        todos = service.list_todos(thread.id)
+        open_items = [t for t in todos if not t.done]
+        print(f"\nthread {thread.id} {thread.title}: {len(open_items)} open of {len(todos)}")
+        for t in todos:
+            print(f"  [{'x' if t.done else ' '}] {t.text}")
+
+
+def open_console(args: argparse.Namespace) -> int:
+    service = open_service(args, actor="operator")
+    try:
+        from goalsui.tui.app import run_console
+    except ImportError:
+        print_dashboard(service)
+        return 0
+    return run_console(service, args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from goalsui.demo import load_demo_records, make_demo_kb
+
+    kb = make_demo_kb()
+    args.kb = str(kb)
+    if not args.state_dir:
+        args.state_dir = str(kb.parent / "state")
+    service = open_service(args, actor="operator")
+    load_demo_records(service)
+    if args.print_only:
+        print_dashboard(service)
+        return 0
+    try:
+        from goalsui.tui.app import run_console
+    except ImportError:
+        print_dashboard(service)
+        return 0
+    return run_console(service, args)

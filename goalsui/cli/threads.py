@@ -1,0 +1,157 @@
+"""``goalsui thread ...`` and ``goalsui todo ...``."""
+
+from __future__ import annotations
+
+import argparse
+
+from goalsui.cli.common import (
+    add_json,
+    local,
+    open_service,
+    parse_id,
+    print_json,
+    read_text_arg,
+    table,
+)
+from goalsui.domain.shapes import thread_json, todo_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    thread = sub.add_parser("thread", help="conversations and their checklists")
+    tsub = thread.add_subparsers(dest="thread_command", metavar="ACTION", required=True)
+    new = tsub.add_parser("new", help="start a thread")
+    new.add_argument("title")
+    new.add_argument("--private", action="store_true", help="no intents or follow-ups allowed")
+    add_json(new)
+    new.set_defaults(func=cmd_thread_new)
+    lst = tsub.add_parser("list", help="list threads")
+    add_json(lst)
+    lst.set_defaults(func=cmd_thread_list)
+    show = tsub.add_parser("show", help="a thread's checklist and messages")
+    show.add_argument("thread_id")
+    add_json(show)
+    show.set_defaults(func=cmd_thread_show)
+
+    todo = sub.add_parser("todo", help="a thread's checklist")
+    dsub = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
+    tl = dsub.add_parser("list", help="open items first, then done ones")
+    tl.add_argument("thread_id")
+    tl.add_argument("--open", action="store_true", help="only open items")
+    add_json(tl)
+    tl.set_defaults(func=cmd_todo_list)
+    ta = dsub.add_parser("add", help="add an item")
+    ta.add_argument("thread_id")
+    ta.add_argument("text")
+    add_json(ta)
+    ta.set_defaults(func=cmd_todo_add)
+    for action in ("done", "reopen"):
+        p = dsub.add_parser(action, help=f"mark an item {'done' if action == 'done' else 'open'}")
+        p.add_argument("thread_id")
+        p.add_argument("item", help="the todo id")
+        add_json(p)
+        p.set_defaults(func=cmd_todo_set, action=action)
+    imp = dsub.add_parser("import", help="add the items of a Markdown '- [ ]' checklist")
+    imp.add_argument("thread_id")
+    imp.add_argument("source", help="@FILE, - for stdin, or the text")
+    add_json(imp)
+    imp.set_defaults(func=cmd_todo_import)
+
+
+def cmd_thread_new(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    thread = service.create_thread(args.title, private=args.private)
+    if args.json:
+        print_json(thread_json(thread))
+    else:
+        print(f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""))
+    return 0
+
+
+def cmd_thread_list(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    threads = service.list_threads()
+    if args.json:
+        print_json([thread_json(t) for t in threads])
+        return 0
+    rows = [[t.id, t.title, "private" if t.private else "", t.revision] for t in threads]
+    print(table(rows, ["id", "title", "", "rev"]) if rows else "no threads")
+    return 0
+
+
+def cmd_thread_show(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    thread_id = parse_id(args.thread_id, "thread")
+    thread = service.get_thread(thread_id)
+    todos = service.list_todos(thread_id)
+    messages = service.messages(thread_id)
+    if args.json:
+        data = thread_json(thread)
+        data["todos"] = [todo_json(t) for t in todos]
+        data["messages"] = [
+            {
+                "id": m.id,
+                "role": m.role,
+                "content": m.content,
+                "provenance": m.provenance,
+                "intent_id": m.intent_id,
+                "run_id": m.run_id,
+                "created_at": m.created_at,
+            }
+            for m in messages
+        ]
+        print_json(data)
+        return 0
+    print(f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""))
+    for t in todos:
+        print(f"  [{'x' if t.done else ' '}] {t.id}: {t.text}")
+    for m in messages:
+        label = f" — {m.provenance}" if m.provenance else ""
+        print(f"\n{local(m.created_at)} {m.role}{label}\n{m.content}")
+    return 0
+
+
+def _print_todos(todos: list) -> None:
+    rows = [[t.id, "x" if t.done else " ", t.text] for t in todos]
+    print(table(rows, ["id", "done", "text"]) if rows else "no todos")
+
+
+def cmd_todo_list(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    todos = service.list_todos(parse_id(args.thread_id, "thread"), include_done=not args.open)
+    if args.json:
+        print_json([todo_json(t) for t in todos])
+    else:
+        _print_todos(todos)
+    return 0
+
+
+def cmd_todo_add(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    todo = service.add_todo(parse_id(args.thread_id, "thread"), args.text)
+    if args.json:
+        print_json(todo_json(todo))
+    else:
+        print(f"todo {todo.id} added")
+    return 0
+
+
+def cmd_todo_set(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    thread_id = parse_id(args.thread_id, "thread")
+    item = parse_id(args.item, "todo")
+    todo = (service.complete_todo if args.action == "done" else service.reopen_todo)(thread_id, item)
+    if args.json:
+        print_json(todo_json(todo))
+    else:
+        print(f"todo {todo.id} {'done' if todo.done else 'reopened'}")
+    return 0
+
+
+def cmd_todo_import(args: argparse.Namespace) -> int:
+    service = open_service(args)
+    todos = service.import_checklist(parse_id(args.thread_id, "thread"), read_text_arg(args.source))
+    if args.json:
+        print_json([todo_json(t) for t in todos])
+    else:
+        print(f"{len(todos)} todos imported")
+    return 0

@@ -1,0 +1,196 @@
+"""Database records (SQLModel). Pure declarations: no engine, no I/O.
+
+Every timestamp is a timezone-aware UTC ``datetime`` in Python and is stored
+unambiguously (UTC) on every engine through :class:`UTCDateTime`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Field, SQLModel
+
+
+class UTCDateTime(TypeDecorator):
+    """Aware UTC datetimes in, aware UTC datetimes out, on SQLite and PostgreSQL."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the database; use aware UTC")
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _ts(nullable: bool = True, index: bool = False) -> Any:
+    return Field(default=None, sa_column=Column(UTCDateTime(), nullable=nullable, index=index))
+
+
+def _created() -> Any:
+    return Field(default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False))
+
+
+class Goal(SQLModel, table=True):
+    """Index of one goal tree in the KB (rebuilt from the KB at start)."""
+
+    goal_id: str = Field(primary_key=True, max_length=80)
+    name: str
+    task: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    owner: str = ""
+    status: str = "active"
+    sort_order: int = 0
+    kb_path: str
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = _created()
+    updated_at: datetime = _created()
+
+
+class Thread(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    title: str
+    private: bool = False
+    revision: int = 0  # the checklist revision, bumped on every todo change
+    created_at: datetime = _created()
+
+
+class Todo(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    thread_id: int = Field(foreign_key="thread.id", index=True)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    done: bool = False
+    position: int = 0
+    created_at: datetime = _created()
+    completed_at: datetime | None = _ts()
+
+
+class Message(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    thread_id: int | None = Field(default=None, foreign_key="thread.id", index=True)
+    goal_id: str | None = Field(default=None, index=True)
+    role: str = "user"
+    content: str = Field(sa_column=Column(Text, nullable=False))
+    intent_id: int | None = None
+    run_id: int | None = None
+    provenance: str | None = None
+    created_at: datetime = _created()
+
+
+class Intent(SQLModel, table=True):
+    """A persisted future wake-up."""
+
+    __table_args__ = (Index("ix_intent_due", "status", "next_run_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    thread_id: int | None = Field(default=None, foreign_key="thread.id", index=True)
+    goal_id: str | None = Field(default=None, index=True)
+    worker: str | None = None
+    title: str
+    instruction: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    kind: str
+    status: str = "active"
+    schedule: str | None = None  # cron expression, interval ("30m") or ISO instant
+    timezone: str = "UTC"
+    next_run_at: datetime | None = _ts()
+    event_source: str | None = Field(default=None, index=True)
+    event_filter: dict | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    cooldown_s: int = 0
+    max_fires: int | None = None
+    fires: int = 0
+    expires_at: datetime | None = _ts()
+    checklist: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    active_hours: dict | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    runner: dict | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    timeout_s: int | None = None
+    attempts: int = 0
+    consecutive_failures: int = 0
+    operation_key: str | None = Field(default=None, unique=True, max_length=200)
+    lease_owner: str | None = None
+    lease_until: datetime | None = _ts()
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    last_fired_at: datetime | None = _ts()
+    last_alert_at: datetime | None = _ts()
+    definition_hash: str | None = None
+    pending_trigger: str | None = None  # run-now / retry / event / pause, consumed by the scheduler
+    pending_event_id: int | None = None  # the event that made an event intent due
+    created_at: datetime = _created()
+    updated_at: datetime = Field(
+        default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
+    )
+
+
+class IntentRun(SQLModel, table=True):
+    """One attempt to execute an intent."""
+
+    __tablename__ = "intent_run"
+    __table_args__ = (Index("ix_run_intent_started", "intent_id", "started_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    intent_id: int = Field(foreign_key="intent.id", index=True)
+    attempt: int = 1
+    trigger: str = "schedule"
+    status: str = "running"
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    planned_at: datetime | None = _ts()
+    started_at: datetime = Field(
+        default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
+    )
+    finished_at: datetime | None = _ts()
+    exit_code: int | None = None
+    output_tail: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    output_path: str | None = None
+    event_id: int | None = None
+    owner: str | None = None
+    dismissed: bool = False
+
+
+class Event(SQLModel, table=True):
+    """A received event (webhook or CLI); its payload is data only."""
+
+    __table_args__ = (UniqueConstraint("source", "delivery_id", name="uq_event_delivery"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(index=True)
+    delivery_id: str
+    received_at: datetime = _created()
+    payload: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
+    matched_intent_ids: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+class Journal(SQLModel, table=True):
+    """What the operator did and what the scheduler did, with times (the event log)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(
+        default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
+    )
+    actor: str  # operator | scheduler | cli | hooks | kb
+    action: str
+    subject: str = ""
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+
+
+class Meta(SQLModel, table=True):
+    """Key/value facts about the database itself (e.g. the change counter)."""
+
+    key: str = Field(primary_key=True)
+    value: str = ""

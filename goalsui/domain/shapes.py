@@ -1,0 +1,69 @@
+"""The stable JSON shapes of the command-line contract (also used by the console)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from goalsui.domain.models import Event, Intent, IntentRun, Thread, Todo
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.isoformat(timespec="seconds") if dt else None
+
+
+def intent_json(i: Intent) -> dict[str, Any]:
+    return {
+        "id": i.id,
+        "title": i.title,
+        "kind": i.kind,
+        "status": i.status,
+        "thread_id": i.thread_id,
+        "goal_id": i.goal_id,
+        "worker": i.worker,
+        "schedule": i.schedule,
+        "timezone": i.timezone,
+        "next_run_at": _iso(i.next_run_at),
+        "operation_key": i.operation_key,
+        "attempts": i.attempts,
+        "consecutive_failures": i.consecutive_failures,
+        "last_error": i.last_error,
+    }
+
+
+def run_json(r: IntentRun) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "intent_id": r.intent_id,
+        "attempt": r.attempt,
+        "trigger": r.trigger,
+        "status": r.status,
+        "reason": r.reason,
+        "started_at": _iso(r.started_at),
+        "finished_at": _iso(r.finished_at),
+        "exit_code": r.exit_code,
+    }
+
+
+def todo_json(t: Todo) -> dict[str, Any]:
+    return {"id": t.id, "text": t.text, "done": t.done, "position": t.position}
+
+
+def thread_json(t: Thread) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "title": t.title,
+        "private": t.private,
+        "revision": t.revision,
+        "created_at": _iso(t.created_at),
+    }
+
+
+def event_json(e: Event) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "source": e.source,
+        "delivery_id": e.delivery_id,
+        "received_at": _iso(e.received_at),
+        "matched_intent_ids": list(e.matched_intent_ids or []),
+    }

@@ -1,0 +1,58 @@
+"""Statuses and kinds: the small vocabulary every layer shares."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class GoalStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    ARCHIVED = "archived"
+
+
+class IntentKind(StrEnum):
+    AT = "at"
+    CRON = "cron"
+    EVENT = "event"
+    HEARTBEAT = "heartbeat"
+
+
+class IntentStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    FIRING = "firing"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class RunTrigger(StrEnum):
+    SCHEDULE = "schedule"
+    RUN_NOW = "run-now"
+    EVENT = "event"
+    CATCH_UP = "catch-up"
+    RETRY = "retry"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    OK = "ok"
+    SILENT = "silent"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"
+    MISSED = "missed"
+
+
+#: Statuses from which an intent never fires again on its own.
+TERMINAL_INTENT = frozenset({IntentStatus.DONE, IntentStatus.CANCELLED})
+#: Run statuses that count as a failure for retry and auto-disable.
+FAILURE_RUNS = frozenset({RunStatus.FAILED, RunStatus.TIMEOUT, RunStatus.INTERRUPTED})
+#: Run statuses shown on the Failures screen.
+ATTENTION_RUNS = frozenset(
+    {RunStatus.FAILED, RunStatus.TIMEOUT, RunStatus.INTERRUPTED, RunStatus.MISSED}
+)

@@ -1,0 +1,191 @@
+"""Instants, zones and wall clocks: aware UTC everywhere, local time only for display and cron.
+
+Rules (see DESIGN.md, "Time"):
+
+- every instant goalsui keeps is a timezone-aware ``datetime`` in UTC;
+- a local wall time that does not exist (spring-forward gap) means the first valid
+  instant after the gap;
+- a local wall time that happens twice (fall-back) means its first occurrence (fold=0).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo
+
+from goalsui.errors import ScheduleError
+
+__all__ = [
+    "UTC",
+    "ensure_utc",
+    "gap_end",
+    "iso",
+    "iso_local",
+    "load_zone",
+    "localize",
+    "parse_instant",
+    "quote",
+    "utcnow",
+    "wall_instants",
+]
+
+_MAX_ZONE_NAME = 255
+_MAX_TIMESTAMP = 64
+_DATE_CHARS = frozenset("0123456789-W")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def quote(text: object, limit: int = 60) -> str:
+    """``text`` in single quotes, shortened and with control characters escaped, for messages."""
+    s = str(text)
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    return f"'{s}'"
+
+
+def utcnow() -> datetime:
+    """The current instant, aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def ensure_utc(dt: datetime) -> datetime:
+    """``dt`` converted to UTC; a naive datetime is a programming error (ValueError)."""
+    if not isinstance(dt, datetime):
+        raise TypeError(f"expected a datetime, got {type(dt).__name__}")
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError(f"naive datetime {dt.isoformat()} has no timezone")
+    return dt.astimezone(UTC)
+
+
+def load_zone(name: str | tzinfo) -> ZoneInfo:
+    """The IANA zone called ``name``; ScheduleError ``unknown timezone '...'`` otherwise."""
+    if isinstance(name, ZoneInfo):
+        return name
+    if not isinstance(name, str):
+        raise ScheduleError(f"unknown timezone {quote(name)}")
+    key = name.strip()
+    if (
+        not key
+        or len(key) > _MAX_ZONE_NAME
+        or _CONTROL.search(key)
+        or key.startswith(("/", "\\"))
+        or ".." in key
+    ):
+        raise ScheduleError(f"unknown timezone {quote(name)}")
+    try:
+        return ZoneInfo(key)
+    except Exception:  # ZoneInfoNotFoundError, ValueError, OSError (a directory), ...
+        raise ScheduleError(f"unknown timezone {quote(name)}") from None
+
+
+def wall_instants(wall: datetime, zone: tzinfo) -> tuple[datetime, ...]:
+    """The UTC instants at which clocks in ``zone`` read the naive ``wall`` time.
+
+    ``()`` inside a spring-forward gap, one instant normally, two (earliest first)
+    inside a repeated fall-back hour.
+    """
+    wall = wall.replace(tzinfo=None, fold=0)
+    found: list[datetime] = []
+    for fold in (0, 1):
+        instant = wall.replace(tzinfo=zone, fold=fold).astimezone(UTC)
+        if instant.astimezone(zone).replace(tzinfo=None, fold=0) == wall and instant not in found:
+            found.append(instant)
+    return tuple(sorted(found))
+
+
+def gap_end(wall: datetime, zone: tzinfo) -> datetime:
+    """The first instant (UTC) at which clocks in ``zone`` read ``wall`` or later.
+
+    For a wall time inside a spring-forward gap this is the transition instant, whose
+    local reading is the end of the gap (02:30 Berlin on 2026-03-29 -> 03:00 local).
+    """
+    wall = wall.replace(tzinfo=None, fold=0)
+    a = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    b = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    lo, hi = min(a, b), max(a, b)
+
+    def reads_at_least(t: datetime) -> bool:
+        return t.astimezone(zone).replace(tzinfo=None, fold=0) >= wall
+
+    if reads_at_least(lo):
+        return lo
+    # Invariant: lo reads before ``wall``, hi reads at or after it. Transitions fall on
+    # whole seconds, so a search to one second is exact.
+    lo = lo.replace(microsecond=0)
+    hi = hi.replace(microsecond=0) + timedelta(seconds=1) if hi.microsecond else hi
+    while hi - lo > timedelta(seconds=1):
+        mid = lo + timedelta(seconds=(hi - lo).total_seconds() // 2)
+        if reads_at_least(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def localize(wall: datetime, zone: str | tzinfo) -> datetime:
+    """A naive local ``wall`` time in ``zone`` as aware UTC, by goalsui's DST rules.
+
+    A non-existent time moves to the first instant after the gap; an ambiguous one
+    takes its first occurrence (fold=0).
+    """
+    z = load_zone(zone) if isinstance(zone, str) else zone
+    instants = wall_instants(wall, z)
+    if instants:
+        return instants[0]
+    return gap_end(wall, z)
+
+
+def parse_instant(text: str, tz: str | tzinfo | None = None) -> datetime:
+    """An ISO 8601 timestamp as aware UTC.
+
+    Accepts a trailing ``Z`` and a space instead of ``T``. A timestamp without a UTC
+    offset is read as local time in ``tz`` (see :func:`localize`); without ``tz`` it is
+    refused, since its meaning would depend on the machine.
+    """
+    if not isinstance(text, str):
+        raise ScheduleError(f"invalid timestamp {quote(text)}: expected an ISO 8601 string")
+    s = text.strip()
+    if not s:
+        raise ScheduleError("invalid timestamp '': empty; use ISO 8601, e.g. 2026-12-01T18:00:00Z")
+    if len(s) > _MAX_TIMESTAMP or _CONTROL.search(s):
+        raise ScheduleError(f"invalid timestamp {quote(text)}: not an ISO 8601 timestamp")
+    sep = next((i for i, ch in enumerate(s) if ch not in _DATE_CHARS), None)
+    if sep is not None:
+        if s[sep] not in "Tt ":
+            raise ScheduleError(
+                f"invalid timestamp {quote(text)}: use ISO 8601, e.g. 2026-12-01T18:00:00+01:00"
+            )
+        s = s[:sep] + "T" + s[sep + 1 :].strip()
+        if s.endswith("z"):
+            s = s[:-1] + "Z"
+    try:
+        dt = datetime.fromisoformat(s)
+    except ValueError as exc:
+        reason = str(exc)
+        if reason.startswith("Invalid isoformat string") or len(reason) > 80:
+            reason = "use ISO 8601, e.g. 2026-12-01T18:00:00+01:00"
+        raise ScheduleError(f"invalid timestamp {quote(text)}: {reason}") from None
+    try:
+        if dt.tzinfo is not None:
+            return dt.astimezone(UTC)
+        if tz is None:
+            raise ScheduleError(
+                f"timestamp {quote(text)} has no UTC offset; "
+                "add one (e.g. +01:00 or Z) or pass --tz"
+            )
+        return localize(dt, load_zone(tz) if isinstance(tz, str) else tz)
+    except OverflowError:
+        raise ScheduleError(f"invalid timestamp {quote(text)}: out of range") from None
+
+
+def iso(dt: datetime) -> str:
+    """``dt`` in UTC as ISO 8601 with offset, to the second: ``2026-12-02T18:00:00+00:00``."""
+    return ensure_utc(dt).isoformat(timespec="seconds")
+
+
+def iso_local(dt: datetime, tz: str | tzinfo) -> str:
+    """``dt`` as ISO 8601 local time in ``tz`` with its offset, to the second."""
+    zone = load_zone(tz) if isinstance(tz, str) else tz
+    return ensure_utc(dt).astimezone(zone).isoformat(timespec="seconds")

@@ -1,0 +1,369 @@
+"""Validated shapes of the KB's YAML files: ``goalsui.yaml`` and the definitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from goalsui.domain.cron import validate_cron
+from goalsui.domain.durations import parse_duration
+from goalsui.domain.timeutil import load_zone, parse_instant
+from goalsui.errors import GoalsuiError, KBError
+from goalsui.kb.paths import check_name
+from goalsui.kb.yamlio import line_of_key
+
+BUILTIN_RUNNERS = ("report",)
+GOAL_STATUSES = ("active", "paused", "completed", "archived")
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """How an isolated turn runs: an argv command or a builtin."""
+
+    command: tuple[str, ...] | None = None
+    builtin: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.builtin:
+            return {"builtin": self.builtin}
+        return {"command": list(self.command or ())}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    base_seconds: float = 2
+    cap_seconds: float = 300
+    max_consecutive_failures: int = 5
+
+
+@dataclass(frozen=True)
+class AlertPolicy:
+    after: int = 2
+    cooldown: timedelta = timedelta(hours=1)
+    command: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class HookSource:
+    name: str
+    secret_env: str
+    style: str = "goalsui"  # or "github"
+
+
+@dataclass(frozen=True)
+class KBConfig:
+    runner: RunnerSpec = field(default_factory=lambda: RunnerSpec(command=("cat",)))
+    timeout: timedelta = timedelta(minutes=10)
+    silent_token: str = "NOTHING_TO_REPORT"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    catch_up_limit: timedelta = timedelta(hours=24)
+    alerts: AlertPolicy = field(default_factory=AlertPolicy)
+    hooks: dict[str, HookSource] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A worker's schedule: ``cron`` + timezone, ``every`` interval, or one ``at`` instant."""
+
+    kind: str  # cron | every | at
+    expr: str  # cron expression, interval text, or ISO instant
+    timezone: str = "UTC"
+    every: timedelta | None = None
+    at: datetime | None = None
+
+    @property
+    def intent_kind(self) -> str:
+        return {"cron": "cron", "every": "heartbeat", "at": "at"}[self.kind]
+
+
+@dataclass(frozen=True)
+class WorkerDef:
+    name: str
+    schedule: ScheduleSpec
+    runner: RunnerSpec | None = None
+    timeout: timedelta | None = None
+    capabilities: tuple[str, ...] = ()
+    active_hours: dict | None = None
+
+
+@dataclass(frozen=True)
+class GoalDef:
+    goal_id: str
+    name: str
+    task: str = ""
+    owner: str = ""
+    status: str = "active"
+    sort_order: int = 0
+    created_at: datetime | None = None
+
+
+class _Checker:
+    """Collects the file and text so every error carries file, line and reason."""
+
+    def __init__(self, display: str, text: str) -> None:
+        self.display = display
+        self.text = text
+
+    def fail(self, key: str | None, reason: str) -> KBError:
+        line = line_of_key(self.text, key) if key else None
+        return KBError(self.display, reason, line)
+
+    def only(self, data: dict, allowed: tuple[str, ...], where: str = "") -> None:
+        for key in data:
+            if key not in allowed:
+                raise self.fail(
+                    str(key), f"unknown field '{where}{key}' (allowed: {', '.join(allowed)})"
+                )
+
+    def mapping(self, value: Any, key: str) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(key, f"'{key}' must be a mapping, found {type(value).__name__}")
+        return value
+
+    def text_field(self, value: Any, key: str, *, required: bool = False, limit: int = 10_000) -> str:
+        if value is None:
+            if required:
+                raise self.fail(None, f"missing required field '{key}'")
+            return ""
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise self.fail(key, f"'{key}' must be text, found {type(value).__name__}")
+        value = str(value)
+        if len(value) > limit:
+            raise self.fail(key, f"'{key}' is too long ({len(value)} characters)")
+        return value
+
+    def duration(self, value: Any, key: str) -> timedelta:
+        try:
+            return parse_duration(value)
+        except GoalsuiError as exc:
+            raise self.fail(key, str(exc)) from None
+        except (TypeError, ValueError):
+            raise self.fail(key, f"'{key}' must be a duration like 30s, 10m, 2h, 1d") from None
+
+    def number(self, value: Any, key: str, *, minimum: float = 0, integer: bool = False) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(key, f"'{key}' must be a number")
+        if integer and not isinstance(value, int):
+            raise self.fail(key, f"'{key}' must be a whole number")
+        if value < minimum:
+            raise self.fail(key, f"'{key}' must be at least {minimum}")
+        return value
+
+    def argv(self, value: Any, key: str) -> tuple[str, ...]:
+        if not isinstance(value, list) or not value:
+            raise self.fail(key, f"'{key}' must be a non-empty list of arguments")
+        out = []
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise self.fail(key, f"'{key}' arguments must be text")
+            if "\x00" in str(item):
+                raise self.fail(key, f"'{key}' argument contains a NUL byte")
+            out.append(str(item))
+        return tuple(out)
+
+    def runner(self, value: Any, key: str = "runner") -> RunnerSpec:
+        data = self.mapping(value, key)
+        self.only(data, ("command", "builtin", "timeout"), f"{key}.")
+        if "builtin" in data and "command" in data:
+            raise self.fail("builtin", f"'{key}' takes either 'command' or 'builtin', not both")
+        if "builtin" in data:
+            name = data["builtin"]
+            if name not in BUILTIN_RUNNERS:
+                raise self.fail(
+                    "builtin", f"unknown builtin runner {name!r} (known: {', '.join(BUILTIN_RUNNERS)})"
+                )
+            return RunnerSpec(builtin=name)
+        if "command" in data:
+            return RunnerSpec(command=self.argv(data["command"], "command"))
+        raise self.fail(key, f"'{key}' needs 'command: [argv...]' or 'builtin: report'")
+
+
+def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
+    """Validate ``<kb>/goalsui.yaml``."""
+    c = _Checker(display, text)
+    c.only(
+        data,
+        ("runner", "silent_token", "retry", "catch_up_limit", "alerts", "hooks", "keymap", "theme"),
+    )
+    runner_data = c.mapping(data.get("runner"), "runner")
+    runner = c.runner(runner_data) if runner_data else RunnerSpec(command=("cat",))
+    timeout = (
+        c.duration(runner_data["timeout"], "timeout")
+        if "timeout" in runner_data
+        else timedelta(minutes=10)
+    )
+    token = c.text_field(data.get("silent_token", "NOTHING_TO_REPORT"), "silent_token", limit=200)
+    retry_data = c.mapping(data.get("retry"), "retry")
+    c.only(retry_data, ("base_seconds", "cap_seconds", "max_consecutive_failures"), "retry.")
+    retry = RetryPolicy(
+        base_seconds=c.number(retry_data.get("base_seconds", 2), "base_seconds", minimum=1),
+        cap_seconds=c.number(retry_data.get("cap_seconds", 300), "cap_seconds", minimum=1),
+        max_consecutive_failures=int(
+            c.number(
+                retry_data.get("max_consecutive_failures", 5),
+                "max_consecutive_failures",
+                minimum=1,
+                integer=True,
+            )
+        ),
+    )
+    catch_up = c.duration(data.get("catch_up_limit", "24h"), "catch_up_limit")
+    alerts_data = c.mapping(data.get("alerts"), "alerts")
+    c.only(alerts_data, ("after", "cooldown", "command"), "alerts.")
+    alerts = AlertPolicy(
+        after=int(c.number(alerts_data.get("after", 2), "after", minimum=1, integer=True)),
+        cooldown=c.duration(alerts_data.get("cooldown", "1h"), "cooldown"),
+        command=c.argv(alerts_data["command"], "command") if "command" in alerts_data else None,
+    )
+    hooks_data = c.mapping(data.get("hooks"), "hooks")
+    c.only(hooks_data, ("sources",), "hooks.")
+    sources: dict[str, HookSource] = {}
+    for name, spec in c.mapping(hooks_data.get("sources"), "sources").items():
+        try:
+            check_name(str(name), "hook source")
+        except GoalsuiError as exc:
+            raise c.fail(str(name), str(exc)) from None
+        spec = c.mapping(spec, str(name))
+        c.only(spec, ("secret_env", "style"), f"hooks.sources.{name}.")
+        env = c.text_field(spec.get("secret_env"), "secret_env", required=True, limit=200)
+        style = c.text_field(spec.get("style", "goalsui"), "style")
+        if style not in ("goalsui", "github"):
+            raise c.fail("style", f"unknown hook style {style!r} (goalsui or github)")
+        sources[str(name)] = HookSource(name=str(name), secret_env=env, style=style)
+    return KBConfig(
+        runner=runner,
+        timeout=timeout,
+        silent_token=token,
+        retry=retry,
+        catch_up_limit=catch_up,
+        alerts=alerts,
+        hooks=sources,
+    )
+
+
+def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:
+    sched = c.mapping(data, "schedule")
+    if not sched:
+        raise c.fail("schedule", "missing 'schedule' (cron + timezone, every, or at)")
+    c.only(sched, ("cron", "timezone", "every", "at"), "schedule.")
+    forms = [k for k in ("cron", "every", "at") if k in sched]
+    if len(forms) != 1:
+        raise c.fail("schedule", "'schedule' needs exactly one of 'cron', 'every' or 'at'")
+    tz = c.text_field(sched.get("timezone", "UTC"), "timezone", limit=100)
+    try:
+        load_zone(tz)
+    except GoalsuiError as exc:
+        raise c.fail("timezone", str(exc)) from None
+    form = forms[0]
+    value = sched[form]
+    if form == "cron":
+        expr = c.text_field(value, "cron", limit=200)
+        try:
+            expr = validate_cron(expr)
+        except GoalsuiError as exc:
+            raise c.fail("cron", str(exc)) from None
+        return ScheduleSpec(kind="cron", expr=expr, timezone=tz)
+    if form == "every":
+        every = c.duration(value, "every")
+        if every.total_seconds() < 10:
+            raise c.fail("every", "'every' must be at least 10s")
+        return ScheduleSpec(kind="every", expr=str(value), timezone=tz, every=every)
+    if isinstance(value, datetime):
+        value = value.isoformat()
+    text = c.text_field(value, "at", limit=100)
+    try:
+        at = parse_instant(text, tz)
+    except GoalsuiError as exc:
+        raise c.fail("at", str(exc)) from None
+    return ScheduleSpec(kind="at", expr=text, timezone=tz, at=at)
+
+
+def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
+    """Validate ``workers/<name>/definition.yaml``."""
+    c = _Checker(display, text)
+    c.only(data, ("schedule", "runner", "timeout", "capabilities", "active_hours", "description"))
+    schedule = parse_schedule(data.get("schedule"), c)
+    runner = c.runner(data["runner"]) if data.get("runner") is not None else None
+    timeout = c.duration(data["timeout"], "timeout") if data.get("timeout") is not None else None
+    caps = data.get("capabilities") or []
+    if not isinstance(caps, list) or not all(isinstance(x, str) for x in caps):
+        raise c.fail("capabilities", "'capabilities' must be a list of names")
+    hours = data.get("active_hours")
+    if hours is not None:
+        hours = parse_active_hours(hours, c)
+    return WorkerDef(
+        name=name,
+        schedule=schedule,
+        runner=runner,
+        timeout=timeout,
+        capabilities=tuple(caps),
+        active_hours=hours,
+    )
+
+
+def parse_active_hours(value: Any, c: _Checker) -> dict:
+    data = c.mapping(value, "active_hours")
+    c.only(data, ("start", "end", "timezone"), "active_hours.")
+    out = {}
+    for key in ("start", "end"):
+        raw = c.text_field(data.get(key), key, required=True, limit=5)
+        parts = raw.split(":")
+        if (
+            len(parts) != 2
+            or not all(p.isdigit() for p in parts)
+            or not (0 <= int(parts[0]) <= 24 and 0 <= int(parts[1]) < 60)
+        ):
+            raise c.fail(key, f"'{key}' must be a time like 08:00")
+        out[key] = f"{int(parts[0]):02d}:{int(parts[1]):02d}"
+    tz = c.text_field(data.get("timezone", "UTC"), "timezone", limit=100)
+    try:
+        load_zone(tz)
+    except GoalsuiError as exc:
+        raise c.fail("timezone", str(exc)) from None
+    out["timezone"] = tz
+    return out
+
+
+def parse_goal(data: dict, text: str, display: str, folder_name: str) -> GoalDef:
+    """Validate ``<goal>/definition.yaml``; its ``goal_id`` must match the folder."""
+    c = _Checker(display, text)
+    c.only(
+        data,
+        ("goal_id", "name", "task", "owner", "status", "sort_order", "created_at", "updated_at"),
+    )
+    goal_id = c.text_field(data.get("goal_id"), "goal_id", required=True, limit=64)
+    try:
+        check_name(goal_id, "goal id")
+    except GoalsuiError as exc:
+        raise c.fail("goal_id", str(exc)) from None
+    if goal_id != folder_name:
+        raise c.fail("goal_id", f"goal_id '{goal_id}' does not match its folder '{folder_name}'")
+    status = c.text_field(data.get("status", "active"), "status")
+    if status not in GOAL_STATUSES:
+        raise c.fail("status", f"unknown status {status!r} (one of {', '.join(GOAL_STATUSES)})")
+    sort_order = data.get("sort_order", 0)
+    if isinstance(sort_order, bool) or not isinstance(sort_order, int):
+        raise c.fail("sort_order", "'sort_order' must be a whole number")
+    created = data.get("created_at")
+    created_at = None
+    if created is not None:
+        try:
+            created_at = (
+                parse_instant(created.isoformat(), "UTC")
+                if isinstance(created, datetime)
+                else parse_instant(str(created), "UTC")
+            )
+        except GoalsuiError as exc:
+            raise c.fail("created_at", str(exc)) from None
+    return GoalDef(
+        goal_id=goal_id,
+        name=c.text_field(data.get("name"), "name", required=True, limit=200),
+        task=c.text_field(data.get("task"), "task"),
+        owner=c.text_field(data.get("owner"), "owner", limit=200),
+        status=status,
+        sort_order=sort_order,
+        created_at=created_at,
+    )

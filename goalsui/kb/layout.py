@@ -1,0 +1,422 @@
+"""The KB on disk: goal trees, their files, staging creation, and confined file access."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
+from goalsui.kb.atomic import append_line, atomic_write, fsync_dir
+from goalsui.kb.config import (
+    GoalDef,
+    KBConfig,
+    WorkerDef,
+    parse_goal,
+    parse_kb_config,
+    parse_worker,
+)
+from goalsui.kb.paths import check_name, new_goal_id, safe_join
+from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
+
+CONFIG_FILE = "goalsui.yaml"
+STAGING_PREFIX = ".staging-"
+TRASH_PREFIX = ".trash-"
+MAX_TEXT_BYTES = 2 * 1024 * 1024
+
+
+@dataclass
+class LoadedGoal:
+    """One goal tree as read from disk, with every problem found in it."""
+
+    goal_id: str
+    path: Path
+    definition: GoalDef | None
+    workers: dict[str, WorkerDef] = field(default_factory=dict)
+    problems: list[KBError] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        return "; ".join(str(p) for p in self.problems) or None
+
+
+@dataclass(frozen=True)
+class WorkerSeed:
+    """A worker to create with a new goal."""
+
+    name: str
+    definition: dict[str, Any]
+    prompt: str = ""
+
+
+class KB:
+    """A directory of goal trees; every path it touches stays inside ``root``."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).expanduser().resolve()
+
+    # -- discovery -----------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.root.is_dir()
+
+    def display(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def config(self) -> KBConfig:
+        """The KB-level config; defaults when ``goalsui.yaml`` is absent."""
+        path = self.root / CONFIG_FILE
+        if not path.exists():
+            return KBConfig()
+        data, text = load_yaml_mapping(path, CONFIG_FILE)
+        return parse_kb_config(data, text, CONFIG_FILE)
+
+    def goal_ids(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        out = []
+        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+            if (Path(entry.path) / "definition.yaml").exists():
+                out.append(entry.name)
+        return out
+
+    def goal_dir(self, goal_id: str) -> Path:
+        check_name(goal_id, "goal id")
+        path = safe_join(self.root, goal_id)
+        if not (path / "definition.yaml").is_file():
+            raise NotFound(f"no goal '{goal_id}' in the KB")
+        return path
+
+    def worker_dir(self, goal_id: str, worker: str) -> Path:
+        check_name(worker, "worker name")
+        path = safe_join(self.goal_dir(goal_id), "workers", worker)
+        if not path.is_dir():
+            raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
+        return path
+
+    def load_goal(self, goal_id: str) -> LoadedGoal:
+        """Read and validate one goal tree; problems are collected, not raised."""
+        path = self.goal_dir(goal_id)
+        loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
+        def_path = path / "definition.yaml"
+        try:
+            data, text = load_yaml_mapping(def_path, self.display(def_path))
+            loaded.definition = parse_goal(data, text, self.display(def_path), goal_id)
+        except KBError as exc:
+            loaded.problems.append(exc)
+        workers_root = path / "workers"
+        if workers_root.is_dir():
+            for entry in sorted(os.scandir(workers_root), key=lambda e: e.name):
+                if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                    continue
+                wpath = Path(entry.path) / "definition.yaml"
+                shown = self.display(wpath) if wpath.exists() else f"{goal_id}/workers/{entry.name}"
+                try:
+                    check_name(entry.name, "worker name")
+                    data, text = load_yaml_mapping(wpath, shown)
+                    loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
+                except KBError as exc:
+                    loaded.problems.append(exc)
+                except GoalsuiError as exc:
+                    loaded.problems.append(KBError(shown, str(exc)))
+        return loaded
+
+    def scan(self) -> list[LoadedGoal]:
+        return [self.load_goal(gid) for gid in self.goal_ids()]
+
+    # -- creation and removal --------------------------------------------------------
+    def create_goal(
+        self,
+        name: str,
+        task: str,
+        workers: Iterable[WorkerSeed] = (),
+        *,
+        owner: str = "",
+        register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
+        goal_id: str | None = None,
+        _fail_after_workers: int | None = None,
+    ) -> LoadedGoal:
+        """Create a goal tree in a sibling staging folder, validate it, rename it into place.
+
+        ``register`` is called with the loaded goal before the rename and must return
+        an undo callable; if anything fails afterwards every registration is undone and
+        the staging folder removed, so the goal exists whole or not at all.
+        """
+        name = " ".join(str(name).split())
+        if not name:
+            raise ValidationError("a goal needs a name")
+        if len(name) > 200:
+            raise ValidationError("goal name is too long (200 characters at most)")
+        workers = list(workers)
+        seen: set[str] = set()
+        for seed in workers:
+            check_name(seed.name, "worker name")
+            if seed.name in seen:
+                raise ValidationError(f"worker '{seed.name}' given twice")
+            seen.add(seed.name)
+        self.root.mkdir(parents=True, exist_ok=True)
+        goal_id = goal_id or new_goal_id(name)
+        check_name(goal_id, "goal id")
+        final = safe_join(self.root, goal_id)
+        if final.exists():
+            raise ValidationError(f"goal '{goal_id}' already exists")
+        staging = safe_join(self.root, f"{STAGING_PREFIX}{goal_id}-{uuid.uuid4().hex[:6]}")
+        undo: Callable[[], None] | None = None
+        try:
+            staging.mkdir()
+            now = datetime.now(UTC).replace(microsecond=0)
+            definition = {
+                "goal_id": goal_id,
+                "name": name,
+                "task": task,
+                "owner": owner,
+                "status": "active",
+                "sort_order": 0,
+                "created_at": now.isoformat(),
+            }
+            atomic_write(
+                staging / "definition.yaml",
+                dump_yaml(definition, "goal identity (goalsui); edit name, task, owner freely"),
+            )
+            atomic_write(staging / "protocol.md", f"# Protocol: {name}\n\n{task}\n")
+            atomic_write(staging / "state.yaml", "# bounded cross-tick state\nplan: []\n")
+            (staging / "log").mkdir()
+            (staging / "reports").mkdir()
+            for index, seed in enumerate(workers):
+                if _fail_after_workers is not None and index >= _fail_after_workers:
+                    raise OSError("injected failure while writing workers")
+                wdir = staging / "workers" / seed.name
+                (wdir / "inbox").mkdir(parents=True)
+                (wdir / "outbox").mkdir()
+                atomic_write(
+                    wdir / "definition.yaml",
+                    dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)"),
+                )
+                atomic_write(wdir / "prompt.md", seed.prompt or f"# {seed.name}\n\n{task}\n")
+            loaded = self._load_staged(staging, goal_id)
+            if loaded.problems:
+                raise loaded.problems[0]
+            if register is not None:
+                undo = register(loaded)
+            os.rename(staging, final)
+            fsync_dir(self.root)
+        except BaseException:
+            if undo is not None:
+                with contextlib.suppress(Exception):
+                    undo()
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        loaded.path = final
+        self.append_log(goal_id, f"goal created: {name}")
+        return loaded
+
+    def _load_staged(self, staging: Path, goal_id: str) -> LoadedGoal:
+        loaded = LoadedGoal(goal_id=goal_id, path=staging, definition=None)
+        data, text = load_yaml_mapping(staging / "definition.yaml", f"{goal_id}/definition.yaml")
+        loaded.definition = parse_goal(data, text, f"{goal_id}/definition.yaml", goal_id)
+        wroot = staging / "workers"
+        if wroot.is_dir():
+            for entry in sorted(os.scandir(wroot), key=lambda e: e.name):
+                shown = f"{goal_id}/workers/{entry.name}/definition.yaml"
+                try:
+                    data, text = load_yaml_mapping(Path(entry.path) / "definition.yaml", shown)
+                    loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
+                except KBError as exc:
+                    loaded.problems.append(exc)
+        return loaded
+
+    def delete_goal(self, goal_id: str) -> None:
+        """Remove a goal tree (renamed aside first, so readers never see half of it)."""
+        path = self.goal_dir(goal_id)
+        trash = safe_join(self.root, f"{TRASH_PREFIX}{goal_id}-{uuid.uuid4().hex[:6]}")
+        os.rename(path, trash)
+        fsync_dir(self.root)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def cleanup_leftovers(self) -> list[str]:
+        """Remove staging and trash folders left by a crash; returns their names."""
+        removed = []
+        if self.root.is_dir():
+            for entry in os.scandir(self.root):
+                if entry.name.startswith((STAGING_PREFIX, TRASH_PREFIX)) and entry.is_dir(
+                    follow_symlinks=False
+                ):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    removed.append(entry.name)
+        return removed
+
+    def set_goal_field(self, goal_id: str, **updates: Any) -> None:
+        """Edit top-level fields of a goal's definition, keeping comments and key order."""
+        path = self.goal_dir(goal_id) / "definition.yaml"
+        shown = self.display(path)
+        data, text = load_yaml_mapping(path, shown)
+        parse_goal(data, text, shown, goal_id)  # refuse to rewrite a broken file
+        new_text = roundtrip_update(text, updates)
+        new_data = parse_yaml(new_text, shown)
+        parse_goal(new_data, new_text, shown, goal_id)
+        atomic_write(path, new_text)
+
+    # -- confined file access ----------------------------------------------------------
+    def resolve(self, goal_id: str, rel: str = ".") -> Path:
+        """A path inside one goal tree; anything leading out is refused."""
+        root = self.goal_dir(goal_id)
+        if rel in ("", "."):
+            return root
+        return safe_join(root, rel)
+
+    def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
+        path = self.resolve(goal_id, rel)
+        if not path.is_dir():
+            raise NotFound(f"not a folder: {goal_id}/{rel}")
+        root = self.goal_dir(goal_id).resolve()
+        out = []
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                continue
+            p = Path(entry.path)
+            if p.is_symlink() and not _inside(p.resolve(), root):
+                continue
+            st = p.stat()
+            out.append(
+                {
+                    "name": entry.name,
+                    "path": str(p.relative_to(root)),
+                    "dir": entry.is_dir(),
+                    "size": st.st_size,
+                    "modified": datetime.fromtimestamp(st.st_mtime, UTC),
+                }
+            )
+        return out
+
+    def kb_read(self, goal_id: str, rel: str, *, limit: int = MAX_TEXT_BYTES) -> str:
+        path = self.resolve(goal_id, rel)
+        if not path.is_file():
+            raise NotFound(f"no file {goal_id}/{rel}")
+        return read_text(path, limit=limit, display=f"{goal_id}/{rel}")
+
+    def kb_write(self, goal_id: str, rel: str, text: str) -> Path:
+        """Write a file inside a goal tree atomically; YAML files are validated first."""
+        if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
+            raise ValidationError("file is too large")
+        path = self.resolve(goal_id, rel)
+        if path == self.goal_dir(goal_id) or path.is_dir():
+            raise ValidationError(f"not a file: {goal_id}/{rel}")
+        shown = f"{goal_id}/{rel}"
+        if path.suffix in (".yaml", ".yml"):
+            data = parse_yaml(text, shown)
+            parts = Path(rel).parts
+            if path.name == "definition.yaml" and len(parts) == 1:
+                parse_goal(data or {}, text, shown, goal_id)
+            elif path.name == "definition.yaml" and len(parts) == 3 and parts[0] == "workers":
+                if not isinstance(data, dict):
+                    raise KBError(shown, "expected a mapping at the top", 1)
+                parse_worker(parts[1], data, text, shown)
+        atomic_write(path, text)
+        return path
+
+    def append_log(self, goal_id: str, text: str, when: datetime | None = None) -> tuple[Path, int]:
+        """Append one entry to ``log/YYYY-MM-DD.md``; returns the file and line number."""
+        when = when or datetime.now(UTC)
+        path = self.goal_dir(goal_id) / "log" / f"{when:%Y-%m-%d}.md"
+        lines = text.replace("\x00", "").rstrip().splitlines() or [""]
+        entry = f"- {when:%H:%M:%SZ} {lines[0]}".rstrip()
+        if len(lines) > 1:
+            entry += "\n" + "\n".join(f"  {line}".rstrip() for line in lines[1:])
+        lines_before = 0
+        if path.exists():
+            with path.open("rb") as fh:
+                lines_before = sum(1 for _ in fh)
+        append_line(path, entry)
+        return path, lines_before + 1
+
+    # -- workers -------------------------------------------------------------------------
+    def update_worker(
+        self,
+        goal_id: str,
+        worker: str,
+        *,
+        schedule: dict | None = None,
+        runner: dict | None = None,
+        timeout: str | None = None,
+        prompt: str | None = None,
+    ) -> WorkerDef:
+        """Edit a worker's schedule, runner, timeout or prompt, keeping comments and order."""
+        wdir = self.worker_dir(goal_id, worker)
+        path = wdir / "definition.yaml"
+        shown = self.display(path)
+        data, text = load_yaml_mapping(path, shown)
+        parse_worker(worker, data, text, shown)  # a broken file is never rewritten
+        updates: dict[str, Any] = {}
+        if schedule is not None:
+            updates["schedule"] = schedule
+        if runner is not None:
+            updates["runner"] = runner
+        if timeout is not None:
+            updates["timeout"] = timeout
+        new_text = roundtrip_update(text, updates) if updates else text
+        new_data = parse_yaml(new_text, shown)
+        definition = parse_worker(worker, new_data or {}, new_text, shown)
+        if updates:
+            atomic_write(path, new_text)
+        if prompt is not None:
+            atomic_write(wdir / "prompt.md", prompt)
+        return definition
+
+    def outbox_dir(self, goal_id: str, worker: str) -> Path:
+        path = self.worker_dir(goal_id, worker) / "outbox"
+        path.mkdir(exist_ok=True)
+        return path
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def find_sample_kb() -> Path:
+    """The bundled sample KB (the repository folder, or the copy inside the wheel)."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "sample_kb", here / "_data" / "sample_kb"):
+        if candidate.is_dir():
+            return candidate
+    raise NotFound("the bundled sample KB is missing from this installation")
+
+
+def find_themes_dir() -> Path | None:
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "themes", here / "_data" / "themes"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def init_kb(path: Path, *, sample: bool = False) -> Path:
+    """Create an empty KB (or a copy of the sample KB) at ``path``."""
+    path = Path(path).expanduser()
+    if path.exists() and any(path.iterdir()):
+        raise ValidationError(f"{path} exists and is not empty")
+    if sample:
+        shutil.copytree(find_sample_kb(), path, dirs_exist_ok=True)
+    else:
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write(
+            path / CONFIG_FILE,
+            "# goalsui KB settings\n"
+            "runner:\n  command: [\"cat\"]   # the default runner; e.g. [\"claude\", \"-p\"]\n"
+            "  timeout: 10m\n"
+            "silent_token: NOTHING_TO_REPORT\n",
+        )
+    return path.resolve()

@@ -1,0 +1,79 @@
+"""Names, slugs and path safety: every path goalsui touches stays inside the KB root."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import unicodedata
+from pathlib import Path
+
+from goalsui.errors import ValidationError
+
+NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$")
+
+
+def check_name(value: str, what: str = "name") -> str:
+    """Return ``value`` if it is a valid goal id or worker name, else raise."""
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
+        shown = repr(value)[:80]
+        raise ValidationError(
+            f"invalid {what} {shown}: use 1-64 lowercase letters, digits, '-' or '_', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+def slugify(text: str, limit: int = 32) -> str:
+    """ASCII slug of ``text`` (letters, digits, single dashes), at most ``limit`` chars."""
+    norm = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", norm.lower()).strip("-")[:limit].strip("-")
+    return slug or "goal"
+
+
+def new_goal_id(name: str) -> str:
+    """``slugify(name)[:32] + '-' + 8 hex``."""
+    return check_name(f"{slugify(name)}-{secrets.token_hex(4)}", "goal id")
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def safe_join(root: Path, *parts: str) -> Path:
+    """Join relative ``parts`` under ``root`` and prove the result stays inside it.
+
+    Refuses absolute parts, ``..`` components, NUL bytes, and symlinks (anywhere on the
+    way) that resolve outside ``root``.
+    """
+    root_resolved = Path(root).resolve()
+    rel_parts: list[str] = []
+    for part in parts:
+        if not isinstance(part, str) or part == "":
+            raise ValidationError("empty path")
+        if "\x00" in part:
+            raise ValidationError("path contains a NUL byte")
+        if os.path.isabs(part) or part.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", part):
+            raise ValidationError(f"absolute path not allowed: {part!r}")
+        for comp in re.split(r"[/\\]", part):
+            if comp == "..":
+                raise ValidationError(f"path leaves its folder: {part!r}")
+            if comp in ("", "."):
+                continue
+            rel_parts.append(comp)
+    candidate = root_resolved.joinpath(*rel_parts)
+    resolved = candidate.resolve()
+    if not _is_within(resolved, root_resolved):
+        raise ValidationError(f"path leads outside the KB: {'/'.join(rel_parts)!r}")
+    return candidate
+
+
+def relative_display(path: Path, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)

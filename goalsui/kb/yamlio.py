@@ -1,0 +1,137 @@
+"""YAML reading with clear errors (file, line, reason) and comment-keeping edits."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from goalsui.errors import KBError
+
+MAX_YAML_BYTES = 256 * 1024
+MAX_DEPTH = 32
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader without aliases (no alias bombs) and with a nesting limit."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.MarkedYAMLError(
+                problem="aliases (*name) are not allowed in goalsui files",
+                problem_mark=event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                event = self.peek_event()
+                raise yaml.MarkedYAMLError(
+                    problem=f"nested deeper than {MAX_DEPTH} levels",
+                    problem_mark=event.start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = None) -> str:
+    """Read a UTF-8 text file, refusing huge or non-UTF-8 content with a KBError."""
+    shown = display or str(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise KBError(shown, "file is missing") from None
+    except OSError as exc:
+        raise KBError(shown, f"cannot read: {exc.strerror}") from None
+    if size > limit:
+        raise KBError(shown, f"file is too large ({size} bytes, limit {limit})")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KBError(shown, f"cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise KBError(shown, "file is not valid UTF-8", line) from None
+
+
+def parse_yaml(text: str, display: str) -> Any:
+    """Parse YAML text; a syntax problem becomes a KBError with file, line and reason."""
+    if "\x00" in text:
+        raise KBError(display, "file contains a NUL byte")
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        reason = exc.problem or exc.context or "invalid YAML"
+        if exc.context and exc.problem:
+            reason = f"{exc.context}: {exc.problem}" if "alias" not in exc.problem else exc.problem
+        raise KBError(display, reason, line) from None
+    except yaml.YAMLError as exc:
+        raise KBError(display, f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise KBError(display, "YAML nested too deeply") from None
+
+
+def load_yaml_mapping(path: Path, display: str | None = None) -> tuple[dict, str]:
+    """Load a YAML file that must hold a mapping; returns (data, text)."""
+    shown = display or str(path)
+    text = read_text(path, display=shown)
+    data = parse_yaml(text, shown)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise KBError(shown, f"expected a mapping at the top, found {type(data).__name__}", 1)
+    return data, text
+
+
+def line_of_key(text: str, key: str) -> int | None:
+    """Best-effort 1-based line of ``key:`` in YAML text (for error messages)."""
+    pattern = re.compile(rf"^\s*-?\s*['\"]?{re.escape(key)}['\"]?\s*:")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return number
+    return None
+
+
+def roundtrip_update(text: str, updates: dict[str, Any], removals: tuple[str, ...] = ()) -> str:
+    """Apply top-level ``updates`` to YAML ``text``, keeping comments and key order."""
+    from ruamel.yaml import YAML
+
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.indent(mapping=2, sequence=4, offset=2)
+    doc = rt.load(text) if text.strip() else None
+    if doc is None:
+        from ruamel.yaml.comments import CommentedMap
+
+        doc = CommentedMap()
+    for key in removals:
+        doc.pop(key, None)
+    for key, value in updates.items():
+        if key in doc and isinstance(doc[key], dict) and isinstance(value, dict):
+            existing = doc[key]
+            for old in [k for k in existing if k not in value]:
+                del existing[old]
+            for sub, subval in value.items():
+                existing[sub] = subval
+        else:
+            doc[key] = value
+    out = io.StringIO()
+    rt.dump(doc, out)
+    return out.getvalue()
+
+
+def dump_yaml(data: dict, header: str | None = None) -> str:
+    body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return (f"# {header}\n" if header else "") + body

@@ -1,0 +1,25 @@
+"""The contract between the scheduler and the runners.
+
+The scheduler claims an intent, records a ``running`` IntentRun, then awaits
+:func:`goalsui.runners.turn.run_turn`, which assembles the prompt, runs the runner
+(a command or a builtin), streams output to the run's log file, and delivers the
+result (outbox file, goal log, thread message with provenance). The scheduler then
+records the outcome and applies the retry / lifecycle rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How one isolated turn ended."""
+
+    status: str  # ok | silent | failed | timeout | cancelled
+    reason: str | None = None  # one line, for people; never a secret
+    exit_code: int | None = None
+    output_tail: str | None = None  # the last few KiB of stdout/stderr
+    output_path: Path | None = None  # the full log of the run
+    outbox_path: Path | None = None  # where the result was delivered

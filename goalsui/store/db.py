@@ -1,0 +1,54 @@
+"""The store: engines, sessions and schema, the same code on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel
+
+from goalsui.domain import models  # noqa: F401 - registers the tables
+from goalsui.store.engine import is_sqlite, make_engine, normalize_url
+
+
+class Store:
+    """Owns the database engines; hands out short transactions."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalize_url(url)
+        self.engine: Engine = make_engine(self.url)
+        self.read_engine: Engine = (
+            make_engine(self.url, reader=True) if is_sqlite(self.engine) else self.engine
+        )
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def ensure_schema(self) -> None:
+        """Create the schema on first use (migrations upgrade existing databases)."""
+        from goalsui.store.schema import ensure_schema
+
+        ensure_schema(self.engine)
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A write transaction, committed on success and rolled back on error."""
+        with Session(self.engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read-only transaction."""
+        with Session(self.read_engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+        if self.read_engine is not self.engine:
+            self.read_engine.dispose()
+
+
+def create_all(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine)

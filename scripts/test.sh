@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The test command: ./scripts/test.sh [pytest args...]
+#
+#   1. creates .venv (python3 -m venv) if missing and installs '.[test]' into it
+#      (again whenever pyproject.toml changes);
+#   2. unless GOALSUI_TEST_PG_URL is already set, starts ONE throwaway PostgreSQL
+#      server for the whole run (tests/pgserver.py) and exports its URL as
+#      GOALSUI_TEST_PG_URL; it is stopped and its directory deleted on exit;
+#   3. runs ruff and import-linter, then pytest with the given arguments.
+#
+# Exits with pytest's exit code; if pytest passed but a lint step failed, exits 1.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# --- 1. virtualenv -------------------------------------------------------------------
+if [[ ! -x .venv/bin/python ]]; then
+    echo "Creating .venv with $(python3 -V 2>&1)"
+    python3 -m venv .venv
+fi
+stamp=.venv/.goalsui-installed
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
+    echo "Installing goalsui[test] into .venv"
+    .venv/bin/python -m pip install -qq --progress-bar off -e '.[test]'
+    echo "$want" >"$stamp"
+fi
+
+# --- 2. PostgreSQL -------------------------------------------------------------------
+pgdir=""
+cleanup() {
+    if [[ -n $pgdir ]]; then
+        .venv/bin/python tests/pgserver.py stop "$pgdir" || echo "WARNING: could not stop the PostgreSQL server in $pgdir" >&2
+        rm -rf "$pgdir"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [[ -n ${GOALSUI_TEST_PG_URL:-} ]]; then
+    echo "PostgreSQL: using GOALSUI_TEST_PG_URL from the environment"
+elif found="$(.venv/bin/python tests/pgserver.py find 2>/dev/null)"; then
+    pgdir="$(mktemp -d /tmp/goalsui-pg-XXXXXX)"
+    chmod 0755 "$pgdir"  # the postgres user must be able to get in when we are root
+    if ! GOALSUI_TEST_PG_URL="$(.venv/bin/python tests/pgserver.py start "$pgdir")"; then
+        echo "ERROR: PostgreSQL server binaries were found (${found}) but the server did not start" >&2
+        exit 1
+    fi
+    export GOALSUI_TEST_PG_URL
+    port="${GOALSUI_TEST_PG_URL##*:}"; port="${port%%/*}"
+    echo "PostgreSQL: using throwaway server ${found#* } at 127.0.0.1:${port}"
+else
+    echo "PostgreSQL: no server binaries found (install Debian's postgresql package); the PostgreSQL half of the suite will be SKIPPED"
+fi
+
+# --- 3. lint, then tests -------------------------------------------------------------
+lint_failed=0
+echo "== ruff check goalsui tests"
+.venv/bin/ruff check --no-cache goalsui tests || lint_failed=1
+echo "== lint-imports"
+.venv/bin/lint-imports --no-logo --no-cache || lint_failed=1
+
+echo "== pytest $*"
+rc=0
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@" || rc=$?
+if [[ $rc -eq 0 && $lint_failed -ne 0 ]]; then
+    echo "FAILED: tests passed but ruff or import-linter reported problems (see above)" >&2
+    rc=1
+fi
+exit "$rc"
