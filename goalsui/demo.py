@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
 from goalsui.errors import KBError
-from goalsui.kb.layout import find_sample_kb
+from goalsui.kb.layout import copy_sample_kb, find_sample_kb
 from goalsui.kb.yamlio import load_yaml_mapping
 from goalsui.service import Service
 
@@ -61,5 +60,5 @@ def make_demo_kb(target: Path | None = None) -> Path:
     """Copy the sample KB to a scratch folder and return it."""
     base = Path(target) if target else Path(tempfile.mkdtemp(prefix="goalsui-demo-"))
     kb = base / "kb"
-    shutil.copytree(find_sample_kb(), kb)
+    copy_sample_kb(kb)
     return kb

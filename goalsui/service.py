@@ -7,6 +7,7 @@ so they react at once; other processes see the change through the database.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, or_
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from goalsui.domain.checklist import parse_markdown_checklist
@@ -32,6 +33,7 @@ from goalsui.errors import Conflict, GoalsuiError, KBError, NotFound, Validation
 from goalsui.kb.config import KBConfig, WorkerDef
 from goalsui.kb.layout import KB, LoadedGoal, WorkerSeed
 from goalsui.kb.paths import check_name
+from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
 
@@ -89,7 +91,6 @@ class GoalView:
             "task": self.task,
             "status": self.status,
             "path": self.path,
-            "error": self.error,
             "workers": [w.as_json() for w in self.workers],
         }
 
@@ -111,6 +112,22 @@ class EmitResult:
     event_id: int
     fired: list[int]
     duplicate: bool = False
+
+
+REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")
+
+
+def _removed_from_kb(intent: Intent) -> bool:
+    """True for a worker intent cancelled because its files left the KB (it may come back)."""
+    return intent.status == IntentStatus.CANCELLED and intent.last_error in REMOVED_FROM_KB
+
+
+GOAL_HOLDS = ("goal paused", "goal completed", "goal archived")
+
+
+def _held_by_goal(intent: Intent) -> bool:
+    """True for a worker intent paused because its goal is not active."""
+    return intent.status == IntentStatus.PAUSED and intent.last_error in GOAL_HOLDS
 
 
 def worker_intent_key(goal_id: str, worker: str) -> str:
@@ -185,6 +202,8 @@ class Service:
         self._lock = threading.Lock()
         self._config: KBConfig | None = None
         self._config_error: KBError | None = None
+        self.origin = change_notify.new_origin()  # names this service in NOTIFY payloads
+        self._change_listeners: list[change_notify.ChangeListener] = []
 
     # -- life cycle ---------------------------------------------------------------------
     @classmethod
@@ -199,19 +218,33 @@ class Service:
         clock: Callable[[], datetime] = utcnow,
     ) -> Service:
         """Open a service: schema on first use, leftovers cleaned, KB index synced."""
-        service = cls(kb, db_url, state_dir, actor=actor, clock=clock)
-        if not service.kb.exists():
+        root = KB(kb).root
+        if not root.is_dir():  # checked first: a missing KB creates no state folder
             raise NotFound(
-                f"no KB at {service.kb.root} (create one with 'goalsui init PATH', "
+                f"no KB at {root} (create one with 'goalsui init PATH', "
                 "or pass --kb / set GOALSUI_KB)"
             )
-        service.store.ensure_schema()
+        try:
+            service = cls(kb, db_url, state_dir, actor=actor, clock=clock)
+        except OSError as exc:
+            raise ValidationError(f"cannot prepare the state folder: {exc}") from None
+        try:
+            service.store.ensure_schema()
+        except (SQLAlchemyError, OSError) as exc:
+            service.close()
+            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+            raise GoalsuiError(
+                f"cannot open the database {service.db_url_display()}: {reason}"
+            ) from None
         if sync:
             service.kb.cleanup_leftovers()
             service.sync_kb()
         return service
 
     def close(self) -> None:
+        for listener in list(self._change_listeners):
+            listener.stop()
+        self._change_listeners.clear()
         self.store.dispose()
 
     def now(self) -> datetime:
@@ -230,11 +263,57 @@ class Service:
         return lambda: self._listeners.remove(callback) if callback in self._listeners else None
 
     def changed(self, what: str) -> None:
+        # Other processes (schedulers, consoles) hear it through NOTIFY on PostgreSQL.
+        change_notify.publish_now(self.store.engine, what, self.origin)
         for callback in list(self._listeners):
-            try:
+            with contextlib.suppress(Exception):  # a listener never breaks the caller
                 callback(what)
-            except Exception:  # noqa: BLE001 - a listener never breaks the caller
-                pass
+
+    @property
+    def notifies_across_processes(self) -> bool:
+        """True on PostgreSQL: :meth:`listen_changes` hears other processes' changes."""
+        return change_notify.supported(self.store.engine)
+
+    def listen_changes(
+        self, callback: Callable[[str], None], *, include_own: bool = False, wait: float = 10.0
+    ) -> Callable[[], None]:
+        """Call ``callback(what)`` when any process changes the database; returns stop().
+
+        PostgreSQL: a LISTEN thread (``callback`` runs in it; hand over to your loop).
+        ``what`` is what the publisher passed to :meth:`changed` (intents, runs, goals,
+        todos, ...) or ``"reconnected"`` after a lost connection came back (re-read
+        everything). The service's own changes are skipped unless ``include_own`` (they
+        reach :meth:`subscribe` callbacks already). Returns once LISTEN is active (or
+        after ``wait`` s; it keeps retrying). SQLite: a no-op, keep polling.
+        """
+        if not self.notifies_across_processes:
+            return lambda: None
+        listener = change_notify.ChangeListener(
+            self.store.url, callback, ignore_origin=None if include_own else self.origin
+        )
+        self._change_listeners.append(listener)
+        listener.start(wait=wait)
+
+        def stop() -> None:
+            listener.stop()
+            if listener in self._change_listeners:
+                self._change_listeners.remove(listener)
+
+        return stop
+
+    # -- schema ---------------------------------------------------------------------------------
+    def schema_status(self) -> dict[str, Any]:
+        """``goalsui db status``: the database's schema revision against this goalsui's."""
+        from goalsui.store import schema
+
+        return schema.status(self.store.engine).as_json()
+
+    def upgrade_schema(self) -> dict[str, Any]:
+        """``goalsui db upgrade``: apply pending migrations (works on an outdated database)."""
+        from goalsui.store import schema
+
+        before, after = schema.upgrade(self.store.engine)
+        return {"before": before.as_json(), "after": after.as_json()}
 
     def journal(self, action: str, subject: str = "", detail: str = "", actor: str | None = None) -> None:
         with self.store.write() as s:
@@ -272,6 +351,23 @@ class Service:
                     self._config = KBConfig()
         return self._config
 
+    def ui_settings(self) -> dict[str, Any]:
+        """The console's settings from goalsui.yaml (``keymap``, ``theme``), raw.
+
+        Empty when the file is absent or broken (``config()`` reports its problems).
+        """
+        from goalsui.kb.layout import CONFIG_FILE
+        from goalsui.kb.yamlio import load_yaml_mapping
+
+        path = self.kb.root / CONFIG_FILE
+        if not path.is_file():
+            return {}
+        try:
+            data, _ = load_yaml_mapping(path, CONFIG_FILE)
+        except GoalsuiError:
+            return {}
+        return {key: data[key] for key in ("keymap", "theme") if key in data}
+
     # -- KB index ---------------------------------------------------------------------------------
     def sync_kb(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
         """Rebuild the goal index and worker intents from the KB; returns the problems.
@@ -286,9 +382,11 @@ class Service:
             problems.append(Problem(**self._config_error.as_problem()))
         now = self.now()
         with self.store.write() as s:
+            self.store.serialize(s, "kb-sync")  # processes syncing at once queue here
             for goal_id in targets:
                 if goal_id not in on_disk:
-                    self._forget_goal(s, goal_id, now)
+                    if not self.kb.creating(goal_id):  # another process is creating it
+                        self._forget_goal(s, goal_id, now)
                     continue
                 try:
                     loaded = self.kb.load_goal(goal_id)
@@ -300,7 +398,8 @@ class Service:
             if goal_ids is None:
                 known = s.exec(select(Goal.goal_id)).all()
                 for goal_id in set(known) - on_disk:
-                    self._forget_goal(s, goal_id, now)
+                    if not self.kb.creating(goal_id):  # another process is creating it
+                        self._forget_goal(s, goal_id, now)
         self.changed("goals")
         return problems
 
@@ -322,21 +421,30 @@ class Service:
         goal.updated_at = now
         s.add(goal)
         goal_active = goal.status == "active"
-        broken = {p.path.split("/")[2] for p in loaded.problems if "/workers/" in p.path}
         existing = {
             i.worker: i
             for i in s.exec(select(Intent).where(Intent.goal_id == loaded.goal_id)).all()
             if i.worker
         }
+        # Workers whose files are broken keep their last good intent.
+        prefix = f"{loaded.goal_id}/workers/"
+        broken = {
+            p.path[len(prefix) :].split("/")[0] for p in loaded.problems if p.path.startswith(prefix)
+        }
+        if any(p.path == prefix.rstrip("/") for p in loaded.problems):
+            broken = set(existing)  # the workers folder itself is unreadable: keep them all
         for name, wdef in loaded.workers.items():
             self._upsert_worker_intent(s, goal, wdef, existing.get(name), goal_active, now)
         for name, intent in existing.items():
-            if name not in loaded.workers and name not in broken:
-                if intent.status not in (IntentStatus.CANCELLED, IntentStatus.DONE):
-                    intent.status = IntentStatus.CANCELLED
-                    intent.last_error = "worker removed from the KB"
-                    intent.updated_at = now
-                    s.add(intent)
+            if (
+                name not in loaded.workers
+                and name not in broken
+                and intent.status not in (IntentStatus.CANCELLED, IntentStatus.DONE)
+            ):
+                intent.status = IntentStatus.CANCELLED
+                intent.last_error = "worker removed from the KB"
+                intent.updated_at = now
+                s.add(intent)
 
     def _upsert_worker_intent(
         self,
@@ -358,9 +466,7 @@ class Service:
                 operation_key=worker_intent_key(goal.goal_id, w.name),
                 created_at=now,
             )
-        elif intent.definition_hash == digest and (
-            intent.status != IntentStatus.CANCELLED or intent.last_error != "worker removed from the KB"
-        ):
+        elif intent.definition_hash == digest and not _removed_from_kb(intent):
             self._align_goal_status(intent, goal_active, now)
             s.add(intent)
             return intent
@@ -372,9 +478,7 @@ class Service:
         intent.timeout_s = int(w.timeout.total_seconds()) if w.timeout else None
         intent.active_hours = w.active_hours
         intent.definition_hash = digest
-        if intent.status in (IntentStatus.CANCELLED, IntentStatus.DONE) and intent.last_error == (
-            "worker removed from the KB"
-        ):
+        if _removed_from_kb(intent):
             intent.status = IntentStatus.ACTIVE
             intent.last_error = None
         if intent.status == IntentStatus.DONE and kind != IntentKind.AT:
@@ -391,23 +495,35 @@ class Service:
 
     @staticmethod
     def _align_goal_status(intent: Intent, goal_active: bool, now: datetime) -> None:
-        """Worker intents follow their goal: a paused goal pauses its workers."""
+        """Worker intents follow their goal: a paused goal pauses its workers.
+
+        Only intents the goal paused (marked ``goal paused``/``goal completed``...) resume
+        with it; a worker the operator paused on its own stays paused.
+        """
         if not goal_active and intent.status == IntentStatus.ACTIVE:
             intent.status = IntentStatus.PAUSED
+            intent.last_error = "goal paused"
             intent.updated_at = now
-        elif goal_active and intent.status == IntentStatus.PAUSED and intent.last_error == "goal paused":
+        elif not goal_active and intent.status == IntentStatus.FIRING:
+            intent.pending_trigger = "pause"  # the running attempt ends, then it stays paused
+            intent.updated_at = now
+        elif goal_active and intent.status == IntentStatus.PAUSED and _held_by_goal(intent):
             intent.status = IntentStatus.ACTIVE
+            intent.last_error = None
             intent.next_run_at = first_due(intent.kind, intent.schedule, intent.timezone, now)
             intent.updated_at = now
-        if not goal_active and intent.status == IntentStatus.PAUSED:
-            intent.last_error = intent.last_error or "goal paused"
 
     def _forget_goal(self, s: Session, goal_id: str, now: datetime) -> None:
         goal = s.get(Goal, goal_id)
         if goal is not None:
             s.delete(goal)
         for intent in s.exec(select(Intent).where(Intent.goal_id == goal_id)).all():
-            if intent.status not in (IntentStatus.CANCELLED, IntentStatus.DONE):
+            ran = s.exec(select(IntentRun.id).where(IntentRun.intent_id == intent.id).limit(1)).first()
+            if ran is None and intent.worker:
+                # Never fired (e.g. left by a creation that crashed before its rename):
+                # no history to keep, so no row is left behind.
+                s.delete(intent)
+            elif intent.status not in (IntentStatus.CANCELLED, IntentStatus.DONE):
                 intent.status = IntentStatus.CANCELLED
                 intent.last_error = "goal removed from the KB"
                 intent.updated_at = now
@@ -485,8 +601,6 @@ class Service:
                 for wdef in loaded.workers.values():
                     intent = self._upsert_worker_intent(s, goal, wdef, None, True, now)
                     created.append(intent.id)  # type: ignore[arg-type]
-            if _fail_before_rename:
-                raise OSError("injected failure after registering schedules")
 
             def undo() -> None:
                 with self.store.write() as s:
@@ -498,6 +612,11 @@ class Service:
                     if row is not None:
                         s.delete(row)
 
+            if _fail_before_rename:
+                # The rows are committed: a failure here must undo them itself, since
+                # create_goal only learns of ``undo`` once register has returned.
+                undo()
+                raise OSError("injected failure after registering schedules")
             return undo
 
         loaded = self.kb.create_goal(
@@ -520,6 +639,17 @@ class Service:
         for intent in intents:
             by_goal.setdefault(intent.goal_id or "", []).append(intent)
         return [self._goal_view(g, by_goal.get(g.goal_id, [])) for g in goals]
+
+    def goals_and_intents(self) -> tuple[list[GoalView], list[Intent]]:
+        """``list_goals()`` and ``list_intents()`` from one read (the console's refresh)."""
+        with self.store.read() as s:
+            goals = s.exec(select(Goal).order_by(Goal.sort_order, Goal.name)).all()
+            intents = list(s.exec(select(Intent).order_by(Intent.id)).all())
+        by_goal: dict[str, list[Intent]] = {}
+        for intent in intents:
+            if intent.goal_id is not None:
+                by_goal.setdefault(intent.goal_id, []).append(intent)
+        return [self._goal_view(g, by_goal.get(g.goal_id, [])) for g in goals], intents
 
     def get_goal(self, goal_id: str) -> GoalView:
         check_name(goal_id, "goal id")
@@ -568,16 +698,12 @@ class Service:
         now = self.now()
         with self.store.write() as s:
             for intent in s.exec(select(Intent).where(Intent.goal_id == goal_id)).all():
-                if status == "active" and intent.status == IntentStatus.PAUSED:
-                    intent.status = IntentStatus.ACTIVE
-                    intent.last_error = None
-                    intent.next_run_at = first_due(intent.kind, intent.schedule, intent.timezone, now)
-                elif status != "active" and intent.status == IntentStatus.ACTIVE:
-                    intent.status = IntentStatus.PAUSED
-                    intent.last_error = "goal paused" if status == "paused" else f"goal {status}"
-                intent.updated_at = now
+                self._align_goal_status(intent, status == "active", now)
+                if intent.status == IntentStatus.PAUSED and intent.last_error == "goal paused":
+                    intent.last_error = f"goal {status}"
                 s.add(intent)
         self.sync_kb([goal_id])
+        self.changed("intents")
         self.journal(f"goal {status}", goal_id)
         return self.get_goal(goal_id)
 
@@ -626,7 +752,10 @@ class Service:
         self.sync_kb([goal_id])
         self.journal("worker updated", f"{goal_id}/{worker}", ", ".join(sorted(changes)))
         view = self.get_goal(goal_id)
-        return next(w for w in view.workers if w.name == worker)
+        found = next((w for w in view.workers if w.name == worker), None)
+        if found is None:
+            raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
+        return found
 
     def append_goal_log(self, goal_id: str, text: str) -> tuple[Path, int]:
         return self.kb.append_log(goal_id, text, self.now())
@@ -712,7 +841,9 @@ class Service:
         return sorted(rows, key=lambda t: (t.done, t.position, t.id or 0))
 
     def _bump(self, s: Session, thread_id: int, expected_revision: int | None) -> Thread:
-        thread = s.get(Thread, thread_id)
+        # FOR UPDATE: on PostgreSQL racing writers queue here and re-read the revision
+        # (SQLite's BEGIN IMMEDIATE already serialises them; the clause is dropped there).
+        thread = s.get(Thread, thread_id, with_for_update=True)
         if thread is None:
             raise NotFound(f"no thread {thread_id}")
         if expected_revision is not None and thread.revision != expected_revision:
@@ -755,7 +886,7 @@ class Service:
                 raise NotFound(f"thread {thread_id} has no todo {todo_id}")
             self._bump(s, thread_id, expected_revision)
             todo.done = done
-            todo.completed_at = self.now() if done else None
+            todo.completed_at = (todo.completed_at or self.now()) if done else None
             s.add(todo)
         self.journal("todo completed" if done else "todo reopened", f"thread {thread_id}", todo.text)
         self.changed("todos")
@@ -767,12 +898,38 @@ class Service:
     def reopen_todo(self, thread_id: int, todo_id: int, *, expected_revision: int | None = None) -> Todo:
         return self._set_todo(thread_id, todo_id, False, expected_revision)
 
-    def import_checklist(self, thread_id: int, markdown: str) -> list[Todo]:
+    def import_checklist(
+        self, thread_id: int, markdown: str, *, expected_revision: int | None = None
+    ) -> list[Todo]:
         """Add every ``- [ ]`` / ``- [x]`` item of a Markdown checklist to a thread."""
-        items = parse_markdown_checklist(markdown)
+        items = [(" ".join(text.split()), done) for text, done in parse_markdown_checklist(markdown)]
         if not items:
             raise ValidationError("no '- [ ]' or '- [x]' items found in the checklist")
-        return [self.add_todo(thread_id, text, done=done) for text, done in items]
+        if len(items) > 1000:
+            raise ValidationError("too many checklist items (1000 at most)")
+        for text, _ in items:
+            if len(text) > 2000:
+                raise ValidationError("todo text is too long (2000 characters at most)")
+        now = self.now()
+        todos: list[Todo] = []
+        with self.store.write() as s:  # all items or none, one revision bump
+            self._bump(s, thread_id, expected_revision)
+            top = s.exec(select(func.max(Todo.position)).where(Todo.thread_id == thread_id)).one()
+            for offset, (text, done) in enumerate(items, start=1):
+                todo = Todo(
+                    thread_id=thread_id,
+                    text=text,
+                    done=done,
+                    position=(top or 0) + offset,
+                    created_at=now,
+                    completed_at=now if done else None,
+                )
+                s.add(todo)
+                todos.append(todo)
+            s.flush()
+        self.journal("checklist imported", f"thread {thread_id}", f"{len(todos)} items")
+        self.changed("todos")
+        return todos
 
     # -- intents --------------------------------------------------------------------------------
     def create_intent(
@@ -782,7 +939,7 @@ class Service:
         instruction: str = "",
         kind: str,
         schedule: str | None = None,
-        timezone: str = "UTC",
+        timezone: str | None = None,
         thread_id: int | None = None,
         goal_id: str | None = None,
         worker: str | None = None,
@@ -797,7 +954,11 @@ class Service:
         runner: dict | None = None,
         timeout: str | None = None,
     ) -> Intent:
-        """Validate and persist an intent; an existing ``operation_key`` returns that intent."""
+        """Validate and persist an intent; an existing ``operation_key`` returns that intent.
+
+        ``timezone`` is the zone of a cron schedule and of timestamps without a UTC
+        offset; left out, cron runs in UTC and a timestamp without an offset is refused.
+        """
         title = " ".join(str(title).split())
         if not title:
             raise ValidationError("an intent needs a title")
@@ -805,9 +966,15 @@ class Service:
             raise ValidationError(f"title is too long ({MAX_TITLE} characters at most)")
         if len(instruction) > MAX_INSTRUCTION:
             raise ValidationError(f"instruction is too long ({MAX_INSTRUCTION} characters at most)")
+        if checklist is not None and len(checklist) > MAX_INSTRUCTION:
+            raise ValidationError(f"checklist is too long ({MAX_INSTRUCTION} characters at most)")
         if kind not in set(IntentKind):
             raise ValidationError(f"unknown intent kind {kind!r}")
+        given_tz = timezone
+        timezone = timezone or "UTC"
         load_zone(timezone)
+        if kind == IntentKind.AT and isinstance(schedule, str):
+            parse_instant(schedule, given_tz)  # refuses a naive instant without a zone
         schedule = validate_schedule(kind, schedule, timezone)
         if operation_key is not None:
             operation_key = str(operation_key).strip()
@@ -817,7 +984,12 @@ class Service:
             raise ValidationError("--max-fires must be a whole number of at least 1")
         expires = None
         if expires_at is not None:
-            expires = expires_at if isinstance(expires_at, datetime) else parse_instant(expires_at, timezone)
+            if isinstance(expires_at, datetime):
+                if expires_at.tzinfo is None:
+                    raise ValidationError("expiry has no UTC offset")
+                expires = expires_at
+            else:
+                expires = parse_instant(expires_at, given_tz)
         cooldown_s = int(parse_duration(cooldown).total_seconds()) if cooldown else 0
         timeout_s = int(parse_duration(timeout).total_seconds()) if timeout else None
         if kind == IntentKind.EVENT:
@@ -920,7 +1092,8 @@ class Service:
     def _update_intent(self, intent_id: int, action: str, apply: Callable[[Intent, datetime], None]) -> Intent:
         now = self.now()
         with self.store.write() as s:
-            intent = s.get(Intent, intent_id)
+            # FOR UPDATE: on PostgreSQL wait for a claim in flight and see its result.
+            intent = s.get(Intent, intent_id, with_for_update=True)
             if intent is None:
                 raise NotFound(f"no intent {intent_id}")
             apply(intent, now)
@@ -954,7 +1127,7 @@ class Service:
             if i.status not in (IntentStatus.PAUSED, IntentStatus.FAILED):
                 raise Conflict(f"intent {i.id} is {i.status}; only paused or failed intents resume")
             i.status = IntentStatus.ACTIVE
-            if i.last_error in ("goal paused",):
+            if i.last_error in GOAL_HOLDS:
                 i.last_error = None
             i.consecutive_failures = 0
             i.next_run_at = first_due(i.kind, i.schedule, i.timezone, now)
@@ -978,7 +1151,7 @@ class Service:
         """Fire once now; while a run of it is live the fire is recorded skipped (overlap)."""
         now = self.now()
         with self.store.write() as s:
-            intent = s.get(Intent, intent_id)
+            intent = s.get(Intent, intent_id, with_for_update=True)  # see _update_intent
             if intent is None:
                 raise NotFound(f"no intent {intent_id}")
             if intent.status == IntentStatus.FIRING:
@@ -1097,6 +1270,23 @@ class Service:
     def running_runs(self) -> list[IntentRun]:
         with self.store.read() as s:
             return list(s.exec(select(IntentRun).where(IntentRun.status == RunStatus.RUNNING)))
+
+    def mark_alerted(self, intent_id: int, at: datetime, *, cooldown: timedelta | None = None) -> bool:
+        """Record an alert at ``at``; with ``cooldown``, only if none was raised within it.
+
+        A compare-and-set (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): of several
+        schedulers alerting about one intent at once, exactly one gets True.
+        """
+        with self.store.write() as s:
+            intent = s.get(Intent, intent_id, with_for_update=True)
+            if intent is None:
+                raise NotFound(f"no intent {intent_id}")
+            last = intent.last_alert_at
+            if cooldown is not None and last is not None and last + cooldown > at:
+                return False
+            intent.last_alert_at = at
+            s.add(intent)
+        return True
 
     # -- events ---------------------------------------------------------------------------------
     def emit_event(self, source: str, payload: Any, delivery_id: str) -> EmitResult:

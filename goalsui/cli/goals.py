@@ -6,8 +6,11 @@ import argparse
 import time
 
 from goalsui.cli.common import add_json, local, open_service, print_json, table
-from goalsui.errors import ValidationError
+from goalsui.domain.cron import validate_cron
+from goalsui.domain.timeutil import load_zone
+from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.kb.layout import WorkerSeed
+from goalsui.kb.paths import check_name
 from goalsui.service import GoalView
 
 
@@ -58,11 +61,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _parse_workers(specs: list[str], tz: str) -> list[WorkerSeed]:
+    """``NAME=CRON`` options as worker seeds, each checked before anything is written."""
+    load_zone(tz)
     seeds = []
     for spec in specs:
         name, sep, cron = spec.partition("=")
         if not sep or not name.strip() or not cron.strip():
             raise ValidationError(f"invalid --worker {spec!r}: use NAME=CRON, e.g. scout='30 20 * * *'")
+        check_name(name.strip(), "worker name")
+        try:
+            validate_cron(cron.strip())
+        except GoalsuiError as exc:
+            raise ValidationError(f"invalid --worker {name.strip()!r}: {exc}") from None
         seeds.append(
             WorkerSeed(
                 name=name.strip(),

@@ -32,7 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     when.add_argument("--event", metavar="SOURCE", help="fire on events from SOURCE")
     add.add_argument("--thread", metavar="ID", help="destination thread")
     add.add_argument("--goal", metavar="GOAL", help="destination goal (its log)")
-    add.add_argument("--tz", default="UTC", help="IANA timezone for --cron and naive --at")
+    add.add_argument(
+        "--tz",
+        default=None,
+        help="IANA timezone of --cron (default UTC) and of --at/--expires without an offset",
+    )
     add.add_argument("--key", metavar="OPKEY", help="idempotency key: an existing intent is returned")
     add.add_argument("--max-fires", type=int, metavar="N")
     add.add_argument("--expires", metavar="ISO")
@@ -120,7 +124,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         event_source=args.event,
         event_filter=event_filter,
         checklist=read_text_arg(args.checklist) if args.checklist else None,
-        active_hours=_active_hours(args.active_hours, args.tz),
+        active_hours=_active_hours(args.active_hours, args.tz or "UTC"),
     )
     if args.json:
         print_json(intent_json(intent))

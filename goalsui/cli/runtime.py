@@ -48,12 +48,15 @@ def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
 
 
 def open_console(args: argparse.Namespace) -> int:
-    service = open_service(args, actor="operator")
     try:
         from goalsui.tui.app import run_console
     except ImportError:
-        print_dashboard(service)
+        print_dashboard(open_service(args, actor="operator"))
         return 0
+    # The console paints from the last index at once and re-reads the KB behind it
+    # (sync_kb on thousands of workers takes seconds); the scheduler starts after that.
+    service = open_service(args, actor="operator", sync=False)
+    args.console_sync = True
     return run_console(service, args)
 
 

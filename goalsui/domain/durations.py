@@ -31,7 +31,10 @@ def _checked(seconds: float, shown: object) -> timedelta:
         raise ScheduleError(f"invalid duration {_show(shown)}: must be greater than zero")
     if math.isinf(seconds) or seconds > MAX_DURATION.total_seconds():
         raise ScheduleError(f"invalid duration {_show(shown)}: at most 366 days")
-    return timedelta(seconds=seconds)
+    td = timedelta(seconds=seconds)
+    if td <= timedelta(0):  # below a microsecond it rounds to nothing
+        raise ScheduleError(f"invalid duration {_show(shown)}: must be greater than zero")
+    return td
 
 
 def parse_duration(text: str | int | float) -> timedelta:

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half."""
+def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half.
+
+    The file keeps its permission bits (an executable script stays executable); a new
+    file gets ``mode`` or 0o644.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:
+            mode = 0o644
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

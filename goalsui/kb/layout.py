@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_tex
 CONFIG_FILE = "goalsui.yaml"
 STAGING_PREFIX = ".staging-"
 TRASH_PREFIX = ".trash-"
+STAGING_MAX_AGE_S = 3600  # a staging folder older than this is a leftover whatever its pid
 MAX_TEXT_BYTES = 2 * 1024 * 1024
 
 
@@ -66,16 +68,26 @@ class KB:
         return self.root.is_dir()
 
     def display(self, path: Path) -> str:
-        try:
-            return str(path.resolve().relative_to(self.root))
-        except ValueError:
-            return str(path)
+        """``path`` relative to the KB root, as it was named (a symlink is not followed)."""
+        for candidate in (Path(path), Path(path).resolve()):
+            try:
+                return candidate.relative_to(self.root).as_posix()
+            except ValueError:
+                continue
+        return str(path)
+
+    def check_inside(self, path: Path, shown: str | None = None) -> Path:
+        """``path`` itself if it resolves inside the KB; a symlink leading out is refused."""
+        if not _inside(Path(path).resolve(), self.root):
+            raise KBError(shown or self.display(path), "a symlink here leads outside the KB")
+        return path
 
     def config(self) -> KBConfig:
         """The KB-level config; defaults when ``goalsui.yaml`` is absent."""
         path = self.root / CONFIG_FILE
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return KBConfig()
+        self.check_inside(path, CONFIG_FILE)
         data, text = load_yaml_mapping(path, CONFIG_FILE)
         return parse_kb_config(data, text, CONFIG_FILE)
 
@@ -110,12 +122,17 @@ class KB:
         loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
         def_path = path / "definition.yaml"
         try:
+            self.check_inside(def_path, f"{goal_id}/definition.yaml")
             data, text = load_yaml_mapping(def_path, self.display(def_path))
             loaded.definition = parse_goal(data, text, self.display(def_path), goal_id)
         except KBError as exc:
             loaded.problems.append(exc)
         workers_root = path / "workers"
-        if workers_root.is_dir():
+        if workers_root.is_symlink() and not _inside(workers_root.resolve(), self.root):
+            loaded.problems.append(
+                KBError(f"{goal_id}/workers", "a symlink here leads outside the KB")
+            )
+        elif workers_root.is_dir():
             for entry in sorted(os.scandir(workers_root), key=lambda e: e.name):
                 if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                     continue
@@ -123,6 +140,7 @@ class KB:
                 shown = self.display(wpath) if wpath.exists() else f"{goal_id}/workers/{entry.name}"
                 try:
                     check_name(entry.name, "worker name")
+                    self.check_inside(wpath, shown)
                     data, text = load_yaml_mapping(wpath, shown)
                     loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
                 except KBError as exc:
@@ -132,7 +150,17 @@ class KB:
         return loaded
 
     def scan(self) -> list[LoadedGoal]:
-        return [self.load_goal(gid) for gid in self.goal_ids()]
+        """Every goal tree; one that cannot be loaded at all comes back with its problem."""
+        out = []
+        for gid in self.goal_ids():
+            try:
+                out.append(self.load_goal(gid))
+            except GoalsuiError as exc:
+                problem = exc if isinstance(exc, KBError) else KBError(gid, str(exc))
+                out.append(
+                    LoadedGoal(goal_id=gid, path=self.root / gid, definition=None, problems=[problem])
+                )
+        return out
 
     # -- creation and removal --------------------------------------------------------
     def create_goal(
@@ -170,7 +198,9 @@ class KB:
         final = safe_join(self.root, goal_id)
         if final.exists():
             raise ValidationError(f"goal '{goal_id}' already exists")
-        staging = safe_join(self.root, f"{STAGING_PREFIX}{goal_id}-{uuid.uuid4().hex[:6]}")
+        staging = safe_join(
+            self.root, f"{STAGING_PREFIX}{goal_id}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        )
         undo: Callable[[], None] | None = None
         try:
             staging.mkdir()
@@ -210,14 +240,19 @@ class KB:
                 undo = register(loaded)
             os.rename(staging, final)
             fsync_dir(self.root)
-        except BaseException:
+        except BaseException as exc:
             if undo is not None:
                 with contextlib.suppress(Exception):
                     undo()
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise KBError(
+                    goal_id, f"could not create the goal tree: {exc.strerror or exc}"
+                ) from exc
             raise
         loaded.path = final
-        self.append_log(goal_id, f"goal created: {name}")
+        with contextlib.suppress(OSError, GoalsuiError):  # the goal exists; a log hiccup is no failure
+            self.append_log(goal_id, f"goal created: {name}")
         return loaded
 
     def _load_staged(self, staging: Path, goal_id: str) -> LoadedGoal:
@@ -243,14 +278,42 @@ class KB:
         fsync_dir(self.root)
         shutil.rmtree(trash, ignore_errors=True)
 
+    def _staging_entries(self) -> list[tuple[os.DirEntry, str, bool]]:
+        """Staging folders as (entry, goal_id, still being written by a live process)."""
+        out = []
+        if not self.root.is_dir():
+            return out
+        for entry in os.scandir(self.root):
+            if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            parts = entry.name[len(STAGING_PREFIX) :].rsplit("-", 2)
+            live = False
+            if len(parts) == 3 and parts[1].isdigit():
+                live = _pid_alive(int(parts[1]))
+                try:
+                    live = live and time.time() - entry.stat().st_mtime < STAGING_MAX_AGE_S
+                except OSError:
+                    live = False
+            out.append((entry, parts[0], live))
+        return out
+
+    def creating(self, goal_id: str) -> bool:
+        """True while a live process is creating ``goal_id`` in a staging folder."""
+        return any(gid == goal_id and live for _, gid, live in self._staging_entries())
+
     def cleanup_leftovers(self) -> list[str]:
-        """Remove staging and trash folders left by a crash; returns their names."""
+        """Remove staging and trash folders left by a crash; returns their names.
+
+        A staging folder of a creation still in progress (its process is alive) is kept.
+        """
         removed = []
+        for entry, _, live in self._staging_entries():
+            if not live:
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.name)
         if self.root.is_dir():
             for entry in os.scandir(self.root):
-                if entry.name.startswith((STAGING_PREFIX, TRASH_PREFIX)) and entry.is_dir(
-                    follow_symlinks=False
-                ):
+                if entry.name.startswith(TRASH_PREFIX) and entry.is_dir(follow_symlinks=False):
                     shutil.rmtree(entry.path, ignore_errors=True)
                     removed.append(entry.name)
         return removed
@@ -259,9 +322,10 @@ class KB:
         """Edit top-level fields of a goal's definition, keeping comments and key order."""
         path = self.goal_dir(goal_id) / "definition.yaml"
         shown = self.display(path)
+        self.check_inside(path, f"{goal_id}/definition.yaml")
         data, text = load_yaml_mapping(path, shown)
         parse_goal(data, text, shown, goal_id)  # refuse to rewrite a broken file
-        new_text = roundtrip_update(text, updates)
+        new_text = roundtrip_update(text, updates, display=shown)
         new_data = parse_yaml(new_text, shown)
         parse_goal(new_data, new_text, shown, goal_id)
         atomic_write(path, new_text)
@@ -286,7 +350,10 @@ class KB:
             p = Path(entry.path)
             if p.is_symlink() and not _inside(p.resolve(), root):
                 continue
-            st = p.stat()
+            try:
+                st = p.stat()
+            except OSError:  # a dangling symlink or a file removed meanwhile
+                continue
             out.append(
                 {
                     "name": entry.name,
@@ -312,22 +379,29 @@ class KB:
         if path == self.goal_dir(goal_id) or path.is_dir():
             raise ValidationError(f"not a file: {goal_id}/{rel}")
         shown = f"{goal_id}/{rel}"
+        if _inside(path.resolve(), (self.goal_dir(goal_id) / "log").resolve()):
+            raise ValidationError(f"{shown}: the goal log is append-only")
         if path.suffix in (".yaml", ".yml"):
             data = parse_yaml(text, shown)
-            parts = Path(rel).parts
-            if path.name == "definition.yaml" and len(parts) == 1:
-                parse_goal(data or {}, text, shown, goal_id)
-            elif path.name == "definition.yaml" and len(parts) == 3 and parts[0] == "workers":
-                if not isinstance(data, dict):
-                    raise KBError(shown, "expected a mapping at the top", 1)
+            parts = path.relative_to(self.goal_dir(goal_id)).parts
+            is_goal_def = path.name == "definition.yaml" and len(parts) == 1
+            is_worker_def = (
+                path.name == "definition.yaml" and len(parts) == 3 and parts[0] == "workers"
+            )
+            if (is_goal_def or is_worker_def) and not isinstance(data, dict):
+                raise KBError(shown, "expected a mapping at the top", 1)
+            if is_goal_def:
+                parse_goal(data, text, shown, goal_id)
+            elif is_worker_def:
+                check_name(parts[1], "worker name")
                 parse_worker(parts[1], data, text, shown)
         atomic_write(path, text)
         return path
 
     def append_log(self, goal_id: str, text: str, when: datetime | None = None) -> tuple[Path, int]:
         """Append one entry to ``log/YYYY-MM-DD.md``; returns the file and line number."""
-        when = when or datetime.now(UTC)
-        path = self.goal_dir(goal_id) / "log" / f"{when:%Y-%m-%d}.md"
+        when = (when or datetime.now(UTC)).astimezone(UTC)
+        path = safe_join(self.goal_dir(goal_id), "log", f"{when:%Y-%m-%d}.md")
         lines = text.replace("\x00", "").rstrip().splitlines() or [""]
         entry = f"- {when:%H:%M:%SZ} {lines[0]}".rstrip()
         if len(lines) > 1:
@@ -354,6 +428,11 @@ class KB:
         wdir = self.worker_dir(goal_id, worker)
         path = wdir / "definition.yaml"
         shown = self.display(path)
+        self.check_inside(path, f"{goal_id}/workers/{worker}/definition.yaml")
+        if prompt is not None:
+            self.check_inside(wdir / "prompt.md", f"{goal_id}/workers/{worker}/prompt.md")
+            if len(prompt.encode("utf-8")) > MAX_TEXT_BYTES:
+                raise ValidationError("prompt is too large")
         data, text = load_yaml_mapping(path, shown)
         parse_worker(worker, data, text, shown)  # a broken file is never rewritten
         updates: dict[str, Any] = {}
@@ -363,7 +442,7 @@ class KB:
             updates["runner"] = runner
         if timeout is not None:
             updates["timeout"] = timeout
-        new_text = roundtrip_update(text, updates) if updates else text
+        new_text = roundtrip_update(text, updates, display=shown) if updates else text
         new_data = parse_yaml(new_text, shown)
         definition = parse_worker(worker, new_data or {}, new_text, shown)
         if updates:
@@ -373,9 +452,23 @@ class KB:
         return definition
 
     def outbox_dir(self, goal_id: str, worker: str) -> Path:
-        path = self.worker_dir(goal_id, worker) / "outbox"
+        path = safe_join(self.worker_dir(goal_id, worker), "outbox")
         path.mkdir(exist_ok=True)
         return path
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -403,13 +496,24 @@ def find_themes_dir() -> Path | None:
     return None
 
 
+#: Never copied out of the bundled sample: bytecode pip compiled, placeholder files.
+SAMPLE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".keep")
+
+
+def copy_sample_kb(target: Path) -> Path:
+    """Copy the bundled sample KB to ``target`` (which may exist, empty), keeping its layout."""
+    target = Path(target)
+    shutil.copytree(find_sample_kb(), target, dirs_exist_ok=True, ignore=SAMPLE_IGNORE)
+    return target
+
+
 def init_kb(path: Path, *, sample: bool = False) -> Path:
     """Create an empty KB (or a copy of the sample KB) at ``path``."""
     path = Path(path).expanduser()
     if path.exists() and any(path.iterdir()):
         raise ValidationError(f"{path} exists and is not empty")
     if sample:
-        shutil.copytree(find_sample_kb(), path, dirs_exist_ok=True)
+        copy_sample_kb(path)
     else:
         path.mkdir(parents=True, exist_ok=True)
         atomic_write(

@@ -44,6 +44,28 @@ def _is_within(path: Path, root: Path) -> bool:
     return True
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _looks_like_traversal(comp: str) -> bool:
+    """A name that another tool could read as ``..`` or a separator, or holds control chars.
+
+    Unicode look-alikes (fullwidth dots and solidi, the division slash, one-dot leaders)
+    are harmless on a POSIX file system but not to every tool that later handles the path.
+    """
+    if _CONTROL.search(comp):
+        return True
+    if comp.isascii():
+        return False
+    folded = unicodedata.normalize("NFKC", comp)
+    return (
+        folded in (".", "..")
+        or any(sep in folded for sep in ("/", "\\"))
+        or folded.strip(". ") == ""
+        or any(ch in comp for ch in "\u2215\u2044\u29f8\uff0f\uff3c")
+    )
+
+
 def safe_join(root: Path, *parts: str) -> Path:
     """Join relative ``parts`` under ``root`` and prove the result stays inside it.
 
@@ -64,6 +86,8 @@ def safe_join(root: Path, *parts: str) -> Path:
                 raise ValidationError(f"path leaves its folder: {part!r}")
             if comp in ("", "."):
                 continue
+            if _looks_like_traversal(comp):
+                raise ValidationError(f"path uses look-alike characters: {part!r}")
             rel_parts.append(comp)
     candidate = root_resolved.joinpath(*rel_parts)
     resolved = candidate.resolve()

@@ -42,6 +42,26 @@ class _StrictLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+def _no_duplicate_keys(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    """A mapping constructor that refuses a key given twice (PyYAML keeps the last)."""
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+            seen.add(key)
+        except TypeError:  # an unhashable key; construct_mapping reports it
+            continue
+        if duplicate:
+            raise yaml.MarkedYAMLError(
+                problem=f"key {str(key)[:60]!r} is given twice", problem_mark=key_node.start_mark
+            )
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicate_keys)
+
+
 def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = None) -> str:
     """Read a UTF-8 text file, refusing huge or non-UTF-8 content with a KBError."""
     shown = display or str(path)
@@ -67,7 +87,7 @@ def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = 
 def parse_yaml(text: str, display: str) -> Any:
     """Parse YAML text; a syntax problem becomes a KBError with file, line and reason."""
     if "\x00" in text:
-        raise KBError(display, "file contains a NUL byte")
+        raise KBError(display, "file contains a NUL byte", text[: text.index("\x00")].count("\n") + 1)
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
     except yaml.MarkedYAMLError as exc:
@@ -101,17 +121,65 @@ def line_of_key(text: str, key: str) -> int | None:
     for number, line in enumerate(text.splitlines(), start=1):
         if pattern.match(line):
             return number
+    # A key inside a flow mapping: ``ci: {secret_env: [a]}``.
+    flow = re.compile(rf"[{{,]\s*['\"]?{re.escape(key)}['\"]?\s*:")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if flow.search(line):
+            return number
     return None
 
 
-def roundtrip_update(text: str, updates: dict[str, Any], removals: tuple[str, ...] = ()) -> str:
+def guess_indent(text: str) -> tuple[int, int]:
+    """The file's own block indentation: (mapping indent, offset of "- " under its key).
+
+    So an edit keeps a human's layout (4-space mappings, unindented sequences, ...).
+    """
+    mapping: int | None = None
+    offset: int | None = None
+    prev_indent, prev_opens = 0, False
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#") or stripped in ("---", "..."):
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        if prev_opens:
+            if stripped.startswith("- ") or stripped == "-":
+                if offset is None and indent >= prev_indent:
+                    offset = indent - prev_indent
+            elif mapping is None and indent > prev_indent:
+                mapping = indent - prev_indent
+        if mapping is not None and offset is not None:
+            break
+        body = stripped[2:].lstrip() if stripped.startswith("- ") else stripped
+        prev_indent = indent if body is stripped else indent + (len(stripped) - len(body))
+        no_comment = re.sub(r"\s+#.*$", "", body)
+        prev_opens = no_comment.endswith(":")
+    return (mapping or 2), (offset if offset is not None else 2)
+
+
+def roundtrip_update(
+    text: str,
+    updates: dict[str, Any],
+    removals: tuple[str, ...] = (),
+    *,
+    display: str = "YAML file",
+) -> str:
     """Apply top-level ``updates`` to YAML ``text``, keeping comments and key order."""
     from ruamel.yaml import YAML
 
     rt = YAML(typ="rt")
     rt.preserve_quotes = True
+    rt.width = 4096  # never re-wrap a human's long lines
     rt.indent(mapping=2, sequence=4, offset=2)
-    doc = rt.load(text) if text.strip() else None
+    mapping_indent, seq_offset = guess_indent(text)
+    rt.indent(mapping=mapping_indent, sequence=seq_offset + 2, offset=seq_offset)
+    try:
+        doc = rt.load(text) if text.strip() else None
+    except Exception as exc:  # noqa: BLE001 - ruamel's own errors become a KBError
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise KBError(display, f"cannot edit this file: {reason}", line) from None
     if doc is None:
         from ruamel.yaml.comments import CommentedMap
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel
 
@@ -37,6 +39,17 @@ class Store:
         """A write transaction, committed on success and rolled back on error."""
         with Session(self.engine, expire_on_commit=False) as session, session.begin():
             yield session
+
+    def serialize(self, session: Session, name: str) -> None:
+        """Queue this write transaction behind every other one serialised under ``name``.
+
+        PostgreSQL: a transaction advisory lock, released at commit or rollback (so two
+        processes indexing the same KB never insert the same rows at once). SQLite:
+        nothing to do, a write transaction already holds the database's write lock.
+        """
+        if self.dialect == "postgresql":
+            key = int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
     @contextmanager
     def read(self) -> Iterator[Session]:

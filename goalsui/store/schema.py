@@ -1,11 +1,311 @@
-"""Schema creation on first use."""
+"""The database schema: Alembic migrations shipped in the package, run programmatically.
+
+* :func:`ensure_schema` runs at every start: an empty database is created through the
+  migrations (``upgrade head``, which also stamps it); a database at an older revision,
+  or one whose revision this goalsui does not know (newer code wrote it), is refused
+  with a one-line :class:`SchemaError`.
+* :func:`upgrade` is ``goalsui db upgrade``; :func:`status` is ``goalsui db status``.
+
+Creation and upgrades run in ONE transaction that first takes a lock, so several
+processes starting on a fresh database at once are safe: on PostgreSQL a transaction
+advisory lock (DDL is transactional there), on SQLite the ``BEGIN IMMEDIATE`` write lock
+of the writer engine. Whoever gets the lock second re-reads the revision and finds the
+work done.
+
+No ``alembic.ini`` is needed: :func:`alembic_config` points ``script_location`` at the
+``migrations`` folder beside this module (shipped in the wheel).
+"""
 
 from __future__ import annotations
 
-from sqlalchemy.engine import Engine
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel
 
+from goalsui.domain import models  # noqa: F401 - registers the tables on SQLModel.metadata
+from goalsui.errors import GoalsuiError
 
-def ensure_schema(engine: Engine) -> None:
-    """Create every table that does not exist yet."""
-    SQLModel.metadata.create_all(engine)
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+VERSION_TABLE = "alembic_version"
+#: pg_advisory_xact_lock key that serialises schema creation/upgrades ("goalsui" in ASCII).
+ADVISORY_LOCK_KEY = 0x676F616C737569
+
+EMPTY, CURRENT, OUTDATED, NEWER, UNVERSIONED = (
+    "empty",
+    "current",
+    "outdated",
+    "newer",
+    "unversioned",
+)
+
+
+class SchemaError(GoalsuiError):
+    """The database schema does not match this goalsui (older, newer or unversioned)."""
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where a database stands against the migrations this goalsui ships."""
+
+    state: str  # empty | current | outdated | newer | unversioned
+    current: tuple[str, ...]  # the revision(s) stamped in the database; () when none
+    head: str  # the newest revision this goalsui knows
+    pending: tuple[str, ...] = field(default=())  # revisions an upgrade would apply, oldest first
+
+    @property
+    def current_label(self) -> str:
+        return ",".join(self.current) if self.current else "none"
+
+    def describe(self) -> str:
+        """One line for people."""
+        return {
+            EMPTY: "empty: the schema is created on first use (or by 'goalsui db upgrade')",
+            CURRENT: "up to date",
+            OUTDATED: f"{len(self.pending)} migration(s) pending: run 'goalsui db upgrade'",
+            NEWER: "newer than this goalsui knows: upgrade goalsui",
+            UNVERSIONED: "goalsui tables without a schema version: run 'goalsui db upgrade'",
+        }[self.state]
+
+    def error(self) -> SchemaError:
+        if self.state == NEWER:
+            return SchemaError(
+                f"the database schema (rev {self.current_label}) is newer than this goalsui "
+                "knows; upgrade goalsui"
+            )
+        if self.state == OUTDATED:
+            return SchemaError(
+                f"the database schema (rev {self.current_label}) is older than this goalsui "
+                f"(rev {self.head}); run 'goalsui db upgrade'"
+            )
+        return SchemaError(
+            "the database has goalsui tables but no schema version; run 'goalsui db upgrade'"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "current": list(self.current),
+            "head": self.head,
+            "pending": list(self.pending),
+            "message": self.describe(),
+        }
+
+
+# --- Alembic plumbing ------------------------------------------------------------------
+
+
+def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
+    """An Alembic config for the shipped migrations; env.py uses ``connection`` if given."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.attributes["connection"] = connection
+    return config
+
+
+def script_directory() -> ScriptDirectory:
+    """The shipped revisions (parsed once per process: compiling them costs ~10 ms)."""
+    return _script_directory(str(MIGRATIONS_DIR))
+
+
+@functools.lru_cache(maxsize=4)
+def _script_directory(location: str) -> ScriptDirectory:
+    config = Config()
+    config.set_main_option("script_location", location)
+    return ScriptDirectory.from_config(config)
+
+
+def head_revision() -> str:
+    head = script_directory().get_current_head()
+    if head is None:  # pragma: no cover - the package always ships a revision
+        raise SchemaError("this goalsui ships no schema migrations")
+    return head
+
+
+def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
+    """Render goalsui's column types as plain SQLAlchemy types in migration scripts.
+
+    ``UTCDateTime`` is a TypeDecorator over ``DateTime(timezone=True)``: the DDL is the
+    same (TIMESTAMP WITH TIME ZONE on PostgreSQL, DATETIME on SQLite) and migrations must
+    not depend on application code that may change later. SQLModel's ``AutoString`` is a
+    ``String``.
+    """
+    if type_ != "type":
+        return False
+    from sqlmodel.sql.sqltypes import AutoString
+
+    if isinstance(obj, models.UTCDateTime):
+        return "sa.DateTime(timezone=True)"
+    if isinstance(obj, AutoString):
+        return f"sa.String(length={obj.length})" if obj.length else "sa.String()"
+    return False
+
+
+def include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
+    """Autogenerate looks at goalsui's tables only (never the version table)."""
+    return not (type_ == "table" and name == VERSION_TABLE)
+
+
+def migration_options(connection: Connection) -> dict[str, Any]:
+    """The ``context.configure`` options shared by env.py and the drift check."""
+    return {
+        "target_metadata": SQLModel.metadata,
+        "render_as_batch": connection.dialect.name == "sqlite",
+        "compare_type": True,
+        "render_item": render_item,
+        "include_object": include_object,
+        "version_table": VERSION_TABLE,
+    }
+
+
+# --- reading the state -----------------------------------------------------------------
+
+
+def _status(connection: Connection) -> SchemaStatus:
+    script = script_directory()
+    head = head_revision()
+    tables = set(inspect(connection).get_table_names())
+    ours = set(SQLModel.metadata.tables)
+    current: tuple[str, ...] = ()
+    if VERSION_TABLE in tables:
+        ctx = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        current = tuple(sorted(ctx.get_current_heads()))
+    if not current:
+        state = UNVERSIONED if tables & ours else EMPTY
+        pending = tuple(_pending(script, None))
+        return SchemaStatus(state, (), head, pending)
+    for rev in current:
+        try:
+            known = script.get_revision(rev)
+        except CommandError:
+            known = None
+        if known is None:
+            return SchemaStatus(NEWER, current, head)
+    if set(current) == set(script.get_heads()):
+        return SchemaStatus(CURRENT, current, head)
+    pending = tuple(_pending(script, current))
+    return SchemaStatus(OUTDATED, current, head, pending)
+
+
+def _pending(script: ScriptDirectory, current: tuple[str, ...] | None) -> list[str]:
+    lower = current if current else "base"
+    revs = list(script.iterate_revisions("heads", lower))
+    return [r.revision for r in reversed(revs)]
+
+
+def status(engine: Engine) -> SchemaStatus:
+    """The schema state of the database behind ``engine``."""
+    with _connect(engine) as conn, conn.begin():
+        return _status(conn)
+
+
+def schema_drift(connection: Connection) -> list[Any]:
+    """Differences between the models and the database (Alembic autogenerate)."""
+    ctx = MigrationContext.configure(connection, opts=migration_options(connection))
+    return compare_metadata(ctx, SQLModel.metadata)
+
+
+# --- changing it -----------------------------------------------------------------------
+
+
+def ensure_schema(engine: Engine) -> SchemaStatus:
+    """Create the schema of an empty database; refuse an older or newer one.
+
+    Raises :class:`SchemaError` (one line) when the operator has to act.
+    """
+    found = status(engine)
+    if found.state == CURRENT:
+        return found
+    if found.state != EMPTY:
+        raise found.error()
+    return _locked(engine, create_only=True)
+
+
+def upgrade(engine: Engine) -> tuple[SchemaStatus, SchemaStatus]:
+    """``goalsui db upgrade``: apply pending migrations; returns (before, after).
+
+    A database created before migrations existed (goalsui tables, no version) is
+    adopted when its tables match the models exactly; a newer one is refused.
+    """
+    before = status(engine)
+    if before.state == NEWER:
+        raise before.error()
+    if before.state == CURRENT:
+        return before, before
+    after = _locked(engine, create_only=False)
+    return before, after
+
+
+def _locked(engine: Engine, *, create_only: bool) -> SchemaStatus:
+    """Re-check the state under the lock and migrate to head in the same transaction."""
+    with _connect(engine) as conn, conn.begin():
+        # SQLite: this transaction began with BEGIN IMMEDIATE (the writer engine), so it
+        # already holds the database's write lock. PostgreSQL: take an advisory lock.
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK_KEY})
+        found = _status(conn)
+        if found.state == CURRENT:
+            return found
+        if found.state == NEWER or (create_only and found.state != EMPTY):
+            raise found.error()
+        if found.state == UNVERSIONED:
+            drift = schema_drift(conn)
+            if drift:
+                raise SchemaError(
+                    "the database has goalsui tables but no schema version, and they differ "
+                    f"from this goalsui's schema ({len(drift)} difference(s)); "
+                    "use a new database"
+                )
+            command.stamp(alembic_config(conn), "head")
+        else:
+            command.upgrade(alembic_config(conn), "head")
+        return _status(conn)
+
+
+def _connect(engine: Engine) -> Connection:
+    try:
+        return engine.connect()
+    except OperationalError as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise GoalsuiError(f"cannot open the database {where}: {reason}") from None
+
+
+# --- for developers --------------------------------------------------------------------
+
+
+def autogenerate_revision(
+    url: str, message: str, rev_id: str | None = None, *, batch: bool | None = None
+) -> None:
+    """Write a new revision into ``migrations/versions`` from the models' differences
+    against the database at ``url`` (which must be at head). For developers only.
+
+    ``batch`` overrides batch rendering (on by default for SQLite, which later ALTERs
+    need; the initial revision only creates tables and is rendered without it).
+    """
+    from goalsui.store.engine import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn, conn.begin():
+            config = alembic_config(conn)
+            if batch is not None:
+                config.attributes["render_as_batch"] = batch
+            command.revision(config, message=message, autogenerate=True, rev_id=rev_id)
+    finally:
+        engine.dispose()

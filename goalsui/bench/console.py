@@ -1,0 +1,368 @@
+"""``goalsui bench console``: start-up, memory and refresh latency, each beside a reference.
+
+- **Start**: time from process start to the first painted dashboard, and peak RSS, for
+  ``goalsui console`` on the sample KB and on a generated KB of 1,000 goals x 5 workers,
+  each beside a bare Textual app of the same size (:mod:`goalsui.bench.bare_app`: same
+  terminal, same layout, same number of tree nodes and rows) measured in the same run.
+  Both run in a pseudo-terminal of 160x48 and write a timestamp on their first paint.
+  Targets: console <= 1.3x bare (sample KB), <= 2x (large KB).
+- **Refresh**: latency from a ``prompt.md`` write to the refreshed detail pane (p50,
+  p95), beside raw ``watchfiles.awatch`` latency for the same writes, observed in the
+  same process. Target: p95 <= raw p95 + 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pty
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from fcntl import ioctl
+from pathlib import Path
+
+COLS, ROWS = 160, 48
+START_TIMEOUT_S = 180
+
+
+@dataclass
+class StartFigures:
+    label: str
+    console_s: list[float] = field(default_factory=list)
+    bare_s: list[float] = field(default_factory=list)
+    console_rss_mib: list[float] = field(default_factory=list)
+    bare_rss_mib: list[float] = field(default_factory=list)
+    target: float = 1.3
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.console_s) / statistics.median(self.bare_s)
+
+
+@dataclass
+class LatencyFigures:
+    app_ms: list[float] = field(default_factory=list)
+    raw_ms: list[float] = field(default_factory=list)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+# -- KBs -------------------------------------------------------------------------------------
+def generate_kb(root: Path, goals: int, workers: int) -> None:
+    """A KB of ``goals`` x ``workers`` with daily cron schedules spread over the day."""
+    root.mkdir(parents=True)
+    (root / "goalsui.yaml").write_text('runner:\n  command: ["true"]\n', encoding="utf-8")
+    for g in range(goals):
+        goal_id = f"bench-goal-{g:04d}-{g:08x}"
+        d = root / goal_id
+        (d / "log").mkdir(parents=True)
+        (d / "reports").mkdir()
+        (d / "definition.yaml").write_text(
+            f"goal_id: {goal_id}\nname: Bench goal {g}\ntask: benchmark\nowner: bench\n"
+            f"status: active\nsort_order: {g}\ncreated_at: '2026-12-01T09:00:00+00:00'\n",
+            encoding="utf-8",
+        )
+        (d / "protocol.md").write_text("# protocol\n", encoding="utf-8")
+        (d / "state.yaml").write_text("plan: []\n", encoding="utf-8")
+        for w in range(workers):
+            wd = d / "workers" / f"w{w}"
+            (wd / "inbox").mkdir(parents=True)
+            (wd / "outbox").mkdir()
+            (wd / "definition.yaml").write_text(
+                f'schedule:\n  cron: "{(g * 7 + w * 11) % 60} {(g + w) % 24} * * *"\n'
+                '  timezone: Europe/Berlin\nrunner:\n  command: ["true"]\ntimeout: 1m\n',
+                encoding="utf-8",
+            )
+            (wd / "prompt.md").write_text(f"# w{w}\n\nDo one small thing.\n", encoding="utf-8")
+
+
+def prepare(root: Path, *, large: tuple[int, int] | None) -> tuple[Path, Path]:
+    """A KB and its state folder with the index synced (so start-up measures the console)."""
+    from goalsui.demo import load_demo_records
+    from goalsui.kb.layout import find_sample_kb
+    from goalsui.service import Service
+
+    kb, state = root / "kb", root / "state"
+    if large is None:
+        shutil.copytree(find_sample_kb(), kb)
+    else:
+        generate_kb(kb, *large)
+    service = Service.open(kb, None, state)
+    if large is None:
+        load_demo_records(service)
+    service.close()
+    return kb, state
+
+
+# -- start-up in a pseudo-terminal ------------------------------------------------------------
+def run_in_pty(argv: list[str], marker: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from spawn to the child's first-paint mark, and its peak RSS in MiB."""
+    marker.unlink(missing_ok=True)
+    master, slave = pty.openpty()
+    ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+
+    tail = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            tail.extend(chunk)
+            del tail[:-4000]
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    full_env = {
+        **os.environ,
+        **env,
+        "TERM": "xterm-256color",
+        "COLUMNS": str(COLS),
+        "LINES": str(ROWS),
+    }
+    started = time.time()
+    process = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, env=full_env, close_fds=True
+    )
+    os.close(slave)
+    try:
+        process.wait(START_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"{argv[2:5]} did not paint within {START_TIMEOUT_S}s") from None
+    finally:
+        os.close(master)
+        reader.join(2)
+    if not marker.exists():
+        shown = tail.decode("utf-8", "replace")[-1500:]
+        raise RuntimeError(
+            f"{' '.join(argv[:6])} exited ({process.returncode}) without painting:\n{shown}"
+        )
+    data = json.loads(marker.read_text())
+    return data["t"] - started, data["rss_kb"] / 1024
+
+
+def measure_start(
+    label: str,
+    kb: Path,
+    state: Path,
+    goals: int,
+    workers: int,
+    repeat: int,
+    target: float,
+    tmp: Path,
+) -> StartFigures:
+    figures = StartFigures(label, target=target)
+    marker = tmp / f"paint-{len(label)}.json"
+    console = [
+        sys.executable,
+        "-m",
+        "goalsui",
+        "--kb",
+        str(kb),
+        "--state-dir",
+        str(state),
+        "console",
+        "--no-scheduler",
+    ]
+    bare = [sys.executable, "-m", "goalsui.bench.bare_app", str(goals), str(workers), str(marker)]
+    for _ in range(repeat):  # interleaved, so both see the same machine load
+        seconds, rss = run_in_pty(bare, marker, {})
+        figures.bare_s.append(seconds)
+        figures.bare_rss_mib.append(rss)
+        seconds, rss = run_in_pty(console, marker, {"GOALSUI_BENCH_FIRST_PAINT": str(marker)})
+        figures.console_s.append(seconds)
+        figures.console_rss_mib.append(rss)
+    return figures
+
+
+# -- refresh latency --------------------------------------------------------------------------
+async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
+    from watchfiles import awatch
+
+    from goalsui.service import Service
+    from goalsui.tui.app import make_app
+
+    service = Service.open(kb, None, state, sync=False)
+    goal_id = "demo-pulse-05c0f5ca"
+    rel = "workers/pulse/prompt.md"
+    prompt = kb / goal_id / rel
+    app = make_app(service, scheduler=False, watch=True)
+    figures = LatencyFigures()
+    shown: dict[str, float] = {}
+    raw_seen: dict[str, float] = {}
+    app.detail_listeners.append(
+        lambda tab, text: [
+            shown.setdefault(line, time.perf_counter())
+            for line in text.splitlines()
+            if line.startswith("bench-mark-")
+        ]
+    )
+    stop = asyncio.Event()
+
+    async def raw_watch() -> None:
+        async for changes in awatch(kb, step=50, stop_event=stop):
+            now = time.perf_counter()
+            if any(path.endswith("prompt.md") for _, path in changes):
+                text = prompt.read_text(encoding="utf-8")
+                for line in text.splitlines():
+                    if line.startswith("bench-mark-"):
+                        raw_seen.setdefault(line, now)
+
+    async with app.run_test(size=(COLS, ROWS)) as pilot:
+        deadline = time.monotonic() + 60
+        while app.watcher is None or not app.watcher.healthy or app.dashboard is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the console's watcher did not start")
+            await pilot.pause(0.05)
+        deadline = time.monotonic() + 30
+        while app.main.detail.current is None or app.main.detail.current.rel != rel:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the detail pane never showed {goal_id}/{rel}")
+            node = app.main.goals.goal_nodes.get(goal_id)
+            if node is not None and not node.is_expanded:
+                node.expand()
+            app.main.goals.select_key(f"worker/{goal_id}/pulse")
+            await pilot.pause(0.05)
+        raw = asyncio.create_task(raw_watch())
+        await asyncio.sleep(0.5)
+        base = prompt.read_text(encoding="utf-8")
+        for n in range(samples):
+            mark = f"bench-mark-{n}"
+            tmp = prompt.with_name(f".prompt.md.bench{n}.tmp")
+            tmp.write_text(f"{base}\n{mark}\n", encoding="utf-8")
+            written = time.perf_counter()
+            os.replace(tmp, prompt)  # how editors save: temp file, then rename
+            deadline = time.monotonic() + 10
+            while mark not in shown or mark not in raw_seen:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"write {n} was not seen within 10 s")
+                await asyncio.sleep(0.002)
+            figures.app_ms.append((shown[mark] - written) * 1000)
+            figures.raw_ms.append((raw_seen[mark] - written) * 1000)
+            await asyncio.sleep(0.25)
+        prompt.write_text(base, encoding="utf-8")
+        stop.set()
+        await asyncio.wait_for(raw, 5)
+    service.close()
+    return figures
+
+
+# -- report -----------------------------------------------------------------------------------
+def report(starts: list[StartFigures], latency: LatencyFigures) -> tuple[str, bool]:
+    lines = [f"goalsui bench console ({COLS}x{ROWS} pseudo-terminal; medians of the runs)", ""]
+    ok = True
+    lines.append(
+        f"{'start to first paint':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}  "
+    )
+    for f in starts:
+        good = f.ratio <= f.target
+        ok &= good
+        lines.append(
+            f"{f.label:<34}{statistics.median(f.console_s):>9.3f}s{statistics.median(f.bare_s):>9.3f}s"
+            f"{f.ratio:>7.2f}x{'<=' + format(f.target, '.1f') + 'x':>9}  {'ok' if good else 'MISSED'}"
+        )
+    lines.append("")
+    lines.append(f"{'peak RSS at first paint':<34}{'console':>10}{'bare':>10}")
+    for f in starts:
+        lines.append(
+            f"{f.label:<34}{max(f.console_rss_mib):>7.1f}MiB{max(f.bare_rss_mib):>7.1f}MiB"
+        )
+    lines.append("")
+    app50, app95 = pct(latency.app_ms, 0.5), pct(latency.app_ms, 0.95)
+    raw50, raw95 = pct(latency.raw_ms, 0.5), pct(latency.raw_ms, 0.95)
+    good = app95 <= raw95 + 50
+    ok &= good
+    lines.append(f"{'prompt.md write -> refreshed pane':<34}{'p50':>10}{'p95':>10}")
+    lines.append(f"{'console detail pane':<34}{app50:>8.1f}ms{app95:>8.1f}ms")
+    lines.append(f"{'raw watchfiles.awatch (step 50)':<34}{raw50:>8.1f}ms{raw95:>8.1f}ms")
+    lines.append(
+        f"{'target: p95 <= raw p95 + 50 ms':<34}{'':>10}{raw95 + 50:>8.1f}ms  {'ok' if good else 'MISSED'}"
+    )
+    return "\n".join(lines), ok
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of ``goalsui bench console`` (options read with defaults)."""
+    goals = getattr(args, "goals", None) or 1000
+    workers = getattr(args, "workers", None) or 5
+    repeat = getattr(args, "repeat", None) or 3
+    samples = getattr(args, "samples", None) or 20
+    as_json = bool(getattr(args, "json", False))
+    tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-console-"))
+    try:
+        say = (lambda text: print(text, file=sys.stderr, flush=True)) if as_json else print
+        say("preparing the sample KB ...")
+        sample_kb, sample_state = prepare(tmp / "sample", large=None)
+        say(
+            f"generating a KB of {goals} goals x {workers} workers and indexing it (slow, not measured) ..."
+        )
+        large_kb, large_state = prepare(tmp / "large", large=(goals, workers))
+        say("measuring start-up (sample KB) ...")
+        # the bare reference gets the same shape: 4 goals of about 3 workers each
+        starts = [
+            measure_start(
+                "sample KB (4 goals, 11 workers)", sample_kb, sample_state, 4, 3, repeat, 1.3, tmp
+            )
+        ]
+        say("measuring start-up (large KB) ...")
+        starts.append(
+            measure_start(
+                f"large KB ({goals} goals x {workers} workers)",
+                large_kb,
+                large_state,
+                goals,
+                workers,
+                repeat,
+                2.0,
+                tmp,
+            )
+        )
+        say("measuring refresh latency ...")
+        latency = asyncio.run(_latency(sample_kb, sample_state, samples))
+        text, ok = report(starts, latency)
+        if as_json:
+            print(
+                json.dumps(
+                    {
+                        "start": [asdict(s) | {"ratio": s.ratio} for s in starts],
+                        "latency": asdict(latency),
+                        "ok": ok,
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            print()
+            print(text)
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m goalsui.bench.console")
+    parser.add_argument("--goals", type=int)
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--repeat", type=int)
+    parser.add_argument("--samples", type=int)
+    parser.add_argument("--json", action="store_true")
+    raise SystemExit(main(parser.parse_args()))

@@ -1,0 +1,494 @@
+"""``goalsui bench scheduler``: the scheduler's fire rate, lateness and idle CPU, with references.
+
+Every figure comes with a reference measured in the same run on the same machine:
+
+- fires per second (claim + ``running`` run record + completion, all committed) for N
+  no-op intents due at once, beside a raw ``sqlite3`` compare-and-set loop with one
+  commit per claim (target: at least half of it);
+- fire lateness p50/p99 for the same burst (turn invoked minus due time), beside
+  APScheduler 3's in-memory ``AsyncIOScheduler`` with N date jobs due at once
+  (target: p99 within 1.5x);
+- idle CPU with N future intents (target: under 0.5 % of a core), beside APScheduler
+  idling with N far-future jobs.
+
+Turns are an in-process no-op coroutine: this measures the scheduler, not a runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select
+
+from goalsui.domain.models import Event, Intent, IntentRun, Journal
+from goalsui.errors import ValidationError
+from goalsui.runners.base import TurnOutcome
+from goalsui.service import Service
+
+THROUGHPUT_TARGET = 0.5  # x the raw loop
+LATENESS_TARGET = 1.5  # x APScheduler's p99
+IDLE_TARGET = 0.5  # % of one core
+MAX_CONCURRENCY = 1000  # no-op turns in flight at once
+SETTLE_SECONDS = 0.5
+
+
+@dataclass
+class BenchResult:
+    intents: int
+    database: str
+    fires_per_s: float = 0.0
+    raw_claims_per_s: float = 0.0
+    lateness_p50_ms: float = 0.0
+    lateness_p99_ms: float = 0.0
+    aps_lateness_p50_ms: float = 0.0
+    aps_lateness_p99_ms: float = 0.0
+    aps_jobs_per_s: float = 0.0
+    spread_seconds: float = 0.0
+    spread_p50_ms: float = 0.0
+    spread_p99_ms: float = 0.0
+    aps_spread_p50_ms: float = 0.0
+    aps_spread_p99_ms: float = 0.0
+    idle_seconds: float = 0.0
+    idle_cpu_pct: float = 0.0
+    aps_idle_seconds: float = 0.0
+    aps_idle_cpu_pct: float = 0.0
+    runs_ok: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def targets(self) -> dict[str, bool]:
+        return {
+            "throughput": self.fires_per_s >= THROUGHPUT_TARGET * self.raw_claims_per_s,
+            "lateness": self.lateness_p99_ms <= LATENESS_TARGET * self.aps_lateness_p99_ms,
+            "lateness_spread": self.spread_p99_ms <= LATENESS_TARGET * self.aps_spread_p99_ms,
+            "idle_cpu": self.idle_cpu_pct < IDLE_TARGET,
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["targets"] = {
+            "throughput": {
+                "rule": f">= {THROUGHPUT_TARGET}x raw",
+                "met": self.targets["throughput"],
+            },
+            "lateness_p99": {
+                "rule": f"<= {LATENESS_TARGET}x APScheduler",
+                "met": self.targets["lateness"],
+            },
+            "lateness_spread_p99": {
+                "rule": f"<= {LATENESS_TARGET}x APScheduler",
+                "met": self.targets["lateness_spread"],
+            },
+            "idle_cpu": {"rule": f"< {IDLE_TARGET} % of a core", "met": self.targets["idle_cpu"]},
+        }
+        data["turn"] = "in-process no-op (measures the scheduler, not a runner)"
+        data["max_concurrency"] = MAX_CONCURRENCY
+        return data
+
+
+def spread_window(n: int) -> float:
+    """The window the spread lateness run uses: 1,000 fires a second, at least 2 s
+    (FACTS.md measured APScheduler with 1,000 jobs due within 2 s)."""
+    return max(2.0, n / 1000)
+
+
+def freeze_heap() -> None:
+    """What ``goalsui daemon`` does after start-up: move the long-lived heap (modules,
+    SQLAlchemy and pydantic metadata) out of the garbage collector's way."""
+    gc.collect()
+    gc.freeze()
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def _progress(text: str) -> None:
+    sys.stderr.write(f"bench: {text}\n")
+    sys.stderr.flush()
+
+
+# -- setup ------------------------------------------------------------------------------------
+def _due_times(n: int, start: datetime, spread: float) -> list[datetime]:
+    """``n`` due times: all at ``start``, or evenly over ``spread`` seconds from it."""
+    if spread <= 0:
+        return [start] * n
+    return [start + timedelta(seconds=spread * k / n) for k in range(n)]
+
+
+def _insert_at_intents(
+    service: Service, n: int, when: datetime, spread: float = 0.0
+) -> list[datetime]:
+    """``n`` one-shot intents due at ``when`` (or spread after it), in one transaction (Core)."""
+    now = datetime.now(UTC)
+    dues = _due_times(n, when, spread)
+    rows = [
+        {
+            "title": f"bench {k}",
+            "instruction": "",
+            "kind": "at",
+            "status": "active",
+            "schedule": due.isoformat(),
+            "timezone": "UTC",
+            "next_run_at": due,
+            "cooldown_s": 0,
+            "fires": 0,
+            "attempts": 0,
+            "consecutive_failures": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for k, due in enumerate(dues)
+    ]
+    with service.store.engine.begin() as conn:
+        for start in range(0, n, 5000):
+            conn.execute(insert(Intent.__table__), rows[start : start + 5000])
+    return dues
+
+
+def _check_empty(service: Service) -> None:
+    with service.store.engine.connect() as conn:
+        count = conn.execute(select(func.count()).select_from(Intent.__table__)).scalar()
+    if count:
+        raise ValidationError(
+            f"bench: the database at {service.db_url_display()} already holds {count} intents; "
+            "use an empty scratch database (or no --db for a temporary SQLite file)"
+        )
+
+
+def _clear(service: Service) -> None:
+    with service.store.engine.begin() as conn:
+        for table in (IntentRun.__table__, Event.__table__, Intent.__table__, Journal.__table__):
+            conn.execute(delete(table))
+
+
+# -- the scheduler ---------------------------------------------------------------------------
+async def _measure_fires(
+    service: Service, n: int, spread: float = 0.0
+) -> tuple[float, list[float], int]:
+    """N intents due at once (or over ``spread`` s): (fires per second, lateness s, runs ok)."""
+    from goalsui.scheduler import Scheduler
+
+    lateness: list[float] = []
+    finished = 0
+    done = asyncio.Event()
+    last = [0.0]
+
+    async def noop(
+        service: Service, intent: Intent, run: IntentRun, *, event: Any = None, cancel: Any = None
+    ) -> TurnOutcome:
+        lateness.append(time.time() - run.planned_at.timestamp())  # type: ignore[union-attr]
+        return TurnOutcome("ok")
+
+    def count(event: Any) -> None:
+        nonlocal finished
+        if event.kind == "run-finished":
+            finished += 1
+            if finished >= n:
+                last[0] = time.time()
+                done.set()
+
+    lead = 0.5 + n / 20_000
+    due = datetime.now(UTC) + timedelta(seconds=lead)
+    _insert_at_intents(service, n, due, spread)
+    scheduler = Scheduler(service, turn=noop, max_concurrency=min(n, MAX_CONCURRENCY))
+    scheduler.subscribe(count)
+    await scheduler.start()
+    freeze_heap()
+    try:
+        await asyncio.wait_for(done.wait(), timeout=lead + spread + 60 + n / 100)
+    finally:
+        await scheduler.stop()
+    with service.store.engine.connect() as conn:
+        ok = conn.execute(
+            select(func.count())
+            .select_from(IntentRun.__table__)
+            .where(IntentRun.__table__.c.status == "ok")
+        ).scalar()
+    elapsed = last[0] - due.timestamp()
+    return n / elapsed if elapsed > 0 else 0.0, lateness, int(ok or 0)
+
+
+async def _measure_idle(service: Service, n: int, seconds: float) -> float:
+    """CPU (% of one core) of this process while the scheduler idles with N future intents."""
+    from goalsui.scheduler import Scheduler
+
+    async def noop(*_: Any, **__: Any) -> TurnOutcome:
+        return TurnOutcome("ok")
+
+    _insert_at_intents(service, n, datetime.now(UTC) + timedelta(days=1))
+    scheduler = Scheduler(service, turn=noop)
+    await scheduler.start()
+    try:
+        await asyncio.sleep(SETTLE_SECONDS)
+        return await _cpu_over(seconds)
+    finally:
+        await scheduler.stop()
+
+
+async def _cpu_over(seconds: float) -> float:
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    await asyncio.sleep(seconds)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return 100.0 * cpu / wall
+
+
+# -- the references ---------------------------------------------------------------------------
+def raw_sqlite_claims(path: Path, n: int) -> float:
+    """Claims per second of a bare sqlite3 compare-and-set loop, one commit per claim."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(
+        "CREATE TABLE intent (id INTEGER PRIMARY KEY, status TEXT NOT NULL, next_run_at TEXT, "
+        "lease_owner TEXT, lease_until TEXT)"
+    )
+    conn.execute("CREATE INDEX ix_due ON intent (status, next_run_at)")
+    due = "2026-01-01 00:00:00"
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO intent (status, next_run_at) VALUES ('active', ?)", [(due,)] * n)
+    conn.execute("COMMIT")
+    now = "2026-01-01 00:00:01"
+    start = time.perf_counter()
+    claimed = 0
+    for intent_id in range(1, n + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        cur = conn.execute(
+            "UPDATE intent SET status='firing', lease_owner=?, lease_until=? "
+            "WHERE id=? AND status='active' AND next_run_at<=?",
+            ("bench", "2026-01-01 00:00:31", intent_id, now),
+        )
+        claimed += cur.rowcount
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    assert claimed == n
+    return n / elapsed
+
+
+async def aps_lateness(n: int, spread: float = 0.0) -> tuple[list[float], float]:
+    """APScheduler 3 in memory, N date jobs due at once (or over ``spread`` s): (lateness s, jobs/s)."""
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    lateness: list[float] = []
+    done = asyncio.Event()
+    last = [0.0]
+
+    async def job(planned: float) -> None:
+        lateness.append(time.time() - planned)
+        if len(lateness) >= n:
+            last[0] = time.time()
+            done.set()
+
+    aps = AsyncIOScheduler(timezone=UTC)
+    aps.start()
+    lead = 0.5 + n / 5_000
+    due = datetime.now(UTC) + timedelta(seconds=lead)
+    for k, when in enumerate(_due_times(n, due, spread)):
+        aps.add_job(
+            job,
+            "date",
+            run_date=when,
+            args=[when.timestamp()],
+            id=f"j{k}",
+            misfire_grace_time=None,
+            coalesce=False,
+        )
+    try:
+        await asyncio.wait_for(done.wait(), timeout=lead + spread + 60 + n / 100)
+    finally:
+        aps.shutdown(wait=False)
+    elapsed = last[0] - due.timestamp()
+    return lateness, n / elapsed if elapsed > 0 else 0.0
+
+
+async def aps_idle(n: int, seconds: float) -> float:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    async def job() -> None:
+        return None
+
+    aps = AsyncIOScheduler(timezone=UTC)
+    aps.start()
+    far = datetime.now(UTC) + timedelta(days=1)
+    for k in range(n):
+        aps.add_job(job, "date", run_date=far, id=f"j{k}")
+    try:
+        await asyncio.sleep(SETTLE_SECONDS)
+        return await _cpu_over(seconds)
+    finally:
+        aps.shutdown(wait=False)
+
+
+# -- the run -------------------------------------------------------------------------------------
+async def run_bench(
+    n: int, db_url: str | None, idle_seconds: float, spread: float | None = None
+) -> BenchResult:
+    tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-"))
+    try:
+        kb = tmp / "kb"
+        kb.mkdir()
+
+        def service(phase: str) -> Service:
+            url = db_url or f"sqlite:///{tmp / f'{phase}.db'}"
+            svc = Service.open(kb, url, tmp / "state", actor="bench", sync=False)
+            _check_empty(svc)
+            return svc
+
+        svc = service("fire")
+        result = BenchResult(
+            intents=n,
+            database=svc.db_url_display()
+            if db_url
+            else f"SQLite (scratch file, {svc.store.dialect})",
+        )
+        _progress(f"{n} no-op intents due at once on {result.database}")
+        try:
+            fires, lateness, ok = await _measure_fires(svc, n)
+        finally:
+            if db_url:
+                _clear(svc)
+            svc.close()
+        result.fires_per_s, result.runs_ok = fires, ok
+        result.lateness_p50_ms = 1000 * _pct(lateness, 0.50)
+        result.lateness_p99_ms = 1000 * _pct(lateness, 0.99)
+        if ok != n:
+            result.notes.append(f"only {ok} of {n} runs were recorded ok")
+        _progress("reference: raw sqlite3 compare-and-set loop")
+        result.raw_claims_per_s = raw_sqlite_claims(tmp / "raw.db", n)
+        _progress("reference: APScheduler AsyncIOScheduler, date jobs due at once")
+        aps_late, aps_rate = await aps_lateness(n)
+        result.aps_lateness_p50_ms = 1000 * _pct(aps_late, 0.50)
+        result.aps_lateness_p99_ms = 1000 * _pct(aps_late, 0.99)
+        result.aps_jobs_per_s = aps_rate
+        spread = spread_window(n) if spread is None else spread
+        result.spread_seconds = spread
+        _progress(f"{n} no-op intents due evenly over {spread:g}s")
+        svc = service("spread")
+        try:
+            _, lateness, _ = await _measure_fires(svc, n, spread)
+        finally:
+            if db_url:
+                _clear(svc)
+            svc.close()
+        result.spread_p50_ms = 1000 * _pct(lateness, 0.50)
+        result.spread_p99_ms = 1000 * _pct(lateness, 0.99)
+        _progress(f"reference: APScheduler, date jobs due evenly over {spread:g}s")
+        aps_late, _ = await aps_lateness(n, spread)
+        result.aps_spread_p50_ms = 1000 * _pct(aps_late, 0.50)
+        result.aps_spread_p99_ms = 1000 * _pct(aps_late, 0.99)
+        _progress(f"idle CPU over {idle_seconds:g}s with {n} future intents")
+        svc = service("idle")
+        try:
+            result.idle_cpu_pct = await _measure_idle(svc, n, idle_seconds)
+            result.idle_seconds = idle_seconds
+        finally:
+            if db_url:
+                _clear(svc)
+            svc.close()
+        ref_seconds = min(idle_seconds, 10.0)
+        _progress(f"reference: APScheduler idle over {ref_seconds:g}s with {n} far-future jobs")
+        result.aps_idle_cpu_pct = await aps_idle(n, ref_seconds)
+        result.aps_idle_seconds = ref_seconds
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def render(r: BenchResult) -> str:
+    met = r.targets
+
+    def mark(ok: bool) -> str:
+        return "ok" if ok else "MISSED"
+
+    rows = [
+        ("metric", "goalsui", "reference (same run)", "target", "result"),
+        (
+            "fires per second",
+            f"{r.fires_per_s:,.0f}",
+            f"raw sqlite3 CAS loop {r.raw_claims_per_s:,.0f}/s",
+            f">= {THROUGHPUT_TARGET}x = {THROUGHPUT_TARGET * r.raw_claims_per_s:,.0f}",
+            mark(met["throughput"]),
+        ),
+        (
+            "lateness p50, at once",
+            f"{r.lateness_p50_ms:,.1f} ms",
+            f"APScheduler {r.aps_lateness_p50_ms:,.1f} ms",
+            "",
+            "",
+        ),
+        (
+            "lateness p99, at once",
+            f"{r.lateness_p99_ms:,.1f} ms",
+            f"APScheduler {r.aps_lateness_p99_ms:,.1f} ms",
+            f"<= {LATENESS_TARGET}x = {LATENESS_TARGET * r.aps_lateness_p99_ms:,.1f} ms",
+            mark(met["lateness"]),
+        ),
+        (
+            f"lateness p50, spread {r.spread_seconds:g}s",
+            f"{r.spread_p50_ms:,.1f} ms",
+            f"APScheduler {r.aps_spread_p50_ms:,.1f} ms",
+            "",
+            "",
+        ),
+        (
+            f"lateness p99, spread {r.spread_seconds:g}s",
+            f"{r.spread_p99_ms:,.1f} ms",
+            f"APScheduler {r.aps_spread_p99_ms:,.1f} ms",
+            f"<= {LATENESS_TARGET}x = {LATENESS_TARGET * r.aps_spread_p99_ms:,.1f} ms",
+            mark(met["lateness_spread"]),
+        ),
+        (
+            f"idle CPU ({r.idle_seconds:g}s)",
+            f"{r.idle_cpu_pct:.3f} %",
+            f"APScheduler {r.aps_idle_cpu_pct:.3f} % ({r.aps_idle_seconds:g}s)",
+            f"< {IDLE_TARGET} % of a core",
+            mark(met["idle_cpu"]),
+        ),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [
+        f"goalsui bench scheduler: {r.intents} intents due at once, {r.database}",
+        f"turns: in-process no-op (measures the scheduler, not a runner); max concurrency {MAX_CONCURRENCY}; "
+        "gc.freeze() after start-up as in goalsui daemon; "
+        f"APScheduler ran {r.aps_jobs_per_s:,.0f} jobs/s",
+        "",
+    ]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    lines += [f"note: {note}" for note in r.notes]
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    n = args.intents
+    if not isinstance(n, int) or not 1 <= n <= 200_000:
+        raise ValidationError("--intents must be between 1 and 200000")
+    if not 0.1 <= args.idle_seconds <= 3600:
+        raise ValidationError("--idle-seconds must be between 0.1 and 3600")
+    db_url = getattr(args, "bench_db", None) or getattr(args, "db", None)
+    spread = getattr(args, "spread_seconds", None)
+    if spread is not None and not 0.1 <= spread <= 3600:
+        raise ValidationError("--spread-seconds must be between 0.1 and 3600")
+    result = asyncio.run(run_bench(n, db_url, args.idle_seconds, spread))
+    if args.json:
+        sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
+    else:
+        print(render(result))
+    return 0

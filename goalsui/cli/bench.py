@@ -1,0 +1,77 @@
+"""``goalsui bench scheduler|console``: measurements beside a reference from the same run."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from goalsui.cli.common import add_json
+from goalsui.errors import GoalsuiError, ValidationError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser("bench", help="measure the scheduler or the console beside a reference")
+    bsub = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
+
+    sched = bsub.add_parser(
+        "scheduler",
+        help="fires per second, fire lateness and idle CPU of the scheduler (no-op turns)",
+        description=(
+            "N no-op intents due at once on the database: fires per second (claim, run record, "
+            "completion) beside a raw sqlite3 compare-and-set loop, fire lateness beside "
+            "APScheduler 3's in-memory AsyncIOScheduler with N date jobs, and idle CPU with N "
+            "future intents. Turns are an in-process no-op, so this measures the scheduler, "
+            "not a runner. Without --db it uses a scratch SQLite file; a --db must be an empty "
+            "scratch database."
+        ),
+    )
+    sched.add_argument(
+        "--intents", type=int, default=1000, metavar="N", help="number of intents (default 1000)"
+    )
+    sched.add_argument(
+        "--db",
+        dest="bench_db",
+        metavar="URL",
+        help="an empty scratch database (default: a temporary SQLite file)",
+    )
+    sched.add_argument(
+        "--idle-seconds", type=float, default=60.0, metavar="S", help="idle CPU window (default 60)"
+    )
+    sched.add_argument(
+        "--spread-seconds",
+        type=float,
+        metavar="S",
+        help="window of the spread lateness run (default: N/1000 s, at least 2)",
+    )
+    add_json(sched)
+    sched.set_defaults(func=cmd_scheduler)
+
+    console = bsub.add_parser(
+        "console", help="measure the console (start-up, refresh) beside a reference"
+    )
+    console.add_argument("--goals", type=int, metavar="N", help="goals in the generated KB")
+    console.add_argument("--workers", type=int, metavar="N", help="workers per goal")
+    console.add_argument("--repeat", type=int, metavar="N", help="repetitions of each measurement")
+    console.add_argument("--samples", type=int, metavar="N", help="samples per repetition")
+    add_json(console)
+    console.set_defaults(func=cmd_console)
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    from goalsui.bench.scheduler import main
+
+    return main(args)
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    try:
+        module = importlib.import_module("goalsui.bench.console")
+    except ModuleNotFoundError as exc:
+        if exc.name == "goalsui.bench.console":
+            raise GoalsuiError(
+                "'bench console' is not available in this build (goalsui.bench.console is missing)"
+            ) from None
+        raise
+    if not hasattr(module, "main"):
+        raise ValidationError("goalsui.bench.console has no main(args)")
+    return int(module.main(args) or 0)

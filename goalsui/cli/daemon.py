@@ -1,0 +1,221 @@
+"""``goalsui daemon``: the scheduler without a console, one log line per run start and end."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import importlib
+import signal
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from goalsui.cli.common import open_service
+from goalsui.errors import ValidationError
+
+#: Files whose change re-reads the KB index (worker schedules, goal status, KB config).
+_SYNC_FILES = {"definition.yaml", "goalsui.yaml"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("daemon", help="run the scheduler headless (no console)")
+    p.add_argument(
+        "--hooks-port",
+        type=int,
+        metavar="N",
+        help="also listen for signed event hooks on this port",
+    )
+    p.add_argument(
+        "--hooks-host",
+        default="127.0.0.1",
+        metavar="H",
+        help="hook listener address (default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--max-concurrency", type=int, default=8, metavar="N", help="runs at once (default 8)"
+    )
+    p.add_argument(
+        "--grace-seconds",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="on stop or cancel: seconds between SIGTERM and SIGKILL (default 5)",
+    )
+    p.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="lease of a claimed intent, renewed every S/3 while it runs (default 30)",
+    )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="how often to look for other processes' changes (default 1, at most 1)",
+    )
+    p.add_argument(
+        "--no-watch", action="store_true", help="do not re-read the KB when its files change"
+    )
+    p.set_defaults(func=cmd_daemon)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.hooks_port is not None:
+        if not 1 <= args.hooks_port <= 65535:
+            raise ValidationError(
+                f"--hooks-port must be between 1 and 65535, not {args.hooks_port}"
+            )
+        if _hooks_server() is None:
+            raise ValidationError(
+                "--hooks-port: the event hook listener is not available in this build"
+            )
+    if args.max_concurrency < 1 or args.max_concurrency > 1000:
+        raise ValidationError("--max-concurrency must be between 1 and 1000")
+    if not 0.1 <= args.lease_seconds <= 3600:
+        raise ValidationError("--lease-seconds must be between 0.1 and 3600")
+    if not 0 <= args.grace_seconds <= 600:
+        raise ValidationError("--grace-seconds must be between 0 and 600")
+    if not 0.05 <= args.poll_interval <= 1:
+        raise ValidationError("--poll-interval must be between 0.05 and 1")
+
+
+def _hooks_server() -> Any:
+    try:
+        return importlib.import_module("goalsui.hooks.server")
+    except ModuleNotFoundError as exc:
+        if exc.name == "goalsui.hooks.server":
+            return None
+        raise
+
+
+def say(text: str, *, err: bool = False) -> None:
+    stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S%z")
+    stream = sys.stderr if err else sys.stdout
+    stream.write(f"{stamp} {text}\n")
+    stream.flush()
+
+
+class _RunLog:
+    """Turns SchedulerEvents into log lines."""
+
+    def __init__(self) -> None:
+        self.started: dict[int, datetime] = {}
+
+    def __call__(self, event: Any) -> None:
+        if event.kind == "run-started":
+            self.started[event.run_id] = datetime.now()
+            say(
+                f"run {event.run_id} started: intent {event.intent_id} '{event.title}' ({event.trigger})"
+            )
+        elif event.kind == "run-finished":
+            begun = self.started.pop(event.run_id, None)
+            took = f" in {(datetime.now() - begun).total_seconds():.1f}s" if begun else ""
+            what = f"run {event.run_id}" if event.run_id else "runs"
+            say(f"{what} {event.status}{took}: intent {event.intent_id} - {event.message}")
+        elif event.kind == "alert":
+            say(f"ALERT intent {event.intent_id}: {event.message}")
+        elif event.kind == "error":
+            say(f"scheduler error: {event.message}", err=True)
+
+
+async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
+    """Re-sync the KB index when a definition or the KB config changes on disk."""
+    from watchfiles import awatch
+
+    root: Path = service.kb.root
+    async for changes in awatch(root, stop_event=stop, step=100, recursive=True):
+        names = {Path(p).name for _, p in changes}
+        if not names & _SYNC_FILES:
+            continue
+        goals = set()
+        whole = False
+        for _, p in changes:
+            try:
+                rel = Path(p).resolve().relative_to(root.resolve())
+            except ValueError:
+                continue
+            if Path(p).name not in _SYNC_FILES:
+                continue
+            if len(rel.parts) == 1:
+                whole = True
+            else:
+                goals.add(rel.parts[0])
+        try:
+            problems = await asyncio.to_thread(service.sync_kb, None if whole else sorted(goals))
+        except Exception as exc:  # noqa: BLE001 - a bad edit never stops the daemon
+            say(f"KB re-read failed: {exc}", err=True)
+            continue
+        say(f"KB re-read ({'all goals' if whole else ', '.join(sorted(goals))})")
+        for problem in problems:
+            say(f"KB problem: {problem.path}: {problem.message}", err=True)
+
+
+async def run_daemon(service: Any, args: argparse.Namespace) -> int:
+    from goalsui.scheduler import Scheduler
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    scheduler = Scheduler(
+        service,
+        poll_interval=args.poll_interval,
+        lease_seconds=args.lease_seconds,
+        grace_seconds=args.grace_seconds,
+        max_concurrency=args.max_concurrency,
+    )
+    scheduler.subscribe(_RunLog())
+    await scheduler.start()
+    # A long-running process: keep the start-up heap (modules, ORM and pydantic metadata)
+    # out of every later full collection.
+    gc.collect()
+    gc.freeze()
+    listener = None
+    watcher = None
+    try:
+        if args.hooks_port is not None:
+            listener = await _hooks_server().start_listener(
+                service, args.hooks_host, args.hooks_port
+            )
+            say(
+                f"listening for event hooks on http://{args.hooks_host}:{args.hooks_port}/hooks/<source>"
+            )
+        if not args.no_watch:
+            watcher = loop.create_task(_watch_kb(service, stop))
+        say(
+            f"goalsui daemon: scheduler {scheduler.owner} {scheduler.state}; KB {service.kb.root}; "
+            f"database {service.db_url_display()}; stop with Ctrl-C or SIGTERM"
+        )
+        await stop.wait()
+        running = len(scheduler.running)
+        say(
+            f"stopping: {running} running run(s) get {args.grace_seconds:g}s"
+            if running
+            else "stopping"
+        )
+    finally:
+        stop.set()
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                await listener.close()
+        if watcher is not None:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+        await scheduler.stop()
+    say("stopped")
+    return 0
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    _check(args)
+    service = open_service(args, actor="scheduler")
+    try:
+        return asyncio.run(run_daemon(service, args))
+    finally:
+        service.close()

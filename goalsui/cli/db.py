@@ -1,0 +1,69 @@
+"""``goalsui db upgrade`` and ``goalsui db status``: the database schema (migrations)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from goalsui.cli.common import add_json, kb_path, print_json
+from goalsui.errors import ValidationError
+from goalsui.service import Service
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    db = sub.add_parser("db", help="the database schema: status and migrations")
+    dsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    upgrade = dsub.add_parser(
+        "upgrade", help="apply schema migrations (creates the schema of an empty database)"
+    )
+    add_json(upgrade)
+    upgrade.set_defaults(func=cmd_upgrade)
+    status = dsub.add_parser("status", help="the database's schema revision against this goalsui's")
+    add_json(status)
+    status.set_defaults(func=cmd_status)
+
+
+def _service(args: argparse.Namespace) -> Service:
+    """A service that does NOT check the schema on open (that is what we are here for)."""
+    db = args.db or os.environ.get("GOALSUI_DB")
+    state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
+    try:
+        return Service(kb_path(args), db, state)
+    except OSError as exc:
+        raise ValidationError(f"cannot prepare the state folder: {exc}") from None
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        result = service.upgrade_schema()
+    finally:
+        service.close()
+    if args.json:
+        print_json({"database": service.db_url_display(), **result})
+        return 0
+    before, after = result["before"], result["after"]
+    where = service.db_url_display()
+    if before["state"] == "current":
+        print(f"{where}: already at the newest schema (rev {after['head']})")
+    else:
+        old = ",".join(before["current"]) or "none"
+        applied = ", ".join(before["pending"]) if before["state"] != "unversioned" else "stamped"
+        print(f"{where}: schema upgraded from rev {old} to rev {after['head']} ({applied})")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        result = service.schema_status()
+    finally:
+        service.close()
+    if args.json:
+        print_json({"database": service.db_url_display(), **result})
+        return 0
+    print(f"database: {service.db_url_display()}")
+    print(f"current:  {','.join(result['current']) or 'none'}")
+    print(f"head:     {result['head']}")
+    print(f"state:    {result['message']}")
+    return 0

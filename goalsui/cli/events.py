@@ -1,0 +1,214 @@
+"""``goalsui event emit`` (signed delivery to a listener, or ``--local``) and ``goalsui events``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from goalsui.cli.common import add_json, kb_path, local, open_service, print_json, table
+from goalsui.domain.shapes import event_json
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError, ValidationError
+from goalsui.hooks import signing
+from goalsui.hooks.net import is_loopback
+from goalsui.hooks.payload import parse_payload
+from goalsui.kb.paths import check_name
+
+HTTP_TIMEOUT_S = 15
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    event = sub.add_parser("event", help="send events to event intents")
+    esub = event.add_subparsers(dest="event_command", metavar="ACTION", required=True)
+    emit = esub.add_parser(
+        "emit",
+        help="sign a JSON payload and post it to a running hook listener (or store it with --local)",
+    )
+    emit.add_argument("source", help="the hook source (hooks.sources in goalsui.yaml)")
+    emit.add_argument(
+        "--data", required=True, metavar="FILE", help="JSON payload file, or - for stdin"
+    )
+    emit.add_argument("--delivery", metavar="ID", help="delivery id (default: a new UUID)")
+    target = emit.add_mutually_exclusive_group()
+    target.add_argument("--url", help="listener URL (default http://127.0.0.1:PORT/hooks/SOURCE)")
+    target.add_argument(
+        "--port",
+        type=int,
+        metavar="N",
+        help="listener port on 127.0.0.1 (default $GOALSUI_HOOKS_PORT)",
+    )
+    target.add_argument(
+        "--local",
+        action="store_true",
+        help="store through the service directly: no HTTP, no secret",
+    )
+    add_json(emit)
+    emit.set_defaults(func=cmd_emit)
+
+    events = sub.add_parser("events", help="received events and the intents each fired")
+    events.add_argument("--limit", type=int, default=50)
+    add_json(events)
+    events.set_defaults(func=cmd_events)
+
+
+def _read_data(value: str) -> bytes:
+    limit = signing.MAX_BODY_BYTES
+    try:
+        if value == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with Path(value).open("rb") as fh:
+                data = fh.read(limit + 1)
+    except OSError as exc:
+        raise ValidationError(f"cannot read {value}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ValidationError(f"{value}: payload is larger than {limit} bytes")
+    return data
+
+
+def _target_url(args: argparse.Namespace, source: str) -> str:
+    path = f"/hooks/{source}"
+    if args.url:
+        parts = urllib.parse.urlsplit(args.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(
+                f"invalid --url {args.url!r}: use http://HOST:PORT[/hooks/SOURCE]"
+            )
+        if parts.path in ("", "/"):
+            parts = parts._replace(path=path)
+        return urllib.parse.urlunsplit(parts)
+    port = args.port
+    if port is None:
+        env = os.environ.get("GOALSUI_HOOKS_PORT", "")
+        if not env:
+            raise ValidationError("give --port N or --url URL of the hook listener (or --local)")
+        try:
+            port = int(env)
+        except ValueError:
+            raise ValidationError(f"invalid GOALSUI_HOOKS_PORT {env!r}") from None
+    if not 1 <= port <= 65535:
+        raise ValidationError(f"invalid port {port}: use 1-65535")
+    return f"http://127.0.0.1:{port}{path}"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A signed delivery is never re-sent to wherever a redirect points."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    handlers: list[Any] = [_NoRedirect()]
+    if is_loopback(urllib.parse.urlsplit(url).hostname or ""):
+        handlers.append(urllib.request.ProxyHandler({}))
+    opener = urllib.request.build_opener(*handlers)
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with opener.open(request, timeout=HTTP_TIMEOUT_S) as response:
+            status, raw = response.status, response.read(64 * 1024)
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read(64 * 1024)
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise GoalsuiError(f"cannot reach the hook listener at {url}: {reason}") from None
+    try:
+        answer = json.loads(raw.decode("utf-8")) if raw else {}
+    except (UnicodeDecodeError, ValueError):
+        answer = {}
+    return status, answer if isinstance(answer, dict) else {}
+
+
+def _emit_http(args: argparse.Namespace, source: str, body: bytes, delivery: str) -> dict[str, Any]:
+    from goalsui.kb.layout import KB
+
+    url = _target_url(args, source)
+    config = KB(kb_path(args)).config()
+    spec = config.hooks.get(source)
+    if spec is None:
+        known = ", ".join(sorted(config.hooks)) or "none"
+        raise ValidationError(
+            f"unknown hook source '{source}' (configured in goalsui.yaml: {known}); "
+            "use --local to store an event without the listener"
+        )
+    secret = os.environ.get(spec.secret_env, "")
+    if not secret:
+        raise ValidationError(
+            f"hook source '{source}' needs its secret: set the environment variable {spec.secret_env}"
+        )
+    headers = signing.signed_headers(secret, body, delivery, style=spec.style)
+    status, answer = _post(url, body, headers)
+    if status != 202:
+        error = plain(str(answer.get("error") or "no answer"), limit=200).replace("\n", " ")
+        if status == 409:
+            raise GoalsuiError(
+                f"delivery '{delivery}' was already received; nothing fired ({error})"
+            )
+        raise GoalsuiError(f"the hook listener refused the delivery: HTTP {status}: {error}")
+    return {
+        "event_id": answer.get("event_id"),
+        "fired": list(answer.get("fired") or []),
+        "duplicate": False,
+    }
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    source = check_name(args.source, "event source")
+    delivery = args.delivery if args.delivery is not None else signing.new_delivery_id()
+    if not signing.valid_delivery_id(delivery):
+        raise ValidationError("invalid --delivery: use 1-200 printable characters without spaces")
+    body = _read_data(args.data)
+    try:
+        payload = parse_payload(body)
+    except ValidationError as exc:
+        raise ValidationError(f"{args.data}: {exc}") from None
+    if args.local:
+        service = open_service(args)
+        result = service.emit_event(source, payload, delivery)
+        if result.duplicate:
+            raise GoalsuiError(
+                f"delivery '{delivery}' was already received (event {result.event_id}); nothing fired"
+            )
+        answer = {"event_id": result.event_id, "fired": list(result.fired), "duplicate": False}
+    else:
+        answer = _emit_http(args, source, body, delivery)
+    answer = {"source": source, "delivery_id": delivery, **answer}
+    if args.json:
+        print_json(answer)
+    else:
+        fired = ", ".join(str(i) for i in answer["fired"]) or "nothing"
+        print(f"event {answer['event_id']} ({source}/{delivery}) accepted; fired intents: {fired}")
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= 100_000:
+        raise ValidationError("--limit must be between 1 and 100000")
+    service = open_service(args)
+    events = service.list_events(limit=args.limit)
+    if args.json:
+        print_json([event_json(e) for e in events])
+        return 0
+    rows = [
+        [
+            e.id,
+            local(e.received_at),
+            e.source,
+            plain(e.delivery_id, limit=40).replace("\n", " "),
+            ", ".join(str(i) for i in e.matched_intent_ids or []) or "-",
+        ]
+        for e in events
+    ]
+    print(
+        table(rows, ["id", "received", "source", "delivery", "fired intents"])
+        if rows
+        else "no events"
+    )
+    return 0

@@ -1,0 +1,134 @@
+"""``goalsui report [GOAL] [--date YYYY-MM-DD]``: the nightshift morning reports."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+
+from goalsui.cli.common import add_json, open_service, print_json, table
+from goalsui.errors import NotFound, ValidationError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="print a goal's morning report (compiled if missing), or list the reports",
+        description=(
+            "With GOAL: print its report for --date (default: the newest one; compiled now "
+            "when the goal has none for that date). Without GOAL: list the reports of every "
+            "goal that has a reporter or reports."
+        ),
+    )
+    p.add_argument("goal", nargs="?", metavar="GOAL")
+    p.add_argument("--date", metavar="YYYY-MM-DD", help="the morning of the report")
+    p.add_argument(
+        "--build", action="store_true", help="compile the report again now (overwrites it)"
+    )
+    p.add_argument(
+        "--list", action="store_true", help="list GOAL's reports instead of printing one"
+    )
+    add_json(p)
+    p.set_defaults(func=cmd_report)
+
+
+def _day(text: str | None) -> date | None:
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise ValidationError(f"invalid --date {text!r}: use YYYY-MM-DD") from None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from goalsui.runners.report import compile_report, list_reports
+
+    service = open_service(args)
+    day = _day(args.date)
+    if not args.goal:
+        rows = []
+        data = []
+        for goal in service.list_goals():
+            reporter = any((w.runner or {}).get("builtin") == "report" for w in goal.workers)
+            try:
+                reports = list_reports(service, goal.goal_id)
+            except NotFound:
+                continue
+            if not reporter and not reports:
+                continue
+            if day is not None:
+                reports = [r for r in reports if r.day == day]
+            data.append(
+                {
+                    "goal_id": goal.goal_id,
+                    "name": goal.name,
+                    "reporter": reporter,
+                    "reports": [
+                        {"date": r.day.isoformat(), "path": str(r.path), "size": r.size}
+                        for r in reports
+                    ],
+                }
+            )
+            latest = reports[-1] if reports else None
+            rows.append(
+                [
+                    goal.goal_id,
+                    "yes" if reporter else "no",
+                    len(reports),
+                    latest.day.isoformat() if latest else "-",
+                    str(latest.path) if latest else "-",
+                ]
+            )
+        if args.json:
+            print_json(data)
+        elif rows:
+            print(table(rows, ["goal", "reporter", "reports", "latest", "path"]))
+        else:
+            print("no goal has a reporter or reports")
+        return 0
+    service.get_goal(args.goal)
+    reports = list_reports(service, args.goal)
+    if args.list:
+        if args.json:
+            print_json(
+                [{"date": r.day.isoformat(), "path": str(r.path), "size": r.size} for r in reports]
+            )
+        elif reports:
+            print(
+                table(
+                    [[r.day.isoformat(), r.size, str(r.path)] for r in reports],
+                    ["date", "bytes", "path"],
+                )
+            )
+        else:
+            print(f"goal {args.goal} has no reports yet")
+        return 0
+    chosen = None
+    if not args.build:
+        if day is None and reports:
+            chosen = reports[-1]
+        else:
+            chosen = next((r for r in reports if r.day == day), None)
+    compiled = False
+    if chosen is not None:
+        path, text, report_day = (
+            chosen.path,
+            chosen.path.read_text(encoding="utf-8", errors="replace"),
+            chosen.day,
+        )
+    else:
+        report = compile_report(service, args.goal, day, service.now())
+        path, text, report_day, compiled = report.path, report.markdown, report.day, True
+    if args.json:
+        print_json(
+            {
+                "goal_id": args.goal,
+                "date": report_day.isoformat(),
+                "path": str(path),
+                "compiled": compiled,
+                "markdown": text,
+            }
+        )
+    else:
+        print(text, end="" if text.endswith("\n") else "\n")
+    return 0

@@ -1,0 +1,166 @@
+"""``goalsui serve``: the console in a browser, through textual-serve.
+
+textual-serve starts one console process per browser tab, so the served consoles only
+watch (``--no-scheduler``) and the scheduler runs once: in a ``goalsui daemon`` that
+serve starts beside them, guarded by a single-instance lock in the state directory
+(a second ``goalsui serve`` on the same KB shares the first one's daemon).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import ipaddress
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO
+
+from goalsui.cli.common import open_service
+from goalsui.errors import GoalsuiError, ValidationError
+
+LOCK_NAME = "serve-scheduler.lock"
+STOP_GRACE_S = 30
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="serve the console in a browser (textual-serve; no authentication)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--public-url", help="the URL browsers use, when behind a proxy")
+    p.add_argument(
+        "--read-only", action="store_true", help="served consoles bind no action that changes state"
+    )
+    p.add_argument("--theme", help="theme of the served consoles")
+    p.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="start no scheduler (one runs elsewhere: 'goalsui daemon' or a console)",
+    )
+    p.set_defaults(func=cmd_serve)
+
+
+def global_args(args: argparse.Namespace, kb: Path, state_dir: Path) -> list[str]:
+    """The global options that make children open the same KB, database and state."""
+    out = ["--kb", str(kb), "--state-dir", str(state_dir)]
+    db = args.db or os.environ.get("GOALSUI_DB")
+    if db:
+        out += ["--db", db]
+    return out
+
+
+def console_command(args: argparse.Namespace, kb: Path, state_dir: Path) -> str:
+    """The command textual-serve runs for each browser tab: a watch-only console."""
+    argv = [
+        sys.executable,
+        "-m",
+        "goalsui",
+        *global_args(args, kb, state_dir),
+        "console",
+        "--no-scheduler",
+    ]
+    if args.read_only:
+        argv.append("--read-only")
+    if args.theme:
+        argv += ["--theme", args.theme]
+    return shlex.join(argv)
+
+
+def acquire_lock(path: Path) -> IO[str] | None:
+    """Hold an exclusive lock on ``path`` for this process's life; None when taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def _check(args: argparse.Namespace) -> None:
+    if not 1 <= args.port <= 65535:
+        raise ValidationError(f"--port must be between 1 and 65535, not {args.port}")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def start_daemon(args: argparse.Namespace, kb: Path, state_dir: Path) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "goalsui", *global_args(args, kb, state_dir), "daemon"]
+    log = (state_dir / "serve-daemon.log").open("ab")
+    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def stop_daemon(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the daemon gives running runs their grace period), then SIGKILL."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    _check(args)
+    try:
+        from textual_serve.server import Server
+    except ImportError:  # pragma: no cover - a dependency
+        raise GoalsuiError("textual-serve is not installed (pip install textual-serve)") from None
+    service = open_service(args, actor="operator")  # validates the KB and creates the schema
+    kb, state_dir = service.kb.root, service.state_dir
+    service.close()
+    command = console_command(args, kb, state_dir)
+    lock = None
+    daemon = None
+    if args.no_daemon:
+        print("goalsui serve: no scheduler started (--no-daemon); run 'goalsui daemon' somewhere")
+    else:
+        lock = acquire_lock(state_dir / LOCK_NAME)
+        if lock is None:
+            print(
+                "goalsui serve: a scheduler for this KB already runs beside another 'goalsui serve'"
+            )
+        else:
+            daemon = start_daemon(args, kb, state_dir)
+            print(f"goalsui serve: scheduler running (goalsui daemon, pid {daemon.pid})")
+    if not _is_loopback(args.host):
+        print(
+            f"goalsui serve: WARNING: listening on {args.host}: textual-serve has no authentication; "
+            "anyone who reaches this port gets a console",
+            file=sys.stderr,
+        )
+    url = args.public_url or f"http://{args.host}:{args.port}"
+    print(f"goalsui serve: open {url} (each tab is a watch-only console; Ctrl+C stops)", flush=True)
+    server = Server(
+        command, host=args.host, port=args.port, title="goalsui", public_url=args.public_url
+    )
+    try:
+        server.serve()
+    finally:
+        if daemon is not None:
+            stop_daemon(daemon)
+        if lock is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+            lock.close()
+    return 0

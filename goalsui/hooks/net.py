@@ -1,0 +1,15 @@
+"""Small network helpers shared by the listener and the command line."""
+
+from __future__ import annotations
+
+import ipaddress
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,79 @@
+"""Event payloads: strict JSON (an object or an array), bounded in size and depth."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from goalsui.errors import ValidationError
+from goalsui.hooks.signing import MAX_BODY_BYTES
+
+__all__ = ["MAX_DEPTH", "parse_payload"]
+
+#: Containers nested deeper than this are refused (the console and the prompt walk them).
+MAX_DEPTH = 64
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate such as "\ud800"
+        return False
+    return True
+
+
+def _check_tree(data: Any, limit: int) -> None:
+    """Depth at most ``limit``; every string and key is valid Unicode (no lone surrogates)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if not _encodable(value):
+                raise ValidationError("payload contains an unpaired surrogate escape")
+            continue
+        if isinstance(value, dict):
+            children: list[Any] = [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            raise ValidationError(f"payload is nested deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def parse_payload(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict | list:
+    """Parse a payload; ValidationError with a one-line reason when it is not usable.
+
+    Refuses bodies over ``limit`` bytes, non-UTF-8 bytes, a byte-order mark, invalid
+    JSON (``NaN`` and ``Infinity`` included), top-level scalars, deep nesting and
+    unpaired surrogate escapes (which PostgreSQL's JSON type refuses).
+    """
+    if len(body) > limit:
+        raise ValidationError(f"payload is too large ({len(body)} bytes, limit {limit})")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("payload is not valid UTF-8") from None
+    try:
+        data = json.loads(text, parse_constant=_no_constants)
+    except RecursionError:
+        raise ValidationError(f"payload is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        where = (
+            f" (line {exc.lineno}, column {exc.colno})"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
+        raise ValidationError(f"payload is not valid JSON: {reason[:100]}{where}") from None
+    if not isinstance(data, dict | list):
+        raise ValidationError(
+            f"payload must be a JSON object or array, found {type(data).__name__}"
+        )
+    _check_tree(data, MAX_DEPTH)
+    return data

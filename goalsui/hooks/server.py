@@ -1,0 +1,272 @@
+"""The HTTP event receiver: ``POST /hooks/<source>`` in the running asyncio loop.
+
+Order of checks for a delivery (nothing is parsed or stored before the signature holds):
+
+1. the source name is valid and configured in ``goalsui.yaml`` (else 404), and its
+   secret environment variable is set and non-empty (else 503);
+2. the body is at most 1 MiB (Content-Length first, then while reading: 413) and not
+   content-encoded (400);
+3. the signature (HMAC-SHA256, constant-time compare) and, for goalsui-style sources,
+   the timestamp (5 minutes either way) are checked: 401 otherwise;
+4. the delivery id is checked (400) and the body must be a JSON object or array (400);
+5. the service stores the event once per ``(source, delivery id)`` and fires matching
+   intents: 202 ``{event_id, fired}``, or 409 for a repeated delivery id.
+
+Answers are small JSON objects ``{"error": "..."}``; an unexpected failure is a 500
+with a generic message, logged as one line with every hook secret redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from goalsui.errors import GoalsuiError
+from goalsui.hooks import signing
+from goalsui.hooks.net import is_loopback
+from goalsui.hooks.payload import parse_payload
+from goalsui.kb.paths import NAME_RE
+
+__all__ = ["Listener", "make_app", "start_listener"]
+
+log = logging.getLogger("goalsui.hooks")
+
+
+@dataclass
+class _State:
+    clock: Callable[[], float]
+    environ: Mapping[str, str]
+
+    def secrets(self, service: Any) -> list[str]:
+        values = []
+        with contextlib.suppress(Exception):
+            for src in service.config().hooks.values():
+                value = self.environ.get(src.secret_env)
+                if value:
+                    values.append(value)
+        return values
+
+
+SERVICE_KEY: web.AppKey[Any] = web.AppKey("service", object)
+STATE_KEY: web.AppKey[_State] = web.AppKey("hooks_state", _State)
+
+
+def _answer(code: int, error: str | None = None, **data: Any) -> web.Response:
+    body = {"error": error, **data} if error is not None else data
+    return web.json_response(body, status=code)
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return " ".join(text.split())[:300]
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+    """Every answer is small JSON; nothing unexpected escapes as a stack trace."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        response = _answer(exc.status, (exc.reason or "error").lower())
+        if exc.status == 413:
+            response.force_close()
+        return response
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a generic 500, logged without secrets
+        app = request.app
+        secrets = app[STATE_KEY].secrets(app[SERVICE_KEY])
+        log.error(
+            "hook listener: internal error on %s %s: %s: %s",
+            request.method,
+            _redact(request.path[:100], secrets),
+            type(exc).__name__,
+            _redact(str(exc), secrets),
+        )
+        return _answer(500, "internal error")
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return _answer(200, None, status="ok")
+
+
+def _refuse(status: int, error: str, source: str, **data: Any) -> web.Response:
+    log.info("hook %s: refused %d (%s)", source, status, error)
+    response = _answer(status, error, **data)
+    if status == 413:
+        response.force_close()
+    return response
+
+
+def _is_json_type(content_type: str) -> bool:
+    ctype = content_type.lower()
+    return ctype == "application/json" or (
+        ctype.startswith("application/") and ctype.endswith("+json")
+    )
+
+
+async def _receive(request: web.Request) -> web.Response:
+    service = request.app[SERVICE_KEY]
+    state = request.app[STATE_KEY]
+    source = request.match_info.get("source", "")
+    if not NAME_RE.fullmatch(source):
+        return _refuse(404, "unknown hook source", "?")
+    config = await asyncio.to_thread(service.config)
+    spec = config.hooks.get(source)
+    if spec is None:
+        return _refuse(404, "unknown hook source", source)
+    secret = state.environ.get(spec.secret_env, "")
+    if not secret:
+        log.warning(
+            "hook %s: refused: environment variable %s is unset or empty", source, spec.secret_env
+        )
+        return _refuse(503, "hook source is not ready: its secret is not set", source)
+
+    if request.content_length is not None and request.content_length > signing.MAX_BODY_BYTES:
+        return _refuse(413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source)
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        return _refuse(400, "content encodings are not accepted; send the body as is", source)
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _refuse(413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source)
+    except (ConnectionResetError, HttpProcessingError):
+        return _refuse(400, "incomplete body", source)
+    if len(body) > signing.MAX_BODY_BYTES:
+        return _refuse(413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source)
+
+    headers = request.headers
+    if spec.style == "github":
+        signature = headers.get(signing.GITHUB_SIGNATURE)
+        if not signature:
+            return _refuse(401, f"missing {signing.GITHUB_SIGNATURE} header", source)
+        if not signing.verify_github(secret, body, signature):
+            return _refuse(401, "bad signature", source)
+    else:
+        signature = headers.get(signing.SIGNATURE)
+        raw_ts = headers.get(signing.TIMESTAMP)
+        if not signature or raw_ts is None:
+            return _refuse(
+                401, f"missing {signing.SIGNATURE} or {signing.TIMESTAMP} header", source
+            )
+        timestamp = signing.parse_timestamp(raw_ts)
+        if timestamp is None:
+            return _refuse(401, "bad timestamp: expected Unix seconds", source)
+        if not signing.verify(secret, raw_ts.strip(), body, signature):
+            return _refuse(401, "bad signature", source)
+        if not signing.timestamp_fresh(timestamp, state.clock()):
+            return _refuse(
+                401, f"stale timestamp (more than {signing.TOLERANCE_S} s from now)", source
+            )
+
+    # The request is authentic from here on.
+    delivery = headers.get(signing.delivery_header(spec.style))
+    if delivery is None:
+        return _refuse(400, f"missing {signing.delivery_header(spec.style)} header", source)
+    if not signing.valid_delivery_id(delivery):
+        return _refuse(400, "bad delivery id: 1-200 printable characters, no spaces", source)
+    content_type = headers.get("Content-Type")
+    if content_type is not None and not _is_json_type(request.content_type):
+        return _refuse(400, "body must be JSON (Content-Type: application/json)", source)
+    try:
+        payload = parse_payload(body)
+    except GoalsuiError as exc:
+        return _refuse(400, str(exc), source)
+    try:
+        result = await asyncio.to_thread(service.emit_event, source, payload, delivery)
+    except GoalsuiError as exc:
+        return _refuse(400, str(exc), source)
+    if result.duplicate:
+        return _refuse(409, "duplicate delivery", source, event_id=result.event_id)
+    log.info(
+        "hook %s: delivery %s stored as event %s, fired %s",
+        source,
+        delivery,
+        result.event_id,
+        result.fired,
+    )
+    return _answer(202, None, event_id=result.event_id, fired=list(result.fired))
+
+
+def make_app(
+    service: Any,
+    *,
+    clock: Callable[[], float] = time.time,
+    environ: Mapping[str, str] | None = None,
+) -> web.Application:
+    """The aiohttp application (exposed for embedding; :func:`start_listener` serves it)."""
+    app = web.Application(client_max_size=signing.MAX_BODY_BYTES, middlewares=[_guard])
+    app[SERVICE_KEY] = service
+    app[STATE_KEY] = _State(clock=clock, environ=os.environ if environ is None else environ)
+    app.router.add_post("/hooks/{source}", _receive)
+    app.router.add_get("/healthz", _healthz)
+    return app
+
+
+@dataclass
+class Listener:
+    """A running hook listener; ``await listener.close()`` stops it."""
+
+    host: str
+    port: int
+    runner: web.AppRunner
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start_listener(
+    service: Any,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    clock: Callable[[], float] = time.time,
+    environ: Mapping[str, str] | None = None,
+) -> Listener:
+    """Serve ``POST /hooks/<source>`` and ``GET /healthz`` on ``host:port`` in this loop.
+
+    ``port=0`` picks a free port (see ``Listener.port``). Raises GoalsuiError when the
+    address cannot be bound.
+    """
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise GoalsuiError(f"invalid hooks port {port!r}: use 0-65535")
+    app = make_app(service, clock=clock, environ=environ)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise GoalsuiError(
+            f"cannot listen for hooks on {host}:{port}: {exc.strerror or exc}"
+        ) from None
+    addresses = runner.addresses
+    bound = addresses[0][1] if addresses else port
+    if not is_loopback(host):
+        log.warning(
+            "hook listener bound to %s (not loopback): anyone who can reach it may try deliveries; "
+            "only signed ones are accepted",
+            host,
+        )
+    sources = ", ".join(sorted(service.config().hooks)) or "none configured"
+    log.info("hook listener on http://%s:%s (sources: %s)", host, bound, sources)
+    return Listener(host=host, port=int(bound), runner=runner)

@@ -1,0 +1,210 @@
+"""Live KB watching with watchfiles: batches of classified changes for the console.
+
+Core code (no Textual). Facts that shape it (see FACTS.md): watch *directories*
+(a watched single file is lost after its first atomic replace), treat any event on a
+path as "re-read it if it exists" (an editor save arrives as *added*, vim's as added +
+deleted), and use a small ``step`` (25 ms: a change arrives within ~1-2 steps, 25-50 ms).
+
+Use::
+
+    watcher = KBWatcher(kb_root)
+    async for batch in watcher.batches():
+        batch.goals_to_sync     # goal ids whose definitions changed (re-plan them)
+        batch.files             # (goal_id, rel) of every touched file
+    watcher.stop()              # from the same loop; the iterator ends
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "goalsui.yaml"
+IGNORED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".venv", "node_modules"})
+
+# What a change is about; decides what the console does with it.
+CONFIG = "config"  # <kb>/goalsui.yaml
+GOAL = "goal"  # a goal folder or its definition.yaml: re-sync the goal
+WORKER = "worker"  # a worker folder or its definition.yaml: re-sync the goal (re-plan)
+FILE = "file"  # protocol.md, state.yaml, prompt.md, any other file of the tree
+BOX = "box"  # workers/<w>/inbox|outbox/*
+LOG = "log"  # log/*
+REPORT = "report"  # reports/*
+
+
+@dataclass(frozen=True)
+class KBChange:
+    """One changed path, classified. ``rel`` is relative to the goal folder."""
+
+    kind: str
+    path: Path
+    goal_id: str | None = None
+    rel: str = ""
+    worker: str | None = None
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class KBChanges:
+    """A batch of changes seen together (a save, a burst of writes)."""
+
+    changes: tuple[KBChange, ...]
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def config_changed(self) -> bool:
+        return any(c.kind == CONFIG for c in self.changes)
+
+    @property
+    def goals_to_sync(self) -> set[str]:
+        """Goals whose identity, workers or schedules may have changed."""
+        return {c.goal_id for c in self.changes if c.kind in (GOAL, WORKER) and c.goal_id}
+
+    @property
+    def goals(self) -> set[str]:
+        """Every goal touched by the batch."""
+        return {c.goal_id for c in self.changes if c.goal_id}
+
+    @property
+    def files(self) -> set[tuple[str, str]]:
+        """``(goal_id, rel)`` of every touched path inside a goal."""
+        return {(c.goal_id, c.rel) for c in self.changes if c.goal_id}
+
+    def touches(self, goal_id: str, rel: str) -> bool:
+        return (goal_id, rel) in self.files
+
+
+def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange | None:
+    """Classify one changed path under the KB ``root``; None for what nobody shows.
+
+    Temp files of atomic writes (``.name.*.tmp``), staging and trash folders, and
+    hidden files are ignored: their final rename arrives as its own event.
+    """
+    p = Path(path)
+    try:
+        parts = p.relative_to(root).parts
+    except ValueError:
+        return None
+    if not parts:
+        return None
+    if any(part.startswith(".") or part in IGNORED_DIRS for part in parts):
+        return None
+    name = parts[-1]
+    if name.endswith(("~", ".swp", ".swx", ".tmp")):
+        return None
+    if len(parts) == 1:
+        if name == CONFIG_FILE:
+            return KBChange(CONFIG, p, deleted=deleted)
+        if "." in name:
+            return None  # a loose file at the KB root (goal ids have no dots)
+        return KBChange(GOAL, p, goal_id=name, rel="", deleted=deleted)
+    goal_id, rest = parts[0], parts[1:]
+    rel = "/".join(rest)
+    if rest == ("definition.yaml",):
+        return KBChange(GOAL, p, goal_id, rel, deleted=deleted)
+    top = rest[0]
+    if top == "workers" and len(rest) >= 2:
+        worker = rest[1]
+        if len(rest) == 2 or rest[2:] == ("definition.yaml",):
+            return KBChange(WORKER, p, goal_id, rel, worker, deleted)
+        if rest[2] in ("inbox", "outbox"):
+            return KBChange(BOX, p, goal_id, rel, worker, deleted)
+        return KBChange(FILE, p, goal_id, rel, worker, deleted)
+    if top == "log":
+        return KBChange(LOG, p, goal_id, rel, deleted=deleted)
+    if top == "reports":
+        return KBChange(REPORT, p, goal_id, rel, deleted=deleted)
+    return KBChange(FILE, p, goal_id, rel, deleted=deleted)
+
+
+class KBWatcher:
+    """Watches a KB folder (recursively) and yields :class:`KBChanges` batches.
+
+    Health is visible for a status bar: ``healthy``, ``error``, ``last_batch_at`` and
+    ``polling`` (the fallback when the OS watch limit is reached). A failing watch is
+    restarted after ``retry_s``; the iterator only ends on :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        step_ms: int = 25,
+        debounce_ms: int = 1_600,
+        retry_s: float = 2.0,
+        force_polling: bool | None = None,
+    ) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.step_ms = step_ms
+        self.debounce_ms = debounce_ms
+        self.retry_s = retry_s
+        self.polling = bool(force_polling)
+        self.healthy = False
+        self.error: str | None = None
+        self.last_batch_at: float | None = None
+        self.batches_seen = 0
+        self._stop: asyncio.Event | None = None
+
+    def stop(self) -> None:
+        """End :meth:`batches` (call from the loop that iterates it)."""
+        if self._stop is not None:
+            self._stop.set()
+
+    @property
+    def status(self) -> str:
+        """One word for a status bar: ok, polling, starting, or the error."""
+        if self.error:
+            return f"error: {self.error}"
+        if not self.healthy:
+            return "starting"
+        return "polling" if self.polling else "ok"
+
+    def _filter(self, change: object, path: str) -> bool:
+        from watchfiles import Change
+
+        return classify(self.root, path, deleted=change == Change.deleted) is not None
+
+    async def batches(self) -> AsyncIterator[KBChanges]:
+        """Yield classified batches until :meth:`stop`; restarts a failed watch."""
+        from watchfiles import Change, awatch
+
+        self._stop = asyncio.Event()
+        while not self._stop.is_set():
+            try:
+                watch = awatch(
+                    self.root,
+                    watch_filter=self._filter,
+                    step=self.step_ms,
+                    debounce=self.debounce_ms,
+                    stop_event=self._stop,
+                    force_polling=self.polling or None,
+                )
+                self.healthy, self.error = True, None
+                async for raw in watch:
+                    changes = []
+                    for change, path in sorted(raw, key=lambda item: item[1]):
+                        item = classify(self.root, path, deleted=change == Change.deleted)
+                        if item is not None:
+                            changes.append(item)
+                    if changes:
+                        self.last_batch_at = time.monotonic()
+                        self.batches_seen += 1
+                        yield KBChanges(tuple(changes))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a watch failure is shown, then retried
+                self.healthy = False
+                self.error = " ".join(str(exc).split())[:120] or type(exc).__name__
+                log.warning("KB watch failed: %s", self.error)
+                if "limit" in self.error.lower() or "too many" in self.error.lower():
+                    self.polling = True
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.retry_s)
+        self.healthy = False

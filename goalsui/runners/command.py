@@ -1,0 +1,428 @@
+"""The command runner: one program per isolated turn, in its own process group.
+
+The prompt goes to stdin; stdout and stderr are streamed, line by line and flushed, to
+the run's log file while the program runs (so the console can tail it); stdout is the
+result. A timeout or a cancel stops the whole process tree: SIGTERM to the group, then
+SIGKILL after a grace period. A program that cannot start is a failed result, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from goalsui.domain.durations import format_duration
+from goalsui.domain.untrusted import plain
+
+__all__ = [
+    "CommandResult",
+    "build_env",
+    "expand_argv",
+    "format_timeout",
+    "run_command",
+]
+
+DEFAULT_GRACE = 5.0
+KILL_WAIT = 5.0  # seconds to wait for a SIGKILLed group to disappear
+MAX_RESULT_BYTES = 1024 * 1024  # stdout kept in memory as the result; the log has it all
+TAIL_BYTES = 4096
+_CHUNK = 64 * 1024
+_PARTIAL_LIMIT = 4096  # a line longer than this is written before its newline arrives
+_PIPE_DRAIN_AFTER_EXIT = 1.0  # seconds to wait for pipes after the program exited
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How a command ended."""
+
+    status: str  # ok | failed | timeout | cancelled
+    exit_code: int | None
+    stdout: str
+    reason: str | None = None
+    output_tail: str = ""  # the last few KiB of stdout+stderr, as logged
+    pid: int | None = None
+    truncated: bool = False  # stdout was longer than MAX_RESULT_BYTES
+
+
+def expand_argv(argv: Sequence[str]) -> list[str]:
+    """The argv with the element ``{python}`` replaced by this interpreter."""
+    return [sys.executable if part == "{python}" else str(part) for part in argv]
+
+
+def build_env(
+    extra: Mapping[str, str],
+    *,
+    strip: Sequence[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The child's environment: ``base`` (default os.environ) minus ``strip`` plus ``extra``."""
+    env = dict(os.environ if base is None else base)
+    for name in strip:
+        env.pop(name, None)
+    env.update({k: str(v) for k, v in extra.items()})
+    for name in strip:  # a secret never comes back through ``extra`` either
+        env.pop(name, None)
+    return env
+
+
+def format_timeout(seconds: float) -> str:
+    """``10m``, ``1h30m``; sub-second timeouts as ``0.5s``."""
+    if seconds < 1:
+        return f"{seconds:.1f}s"
+    return format_duration(timedelta(seconds=seconds))
+
+
+def _start_error(program: str, exc: OSError, cwd: Path | None) -> str:
+    shown = plain(program, limit=80)
+    if cwd is not None and getattr(exc, "filename", None) == str(cwd):
+        return f"cannot start '{shown}': working directory {cwd} is not usable ({exc.strerror})"
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start '{shown}': program not found"
+    if isinstance(exc, PermissionError):
+        return f"cannot start '{shown}': permission denied"
+    reason = exc.strerror or type(exc).__name__
+    return f"cannot start '{shown}': {reason}"
+
+
+class _LogSink:
+    """Serialises writes to the log file from both streams; file I/O runs off the loop."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.tail = bytearray()
+        self.lines = 0
+        self._fh = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self, header: str) -> None:
+        if self.path is not None:
+            self._fh = await asyncio.to_thread(self._open)
+        self._task = asyncio.create_task(self._run())
+        self.put(header.encode("utf-8", "replace"), keep_tail=False)
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return self.path.open("ab", buffering=0)
+
+    def put(self, data: bytes, *, keep_tail: bool = True) -> None:
+        if not data:
+            return
+        if keep_tail:
+            self.tail.extend(data)
+            if len(self.tail) > TAIL_BYTES * 2:
+                del self.tail[: len(self.tail) - TAIL_BYTES]
+        self.queue.put_nowait(data)
+
+    async def _run(self) -> None:
+        while True:
+            data = await self.queue.get()
+            if data is None:
+                return
+            # Coalesce what is already queued into one write.
+            parts = [data]
+            while not self.queue.empty():
+                nxt = self.queue.get_nowait()
+                if nxt is None:
+                    await self._write(b"".join(parts))
+                    return
+                parts.append(nxt)
+            await self._write(b"".join(parts))
+
+    async def _write(self, data: bytes) -> None:
+        self.lines += data.count(b"\n")
+        if self._fh is not None:
+            # A full disk must not kill the run; the result still arrives.
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self._fh.write, data)
+
+    async def close(self, footer: str) -> None:
+        self.put(footer.encode("utf-8", "replace"), keep_tail=False)
+        self.queue.put_nowait(None)
+        if self._task is not None:
+            await self._task
+        if self._fh is not None:
+            await asyncio.to_thread(self._fh.close)
+
+    def tail_text(self) -> str:
+        return bytes(self.tail[-TAIL_BYTES:]).decode("utf-8", "replace")
+
+
+async def _pump(
+    stream: asyncio.StreamReader,
+    sink: _LogSink,
+    *,
+    prefix: bytes = b"",
+    keep: bytearray | None = None,
+    last_line: list[bytes] | None = None,
+) -> bool:
+    """Copy a pipe to the log, whole lines at a time; returns True when over the keep limit."""
+    pending = b""
+    over = False
+    while True:
+        chunk = await stream.read(_CHUNK)
+        if not chunk:
+            break
+        if keep is not None:
+            room = MAX_RESULT_BYTES - len(keep)
+            if room > 0:
+                keep.extend(chunk[:room])
+            if len(chunk) > room:
+                over = True
+        pending += chunk
+        if b"\n" in pending:
+            head, _, pending = pending.rpartition(b"\n")
+            lines = head.split(b"\n")
+            if last_line is not None:
+                nonblank = [ln for ln in lines if ln.strip()]
+                if nonblank:
+                    last_line[:] = [nonblank[-1]]
+            sink.put(b"".join(prefix + ln + b"\n" for ln in lines))
+        if len(pending) > _PARTIAL_LIMIT:
+            sink.put(prefix + pending + b"\n")
+            pending = b""
+    if pending:
+        if last_line is not None and pending.strip():
+            last_line[:] = [pending]
+        sink.put(prefix + pending + b"\n")
+    return over
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a process of group ``pgid`` is alive (zombies awaiting a reaper are not)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Signals the program's exit at once (``Process.wait`` also waits for the pipes)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+async def _spawn(
+    args: list[str], **kwargs: object
+) -> tuple[asyncio.subprocess.Process, asyncio.Event]:
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitAwareProtocol(limit=_CHUNK, loop=loop),
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        **kwargs,
+    )
+    return asyncio.subprocess.Process(transport, protocol, loop), protocol.exited
+
+
+async def _stop_group(
+    proc: asyncio.subprocess.Process, exited: asyncio.Event, grace: float, sink: _LogSink
+) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after ``grace`` seconds."""
+    pgid = proc.pid  # start_new_session: the leader's pid is the group id
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not exited.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(exited.wait(), timeout=max(0.0, deadline - time.monotonic()))
+            continue
+        if not _group_alive(pgid):
+            return
+        await asyncio.sleep(0.02)  # members of the group other than the leader
+    if not exited.is_set() or _group_alive(pgid):
+        sink.put(
+            f"[goalsui] still running after {grace:g}s grace: SIGKILL\n".encode(), keep_tail=False
+        )
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    await exited.wait()
+    # SIGKILL is delivered asynchronously: return once every member is really gone.
+    deadline = time.monotonic() + KILL_WAIT
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+
+
+async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    assert proc.stdin is not None
+    try:
+        if data:
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the program does not read its stdin: fine
+    finally:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, RuntimeError):
+            proc.stdin.close()
+
+
+async def run_command(
+    argv: Sequence[str],
+    *,
+    stdin: str = "",
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    cancel: asyncio.Event | None = None,
+    log_path: Path | None = None,
+    grace: float = DEFAULT_GRACE,
+    log_header: str = "",
+) -> CommandResult:
+    """Run ``argv`` in a new process group and return how it ended (never raises OSError).
+
+    ``timeout`` and ``grace`` are real seconds. When the surrounding task is cancelled
+    the process group is stopped the same way before the cancellation propagates.
+    """
+    args = expand_argv(argv)
+    if not args:
+        return CommandResult("failed", None, "", reason="cannot start: the runner command is empty")
+    program = args[0]
+    if cwd is not None and not Path(cwd).is_dir():
+        return CommandResult(
+            "failed",
+            None,
+            "",
+            reason=f"cannot start '{plain(program, limit=80)}': working directory {cwd} does not exist",
+        )
+    sink = _LogSink(log_path)
+    header = log_header or f"[goalsui] $ {' '.join(args)}\n"
+    await sink.open(header if header.endswith("\n") else header + "\n")
+    started = time.monotonic()
+    try:
+        proc, exited = await _spawn(
+            args,
+            cwd=str(cwd) if cwd is not None else None,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        reason = _start_error(program, exc, Path(cwd) if cwd is not None else None)
+        await sink.close(f"[goalsui] {reason}\n")
+        return CommandResult("failed", None, "", reason=reason)
+    except (ValueError, TypeError) as exc:  # e.g. a NUL byte in an argument
+        reason = f"cannot start '{plain(program, limit=80)}': {plain(str(exc), limit=120)}"
+        await sink.close(f"[goalsui] {reason}\n")
+        return CommandResult("failed", None, "", reason=reason)
+
+    assert proc.stdout is not None and proc.stderr is not None
+    kept = bytearray()
+    last_err: list[bytes] = []
+    feeder = asyncio.create_task(_feed_stdin(proc, stdin.encode("utf-8", "replace")))
+    out_task = asyncio.create_task(_pump(proc.stdout, sink, keep=kept))
+    err_task = asyncio.create_task(
+        _pump(proc.stderr, sink, prefix=b"[stderr] ", last_line=last_err)
+    )
+    wait_task = asyncio.create_task(exited.wait())
+    cancel_task = asyncio.create_task(cancel.wait()) if cancel is not None else None
+    ended_by: str | None = None
+    try:
+        waiters = {wait_task} | ({cancel_task} if cancel_task else set())
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if wait_task not in done:
+            ended_by = "cancelled" if cancel_task is not None and cancel_task in done else "timeout"
+            note = (
+                "cancel requested"
+                if ended_by == "cancelled"
+                else f"timed out after {format_timeout(timeout or 0)}"
+            )
+            sink.put(f"[goalsui] {note}: SIGTERM to the process group\n".encode(), keep_tail=False)
+            await _stop_group(proc, exited, grace, sink)
+        # The program has exited; its pipes close unless something it left behind holds them.
+        _, pending = await asyncio.wait({out_task, err_task}, timeout=_PIPE_DRAIN_AFTER_EXIT)
+        if pending:
+            sink.put(
+                b"[goalsui] processes left behind still hold the output: stopping them\n",
+                keep_tail=False,
+            )
+            await _stop_group(proc, exited, min(grace, 1.0), sink)
+            _, pending = await asyncio.wait(pending, timeout=_PIPE_DRAIN_AFTER_EXIT)
+            for task in pending:
+                task.cancel()
+    except BaseException:
+        # The awaiting task was cancelled (shutdown): never leave the tree running.
+        await asyncio.shield(_stop_group(proc, exited, grace, sink))
+        for task in (out_task, err_task, feeder):
+            task.cancel()
+        await sink.close("[goalsui] runner task cancelled\n")
+        raise
+    finally:
+        if cancel_task is not None:
+            cancel_task.cancel()
+        if not feeder.done():
+            feeder.cancel()
+        with contextlib.suppress(BaseException):
+            await feeder
+    over = out_task.result() if out_task.done() and not out_task.cancelled() else False
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(proc.wait(), timeout=_PIPE_DRAIN_AFTER_EXIT)  # close the transport
+    code = proc.returncode
+    elapsed = time.monotonic() - started
+    stdout = bytes(kept).decode("utf-8", "replace")
+    if ended_by == "timeout":
+        status, reason = "timeout", f"timed out after {format_timeout(timeout or 0)}"
+    elif ended_by == "cancelled":
+        status, reason = "cancelled", "cancelled by the operator"
+    elif code == 0:
+        status, reason = "ok", None
+    else:
+        status = "failed"
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            reason = f"killed by {name}"
+        else:
+            reason = f"exit {code}"
+        if last_err:
+            line = plain(last_err[-1].decode("utf-8", "replace").strip(), limit=200)
+            reason += f": {line}"
+    await sink.close(
+        f"[goalsui] {status}{' (' + reason + ')' if reason else ''}, exit {code}, {elapsed:.2f}s\n"
+    )
+    return CommandResult(
+        status=status,
+        exit_code=code,
+        stdout=stdout,
+        reason=reason,
+        output_tail=sink.tail_text(),
+        pid=proc.pid,
+        truncated=over,
+    )

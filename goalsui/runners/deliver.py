@@ -1,0 +1,151 @@
+"""Result delivery: outbox file, goal log line, message with provenance.
+
+Blocking (files and database): call these through ``asyncio.to_thread`` from a loop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.untrusted import plain
+from goalsui.kb.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+__all__ = [
+    "OUTBOX_NAME",
+    "Delivery",
+    "deliver_result",
+    "headline",
+    "is_silent",
+    "log_failure",
+    "outbox_name",
+    "provenance",
+    "run_label",
+]
+
+OUTBOX_NAME = re.compile(r"^(\d{8}T\d{6}Z)-(\d+)\.md$")
+MAX_MESSAGE_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Delivery:
+    status: str  # ok | silent
+    outbox_path: Path | None = None
+    goal_log: tuple[Path, int] | None = None  # file and line of the goal-log entry
+    message_id: int | None = None
+
+
+def is_silent(output: str, token: str) -> bool:
+    """True when the whole output (stripped) is the silent token."""
+    return bool(token) and output.strip() == token.strip()
+
+
+def outbox_name(run: IntentRun) -> str:
+    """``<YYYYmmddTHHMMSSZ>-<run_id>.md``, stamped with the run's start (UTC)."""
+    started = run.started_at.astimezone(UTC) if run.started_at else datetime.now(UTC)
+    return f"{started:%Y%m%dT%H%M%SZ}-{run.id}.md"
+
+
+def provenance(intent: Intent) -> str:
+    return f"Came back about: {intent.title}"
+
+
+def run_label(intent: Intent) -> str:
+    """How log lines name the intent: its worker, else ``intent <id>``."""
+    return intent.worker or f"intent {intent.id}"
+
+
+def headline(output: str, limit: int = 160) -> str:
+    """The first non-blank line of a result, Markdown heading marks removed, one line."""
+    for line in output.splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return plain(" ".join(text.split()), limit=limit)
+    return ""
+
+
+def _goal_rel(service: Service, goal_id: str, path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(service.kb.goal_dir(goal_id).resolve()))
+    except (ValueError, Exception):  # noqa: BLE001 - display only
+        return str(path)
+
+
+def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str) -> Delivery:
+    """Deliver an ok run's stdout: silent token, or outbox + goal log + message."""
+    if is_silent(output, service.config().silent_token):
+        if intent.goal_id:
+            ref = service.append_goal_log(
+                intent.goal_id, f"run {run.id} {run_label(intent)} silent (nothing to report)"
+            )
+            return Delivery("silent", goal_log=ref)
+        return Delivery("silent")
+    if not output.strip():
+        ref = None
+        if intent.goal_id:
+            ref = service.append_goal_log(
+                intent.goal_id, f"run {run.id} {run_label(intent)} ok (no output)"
+            )
+        return Delivery("ok", goal_log=ref)
+    outbox: Path | None = None
+    if intent.goal_id and intent.worker:
+        folder = service.kb.outbox_dir(intent.goal_id, intent.worker)
+        outbox = folder / outbox_name(run)
+        text = output if output.endswith("\n") else output + "\n"
+        atomic_write(outbox, text)
+    ref = None
+    if intent.goal_id:
+        where = f" -> {_goal_rel(service, intent.goal_id, outbox)}" if outbox else ""
+        ref = service.append_goal_log(
+            intent.goal_id,
+            f"run {run.id} {run_label(intent)} ok: {headline(output) or '(result)'}{where}",
+        )
+    content = output
+    if len(content) > MAX_MESSAGE_CHARS:
+        where = (
+            _goal_rel(service, intent.goal_id, outbox)
+            if outbox and intent.goal_id
+            else "the run log"
+        )
+        content = content[:MAX_MESSAGE_CHARS] + f"\n\n… (cut; the whole result is in {where})"
+    message = None
+    if intent.thread_id is not None:
+        message = service.post_message(
+            content,
+            thread_id=intent.thread_id,
+            role="assistant",
+            intent_id=intent.id,
+            run_id=run.id,
+            provenance=provenance(intent),
+        )
+    elif intent.goal_id is not None:
+        message = service.post_message(
+            content,
+            goal_id=intent.goal_id,
+            role="assistant",
+            intent_id=intent.id,
+            run_id=run.id,
+            provenance=provenance(intent),
+        )
+    return Delivery(
+        "ok", outbox_path=outbox, goal_log=ref, message_id=message.id if message else None
+    )
+
+
+def log_failure(
+    service: Service, intent: Intent, run: IntentRun, status: str, reason: str | None
+) -> tuple[Path, int] | None:
+    """One goal-log line for a run that did not deliver (failed, timeout, cancelled)."""
+    if not intent.goal_id:
+        return None
+    detail = f": {plain(reason, limit=300)}" if reason else ""
+    return service.append_goal_log(
+        intent.goal_id, f"run {run.id} {run_label(intent)} {status}{detail}"
+    )

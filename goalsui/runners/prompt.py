@@ -1,0 +1,225 @@
+"""Prompt assembly for isolated turns. Pure functions: text in, text out.
+
+- A worker tick gets the static shim: it only names the worker, the goal and the KB
+  and points at ``workers/<w>/prompt.md`` and ``protocol.md``; what changes is in the
+  files, never in the prompt.
+- A thread (or goal) intent's instruction is the FINAL user message. Before it comes
+  context: the thread's open todos (at most 10), the active goals (at most 10), recent
+  thread messages, a heartbeat's checklist and an event payload. Everything that is not
+  the operator's instruction is fenced as untrusted data
+  (:func:`goalsui.domain.untrusted.fence_untrusted`) and never spliced into it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from goalsui.domain.untrusted import fence_untrusted
+
+__all__ = [
+    "MAX_CONTEXT_GOALS",
+    "MAX_CONTEXT_MESSAGES",
+    "MAX_CONTEXT_TODOS",
+    "GoalLine",
+    "PromptMessage",
+    "TodoLine",
+    "TurnContext",
+    "build_messages",
+    "event_block",
+    "render_prompt",
+    "worker_shim",
+]
+
+MAX_CONTEXT_TODOS = 10
+MAX_CONTEXT_GOALS = 10
+MAX_CONTEXT_MESSAGES = 5
+MAX_MESSAGE_CHARS = 2000
+MAX_PAYLOAD_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class PromptMessage:
+    role: str  # context | user
+    content: str
+
+
+@dataclass(frozen=True)
+class TodoLine:
+    id: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class GoalLine:
+    goal_id: str
+    name: str
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class ThreadLine:
+    role: str
+    content: str
+    provenance: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """Everything a non-worker turn may see, gathered by the caller (no I/O here)."""
+
+    intent_id: int | None
+    title: str
+    instruction: str
+    kind: str
+    schedule: str | None = None
+    timezone: str = "UTC"
+    silent_token: str = "NOTHING_TO_REPORT"
+    kb_root: str | None = None
+    thread_id: int | None = None
+    thread_title: str | None = None
+    goal_id: str | None = None
+    goal_dir: str | None = None
+    todos: Sequence[TodoLine] = ()
+    goals: Sequence[GoalLine] = ()
+    messages: Sequence[ThreadLine] = ()
+    checklist: str | None = None
+    event_source: str | None = None
+    event_delivery: str | None = None
+    event_payload: Any = None
+    has_event: bool = False
+
+
+def worker_shim(
+    goal_id: str, worker: str, kb_root: str, *, silent_token: str = "NOTHING_TO_REPORT"
+) -> str:
+    """The static prompt of a worker tick (DESIGN.md, "Isolated turns and runners")."""
+    return (
+        f"You are worker `{worker}` for goal `{goal_id}`. "
+        f"Your knowledge base is at `{kb_root}`. "
+        f"Read `workers/{worker}/prompt.md`, then `protocol.md`, then act: "
+        "do the one task your prompt describes, following the protocol. "
+        f"Paths are relative to the goal directory `{kb_root.rstrip('/')}/{goal_id}`, "
+        "your working directory. "
+        "Your standard output is the result of this tick: it is saved to your outbox, "
+        "appended to the goal log and posted with its provenance. "
+        f"If there is nothing to report, output exactly `{silent_token}`.\n"
+    )
+
+
+def event_block(source: str | None, delivery: str | None, payload: Any) -> str:
+    """An event payload as a fenced block of untrusted data (JSON, pretty-printed)."""
+    try:
+        text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        text = str(payload)
+    if len(text) > MAX_PAYLOAD_CHARS:
+        text = text[:MAX_PAYLOAD_CHARS] + "\n… (payload cut at 20000 characters)"
+    label = f"event payload from source {source or '?'}, delivery {delivery or '?'}"
+    return fence_untrusted(label, text)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def build_messages(ctx: TurnContext) -> list[PromptMessage]:
+    """The messages of a thread/goal turn; the LAST one is the operator's instruction."""
+    parts: list[str] = [
+        "This is an isolated turn started by goalsui's scheduler: nobody is at the keyboard, "
+        "and no browser tools are available. Answer the instruction in the final message; "
+        "your standard output is posted back with its provenance. "
+        f"If nothing needs attention, reply exactly `{ctx.silent_token}`.",
+    ]
+    origin = f"Intent {ctx.intent_id} ({ctx.kind}"
+    if ctx.schedule:
+        origin += f" {ctx.schedule}"
+        if ctx.kind == "cron":
+            origin += f", {ctx.timezone}"
+    origin += f"): {ctx.title}."
+    parts.append(origin)
+    if ctx.thread_id is not None:
+        parts.append(f"Destination: thread {ctx.thread_id} ({ctx.thread_title or 'untitled'}).")
+    if ctx.goal_id is not None:
+        where = f" at `{ctx.goal_dir}`" if ctx.goal_dir else ""
+        parts.append(
+            f"Goal: `{ctx.goal_id}`{where}. Read its `protocol.md` before acting on it; "
+            "your working directory is that goal directory."
+        )
+    elif ctx.kb_root:
+        parts.append(f"The knowledge base is at `{ctx.kb_root}`.")
+    if ctx.goals:
+        goals = list(ctx.goals)[:MAX_CONTEXT_GOALS]
+        lines = "\n".join(
+            f"- {g.goal_id}: {_cut(' '.join(g.name.split()), 120)}"
+            + (f" — {_cut(' '.join(g.task.split()), 200)}" if g.task else "")
+            for g in goals
+        )
+        parts.append(
+            f"Active goals ({len(goals)} shown, at most {MAX_CONTEXT_GOALS}):\n"
+            + fence_untrusted("active goals", lines)
+        )
+    if ctx.thread_id is not None:
+        todos = list(ctx.todos)[:MAX_CONTEXT_TODOS]
+        if todos:
+            lines = "\n".join(
+                f"- [ ] {t.text}" + (f" (todo {t.id})" if t.id is not None else "") for t in todos
+            )
+            parts.append(
+                f"Open todos of thread {ctx.thread_id} ({len(todos)} shown, at most {MAX_CONTEXT_TODOS}):\n"
+                + fence_untrusted(f"open todos of thread {ctx.thread_id}", lines)
+            )
+        else:
+            parts.append(f"Thread {ctx.thread_id} has no open todos.")
+    if ctx.messages:
+        shown = list(ctx.messages)[-MAX_CONTEXT_MESSAGES:]
+        lines = "\n\n".join(
+            f"[{m.role}{' — ' + m.provenance if m.provenance else ''}]\n{_cut(m.content, MAX_MESSAGE_CHARS)}"
+            for m in shown
+        )
+        parts.append(
+            f"The last {len(shown)} messages of the thread:\n"
+            + fence_untrusted(f"recent messages of thread {ctx.thread_id}", lines)
+        )
+    if ctx.checklist is not None and ctx.checklist.strip():
+        parts.append(
+            "Heartbeat checklist (what to look at):\n"
+            + fence_untrusted("heartbeat checklist", ctx.checklist)
+        )
+    if ctx.has_event:
+        parts.append(
+            "The event that fired this intent:\n"
+            + event_block(ctx.event_source, ctx.event_delivery, ctx.event_payload)
+        )
+    instruction = ctx.instruction if ctx.instruction.strip() else f"(no instruction) {ctx.title}"
+    return [PromptMessage("context", "\n\n".join(parts)), PromptMessage("user", instruction)]
+
+
+def render_prompt(messages: Sequence[PromptMessage]) -> str:
+    """One text for a command's stdin: the context, then the final user message."""
+    out: list[str] = []
+    for index, message in enumerate(messages):
+        if message.role == "user" and index == len(messages) - 1:
+            out.append(
+                "## Instruction (the message to act on)\n\n" + message.content.rstrip() + "\n"
+            )
+        else:
+            out.append("## Context\n\n" + message.content.rstrip() + "\n")
+    return "\n".join(out)
+
+
+def worker_prompt_with_data(
+    shim: str, *, checklist: str | None = None, event: str | None = None
+) -> str:
+    """The shim, followed by fenced data blocks when a worker turn carries some."""
+    blocks = [shim.rstrip() + "\n"]
+    if checklist is not None and checklist.strip():
+        blocks.append(
+            "Heartbeat checklist (what to look at):\n"
+            + fence_untrusted("heartbeat checklist", checklist)
+        )
+    if event is not None:
+        blocks.append("The event that fired this tick:\n" + event)
+    return "\n".join(blocks)

@@ -1,0 +1,532 @@
+"""The builtin ``report`` runner: the nightshift morning report of one goal.
+
+It compiles every run of the goal's intents in the night's window (default: from 12:00
+the previous day to now, in the reporter's timezone) with planned versus actual start,
+duration, status, error and the outbox file each produced; the night's changes to
+``state.yaml`` and ``protocol.md`` as a unified diff against the snapshot kept by the
+previous report (``reports/.snapshots/<date>/``); and writes ``reports/YYYY-MM-DD.md``
+atomically. Every statement names its source: the run id and the outbox file, the goal
+log line or the run log line.
+
+Blocking (database and files): call :func:`compile_report` through ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goalsui.domain.durations import format_duration
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.timeutil import load_zone, localize
+from goalsui.domain.untrusted import plain
+from goalsui.errors import ValidationError
+from goalsui.kb.atomic import atomic_write
+from goalsui.runners.deliver import OUTBOX_NAME, headline
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
+    from goalsui.service import Service
+
+__all__ = [
+    "NightReport",
+    "ReportFile",
+    "RunEntry",
+    "build_report",
+    "compile_report",
+    "default_window",
+    "list_reports",
+    "report_timezone",
+]
+
+SNAPSHOT_DIR = ".snapshots"
+SNAPSHOT_FILES = ("state.yaml", "protocol.md")
+STATUS_ORDER = (
+    "ok",
+    "silent",
+    "failed",
+    "timeout",
+    "interrupted",
+    "cancelled",
+    "skipped",
+    "missed",
+    "running",
+)
+PROBLEM_STATUSES = frozenset({"failed", "timeout", "interrupted", "cancelled", "missed"})
+FINDING_LINES = 10
+ERROR_LINES = 10
+MAX_DIFF_LINES = 200
+_REPORT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+_LOG_RUN = re.compile(r"\brun (\d+)\b")
+
+
+@dataclass
+class RunEntry:
+    """One run of the night and where each fact about it comes from."""
+
+    run: IntentRun
+    intent: Intent
+    label: str
+    outbox: str | None = None  # relative to the goal dir
+    goal_log: str | None = None  # "log/2026-12-02.md:7"
+    run_log: str | None = None  # "42.log:12" (the line of the error)
+    error_tail: list[str] = field(default_factory=list)
+    finding: list[str] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        where = self.outbox or self.run_log or self.goal_log
+        if where is None:
+            where = "scheduler record" if self.run.status in ("skipped", "missed") else "run record"
+        return f"run {self.run.id}, {where}"
+
+
+@dataclass
+class NightReport:
+    goal_id: str
+    day: date
+    timezone: str
+    window_start: datetime
+    window_end: datetime
+    path: Path
+    markdown: str
+    summary: str
+    counts: dict[str, int]
+    entries: list[RunEntry]
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    goal_id: str
+    day: date
+    path: Path
+    size: int
+
+
+def report_timezone(service: Service, goal_id: str) -> str:
+    """The reporter worker's timezone, else the goal's first worker's, else UTC."""
+    intents = service.list_intents(goal_id=goal_id)
+    for intent in intents:
+        if (intent.runner or {}).get("builtin") == "report" and intent.timezone:
+            return intent.timezone
+    for intent in intents:
+        if intent.worker and intent.timezone:
+            return intent.timezone
+    return "UTC"
+
+
+def default_window(day: date, now: datetime, zone: ZoneInfo) -> tuple[datetime, datetime]:
+    """From 12:00 the day before ``day`` to ``now`` (at most 12:00 on ``day``), local time."""
+    start = localize(datetime.combine(day - timedelta(days=1), time(12, 0)), zone)
+    end = min(now, localize(datetime.combine(day, time(12, 0)), zone))
+    return start, end
+
+
+def _fmt(dt: datetime | None, zone: ZoneInfo) -> str:
+    return dt.astimezone(zone).strftime("%H:%M:%S") if dt else "-"
+
+
+def _duration(run: IntentRun) -> str:
+    if run.finished_at is None or run.started_at is None:
+        return "-"
+    seconds = (run.finished_at - run.started_at).total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return format_duration(timedelta(seconds=seconds))
+
+
+def _fence(lines: list[str], lang: str = "") -> str:
+    text = "\n".join(lines)
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _cell(text: str) -> str:
+    return plain(text, limit=120).replace("|", "\\|").replace("\n", " ")
+
+
+def _label(intent: Intent) -> str:
+    return intent.worker or f"intent {intent.id} ({plain(intent.title, limit=40)})"
+
+
+def _outbox_map(goal_dir: Path, workers: set[str]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for worker in workers:
+        folder = goal_dir / "workers" / worker / "outbox"
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            match = OUTBOX_NAME.match(entry.name)
+            if match:
+                found[int(match.group(2))] = f"workers/{worker}/outbox/{entry.name}"
+    return found
+
+
+def _goal_log_refs(
+    goal_dir: Path, start: datetime, end: datetime, wanted: set[int]
+) -> dict[int, str]:
+    """The first goal-log line that names each run (``log/YYYY-MM-DD.md:N``)."""
+    refs: dict[int, str] = {}
+    day = (start - timedelta(days=1)).date()
+    while day <= end.date() + timedelta(days=1):
+        path = goal_dir / "log" / f"{day:%Y-%m-%d}.md"
+        if path.is_file():
+            try:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines = []
+            for number, line in enumerate(lines, 1):
+                match = _LOG_RUN.search(line)
+                if match:
+                    run_id = int(match.group(1))
+                    if run_id in wanted and run_id not in refs:
+                        refs[run_id] = f"log/{path.name}:{number}"
+        day += timedelta(days=1)
+    return refs
+
+
+def _run_log(run: IntentRun) -> tuple[str | None, list[str]]:
+    """The run log's error line (``<id>.log:N``) and its last output lines."""
+    if not run.output_path:
+        return None, []
+    path = Path(run.output_path)
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        tail = (run.output_tail or "").splitlines()[-ERROR_LINES:]
+        return None, [plain(x, limit=300) for x in tail]
+    output = [(n, x) for n, x in enumerate(lines, 1) if not x.startswith("[goalsui]")]
+    pick = next(
+        (n for n, x in reversed(output) if x.startswith("[stderr]") and x[8:].strip()), None
+    )
+    if pick is None:
+        pick = output[-1][0] if output else (len(lines) or None)
+    ref = f"{path.name}:{pick}" if pick else path.name
+    return ref, [plain(x, limit=300) for _, x in output[-ERROR_LINES:]]
+
+
+def _finding(goal_dir: Path, rel: str) -> list[str]:
+    try:
+        text = (goal_dir / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    lines = [plain(x, limit=300) for x in text.splitlines()]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return lines[: FINDING_LINES + 1]
+
+
+def _snapshots(reports: Path) -> list[date]:
+    root = reports / SNAPSHOT_DIR
+    out = []
+    if root.is_dir():
+        for entry in root.iterdir():
+            try:
+                out.append(date.fromisoformat(entry.name))
+            except ValueError:
+                continue
+    return sorted(out)
+
+
+def _diff_section(goal_dir: Path, day: date) -> list[str]:
+    reports = goal_dir / "reports"
+    earlier = [d for d in _snapshots(reports) if d < day]
+    out = ["## Changes to state.yaml and protocol.md", ""]
+    if not earlier:
+        out.append(
+            f"No earlier snapshot: this is the first report of this goal. The next report diffs "
+            f"against `reports/{SNAPSHOT_DIR}/{day.isoformat()}/` (source: state.yaml, protocol.md)."
+        )
+        return out
+    base = earlier[-1]
+    for name in SNAPSHOT_FILES:
+        old_path = reports / SNAPSHOT_DIR / base.isoformat() / name
+        new_path = goal_dir / name
+        old = old_path.read_text(encoding="utf-8", errors="replace") if old_path.is_file() else ""
+        new = new_path.read_text(encoding="utf-8", errors="replace") if new_path.is_file() else ""
+        snap = f"reports/{SNAPSHOT_DIR}/{base.isoformat()}/{name}"
+        if old == new:
+            out.append(
+                f"- `{name}`: unchanged since the report of {base} (source: {name} vs {snap})."
+            )
+            continue
+        diff = list(
+            difflib.unified_diff(
+                old.splitlines(), new.splitlines(), fromfile=snap, tofile=name, lineterm=""
+            )
+        )
+        added = sum(1 for x in diff if x.startswith("+") and not x.startswith("+++"))
+        removed = sum(1 for x in diff if x.startswith("-") and not x.startswith("---"))
+        out.append(
+            f"- `{name}`: +{added} −{removed} lines since the report of {base} (source: {name} vs {snap}):"
+        )
+        out.append("")
+        shown = [plain(x, limit=300) for x in diff[:MAX_DIFF_LINES]]
+        if len(diff) > MAX_DIFF_LINES:
+            shown.append(f"… ({len(diff) - MAX_DIFF_LINES} more diff lines)")
+        out.append(_fence(shown, "diff"))
+        out.append("")
+    return out
+
+
+def _save_snapshot(goal_dir: Path, day: date) -> None:
+    folder = goal_dir / "reports" / SNAPSHOT_DIR / day.isoformat()
+    for name in SNAPSHOT_FILES:
+        src = goal_dir / name
+        if src.is_file():
+            atomic_write(folder / name, src.read_bytes())
+
+
+def _collect(
+    service: Service,
+    goal_id: str,
+    goal_dir: Path,
+    start: datetime,
+    end: datetime,
+    exclude_run_id: int | None,
+) -> list[RunEntry]:
+    intents = {i.id: i for i in service.list_intents(goal_id=goal_id)}
+    runs: list[tuple[IntentRun, Intent]] = []
+    for intent in intents.values():
+        for run in service.list_runs(
+            intent_id=intent.id, since=start - timedelta(days=1), limit=100_000
+        ):
+            if run.id == exclude_run_id:
+                continue
+            at = run.planned_at or run.started_at
+            if (start <= run.started_at <= end) or (run.planned_at and start <= at <= end):
+                runs.append((run, intent))
+    runs.sort(key=lambda pair: (pair[0].planned_at or pair[0].started_at, pair[0].id or 0))
+    outboxes = _outbox_map(goal_dir, {i.worker for _, i in runs if i.worker})
+    log_refs = _goal_log_refs(goal_dir, start, end, {r.id for r, _ in runs if r.id is not None})
+    entries = []
+    for run, intent in runs:
+        entry = RunEntry(run=run, intent=intent, label=_label(intent))
+        entry.outbox = outboxes.get(run.id or -1)
+        entry.goal_log = log_refs.get(run.id or -1)
+        if run.status in PROBLEM_STATUSES or (run.status == "ok" and not entry.outbox):
+            entry.run_log, entry.error_tail = _run_log(run)
+        if entry.outbox:
+            entry.finding = _finding(goal_dir, entry.outbox)
+        entries.append(entry)
+    return entries
+
+
+def compile_report(
+    service: Service,
+    goal_id: str,
+    day: date | None = None,
+    now: datetime | None = None,
+    *,
+    tz: str | None = None,
+    window: tuple[datetime, datetime] | None = None,
+    exclude_run_id: int | None = None,
+    write: bool = True,
+) -> NightReport:
+    """Compile (and by default write) the report of ``goal_id`` for the morning of ``day``."""
+    view = service.get_goal(goal_id)
+    goal_dir = service.kb.goal_dir(goal_id)
+    tz = tz or report_timezone(service, goal_id)
+    zone = load_zone(tz)
+    now = now or service.now()
+    day = day or now.astimezone(zone).date()
+    start, end = window or default_window(day, now, zone)
+    if end <= start:
+        raise ValidationError(
+            f"no night to report for {day} yet (its window starts {start.astimezone(zone):%Y-%m-%d %H:%M %Z})"
+        )
+    entries = _collect(service, goal_id, goal_dir, start, end, exclude_run_id)
+    counts = Counter(str(e.run.status) for e in entries)
+    ids_by_status: dict[str, list[int]] = {}
+    for e in entries:
+        ids_by_status.setdefault(str(e.run.status), []).append(e.run.id or 0)
+    problems = [e for e in entries if e.run.status in PROBLEM_STATUSES]
+    rel_path = f"reports/{day.isoformat()}.md"
+
+    def ids(status: str) -> str:
+        values = ids_by_status.get(status, [])
+        return ("run " if len(values) == 1 else "runs ") + ", ".join(str(v) for v in values)
+
+    count_text = ", ".join(f"{counts[s]} {s} ({ids(s)})" for s in STATUS_ORDER if counts.get(s))
+    lines: list[str] = [f"# {plain(view.name, limit=80)} report {day.isoformat()}", ""]
+    lines.append(
+        f"Night of {start.astimezone(zone):%Y-%m-%d %H:%M} to {end.astimezone(zone):%Y-%m-%d %H:%M} "
+        f"({tz}); compiled {now.astimezone(zone):%Y-%m-%d %H:%M %z}"
+        + (f" by run {exclude_run_id}" if exclude_run_id else "")
+        + ". Sources: run ids from the goalsui database; files relative to the goal directory; "
+        f"run logs in `{service.runs_dir}`."
+    )
+    lines += ["", "## Summary", ""]
+    if not entries:
+        lines.append(
+            "- No runs of this goal's workers in the window (source: goalsui database, intent_run)."
+        )
+    else:
+        lines.append(f"- {len(entries)} runs: {count_text}.")
+        finished = [e for e in entries if e.run.status not in ("skipped", "missed", "running")]
+        good = [e for e in finished if e.run.status in ("ok", "silent")]
+        if finished:
+            good_ids = ", ".join(str(e.run.id) for e in good) or "none"
+            lines.append(
+                f"- {len(good)} of {len(finished)} finished ticks ended ok or silent "
+                f"({100 * len(good) // len(finished)} %) (runs {good_ids})."
+            )
+        if problems:
+            first = problems[0]
+            lines.append(
+                f"- Most important: {first.label} {first.run.status}: {plain(first.run.reason or 'no reason recorded', limit=200)} "
+                f"({first.source})."
+            )
+        else:
+            top = next((e for e in entries if e.finding), None)
+            if top is not None:
+                head = headline("\n".join(top.finding))
+                if not head.lower().startswith(top.label.lower()):
+                    head = f"{top.label}: {head}"
+                lines.append(f"- Headline: {head} ({top.source}).")
+    lines += ["", "## Timeline", ""]
+    if entries:
+        lines.append("| worker | run | trigger | planned | started | duration | status | source |")
+        lines.append("| --- | ---: | --- | --- | --- | ---: | --- | --- |")
+        for e in entries:
+            r = e.run
+            status = str(r.status) + (
+                f": {_cell(r.reason)}" if r.reason and r.status != "ok" else ""
+            )
+            lines.append(
+                f"| {_cell(e.label)} | {r.id} | {r.trigger} | {_fmt(r.planned_at, zone)} | "
+                f"{_fmt(r.started_at, zone)} | {_duration(r)} | {status} | {_cell(e.source)} |"
+            )
+    else:
+        lines.append("No runs (source: goalsui database, intent_run).")
+    lines += ["", "## Findings", ""]
+    shown_any = False
+    for e in entries:
+        if e.run.status == "ok" and e.finding:
+            shown_any = True
+            lines.append(f"### {plain(e.label, limit=80)} (run {e.run.id}, {e.outbox})")
+            lines.append("")
+            body = e.finding[:FINDING_LINES]
+            lines.extend(f"> {x}" if x else ">" for x in body)
+            if len(e.finding) > FINDING_LINES:
+                lines.append(f"> … (more in {e.outbox})")
+            lines.append("")
+        elif e.run.status == "silent":
+            shown_any = True
+            lines.append(
+                f"### {plain(e.label, limit=80)} (run {e.run.id}, {e.goal_log or 'silent token'})"
+            )
+            lines.append("")
+            lines.append(
+                f"Silent: nothing to report (run {e.run.id}, {e.goal_log or 'silent token'})."
+            )
+            lines.append("")
+        elif e.run.status == "ok":
+            shown_any = True
+            lines.append(
+                f"### {plain(e.label, limit=80)} (run {e.run.id}, {e.goal_log or e.run_log or 'no output'})"
+            )
+            lines.append("")
+            lines.append(
+                f"Ok without output (run {e.run.id}, {e.goal_log or e.run_log or 'no output'})."
+            )
+            lines.append("")
+    if not shown_any:
+        lines += ["No findings: no run delivered a result in the window.", ""]
+    if problems:
+        lines += ["## Failures", ""]
+        for e in problems:
+            r = e.run
+            lines.append(
+                f"- {plain(e.label, limit=80)}, run {r.id}, {r.status}"
+                + (
+                    f" (exit {r.exit_code})"
+                    if r.exit_code is not None and not (r.reason or "").startswith("exit ")
+                    else ""
+                )
+                + f": {plain(r.reason or 'no reason recorded', limit=300)} ({e.source})"
+            )
+            if e.error_tail:
+                lines.append("")
+                lines.append(f"  Last lines of {e.run_log or 'the run output'}:")
+                lines.append("")
+                lines.extend("  " + x for x in _fence(e.error_tail).splitlines())
+            lines.append("")
+    lines += _diff_section(goal_dir, day)
+    lines += ["", "## For the owner", ""]
+    if problems:
+        seen: set[str] = set()
+        for e in problems:
+            if e.label in seen or len(seen) >= 3:
+                continue
+            seen.add(e.label)
+            where = (
+                f"workers/{e.intent.worker}/prompt.md"
+                if e.intent.worker
+                else f"intent {e.intent.id}"
+            )
+            lines.append(
+                f"- Look at {e.label} ({where}): {e.run.status}: {plain(e.run.reason or '-', limit=160)} ({e.source})."
+            )
+    else:
+        n = len(entries)
+        lines.append(
+            f"- Nothing to act on: {n} run{'s' if n != 1 else ''}, none failed (source: the timeline above)."
+        )
+    markdown = "\n".join(lines).rstrip() + "\n"
+    summary_lines = [
+        f"{plain(view.name, limit=80)} report {day.isoformat()}: "
+        + (f"{len(entries)} runs: {count_text}." if entries else "no runs in the window.")
+    ]
+    for e in problems[:5]:
+        summary_lines.append(
+            f"- {e.label} run {e.run.id} {e.run.status}: {plain(e.run.reason or '-', limit=160)} ({e.source})"
+        )
+    summary_lines.append(f"Report: {rel_path}")
+    path = goal_dir / "reports" / f"{day.isoformat()}.md"
+    if write:
+        atomic_write(path, markdown)
+        _save_snapshot(goal_dir, day)
+    return NightReport(
+        goal_id=goal_id,
+        day=day,
+        timezone=tz,
+        window_start=start,
+        window_end=end,
+        path=path,
+        markdown=markdown,
+        summary="\n".join(summary_lines) + "\n",
+        counts=dict(counts),
+        entries=entries,
+    )
+
+
+def build_report(
+    service: Service, goal_id: str, day: date | None, now: datetime | None = None
+) -> tuple[Path, str]:
+    """Compile and write ``reports/<day>.md`` of ``goal_id``; returns its path and text."""
+    report = compile_report(service, goal_id, day, now)
+    return report.path, report.markdown
+
+
+def list_reports(service: Service, goal_id: str) -> list[ReportFile]:
+    """The goal's reports, oldest first."""
+    folder = service.kb.goal_dir(goal_id) / "reports"
+    out = []
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            match = _REPORT_NAME.match(entry.name)
+            if match and entry.is_file():
+                try:
+                    day = date.fromisoformat(match.group(1))
+                except ValueError:
+                    continue
+                out.append(ReportFile(goal_id, day, entry, entry.stat().st_size))
+    return sorted(out, key=lambda r: r.day)

@@ -1,0 +1,334 @@
+"""One isolated turn: pick the runner, assemble the prompt, run it, deliver the result.
+
+:func:`run_turn` is the only entry point the scheduler calls. It never raises for a
+runner problem (a program that cannot start, a timeout, a broken KB): every ending is a
+:class:`~goalsui.runners.base.TurnOutcome`. Blocking work (database, files) runs in
+threads (``asyncio.to_thread``) because the console hosts this in its UI loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goalsui.domain.models import Event, Intent, IntentRun
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.runners.base import TurnOutcome
+from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
+from goalsui.runners.deliver import deliver_result, log_failure
+from goalsui.runners.prompt import (
+    GoalLine,
+    ThreadLine,
+    TodoLine,
+    TurnContext,
+    build_messages,
+    event_block,
+    render_prompt,
+    worker_prompt_with_data,
+    worker_shim,
+)
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+__all__ = ["assemble_prompt", "resolve_runner", "resolve_timeout", "run_turn", "turn_env"]
+
+log = logging.getLogger("goalsui.runners")
+
+
+def resolve_runner(service: Service, intent: Intent) -> dict[str, Any]:
+    """The intent's own runner, else the KB default from ``goalsui.yaml``."""
+    if intent.runner:
+        return dict(intent.runner)
+    return service.config().runner.as_dict()
+
+
+def resolve_timeout(service: Service, intent: Intent) -> float:
+    """Seconds: the intent's ``timeout_s``, else the KB default."""
+    if intent.timeout_s:
+        return float(intent.timeout_s)
+    return service.config().timeout.total_seconds()
+
+
+def _find_event(service: Service, intent: Intent, run: IntentRun) -> Event | None:
+    event_id = run.event_id or intent.pending_event_id
+    if event_id is None:
+        return None
+    try:
+        return service.get_event(event_id)
+    except GoalsuiError:
+        return None
+
+
+def assemble_prompt(service: Service, intent: Intent, event: Event | None) -> str:
+    """The text for the runner's stdin (blocking: reads the database)."""
+    config = service.config()
+    kb_root = str(service.kb.root)
+    if intent.goal_id and intent.worker:
+        shim = worker_shim(intent.goal_id, intent.worker, kb_root, silent_token=config.silent_token)
+        data = event_block(event.source, event.delivery_id, event.payload) if event else None
+        return worker_prompt_with_data(shim, checklist=intent.checklist, event=data)
+    todos: list[TodoLine] = []
+    messages: list[ThreadLine] = []
+    thread_title = None
+    if intent.thread_id is not None:
+        thread = service.get_thread(intent.thread_id)
+        thread_title = thread.title
+        todos = [
+            TodoLine(t.id, t.text)
+            for t in service.list_todos(intent.thread_id, include_done=False)[:10]
+        ]
+        messages = [
+            ThreadLine(m.role, m.content, m.provenance)
+            for m in service.messages(intent.thread_id, limit=5)
+        ]
+    goals = [
+        GoalLine(g.goal_id, g.name, g.task) for g in service.list_goals() if g.status == "active"
+    ][:10]
+    goal_dir = None
+    if intent.goal_id:
+        try:
+            goal_dir = str(service.kb.goal_dir(intent.goal_id))
+        except GoalsuiError:
+            goal_dir = None
+    ctx = TurnContext(
+        intent_id=intent.id,
+        title=intent.title,
+        instruction=intent.instruction or "",
+        kind=intent.kind,
+        schedule=intent.schedule,
+        timezone=intent.timezone,
+        silent_token=config.silent_token,
+        kb_root=kb_root,
+        thread_id=intent.thread_id,
+        thread_title=thread_title,
+        goal_id=intent.goal_id,
+        goal_dir=goal_dir,
+        todos=todos,
+        goals=goals,
+        messages=messages,
+        checklist=intent.checklist,
+        event_source=event.source if event else None,
+        event_delivery=event.delivery_id if event else None,
+        event_payload=event.payload if event else None,
+        has_event=event is not None,
+    )
+    return render_prompt(build_messages(ctx))
+
+
+def turn_env(
+    service: Service, intent: Intent, run: IntentRun, outbox: Path | None
+) -> dict[str, str]:
+    """The child's environment: goalsui's variables added, every hook secret removed."""
+    config = service.config()
+    secrets = [h.secret_env for h in config.hooks.values() if h.secret_env]
+    extra: Mapping[str, str] = {
+        "GOALSUI_GOAL": intent.goal_id or "",
+        "GOALSUI_WORKER": intent.worker or "",
+        "GOALSUI_RUN_ID": str(run.id),
+        "GOALSUI_INTENT_ID": str(intent.id),
+        "GOALSUI_KB": str(service.kb.root),
+        "GOALSUI_OUTBOX": str(outbox) if outbox else "",
+    }
+    return build_env(extra, strip=secrets)
+
+
+def _prepare(
+    service: Service, intent: Intent, run: IntentRun, event: Event | None
+) -> tuple[str, Path, dict[str, str], Path]:
+    """Blocking preparation: prompt, cwd, env and the log path."""
+    cwd = service.kb.goal_dir(intent.goal_id) if intent.goal_id else service.kb.root
+    outbox = (
+        service.kb.outbox_dir(intent.goal_id, intent.worker)
+        if intent.goal_id and intent.worker
+        else None
+    )
+    prompt = assemble_prompt(service, intent, event)
+    env = turn_env(service, intent, run, outbox)
+    return prompt, cwd, env, service.run_log_path(run.id)  # type: ignore[arg-type]
+
+
+def _header(intent: Intent, run: IntentRun, argv: list[str], cwd: Path) -> str:
+    who = f"{intent.goal_id}/{intent.worker}" if intent.worker else f"intent {intent.id}"
+    return (
+        f"[goalsui] run {run.id} of {who} ({plain(intent.title, limit=80)}), trigger {run.trigger}, "
+        f"attempt {run.attempt}\n[goalsui] cwd {cwd}\n[goalsui] $ {' '.join(argv)}\n"
+    )
+
+
+async def run_turn(
+    service: Service,
+    intent: Intent,
+    run: IntentRun,
+    *,
+    event: Event | None = None,
+    cancel: asyncio.Event,
+    grace: float = DEFAULT_GRACE,
+) -> TurnOutcome:
+    """Run one isolated turn for a claimed intent and deliver its result.
+
+    ``run`` is the ``running`` IntentRun the scheduler inserted; ``cancel`` stops the
+    turn (the process group gets SIGTERM, then SIGKILL after ``grace`` seconds).
+    The scheduler records the returned outcome on the run.
+    """
+    try:
+        return await _run_turn(service, intent, run, event, cancel, grace)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a turn never crashes its host
+        log.exception("run %s of intent %s: internal error", run.id, intent.id)
+        reason = (
+            f"internal error: {type(exc).__name__}: {plain(' '.join(str(exc).split()), limit=200)}"
+        )
+        return TurnOutcome("failed", reason=reason)
+
+
+async def _run_turn(
+    service: Service,
+    intent: Intent,
+    run: IntentRun,
+    event: Event | None,
+    cancel: asyncio.Event,
+    grace: float,
+) -> TurnOutcome:
+    if cancel.is_set():
+        return TurnOutcome("cancelled", reason="cancelled before it started")
+    spec = resolve_runner(service, intent)
+    timeout = resolve_timeout(service, intent)
+    if spec.get("builtin"):
+        if spec["builtin"] == "report":
+            return await _run_report(service, intent, run, timeout, cancel)
+        return TurnOutcome(
+            "failed", reason=f"cannot start: unknown builtin runner {spec['builtin']!r}"
+        )
+    argv = [str(x) for x in spec.get("command") or []]
+    if event is None and (run.event_id or intent.pending_event_id):
+        event = await asyncio.to_thread(_find_event, service, intent, run)
+    try:
+        prompt, cwd, env, log_path = await asyncio.to_thread(_prepare, service, intent, run, event)
+    except GoalsuiError as exc:
+        program = argv[0] if argv else "runner"
+        reason = f"cannot start '{plain(program, limit=80)}': {exc}"
+        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
+        return TurnOutcome("failed", reason=reason)
+    result = await run_command(
+        argv,
+        stdin=prompt,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        cancel=cancel,
+        log_path=log_path,
+        grace=grace,
+        log_header=_header(intent, run, argv, cwd),
+    )
+    tail = result.output_tail or None
+    if result.status != "ok":
+        await asyncio.to_thread(
+            _safe_log_failure, service, intent, run, result.status, result.reason
+        )
+        return TurnOutcome(
+            result.status,
+            reason=result.reason,
+            exit_code=result.exit_code,
+            output_tail=tail,
+            output_path=log_path,
+        )
+    output = result.stdout
+    if result.truncated:
+        output += f"\n\n… (output cut at 1 MiB; the whole output is in {log_path})\n"
+    try:
+        delivery = await asyncio.to_thread(deliver_result, service, intent, run, output)
+    except (GoalsuiError, OSError) as exc:
+        reason = f"result could not be delivered: {plain(str(exc), limit=200)}"
+        return TurnOutcome(
+            "failed",
+            reason=reason,
+            exit_code=result.exit_code,
+            output_tail=tail,
+            output_path=log_path,
+        )
+    return TurnOutcome(
+        delivery.status,
+        reason=None,
+        exit_code=result.exit_code,
+        output_tail=tail,
+        output_path=log_path,
+        outbox_path=delivery.outbox_path,
+    )
+
+
+def _safe_log_failure(
+    service: Service, intent: Intent, run: IntentRun, status: str, reason: str | None
+) -> None:
+    try:
+        log_failure(service, intent, run, status, reason)
+    except (GoalsuiError, OSError):
+        log.warning("run %s: could not append the failure to the goal log", run.id)
+
+
+def _report_blocking(
+    service: Service, intent: Intent, run: IntentRun, log_path: Path
+) -> tuple[str, str | None]:
+    """Compile the report and log what was done; returns (summary, error)."""
+    from goalsui.runners.report import compile_report
+
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a", encoding="utf-8") as fh:
+        fh.write(f"[goalsui] run {run.id} of {intent.goal_id}/{intent.worker}: builtin report\n")
+        fh.flush()
+        if not intent.goal_id:
+            fh.write("[goalsui] failed: the report runner needs a goal\n")
+            return "", "the report runner needs a goal (it reports on a goal's workers)"
+        try:
+            report = compile_report(
+                service,
+                intent.goal_id,
+                None,
+                service.now(),
+                tz=intent.timezone,
+                exclude_run_id=run.id,
+            )
+        except (GoalsuiError, OSError) as exc:
+            fh.write(f"[goalsui] failed: {exc}\n")
+            return "", f"report failed: {plain(str(exc), limit=200)}"
+        fh.write(report.summary)
+        fh.write(f"[goalsui] wrote {report.path}\n")
+        return report.summary, None
+
+
+async def _run_report(
+    service: Service, intent: Intent, run: IntentRun, timeout: float, cancel: asyncio.Event
+) -> TurnOutcome:
+    log_path = await asyncio.to_thread(service.run_log_path, run.id)  # type: ignore[arg-type]
+    work = asyncio.ensure_future(
+        asyncio.to_thread(_report_blocking, service, intent, run, log_path)
+    )
+    stop = asyncio.ensure_future(cancel.wait())
+    done, _ = await asyncio.wait({work, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if work not in done:
+        # The thread finishes on its own (it only reads and writes files); the turn ends now.
+        if stop in done:
+            return TurnOutcome(
+                "cancelled", reason="cancelled by the operator", output_path=log_path
+            )
+        return TurnOutcome(
+            "timeout", reason=f"timed out after {format_timeout(timeout)}", output_path=log_path
+        )
+    summary, error = work.result()
+    if error:
+        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", error)
+        return TurnOutcome("failed", reason=error, output_path=log_path)
+    delivery = await asyncio.to_thread(deliver_result, service, intent, run, summary)
+    return TurnOutcome(
+        delivery.status,
+        output_tail=summary[-4096:],
+        output_path=log_path,
+        outbox_path=delivery.outbox_path,
+        exit_code=0,
+    )

@@ -1,0 +1,163 @@
+"""Failure alerts: after ``alerts.after`` consecutive failures, at most once per cooldown.
+
+An auto-disable always alerts. An alert is a message in the intent's thread (or a line
+in the goal log), a journal entry (actor ``scheduler``, action ``alert``) and, when
+``alerts.command`` is set, that command run with the alert as JSON on stdin (10 s
+timeout; its failures are logged, never raised). The returned :class:`Alert` is what
+the scheduler turns into a console notification.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.states import FAILURE_RUNS
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.runners.command import build_env, run_command
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+__all__ = ["ALERT_COMMAND_TIMEOUT", "Alert", "alert_message", "maybe_alert", "run_alert_command"]
+
+log = logging.getLogger("goalsui.alerts")
+ALERT_COMMAND_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Alert:
+    intent_id: int
+    run_id: int | None
+    message: str
+    auto_disabled: bool
+    title: str = ""
+    consecutive_failures: int = 0
+    goal_id: str | None = None
+    worker: str | None = None
+    thread_id: int | None = None
+    at: datetime | None = None
+
+    def as_json(self) -> dict:
+        data = asdict(self)
+        data["at"] = self.at.isoformat(timespec="seconds") if self.at else None
+        return data
+
+
+def alert_message(
+    intent: Intent, run: IntentRun | None, failures: int, *, auto_disabled: bool
+) -> str:
+    """One line for people: what failed, how often, the last error, what to do."""
+    who = f"{intent.goal_id}/{intent.worker}" if intent.worker else f"intent {intent.id}"
+    title = plain(intent.title, limit=80)
+    last = ""
+    if run is not None:
+        reason = plain(" ".join((run.reason or "no reason recorded").split()), limit=200)
+        last = f"; last: run {run.id} {run.status}: {reason}"
+    if auto_disabled:
+        return (
+            f"{who} ({title}) auto-disabled after {failures} consecutive failures{last}. "
+            f"Resume it with 'goalsui intent resume {intent.id}'."
+        )
+    return f"{who} ({title}) failed {failures} times in a row{last}."
+
+
+async def run_alert_command(service: Service, argv: tuple[str, ...], alert: Alert) -> bool:
+    """Run ``alerts.command`` with the alert as JSON on stdin; True when it exited 0."""
+    secrets = [h.secret_env for h in service.config().hooks.values() if h.secret_env]
+    env = build_env({"GOALSUI_KB": str(service.kb.root)}, strip=secrets)
+    result = await run_command(
+        list(argv),
+        stdin=json.dumps(alert.as_json(), ensure_ascii=False) + "\n",
+        cwd=service.kb.root,
+        env=env,
+        timeout=ALERT_COMMAND_TIMEOUT,
+        grace=1.0,
+    )
+    if result.status == "ok":
+        return True
+    detail = result.reason or result.status
+    log.warning("alert command failed: %s", detail)
+    await asyncio.to_thread(
+        service.journal, "alert command failed", f"intent {alert.intent_id}", detail, "scheduler"
+    )
+    return False
+
+
+def _deliver(service: Service, intent: Intent, alert: Alert) -> None:
+    """The thread message or goal-log line, and the journal entry (blocking)."""
+    if intent.thread_id is not None:
+        try:
+            service.post_message(
+                alert.message,
+                thread_id=intent.thread_id,
+                role="system",
+                intent_id=intent.id,
+                run_id=alert.run_id,
+                provenance=f"Alert about: {intent.title}",
+            )
+        except GoalsuiError:
+            log.warning("alert for intent %s: its thread is gone", intent.id)
+    elif intent.goal_id:
+        try:
+            service.append_goal_log(intent.goal_id, f"ALERT run {alert.run_id}: {alert.message}")
+        except (GoalsuiError, OSError):
+            log.warning("alert for intent %s: cannot write the goal log", intent.id)
+    service.journal("alert", f"intent {intent.id}", alert.message, actor="scheduler")
+
+
+async def maybe_alert(
+    service: Service, intent: Intent, run: IntentRun | None, *, auto_disabled: bool
+) -> Alert | None:
+    """Raise an alert for a failing intent when the policy says so; None otherwise.
+
+    ``intent`` may be a snapshot: the failure count and the last alert time are
+    re-read from the database. Alerts are rate-limited per intent by ``alerts.cooldown``
+    (a compare-and-set on ``last_alert_at``); an auto-disable always alerts.
+    """
+    policy = service.config().alerts
+    try:
+        fresh = await asyncio.to_thread(service.get_intent, intent.id)  # type: ignore[arg-type]
+    except GoalsuiError:
+        fresh = intent
+    failures = max(intent.consecutive_failures or 0, fresh.consecutive_failures or 0)
+    if not auto_disabled:
+        if run is not None and run.status not in FAILURE_RUNS:
+            return None
+        if failures < policy.after:
+            return None
+    now = service.now()
+    won = await asyncio.to_thread(
+        service.mark_alerted,
+        fresh.id,
+        now,
+        cooldown=None if auto_disabled else policy.cooldown,  # type: ignore[arg-type]
+    )
+    if not won:
+        return None
+    alert = Alert(
+        intent_id=fresh.id,  # type: ignore[arg-type]
+        run_id=run.id if run is not None else None,
+        message=alert_message(fresh, run, failures, auto_disabled=auto_disabled),
+        auto_disabled=auto_disabled,
+        title=fresh.title,
+        consecutive_failures=failures,
+        goal_id=fresh.goal_id,
+        worker=fresh.worker,
+        thread_id=fresh.thread_id,
+        at=now,
+    )
+    await asyncio.to_thread(_deliver, service, fresh, alert)
+    service.changed("alerts")
+    if policy.command:
+        try:
+            await run_alert_command(service, policy.command, alert)
+        except Exception as exc:  # noqa: BLE001 - an alert hook never breaks the scheduler
+            log.warning("alert command could not run: %s", exc)
+    return alert

@@ -1,0 +1,39 @@
+"""What the scheduler tells its host (the console's toasts, the daemon's log lines)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class SchedulerEvent:
+    """One thing the scheduler did.
+
+    ``kind``: ``run-started``, ``run-finished`` (status = the run's status, including
+    ``skipped``/``missed``/``interrupted``), ``alert`` (a failing or auto-disabled
+    intent) or ``error`` (the scheduler itself hit a problem; message says which).
+    """
+
+    kind: str
+    intent_id: int | None = None
+    run_id: int | None = None
+    status: str | None = None
+    message: str = ""
+    title: str = ""
+    trigger: str | None = None
+    at: datetime | None = None
+
+
+@dataclass
+class RunningInfo:
+    """A run this scheduler is executing right now."""
+
+    run_id: int
+    intent_id: int
+    title: str
+    started_at: datetime
+    trigger: str
+    planned_at: datetime | None = None
+    next_run_at: datetime | None = None  # the intent's next due time (overlaps are recorded)
+    cancel_reason: str | None = field(default=None, repr=False)  # cancelled | lost | shutdown

@@ -1,0 +1,613 @@
+"""``goalsui plan``: a dry run of what will fire from now until a given time, and why.
+
+:func:`plan` applies the scheduling rules of DESIGN.md to the intents in the database
+without changing anything: cron occurrences with the DST rules, paused and
+auto-disabled intents (nothing fires; one note each), quiet hours (the tick is
+skipped), empty heartbeat checklists (skipped, zero runner calls), event cooldowns,
+``max_fires``, ``expires_at``, pending retries, run-now and catch-up. Each predicted
+fire names the rule that decides it. Two runs of one goal whose predicted intervals
+(typical duration of recent runs, else the timeout) intersect get an overlap warning.
+
+Three database reads in all, so the console can call it for its timeline markers.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, time, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any
+
+from croniter import croniter
+
+from goalsui.domain.checklist import checklist_is_empty
+from goalsui.domain.cron import ALIASES, is_every_hour, occurrences
+from goalsui.domain.durations import format_duration, parse_duration
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.states import IntentKind, IntentStatus
+from goalsui.domain.timeutil import ensure_utc, load_zone, localize, parse_instant, wall_instants
+from goalsui.domain.triggers import next_due
+from goalsui.errors import GoalsuiError, ScheduleError, ValidationError
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+__all__ = [
+    "MAX_FIRES_PER_INTENT",
+    "MAX_PLAN_WINDOW",
+    "PlannedFire",
+    "in_active_hours",
+    "intent_label",
+    "parse_until",
+    "plan",
+    "skips_empty_checklist",
+]
+
+MAX_PLAN_WINDOW = timedelta(days=31)
+MAX_FIRES_PER_INTENT = 500
+TYPICAL_RUNS = 10
+HISTORY = timedelta(days=14)
+_GOAL_SUFFIX = re.compile(r"-[0-9a-f]{8}$")
+
+
+@dataclass(frozen=True)
+class PlannedFire:
+    """One predicted fire (or skipped tick, or a note about an intent)."""
+
+    at: datetime | None  # aware UTC; None for a note that has no time
+    intent_id: int
+    label: str  # "nightshift/scout", "intent 7 (Friday reminder)"
+    kind: str  # fire | skip | note
+    rule: str  # the rule that decides it, for people
+    timezone: str = "UTC"
+    goal_id: str | None = None
+    worker: str | None = None
+    run_length: timedelta = timedelta(0)  # expected run length (overlap checks)
+    length_basis: str = ""  # "typical 1.2s of 5 runs" | "timeout 1m"
+    warning: str | None = None  # a predicted overlap
+    overlaps_with: int | None = None  # the intent whose run it overlaps
+    count: int = 1  # consecutive skipped ticks collapsed into one line
+    last_at: datetime | None = None  # the last of those ticks
+    trigger: str = "schedule"  # schedule | run-now | retry | event | catch-up
+
+    @property
+    def ends_at(self) -> datetime | None:
+        return self.at + self.run_length if self.at is not None else None
+
+    def local(self, dt: datetime | None = None) -> str:
+        dt = dt or self.at
+        if dt is None:
+            return "-"
+        return _local_text(dt, load_zone(self.timezone))
+
+    def line(self) -> str:
+        """``2026-12-02 20:30 +01:00  nightshift/scout  cron 30 20 * * * (Europe/Berlin)``."""
+        when = "-".ljust(22) if self.at is None else self.local()
+        text = f"{when}  {self.label}  {self.rule}"
+        if self.kind == "skip" and self.count > 1 and self.last_at is not None:
+            text += f" ({self.count} ticks until {self.local(self.last_at)[11:16]})"
+        return text
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat(timespec="seconds") if self.at else None,
+            "local": self.local() if self.at else None,
+            "intent_id": self.intent_id,
+            "label": self.label,
+            "kind": self.kind,
+            "rule": self.rule,
+            "trigger": self.trigger,
+            "timezone": self.timezone,
+            "goal_id": self.goal_id,
+            "worker": self.worker,
+            "run_length_s": self.run_length.total_seconds(),
+            "length_basis": self.length_basis,
+            "warning": self.warning,
+            "overlaps_with": self.overlaps_with,
+            "count": self.count,
+            "last_at": self.last_at.isoformat(timespec="seconds") if self.last_at else None,
+        }
+
+
+def _local_text(dt: datetime, zone: tzinfo) -> str:
+    local = dt.astimezone(zone)
+    offset = local.strftime("%z")
+    return f"{local:%Y-%m-%d %H:%M} {offset[:3]}:{offset[3:]}"
+
+
+def intent_label(intent: Intent) -> str:
+    """``nightshift/scout`` for a worker (goal id without its hex suffix), else ``intent N (title)``."""
+    if intent.goal_id and intent.worker:
+        return f"{_GOAL_SUFFIX.sub('', intent.goal_id)}/{intent.worker}"
+    title = " ".join(intent.title.split())
+    if len(title) > 40:
+        title = title[:39] + "…"
+    return f"intent {intent.id} ({title})"
+
+
+def skips_empty_checklist(intent: Intent, read: Callable[[str, str], str] | None = None) -> bool:
+    """A heartbeat whose checklist says nothing: its ticks are skipped, zero runner calls.
+
+    The checklist of a KB worker is its ``prompt.md`` (read with ``read(goal_id, rel)``;
+    unreadable counts as empty); of any other heartbeat, its checklist, else its
+    instruction. Same rule as the scheduler's claim decision.
+    """
+    if intent.kind != IntentKind.HEARTBEAT:
+        return False
+    if intent.goal_id and intent.worker:
+        if read is None:
+            return False
+        try:
+            text: str | None = read(intent.goal_id, f"workers/{intent.worker}/prompt.md")
+        except (GoalsuiError, OSError, UnicodeDecodeError):
+            text = None
+    else:
+        text = intent.checklist if intent.checklist is not None else intent.instruction
+    return checklist_is_empty(text)
+
+
+def _minutes(text: str) -> int:
+    hours, minutes = text.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def in_active_hours(active_hours: dict | None, at: datetime) -> bool:
+    """True when ``at`` lies inside ``{start, end, timezone}`` (``end`` may wrap past midnight).
+
+    Missing or malformed hours mean always active (the scheduler's rule too).
+    """
+    if not active_hours:
+        return True
+    try:
+        zone = load_zone(active_hours.get("timezone") or "UTC")
+        start, end = _minutes(active_hours["start"]), _minutes(active_hours["end"])
+    except (GoalsuiError, KeyError, ValueError, AttributeError):
+        return True
+    local = at.astimezone(zone)
+    minute = local.hour * 60 + local.minute
+    if start == end:
+        return True
+    if start < end:
+        return start <= minute < end
+    return minute >= start or minute < end
+
+
+def _hours_text(active_hours: dict) -> str:
+    return f"active {active_hours['start']}-{active_hours['end']} {active_hours.get('timezone') or 'UTC'}"
+
+
+def parse_until(text: str, now: datetime, tz: str | tzinfo | None = None) -> datetime:
+    """``--until``: a duration (``8h``), a local time (``07:30``: the next one), or ISO 8601.
+
+    A time or naive timestamp is read in ``tz`` (default: this machine's local zone).
+    """
+    value = (text or "").strip()
+    if not value:
+        raise ValidationError("--until is empty: use 8h, 07:30 or an ISO timestamp")
+    zone: tzinfo = (
+        load_zone(tz) if isinstance(tz, str) else tz if tz is not None else now.astimezone().tzinfo  # type: ignore[assignment]
+    )
+    if re.fullmatch(r"\d{1,2}:\d{2}", value):
+        hours, minutes = (int(x) for x in value.split(":"))
+        if hours > 23 or minutes > 59:
+            raise ValidationError(f"invalid --until {value!r}: a time must be 00:00-23:59")
+        local_day = now.astimezone(zone).date()
+        for offset in range(0, 3):
+            candidate = localize(
+                datetime.combine(local_day + timedelta(days=offset), time(hours, minutes)), zone
+            )
+            if candidate > now:
+                return candidate
+    if re.fullmatch(r"\d+(?:\.\d+)?\s*[dhmsDHMS].*", value) and not re.match(r"\d{4}-", value):
+        try:
+            return now + parse_duration(value)
+        except ScheduleError:
+            pass
+    try:
+        return parse_instant(value, zone)
+    except ScheduleError:
+        raise ValidationError(
+            f"invalid --until {value!r}: use a duration (8h), a time (07:30) or ISO 8601"
+        ) from None
+
+
+def _typical_lengths(runs: list[IntentRun]) -> dict[int, tuple[timedelta, int]]:
+    by_intent: dict[int, list[float]] = defaultdict(list)
+    for run in runs:  # newest first
+        if run.finished_at is None or run.status in ("skipped", "missed", "running"):
+            continue
+        values = by_intent[run.intent_id]
+        if len(values) < TYPICAL_RUNS:
+            values.append(max(0.0, (run.finished_at - run.started_at).total_seconds()))
+    return {
+        intent_id: (timedelta(seconds=statistics.median(values)), len(values))
+        for intent_id, values in by_intent.items()
+        if values
+    }
+
+
+def _dst_note(expr: str, zone: tzinfo, at: datetime) -> str:
+    """Why a cron fire is where it is across DST, or ''."""
+    local = at.astimezone(zone)
+    wall = local.replace(tzinfo=None, fold=0)
+    fields = ALIASES.get(expr.lower(), expr) if expr.startswith("@") else expr
+    try:
+        matches = croniter.match(fields, wall, day_or=True)
+    except Exception:  # noqa: BLE001 - a note is optional
+        return ""
+    if not matches:
+        return "; DST gap: the scheduled local time does not exist that day, fires at the end of the gap"
+    if len(wall_instants(wall, zone)) == 2:
+        if is_every_hour(expr):
+            return "; DST repeated hour: fires once per real hour"
+        return "; DST repeated hour: first occurrence only"
+    return ""
+
+
+def _schedule_rule(intent: Intent) -> str:
+    if intent.kind == IntentKind.CRON:
+        return f"cron {intent.schedule} ({intent.timezone})"
+    if intent.kind == IntentKind.HEARTBEAT:
+        return f"heartbeat every {intent.schedule or '30m'}"
+    if intent.kind == IntentKind.AT:
+        return f"at {intent.schedule}"
+    return intent.kind
+
+
+def _display_zone(intent: Intent) -> str:
+    if (
+        intent.kind != IntentKind.CRON
+        and intent.active_hours
+        and intent.active_hours.get("timezone")
+    ):
+        return str(intent.active_hours["timezone"])
+    return intent.timezone or "UTC"
+
+
+@dataclass
+class _Planner:
+    now: datetime
+    until: datetime
+    catch_up_limit: timedelta
+    default_timeout: timedelta
+    lengths: dict[int, tuple[timedelta, int]]
+    retry_base: float = 2
+    retry_cap: float = 300
+    read: Callable[[str, str], str] | None = None
+    out: list[PlannedFire] = field(default_factory=list)
+
+    def length(self, intent: Intent) -> tuple[timedelta, str]:
+        if intent.id in self.lengths:
+            value, n = self.lengths[intent.id]  # type: ignore[index]
+            shown = (
+                f"{value.total_seconds():.1f}s"
+                if value < timedelta(minutes=1)
+                else format_duration(value)
+            )
+            return value, f"typical {shown} of {n} recent run{'s' if n != 1 else ''}"
+        timeout = timedelta(seconds=intent.timeout_s) if intent.timeout_s else self.default_timeout
+        return timeout, f"timeout {format_duration(timeout)}"
+
+    def base(self, intent: Intent) -> dict[str, Any]:
+        length, basis = self.length(intent)
+        return {
+            "intent_id": intent.id,
+            "label": intent_label(intent),
+            "timezone": _display_zone(intent),
+            "goal_id": intent.goal_id,
+            "worker": intent.worker,
+            "run_length": length,
+            "length_basis": basis,
+        }
+
+    def note(self, intent: Intent, rule: str, at: datetime | None = None) -> None:
+        self.out.append(PlannedFire(at=at, kind="note", rule=rule, **self.base(intent)))
+
+    def intent(self, intent: Intent) -> None:
+        status = intent.status
+        if status in (IntentStatus.CANCELLED, IntentStatus.DONE):
+            return
+        if status == IntentStatus.PAUSED:
+            why = (
+                " (its goal is paused)"
+                if intent.last_error and intent.last_error.startswith("goal ")
+                else ""
+            )
+            self.note(intent, f"paused{why}: nothing fires until it is resumed")
+            return
+        if status == IntentStatus.FAILED:
+            error = " ".join((intent.last_error or "no error recorded").split())[:160]
+            self.note(
+                intent,
+                f"auto-disabled after {intent.consecutive_failures} consecutive failures: nothing fires "
+                f"(last error: {error}; 'goalsui intent resume {intent.id}')",
+            )
+            return
+        if intent.expires_at is not None and intent.expires_at <= self.now:
+            self.note(
+                intent,
+                f"expired at {_local_text(intent.expires_at, load_zone(_display_zone(intent)))}: ends as done, nothing fires",
+            )
+            return
+        if intent.max_fires is not None and intent.fires >= intent.max_fires:
+            self.note(intent, f"max_fires {intent.max_fires} reached: ends as done, nothing fires")
+            return
+        if status == IntentStatus.FIRING:
+            self.note(intent, "running now; the schedule continues after this run")
+        if intent.kind == IntentKind.EVENT:
+            self.event_intent(intent)
+            return
+        self.timed_intent(intent)
+
+    def event_intent(self, intent: Intent) -> None:
+        if (
+            intent.pending_trigger == "event"
+            and intent.next_run_at is not None
+            and intent.status == IntentStatus.ACTIVE
+        ):
+            at = max(intent.next_run_at, self.now)
+            self.add_fire(
+                intent,
+                at,
+                f"event pending (event {intent.pending_event_id})",
+                "event",
+                fires=intent.fires,
+            )
+        text = f"waits for events from '{intent.event_source}'"
+        if intent.event_filter:
+            text += " matching its filter"
+        if intent.cooldown_s:
+            text += f", cooldown {format_duration(timedelta(seconds=intent.cooldown_s))}"
+            if intent.last_fired_at is not None:
+                free = intent.last_fired_at + timedelta(seconds=intent.cooldown_s)
+                if free > self.now:
+                    text += f" (events before {_local_text(free, load_zone(_display_zone(intent)))} fire nothing)"
+        if intent.expires_at is not None:
+            text += f"; expires {_local_text(intent.expires_at, load_zone(_display_zone(intent)))}"
+        if intent.max_fires is not None:
+            text += f"; {intent.max_fires - intent.fires} of {intent.max_fires} fires left"
+        self.note(intent, text)
+
+    def first_fire(self, intent: Intent) -> tuple[datetime, str, str, bool] | None:
+        """(when, rule, trigger, on_schedule) of the next fire, or None."""
+        first = intent.next_run_at
+        if first is None:
+            if intent.status == IntentStatus.FIRING:
+                after = self.now
+                nxt = next_due(intent.kind, intent.schedule, intent.timezone, after)
+                return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
+            self.note(intent, "no next run planned")
+            return None
+        if intent.status == IntentStatus.FIRING:
+            nxt = next_due(intent.kind, intent.schedule, intent.timezone, max(first, self.now))
+            return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
+        pending = intent.pending_trigger
+        if pending in ("run-now", "retry", "catch-up") and first <= self.now + timedelta(seconds=1):
+            rule = {
+                "run-now": "run-now pending",
+                "retry": "retry requested",
+                "catch-up": "catch-up requested",
+            }[pending]
+            return max(first, self.now), rule, pending, False
+        if intent.consecutive_failures > 0:
+            delay = min(self.retry_base ** min(intent.consecutive_failures, 64), self.retry_cap)
+            rule = (
+                f"retry after {intent.consecutive_failures} consecutive failure"
+                f"{'s' if intent.consecutive_failures != 1 else ''} (backoff {format_duration(timedelta(seconds=delay))})"
+            )
+            return max(first, self.now), rule, "retry", False
+        if first < self.now:
+            overdue = self.now - first
+            if overdue > self.catch_up_limit:
+                zone = load_zone(_display_zone(intent))
+                self.out.append(
+                    PlannedFire(
+                        at=self.now,
+                        kind="skip",
+                        rule=(
+                            f"missed: due {_local_text(first, zone)}, overdue by more than "
+                            f"{format_duration(self.catch_up_limit)} (recorded missed, then the next occurrence)"
+                        ),
+                        trigger="catch-up",
+                        **self.base(intent),
+                    )
+                )
+                nxt = next_due(intent.kind, intent.schedule, intent.timezone, self.now)
+                return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
+            return (
+                self.now,
+                f"overdue since {_local_text(first, load_zone(_display_zone(intent)))}: fires now (catch-up, "
+                f"{_schedule_rule(intent)})",
+                "catch-up",
+                False,
+            )
+        return first, _schedule_rule(intent), "schedule", True
+
+    def timed_intent(self, intent: Intent) -> None:
+        first = self.first_fire(intent)
+        if first is None:
+            return
+        at, rule, trigger, on_schedule = first
+        fires = intent.fires
+        emitted = 0
+        empty = skips_empty_checklist(intent, self.read)
+        zone = load_zone(intent.timezone or "UTC")
+        expr = intent.schedule or ""
+        while at is not None and at <= self.until:
+            if intent.expires_at is not None and at >= intent.expires_at:
+                self.note(
+                    intent,
+                    f"expires at {_local_text(intent.expires_at, load_zone(_display_zone(intent)))}: ends as done",
+                    at=intent.expires_at,
+                )
+                return
+            if emitted >= MAX_FIRES_PER_INTENT:
+                self.note(
+                    intent,
+                    f"more than {MAX_FIRES_PER_INTENT} fires in the window; the rest are not listed",
+                )
+                return
+            text = rule
+            if on_schedule and intent.kind == IntentKind.CRON:
+                text += _dst_note(expr, zone, at)
+            if (
+                trigger in ("schedule", "catch-up")
+                and intent.active_hours
+                and not in_active_hours(intent.active_hours, at)
+            ):
+                self.add_skip(
+                    intent, at, f"skipped: quiet-hours ({_hours_text(intent.active_hours)})"
+                )
+            elif empty:
+                self.add_skip(intent, at, "skipped: empty-checklist (zero runner calls)")
+            else:
+                if trigger != "retry":  # a retry repeats a fire; it does not count as one
+                    fires += 1
+                done = intent.max_fires is not None and fires >= intent.max_fires
+                if done:
+                    text += f"; max_fires {intent.max_fires} reached: then done"
+                self.add_fire(intent, at, text, trigger, fires=fires)
+                emitted += 1
+                if done:
+                    return
+            if intent.kind == IntentKind.AT:
+                return
+            at = self.next_after(intent, at)
+            rule, trigger, on_schedule = _schedule_rule(intent), "schedule", True
+
+    def next_after(self, intent: Intent, at: datetime) -> datetime | None:
+        if intent.kind == IntentKind.CRON and intent.schedule:
+            found = occurrences(intent.schedule, intent.timezone, at, count=1)
+            return found[0] if found else None
+        return next_due(intent.kind, intent.schedule, intent.timezone, at)
+
+    def add_fire(
+        self, intent: Intent, at: datetime, rule: str, trigger: str, *, fires: int
+    ) -> None:
+        self.out.append(
+            PlannedFire(at=at, kind="fire", rule=rule, trigger=trigger, **self.base(intent))
+        )
+
+    def add_skip(self, intent: Intent, at: datetime, rule: str) -> None:
+        last = self.out[-1] if self.out else None
+        if (
+            last is not None
+            and last.kind == "skip"
+            and last.intent_id == intent.id
+            and last.rule == rule
+        ):
+            self.out[-1] = replace(last, count=last.count + 1, last_at=at)
+            return
+        self.out.append(PlannedFire(at=at, kind="skip", rule=rule, last_at=at, **self.base(intent)))
+
+
+def _overlaps(
+    fires: list[PlannedFire], running: list[tuple[Intent, IntentRun, timedelta]]
+) -> list[PlannedFire]:
+    """Mark fires that start while an earlier run of the same goal may still be running."""
+    by_goal: dict[str, list[tuple[datetime, datetime, str, int, bool]]] = defaultdict(list)
+    for intent, run, length in running:
+        if intent.goal_id:
+            by_goal[intent.goal_id].append(
+                (
+                    run.started_at,
+                    run.started_at + length,
+                    f"{intent_label(intent)} (running since "
+                    f"{_local_text(run.started_at, load_zone(_display_zone(intent)))[11:]})",
+                    intent.id or 0,
+                    True,
+                )
+            )
+    result: list[PlannedFire] = []
+    for fire in fires:
+        if fire.kind != "fire" or fire.at is None or not fire.goal_id:
+            result.append(fire)
+            continue
+        start, end = fire.at, fire.at + fire.run_length
+        warning = None
+        other_intent = None
+        for other_start, other_end, what, other_id, _ in by_goal[fire.goal_id]:
+            if other_start <= start < other_end:
+                if other_id == fire.intent_id:
+                    warning = (
+                        f"overlap: the previous run of {fire.label} ({what}) may still be running "
+                        f"until {fire.local(other_end)[11:]}: this fire would be skipped (overlap)"
+                    )
+                else:
+                    warning = (
+                        f"overlap with {what}, which may run until {fire.local(other_end)[11:]} "
+                        f"({fire.length_basis} for this one)"
+                    )
+                other_intent = other_id
+                break
+        by_goal[fire.goal_id].append(
+            (
+                start,
+                end,
+                f"{fire.label} at {fire.local()[11:]} ({fire.length_basis})",
+                fire.intent_id,
+                False,
+            )
+        )
+        result.append(
+            replace(fire, warning=warning, overlaps_with=other_intent) if warning else fire
+        )
+    return result
+
+
+def plan(
+    service: Service, now: datetime, until: datetime, goal_id: str | None = None
+) -> list[PlannedFire]:
+    """What fires from ``now`` until ``until`` (inclusive), and why; nothing is changed.
+
+    Notes (paused, auto-disabled, event intents, expiry) come first, then fires and
+    skipped ticks in time order. A fire whose predicted run overlaps an earlier run of
+    the same goal carries a ``warning``.
+    """
+    now, until = ensure_utc(now), ensure_utc(until)
+    if until <= now:
+        raise ValidationError("--until must be later than now")
+    if until - now > MAX_PLAN_WINDOW:
+        raise ValidationError(f"--until is too far ahead (at most {MAX_PLAN_WINDOW.days} days)")
+    if goal_id is not None:
+        service.get_goal(goal_id)
+    config = service.config()
+    intents = service.list_intents(goal_id=goal_id, include_ended=False)
+    history = service.list_runs(since=now - HISTORY, limit=5000)
+    planner = _Planner(
+        now=now,
+        until=until,
+        catch_up_limit=config.catch_up_limit,
+        default_timeout=config.timeout,
+        lengths=_typical_lengths(history),
+        retry_base=config.retry.base_seconds,
+        retry_cap=config.retry.cap_seconds,
+        read=service.kb.kb_read,
+    )
+    for intent in intents:
+        try:
+            planner.intent(intent)
+        except GoalsuiError as exc:
+            planner.note(intent, f"cannot plan: {exc}")
+    notes = [f for f in planner.out if f.at is None or f.kind == "note"]
+    timed = sorted((f for f in planner.out if f.kind != "note"), key=lambda f: (f.at, f.label))
+    ids = {i.id: i for i in intents}
+    running = []
+    for run in service.running_runs():
+        intent = ids.get(run.intent_id)
+        if intent is not None:
+            running.append((intent, run, planner.length(intent)[0]))
+    return notes + _overlaps(timed, running)
+
+
+def plan_day(
+    service: Service, day: date, zone: str, goal_id: str | None = None
+) -> list[PlannedFire]:
+    """The plan for one local day (00:00-24:00 in ``zone``) from now on (console timeline)."""
+    tz = load_zone(zone)
+    now = service.now()
+    end = localize(datetime.combine(day + timedelta(days=1), time(0, 0)), tz)
+    return plan(service, now, end, goal_id) if end > now else []

@@ -1,0 +1,340 @@
+"""The scheduling rules of DESIGN.md as pure functions over intent rows (plain dicts).
+
+- what a claimed due row does: fire, skip (quiet hours, empty checklist) or end
+  (expired, max fires reached);
+- how an outcome changes the intent: retry with backoff, auto-disable, lifecycle
+  (``at`` once, ``max_fires``, ``expires_at``, cron/heartbeat next occurrence, event
+  intents wait for the next event), a pause requested during the run, overlaps;
+- the catch-up plan at start.
+
+The store (:mod:`goalsui.store.claims`) executes what these functions decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from goalsui.domain.backoff import retry_delay
+from goalsui.domain.checklist import checklist_is_empty
+from goalsui.domain.cron import next_occurrence
+from goalsui.domain.durations import format_duration, parse_duration
+from goalsui.domain.states import FAILURE_RUNS, IntentKind, IntentStatus, RunStatus
+from goalsui.domain.timeutil import load_zone
+from goalsui.domain.triggers import next_due
+from goalsui.errors import GoalsuiError
+from goalsui.kb.config import KBConfig
+from goalsui.store.claims import AfterDecision, CatchUpPlan, ClaimDecision, Completion
+
+Row = dict[str, Any]
+#: Reads a KB text file of a goal: ``read(goal_id, rel_path)``; raises if it is missing.
+TextReader = Callable[[str, str], str]
+
+#: Triggers a user (or an event) sets on an intent to make it due.
+PENDING_TRIGGERS = frozenset({"run-now", "retry", "event", "catch-up"})
+#: Triggers to which active hours apply (an operator's run-now always runs).
+QUIET_HOURS_TRIGGERS = frozenset({"schedule", "catch-up"})
+#: Recorded missed runs per intent at start (older ones are only counted).
+MAX_MISSED_RECORDS = 100
+#: Occurrences walked per intent by the catch-up plan.
+MAX_CATCH_UP_STEPS = 20_000
+
+__all__ = [
+    "advance",
+    "decide_after",
+    "decide_claim",
+    "heartbeat_checklist",
+    "in_active_hours",
+    "plan_catch_up",
+]
+
+
+# -- time ------------------------------------------------------------------------------------
+def _minutes(text: str) -> int:
+    hours, minutes = text.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def in_active_hours(hours: dict | None, instant: datetime) -> bool:
+    """Whether ``instant`` is inside ``{start: "08:00", end: "22:00", timezone}``.
+
+    ``start > end`` spans midnight (22:00-06:00); ``start == end`` means always.
+    Missing or malformed hours mean always active.
+    """
+    if not hours:
+        return True
+    try:
+        zone = load_zone(hours.get("timezone") or "UTC")
+        start, end = _minutes(hours["start"]), _minutes(hours["end"])
+    except (GoalsuiError, KeyError, ValueError, AttributeError):
+        return True
+    local = instant.astimezone(zone)
+    t = local.hour * 60 + local.minute
+    if start == end:
+        return True
+    if start < end:
+        return start <= t < end
+    return t >= start or t < end
+
+
+def _interval(schedule: str | None) -> timedelta:
+    return parse_duration(schedule or "30m")
+
+
+def advance(
+    kind: str,
+    schedule: str | None,
+    tz: str,
+    due: datetime | None,
+    now: datetime,
+    *,
+    anchor: bool = True,
+) -> datetime | None:
+    """The first occurrence strictly after ``now`` (None: it never fires again on its own).
+
+    Heartbeats keep their cadence from ``due`` when ``anchor`` (a scheduled tick) and
+    restart from ``now`` otherwise (run-now, retry, event). Passed occurrences are never
+    returned: the schedule advances without a storm.
+    """
+    try:
+        if kind == IntentKind.CRON and schedule:
+            return next_occurrence(schedule, tz, now)
+        if kind == IntentKind.HEARTBEAT:
+            every = _interval(schedule)
+            if anchor and due is not None and due <= now:
+                steps = int((now - due) // every) + 1
+                return due + steps * every
+            return now + every
+        if kind == IntentKind.AT:
+            if anchor and due is not None and due <= now:
+                return None  # its one instant has come: no need to parse it again
+            return next_due(kind, schedule, tz, now)
+    except GoalsuiError:
+        return None
+    return None
+
+
+# -- claim ---------------------------------------------------------------------------------------
+def heartbeat_checklist(row: Row, read: TextReader | None) -> str | None:
+    """The text a heartbeat acts on: the worker's prompt.md, else the checklist/instruction."""
+    if row.get("goal_id") and row.get("worker"):
+        if read is None:
+            return None
+        try:
+            return read(row["goal_id"], f"workers/{row['worker']}/prompt.md")
+        except (GoalsuiError, OSError, UnicodeDecodeError):
+            return None
+    if row.get("checklist") is not None:
+        return row["checklist"]
+    return row.get("instruction")
+
+
+def decide_claim(row: Row, now: datetime, read: TextReader | None = None) -> ClaimDecision:
+    """What a claimed due row does: fire, skip (quiet hours, empty checklist) or end."""
+    pending = row.get("pending_trigger")
+    trigger = pending if pending in PENDING_TRIGGERS else "schedule"
+    planned = row["next_run_at"]
+    kind = row["kind"]
+    expires = row.get("expires_at")
+    if expires is not None and expires <= now:
+        return ClaimDecision("end", trigger, planned, None, reason="expired")
+    max_fires = row.get("max_fires")
+    if max_fires and row["fires"] >= max_fires and trigger != "retry":
+        return ClaimDecision(
+            "end", trigger, planned, None, reason=f"max fires ({max_fires}) reached"
+        )
+    anchor = trigger in ("schedule", "catch-up")
+    nxt = advance(
+        kind, row.get("schedule"), row.get("timezone") or "UTC", planned, now, anchor=anchor
+    )
+    if nxt is not None and expires is not None and nxt >= expires:
+        nxt_after_skip: datetime | None = None
+    else:
+        nxt_after_skip = nxt
+    if (
+        trigger in QUIET_HOURS_TRIGGERS
+        and row.get("active_hours")
+        and not in_active_hours(row["active_hours"], now)  # when it would run
+    ):
+        return ClaimDecision("skip", trigger, planned, nxt_after_skip, reason="quiet-hours")
+    if kind == IntentKind.HEARTBEAT and checklist_is_empty(heartbeat_checklist(row, read)):
+        return ClaimDecision("skip", trigger, planned, nxt_after_skip, reason="empty-checklist")
+    return ClaimDecision("fire", trigger, planned, nxt, count_fire=trigger != "retry")
+
+
+# -- after a run --------------------------------------------------------------------------------
+def _overlapping(
+    row: Row, nxt: datetime | None, now: datetime
+) -> tuple[list[datetime], datetime | None]:
+    """Occurrences at or before ``now`` (they passed during the run) and the next one after."""
+    passed: list[datetime] = []
+    while nxt is not None and nxt <= now and len(passed) < MAX_MISSED_RECORDS:
+        passed.append(nxt)
+        nxt = advance(row["kind"], row.get("schedule"), row.get("timezone") or "UTC", nxt, now)
+    return passed, nxt
+
+
+def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> AfterDecision:
+    """How an intent changes after a run ended with ``c.status`` (the row is ours, firing)."""
+    retry = config.retry
+    pause = row.get("pending_trigger") == "pause"
+    values: Row = {
+        "lease_owner": None,
+        "lease_until": None,
+        "pending_trigger": None,
+        "pending_event_id": None,
+    }
+    d = AfterDecision(values=values)
+    title = row.get("title") or ""
+    if c.status in FAILURE_RUNS:
+        d.failure = True
+        n = int(row.get("consecutive_failures") or 0) + 1
+        values["consecutive_failures"] = n
+        values["last_error"] = (c.reason or c.status)[:2000]
+        if n >= retry.max_consecutive_failures:
+            d.auto_disabled = True
+            values.update(status=IntentStatus.FAILED, next_run_at=None)
+            d.journal.append(
+                (
+                    "intent auto-disabled",
+                    f"{title}: {n} consecutive failures; last error: {values['last_error']}",
+                )
+            )
+            return d
+        delay = retry_delay(n, retry.base_seconds, retry.cap_seconds)
+        values.update(next_run_at=now + delay, pending_trigger="retry", pending_event_id=c.event_id)
+        values["status"] = IntentStatus.PAUSED if pause else IntentStatus.ACTIVE
+        d.journal.append(
+            (
+                "retry planned",
+                f"{title}: failure {n} of {retry.max_consecutive_failures}, retry in {format_duration(delay)}",
+            )
+        )
+        return d
+    if c.status in (RunStatus.OK, RunStatus.SILENT):
+        values["consecutive_failures"] = 0
+        values["last_error"] = None
+    kind = row["kind"]
+    snapshot = (row["kind"], row.get("schedule"), row.get("timezone"))
+    nxt = row.get("next_run_at")
+    if c.snapshot and tuple(c.snapshot) != snapshot:
+        nxt = advance(
+            kind, row.get("schedule"), row.get("timezone") or "UTC", None, now, anchor=False
+        )
+    status = IntentStatus.ACTIVE
+    max_fires = row.get("max_fires")
+    expires = row.get("expires_at")
+    if kind == IntentKind.EVENT:
+        nxt = None
+    elif kind == IntentKind.AT:
+        if nxt is not None and nxt <= now:
+            nxt = advance(kind, row.get("schedule"), row.get("timezone") or "UTC", None, now)
+        if nxt is None:
+            status = IntentStatus.DONE
+    else:
+        d.overlaps, nxt = _overlapping(row, nxt, now)
+        if nxt is None:
+            status = IntentStatus.DONE
+    if max_fires and row["fires"] >= max_fires:
+        status, nxt, why = IntentStatus.DONE, None, f"max fires ({max_fires}) reached"
+    elif expires is not None and (expires <= now or (nxt is not None and nxt >= expires)):
+        status, nxt, why = IntentStatus.DONE, None, "expired"
+    else:
+        why = "fired once" if kind == IntentKind.AT else "no further occurrence"
+    if status == IntentStatus.DONE:
+        d.overlaps = []
+        d.journal.append(("intent done", f"{title}: {why}"))
+    elif pause:
+        status = IntentStatus.PAUSED
+        d.journal.append(("intent paused", f"{title}: paused after its run"))
+    values.update(status=status, next_run_at=nxt)
+    return d
+
+
+# -- catch-up ------------------------------------------------------------------------------------
+def plan_catch_up(row: Row, now: datetime, limit: timedelta) -> CatchUpPlan | None:
+    """The catch-up rule for a row overdue at start.
+
+    Occurrences older than ``limit`` are ``missed`` (recorded, not fired); the ones
+    inside it fire once (coalesced); then the next future occurrence.
+    """
+    kind = row["kind"]
+    first = row["next_run_at"]
+    tz = row.get("timezone") or "UTC"
+    horizon = now - limit
+    if first is None or first > now:
+        return None
+    if kind == IntentKind.AT:
+        if first < horizon:
+            return CatchUpPlan(
+                missed=[first], fire_at=None, next_run_at=None, status=IntentStatus.DONE
+            )
+        return CatchUpPlan(missed=[], fire_at=first, next_run_at=None, coalesced=1)
+    if kind not in (IntentKind.CRON, IntentKind.HEARTBEAT):
+        return None
+    missed: list[datetime] = []
+    more = 0
+    t: datetime | None = first
+    if kind == IntentKind.HEARTBEAT:
+        every = _interval(row.get("schedule"))
+        if first < horizon:
+            n_old = int((horizon - first) // every) + 1  # occurrences strictly before horizon
+            if (first + (n_old - 1) * every) >= horizon:
+                n_old -= 1
+            missed = [first + i * every for i in range(min(n_old, MAX_MISSED_RECORDS))]
+            more = max(0, n_old - MAX_MISSED_RECORDS)
+            t = first + n_old * every
+        inside: list[datetime] = []
+        if t is not None and t <= now:
+            count = int((now - t) // every) + 1
+            inside = [t + (count - 1) * every]
+            coalesced = count
+        else:
+            coalesced = 0
+        last_inside = inside[-1] if inside else None
+    else:
+        steps = 0
+        while t is not None and t < horizon and steps < MAX_CATCH_UP_STEPS:
+            if len(missed) < MAX_MISSED_RECORDS:
+                missed.append(t)
+            else:
+                more += 1
+            t = advance(kind, row.get("schedule"), tz, None, t, anchor=False)
+            steps += 1
+        if t is not None and t < horizon:
+            # Too many to walk: jump to the limit (the rest are counted as "more").
+            more += 1
+            t = advance(
+                kind,
+                row.get("schedule"),
+                tz,
+                None,
+                horizon - timedelta(microseconds=1),
+                anchor=False,
+            )
+        coalesced = 0
+        last_inside = None
+        while t is not None and t <= now and steps < 2 * MAX_CATCH_UP_STEPS:
+            coalesced += 1
+            last_inside = t
+            t = advance(kind, row.get("schedule"), tz, None, t, anchor=False)
+            steps += 1
+        if t is not None and t <= now:  # still behind after the walk: skip ahead
+            t = advance(kind, row.get("schedule"), tz, None, now, anchor=False)
+    if last_inside is not None:
+        return CatchUpPlan(
+            missed=missed,
+            fire_at=last_inside,
+            next_run_at=None,
+            more_missed=more,
+            coalesced=coalesced,
+        )
+    nxt = advance(kind, row.get("schedule"), tz, first, now)
+    return CatchUpPlan(
+        missed=missed,
+        fire_at=None,
+        next_run_at=nxt,
+        status=IntentStatus.ACTIVE if nxt is not None else IntentStatus.DONE,
+        more_missed=more,
+    )

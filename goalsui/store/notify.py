@@ -1,0 +1,205 @@
+"""Cross-process change notification: PostgreSQL ``LISTEN/NOTIFY`` on one channel.
+
+After a committed change a process publishes ``NOTIFY goalsui_changes, '<what>@<origin>'``
+(``what`` says what changed: intents, runs, goals, todos...; ``origin`` names the
+publishing service so it can ignore its own echo). A :class:`ChangeListener` is a daemon
+thread with its own psycopg connection that ``LISTEN``s and calls a callback for each
+notification, so every scheduler and every console wakes at once, whoever made the
+change. On SQLite all of this is a no-op; readers keep polling.
+
+The callback runs in the listener thread: hand over to your loop
+(``loop.call_soon_threadsafe``, Textual's ``post_message``/``call_from_thread``).
+After a lost connection is re-established the callback gets ``RECONNECTED``: changes
+may have been missed meanwhile, so re-read everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine, make_url
+
+CHANNEL = "goalsui_changes"
+RECONNECTED = "reconnected"
+MAX_PAYLOAD = 7900  # PostgreSQL refuses payloads of 8000 bytes or more
+_SEP = "@"
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+
+log = logging.getLogger(__name__)
+
+
+def supported(engine_or_url: Engine | str) -> bool:
+    """True when the database carries notifications across processes (PostgreSQL)."""
+    if isinstance(engine_or_url, Engine):
+        return engine_or_url.dialect.name == "postgresql"
+    return make_url(engine_or_url).get_backend_name() == "postgresql"
+
+
+def encode(what: str, origin: str = "") -> str:
+    what = what.replace(_SEP, "_")
+    payload = f"{what}{_SEP}{origin}" if origin else what
+    return payload.encode()[:MAX_PAYLOAD].decode(errors="ignore")
+
+
+def decode(payload: str) -> tuple[str, str]:
+    """``'intents@123-ab'`` -> ``('intents', '123-ab')``; no origin -> ``''``."""
+    what, _, origin = payload.partition(_SEP)
+    return what, origin
+
+
+def publish(connection: Any, what: str, origin: str = "") -> None:
+    """NOTIFY inside the caller's transaction (a SQLAlchemy Connection or Session).
+
+    PostgreSQL delivers it when that transaction commits, and never if it rolls back.
+    A no-op on other engines.
+    """
+    bind = connection.get_bind() if hasattr(connection, "get_bind") else connection
+    if bind.dialect.name != "postgresql":
+        return
+    connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": encode(what, origin)})
+
+
+def publish_now(engine: Engine, what: str, origin: str = "") -> bool:
+    """NOTIFY in a transaction of its own (after the caller's commit).
+
+    Never raises: the change itself is already committed, and listeners also poll.
+    Returns whether a notification was sent.
+    """
+    if engine.dialect.name != "postgresql":
+        return False
+    try:
+        with engine.connect() as conn:
+            conn.execute(_NOTIFY, {"channel": CHANNEL, "payload": encode(what, origin)})
+            conn.commit()
+        return True
+    except Exception as exc:  # noqa: BLE001 - a lost notification only delays readers
+        log.warning("could not publish a change notification: %s", exc)
+        return False
+
+
+def libpq_dsn(url: str) -> str:
+    """The psycopg connection string of a SQLAlchemy PostgreSQL URL."""
+    parsed = make_url(url)
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class ChangeListener:
+    """A thread that LISTENs on :data:`CHANNEL` and calls ``callback(what)``.
+
+    ``ignore_origin`` drops notifications published by that origin (a service's own
+    changes, which it already announces in-process). Reconnects with a back-off when the
+    connection drops.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        callback: Callable[[str], None],
+        *,
+        ignore_origin: str | None = None,
+        channel: str = CHANNEL,
+        max_backoff: float = 10.0,
+    ) -> None:
+        self.dsn = libpq_dsn(url)
+        self.callback = callback
+        self.ignore_origin = ignore_origin
+        self.channel = channel
+        self.max_backoff = max_backoff
+        self.last_error: str | None = None
+        self.received = 0
+        self._stop_token = f"__stop__{uuid.uuid4().hex}"
+        self._stopping = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def listening(self) -> bool:
+        return self._ready.is_set() and not self._stopping.is_set()
+
+    def start(self, wait: float = 10.0) -> bool:
+        """Start the thread; wait up to ``wait`` s for LISTEN to be active.
+
+        Returns True when listening. On False it keeps trying in the background
+        (``last_error`` says why); notifications published before LISTEN is active
+        are not seen.
+        """
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="goalsui-change-listener", daemon=True
+            )
+            self._thread.start()
+        return self._ready.wait(wait)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop listening and wait for the thread (wakes it with a private NOTIFY)."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        if self._ready.is_set():
+            try:
+                import psycopg
+
+                with psycopg.connect(self.dsn, autocommit=True, connect_timeout=3) as conn:
+                    conn.execute("SELECT pg_notify(%s, %s)", (self.channel, self._stop_token))
+            except Exception:  # noqa: BLE001 - the thread also wakes on its own timeout
+                pass
+        thread.join(timeout)
+
+    # -- the thread ----------------------------------------------------------------------
+    def _run(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        backoff = 0.5
+        connected_before = False
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    self.last_error = None
+                    self._ready.set()
+                    backoff = 0.5
+                    if connected_before:
+                        self._deliver(RECONNECTED)
+                    connected_before = True
+                    self._pump(conn)
+            except Exception as exc:  # noqa: BLE001 - reconnect, whatever went wrong
+                if self._stopping.is_set():
+                    break
+                self.last_error = " ".join(str(exc).split()) or type(exc).__name__
+                log.warning("change listener: %s (retrying in %.1f s)", self.last_error, backoff)
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+
+    def _pump(self, conn: Any) -> None:
+        while not self._stopping.is_set():
+            # The timeout only bounds how long a stop can go unnoticed if its NOTIFY is lost.
+            for note in conn.notifies(timeout=2.0):
+                if note.payload == self._stop_token or self._stopping.is_set():
+                    return
+                what, origin = decode(note.payload)
+                if self.ignore_origin and origin == self.ignore_origin:
+                    continue
+                self.received += 1
+                self._deliver(what)
+
+    def _deliver(self, what: str) -> None:
+        try:
+            self.callback(what)
+        except Exception:  # noqa: BLE001 - a faulty callback must not kill the listener
+            log.exception("change listener callback failed")
+
+
+def new_origin() -> str:
+    """A name for one publishing service: ``<pid>-<random>``."""
+    import os
+
+    return f"{os.getpid()}-{uuid.uuid4().hex[:8]}"

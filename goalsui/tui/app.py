@@ -1,0 +1,837 @@
+"""The goalsui console: a Textual app with the scheduler in its own loop.
+
+``make_app(service, ...)`` builds it (the CLI, tests and benchmarks use it);
+``run_console(service, args)`` runs it for ``goalsui``/``goalsui demo``.
+
+The UI never blocks: database and KB reads run in worker threads and come back as
+messages; a poll of ``service.change_token()`` every second shows other processes'
+changes, in-process changes (service and scheduler events) and KB watcher batches
+refresh at once, coalesced into one reload per burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from textual import work
+from textual.app import App, SuspendNotSupported
+from textual.worker import get_current_worker
+
+from goalsui.domain.timeutil import utcnow
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.service import Problem, Service
+from goalsui.tui import keys
+from goalsui.tui.commands import GoalsCommands
+from goalsui.tui.fmt import Palette
+from goalsui.tui.messages import DeliverMixin, deliver
+from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
+from goalsui.tui.screens.main import MainScreen
+from goalsui.tui.themes import DEFAULT_THEME, load_themes
+
+POLL_S = 1.0
+TICK_S = 1.0
+COALESCE_S = 0.03
+PLAN_EVERY_S = 30.0
+PLAN_DEBOUNCE_S = 1.0
+STOP_GRACE_S = 20.0
+
+
+class GoalsApp(DeliverMixin, App[int]):
+    """The operator console."""
+
+    CSS_PATH = "styles/app.tcss"
+    TITLE = "goalsui"
+    BINDINGS = keys.APP
+    COMMANDS = App.COMMANDS | {GoalsCommands}
+    NOTIFICATION_TIMEOUT = 5
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        scheduler: bool = True,
+        read_only: bool = False,
+        theme: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        watch: bool = True,
+        sync_on_start: bool = False,
+        hooks: tuple[str, int] | None = None,
+    ) -> None:
+        super().__init__()
+        self.hooks = hooks
+        self.hooks_listener: Any = None
+        self.service = service
+        self.want_scheduler = scheduler
+        self.read_only = read_only
+        self.want_theme = theme
+        self.clock: Callable[[], datetime] = clock or utcnow
+        self.want_watch = watch
+        self.sync_on_start = sync_on_start
+        self.palette = Palette()
+        self.frozen = False
+        self.scheduler: Any = None
+        self._scheduler_note = "off (watching)" if not scheduler else "starting"
+        self._failed_burst: list[Any] = []
+        self._after_paint: list[Callable[[], Any]] = []
+        self.watcher: Any = None
+        self.dashboard: Dashboard | None = None
+        self.plan = PlanView()
+        self._themes: list[str] = []
+        self._token_seen: tuple | None = None
+        self._last_checked: datetime | None = None  # app clock: fixed in tests
+        self._loading = False
+        self._dirty = False
+        self._refresh_timer: Any = None
+        self._pending: Dashboard | None = None
+        self._plan_inputs: Any = None
+        self._plan_at = 0.0
+        self._plan_timer: Any = None
+        self._unsubscribe: list[Callable[[], Any]] = []
+        self._known_problems: set[tuple[str, int | None, str]] = set()
+        self._ui_loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+        self.first_paint_at: float | None = None
+        #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
+        self.detail_listeners: list[Callable[[Any, str], None]] = []
+        #: Called once after the first dashboard is painted.
+        self.first_paint_listeners: list[Callable[[], None]] = []
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen(read_only=self.read_only)
+
+    @property
+    def main(self) -> MainScreen:
+        return self.get_default_screen_instance()
+
+    def get_default_screen_instance(self) -> MainScreen:
+        return self.screen_stack[0]  # type: ignore[return-value]
+
+    @property
+    def alive(self) -> bool:
+        """False once the app is closing: late worker results are dropped."""
+        return (
+            bool(self.screen_stack)
+            and not self._exit
+            and isinstance(self.screen_stack[0], MainScreen)
+        )
+
+    def on_mount(self) -> None:
+        self._ui_loop = asyncio.get_running_loop()
+        self._setup_themes()
+        self._setup_keymap()
+        self._unsubscribe.append(self.service.subscribe(self._on_service_change))
+        self.set_interval(POLL_S, self.poll_token)
+        self.set_interval(TICK_S, self._tick)
+        # Paint first; what competes for the CPU (setting up the KB watch, re-reading the
+        # KB, the scheduler, the plan) starts once the first dashboard is on screen. The
+        # watch starts before the re-read, so no edit falls between the two.
+        if self.want_watch:
+            self._after_paint.append(self._start_watch)
+        if self.sync_on_start:
+            self._scheduler_note = (
+                "waiting for the KB read" if self.want_scheduler else self._scheduler_note
+            )
+            self._after_paint.append(self.initial_sync)
+        elif self.want_scheduler:
+            self._after_paint.append(self._start_scheduler)
+        self.request_refresh(0)
+        if self.hooks is not None:
+            self.run_worker(self._start_hooks(), group="hooks", exit_on_error=False)
+
+    async def on_unmount(self) -> None:
+        if self.hooks_listener is not None:
+            with contextlib.suppress(Exception):
+                await self.hooks_listener.close()
+        await self._stop_scheduler()
+        for unsubscribe in self._unsubscribe:
+            with contextlib.suppress(Exception):
+                unsubscribe()
+
+    # -- themes and keys ---------------------------------------------------------------------------
+    def _setup_themes(self) -> None:
+        loaded = load_themes()
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        self._themes = loaded.names
+        if loaded.problems:
+            self.notify(
+                "\n".join(loaded.problems),
+                title="Theme files skipped",
+                severity="warning",
+                timeout=12,
+            )
+        settings = self._ui_settings()
+        wanted = self.want_theme or settings.get("theme") or DEFAULT_THEME
+        if not isinstance(wanted, str) or wanted not in self.available_themes:
+            self.notify(f"No theme named {wanted!r}; using {DEFAULT_THEME}", severity="warning")
+            wanted = DEFAULT_THEME
+        self.theme = wanted
+        self.palette = Palette.from_theme(self.current_theme)
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _ui_settings(self) -> dict[str, Any]:
+        try:
+            return self.service.ui_settings()
+        except Exception:  # noqa: BLE001 - settings are optional
+            return {}
+
+    def _setup_keymap(self) -> None:
+        keymap, problems = keys.clean_keymap(self._ui_settings().get("keymap"))
+        problems += keys.keymap_conflicts(keymap)
+        if problems:
+            self.notify(
+                "\n".join(problems), title="goalsui.yaml keymap", severity="warning", timeout=10
+            )
+        if keymap:
+            self.set_keymap(keymap)
+
+    def handle_bindings_clash(self, clashed_bindings: set[Any], node: Any) -> None:
+        names = ", ".join(sorted(f"{b.id or b.action} ({b.key})" for b in clashed_bindings))
+        self.notify(f"Keymap: these keys were taken over: {names}", severity="warning", timeout=8)
+
+    def theme_names(self) -> list[str]:
+        return list(self._themes)
+
+    def set_theme(self, name: str) -> None:
+        self.theme = name
+
+    def _theme_changed(self, theme: Any) -> None:
+        self.palette = Palette.from_theme(theme)
+        if self.dashboard is not None and not self.frozen:
+            self.main.apply(self.dashboard)
+
+    def action_next_theme(self) -> None:
+        names = self._themes or [DEFAULT_THEME]
+        index = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(index + 1) % len(names)]
+        self.notify(f"Theme: {self.theme}", timeout=2)
+
+    # -- refresh -----------------------------------------------------------------------------------------
+    def _on_service_change(self, what: str) -> None:
+        """Service listener: any thread. Schedules one coalesced reload."""
+        self.request_refresh()
+
+    def request_refresh(self, delay: float = COALESCE_S) -> None:
+        """Thread-safe: reload the dashboard soon (bursts become one reload)."""
+        loop = self._ui_loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._schedule_refresh(delay)
+        else:
+            deliver(self, self._schedule_refresh, delay)
+
+    def _schedule_refresh(self, delay: float = COALESCE_S) -> None:
+        if self._refresh_timer is None:
+            self._refresh_timer = self.set_timer(max(delay, 0.001), self._refresh_due)
+
+    def _refresh_due(self) -> None:
+        self._refresh_timer = None
+        if self._loading:
+            self._dirty = True
+            return
+        self._loading = True
+        self.load_dashboard()
+
+    @work(thread=True, group="dashboard", exit_on_error=False)
+    def load_dashboard(self) -> None:
+        try:
+            dash = load_dashboard(self.service, self.clock())
+        except Exception as exc:  # noqa: BLE001 - shown as a toast, never a crash
+            deliver(self, self._load_failed, exc)
+            return
+        deliver(self, self._apply_dashboard, dash)
+
+    def _load_failed(self, exc: Exception) -> None:
+        self._loading = False
+        self.notify(
+            f"Refresh failed: {' '.join(str(exc).split())[:200]}", severity="error", timeout=8
+        )
+        if self.first_paint_at is None:
+            self._first_paint()
+
+    def _apply_dashboard(self, dash: Dashboard) -> None:
+        self._loading = False
+        if not self.alive:
+            return
+        self._token_seen = dash.token
+        self._last_checked = self.clock()
+        self.dashboard = dash
+        if self.frozen:
+            self._pending = dash
+        else:
+            self.main.apply(dash)
+            if self.first_paint_at is None:
+                self.call_after_refresh(self._first_paint)
+        if self.first_paint_at is not None:
+            self._maybe_plan(dash)
+        for screen in self.screen_stack[1:]:
+            data_changed = getattr(screen, "data_changed", None)
+            if data_changed is not None:
+                data_changed()
+        if self._dirty:
+            self._dirty = False
+            self._schedule_refresh()
+
+    def _first_paint(self) -> None:
+        if self.first_paint_at is not None:
+            return
+        self.first_paint_at = time.monotonic()
+        for listener in self.first_paint_listeners:
+            listener()
+        after, self._after_paint = self._after_paint, []
+        if self._exit:  # a listener ended the app (benchmarks): start nothing more
+            return
+        for start in after:
+            start()
+        if self.dashboard is not None:
+            self._maybe_plan(self.dashboard)
+        errors = [g for g in self.dashboard.goals if g.error] if self.dashboard else []
+        if errors:
+            first = errors[0]
+            more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
+            self.notify(
+                f"{first.error}{more}\nThe last good version keeps running.",
+                title="KB error",
+                severity="error",
+                timeout=12,
+            )
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def poll_token(self) -> None:
+        """Once a second: has anyone (another process included) changed the records?"""
+        try:
+            token = self.service.change_token()
+        except Exception:  # noqa: BLE001 - a busy database: try again next second
+            return
+        deliver(self, self._token_polled, token)
+
+    def _token_polled(self, token: tuple) -> None:
+        if token != self._token_seen:
+            self._schedule_refresh(0)
+        else:
+            self._last_checked = self.clock()
+
+    def refresh_age(self) -> float | None:
+        if self._last_checked is None:
+            return None
+        return max(0.0, (self.clock() - self._last_checked).total_seconds())
+
+    def action_refresh_now(self) -> None:
+        self._plan_at = 0.0
+        self._schedule_refresh(0)
+        self.notify("Refreshing", timeout=1)
+
+    def _tick(self) -> None:
+        if self.frozen or self.dashboard is None or not self.alive:
+            return
+        self.main.tick(self.clock())
+
+    # -- plan ----------------------------------------------------------------------------------------------
+    def _maybe_plan(self, dash: Dashboard) -> None:
+        """Re-plan when what decides the plan changes (not on every fire), else twice a minute.
+
+        The first plan runs at once; later ones wait for a quiet second, so a burst of
+        operator actions or runs costs one plan (it is the heaviest read of the console).
+        """
+        inputs = (
+            tuple(
+                sorted(
+                    (i.id, i.status, i.kind, i.schedule, i.timezone) for i in dash.intents.values()
+                )
+            ),
+            len(dash.running),
+        )
+        now = time.monotonic()
+        if inputs == self._plan_inputs and now - self._plan_at <= PLAN_EVERY_S:
+            return
+        first = self._plan_inputs is None
+        self._plan_inputs = inputs
+        self._plan_at = now
+        if self._plan_timer is not None:
+            self._plan_timer.stop()
+            self._plan_timer = None
+        if first:
+            self.load_plan(self.main.timeline.span)
+        else:
+            self._plan_timer = self.set_timer(PLAN_DEBOUNCE_S, self._plan_due)
+
+    def replan(self) -> None:
+        """Plan again at once (the timeline's window changed)."""
+        self._plan_inputs = None
+        if self.dashboard is not None:
+            self._maybe_plan(self.dashboard)
+
+    def _plan_due(self) -> None:
+        self._plan_timer = None
+        if self.alive:
+            self.load_plan(self.main.timeline.span)
+
+    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
+    def load_plan(self, span: timedelta = timedelta(hours=24)) -> None:
+        now = self.clock()
+        try:
+            plan = load_plan(self.service, now, now + span)
+        except Exception as exc:  # noqa: BLE001 - the timeline keeps its last plan
+            plan = PlanView(warnings=[f"plan failed: {exc}"], source="error")
+        if not get_current_worker().is_cancelled:
+            deliver(self, self._apply_plan, plan)
+
+    def _apply_plan(self, plan: PlanView) -> None:
+        self.plan = plan
+        if not self.alive:
+            return
+        if not self.frozen:
+            self.main.apply_plan(plan)
+
+    # -- initial sync and scheduler ------------------------------------------------------------------------------
+    @work(thread=True, group="sync", exit_on_error=False)
+    def initial_sync(self) -> None:
+        """Re-read the KB behind the first paint (from the last index), then start."""
+        try:
+            self.service.kb.cleanup_leftovers()
+            problems = self.service.sync_kb()
+        except Exception as exc:  # noqa: BLE001
+            deliver(self, self.notify, f"KB sync failed: {exc}", severity="error", timeout=10)
+            problems = []
+        deliver(self, self._after_initial_sync, problems)
+
+    def _after_initial_sync(self, problems: list[Problem]) -> None:
+        if not self.alive:
+            return
+        self._report_problems(problems, initial=True)
+        self.request_refresh(0)
+        if self.want_scheduler:
+            self._start_scheduler()
+
+    def _start_scheduler(self) -> None:
+        self.run_worker(self._scheduler_start(), group="scheduler", exit_on_error=False)
+
+    async def _scheduler_start(self) -> None:
+        try:
+            from goalsui.scheduler.loop import Scheduler
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("goalsui.scheduler", "goalsui.scheduler.loop"):
+                raise
+            self._scheduler_note = "not available"
+            return
+        except Exception as exc:  # noqa: BLE001 - a broken install: say so, keep watching
+            self._scheduler_note = f"error: {' '.join(str(exc).split())[:60]}"
+            self.notify(f"The scheduler cannot be loaded: {exc}", severity="error", timeout=15)
+            return
+        scheduler = Scheduler(self.service)
+        self._unsubscribe.append(scheduler.subscribe(self._on_scheduler_event))
+        self.scheduler = scheduler
+        try:
+            await scheduler.start()
+        except Exception as exc:  # noqa: BLE001 - the console keeps watching
+            self.scheduler = None
+            self._scheduler_note = f"error: {' '.join(str(exc).split())[:60]}"
+            self.notify(f"The scheduler did not start: {exc}", severity="error", timeout=15)
+        self.request_refresh(0)
+
+    async def _start_hooks(self) -> None:
+        if self.hooks is None:
+            return
+        try:
+            from goalsui.hooks.server import start_listener
+        except ImportError:
+            self.notify("Event hooks are not available in this build", severity="warning")
+            return
+        host, port = self.hooks
+        try:
+            self.hooks_listener = await start_listener(self.service, host, port)
+        except GoalsuiError as exc:
+            self.notify(str(exc), title="Event hooks", severity="error", timeout=15)
+            return
+        self.notify(
+            f"Listening for event hooks on {self.hooks_listener.url}/hooks/<source>", timeout=6
+        )
+
+    async def _stop_scheduler(self) -> None:
+        scheduler = self.scheduler
+        if scheduler is None or scheduler.state == "stopped":
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(scheduler.stop(), STOP_GRACE_S)
+        self._scheduler_note = "stopped"
+        self.scheduler = None
+
+    def _on_scheduler_event(self, event: Any) -> None:
+        """``SchedulerEvent``s (on this loop): refresh now; alerts and failures toast."""
+        kind = getattr(event, "kind", "")
+        if kind == "alert":
+            text = getattr(event, "message", "") or getattr(event, "title", "") or "alert"
+            self.notify(plain(text, limit=400), title="Alert", severity="error", timeout=15)
+        elif kind == "error":
+            self.notify(
+                plain(getattr(event, "message", ""), limit=300),
+                title="Scheduler",
+                severity="warning",
+                timeout=8,
+            )
+        elif kind == "run-finished" and getattr(event, "status", None) in (
+            "failed",
+            "timeout",
+            "interrupted",
+        ):
+            self._failed_burst.append(event)
+            if len(self._failed_burst) == 1:
+                self.set_timer(1.0, self._toast_failures)
+        self.request_refresh()
+
+    def _toast_failures(self) -> None:
+        """A burst of failed runs becomes one toast."""
+        burst, self._failed_burst = self._failed_burst, []
+        if not burst:
+            return
+        if len(burst) == 1:
+            event = burst[0]
+            what = plain(getattr(event, "title", "") or f"intent {event.intent_id}", limit=80)
+            reason = plain(getattr(event, "message", ""), limit=240)
+            self.notify(
+                reason or f"{what}: {event.status}",
+                title=f"Run {event.status}",
+                severity="warning",
+                timeout=6,
+            )
+        else:
+            self.notify(
+                f"{len(burst)} runs failed; F shows the failures", severity="warning", timeout=6
+            )
+
+    def live_runs(self) -> int:
+        """Runs started by this console's scheduler that are still going."""
+        if self.scheduler is None:
+            return 0
+        return len(self.scheduler.running)
+
+    @property
+    def scheduler_state(self) -> str:
+        if self.scheduler is not None:
+            return str(self.scheduler.state)
+        return self._scheduler_note
+
+    # -- KB watcher -------------------------------------------------------------------------------------
+    def _start_watch(self) -> None:
+        self.run_worker(self._watch_kb(), group="watch", exclusive=True, exit_on_error=False)
+
+    async def _watch_kb(self) -> None:
+        from goalsui.kb.watcher import KBWatcher
+
+        self.watcher = KBWatcher(self.service.kb.root)
+        async for batch in self.watcher.batches():
+            self._kb_batch(batch)
+
+    def watcher_status(self) -> str:
+        if not self.want_watch:
+            return "off"
+        return self.watcher.status if self.watcher is not None else "starting"
+
+    def _kb_batch(self, batch: Any) -> None:
+        if not self.alive:
+            return
+        if batch.config_changed:
+            self._setup_keymap()
+            self.sync_goals([], config=True)
+        if batch.goals_to_sync:
+            self.sync_goals(sorted(batch.goals_to_sync))
+        if not self.frozen:
+            self.main.kb_changed(batch)
+
+    @work(thread=True, group="sync", exit_on_error=False)
+    def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
+        try:
+            problems = self.service.sync_kb(goal_ids) if goal_ids or config else []
+        except Exception as exc:  # noqa: BLE001 - a vanished file mid-sync: try on the next event
+            deliver(self, self.notify, f"KB sync failed: {exc}", severity="error", timeout=8)
+            return
+        deliver(self, self._report_problems, problems, scope=set(goal_ids), config=config)
+
+    def _report_problems(
+        self,
+        problems: list[Problem],
+        *,
+        initial: bool = False,
+        scope: set[str] | None = None,
+        config: bool = False,
+    ) -> None:
+        """Toast new problems (file, line, reason); forget fixed ones."""
+        found = {(p.path, p.line, p.message) for p in problems}
+        if scope is not None and not initial:
+
+            def in_scope(key: tuple[str, int | None, str]) -> bool:
+                head = key[0].split("/", 1)[0]
+                return head in scope or (config and key[0].endswith("goalsui.yaml"))
+
+            stale = {k for k in self._known_problems if in_scope(k)}
+            fixed = stale - found
+            self._known_problems -= fixed
+            if fixed and not found:
+                self.notify(
+                    "KB files fixed: " + ", ".join(sorted({k[0] for k in fixed})), timeout=4
+                )
+        new = found - self._known_problems
+        self._known_problems |= found
+        for path, line, message in sorted(new, key=lambda k: (k[0], k[1] or 0)):
+            where = f"{path}:{line}" if line else path
+            self.notify(
+                f"{where}: {message}\nThe last good version keeps running.",
+                title="KB error",
+                severity="error",
+                timeout=12,
+            )
+        self.request_refresh(0)
+
+    # -- actions (through the service, off the UI thread) -------------------------------------------------------
+    def act(self, done: str, call: Callable[..., Any], *args: Any) -> None:
+        """Run a service call in a worker; toast the result; refresh at once."""
+        if self.read_only:
+            self.notify("Read-only console", severity="warning")
+            return
+        self._act(done, call, args)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _act(self, done: str, call: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            call(*args)
+        except GoalsuiError as exc:
+            deliver(self, self.notify, str(exc), severity="error", timeout=8)
+            return
+        except Exception as exc:  # noqa: BLE001 - never a crash for an action
+            deliver(self, self.notify, f"{type(exc).__name__}: {exc}", severity="error", timeout=8)
+            return
+        deliver(self, self.notify, done, timeout=3)
+        deliver(self, self._schedule_refresh, 0)
+
+    def run_main_action(self, action: str) -> None:
+        """Run a palette command on the main screen (or the app for ``app.*``)."""
+        if action.startswith("app."):
+            self.call_later(self.run_action, action)
+            return
+        if self.screen is not self.main:
+            self.switch_to_main()
+        self.call_later(self.main.run_action, action)
+
+    def switch_to_main(self) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+
+    def open_screen(self, name: str) -> None:
+        from goalsui.tui.screens.failures import FailuresScreen
+        from goalsui.tui.screens.records import EventsScreen, JournalScreen, ThreadsScreen
+        from goalsui.tui.screens.reports import ReportsScreen
+
+        screens: dict[str, Callable[[], Any]] = {
+            "failures": lambda: FailuresScreen(read_only=self.read_only),
+            "reports": ReportsScreen,
+            "events": EventsScreen,
+            "threads": ThreadsScreen,
+            "journal": JournalScreen,
+        }
+        self.switch_to_main()
+        self.push_screen(screens[name]())
+
+    def open_output(self, run_id: int, title: str = "") -> None:
+        from goalsui.tui.screens.output import OutputScreen
+
+        self.push_screen(OutputScreen(run_id, title))
+
+    def copy_id(self, value: str) -> None:
+        self.copy_to_clipboard(value)
+        self.notify(f"Copied {value}", timeout=2)
+
+    def edit_file(self, goal_id: str, rel: str) -> None:
+        """Open a KB file in $VISUAL/$EDITOR; the app suspends and resumes."""
+        if self.read_only:
+            return
+        try:
+            path = self.service.kb.resolve(goal_id, rel)
+        except GoalsuiError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        argv = [*shlex.split(editor), str(path)]
+        try:
+            with self.suspend():
+                code = subprocess.call(argv)
+        except SuspendNotSupported:
+            if os.environ.get("GOALSUI_EDITOR_NO_SUSPEND") != "1":
+                self.notify(
+                    f"Cannot open an editor here; edit {path} in a terminal", severity="warning"
+                )
+                return
+            code = subprocess.call(argv, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.notify(f"Cannot run {editor!r}: {exc}", severity="error")
+            return
+        if code != 0:
+            self.notify(f"{editor} exited with {code}", severity="warning")
+        self.service.journal("file edited", f"{goal_id}/{rel}", actor="operator")
+        if rel.endswith("definition.yaml"):
+            self.sync_goals([goal_id])
+        self.main.load_detail()
+        self.request_refresh(0)
+
+    def action_freeze(self) -> None:
+        self.frozen = not self.frozen
+        if self.frozen:
+            self.notify("Display frozen (the scheduler keeps running). Z to unfreeze.", timeout=4)
+            self.main.update_status()
+        else:
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                self.main.apply(pending)
+            self.main.update_status()
+            self._schedule_refresh(0)
+
+    def action_help(self) -> None:
+        from goalsui.tui.screens.modals import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen("Keys", help_groups(self)))
+
+    async def action_quit(self) -> None:
+        live = self.live_runs()
+        if live:
+            from goalsui.tui.screens.modals import ConfirmScreen
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.run_worker(self._quit_now(), group="quit")
+
+            self.push_screen(
+                ConfirmScreen(
+                    f"{live} run{'s are' if live != 1 else ' is'} live. Quit anyway?",
+                    "The scheduler stops them (SIGTERM, then SIGKILL after a grace period) "
+                    "and records them as interrupted.",
+                    yes="Quit",
+                    no="Stay",
+                ),
+                answered,
+            )
+            return
+        await self._quit_now()
+
+    async def _quit_now(self) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        if self.watcher is not None:
+            self.watcher.stop()
+        await self._stop_scheduler()
+        self.exit(0)
+
+    def detail_shown(self, tab: Any, text: str) -> None:
+        if self.detail_listeners:
+            self.call_after_refresh(self._notify_detail, tab, text)
+
+    def _notify_detail(self, tab: Any, text: str) -> None:
+        for listener in self.detail_listeners:
+            listener(tab, text)
+
+
+def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """This pane / global / navigation, from the bindings active now."""
+    pane: list[tuple[str, str]] = []
+    global_: list[tuple[str, str]] = []
+    nav: list[tuple[str, str]] = []
+    screen = app.screen
+    rows: dict[tuple[str, str], list[str]] = {}  # (group, description) -> keys
+    for _key, active in screen.active_bindings.items():
+        binding, node = active.binding, active.node
+        if not binding.description or binding.system:
+            continue
+        if binding.id is None and node in (app, screen):
+            continue  # Textual's own screen/app keys (copy text, ...)
+        bid = binding.id or ""
+        if bid.startswith(("nav.", "pane.")) or binding.action.startswith(
+            ("cursor_", "scroll_", "page_", "app.focus")
+        ):
+            group = "Navigation"
+        elif node is app or node is screen:
+            group = "Global"
+        else:
+            group = "This pane"
+        keys_for = rows.setdefault((group, binding.description), [])
+        shown = app.get_key_display(binding)
+        if shown not in keys_for:
+            keys_for.append(shown)
+    for (group, description), shown in rows.items():
+        target = {"This pane": pane, "Global": global_, "Navigation": nav}[group]
+        target.append((", ".join(shown), description))
+    return [("This pane", pane), ("Global", global_), ("Navigation", nav)]
+
+
+def _bench_painted(app: GoalsApp, marker: str) -> None:
+    import json
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with open(marker, "w", encoding="utf-8") as fh:
+        json.dump({"t": time.time(), "rss_kb": rss}, fh)
+    app.exit(0)
+
+
+def make_app(
+    service: Service,
+    *,
+    scheduler: bool = True,
+    read_only: bool = False,
+    theme: str | None = None,
+    clock: Callable[[], datetime] | None = None,
+    watch: bool = True,
+    sync_on_start: bool = False,
+    hooks: tuple[str, int] | None = None,
+) -> GoalsApp:
+    """Build the console (the CLI, snapshot tests and benchmarks all use this).
+
+    ``hooks=(host, port)`` also listens for signed event hooks in the console's loop.
+    """
+    return GoalsApp(
+        service,
+        scheduler=scheduler,
+        read_only=read_only,
+        theme=theme,
+        clock=clock,
+        watch=watch,
+        sync_on_start=sync_on_start,
+        hooks=hooks,
+    )
+
+
+def run_console(service: Service, args: Any) -> int:
+    """Run the console for ``goalsui`` / ``goalsui demo``; returns the exit code."""
+    app = make_app(
+        service,
+        scheduler=not getattr(args, "no_scheduler", False),
+        read_only=getattr(args, "read_only", False),
+        theme=getattr(args, "theme", None),
+        sync_on_start=getattr(args, "console_sync", False),
+        hooks=(getattr(args, "hooks_host", "127.0.0.1"), args.hooks_port)
+        if getattr(args, "hooks_port", None)
+        else None,
+    )
+    marker = os.environ.get("GOALSUI_BENCH_FIRST_PAINT")
+    if marker:  # goalsui bench console: record the first painted dashboard, then exit
+        app.first_paint_listeners.append(lambda: _bench_painted(app, marker))
+    try:
+        result = app.run()
+    finally:
+        service.close()
+    return int(result or 0)

@@ -1,0 +1,218 @@
+"""What the console shows, loaded off the UI thread through the service (no Textual).
+
+``load_dashboard`` is one consistent read for the main screen; ``load_plan`` predicts
+the upcoming fires (with ``goalsui plan``'s rules when the scheduler package provides
+them); ``load_boxes`` counts a goal's inbox/outbox/log files when its node is open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from goalsui.domain.models import Intent, IntentRun, Thread, Todo
+from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.errors import GoalsuiError
+from goalsui.service import GoalView, Service
+
+ENDED = (IntentStatus.CANCELLED, IntentStatus.DONE)
+
+
+@dataclass
+class ThreadView:
+    thread: Thread
+    todos: list[Todo]
+
+    @property
+    def open_count(self) -> int:
+        return sum(1 for t in self.todos if not t.done)
+
+
+@dataclass
+class Dashboard:
+    """One refresh worth of records for the main screen."""
+
+    at: datetime
+    goals: list[GoalView]
+    intents: dict[int, Intent]
+    running: dict[int, IntentRun]
+    recent: dict[int, list[IntentRun]]
+    attention: list[IntentRun]
+    disabled: list[Intent]
+    threads: list[ThreadView]
+    summary: dict[str, Any]
+    token: tuple = ()
+    load_ms: float = 0.0
+
+    def intent_of(self, goal_id: str, worker: str) -> Intent | None:
+        for intent in self.intents.values():
+            if intent.goal_id == goal_id and intent.worker == worker:
+                return intent
+        return None
+
+    def last_run(self, intent_id: int | None) -> IntentRun | None:
+        if intent_id is None:
+            return None
+        runs = self.recent.get(intent_id)
+        return runs[-1] if runs else None
+
+
+@dataclass
+class PlanView:
+    """Predicted fires per intent in the window, and where two runs would overlap."""
+
+    fires: dict[int, list[datetime]] = field(default_factory=dict)
+    overlaps: dict[int, list[datetime]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    source: str = "plan"
+
+
+@dataclass
+class BoxCounts:
+    inbox: int = 0
+    outbox: int = 0
+    newest_outbox: float = 0.0  # mtime, for "new since you looked"
+
+
+def load_dashboard(
+    service: Service, now: datetime, span: timedelta = timedelta(hours=24)
+) -> Dashboard:
+    """Everything the main screen needs, in a handful of reads."""
+    started = time.perf_counter()
+    token = service.change_token()
+    goals, intent_rows = service.goals_and_intents()
+    intents = {i.id: i for i in intent_rows if i.id is not None}
+    running = {r.intent_id: r for r in service.running_runs()}
+    recent: dict[int, list[IntentRun]] = defaultdict(list)
+    for run in service.list_runs(since=now - span, limit=20_000):
+        recent[run.intent_id].append(run)
+    for runs in recent.values():
+        runs.sort(key=lambda r: (r.started_at, r.id or 0))
+    attention = service.list_runs(failed=True, limit=300)
+    disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
+    threads = [
+        ThreadView(t, service.list_todos(t.id)) for t in service.list_threads() if t.id is not None
+    ]
+    summary = service.summary()
+    return Dashboard(
+        at=now,
+        goals=goals,
+        intents=intents,
+        running=running,
+        recent=dict(recent),
+        attention=attention,
+        disabled=disabled,
+        threads=threads,
+        summary=summary,
+        token=token,
+        load_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def load_plan(service: Service, now: datetime, until: datetime) -> PlanView:
+    """Predicted fires until ``until`` with overlap marks, by ``goalsui plan``'s rules.
+
+    Falls back to the intents' own schedules when the scheduler package (which owns
+    the rules) is not installed.
+    """
+    try:
+        from goalsui.scheduler.plan import plan
+    except ImportError:
+        return _fallback_plan(service, now, until)
+    try:
+        fires = plan(service, now, until)
+    except GoalsuiError as exc:
+        view = _fallback_plan(service, now, until)
+        view.warnings.append(str(exc))
+        return view
+    view = PlanView(source="plan")
+    for fire in fires:
+        if fire.at is None or fire.kind != "fire":
+            continue
+        view.fires.setdefault(fire.intent_id, []).append(fire.at)
+        if fire.warning:
+            view.overlaps.setdefault(fire.intent_id, []).append(fire.at)
+            view.warnings.append(f"{fire.label}: {fire.warning}")
+    return view
+
+
+def _fallback_plan(service: Service, now: datetime, until: datetime, cap: int = 400) -> PlanView:
+    from goalsui.domain.triggers import next_due
+
+    view = PlanView(source="schedules")
+    for intent in service.list_intents(status=IntentStatus.ACTIVE):
+        if intent.id is None or intent.next_run_at is None:
+            continue
+        at: datetime | None = intent.next_run_at
+        fires: list[datetime] = []
+        while at is not None and at <= until and len(fires) < cap:
+            fires.append(at)
+            try:
+                at = next_due(intent.kind, intent.schedule, intent.timezone, max(at, now))
+            except GoalsuiError:
+                break
+        if fires:
+            view.fires[intent.id] = fires
+    return view
+
+
+def load_boxes(service: Service, goal: GoalView) -> dict[str, BoxCounts]:
+    """Inbox/outbox file counts for each worker of an (expanded) goal."""
+    out: dict[str, BoxCounts] = {}
+    for worker in goal.workers:
+        counts = BoxCounts()
+        for box in ("inbox", "outbox"):
+            try:
+                entries = [
+                    e
+                    for e in service.kb_list(goal.goal_id, f"workers/{worker.name}/{box}")
+                    if not e["dir"] and not e["name"].startswith(".")
+                ]
+            except GoalsuiError:
+                entries = []
+            setattr(counts, box, len(entries))
+            if box == "outbox" and entries:
+                counts.newest_outbox = max(e["modified"].timestamp() for e in entries)
+        out[worker.name] = counts
+    return out
+
+
+def goal_log_count(service: Service, goal_id: str) -> tuple[str | None, int]:
+    """The newest log file of a goal and its number of entries."""
+    try:
+        files = sorted(
+            (e for e in service.kb_list(goal_id, "log") if e["name"].endswith(".md")),
+            key=lambda e: e["name"],
+        )
+    except GoalsuiError:
+        return None, 0
+    if not files:
+        return None, 0
+    newest = files[-1]["path"]
+    try:
+        text = service.kb_read(goal_id, newest)
+    except GoalsuiError:
+        return newest, 0
+    return newest, sum(1 for line in text.splitlines() if line.startswith("- "))
+
+
+def list_reports(service: Service) -> list[tuple[str, str, str]]:
+    """Every morning report as ``(date, goal_id, rel)``, newest first."""
+    found: list[tuple[str, str, str]] = []
+    for goal in service.list_goals():
+        try:
+            entries = service.kb_list(goal.goal_id, "reports")
+        except GoalsuiError:
+            continue
+        for e in entries:
+            if not e["dir"] and e["name"].endswith(".md"):
+                found.append((e["name"][:-3], goal.goal_id, e["path"]))
+    found.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return found
+
+
+def is_live(run: IntentRun | None) -> bool:
+    return run is not None and run.status == RunStatus.RUNNING

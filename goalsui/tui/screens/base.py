@@ -1,0 +1,47 @@
+"""A screen that loads its records off the UI thread and reloads when data changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from goalsui.errors import GoalsuiError
+from goalsui.tui import keys
+from goalsui.tui.messages import DeliverMixin, deliver
+
+
+class DataScreen(DeliverMixin, Screen[None]):
+    """Subclasses implement ``fetch(service)`` (in a thread) and ``show(data)`` (UI)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        keys.bind(self, [keys.BACK])
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def data_changed(self) -> None:
+        """Called by the app when the records changed (poll or in-process event)."""
+        self.reload()
+
+    @work(thread=True, exclusive=True, group="screen-data", exit_on_error=False)
+    def reload(self) -> None:
+        try:
+            data = self.fetch(self.app.service)  # type: ignore[attr-defined]
+        except GoalsuiError as exc:
+            deliver(self, self.notify, str(exc), severity="error")
+            return
+        if not get_current_worker().is_cancelled:
+            deliver(self, self.show, data)
+
+    def fetch(self, service: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def show(self, data: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def action_back(self) -> None:
+        self.dismiss(None)

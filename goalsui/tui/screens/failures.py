@@ -1,0 +1,146 @@
+"""Failures: failed, timed-out, interrupted and missed runs, and auto-disabled intents.
+
+One key each: ``r`` replay a missed occurrence, ``R`` retry a failed run, ``d`` dismiss,
+``p`` resume an auto-disabled intent. Not bound at all in a read-only console.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Container, VerticalScroll
+from textual.widgets import DataTable, Footer, Static
+
+from goalsui.domain.untrusted import plain
+from goalsui.tui import keys
+from goalsui.tui.fmt import clock_time
+from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.widgets.failed_pane import FailedTable, FailureItem, failure_items
+
+
+class FailuresScreen(DataScreen):
+    """The whole list, with the selected item's error and output below."""
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        super().__init__()
+        self.read_only = read_only
+        if not read_only:
+            keys.bind(self, keys.FAILURES_ACTIONS)
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(" Failures ", style="bold reverse"), id="screen-title")
+        with Container(id="failures-box", classes="pane") as box:
+            box.border_title = "Runs and intents that need you (newest first)"
+            yield FailedTable(read_only=True, id="failures-table")
+        with VerticalScroll(id="failures-detail", classes="pane") as box:
+            box.border_title = "Selected"
+            yield Static("", id="failures-text", markup=False)
+        yield Footer()
+
+    @property
+    def table(self) -> FailedTable:
+        return self.query_one(FailedTable)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.table.focus()
+
+    def fetch(self, service: Any) -> list[FailureItem]:
+        attention = service.list_runs(failed=True, limit=1000)
+        intents = {i.id: i for i in service.list_intents()}
+        disabled = [i for i in intents.values() if i.status == "failed"]
+        return failure_items(attention, disabled, intents)
+
+    def show(self, items: list[FailureItem]) -> None:
+        app: Any = self.app
+        self.table.sync(items, app.clock(), app.palette)
+        self.query_one(
+            "#failures-box"
+        ).border_subtitle = f"{len(items)} item{'s' if len(items) != 1 else ''}"
+        self._describe()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self._describe()
+
+    def _describe(self) -> None:
+        item = self.table.selected_item()
+        text = Text()
+        if item is None:
+            text.append(
+                "Nothing needs you. Failed, missed and interrupted runs show up here.", style="dim"
+            )
+        else:
+            text.append(f"{item.status}", style="bold")
+            text.append(f"  {plain(item.title)}  ")
+            text.append(f"at {clock_time(item.when, self.app.clock())}", style="dim")  # type: ignore[attr-defined]
+            if item.run_id:
+                text.append(f"  run {item.run_id} ({item.trigger})", style="dim")
+            text.append("\n\n")
+            text.append(plain(item.error) or "(no error text)")
+            text.append("\n\n")
+            if self.read_only:
+                text.append("read-only console: no actions", style="dim")
+            elif item.status == "missed":
+                text.append("r replay this occurrence now   d dismiss", style="dim")
+            elif item.status == "auto-disabled":
+                text.append("p resume the intent (planned from now)   R retry at once", style="dim")
+            else:
+                text.append("R retry now   d dismiss   o full output", style="dim")
+        self.query_one("#failures-text", Static).update(text)
+
+    # -- actions ------------------------------------------------------------------------------
+    def _item(self) -> FailureItem | None:
+        item = self.table.selected_item()
+        if item is None:
+            self.notify("Nothing selected", severity="warning", timeout=2)
+        return item
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        item = self.table.selected_item() if self.is_mounted and self.query(FailedTable) else None
+        if action == "replay":
+            return item is not None and item.run_id is not None and item.status == "missed"
+        if action == "dismiss":
+            return item is not None and item.run_id is not None
+        if action == "resume":
+            return item is not None and item.status == "auto-disabled"
+        if action == "retry":
+            return item is not None
+        return True
+
+    def action_replay(self) -> None:
+        item = self._item()
+        if item and item.run_id:
+            self.app.act(  # type: ignore[attr-defined]
+                f"Replaying missed run {item.run_id}",
+                self.app.service.replay_run,
+                item.run_id,  # type: ignore[attr-defined]
+            )
+
+    def action_retry(self) -> None:
+        item = self._item()
+        if item:
+            self.app.act(f"Retrying {item.title}", self.app.service.retry_intent, item.intent_id)  # type: ignore[attr-defined]
+
+    def action_dismiss(self) -> None:
+        item = self._item()
+        if item and item.run_id:
+            self.app.act(f"Dismissed run {item.run_id}", self.app.service.dismiss_run, item.run_id)  # type: ignore[attr-defined]
+
+    def action_resume(self) -> None:
+        item = self._item()
+        if item:
+            self.app.act(f"Resumed {item.title}", self.app.service.resume_intent, item.intent_id)  # type: ignore[attr-defined]
+
+    def action_open_output(self) -> None:
+        item = self._item()
+        if item and item.run_id:
+            self.app.open_output(item.run_id, item.title)  # type: ignore[attr-defined]
+
+    def action_copy_id(self) -> None:
+        item = self._item()
+        if item:
+            self.app.copy_id(item.key)  # type: ignore[attr-defined]

@@ -1,0 +1,110 @@
+"""Small modal screens: confirm (focus on the safe choice), text input, help."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from goalsui.domain.untrusted import plain
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes/No with labelled keys; focus starts on the safe "No"."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+        Binding(
+            "left,right,tab,shift+tab", "toggle_focus", "Switch", id="confirm.switch", show=False
+        ),
+    ]
+
+    def __init__(
+        self, question: str, detail: str = "", *, yes: str = "Yes", no: str = "No"
+    ) -> None:
+        super().__init__()
+        self.question, self.detail, self.yes, self.no = question, detail, yes, no
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box", classes="modal-box"):
+            yield Label(Text(plain(self.question), style="bold"), id="confirm-question")
+            if self.detail:
+                yield Label(Text(plain(self.detail)), id="confirm-detail")
+            with Horizontal(id="confirm-buttons"):
+                yield Button(f"{self.no}  \\[n]", id="no", variant="primary")
+                yield Button(f"{self.yes}  \\[y]", id="yes", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    def action_toggle_focus(self) -> None:
+        no = self.query_one("#no", Button)
+        (self.query_one("#yes", Button) if no.has_focus else no).focus()
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class TextInputScreen(ModalScreen[str | None]):
+    """One line of text (e.g. a new todo); enter accepts, escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
+
+    def __init__(self, title: str, placeholder: str = "") -> None:
+        super().__init__()
+        self.title_text, self.placeholder = title, placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="input-box", classes="modal-box"):
+            yield Label(Text(self.title_text, style="bold"))
+            yield Input(placeholder=self.placeholder, id="text-input")
+            yield Label(Text("enter: add   escape: cancel", style="dim"))
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        value = event.value.strip()
+        self.dismiss(value or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys grouped: this pane, global, navigation."""
+
+    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close", id="help.close")]
+
+    def __init__(self, title: str, groups: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.groups = groups
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box", classes="modal-box"):
+            yield Label(Text(self.title_text, style="bold"), id="help-title")
+            with VerticalScroll(id="help-scroll"):
+                for name, rows in self.groups:
+                    if not rows:
+                        continue
+                    text = Text()
+                    text.append(name + "\n", style="bold underline")
+                    for key, description in rows:
+                        text.append(f"  {key:>12}  ", style="bold")
+                        text.append(description + "\n")
+                    yield Static(text, classes="help-group")
+            yield Label(Text("escape / q: close   ctrl+p: every command by name", style="dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,107 @@
+"""A run's full output, following its tail while the run is live."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, RichLog, Static
+
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.tui import keys
+from goalsui.tui.fmt import clock_time, duration, elapsed
+from goalsui.tui.messages import DeliverMixin, deliver
+
+
+class OutputScreen(DeliverMixin, Screen[None]):
+    """Follows the bottom by default; scrolling up stops following, ``f``/``end`` resumes."""
+
+    POLL_S = 0.5
+
+    def __init__(self, run_id: int, title: str = "") -> None:
+        super().__init__()
+        keys.bind(self, [keys.BACK, *keys.OUTPUT_SCREEN])
+        self.run_id = run_id
+        self.title_text = title
+        self.text = ""
+        self.written = 0  # characters of self.text already in the log (whole lines only)
+        self.live = True
+        self.follow = True
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="output-title", markup=False)
+        yield RichLog(id="output-log", markup=False, highlight=False, wrap=False, auto_scroll=True)
+        yield Footer()
+
+    @property
+    def log_widget(self) -> RichLog:
+        return self.query_one(RichLog)
+
+    def on_mount(self) -> None:
+        self.load()
+        self.poll_timer = self.set_interval(self.POLL_S, self.load)
+
+    @work(thread=True, exclusive=True, group="output", exit_on_error=False)
+    def load(self) -> None:
+        service = self.app.service  # type: ignore[attr-defined]
+        try:
+            run = service.get_run(self.run_id)
+            text = service.run_output(self.run_id, tail_bytes=4 * 1024 * 1024)
+        except GoalsuiError as exc:
+            deliver(self, self.notify, str(exc), severity="error")
+            return
+        deliver(self, self.apply, run, text)
+
+    def apply(self, run, text: str) -> None:  # type: ignore[no-untyped-def]
+        now = self.app.clock()  # type: ignore[attr-defined]
+        live = run.status == "running"
+        header = Text()
+        header.append(f" run {run.id} ", style="bold reverse")
+        header.append(f"  {plain(self.title_text)}  ", style="bold")
+        header.append(f"{run.status}", style="bold")
+        header.append(f"  trigger {run.trigger}  started {clock_time(run.started_at, now)}")
+        if live:
+            header.append(f"  running {elapsed(run.started_at, now)}")
+        else:
+            header.append(f"  took {duration(run.started_at, run.finished_at)}")
+            if run.exit_code is not None:
+                header.append(f"  exit {run.exit_code}")
+        header.append("   following" if self.follow else "   paused (f: follow)", style="italic")
+        self.query_one("#output-title", Static).update(header)
+        text = plain(text)
+        log = self.log_widget
+        if not text.startswith(self.text[: self.written]):
+            log.clear()
+            self.written = 0
+        self.text = text
+        end = len(text) if not live else text.rfind("\n") + 1
+        if end > self.written:
+            if self.follow:
+                self.follow = log.is_vertical_scroll_end or log.max_scroll_y == 0
+            log.auto_scroll = self.follow
+            for line in text[self.written : end].splitlines():
+                log.write(Text(line))
+            self.written = end
+        if not live and self.live:
+            self.live = False
+            self.poll_timer.stop()
+            if not text.strip():
+                log.write(Text("(no output)", style="dim"))
+
+    def action_follow(self) -> None:
+        self.follow = True
+        self.log_widget.auto_scroll = True
+        self.log_widget.scroll_end(animate=False)
+
+    def action_wrap(self) -> None:
+        log = self.log_widget
+        log.wrap = not log.wrap
+        log.clear()
+        for line in self.text[: self.written].splitlines():
+            log.write(Text(line))
+        self.notify("wrap on" if log.wrap else "wrap off", timeout=2)
+
+    def action_back(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,214 @@
+"""Events, Threads and the Event log: read-mostly screens over the service's records."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Container, Horizontal, VerticalScroll
+from textual.widgets import DataTable, Footer, Static
+
+from goalsui.domain.untrusted import plain
+from goalsui.tui.fmt import clock_time, one_line
+from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.widgets.keyed_table import KeyedTable
+
+
+def _title(text: str) -> Static:
+    return Static(Text(f" {text} ", style="bold reverse"), id="screen-title")
+
+
+class EventsScreen(DataScreen):
+    """Received events, newest first, and which intents each one fired."""
+
+    def compose(self) -> ComposeResult:
+        yield _title("Events")
+        with Horizontal(classes="split"):
+            with Container(id="events-box", classes="pane") as box:
+                box.border_title = "Received events (newest first)"
+                yield KeyedTable(id="events-table")
+            with VerticalScroll(id="events-detail", classes="pane") as box:
+                box.border_title = "Payload (untrusted data)"
+                yield Static("", id="events-text", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(KeyedTable)
+        table.add_column("received", key="at", width=14)
+        table.add_column("source", key="source", width=12)
+        table.add_column("delivery", key="delivery", width=18)
+        table.add_column("fired", key="fired")
+        table.focus()
+        super().on_mount()
+
+    def fetch(self, service: Any) -> tuple[list[Any], dict[int, str]]:
+        events = service.list_events(limit=500)
+        titles = {i.id: i.title for i in service.list_intents()}
+        return events, titles
+
+    def show(self, data: tuple[list[Any], dict[int, str]]) -> None:
+        events, titles = data
+        self.events = {f"event:{e.id}": e for e in events}
+        self.titles = titles
+        now = self.app.clock()  # type: ignore[attr-defined]
+        palette = self.app.palette  # type: ignore[attr-defined]
+        rows = []
+        for e in events:
+            fired = [titles.get(i, f"intent {i}") for i in (e.matched_intent_ids or [])]
+            rows.append(
+                (
+                    f"event:{e.id}",
+                    (
+                        Text(clock_time(e.received_at, now), style=palette.muted),
+                        Text(one_line(e.source, 12)),
+                        Text(one_line(e.delivery_id, 18)),
+                        Text(
+                            ", ".join(one_line(f, 40) for f in fired) or "nothing",
+                            style="" if fired else palette.muted,
+                        ),
+                    ),
+                )
+            )
+        self.query_one(KeyedTable).sync_rows(rows)
+        self.query_one("#events-box").border_subtitle = str(len(rows))
+        self._describe()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self._describe()
+
+    def _describe(self) -> None:
+        key = self.query_one(KeyedTable).cursor_key
+        event = getattr(self, "events", {}).get(key) if key else None
+        if event is None:
+            text = Text(
+                "No events received yet. Send one with 'goalsui event emit SOURCE --data FILE'.",
+                style="dim",
+            )
+        else:
+            fired = [self.titles.get(i, f"intent {i}") for i in (event.matched_intent_ids or [])]
+            text = Text()
+            text.append(f"{event.source} / {plain(event.delivery_id)}\n", style="bold")
+            text.append("fired: " + (", ".join(plain(f) for f in fired) or "nothing") + "\n\n")
+            text.append(plain(json.dumps(event.payload, indent=2, ensure_ascii=False, default=str)))
+        self.query_one("#events-text", Static).update(text)
+
+
+class ThreadsScreen(DataScreen):
+    """Threads and their messages, with "Came back about: <title>" provenance."""
+
+    def compose(self) -> ComposeResult:
+        yield _title("Threads")
+        with Horizontal(classes="split"):
+            with Container(id="threads-box", classes="pane") as box:
+                box.border_title = "Threads"
+                yield KeyedTable(id="threads-list")
+            with VerticalScroll(id="threads-messages", classes="pane") as box:
+                box.border_title = "Messages"
+                yield Static("", id="threads-text", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(KeyedTable)
+        table.add_column("thread", key="title", width=30)
+        table.add_column("open", key="open", width=7)
+        table.focus()
+        super().on_mount()
+
+    def fetch(self, service: Any) -> list[tuple[Any, list[Any], list[Any]]]:
+        out = []
+        for thread in service.list_threads():
+            out.append(
+                (thread, service.list_todos(thread.id), service.messages(thread.id, limit=300))
+            )
+        return out
+
+    def show(self, data: list[tuple[Any, list[Any], list[Any]]]) -> None:
+        self.thread_data = {f"thread:{t.id}": (t, todos, msgs) for t, todos, msgs in data}
+        palette = self.app.palette  # type: ignore[attr-defined]
+        rows = []
+        for thread, todos, _ in data:
+            title = Text(one_line(thread.title, 30))
+            if thread.private:
+                title.append(" (private)", style=palette.warning)
+            open_items = sum(1 for t in todos if not t.done)
+            rows.append((f"thread:{thread.id}", (title, f"{open_items}/{len(todos)}")))
+        self.query_one(KeyedTable).sync_rows(rows)
+        self._describe()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self._describe()
+
+    def _describe(self) -> None:
+        key = self.query_one(KeyedTable).cursor_key
+        item = getattr(self, "thread_data", {}).get(key) if key else None
+        box = self.query_one("#threads-messages", VerticalScroll)
+        if item is None:
+            self.query_one("#threads-text", Static).update(Text("No threads yet.", style="dim"))
+            return
+        thread, _todos, messages = item
+        palette = self.app.palette  # type: ignore[attr-defined]
+        now = self.app.clock()  # type: ignore[attr-defined]
+        box.border_title = f"Messages · {plain(thread.title)}"
+        text = Text()
+        if not messages:
+            text.append("No messages in this thread.", style="dim")
+        for m in messages:
+            text.append(
+                f"{m.role}",
+                style=f"bold {palette.accent if m.role == 'assistant' else palette.text}",
+            )
+            text.append(f"  {clock_time(m.created_at, now)}\n", style=palette.muted)
+            if m.provenance:
+                text.append(f"↩ {plain(m.provenance)}\n", style=f"italic {palette.running}")
+            text.append(plain(m.content).rstrip() + "\n\n")
+        self.query_one("#threads-text", Static).update(text)
+
+
+class JournalScreen(DataScreen):
+    """The event log: what the operator did and what the scheduler did, with times."""
+
+    def compose(self) -> ComposeResult:
+        yield _title("Event log")
+        with Container(id="journal-box", classes="pane") as box:
+            box.border_title = "Operator and scheduler actions (newest first)"
+            yield KeyedTable(id="journal-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(KeyedTable)
+        table.add_column("time", key="at", width=14)
+        table.add_column("actor", key="actor", width=10)
+        table.add_column("action", key="action", width=26)
+        table.add_column("subject", key="subject", width=30)
+        table.add_column("detail", key="detail")
+        table.focus()
+        super().on_mount()
+
+    def fetch(self, service: Any) -> list[Any]:
+        return service.list_journal(limit=1000)
+
+    def show(self, entries: list[Any]) -> None:
+        now = self.app.clock()  # type: ignore[attr-defined]
+        palette = self.app.palette  # type: ignore[attr-defined]
+        rows = [
+            (
+                f"j:{e.id}",
+                (
+                    Text(clock_time(e.at, now), style=palette.muted),
+                    Text(
+                        e.actor, style=palette.accent if e.actor == "operator" else palette.running
+                    ),
+                    Text(one_line(e.action, 26)),
+                    Text(one_line(e.subject, 30)),
+                    Text(one_line(e.detail, 300)),
+                ),
+            )
+            for e in entries
+        ]
+        self.query_one(KeyedTable).sync_rows(rows)
+        self.query_one("#journal-box").border_subtitle = str(len(rows))

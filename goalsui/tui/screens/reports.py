@@ -1,0 +1,209 @@
+"""Reports: nightshift morning reports, newest first, beside a timeline of that night."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Markdown, Static
+
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.tui.fmt import RUN_GLYPH, Palette, duration, one_line, short_span
+from goalsui.tui.messages import deliver
+from goalsui.tui.model import list_reports
+from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.widgets.keyed_table import KeyedTable
+
+LANE = 24
+
+
+@dataclass
+class Night:
+    """The runs of one goal in the night a report covers."""
+
+    goal_id: str
+    day: date
+    start: datetime
+    end: datetime
+    zone: str
+    rows: list[tuple[Intent, IntentRun]] = field(default_factory=list)
+
+
+def night_window(day: date, zone: str) -> tuple[datetime, datetime]:
+    """Noon the day before to noon on the report's day, in the goal's timezone."""
+    tz = ZoneInfo(zone)
+    start = datetime.combine(day - timedelta(days=1), time(12), tz)
+    end = datetime.combine(day, time(12), tz)
+    return start, end
+
+
+def goal_zone(intents: list[Intent]) -> str:
+    for intent in intents:
+        if intent.kind == "cron" and intent.timezone:
+            return intent.timezone
+    return "UTC"
+
+
+def load_night(service: Any, goal_id: str, day: date) -> Night:
+    intents = service.list_intents(goal_id=goal_id)
+    zone = goal_zone(intents)
+    start, end = night_window(day, zone)
+    night = Night(goal_id, day, start, end, zone)
+    for intent in intents:
+        for run in service.list_runs(intent_id=intent.id, since=start, limit=1000):
+            if run.started_at < end:
+                night.rows.append((intent, run))
+    night.rows.sort(key=lambda pair: (pair[1].planned_at or pair[1].started_at, pair[1].id or 0))
+    return night
+
+
+def lane(night: Night, run: IntentRun, palette: Palette, width: int = LANE) -> Text:
+    """A gantt lane over the night: ``│`` planned, a bar from start to finish."""
+    span = (night.end - night.start).total_seconds()
+    cells = [("·", palette.muted)] * width
+
+    def pos(when: datetime) -> int:
+        return max(0, min(width - 1, int((when - night.start).total_seconds() / span * width)))
+
+    colour = palette.run(run.status)
+    first = pos(run.started_at)
+    last = pos(run.finished_at or run.started_at)
+    for i in range(first, last + 1):
+        cells[i] = ("█", colour)
+    if run.planned_at is not None:
+        p = pos(run.planned_at)
+        if cells[p][0] != "█":
+            cells[p] = ("│", palette.accent)
+    return Text.assemble(*cells)
+
+
+class ReportsScreen(DataScreen):
+    """Left: the reports and that night's runs. Right: the report rendered as Markdown."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(" Morning reports ", style="bold reverse"), id="screen-title")
+        with Horizontal(id="reports-body"):
+            with Vertical(id="reports-left"):
+                with Container(id="reports-list-box", classes="pane") as box:
+                    box.border_title = "Reports (newest first)"
+                    yield KeyedTable(id="reports-list")
+                with Container(id="reports-night-box", classes="pane") as box:
+                    box.border_title = "That night: planned vs actual start"
+                    yield KeyedTable(id="reports-night")
+            with VerticalScroll(id="reports-doc", classes="pane") as doc:
+                doc.border_title = "Report"
+                yield Markdown("", id="reports-markdown")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        reports = self.query_one("#reports-list", KeyedTable)
+        reports.add_column("date", key="date", width=10)
+        reports.add_column("goal", key="goal")
+        night = self.query_one("#reports-night", KeyedTable)
+        for label, key, width in (
+            ("worker", "worker", 12),
+            ("plan", "planned", 5),
+            ("start", "started", 5),
+            ("late", "late", 6),
+            ("took", "took", 6),
+            ("status", "status", 11),
+            ("night", "lane", LANE),
+        ):
+            night.add_column(label, key=key, width=width)
+        reports.focus()
+        super().on_mount()
+
+    def fetch(self, service: Any) -> list[tuple[str, str, str]]:
+        return list_reports(service)
+
+    def show(self, reports: list[tuple[str, str, str]]) -> None:
+        table = self.query_one("#reports-list", KeyedTable)
+        rows = [
+            (f"{goal_id}|{rel}", (day, Text(goal_id.rsplit("-", 1)[0])))
+            for day, goal_id, rel in reports
+        ]
+        table.sync_rows(rows)
+        self.query_one("#reports-list-box").border_subtitle = f"{len(rows)}"
+        if not rows:
+            self.query_one(Markdown).update(
+                "_No morning reports yet._\n\nThe nightshift reporter writes "
+                "`<goal>/reports/YYYY-MM-DD.md` at the end of each night."
+            )
+        else:
+            self._open_selected()
+
+    @on(DataTable.RowHighlighted, "#reports-list")
+    def _highlighted(self) -> None:
+        self._open_selected()
+
+    def _open_selected(self) -> None:
+        key = self.query_one("#reports-list", KeyedTable).cursor_key
+        if key is None:
+            return
+        goal_id, rel = key.split("|", 1)
+        if getattr(self, "_open", None) == key:
+            return
+        self._open = key
+        self.load_report(goal_id, rel)
+
+    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
+    def load_report(self, goal_id: str, rel: str) -> None:
+        service = self.app.service  # type: ignore[attr-defined]
+        try:
+            text = service.kb_read(goal_id, rel)
+            day = date.fromisoformat(rel.rsplit("/", 1)[-1][:10])
+            night = load_night(service, goal_id, day)
+        except (GoalsuiError, ValueError) as exc:
+            deliver(self, self.notify, f"{goal_id}/{rel}: {exc}", severity="error")
+            return
+        deliver(self, self.show_report, goal_id, rel, text, night)
+
+    def show_report(self, goal_id: str, rel: str, text: str, night: Night) -> None:
+        doc = self.query_one("#reports-doc", VerticalScroll)
+        doc.border_title = f"{goal_id}/{rel}"
+        # Report text is produced by our reporter from agent output: render Markdown,
+        # but strip escape and control characters first.
+        self.query_one(Markdown).update(plain(text))
+        palette: Palette = self.app.palette  # type: ignore[attr-defined]
+        table = self.query_one("#reports-night", KeyedTable)
+        rows = []
+        for intent, run in night.rows:
+            planned = run.planned_at
+            ran = run.status not in ("missed", "skipped")
+            late = (run.started_at - planned).total_seconds() if planned and ran else None
+            late_text = "-" if late is None else ("+" + short_span(late) if late >= 1 else "0s")
+            rows.append(
+                (
+                    f"run:{run.id}",
+                    (
+                        Text(one_line(intent.worker or intent.title, 12)),
+                        self._hm(planned, night.zone),
+                        self._hm(run.started_at if ran else None, night.zone),
+                        Text(late_text, style=palette.warning if late and late > 60 else ""),
+                        duration(run.started_at, run.finished_at) if ran else "-",
+                        Text(
+                            f"{RUN_GLYPH.get(run.status, '?')} {run.status}",
+                            style=f"bold {palette.run(run.status)}",
+                        ),
+                        lane(night, run, palette),
+                    ),
+                )
+            )
+        table.sync_rows(rows)
+        self.query_one(
+            "#reports-night-box"
+        ).border_subtitle = (
+            f"{night.start:%a %H:%M} → {night.end:%a %H:%M} {night.zone} · {len(rows)} runs"
+        )
+
+    @staticmethod
+    def _hm(when: datetime | None, zone: str) -> str:
+        return when.astimezone(ZoneInfo(zone)).strftime("%H:%M") if when else "-"

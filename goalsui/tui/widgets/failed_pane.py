@@ -1,0 +1,142 @@
+"""The Failed runs pane (and the Failures screen's table): what needs the operator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rich.text import Text
+
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.tui import keys
+from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, one_line
+from goalsui.tui.widgets.keyed_table import KeyedTable, Row
+
+
+@dataclass(frozen=True)
+class FailureItem:
+    """A failed/timeout/interrupted/missed run, or an auto-disabled intent."""
+
+    key: str
+    when: datetime
+    status: str
+    intent_id: int
+    title: str
+    error: str
+    run_id: int | None = None
+    trigger: str = ""
+
+
+def run_error(run: IntentRun) -> str:
+    """The reason of a run, else the last line of its output."""
+    if run.reason:
+        return run.reason
+    tail = (run.output_tail or "").strip().splitlines()
+    return tail[-1] if tail else ""
+
+
+def failure_items(
+    attention: list[IntentRun], disabled: list[Intent], intents: dict[int, Intent]
+) -> list[FailureItem]:
+    """Newest first; auto-disabled intents carry their last error."""
+    items: list[FailureItem] = []
+    for run in attention:
+        intent = intents.get(run.intent_id)
+        items.append(
+            FailureItem(
+                key=f"run:{run.id}",
+                when=run.finished_at or run.started_at,
+                status=run.status,
+                intent_id=run.intent_id,
+                title=intent.title if intent else f"intent {run.intent_id}",
+                error=run_error(run),
+                run_id=run.id,
+                trigger=run.trigger,
+            )
+        )
+    for intent in disabled:
+        items.append(
+            FailureItem(
+                key=f"intent:{intent.id}",
+                when=intent.updated_at,
+                status="auto-disabled",
+                intent_id=intent.id or 0,
+                title=intent.title,
+                error=intent.last_error or "",
+            )
+        )
+    items.sort(key=lambda item: item.when, reverse=True)
+    return items
+
+
+class FailedTable(KeyedTable):
+    """Columns: when, status, intent, error."""
+
+    def __init__(
+        self, *, read_only: bool = False, id: str | None = "failed", actions: list | None = None
+    ) -> None:
+        super().__init__(id=id, flex_column="error")
+        keys.bind(self, keys.FAILED_SAFE)
+        if not read_only:
+            keys.bind(self, keys.FAILED_ACTIONS if actions is None else actions)
+        self.filter_text = ""
+        self.items: dict[str, FailureItem] = {}
+        self.narrow = False
+        self._last: tuple[list[FailureItem], datetime, Palette] | None = None
+
+    def on_mount(self) -> None:
+        self._layout(force=True)
+
+    def on_resize(self) -> None:
+        self._layout()
+        super().on_resize()
+
+    def _layout(self, force: bool = False) -> None:
+        """Narrow panes give the error column the room: shorter status and intent."""
+        narrow = bool(self.size.width) and self.size.width < 90
+        if not force and narrow == self.narrow:
+            return
+        self.narrow = narrow
+        cursor = self.cursor_key
+        self.clear(columns=True)
+        self.add_column("when", key="when", width=11)
+        self.add_column("status", key="status", width=10 if narrow else 15)
+        self.add_column("intent", key="intent", width=14 if narrow else 24)
+        self.add_column("error", key="error")
+        self.fit_flex_column()
+        if self._last is not None:
+            self.sync(*self._last)
+            if cursor:
+                self.move_to_key(cursor)
+
+    def sync(self, items: list[FailureItem], now: datetime, palette: Palette) -> None:
+        self._last = (items, now, palette)
+        if not self.columns:
+            return
+        title_width = self.columns["intent"].width  # type: ignore[index]
+        needle = self.filter_text.lower()
+        rows: list[Row] = []
+        self.items = {}
+        for item in items:
+            if needle and needle not in f"{item.title} {item.status} {item.error}".lower():
+                continue
+            self.items[item.key] = item
+            colour = palette.failed if item.status != "missed" else palette.warning
+            glyph = RUN_GLYPH.get(item.status, "✗")
+            status = "disabled" if self.narrow and item.status == "auto-disabled" else item.status
+            rows.append(
+                (
+                    item.key,
+                    (
+                        Text(compact_time(item.when, now), style=palette.muted),
+                        Text(f"{glyph} {status}", style=f"bold {colour}"),
+                        Text(one_line(item.title, title_width)),
+                        Text(one_line(item.error, 300)),
+                    ),
+                )
+            )
+        self.sync_rows(rows)
+
+    def selected_item(self) -> FailureItem | None:
+        key = self.cursor_key
+        return self.items.get(key) if key else None

@@ -1,0 +1,353 @@
+"""The Goals pane: goal -> workers -> inbox/outbox/log, with live countdowns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.service import GoalView, WorkerView
+from goalsui.tui import keys
+from goalsui.tui.fmt import (
+    INTENT_GLYPH,
+    RUN_GLYPH,
+    Palette,
+    ago,
+    countdown,
+    describe_schedule,
+    elapsed,
+)
+from goalsui.tui.model import BoxCounts, Dashboard
+
+#: Expand every goal at first load when the KB has at most this many workers.
+EXPAND_ALL_UP_TO = 40
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """What a tree node stands for."""
+
+    kind: str  # goal | worker | inbox | outbox | runs | goal-log
+    goal_id: str
+    worker: str | None = None
+
+    @property
+    def key(self) -> str:
+        return "/".join(p for p in (self.kind, self.goal_id, self.worker or "") if p)
+
+
+class GoalsTree(Tree[NodeRef]):
+    """Goal trees with status badges, schedules, countdowns and running indicators."""
+
+    DEFAULT_CSS = """
+    GoalsTree { height: 1fr; overflow-x: hidden; }
+    """
+    # Not Tree's ▶: that is the "running" mark here.
+    ICON_NODE = "▸ "
+    ICON_NODE_EXPANDED = "▾ "
+
+    def __init__(self, *, read_only: bool = False, id: str | None = "goals") -> None:
+        super().__init__("KB", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self.auto_expand = True
+        keys.bind(self, keys.GOALS_SAFE)
+        if not read_only:
+            keys.bind(self, keys.GOALS_ACTIONS)
+        self.goal_nodes: dict[str, TreeNode[NodeRef]] = {}
+        self.child_nodes: dict[str, TreeNode[NodeRef]] = {}
+        self.boxes: dict[str, dict[str, BoxCounts]] = {}
+        self.log_counts: dict[str, int] = {}
+        self.seen_outbox: dict[tuple[str, str], float] = {}
+        self.filter_text = ""
+        #: Goals the operator opened; kept across filters and rebuilds.
+        self.expanded_goals: set[str] = set()
+        self._dash: Dashboard | None = None
+        self._palette = Palette()
+        self._initial = True
+
+    # -- navigation ---------------------------------------------------------------------
+    def action_scroll_top(self) -> None:
+        self.action_scroll_home()
+
+    def action_scroll_bottom(self) -> None:
+        self.action_scroll_end()
+
+    @property
+    def selected_ref(self) -> NodeRef | None:
+        node = self.cursor_node
+        return node.data if node is not None else None
+
+    def select_key(self, key: str) -> bool:
+        """Move the cursor to a node by its ``NodeRef.key`` ("goal/<id>", "worker/<id>/<w>")."""
+        kind, _, rest = key.partition("/")
+        node = self.goal_nodes.get(rest) if kind == "goal" else self.child_nodes.get(key)
+        if node is None:
+            return False
+        self.move_cursor(node)
+        return True
+
+    # -- data -----------------------------------------------------------------------------
+    def _visible_goals(self, dash: Dashboard) -> list[GoalView]:
+        needle = self.filter_text.lower()
+        if not needle:
+            return dash.goals
+        return [
+            g
+            for g in dash.goals
+            if needle in g.name.lower()
+            or needle in g.goal_id.lower()
+            or any(needle in w.name.lower() for w in g.workers)
+        ]
+
+    def sync(self, dash: Dashboard, now: datetime, palette: Palette) -> None:
+        """Show ``dash``: add, remove and relabel nodes by key; the cursor stays put."""
+        self._dash, self._palette = dash, palette
+        goals = self._visible_goals(dash)
+        wanted = [g.goal_id for g in goals]
+        wanted_set = set(wanted)
+        kept = [g for g in self.goal_nodes if g in wanted_set]
+        new = [g for g in wanted if g not in self.goal_nodes]
+        if kept + new != wanted:
+            self._rebuild(goals)
+        else:
+            for goal_id in [g for g in self.goal_nodes if g not in wanted_set]:
+                self.goal_nodes.pop(goal_id).remove()
+                for key in [k for k in self.child_nodes if k.split("/")[1] == goal_id]:
+                    del self.child_nodes[key]
+            by_id = {g.goal_id: g for g in goals}
+            for goal_id in new:
+                self._add_goal(by_id[goal_id])
+        if self._initial and goals:
+            self._initial = False
+            total = sum(len(g.workers) for g in goals)
+            if total <= EXPAND_ALL_UP_TO or len(goals) == 1:
+                for goal_id, node in self.goal_nodes.items():
+                    self.expanded_goals.add(goal_id)
+                    node.expand()
+            if self.cursor_line < 0:
+                self.cursor_line = 0
+        needle = self.filter_text.lower()
+        for goal in goals:
+            node = self.goal_nodes[goal.goal_id]
+            if (
+                needle
+                and not node.is_expanded
+                and needle not in goal.name.lower()
+                and needle not in goal.goal_id.lower()
+            ):
+                node.expand()  # matched by a worker name: show it
+            if node.is_expanded:
+                self._sync_children(node, goal)
+        self.tick(now)
+
+    def _rebuild(self, goals: list[GoalView]) -> None:
+        cursor = self.selected_ref
+        self.clear()
+        self.goal_nodes.clear()
+        self.child_nodes.clear()
+        for goal in goals:
+            node = self._add_goal(goal)
+            if node.is_expanded:
+                self._sync_children(node, goal)
+        if cursor is not None and not self.select_key(cursor.key):
+            self.select_key(NodeRef("goal", cursor.goal_id).key)
+
+    def _add_goal(self, goal: GoalView) -> TreeNode[NodeRef]:
+        ref = NodeRef("goal", goal.goal_id)
+        expand = goal.goal_id in self.expanded_goals
+        node = self.root.add(
+            self._goal_label(goal, None), data=ref, allow_expand=True, expand=expand
+        )
+        self.goal_nodes[goal.goal_id] = node
+        if expand:
+            self._sync_children(node, goal)
+        return node
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
+        ref = event.node.data
+        if ref is not None and ref.kind == "goal" and not self.filter_text:
+            self.expanded_goals.add(ref.goal_id)
+
+    def on_tree_node_collapsed(self, event: Tree.NodeCollapsed[NodeRef]) -> None:
+        ref = event.node.data
+        if ref is not None and ref.kind == "goal":
+            self.expanded_goals.discard(ref.goal_id)
+
+    def _sync_children(self, node: TreeNode[NodeRef], goal: GoalView) -> None:
+        wanted: list[NodeRef] = []
+        for w in goal.workers:
+            wanted.append(NodeRef("worker", goal.goal_id, w.name))
+        wanted.append(NodeRef("goal-log", goal.goal_id))
+        have = [child.data for child in node.children]
+        if have != wanted:
+            for child in list(node.children):
+                if child.data is not None:
+                    self.child_nodes.pop(child.data.key, None)
+                    for grand in child.children:
+                        if grand.data is not None:
+                            self.child_nodes.pop(grand.data.key, None)
+                child.remove()
+            for ref in wanted:
+                if ref.kind == "worker":
+                    wnode = node.add(ref.worker or "", data=ref, allow_expand=True)
+                    self.child_nodes[ref.key] = wnode
+                    for box in ("inbox", "outbox", "runs"):
+                        bref = NodeRef(box, goal.goal_id, ref.worker)
+                        self.child_nodes[bref.key] = wnode.add_leaf(box, data=bref)
+                else:
+                    self.child_nodes[ref.key] = node.add_leaf("log", data=ref)
+
+    def set_boxes(self, goal_id: str, boxes: dict[str, BoxCounts], log_count: int) -> None:
+        for worker, counts in boxes.items():
+            self.seen_outbox.setdefault((goal_id, worker), counts.newest_outbox)
+        self.boxes[goal_id] = boxes
+        self.log_counts[goal_id] = log_count
+
+    def mark_seen(self, ref: NodeRef) -> None:
+        """Opening an outbox clears its "new" badge."""
+        if ref.kind == "outbox" and ref.worker:
+            counts = self.boxes.get(ref.goal_id, {}).get(ref.worker)
+            if counts is not None:
+                self.seen_outbox[(ref.goal_id, ref.worker)] = counts.newest_outbox
+
+    # -- labels ---------------------------------------------------------------------------
+    def tick(self, now: datetime) -> None:
+        """Re-render countdowns and running timers (called every second)."""
+        dash = self._dash
+        if dash is None:
+            return
+        by_id = {g.goal_id: g for g in dash.goals}
+        for goal_id, node in self.goal_nodes.items():
+            goal = by_id.get(goal_id)
+            if goal is None:
+                continue
+            self._relabel(node, self._goal_label(goal, now))
+            if not node.is_expanded:
+                continue
+            for w in goal.workers:
+                wnode = self.child_nodes.get(NodeRef("worker", goal_id, w.name).key)
+                if wnode is None:
+                    continue
+                self._relabel(wnode, self._worker_label(goal, w, now))
+                if wnode.is_expanded:
+                    for box in ("inbox", "outbox", "runs"):
+                        bnode = self.child_nodes.get(NodeRef(box, goal_id, w.name).key)
+                        if bnode is not None:
+                            self._relabel(bnode, self._box_label(goal, w, box, now))
+            lnode = self.child_nodes.get(NodeRef("goal-log", goal_id).key)
+            if lnode is not None:
+                count = self.log_counts.get(goal_id)
+                self._relabel(
+                    lnode,
+                    Text.assemble(
+                        "log", (f"  {count} today" if count else "", self._palette.muted)
+                    ),
+                )
+
+    @staticmethod
+    def _relabel(node: TreeNode[NodeRef], label: Text) -> None:
+        if node.label != label:
+            node.set_label(label)
+
+    def _intent_for(self, w: WorkerView) -> Intent | None:
+        if self._dash is None or w.intent_id is None:
+            return None
+        return self._dash.intents.get(w.intent_id)
+
+    def _live_run(self, w: WorkerView) -> IntentRun | None:
+        if self._dash is None or w.intent_id is None:
+            return None
+        return self._dash.running.get(w.intent_id)
+
+    def _goal_label(self, goal: GoalView, now: datetime | None) -> Text:
+        p = self._palette
+        text = Text()
+        if goal.error:
+            text.append("⚠ ", style=f"bold {p.failed}")
+        text.append(goal.name[:40], style="bold")
+        text.append("  ")
+        failed = [w for w in goal.workers if w.status == "failed"]
+        if goal.error:
+            text.append(" error in KB ", style=f"bold reverse {p.failed}")
+            text.append(" ")
+        if goal.status != "active":
+            text.append(goal.status, style=p.warning if goal.status == "paused" else p.muted)
+        elif failed:
+            text.append("failed", style=f"bold {p.failed}")
+        else:
+            text.append("active", style=p.ok)
+        if now is None:
+            return text
+        running = [r for w in goal.workers if (r := self._live_run(w)) is not None]
+        if running:
+            oldest = min(r.started_at for r in running)
+            text.append(
+                f"  ▶ {len(running)} running {elapsed(oldest, now)}", style=f"bold {p.running}"
+            )
+        else:
+            upcoming = [
+                w.next_run_at for w in goal.workers if w.status == "active" and w.next_run_at
+            ]
+            if upcoming:
+                text.append(f"  next {countdown(min(upcoming), now)}", style=p.muted)
+        return text
+
+    def _worker_label(self, goal: GoalView, w: WorkerView, now: datetime) -> Text:
+        """Status, name, what comes next, last result; the schedule last (it may be cut)."""
+        p = self._palette
+        run = self._live_run(w)
+        status = "firing" if run is not None else (w.status or "")
+        text = Text()
+        text.append(INTENT_GLYPH.get(status, "?") + " ", style=p.intent(status))
+        text.append(w.name, style="bold")
+        if run is not None:
+            text.append(f"  ▶ running {elapsed(run.started_at, now)}", style=f"bold {p.running}")
+        elif w.status == "active":
+            text.append(f"  {countdown(w.next_run_at, now)}", style=p.accent)
+        elif w.status == "failed":
+            text.append("  auto-disabled", style=f"bold {p.failed}")
+        else:
+            text.append(f"  {w.status}", style=p.warning if w.status == "paused" else p.muted)
+        last = self._dash.last_run(w.intent_id) if self._dash else None
+        if last is not None and last.status != "running":
+            text.append(f"  last {RUN_GLYPH.get(last.status, '?')}", style=p.run(last.status))
+        if goal.error and f"/workers/{w.name}/" in goal.error:
+            text.append("  ⚠ definition error", style=f"bold {p.failed}")
+        counts = self.boxes.get(goal.goal_id, {}).get(w.name)
+        if counts is not None:
+            seen = self.seen_outbox.get((goal.goal_id, w.name), counts.newest_outbox)
+            if counts.newest_outbox > seen:
+                text.append("  ✉ new", style=f"bold {p.accent}")
+        text.append("  " + describe_schedule(w.kind, w.schedule, w.timezone), style=p.muted)
+        return text
+
+    def _box_label(self, goal: GoalView, w: WorkerView, box: str, now: datetime) -> Text:
+        p = self._palette
+        text = Text(box)
+        if box == "runs":
+            runs = self._dash.recent.get(w.intent_id or -1, []) if self._dash else []
+            if runs:
+                last = runs[-1]
+                text.append(f"  {len(runs)} in 24h", style=p.muted)
+                text.append(
+                    f"  last {last.status} {ago(last.finished_at or last.started_at, now)}",
+                    style=p.run(last.status),
+                )
+            else:
+                text.append("  none in 24h", style=p.muted)
+            return text
+        counts = self.boxes.get(goal.goal_id, {}).get(w.name)
+        if counts is None:
+            return text
+        n = counts.inbox if box == "inbox" else counts.outbox
+        text.append(f"  {n}", style=p.muted)
+        if box == "outbox":
+            seen = self.seen_outbox.get((goal.goal_id, w.name), counts.newest_outbox)
+            if counts.newest_outbox > seen:
+                text.append("  new", style=f"bold {p.accent}")
+        return text

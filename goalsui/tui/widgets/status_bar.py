@@ -1,0 +1,116 @@
+"""The status bar: scheduler, counts, freshness, filter, frozen, read-only, watcher."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Static
+
+from goalsui.tui.fmt import Palette, short_span
+
+
+@dataclass
+class StatusInfo:
+    scheduler: str = "off"  # running | starting | stopped | off | not available | error: ...
+    running: int = 0
+    due: int = 0
+    failed: int = 0
+    goal_errors: int = 0
+    refreshed_s: float | None = None
+    filter: str = ""
+    frozen: bool = False
+    read_only: bool = False
+    watcher: str = "off"
+    kb: str = ""
+
+
+class StatusBar(Static):
+    """One line at the top of the main screen."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $panel; padding: 0 1; }
+    """
+
+    def __init__(self, id: str | None = "status") -> None:
+        super().__init__("", id=id, markup=False)
+        self.info = StatusInfo()
+        self.palette = Palette()
+        self.renderable_set = False
+
+    def show(self, info: StatusInfo, palette: Palette) -> None:
+        if info == self.info and palette == self.palette and self.renderable_set:
+            return
+        self.info, self.palette = info, palette
+        self.renderable_set = True
+        self.update(self.render_info())
+
+    def render_info(self) -> Text:
+        text = self._compose_text(compact=False)
+        if self.size.width and text.cell_len > self.size.width - 2:
+            text = self._compose_text(compact=True)
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        return text
+
+    def on_resize(self) -> None:
+        self.update(self.render_info())
+
+    def _compose_text(self, *, compact: bool) -> Text:
+        i, p = self.info, self.palette
+        sep = (" │ " if compact else "  │  ", p.muted)
+        sched_colour = (
+            p.ok
+            if i.scheduler == "running"
+            else p.failed
+            if i.scheduler.startswith("error")
+            else p.warning
+        )
+        scheduler = i.scheduler.split(" (")[0] if compact else i.scheduler
+        parts: list[tuple[str, str]] = []
+        if not compact:
+            parts.append(("goalsui ", "bold"))
+        parts += [
+            ("sched " if compact else "scheduler ", p.muted),
+            (scheduler, f"bold {sched_colour}"),
+            sep,
+            (
+                f"▶ {i.running}" + ("" if compact else " running"),
+                f"bold {p.running}" if i.running else p.muted,
+            ),
+            ("  ", ""),
+            (f"{i.due} due", p.accent if i.due else p.muted),
+            ("  ", ""),
+            (
+                f"✗ {i.failed}" + ("" if compact else " failed"),
+                f"bold {p.failed}" if i.failed else p.muted,
+            ),
+        ]
+        if i.goal_errors:
+            label = f"⚠ {i.goal_errors}" + (
+                "" if compact else f" KB error{'s' if i.goal_errors > 1 else ''}"
+            )
+            parts += [("  ", ""), (label, f"bold {p.failed}")]
+        parts.append(sep)
+        age = (
+            "-"
+            if i.refreshed_s is None
+            else short_span(i.refreshed_s) + ("" if compact else " ago")
+        )
+        stale = i.refreshed_s is not None and i.refreshed_s > 5
+        parts += [
+            ("↻ " if compact else "refreshed ", p.muted),
+            (age, p.warning if stale else p.text),
+        ]
+        parts += [
+            sep,
+            ("watch ", p.muted),
+            (i.watcher, p.ok if i.watcher in ("ok", "polling") else p.warning),
+        ]
+        if i.filter:
+            parts += [sep, ("filter ", p.muted), (i.filter, f"bold {p.accent}")]
+        if i.frozen:
+            parts += [sep, (" FROZEN ", f"bold reverse {p.warning}")]
+        if i.read_only:
+            parts += [sep, (" READ-ONLY ", f"bold reverse {p.accent}")]
+        return Text.assemble(*parts)

@@ -1,0 +1,76 @@
+"""The Threads pane: each thread's checklist, open items first, done ones struck through."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from goalsui.tui import keys
+from goalsui.tui.fmt import Palette, one_line
+from goalsui.tui.model import ThreadView
+from goalsui.tui.widgets.keyed_table import KeyedTable, Row
+
+
+class ThreadsTable(KeyedTable):
+    """Rows ``thread:<id>`` (a heading) and ``todo:<id>`` (a checklist item)."""
+
+    def __init__(self, *, read_only: bool = False, id: str | None = "threads") -> None:
+        super().__init__(id=id, show_header=False, flex_column="item")
+        keys.bind(self, keys.THREADS_SAFE)
+        if not read_only:
+            keys.bind(self, keys.THREADS_ACTIONS)
+        self.filter_text = ""
+        self.todo_thread: dict[int, int] = {}
+        self._last: tuple[list[ThreadView], Palette] | None = None
+
+    def on_mount(self) -> None:
+        self.add_column("item", key="item")
+        self.fit_flex_column()
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self._last is not None:
+            self.sync(*self._last)
+
+    def sync(self, threads: list[ThreadView], palette: Palette) -> None:
+        self._last = (threads, palette)
+        width = max(10, self.columns["item"].width) if "item" in self.columns else 200  # type: ignore[index]
+        needle = self.filter_text.lower()
+        rows: list[Row] = []
+        self.todo_thread.clear()
+        for view in threads:
+            t = view.thread
+            todos = sorted(view.todos, key=lambda x: (x.done, x.position, x.id or 0))
+            if needle:
+                todos = [x for x in todos if needle in x.text.lower()]
+                if not todos and needle not in t.title.lower():
+                    continue
+            head = Text()
+            head.append(one_line(t.title, 80), style="bold")
+            head.append(f"  {view.open_count} open / {len(view.todos)}", style=palette.muted)
+            if t.private:
+                head.append("  private", style=palette.warning)
+            head.truncate(width, overflow="ellipsis")
+            rows.append((f"thread:{t.id}", (head,)))
+            for todo in todos:
+                self.todo_thread[todo.id or 0] = t.id or 0
+                item = Text("  ")
+                if todo.done:
+                    item.append("☑ ", style=palette.ok)
+                    item.append(one_line(todo.text, 300), style=f"strike {palette.muted}")
+                else:
+                    item.append("☐ ", style=palette.accent)
+                    item.append(one_line(todo.text, 300))
+                item.truncate(width, overflow="ellipsis")
+                rows.append((f"todo:{todo.id}", (item,)))
+        self.sync_rows(rows)
+
+    def selected(self) -> tuple[str, int, int | None] | None:
+        """``("thread", thread_id, None)`` or ``("todo", thread_id, todo_id)``."""
+        key = self.cursor_key
+        if key is None:
+            return None
+        kind, _, raw = key.partition(":")
+        number = int(raw)
+        if kind == "thread":
+            return "thread", number, None
+        return "todo", self.todo_thread.get(number, 0), number

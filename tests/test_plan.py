@@ -1,0 +1,358 @@
+"""``goalsui plan``: predicted fires and the rule behind each, with an injected clock."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from goalsui.cli import main
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.errors import ValidationError
+from goalsui.kb.layout import WorkerSeed
+from goalsui.scheduler.plan import PlannedFire, parse_until, plan
+from goalsui.service import Service
+
+
+@pytest.fixture
+def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+    return make_service(empty_kb, clock=clock)
+
+
+def update(service: Service, intent_id: int, **values: object) -> None:
+    with service.store.write() as s:
+        row = s.get(Intent, intent_id)
+        assert row is not None
+        for key, value in values.items():
+            setattr(row, key, value)
+        s.add(row)
+
+
+def cron(service: Service, expr: str, tz: str, title: str = "job", **kw: object) -> Intent:
+    return service.create_intent(
+        title=title, instruction="x", kind="cron", schedule=expr, timezone=tz, **kw
+    )  # type: ignore[arg-type]
+
+
+def fires(items: list[PlannedFire], intent_id: int | None = None) -> list[PlannedFire]:
+    return [
+        f for f in items if f.kind == "fire" and (intent_id is None or f.intent_id == intent_id)
+    ]
+
+
+def lines(items: list[PlannedFire]) -> list[str]:
+    return [f.line() for f in items]
+
+
+# -- cron and DST ---------------------------------------------------------------------------
+def test_berlin_spring_forward_daily_in_the_gap(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    clock.set(datetime(2026, 3, 28, 12, 0, tzinfo=UTC))
+    intent = cron(svc, "30 2 * * *", "Europe/Berlin", "gap job")
+    items = fires(plan(svc, clock.now, clock.now + timedelta(days=2)), intent.id)
+    assert [f.local() for f in items] == ["2026-03-29 03:00 +02:00", "2026-03-30 02:30 +02:00"]
+    assert (
+        items[0]
+        .line()
+        .startswith(
+            "2026-03-29 03:00 +02:00  intent 1 (gap job)  cron 30 2 * * * (Europe/Berlin); DST gap"
+        )
+    )
+    assert "DST" not in items[1].rule
+
+
+def test_berlin_fall_back_daily_fires_once_hourly_twice(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    clock.set(datetime(2026, 10, 24, 12, 0, tzinfo=UTC))
+    daily = cron(svc, "30 2 * * *", "Europe/Berlin", "daily")
+    hourly = cron(svc, "0 * * * *", "Europe/Berlin", "hourly")
+    items = plan(svc, clock.now, datetime(2026, 10, 26, 2, 0, tzinfo=UTC))
+    assert [f.local() for f in fires(items, daily.id)] == [
+        "2026-10-25 02:30 +02:00",
+        "2026-10-26 02:30 +01:00",
+    ]
+    assert "first occurrence only" in fires(items, daily.id)[0].rule
+    around = [
+        f.local()
+        for f in fires(items, hourly.id)
+        if "2026-10-25 01:00" <= f.local()[:16] <= "2026-10-25 03:00"
+    ]
+    assert around == [
+        "2026-10-25 01:00 +02:00",
+        "2026-10-25 02:00 +02:00",
+        "2026-10-25 02:00 +01:00",
+        "2026-10-25 03:00 +01:00",
+    ]
+
+
+def test_new_york_and_sydney_transitions(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    clock.set(datetime(2026, 3, 7, 12, 0, tzinfo=UTC))
+    ny = cron(svc, "30 2 * * *", "America/New_York", "ny")
+    items = fires(plan(svc, clock.now, clock.now + timedelta(days=2)), ny.id)
+    assert [f.local() for f in items] == ["2026-03-08 03:00 -04:00", "2026-03-09 02:30 -04:00"]
+    clock.set(datetime(2026, 4, 4, 0, 0, tzinfo=UTC))
+    syd = cron(svc, "30 2 * * *", "Australia/Sydney", "syd")
+    items = fires(plan(svc, clock.now, clock.now + timedelta(days=2)), syd.id)
+    assert [f.local() for f in items] == ["2026-04-05 02:30 +11:00", "2026-04-06 02:30 +10:00"]
+    assert "first occurrence only" in items[0].rule
+
+
+# -- lifecycle rules ----------------------------------------------------------------------------
+def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    paused = cron(svc, "*/5 * * * *", "UTC", "paused one")
+    svc.pause_intent(paused.id)  # type: ignore[arg-type]
+    failed = cron(svc, "*/5 * * * *", "UTC", "broken one")
+    update(
+        svc,
+        failed.id,
+        status="failed",
+        consecutive_failures=5,
+        last_error="exit 1: boom",
+        next_run_at=None,
+    )  # type: ignore[arg-type]
+    done = cron(svc, "*/5 * * * *", "UTC", "cancelled one")
+    svc.cancel_intent(done.id)  # type: ignore[arg-type]
+    items = plan(svc, clock.now, clock.now + timedelta(hours=24))
+    assert fires(items) == []
+    notes = [f for f in items if f.kind == "note"]
+    assert len([n for n in notes if n.intent_id == paused.id]) == 1
+    assert "paused: nothing fires until it is resumed" in next(
+        n.rule for n in notes if n.intent_id == paused.id
+    )
+    failed_note = next(n.rule for n in notes if n.intent_id == failed.id)
+    assert "auto-disabled after 5 consecutive failures: nothing fires" in failed_note
+    assert "exit 1: boom" in failed_note
+    assert not any(n.intent_id == done.id for n in items)
+
+
+def test_quiet_hours_skip_and_collapse(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    thread = svc.create_thread("Inbox")
+    hb = svc.create_intent(
+        title="hb",
+        instruction="look",
+        kind="heartbeat",
+        schedule="1h",
+        thread_id=thread.id,
+        checklist="- [ ] consulate email?",
+        timezone="Europe/Berlin",
+        active_hours={"start": "08:00", "end": "22:00", "timezone": "Europe/Berlin"},
+    )
+    items = [
+        f for f in plan(svc, clock.now, clock.now + timedelta(hours=24)) if f.intent_id == hb.id
+    ]
+    fired = [f.local()[11:16] for f in items if f.kind == "fire"]
+    assert fired[:8] == ["14:00", "15:00", "16:00", "17:00", "18:00", "19:00", "20:00", "21:00"]
+    assert fired[8:] == ["08:00", "09:00", "10:00", "11:00", "12:00", "13:00"]
+    skips = [f for f in items if f.kind == "skip"]
+    assert len(skips) == 1 and skips[0].count == 10
+    assert skips[0].rule == "skipped: quiet-hours (active 08:00-22:00 Europe/Berlin)"
+    assert skips[0].line().endswith("(10 ticks until 07:00)")
+
+
+def test_empty_checklist_heartbeat_costs_nothing(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    thread = svc.create_thread("Inbox")
+    hb = svc.create_intent(
+        title="hb",
+        instruction="look",
+        kind="heartbeat",
+        schedule="30m",
+        thread_id=thread.id,
+        checklist="# Inbox heartbeat\n\n- [ ]\n",
+    )
+    items = [
+        f for f in plan(svc, clock.now, clock.now + timedelta(hours=3)) if f.intent_id == hb.id
+    ]
+    assert [f.kind for f in items] == ["skip"]
+    assert items[0].count == 6 and items[0].rule == "skipped: empty-checklist (zero runner calls)"
+
+
+def test_max_fires_and_expiry(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    limited = cron(svc, "0 * * * *", "UTC", "three times", max_fires=3)
+    expiring = cron(svc, "0 * * * *", "UTC", "expiring", expires_at=clock.now + timedelta(hours=5))
+    items = plan(svc, clock.now, clock.now + timedelta(hours=24))
+    limited_fires = fires(items, limited.id)
+    assert len(limited_fires) == 3
+    assert limited_fires[-1].rule.endswith("max_fires 3 reached: then done")
+    assert [f.local()[11:16] for f in fires(items, expiring.id)] == [
+        "13:00",
+        "14:00",
+        "15:00",
+        "16:00",
+    ]
+    assert any(
+        f.intent_id == expiring.id and f.kind == "note" and "expires at" in f.rule for f in items
+    )
+    update(svc, limited.id, fires=3)  # type: ignore[arg-type]
+    again = plan(svc, clock.now, clock.now + timedelta(hours=24))
+    assert fires(again, limited.id) == []
+    assert "max_fires 3 reached" in next(f.rule for f in again if f.intent_id == limited.id)
+
+
+def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    retrying = cron(svc, "0 20 * * *", "UTC", "retrying")
+    update(
+        svc,
+        retrying.id,
+        consecutive_failures=2,
+        next_run_at=clock.now + timedelta(seconds=4),
+        pending_trigger="retry",
+    )  # type: ignore[arg-type]
+    items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12)), retrying.id)
+    assert items[0].at == clock.now + timedelta(seconds=4)
+    assert items[0].rule == "retry after 2 consecutive failures (backoff 4s)"
+    assert items[1].rule == "cron 0 20 * * * (UTC)" and items[1].local()[11:16] == "20:00"
+
+    now_one = cron(svc, "0 20 * * *", "UTC", "run me")
+    svc.run_intent_now(now_one.id)  # type: ignore[arg-type]
+    items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12)), now_one.id)
+    assert items[0].at == clock.now and items[0].rule == "run-now pending"
+    assert items[1].local()[11:16] == "20:00"
+
+    late = cron(svc, "0 20 * * *", "UTC", "late")
+    update(svc, late.id, next_run_at=clock.now - timedelta(hours=2))  # type: ignore[arg-type]
+    items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12)), late.id)
+    assert items[0].at == clock.now and items[0].rule.startswith("overdue since")
+    very_late = cron(svc, "0 20 * * *", "UTC", "very late")
+    update(svc, very_late.id, next_run_at=clock.now - timedelta(hours=30))  # type: ignore[arg-type]
+    items = [
+        f
+        for f in plan(svc, clock.now, clock.now + timedelta(hours=12))
+        if f.intent_id == very_late.id
+    ]
+    assert items[0].kind == "skip" and items[0].rule.startswith("missed:")
+    assert fires(items)[0].local()[11:16] == "20:00"
+
+
+def test_event_intent_cooldown_note(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    ev = svc.create_intent(
+        title="ci", instruction="x", kind="event", event_source="ci", cooldown="10m"
+    )
+    update(svc, ev.id, last_fired_at=clock.now - timedelta(minutes=2))  # type: ignore[arg-type]
+    items = [
+        f for f in plan(svc, clock.now, clock.now + timedelta(hours=1)) if f.intent_id == ev.id
+    ]
+    assert len(items) == 1 and items[0].kind == "note"
+    assert (
+        "waits for events from 'ci', cooldown 10m (events before 2026-12-02 12:08 +00:00 fire nothing)"
+        in items[0].rule
+    )
+
+
+# -- overlaps ----------------------------------------------------------------------------------
+def goal_with_two_workers(svc: Service) -> tuple[str, Intent, Intent]:
+    def seed(name: str, expr: str) -> WorkerSeed:
+        return WorkerSeed(
+            name,
+            {
+                "schedule": {"cron": expr, "timezone": "Europe/Berlin"},
+                "runner": {"command": ["true"]},
+                "timeout": "10m",
+            },
+        )
+
+    view = svc.setup_goal(
+        "Nightshift", "t", [seed("scout", "0 20 * * *"), seed("auditor", "5 20 * * *")]
+    )
+    return (
+        view.goal_id,
+        svc.worker_intent(view.goal_id, "scout"),
+        svc.worker_intent(view.goal_id, "auditor"),
+    )
+
+
+def test_overlap_warning_uses_timeout_then_typical_duration(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    goal, scout, auditor = goal_with_two_workers(svc)
+    items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12), goal))
+    assert [f.line()[:45] for f in items] == [
+        "2026-12-02 20:00 +01:00  nightshift/scout  cr",
+        "2026-12-02 20:05 +01:00  nightshift/auditor  ",
+    ]
+    assert items[0].warning is None
+    assert items[1].warning is not None and "overlap with nightshift/scout" in items[1].warning
+    assert "timeout 10m" in items[1].warning and items[1].overlaps_with == scout.id
+    # With a record of short runs, the typical duration decides: no overlap.
+    with svc.store.write() as s:
+        for day in range(1, 4):
+            start = clock.now - timedelta(days=day)
+            s.add(
+                IntentRun(
+                    intent_id=scout.id,
+                    status="ok",
+                    started_at=start,
+                    finished_at=start + timedelta(seconds=40),
+                )
+            )  # type: ignore[arg-type]
+    items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12), goal))
+    assert all(f.warning is None for f in items)
+    assert items[0].length_basis == "typical 40.0s of 3 recent runs"
+
+
+def test_overlap_with_a_running_run(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    goal, scout, auditor = goal_with_two_workers(svc)
+    clock.set(datetime(2026, 12, 2, 19, 2, tzinfo=UTC))  # 20:02 Berlin: scout started at 20:00
+    update(svc, scout.id, status="firing")  # type: ignore[arg-type]
+    with svc.store.write() as s:
+        s.add(
+            IntentRun(
+                intent_id=scout.id, status="running", started_at=clock.now - timedelta(minutes=2)
+            )
+        )  # type: ignore[arg-type]
+    items = plan(svc, clock.now, clock.now + timedelta(hours=1), goal)
+    assert any(
+        f.kind == "note" and f.intent_id == scout.id and "running now" in f.rule for f in items
+    )
+    auditor_fire = fires(items, auditor.id)[0]
+    assert auditor_fire.warning is not None and "running since" in auditor_fire.warning
+
+
+# -- --until and the command line -----------------------------------------------------------------
+def test_parse_until(clock) -> None:  # type: ignore[no-untyped-def]
+    now = clock.now  # 2026-12-02 12:00 UTC = 13:00 Berlin
+    assert parse_until("8h", now) == now + timedelta(hours=8)
+    assert parse_until("1h30m", now) == now + timedelta(minutes=90)
+    assert parse_until("07:30", now, "Europe/Berlin") == datetime(2026, 12, 3, 6, 30, tzinfo=UTC)
+    assert parse_until("14:00", now, "Europe/Berlin") == datetime(2026, 12, 2, 13, 0, tzinfo=UTC)
+    assert parse_until("2026-12-03T07:30", now, "Europe/Berlin") == datetime(
+        2026, 12, 3, 6, 30, tzinfo=UTC
+    )
+    assert parse_until("2026-12-03T07:30:00Z", now) == datetime(2026, 12, 3, 7, 30, tzinfo=UTC)
+    for bad in ("soon", "25:00", ""):
+        with pytest.raises(ValidationError):
+            parse_until(bad, now, "UTC")
+
+
+def test_plan_window_is_checked(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValidationError):
+        plan(svc, clock.now, clock.now - timedelta(hours=1))
+    with pytest.raises(ValidationError):
+        plan(svc, clock.now, clock.now + timedelta(days=40))
+
+
+def test_plan_cli_text_and_json(sample_kb: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    base = ["--kb", str(sample_kb), "--state-dir", str(tmp_path / "cli-state")]
+    assert main([*base, "plan", "--until", "24h", "--goal", "nightshift-979afc6e"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Plan for goal nightshift-979afc6e from ") and out[0].endswith(
+        ": 6 fires"
+    )
+    body = [line for line in out[1:] if line.strip()]
+    assert len(body) == 6
+    for worker, expr in (
+        ("commander", "0 20"),
+        ("scout", "30 20"),
+        ("librarian", "0 23"),
+        ("auditor", "30 2"),
+        ("gardener", "0 5"),
+        ("reporter", "30 7"),
+    ):
+        assert any(
+            f"  nightshift/{worker}  cron {expr} * * * (Europe/Berlin)" in line for line in body
+        )
+    assert main([*base, "plan", "--until", "2h", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"from", "until", "fires", "skipped", "notes", "warnings"}
+    assert all({"at", "intent_id", "label", "rule", "warning"} <= set(f) for f in data["fires"])
+    assert any(f["label"] == "demo-pulse/pulse" for f in data["fires"])
+    assert main([*base, "plan", "--until", "soon"]) == 1
+    assert "invalid --until" in capsys.readouterr().err
+    assert main([*base, "plan", "--goal", "no-such-goal"]) == 1

@@ -1,0 +1,80 @@
+"""``goalsui bench scheduler`` runs end to end and reports its figures beside the references."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_bench_scheduler_json(tmp_path):
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "goalsui",
+            "bench",
+            "scheduler",
+            "--intents",
+            "60",
+            "--idle-seconds",
+            "0.2",
+            "--spread-seconds",
+            "0.3",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["intents"] == 60 and data["runs_ok"] == 60
+    assert data["fires_per_s"] > 0 and data["raw_claims_per_s"] > 0
+    for key in (
+        "lateness_p50_ms",
+        "lateness_p99_ms",
+        "aps_lateness_p99_ms",
+        "spread_p99_ms",
+        "aps_spread_p99_ms",
+    ):
+        assert data[key] >= 0
+    assert 0 <= data["idle_cpu_pct"] < 100
+    assert set(data["targets"]) == {"throughput", "lateness_p99", "lateness_spread_p99", "idle_cpu"}
+    assert "no-op" in data["turn"]
+
+
+def test_bench_rejects_bad_input_in_one_line(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "goalsui", "bench", "scheduler", "--intents", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 1
+    assert res.stderr.strip() == "goalsui: error: --intents must be between 1 and 200000"
+
+
+def test_bench_console_without_its_module_is_a_clear_error(monkeypatch):
+    import argparse
+    import importlib
+
+    from goalsui.cli import bench
+    from goalsui.errors import GoalsuiError
+
+    real = importlib.import_module
+
+    def fake(name, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name == "goalsui.bench.console":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    with pytest.raises(GoalsuiError, match="'bench console' is not available"):
+        bench.cmd_console(argparse.Namespace(json=False))

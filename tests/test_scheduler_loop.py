@@ -1,0 +1,168 @@
+"""The timed loop with the real clock: waking, polling for other processes, leases, start/stop."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from test_scheduler_rules import FakeTurn
+
+from goalsui.domain.timeutil import utcnow
+from goalsui.scheduler import Scheduler, SchedulerEvent
+from goalsui.service import Service
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Wait (bounded) until ``predicate()`` holds; fail if it never does."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def svc(empty_kb: Path, make_service: Callable[..., Service]) -> Service:
+    return make_service(empty_kb)
+
+
+async def test_start_state_and_an_in_process_change_fires(svc):
+    turn = FakeTurn()
+    s = Scheduler(svc, turn=turn)
+    events: list[SchedulerEvent] = []
+    s.subscribe(events.append)
+    assert s.state == "stopped"
+    await s.start()
+    try:
+        assert s.state == "running"
+        with pytest.raises(RuntimeError):
+            await s.start()
+        intent = svc.create_intent(
+            title="now", instruction="x", kind="at", schedule=utcnow().isoformat()
+        )
+        await until(
+            lambda: any(e.kind == "run-finished" and e.intent_id == intent.id for e in events)
+        )
+        assert svc.get_intent(intent.id).status == "done"
+        assert [e.kind for e in events if e.intent_id == intent.id] == [
+            "run-started",
+            "run-finished",
+        ]
+    finally:
+        await s.stop()
+    assert s.state == "stopped"
+
+
+async def test_the_alarm_fires_a_future_intent_not_before_its_time(svc):
+    turn = FakeTurn()
+    s = Scheduler(svc, turn=turn)
+    await s.start()
+    try:
+        due = utcnow() + timedelta(milliseconds=400)
+        intent = svc.create_intent(
+            title="soon", instruction="x", kind="at", schedule=due.isoformat()
+        )
+        await until(lambda: svc.get_intent(intent.id).status == "done")
+        (run,) = svc.list_runs(intent_id=intent.id)
+        assert run.status == "ok" and run.planned_at == due and run.started_at >= due
+    finally:
+        await s.stop()
+
+
+async def test_a_change_made_by_another_process_is_seen(db_url, empty_kb, make_service, tmp_path):
+    svc = make_service(empty_kb, db_url)
+    turn = FakeTurn()
+    s = Scheduler(svc, turn=turn)
+    await s.start()
+    try:
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "goalsui",
+                "--kb",
+                str(empty_kb),
+                "--db",
+                db_url,
+                "--state-dir",
+                str(tmp_path / "state"),
+                "intent",
+                "add",
+                "--title",
+                "from the CLI",
+                "--instruction",
+                "x",
+                "--at",
+                utcnow().isoformat(),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert cli.returncode == 0, cli.stderr
+        await until(lambda: len(turn.calls) == 1)
+        assert turn.calls[0].intent.title == "from the CLI"
+    finally:
+        await s.stop()
+
+
+async def test_cancel_by_another_service_stops_a_running_turn(svc, empty_kb, make_service):
+    turn = FakeTurn()
+    s = Scheduler(svc, turn=turn, poll_interval=0.2)
+    intent = svc.create_intent(title="long", instruction="x", kind="cron", schedule="* * * * *")
+    turn.gates[intent.id] = asyncio.Event()  # runs until stopped
+    svc.run_intent_now(intent.id)
+    await s.start()
+    try:
+        await until(lambda: len(s.running) == 1)
+        (run_id,) = s.running
+        other = make_service(empty_kb)  # not subscribed: only the database tells
+        other.cancel_intent(intent.id)
+        await until(lambda: svc.get_run(run_id).status != "running")
+        assert svc.get_run(run_id).status == "cancelled"
+        assert svc.get_intent(intent.id).status == "cancelled"
+    finally:
+        await s.stop()
+
+
+async def test_start_recovers_a_dead_owners_rows_and_leases_are_renewed(
+    svc, empty_kb, make_service
+):
+    dead_turn = FakeTurn()
+    intent = svc.create_intent(
+        title="orphan", instruction="x", kind="at", schedule=utcnow().isoformat()
+    )
+    dead_turn.gates[intent.id] = asyncio.Event()
+    dead = Scheduler(svc, turn=dead_turn, owner="dead", lease_seconds=0.5)
+    (run_id,) = await dead.tick()  # claimed, never renewed: as if the process died
+    await asyncio.sleep(0.6)  # let the lease lapse (this is setup, not an assertion)
+    turn = FakeTurn()
+    alive = Scheduler(make_service(empty_kb), turn=turn, owner="alive", lease_seconds=0.6)
+    long = svc.create_intent(
+        title="long", instruction="x", kind="at", schedule=utcnow().isoformat()
+    )
+    turn.gates[long.id] = asyncio.Event()
+    await alive.start()
+    try:
+        assert svc.get_run(run_id).status == "interrupted"
+        await until(lambda: len(turn.calls) >= 1)
+        lease = svc.get_intent(long.id).lease_until
+        await until(lambda: svc.get_intent(long.id).lease_until > lease)  # renewed
+        assert svc.get_intent(long.id).status == "firing"
+        await until(
+            lambda: any(c.intent.id == intent.id and c.run.trigger == "retry" for c in turn.calls)
+        )
+    finally:
+        await alive.stop(grace=0.5)
+        dead_turn.gates[intent.id].set()
+        await dead.stop()
+    runs = {r.id: r for r in svc.list_runs(limit=100)}
+    assert runs[run_id].status == "interrupted"
+    assert svc.get_intent(long.id).status == "active"  # interrupted by the stop: retry planned
