@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -83,10 +84,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     try:
         yield url
     finally:
-        try:
+        with contextlib.suppress(Exception):  # a leftover test database is harmless
             pgserver.drop_database(url)
-        except Exception:  # noqa: BLE001 - a leftover test database is harmless
-            pass
 
 
 @pytest.fixture
