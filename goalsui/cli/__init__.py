@@ -51,17 +51,35 @@ def build_parser() -> ArgumentParser:
     return parser
 
 
+GLOBAL_WITH_VALUE = ("--kb", "--db", "--state-dir")
+
+
+def _default_to_console(parser: ArgumentParser, argv: list[str]) -> list[str]:
+    """``goalsui [global options] [console options]`` means ``goalsui ... console ...``."""
+    commands: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands.update(action.choices)
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in commands or token in ("-h", "--help", "--version"):
+            return argv
+        if token in GLOBAL_WITH_VALUE:
+            i += 2
+            continue
+        if token.split("=", 1)[0] in GLOBAL_WITH_VALUE or token == "--debug":
+            i += 1
+            continue
+        return [*argv[:i], "console", *argv[i:]]
+    return [*argv, "console"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``goalsui`` script; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        from goalsui.cli.runtime import open_console
-
-        func = open_console
-        args = parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "console"])
-        func = args.func
+    args = parser.parse_args(_default_to_console(parser, list(argv if argv is not None else sys.argv[1:])))
+    func = args.func
     try:
         result = func(args)
     except GoalsuiError as exc:
