@@ -31,6 +31,7 @@ from goalsui.domain.states import IntentKind, IntentStatus
 from goalsui.domain.timeutil import ensure_utc, load_zone, localize, parse_instant, wall_instants
 from goalsui.domain.triggers import next_due
 from goalsui.errors import GoalsuiError, ScheduleError, ValidationError
+from goalsui.scheduler.rules import heartbeat_checklist, in_active_hours
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -131,48 +132,20 @@ def intent_label(intent: Intent) -> str:
 def skips_empty_checklist(intent: Intent, read: Callable[[str, str], str] | None = None) -> bool:
     """A heartbeat whose checklist says nothing: its ticks are skipped, zero runner calls.
 
-    The checklist of a KB worker is its ``prompt.md`` (read with ``read(goal_id, rel)``;
-    unreadable counts as empty); of any other heartbeat, its checklist, else its
-    instruction. Same rule as the scheduler's claim decision.
+    The scheduler's own rule (:func:`goalsui.scheduler.rules.heartbeat_checklist`); a KB
+    worker's checklist is its ``prompt.md``, so without ``read`` it is not judged.
     """
     if intent.kind != IntentKind.HEARTBEAT:
         return False
-    if intent.goal_id and intent.worker:
-        if read is None:
-            return False
-        try:
-            text: str | None = read(intent.goal_id, f"workers/{intent.worker}/prompt.md")
-        except (GoalsuiError, OSError, UnicodeDecodeError):
-            text = None
-    else:
-        text = intent.checklist if intent.checklist is not None else intent.instruction
-    return checklist_is_empty(text)
-
-
-def _minutes(text: str) -> int:
-    hours, minutes = text.split(":")
-    return int(hours) * 60 + int(minutes)
-
-
-def in_active_hours(active_hours: dict | None, at: datetime) -> bool:
-    """True when ``at`` lies inside ``{start, end, timezone}`` (``end`` may wrap past midnight).
-
-    Missing or malformed hours mean always active (the scheduler's rule too).
-    """
-    if not active_hours:
-        return True
-    try:
-        zone = load_zone(active_hours.get("timezone") or "UTC")
-        start, end = _minutes(active_hours["start"]), _minutes(active_hours["end"])
-    except (GoalsuiError, KeyError, ValueError, AttributeError):
-        return True
-    local = at.astimezone(zone)
-    minute = local.hour * 60 + local.minute
-    if start == end:
-        return True
-    if start < end:
-        return start <= minute < end
-    return minute >= start or minute < end
+    if intent.goal_id and intent.worker and read is None:
+        return False
+    row = {
+        "goal_id": intent.goal_id,
+        "worker": intent.worker,
+        "checklist": intent.checklist,
+        "instruction": intent.instruction,
+    }
+    return checklist_is_empty(heartbeat_checklist(row, read))
 
 
 def _hours_text(active_hours: dict) -> str:
