@@ -237,8 +237,7 @@ class Service:
                 f"cannot open the database {service.db_url_display()}: {reason}"
             ) from None
         if sync:
-            service.kb.cleanup_leftovers()
-            service.sync_kb()
+            service.refresh_kb()
         return service
 
     def close(self) -> None:
@@ -738,6 +737,15 @@ class Service:
 
     def kb_read(self, goal_id: str, rel: str) -> str:
         return self.kb.kb_read(goal_id, rel)
+
+    def kb_path(self, goal_id: str, rel: str = ".") -> Path:
+        """The confined path of a file or folder in one goal tree (e.g. for $EDITOR)."""
+        return self.kb.resolve(goal_id, rel)
+
+    def refresh_kb(self) -> list[Problem]:
+        """Remove leftovers of crashed creations, then rebuild the index from the KB."""
+        self.kb.cleanup_leftovers()
+        return self.sync_kb()
 
     def kb_write(self, goal_id: str, rel: str, text: str) -> None:
         self.kb.kb_write(goal_id, rel, text)

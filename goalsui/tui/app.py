@@ -403,8 +403,7 @@ class GoalsApp(DeliverMixin, App[int]):
     def initial_sync(self) -> None:
         """Re-read the KB behind the first paint (from the last index), then start."""
         try:
-            self.service.kb.cleanup_leftovers()
-            problems = self.service.sync_kb()
+            problems = self.service.refresh_kb()
         except Exception as exc:  # noqa: BLE001
             deliver(self, self.notify, f"KB sync failed: {exc}", severity="error", timeout=10)
             problems = []
@@ -660,7 +659,7 @@ class GoalsApp(DeliverMixin, App[int]):
         if self.read_only:
             return
         try:
-            path = self.service.kb.resolve(goal_id, rel)
+            path = self.service.kb_path(goal_id, rel)
         except GoalsuiError as exc:
             self.notify(str(exc), severity="error")
             return

@@ -906,7 +906,7 @@ def _run_header(run: Any, now: datetime) -> str:
 
 def _read_kb(service: Any, goal_id: str, rel: str) -> str:
     """A file's text; for a folder, its listing (newest first) and the newest file."""
-    path = service.kb.resolve(goal_id, rel)
+    path = service.kb_path(goal_id, rel)
     if not path.is_dir():
         return service.kb_read(goal_id, rel)
     entries = [
