@@ -77,18 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _active_hours(value: str | None, tz: str) -> dict | None:
-    if not value:
-        return None
-    start, sep, end = value.partition("-")
-    if not sep:
-        raise ValidationError(f"invalid --active-hours {value!r}: use HH:MM-HH:MM, e.g. 08:00-22:00")
-    from goalsui.errors import KBError
-    from goalsui.kb.config import _Checker, parse_active_hours
+    from goalsui.kb.config import active_hours_from_range
 
-    try:
-        return parse_active_hours({"start": start, "end": end, "timezone": tz}, _Checker("--active-hours", ""))
-    except KBError as exc:
-        raise ValidationError(f"invalid --active-hours {value!r}: {exc.reason}") from None
+    return active_hours_from_range(value, tz) if value else None
 
 
 def cmd_add(args: argparse.Namespace) -> int:

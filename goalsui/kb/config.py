@@ -9,7 +9,7 @@ from typing import Any
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.timeutil import load_zone, parse_instant
-from goalsui.errors import GoalsuiError, KBError
+from goalsui.errors import GoalsuiError, KBError, ValidationError
 from goalsui.kb.paths import check_name
 from goalsui.kb.yamlio import line_of_key
 
@@ -325,6 +325,19 @@ def parse_active_hours(value: Any, c: _Checker) -> dict:
         raise c.fail("timezone", str(exc)) from None
     out["timezone"] = tz
     return out
+
+
+def active_hours_from_range(value: str, tz: str) -> dict:
+    """``"08:00-22:00"`` in ``tz`` as validated active hours (the worker-file rule)."""
+    start, sep, end = value.partition("-")
+    if not sep:
+        raise ValidationError(f"invalid active hours {value!r}: use HH:MM-HH:MM, e.g. 08:00-22:00")
+    try:
+        return parse_active_hours(
+            {"start": start, "end": end, "timezone": tz}, _Checker("active hours", "")
+        )
+    except KBError as exc:
+        raise ValidationError(f"invalid active hours {value!r}: {exc.reason}") from None
 
 
 def parse_goal(data: dict, text: str, display: str, folder_name: str) -> GoalDef:
