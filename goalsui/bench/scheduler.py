@@ -30,8 +30,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
-
 from goalsui.domain.models import Event, Intent, IntentRun, Journal
 from goalsui.errors import ValidationError
 from goalsui.runners.base import TurnOutcome
@@ -155,15 +153,12 @@ def _insert_at_intents(
         }
         for k, due in enumerate(dues)
     ]
-    with service.store.engine.begin() as conn:
-        for start in range(0, n, 5000):
-            conn.execute(insert(Intent.__table__), rows[start : start + 5000])
+    service.store.insert_rows(Intent.__table__, rows)
     return dues
 
 
 def _check_empty(service: Service) -> None:
-    with service.store.engine.connect() as conn:
-        count = conn.execute(select(func.count()).select_from(Intent.__table__)).scalar()
+    count = service.store.count_rows(Intent.__table__)
     if count:
         raise ValidationError(
             f"bench: the database at {service.db_url_display()} already holds {count} intents; "
@@ -172,9 +167,9 @@ def _check_empty(service: Service) -> None:
 
 
 def _clear(service: Service) -> None:
-    with service.store.engine.begin() as conn:
-        for table in (IntentRun.__table__, Event.__table__, Intent.__table__, Journal.__table__):
-            conn.execute(delete(table))
+    service.store.delete_rows(
+        IntentRun.__table__, Event.__table__, Intent.__table__, Journal.__table__
+    )
 
 
 # -- the scheduler ---------------------------------------------------------------------------
@@ -214,12 +209,7 @@ async def _measure_fires(
         await asyncio.wait_for(done.wait(), timeout=lead + spread + 60 + n / 100)
     finally:
         await scheduler.stop()
-    with service.store.engine.connect() as conn:
-        ok = conn.execute(
-            select(func.count())
-            .select_from(IntentRun.__table__)
-            .where(IntentRun.__table__.c.status == "ok")
-        ).scalar()
+    ok = service.store.count_rows(IntentRun.__table__, status="ok")
     elapsed = last[0] - due.timestamp()
     return n / elapsed if elapsed > 0 else 0.0, lateness, int(ok or 0)
 

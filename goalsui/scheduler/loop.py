@@ -56,13 +56,16 @@ TurnFunc = Callable[..., Awaitable[TurnOutcome]]
 
 IDLE_CAP = 30.0  # seconds: the longest sleep when nothing is due
 OVERDUE_FLOOR = 0.5  # seconds: the shortest sleep while something overdue stays unclaimed
-LOOKAHEAD = 0.1  # seconds: claim this far ahead, then start each turn on time on a loop timer
+LOOKAHEAD = 0.25  # seconds: claim this far ahead, then start each turn on time on a loop timer
 SWEEP_EVERY = 10.0  # seconds: lease sweep / recovery / expiry
 PRUNE_EVERY = 3600.0  # seconds
 PRUNE_AFTER = timedelta(days=30)
 CATCH_UP_GRACE = timedelta(seconds=5)  # overdue less than this at start is just "due"
 WRITE_BATCH_DELAY = 0.005  # seconds: outcomes ending within this share one transaction
-WRITE_FALLBACK_DELAY = 0.05  # seconds: in the timed loop, the writer only picks up leftovers
+#: seconds: in the timed loop, outcomes wait this long for a claim step to take them (one
+#: transaction for both) before the writer records them; a full scheduler wakes a step at once.
+WRITE_FALLBACK_DELAY = 0.05
+LAUNCH_CHUNK = 32  # runs started between two yields to the loop (timers of due turns run)
 STOP_MARGIN = 2.0  # seconds a stopping turn gets beyond the grace before it is cancelled
 _VALID_OUTCOMES = {
     RunStatus.OK,
@@ -288,7 +291,7 @@ class Scheduler:
             first = True
             while not self._closing:
                 now = self.clock()
-                batch, self._pending = (self._pending, []) if first else ([], self._pending)
+                batch, self._pending = self._pending, []  # outcomes that ended meanwhile
                 free = self.max_concurrency - len(self._info) + len(batch)
                 check = first and bool(self._info)
                 if free <= 0 and not check and not batch:
@@ -318,7 +321,7 @@ class Scheduler:
                 self._finished(batch, done, now)
                 first = False
                 last = result
-                started.extend(self._launch(result))
+                started.extend(await self._launch(result))
                 if not result.full:
                     break
             if last is not None:
@@ -551,18 +554,26 @@ class Scheduler:
         ``checked_at``: when the claim that found ``soonest`` ran (default: now). Something
         claimable then (due within the lookahead) and still unclaimed (slots full, or
         another scheduler has it) is overdue: look again after the floor. Something that
-        fell due since is claimed at once. The alarm rings ``lookahead`` before the due time.
+        fell due since is claimed at once. The alarm rings ``lookahead`` before the due
+        time, but after a claim not before half a lookahead has passed: each claim takes
+        everything due within the lookahead, so a stream of intents due a millisecond apart
+        costs one claim per half lookahead (each still claimed at least that early), not
+        one claim per intent.
         """
         self._known_soonest = soonest
         if self._aps is None or self._loop is None:
             return
-        checked = (checked_at or self.clock()) + self.lookahead
+        now = self.clock()
+        checked = (checked_at or now) + self.lookahead
         if soonest is None:
             delay = IDLE_CAP
         elif soonest <= checked:  # it was claimable and is still not ours
             delay = OVERDUE_FLOOR
         else:
-            delay = min((soonest - self.lookahead - self.clock()).total_seconds(), IDLE_CAP)
+            ring = soonest - self.lookahead
+            if checked_at is not None:
+                ring = max(ring, checked_at + self.lookahead / 2)
+            delay = min((ring - now).total_seconds(), IDLE_CAP)
             if delay <= 0:
                 self._alarm_at = None
                 self.wake()
@@ -708,7 +719,12 @@ class Scheduler:
                 cancel.set()
 
     # -- turns ------------------------------------------------------------------------------------------
-    def _launch(self, result: ClaimResult) -> list[int]:
+    async def _launch(self, result: ClaimResult) -> list[int]:
+        """Report skipped runs and start a task per fired one.
+
+        Every ``LAUNCH_CHUNK`` runs it yields to the loop, so that turns claimed earlier
+        and due now start on time instead of waiting behind a whole batch.
+        """
         assert self._loop is not None
         started: list[int] = []
         passed = {run["intent_id"] for run in result.overlaps}
@@ -741,7 +757,10 @@ class Scheduler:
                     at=run["started_at"],
                 )
             )
-        for item in result.fired:
+        now, loop_now = self.clock(), self._loop.time()
+        for k, item in enumerate(result.fired):
+            if k and not k % LAUNCH_CHUNK:
+                await asyncio.sleep(0)
             row, run = item.intent, item.run
             run_id = run["id"]
             info = RunningInfo(
@@ -760,9 +779,9 @@ class Scheduler:
             run_obj = build(IntentRun, run)
             event = build(Event, item.event) if item.event else None
             snapshot = (row["kind"], row.get("schedule"), row.get("timezone"))
-            delay = (run["started_at"] - self.clock()).total_seconds()
+            start_at = loop_now + (run["started_at"] - now).total_seconds()  # loop clock
             task = self._loop.create_task(
-                self._execute(info, intent, run_obj, event, cancel, snapshot, delay),
+                self._execute(info, intent, run_obj, event, cancel, snapshot, start_at),
                 name=f"goalsui-run-{run_id}",
             )
             self._tasks[run_id] = task
@@ -777,12 +796,13 @@ class Scheduler:
         event: Event | None,
         cancel: asyncio.Event,
         snapshot: tuple,
-        delay: float = 0.0,
+        start_at: float = 0.0,
     ) -> None:
         kwargs: dict[str, Any] = {"event": event, "cancel": cancel}
         if self._turn_takes_grace:
             kwargs["grace"] = self.grace_seconds
         try:
+            delay = start_at - self._loop.time() if self._loop is not None else 0.0
             if delay > 0:  # claimed a little ahead (at most the lookahead): start on time
                 await asyncio.sleep(delay)
             if cancel.is_set():
@@ -817,9 +837,16 @@ class Scheduler:
         self._pending.append(self._completion(info, outcome, snapshot, run.event_id))
         self._tasks.pop(info.run_id, None)
         assert self._writer_wake is not None
-        if self._started and not self._closing:
-            self.wake()  # the next step records it, in the same transaction as its claims
-        self._writer_wake.set()  # ... or the writer, if no step takes it soon
+        if (
+            self._started
+            and not self._closing
+            and self._wake is not None
+            and len(self._info) >= self.max_concurrency
+        ):
+            # Due rows may wait for this slot: the next step records the outcome in the
+            # same transaction as its claims.
+            self._wake.set()
+        self._writer_wake.set()  # ... else the writer does, batched with others ending soon
 
     def _completion(
         self, info: RunningInfo, outcome: TurnOutcome, snapshot: tuple, event_id: int | None
@@ -854,7 +881,15 @@ class Scheduler:
             # step usually takes them first.
             await asyncio.sleep(WRITE_BATCH_DELAY if not self._started else WRITE_FALLBACK_DELAY)
             self._writer_wake.clear()
-            await self._flush()
+            if not self._started:
+                await self._flush()
+                continue
+            # Timed loop: one transaction per wake; outcomes ending meanwhile set the wake
+            # again and go in the next batch (not in a string of tiny transactions).
+            assert self._write_lock is not None
+            async with self._write_lock:
+                if self._pending:
+                    await self._write_pending()
 
     async def _flush(self) -> None:
         """Write every pending outcome (waits for a write in progress)."""
@@ -886,6 +921,24 @@ class Scheduler:
         self._finished(batch, results, now)
         if was_full:
             self.wake()  # slots are free again: claim what waited for them
+        elif self._started:
+            # A completion recorded here (not by a step) may have planned the intent's next
+            # fire (retry, next occurrence) before the alarm: ring for it on time.
+            nexts = [
+                r.intent["next_run_at"]
+                for r in results
+                if r.applied
+                and r.intent is not None
+                and r.intent.get("status") == IntentStatus.ACTIVE
+                and r.intent.get("next_run_at") is not None
+            ]
+            if nexts:
+                soonest = self._with_mine(min(nexts))
+                known = self._known_soonest
+                if soonest is not None and soonest <= self.clock() + self.lookahead:
+                    self.wake()  # claimable now
+                elif soonest is not None and (known is None or soonest < known):
+                    self._arm(soonest)
 
     def _finished(
         self, batch: list[Completion], results: list[CompletionResult], now: datetime

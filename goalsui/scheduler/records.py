@@ -27,12 +27,21 @@ def _spec(cls: type) -> tuple[Any, tuple[str, ...], frozenset[str]]:
 
 
 def build(cls: type[T], row: dict[str, Any]) -> T:
-    """A detached ``cls`` instance with the values of ``row`` (missing fields: their default)."""
+    """A detached ``cls`` instance with the values of ``row`` (missing fields: their default).
+
+    What ``manager.new_instance()`` and ``SQLModel.__new__`` do, without their call
+    layers: the SQLAlchemy instance state goes straight into the instance dict, the
+    pydantic bookkeeping is set below.
+    """
     manager, names, name_set = _spec(cls)
-    obj = manager.new_instance()
+    obj = object.__new__(cls)
     values = obj.__dict__
+    values["_sa_instance_state"] = manager._state_constructor(obj, manager)
     try:
-        values.update({name: row[name] for name in names})
+        if row.keys() == name_set:  # the usual case: a full row, copied at C speed
+            values.update(row)
+        else:
+            values.update({name: row[name] for name in names})
         fields_set = set(name_set)
     except KeyError:
         fields = cls.model_fields

@@ -36,13 +36,14 @@ from sqlalchemy.types import TypeDecorator
 
 from goalsui.domain.models import Event, Intent, IntentRun, Journal, UTCDateTime
 from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.store import sqlite_hot
 
 INTENT = Intent.__table__
 RUN = IntentRun.__table__
 JOURNAL = Journal.__table__
 EVENT = Event.__table__
 
-#: Rows claimed per statement (SQLite and psycopg both take this many ids easily).
+#: Rows claimed per transaction (SQLite statements are chunked; psycopg takes this many).
 CLAIM_BATCH = 500
 #: A batch with more journal lines of one action than this gets one summary line.
 JOURNAL_DETAIL_LIMIT = 20
@@ -203,7 +204,10 @@ def _journal(conn: Connection, now: datetime, entries: Iterable[tuple[str, str, 
                 {"at": now, "actor": "scheduler", "action": a, "subject": s, "detail": d}
                 for a, s, d in group
             )
-    conn.execute(insert(JOURNAL), rows)
+    if conn.dialect.name == "sqlite":
+        sqlite_hot.insert_journal(sqlite_hot.cursor(conn), rows)
+    else:
+        conn.execute(insert(JOURNAL), rows)
 
 
 class _Stamp(TypeDecorator):
@@ -291,13 +295,9 @@ def _insert_runs(conn: Connection, rows: list[Row]) -> list[Row]:
     """
     if not rows:
         return []
-    out = [dict(row) for row in rows]
     if conn.dialect.name == "sqlite":
-        top = conn.execute(select(func.max(RUN.c.id))).scalar() or 0
-        for k, row in enumerate(out, start=1):
-            row["id"] = top + k
-        conn.execute(_RUN_INSERT_WITH_ID, out)
-        return out
+        return sqlite_hot.insert_runs(sqlite_hot.cursor(conn), rows)
+    out = [dict(row) for row in rows]
     ids = (
         conn.execute(_RUN_INSERT.returning(RUN.c.id, sort_by_parameter_order=True), rows)
         .scalars()
@@ -310,7 +310,6 @@ def _insert_runs(conn: Connection, rows: list[Row]) -> list[Row]:
 
 _RUN_COLUMNS = [c.name for c in RUN.c if c.name != "id"]
 _RUN_INSERT = insert(RUN).values({n: _bind(n, RUN.c[n]) for n in _RUN_COLUMNS})
-_RUN_INSERT_WITH_ID = insert(RUN).values({n: _bind(n, RUN.c[n]) for n in ["id", *_RUN_COLUMNS]})
 
 _RUN_DEFAULTS: Row = {
     "reason": None,
@@ -381,12 +380,20 @@ def check_running(engine: Engine, intent_ids: Sequence[int]) -> dict[int, Row]:
     if not intent_ids:
         return {}
     with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            found = sqlite_hot.intents_by_id(
+                sqlite_hot.cursor(conn), list(intent_ids), _RUNNING_READ
+            )
+            return {r["id"]: r for r in found}
         rows = conn.execute(
             select(INTENT.c.id, INTENT.c.status, INTENT.c.lease_owner, INTENT.c.next_run_at).where(
                 INTENT.c.id.in_(list(intent_ids))
             )
         )
         return {r.id: dict(r._mapping) for r in rows}
+
+
+_RUNNING_READ = ("id", "status", "lease_owner", "next_run_at")
 
 
 # -- claim ----------------------------------------------------------------------------------------
@@ -460,7 +467,11 @@ def step(
                 if check_overlaps and overlap_next is not None:
                     result.overlaps = _record_overlaps(conn, owner, now, overlap_next)
                 _claim_rows(conn, result, owner, now, lease_until, limit, decide, due_by or now)
-                result.soonest = conn.execute(_SOONEST).scalar()
+                result.soonest = (
+                    sqlite_hot.soonest(sqlite_hot.cursor(conn))
+                    if conn.dialect.name == "sqlite"
+                    else conn.execute(_SOONEST).scalar()
+                )
             finally:
                 conn.info.pop(_JOURNAL_KEY, None)
             _journal(conn, now, journal)
@@ -495,16 +506,21 @@ def _claim_rows(
     if limit <= 0:
         return
     batch = min(limit, CLAIM_BATCH)
-    cols, stamps = _columns(conn, INTENT)
-    due = (
-        select(*cols)
-        .where(INTENT.c.status == IntentStatus.ACTIVE, INTENT.c.next_run_at <= due_by)
-        .order_by(INTENT.c.next_run_at)
-        .limit(batch)
-    )
-    if _is_pg(conn):
-        due = due.with_for_update(skip_locked=True)
-    rows = _rows_of(conn.execute(due), stamps)
+    fast = sqlite_hot.cursor(conn) if conn.dialect.name == "sqlite" else None
+    if fast is not None:
+        rows, due_texts = sqlite_hot.select_due(fast, due_by, batch)
+    else:
+        cols, stamps = _columns(conn, INTENT)
+        due = (
+            select(*cols)
+            .where(INTENT.c.status == IntentStatus.ACTIVE, INTENT.c.next_run_at <= due_by)
+            .order_by(INTENT.c.next_run_at)
+            .limit(batch)
+        )
+        if _is_pg(conn):
+            due = due.with_for_update(skip_locked=True)
+        rows = _rows_of(conn.execute(due), stamps)
+        due_texts = [row["next_run_at"] for row in rows]
     if not rows:
         return
     result.full = len(rows) >= batch
@@ -512,7 +528,7 @@ def _claim_rows(
     stamp = _stamper(conn)
     now_s, until_s, due_by_s = stamp(now), stamp(lease_until), stamp(due_by)
     cas: list[Row] = []
-    for row, d in decisions:
+    for (row, d), due_text in zip(decisions, due_texts, strict=True):
         fire = d.action == "fire"
         if fire:
             status, nxt = IntentStatus.FIRING, d.next_run_at
@@ -523,7 +539,7 @@ def _claim_rows(
         cas.append(
             {
                 "_id": row["id"],
-                "_due": row["next_run_at"],
+                "_due": due_text,
                 "v_status": status,
                 "v_owner": owner if fire else None,
                 "v_until": until_s if fire else None,
@@ -548,7 +564,10 @@ def _claim_rows(
             updated_at=now,
             _pending_event_id=row["pending_event_id"],
         )
-    hit = _apply(conn, cas, per_row=_CAS, grouped=_CAS_GROUP, skip=("_due",))
+    if fast is not None:
+        hit = sqlite_hot.cas(fast, cas, due_by)
+    else:
+        hit = _apply(conn, cas, per_row=_CAS, grouped=_CAS_GROUP, skip=("_due",))
     if hit != len(cas):
         # A row changed between our select and update (not possible under SQLite's
         # write lock or PostgreSQL's row locks): roll the whole batch back.
@@ -747,6 +766,15 @@ def _after(by_id: Any) -> Any:
     )
 
 
+_RUN_DONE_KEYS = (
+    "_id",
+    "v_status",
+    "v_reason",
+    "v_finished_at",
+    "v_exit_code",
+    "v_output_tail",
+    "v_output_path",
+)
 _RUN_DONE = _run_done(RUN.c.id == bindparam("_id"))
 _RUN_DONE_GROUP = _run_done(RUN.c.id.in_(bindparam("_ids", expanding=True)))
 
@@ -809,13 +837,18 @@ def _complete(
 ) -> list[CompletionResult]:
     results: list[CompletionResult] = []
     ids = sorted({c.intent_id for c in items})
-    cols, stamps = _columns(conn, INTENT, _AFTER_READ)
-    q = select(*cols).where(INTENT.c.id.in_(ids))
-    if _is_pg(conn):
-        q = q.with_for_update()
-    rows = {r["id"]: r for r in _rows_of(conn.execute(q), stamps)}
-    intent_updates: list[Row] = []
-    run_updates: list[Row] = []
+    fast = sqlite_hot.cursor(conn) if conn.dialect.name == "sqlite" else None
+    if fast is not None:
+        found = sqlite_hot.intents_by_id(fast, ids, _AFTER_READ)
+    else:
+        cols, stamps = _columns(conn, INTENT, _AFTER_READ)
+        q = select(*cols).where(INTENT.c.id.in_(ids))
+        if _is_pg(conn):
+            q = q.with_for_update()
+        found = _rows_of(conn.execute(q), stamps)
+    rows = {r["id"]: r for r in found}
+    intent_updates: list[tuple[int, Row]] = []
+    run_updates: list[tuple[Completion, str]] = []
     overlap_runs: list[Row] = []
     release: list[int] = []
     journal: list[tuple[str, str, str]] = []
@@ -829,7 +862,7 @@ def _complete(
             values = dict(decision.values)
             values["updated_at"] = now
             full = {k: values[k] if k in values else row.get(k) for k in _AFTER_COLUMNS}
-            intent_updates.append({"_id": row["id"], **{f"v_{k}": v for k, v in full.items()}})
+            intent_updates.append((row["id"], full))
             for when in decision.overlaps:
                 overlap_runs.append(
                     _run(
@@ -856,17 +889,7 @@ def _complete(
                 status = RunStatus.CANCELLED
             release.append(row["id"])
             row["lease_owner"], row["lease_until"] = None, None
-        run_updates.append(
-            {
-                "_id": c.run_id,
-                "v_status": status,
-                "v_reason": c.reason,
-                "v_finished_at": now,
-                "v_exit_code": c.exit_code,
-                "v_output_tail": c.output_tail,
-                "v_output_path": c.output_path,
-            }
-        )
+        run_updates.append((c, status))
         journal.append(
             (
                 "run finished",
@@ -888,19 +911,44 @@ def _complete(
             )
         )
     # Runs first: a run closed meanwhile (recovered by another scheduler) keeps its record.
-    still_open = select(RUN.c.id).where(
-        RUN.c.id.in_([c.run_id for c in items]), RUN.c.status == RunStatus.RUNNING
-    )
-    if _is_pg(conn):
-        still_open = still_open.with_for_update()
-    open_ids = set(conn.execute(still_open).scalars().all())
-    todo = [u for u in run_updates if u["_id"] in open_ids]
-    _apply(conn, todo, per_row=_RUN_DONE, grouped=_RUN_DONE_GROUP, skip=())
+    run_ids = [c.run_id for c in items]
+    if fast is not None:
+        open_ids = sqlite_hot.open_runs(fast, run_ids)
+    else:
+        still_open = select(RUN.c.id).where(
+            RUN.c.id.in_(run_ids), RUN.c.status == RunStatus.RUNNING
+        )
+        if _is_pg(conn):
+            still_open = still_open.with_for_update()
+        open_ids = set(conn.execute(still_open).scalars().all())
+    todo = [
+        (c.run_id, status, c.reason, now, c.exit_code, c.output_tail, c.output_path)
+        for c, status in run_updates
+        if c.run_id in open_ids
+    ]
     for r in results:
         r.recorded = r.completion.run_id in open_ids
-    for u in intent_updates:
-        u["_owner"] = owner
-    _apply(conn, intent_updates, per_row=_AFTER, grouped=_AFTER_GROUP, skip=())
+    if fast is not None:
+        sqlite_hot.close_runs(fast, todo)
+        sqlite_hot.update_after(fast, _AFTER_COLUMNS, intent_updates, owner)
+    else:
+        _apply(
+            conn,
+            [dict(zip(_RUN_DONE_KEYS, u, strict=True)) for u in todo],
+            per_row=_RUN_DONE,
+            grouped=_RUN_DONE_GROUP,
+            skip=(),
+        )
+        _apply(
+            conn,
+            [
+                {"_id": i, "_owner": owner, **{f"v_{k}": v for k, v in full.items()}}
+                for i, full in intent_updates
+            ],
+            per_row=_AFTER,
+            grouped=_AFTER_GROUP,
+            skip=(),
+        )
     if release:
         conn.execute(
             update(INTENT)
