@@ -43,6 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="window of the spread lateness run (default: N/1000 s, at least 2)",
     )
+    sched.add_argument(
+        "--daemons",
+        type=int,
+        metavar="K",
+        help="K scheduler processes (1-8) share the burst: fires per second, lateness and an "
+        "exactly-once check (no references, no idle or spread runs)",
+    )
     add_json(sched)
     sched.set_defaults(func=cmd_scheduler)
 
@@ -58,6 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
+    if args.daemons is not None:
+        from goalsui.bench.multi import main as multi_main
+
+        return multi_main(args)
     from goalsui.bench.scheduler import main
 
     return main(args)
