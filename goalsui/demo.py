@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from goalsui.errors import KBError
 from goalsui.kb.layout import copy_sample_kb, find_sample_kb
 from goalsui.kb.yamlio import load_yaml_mapping
-from goalsui.service import Service
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 DEMO_FILE = "demo_records.yaml"
 

@@ -6,7 +6,7 @@ made-up text. It imports nothing of goalsui but this module, so the difference t
 console is what goalsui adds: its imports, its database reads, its own rendering.
 
 Run: ``python -m goalsui.bench.bare_app GOALS WORKERS OUT_FILE``; it writes the first
-paint time and peak RSS to OUT_FILE as JSON, then exits.
+paint time and peak RSS to OUT_FILE as JSON (``paint_t``, ``paint_rss_kb``), then exits.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class BareApp(App[None]):
     def painted(self) -> None:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         with open(self.out, "w", encoding="utf-8") as fh:
-            json.dump({"t": time.time(), "rss_kb": rss}, fh)
+            json.dump({"paint_t": time.time(), "paint_rss_kb": rss}, fh)
         self.exit()
 
 

@@ -12,35 +12,46 @@ from goalsui import __version__
 from goalsui.cli.common import ArgumentParser
 from goalsui.errors import GoalsuiError
 
-#: Modules that each add their subcommands with ``register(subparsers)``.
-COMMAND_MODULES = (
-    "goalsui.cli.goals",
-    "goalsui.cli.intents",
-    "goalsui.cli.threads",
-    "goalsui.cli.misc",
-    "goalsui.cli.runtime",
-    "goalsui.cli.daemon",
-    "goalsui.cli.plan",
-    "goalsui.cli.report",
-    "goalsui.cli.events",
-    "goalsui.cli.bench",
-    "goalsui.cli.db",
-    "goalsui.cli.serve",
-)
+#: Modules that each add their subcommands with ``register(subparsers)``, and the
+#: commands each adds: a command line builds only its own command's parser (``goalsui``
+#: and ``goalsui demo`` start faster); help, version and errors build them all.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "goalsui.cli.goals": ("goal", "worker"),
+    "goalsui.cli.intents": ("intent", "runs"),
+    "goalsui.cli.threads": ("thread", "todo"),
+    "goalsui.cli.misc": ("init", "doctor", "schedule"),
+    "goalsui.cli.runtime": ("console", "demo"),
+    "goalsui.cli.daemon": ("daemon",),
+    "goalsui.cli.plan": ("plan",),
+    "goalsui.cli.report": ("report",),
+    "goalsui.cli.events": ("event", "events"),
+    "goalsui.cli.bench": ("bench",),
+    "goalsui.cli.db": ("db",),
+    "goalsui.cli.serve": ("serve",),
+}
+COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 
 
-def build_parser() -> ArgumentParser:
+def build_parser(command: str | None = None) -> ArgumentParser:
+    """The parser: every command's, or with ``command`` only that command's module's."""
     parser = ArgumentParser(
         prog="goalsui",
         description="Operator console and embedded scheduler for long-lived agent work.",
     )
     parser.add_argument("--version", action="version", version=f"goalsui {__version__}")
-    parser.add_argument("--kb", metavar="PATH", help="the KB folder (default $GOALSUI_KB, else ./kb)")
-    parser.add_argument("--db", metavar="URL", help="database URL (default: SQLite in the state dir)")
-    parser.add_argument("--state-dir", metavar="PATH", help="where goalsui keeps its database and run logs")
+    parser.add_argument(
+        "--kb", metavar="PATH", help="the KB folder (default $GOALSUI_KB, else ./kb)"
+    )
+    parser.add_argument(
+        "--db", metavar="URL", help="database URL (default: SQLite in the state dir)"
+    )
+    parser.add_argument(
+        "--state-dir", metavar="PATH", help="where goalsui keeps its database and run logs"
+    )
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
-    for name in COMMAND_MODULES:
+    modules = [COMMANDS[command]] if command in COMMANDS else list(COMMAND_MODULES)
+    for name in modules:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -54,31 +65,34 @@ def build_parser() -> ArgumentParser:
 GLOBAL_WITH_VALUE = ("--kb", "--db", "--state-dir")
 
 
-def _default_to_console(parser: ArgumentParser, argv: list[str]) -> list[str]:
-    """``goalsui [global options] [console options]`` means ``goalsui ... console ...``."""
-    commands: set[str] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            commands.update(action.choices)
+def _default_to_console(argv: list[str]) -> tuple[list[str], str | None]:
+    """``goalsui [global options] [console options]`` means ``goalsui ... console ...``.
+
+    Returns the arguments and the command they name (None for help and version).
+    """
     i = 0
     while i < len(argv):
         token = argv[i]
-        if token in commands or token in ("-h", "--help", "--version"):
-            return argv
+        if token in COMMANDS:
+            return argv, token
+        if token in ("-h", "--help", "--version"):
+            return argv, None
         if token in GLOBAL_WITH_VALUE:
+            if i + 1 == len(argv):
+                return argv, None  # its value is missing: argparse says so
             i += 2
             continue
         if token.split("=", 1)[0] in GLOBAL_WITH_VALUE or token == "--debug":
             i += 1
             continue
-        return [*argv[:i], "console", *argv[i:]]
-    return [*argv, "console"]
+        return [*argv[:i], "console", *argv[i:]], "console"
+    return [*argv, "console"], "console"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``goalsui`` script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(_default_to_console(parser, list(argv if argv is not None else sys.argv[1:])))
+    argv, command = _default_to_console(list(argv if argv is not None else sys.argv[1:]))
+    args = build_parser(command).parse_args(argv)
     func = args.func
     try:
         result = func(args)

@@ -8,10 +8,12 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.errors import ValidationError
-from goalsui.service import Service
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -26,6 +28,8 @@ def kb_path(args: argparse.Namespace) -> Path:
 
 
 def open_service(args: argparse.Namespace, *, actor: str = "cli", sync: bool = True) -> Service:
+    from goalsui.service import Service
+
     db = args.db or os.environ.get("GOALSUI_DB")
     state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
     return Service.open(kb_path(args), db, state, actor=actor, sync=sync)
@@ -57,7 +61,9 @@ def table(rows: list[list[Any]], headers: list[str]) -> str:
     """A plain aligned text table."""
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     return "\n".join(lines)
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from goalsui.cli.common import add_json, kb_path, print_json
 from goalsui.errors import ValidationError
-from goalsui.service import Service
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _service(args: argparse.Namespace) -> Service:
     """A service that does NOT check the schema on open (that is what we are here for)."""
+    from goalsui.service import Service
+
     db = args.db or os.environ.get("GOALSUI_DB")
     state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
     try:

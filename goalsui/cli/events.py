@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.cli.common import add_json, kb_path, local, open_service, print_json, table
-from goalsui.domain.shapes import event_json
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks import signing
@@ -189,6 +188,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import event_json
+
     if not 1 <= args.limit <= 100_000:
         raise ValidationError("--limit must be between 1 and 100000")
     service = open_service(args)

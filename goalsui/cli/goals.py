@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 from goalsui.cli.common import add_json, local, open_service, print_json, table
-from goalsui.domain.cron import validate_cron
 from goalsui.domain.timeutil import load_zone
 from goalsui.errors import GoalsuiError, ValidationError
-from goalsui.kb.layout import WorkerSeed
 from goalsui.kb.paths import check_name
-from goalsui.service import GoalView
+
+if TYPE_CHECKING:
+    from goalsui.kb.layout import WorkerSeed
+    from goalsui.service import GoalView
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,12 +64,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _parse_workers(specs: list[str], tz: str) -> list[WorkerSeed]:
     """``NAME=CRON`` options as worker seeds, each checked before anything is written."""
+    from goalsui.domain.cron import validate_cron
+    from goalsui.kb.layout import WorkerSeed
+
     load_zone(tz)
     seeds = []
     for spec in specs:
         name, sep, cron = spec.partition("=")
         if not sep or not name.strip() or not cron.strip():
-            raise ValidationError(f"invalid --worker {spec!r}: use NAME=CRON, e.g. scout='30 20 * * *'")
+            raise ValidationError(
+                f"invalid --worker {spec!r}: use NAME=CRON, e.g. scout='30 20 * * *'"
+            )
         check_name(name.strip(), "worker name")
         try:
             validate_cron(cron.strip())
@@ -117,7 +124,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = []
     for g in goals:
         nxt = min((w.next_run_at for w in g.workers if w.next_run_at), default=None)
-        rows.append([g.goal_id, g.name, "error" if g.error else g.status, len(g.workers), local(nxt)])
+        rows.append(
+            [g.goal_id, g.name, "error" if g.error else g.status, len(g.workers), local(nxt)]
+        )
     print(table(rows, ["goal", "name", "status", "workers", "next run"]) if rows else "no goals")
     return 0
 

@@ -14,7 +14,6 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
-from goalsui.domain.shapes import intent_json, run_json
 from goalsui.errors import ValidationError
 
 
@@ -37,11 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="IANA timezone of --cron (default UTC) and of --at/--expires without an offset",
     )
-    add.add_argument("--key", metavar="OPKEY", help="idempotency key: an existing intent is returned")
+    add.add_argument(
+        "--key", metavar="OPKEY", help="idempotency key: an existing intent is returned"
+    )
     add.add_argument("--max-fires", type=int, metavar="N")
     add.add_argument("--expires", metavar="ISO")
     add.add_argument("--cooldown", metavar="DURATION", help="minimum time between event fires")
-    add.add_argument("--filter", metavar="JSON", help="event filter: a JSON object matched as a subset")
+    add.add_argument(
+        "--filter", metavar="JSON", help="event filter: a JSON object matched as a subset"
+    )
     add.add_argument("--checklist", metavar="TEXT", help="heartbeat checklist: text, @FILE or -")
     add.add_argument(
         "--active-hours", metavar="HH:MM-HH:MM", help="heartbeat active hours, in --tz"
@@ -69,7 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=cmd_action, action=action)
 
     runs = sub.add_parser("runs", help="list runs (newest first)")
-    runs.add_argument("--failed", action="store_true", help="failed, timed-out, interrupted and missed runs")
+    runs.add_argument(
+        "--failed", action="store_true", help="failed, timed-out, interrupted and missed runs"
+    )
     runs.add_argument("--intent", metavar="ID")
     runs.add_argument("--limit", type=int, default=50)
     add_json(runs)
@@ -83,6 +88,8 @@ def _active_hours(value: str | None, tz: str) -> dict | None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import intent_json
+
     if args.at:
         kind, schedule = "at", args.at
     elif args.cron:
@@ -96,7 +103,9 @@ def cmd_add(args: argparse.Namespace) -> int:
         try:
             event_filter = json.loads(args.filter)
         except json.JSONDecodeError as exc:
-            raise ValidationError(f"invalid --filter JSON: {exc.msg} at column {exc.colno}") from None
+            raise ValidationError(
+                f"invalid --filter JSON: {exc.msg} at column {exc.colno}"
+            ) from None
         if not isinstance(event_filter, dict):
             raise ValidationError("--filter must be a JSON object")
     service = open_service(args)
@@ -120,25 +129,43 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.json:
         print_json(intent_json(intent))
     else:
-        print(f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}")
+        print(
+            f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}"
+        )
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import intent_json
+
     service = open_service(args)
     intents = service.list_intents(status=args.status, goal_id=args.goal)
     if args.json:
         print_json([intent_json(i) for i in intents])
         return 0
     rows = [
-        [i.id, i.title[:40], i.kind, i.status, i.schedule or i.event_source or "", local(i.next_run_at), i.consecutive_failures]
+        [
+            i.id,
+            i.title[:40],
+            i.kind,
+            i.status,
+            i.schedule or i.event_source or "",
+            local(i.next_run_at),
+            i.consecutive_failures,
+        ]
         for i in intents
     ]
-    print(table(rows, ["id", "title", "kind", "status", "schedule", "next run", "fails"]) if rows else "no intents")
+    print(
+        table(rows, ["id", "title", "kind", "status", "schedule", "next run", "fails"])
+        if rows
+        else "no intents"
+    )
     return 0
 
 
 def cmd_action(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import intent_json, run_json
+
     service = open_service(args)
     intent_id = parse_id(args.intent_id, "intent")
     action = args.action
@@ -173,13 +200,24 @@ def cmd_action(args: argparse.Namespace) -> int:
 
 def _runs_table(runs: list) -> str:
     rows = [
-        [r.id, r.intent_id, r.attempt, r.trigger, r.status, (r.reason or "")[:50], local(r.started_at), r.exit_code if r.exit_code is not None else ""]
+        [
+            r.id,
+            r.intent_id,
+            r.attempt,
+            r.trigger,
+            r.status,
+            (r.reason or "")[:50],
+            local(r.started_at),
+            r.exit_code if r.exit_code is not None else "",
+        ]
         for r in runs
     ]
     return table(rows, ["run", "intent", "try", "trigger", "status", "reason", "started", "exit"])
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import run_json
+
     service = open_service(args)
     runs = service.list_runs(
         failed=args.failed,

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
-from goalsui.cli.common import local, open_service, table
+from goalsui.cli.common import kb_path, local, open_service, table
+from goalsui.errors import NotFound
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     console = sub.add_parser("console", help="open the console (the default command)")
     console.add_argument("--no-scheduler", action="store_true", help="only watch; run no intents")
-    console.add_argument("--read-only", action="store_true", help="bind no action that changes state")
+    console.add_argument(
+        "--read-only", action="store_true", help="bind no action that changes state"
+    )
     console.add_argument("--theme", help="theme name (see themes/)")
-    console.add_argument("--hooks-port", type=int, metavar="N", help="listen for signed event hooks")
+    console.add_argument(
+        "--hooks-port", type=int, metavar="N", help="listen for signed event hooks"
+    )
     console.add_argument("--hooks-host", default="127.0.0.1")
     console.set_defaults(func=open_console)
 
@@ -20,7 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--no-scheduler", action="store_true")
     demo.add_argument("--read-only", action="store_true")
     demo.add_argument("--theme")
-    demo.add_argument("--print", dest="print_only", action="store_true", help="print the dashboard summary and exit")
+    demo.add_argument(
+        "--print",
+        dest="print_only",
+        action="store_true",
+        help="print the dashboard summary and exit",
+    )
     demo.set_defaults(func=cmd_demo, hooks_port=None, hooks_host="127.0.0.1")
 
 
@@ -35,7 +47,9 @@ def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
     rows = []
     for goal in service.list_goals():
         for w in goal.workers:
-            rows.append([goal.name[:28], w.name, w.schedule, w.timezone, w.status, local(w.next_run_at)])
+            rows.append(
+                [goal.name[:28], w.name, w.schedule, w.timezone, w.status, local(w.next_run_at)]
+            )
     if rows:
         print(table(rows, ["goal", "worker", "schedule", "tz", "status", "next run"]))
     threads = service.list_threads()
@@ -48,33 +62,57 @@ def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
 
 
 def open_console(args: argparse.Namespace) -> int:
+    # The console paints its first frame from a quick read of the KB folders (started
+    # here, so it overlaps importing Textual), then opens the service (importing the
+    # database stack costs more than Textual) in a worker and shows the last index;
+    # sync_kb re-reads the KB behind it (seconds on thousands of workers) and the
+    # scheduler starts after that.
+    root = Path(kb_path(args)).expanduser().resolve()
+    if not root.is_dir():  # the same check and words as Service.open, before any paint
+        raise NotFound(
+            f"no KB at {root} (create one with 'goalsui init PATH', or pass --kb / set GOALSUI_KB)"
+        )
+    from goalsui.domain.timeutil import utcnow
+    from goalsui.tui.preview import read_in_background
+
+    preview = read_in_background(root, utcnow())
     try:
         from goalsui.tui.app import run_console
     except ImportError:
         print_dashboard(open_service(args, actor="operator"))
         return 0
-    # The console paints from the last index at once and re-reads the KB behind it
-    # (sync_kb on thousands of workers takes seconds); the scheduler starts after that.
-    service = open_service(args, actor="operator", sync=False)
     args.console_sync = True
-    return run_console(service, args)
+    return run_console(
+        None,
+        args,
+        opener=lambda: open_service(args, actor="operator", sync=False),
+        kb_root=root,
+        preview=preview,
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from goalsui.demo import load_demo_records, make_demo_kb
+    from goalsui.demo import make_demo_kb
 
     kb = make_demo_kb()
     args.kb = str(kb)
     if not args.state_dir:
         args.state_dir = str(kb.parent / "state")
-    service = open_service(args, actor="operator")
-    load_demo_records(service)
     if args.print_only:
-        print_dashboard(service)
+        print_dashboard(_open_demo(args))
         return 0
     try:
         from goalsui.tui.app import run_console
     except ImportError:
-        print_dashboard(service)
+        print_dashboard(_open_demo(args))
         return 0
-    return run_console(service, args)
+    return run_console(None, args, opener=lambda: _open_demo(args), kb_root=kb.resolve())
+
+
+def _open_demo(args: argparse.Namespace) -> Any:
+    """The demo's service: KB indexed, demo records (threads, todos, intents) loaded."""
+    from goalsui.demo import load_demo_records
+
+    service = open_service(args, actor="operator")
+    load_demo_records(service)
+    return service

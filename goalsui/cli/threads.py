@@ -13,7 +13,6 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
-from goalsui.domain.shapes import thread_json, todo_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_thread_new(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import thread_json
+
     service = open_service(args)
     thread = service.create_thread(args.title, private=args.private)
     if args.json:
@@ -68,6 +69,8 @@ def cmd_thread_new(args: argparse.Namespace) -> int:
 
 
 def cmd_thread_list(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import thread_json
+
     service = open_service(args)
     threads = service.list_threads()
     if args.json:
@@ -79,6 +82,8 @@ def cmd_thread_list(args: argparse.Namespace) -> int:
 
 
 def cmd_thread_show(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import thread_json, todo_json
+
     service = open_service(args)
     thread_id = parse_id(args.thread_id, "thread")
     thread = service.get_thread(thread_id)
@@ -116,6 +121,8 @@ def _print_todos(todos: list) -> None:
 
 
 def cmd_todo_list(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import todo_json
+
     service = open_service(args)
     todos = service.list_todos(parse_id(args.thread_id, "thread"), include_done=not args.open)
     if args.json:
@@ -126,6 +133,8 @@ def cmd_todo_list(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_add(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import todo_json
+
     service = open_service(args)
     todo = service.add_todo(parse_id(args.thread_id, "thread"), args.text)
     if args.json:
@@ -136,10 +145,14 @@ def cmd_todo_add(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_set(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import todo_json
+
     service = open_service(args)
     thread_id = parse_id(args.thread_id, "thread")
     item = parse_id(args.item, "todo")
-    todo = (service.complete_todo if args.action == "done" else service.reopen_todo)(thread_id, item)
+    todo = (service.complete_todo if args.action == "done" else service.reopen_todo)(
+        thread_id, item
+    )
     if args.json:
         print_json(todo_json(todo))
     else:
@@ -148,6 +161,8 @@ def cmd_todo_set(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_import(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import todo_json
+
     service = open_service(args)
     todos = service.import_checklist(parse_id(args.thread_id, "thread"), read_text_arg(args.source))
     if args.json:

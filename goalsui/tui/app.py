@@ -3,6 +3,11 @@
 ``make_app(service, ...)`` builds it (the CLI, tests and benchmarks use it);
 ``run_console(service, args)`` runs it for ``goalsui``/``goalsui demo``.
 
+Start-up: given an ``opener`` instead of a service, the console paints its first frame
+from a quick read of the KB folders (:mod:`goalsui.tui.preview`, marked "loading"), then
+opens the service (and with it the database stack, which costs more to import than
+Textual) in a worker, and replaces the preview with the records as soon as they load.
+
 The UI never blocks: database and KB reads run in worker threads and come back as
 messages; a poll of ``service.change_token()`` every second shows other processes'
 changes, in-process changes (service and scheduler events) and KB watcher batches
@@ -19,7 +24,8 @@ import subprocess
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SuspendNotSupported
@@ -28,14 +34,16 @@ from textual.worker import get_current_worker
 from goalsui.domain.timeutil import utcnow
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
-from goalsui.service import Problem, Service
 from goalsui.tui import keys
 from goalsui.tui.commands import GoalsCommands
 from goalsui.tui.fmt import Palette
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
 from goalsui.tui.screens.main import MainScreen
-from goalsui.tui.themes import DEFAULT_THEME, load_themes
+from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_files
+
+if TYPE_CHECKING:
+    from goalsui.service import Problem, Service
 
 POLL_S = 1.0
 TICK_S = 1.0
@@ -43,6 +51,20 @@ COALESCE_S = 0.03
 PLAN_EVERY_S = 30.0
 PLAN_DEBOUNCE_S = 1.0
 STOP_GRACE_S = 20.0
+OPENING = "the console is still loading its records; try again in a moment"
+
+
+class PendingService:
+    """Stands in for the service while it opens: every call says so (a one-line error)."""
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def not_yet(*args: Any, **kwargs: Any) -> Any:
+            raise GoalsuiError(OPENING)
+
+        return not_yet
 
 
 class GoalsApp(DeliverMixin, App[int]):
@@ -56,7 +78,7 @@ class GoalsApp(DeliverMixin, App[int]):
 
     def __init__(
         self,
-        service: Service,
+        service: Service | None,
         *,
         scheduler: bool = True,
         read_only: bool = False,
@@ -65,11 +87,25 @@ class GoalsApp(DeliverMixin, App[int]):
         watch: bool = True,
         sync_on_start: bool = False,
         hooks: tuple[str, int] | None = None,
+        opener: Callable[[], Service] | None = None,
+        kb_root: Path | str | None = None,
+        ui_settings: dict[str, Any] | None = None,
+        preview: Dashboard | None = None,
     ) -> None:
         super().__init__()
+        if service is None and (opener is None or kb_root is None):
+            raise ValueError("GoalsApp needs a service, or an opener and the KB root")
         self.hooks = hooks
         self.hooks_listener: Any = None
-        self.service = service
+        self.service: Any = service if service is not None else PendingService()
+        #: False until the service is open (``opener`` mode): the panes show a preview.
+        self.service_ready = service is not None
+        self._opener = opener
+        self.kb_root = Path(kb_root) if kb_root is not None else service.kb.root  # type: ignore[union-attr]
+        self._given_settings = ui_settings
+        self._preview = preview
+        #: Why the service could not be opened (the CLI reports it after the app ends).
+        self.open_error: Exception | None = None
         self.want_scheduler = scheduler
         self.read_only = read_only
         self.want_theme = theme
@@ -98,12 +134,18 @@ class GoalsApp(DeliverMixin, App[int]):
         self._unsubscribe: list[Callable[[], Any]] = []
         self._known_problems: set[tuple[str, int | None, str]] = set()
         self._ui_loop: asyncio.AbstractEventLoop | None = None
+        self._mounted = self._main_mounted = self._loading_started = False
         self._stopping = False
         self.first_paint_at: float | None = None
+        self.records_at: float | None = None
         #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
         self.detail_listeners: list[Callable[[Any, str], None]] = []
-        #: Called once after the first dashboard is painted.
+        #: Called once after the first dashboard is painted (the KB preview in opener mode).
         self.first_paint_listeners: list[Callable[[], None]] = []
+        #: Called once after the first dashboard with the records is painted.
+        self.records_listeners: list[Callable[[], None]] = []
+        self._themes_deferred = False
+        self._theme_notes = self._choose_theme()
 
     # -- life cycle ------------------------------------------------------------------------------
     def get_default_screen(self) -> MainScreen:
@@ -129,11 +171,34 @@ class GoalsApp(DeliverMixin, App[int]):
         self._ui_loop = asyncio.get_running_loop()
         self._setup_themes()
         self._setup_keymap()
-        self._unsubscribe.append(self.service.subscribe(self._on_service_change))
         self.set_interval(POLL_S, self.poll_token)
         self.set_interval(TICK_S, self._tick)
+        if self.service_ready:
+            self._use_service()
+        self._mounted = True
+        self._start_loading()
+
+    def main_mounted(self) -> None:
+        """The main screen has its panes (it mounts after the app): data may come."""
+        self._main_mounted = True
+        self._start_loading()
+
+    def _start_loading(self) -> None:
+        if not (self._mounted and self._main_mounted) or self._loading_started:
+            return
+        self._loading_started = True
+        if self.service_ready:
+            self.request_refresh(0)
+        elif self._preview is not None:  # read before the app started: in the first frame
+            self._apply_preview(self._preview)
+        else:
+            self.load_preview()
+
+    def _use_service(self) -> None:
+        """The service is open: listen to it and line up what starts after the records."""
+        self._unsubscribe.append(self.service.subscribe(self._on_service_change))
         # Paint first; what competes for the CPU (setting up the KB watch, re-reading the
-        # KB, the scheduler, the plan) starts once the first dashboard is on screen. The
+        # KB, the scheduler, the plan) starts once the first records are on screen. The
         # watch starts before the re-read, so no edit falls between the two.
         if self.want_watch:
             self._after_paint.append(self._start_watch)
@@ -144,9 +209,54 @@ class GoalsApp(DeliverMixin, App[int]):
             self._after_paint.append(self.initial_sync)
         elif self.want_scheduler:
             self._after_paint.append(self._start_scheduler)
-        self.request_refresh(0)
         if self.hooks is not None:
             self.run_worker(self._start_hooks(), group="hooks", exit_on_error=False)
+
+    # -- start-up in opener mode ------------------------------------------------------------------
+    @work(thread=True, group="startup", exit_on_error=False)
+    def load_preview(self) -> None:
+        """The goal tree from a quick read of the KB folders, for the first frame."""
+        from goalsui.tui.preview import preview_dashboard
+
+        try:
+            dash: Dashboard | None = preview_dashboard(self.kb_root, self.clock())
+        except Exception:  # noqa: BLE001 - the preview is optional: the panes say "loading"
+            dash = None
+        deliver(self, self._apply_preview, dash)
+
+    def _apply_preview(self, dash: Dashboard | None) -> None:
+        if not self.alive or self.first_paint_at is not None or self.dashboard is not None:
+            return  # the records came first
+        if dash is not None:
+            self.dashboard = dash
+            self.main.apply(dash)
+        self.call_after_refresh(self._first_paint)
+
+    @work(thread=True, group="startup", exit_on_error=False)
+    def open_service(self) -> None:
+        """Open the service (database stack, schema check) off the UI thread."""
+        assert self._opener is not None
+        try:
+            service = self._opener()
+        except Exception as exc:  # noqa: BLE001 - reported by the CLI after the app ends
+            deliver(self, self._open_failed, exc)
+            return
+        deliver(self, self._service_opened, service)
+
+    def _open_failed(self, exc: Exception) -> None:
+        self.open_error = exc
+        self.exit(1, return_code=1)
+
+    def _service_opened(self, service: Service) -> None:
+        if self._exit or self.service_ready:
+            service.close()
+            return
+        self.service = service
+        self.service_ready = True
+        self._use_service()
+        self._schedule_refresh(0)
+        if self.alive:
+            self.main.load_detail()
 
     async def on_unmount(self) -> None:
         if self.hooks_listener is not None:
@@ -158,8 +268,48 @@ class GoalsApp(DeliverMixin, App[int]):
                 unsubscribe()
 
     # -- themes and keys ---------------------------------------------------------------------------
-    def _setup_themes(self) -> None:
+    def _choose_theme(self) -> list[tuple[str, dict[str, Any]]]:
+        """Register the theme files and set the wanted theme; the toasts to show at mount.
+
+        Before the app runs, so the stylesheet is built once with the theme's colours.
+        """
+        notes: list[tuple[str, dict[str, Any]]] = []
+        settings = self._ui_settings()
+        wanted = self.want_theme or settings.get("theme") or DEFAULT_THEME
+        if not self.service_ready and wanted == DEFAULT_THEME and not user_theme_files():
+            # The default theme is built in: the files (and YAML) wait for the first frame.
+            self.register_theme(FALLBACK)
+            self._themes = [DEFAULT_THEME]
+            self._themes_deferred = True
+            self.theme = DEFAULT_THEME
+            self.stylesheet.set_variables(self.get_css_variables())
+            return notes
         loaded = load_themes()
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        self._themes = loaded.names
+        if loaded.problems:
+            notes.append(
+                (
+                    "\n".join(loaded.problems),
+                    {"title": "Theme files skipped", "severity": "warning", "timeout": 12},
+                )
+            )
+        if not isinstance(wanted, str) or wanted not in self.available_themes:
+            notes.append(
+                (f"No theme named {wanted!r}; using {DEFAULT_THEME}", {"severity": "warning"})
+            )
+            wanted = DEFAULT_THEME
+        self.theme = wanted
+        self.stylesheet.set_variables(self.get_css_variables())
+        return notes
+
+    @work(thread=True, group="startup", exit_on_error=False)
+    def load_theme_files(self) -> None:
+        """The theme files, after the first frame (the default theme was built in)."""
+        deliver(self, self._themes_loaded, load_themes())
+
+    def _themes_loaded(self, loaded: Any) -> None:
         for theme in loaded.themes:
             self.register_theme(theme)
         self._themes = loaded.names
@@ -170,16 +320,16 @@ class GoalsApp(DeliverMixin, App[int]):
                 severity="warning",
                 timeout=12,
             )
-        settings = self._ui_settings()
-        wanted = self.want_theme or settings.get("theme") or DEFAULT_THEME
-        if not isinstance(wanted, str) or wanted not in self.available_themes:
-            self.notify(f"No theme named {wanted!r}; using {DEFAULT_THEME}", severity="warning")
-            wanted = DEFAULT_THEME
-        self.theme = wanted
+
+    def _setup_themes(self) -> None:
+        for message, options in self._theme_notes:
+            self.notify(message, **options)
         self.palette = Palette.from_theme(self.current_theme)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
 
     def _ui_settings(self) -> dict[str, Any]:
+        if not self.service_ready:
+            return dict(self._given_settings or {})
         try:
             return self.service.ui_settings()
         except Exception:  # noqa: BLE001 - settings are optional
@@ -263,6 +413,8 @@ class GoalsApp(DeliverMixin, App[int]):
         )
         if self.first_paint_at is None:
             self._first_paint()
+        elif self.records_at is None:
+            self._records_painted()
 
     def _apply_dashboard(self, dash: Dashboard) -> None:
         self._loading = False
@@ -277,7 +429,9 @@ class GoalsApp(DeliverMixin, App[int]):
             self.main.apply(dash)
             if self.first_paint_at is None:
                 self.call_after_refresh(self._first_paint)
-        if self.first_paint_at is not None:
+            elif self.records_at is None:
+                self.call_after_refresh(self._records_painted)
+        if self.records_at is not None:
             self._maybe_plan(dash)
         for screen in self.screen_stack[1:]:
             data_changed = getattr(screen, "data_changed", None)
@@ -293,12 +447,29 @@ class GoalsApp(DeliverMixin, App[int]):
         self.first_paint_at = time.monotonic()
         for listener in self.first_paint_listeners:
             listener()
+        if self._exit:  # a listener ended the app (benchmarks): start nothing more
+            return
+        self.main.mount_filter_bar()
+        if self._themes_deferred:
+            self.load_theme_files()
+        if not self.service_ready:
+            self.open_service()
+            return
+        self._records_painted()
+
+    def _records_painted(self) -> None:
+        """The first records are on screen: start the watch, the re-read, the scheduler."""
+        if self.records_at is not None or self._exit:
+            return
+        self.records_at = time.monotonic()
+        for listener in self.records_listeners:
+            listener()
         after, self._after_paint = self._after_paint, []
         if self._exit:  # a listener ended the app (benchmarks): start nothing more
             return
         for start in after:
             start()
-        if self.dashboard is not None:
+        if self.dashboard is not None and not self.dashboard.preview:
             self._maybe_plan(self.dashboard)
         errors = [g for g in self.dashboard.goals if g.error] if self.dashboard else []
         if errors:
@@ -314,6 +485,8 @@ class GoalsApp(DeliverMixin, App[int]):
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_token(self) -> None:
         """Once a second: has anyone (another process included) changed the records?"""
+        if not self.service_ready:
+            return
         try:
             token = self.service.change_token()
         except Exception:  # noqa: BLE001 - a busy database: try again next second
@@ -373,7 +546,7 @@ class GoalsApp(DeliverMixin, App[int]):
     def replan(self) -> None:
         """Plan again at once (the timeline's window changed)."""
         self._plan_inputs = None
-        if self.dashboard is not None:
+        if self.dashboard is not None and self.records_at is not None:
             self._maybe_plan(self.dashboard)
 
     def _plan_due(self) -> None:
@@ -631,6 +804,9 @@ class GoalsApp(DeliverMixin, App[int]):
             self.pop_screen()
 
     def open_screen(self, name: str) -> None:
+        if not self.service_ready:
+            self.notify(OPENING, timeout=3)
+            return
         from goalsui.tui.screens.failures import FailuresScreen
         from goalsui.tui.screens.records import EventsScreen, JournalScreen, ThreadsScreen
         from goalsui.tui.screens.reports import ReportsScreen
@@ -777,18 +953,29 @@ def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
     return [("This pane", pane), ("Global", global_), ("Navigation", nav)]
 
 
-def _bench_painted(app: GoalsApp, marker: str) -> None:
+def _bench_marks(app: GoalsApp, marker: str) -> None:
+    """``goalsui bench console``: write the first-paint and records times, then exit."""
     import json
     import resource
 
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    with open(marker, "w", encoding="utf-8") as fh:
-        json.dump({"t": time.time(), "rss_kb": rss}, fh)
-    app.exit(0)
+    marks: dict[str, float] = {}
+
+    def mark(name: str) -> None:
+        marks[f"{name}_t"] = time.time()
+        marks[f"{name}_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    def records() -> None:
+        mark("records")
+        with open(marker, "w", encoding="utf-8") as fh:
+            json.dump(marks, fh)
+        app.exit(0)
+
+    app.first_paint_listeners.append(lambda: mark("paint"))
+    app.records_listeners.append(records)
 
 
 def make_app(
-    service: Service,
+    service: Service | None,
     *,
     scheduler: bool = True,
     read_only: bool = False,
@@ -797,10 +984,17 @@ def make_app(
     watch: bool = True,
     sync_on_start: bool = False,
     hooks: tuple[str, int] | None = None,
+    opener: Callable[[], Service] | None = None,
+    kb_root: Path | str | None = None,
+    ui_settings: dict[str, Any] | None = None,
+    preview: Dashboard | None = None,
 ) -> GoalsApp:
     """Build the console (the CLI, snapshot tests and benchmarks all use this).
 
     ``hooks=(host, port)`` also listens for signed event hooks in the console's loop.
+    Without a service, ``opener()`` opens it in a worker after the first frame, which
+    shows the goal tree of the KB at ``kb_root`` (``preview`` if given, else read in a
+    worker) and uses ``ui_settings`` (theme, keymap) until the service is open.
     """
     return GoalsApp(
         service,
@@ -811,11 +1005,34 @@ def make_app(
         watch=watch,
         sync_on_start=sync_on_start,
         hooks=hooks,
+        opener=opener,
+        kb_root=kb_root,
+        ui_settings=ui_settings,
+        preview=preview,
     )
 
 
-def run_console(service: Service, args: Any) -> int:
-    """Run the console for ``goalsui`` / ``goalsui demo``; returns the exit code."""
+def run_console(
+    service: Service | None,
+    args: Any,
+    *,
+    opener: Callable[[], Service] | None = None,
+    kb_root: Path | str | None = None,
+    preview: Callable[[], Dashboard] | None = None,
+) -> int:
+    """Run the console for ``goalsui`` / ``goalsui demo``; returns the exit code.
+
+    With ``opener`` and ``kb_root`` instead of a service, the first frame comes before
+    the service is open; an error opening it ends the console and is raised here.
+    ``preview()`` returns the KB preview if the caller started reading it already.
+    """
+    settings = first = None
+    if service is None and kb_root is not None:
+        # Before the UI loop runs (so not on it): the first frame shows them at once.
+        from goalsui.tui.preview import preview_dashboard, read_ui_settings
+
+        settings = read_ui_settings(Path(kb_root))
+        first = preview() if preview is not None else preview_dashboard(Path(kb_root), utcnow())
     app = make_app(
         service,
         scheduler=not getattr(args, "no_scheduler", False),
@@ -825,12 +1042,19 @@ def run_console(service: Service, args: Any) -> int:
         hooks=(getattr(args, "hooks_host", "127.0.0.1"), args.hooks_port)
         if getattr(args, "hooks_port", None)
         else None,
+        opener=opener,
+        kb_root=kb_root,
+        ui_settings=settings,
+        preview=first,
     )
     marker = os.environ.get("GOALSUI_BENCH_FIRST_PAINT")
-    if marker:  # goalsui bench console: record the first painted dashboard, then exit
-        app.first_paint_listeners.append(lambda: _bench_painted(app, marker))
+    if marker:  # goalsui bench console: record first paint and records, then exit
+        _bench_marks(app, marker)
     try:
         result = app.run()
     finally:
-        service.close()
+        if app.service_ready:
+            app.service.close()
+    if app.open_error is not None:
+        raise app.open_error
     return int(result or 0)

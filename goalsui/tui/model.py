@@ -11,12 +11,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from goalsui.domain.models import Intent, IntentRun, Thread, Todo
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.errors import GoalsuiError
-from goalsui.service import GoalView, Service
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent, IntentRun, Thread, Todo
+    from goalsui.service import GoalView, Service
 
 ENDED = (IntentStatus.CANCELLED, IntentStatus.DONE)
 
@@ -46,6 +48,8 @@ class Dashboard:
     summary: dict[str, Any]
     token: tuple = ()
     load_ms: float = 0.0
+    #: True for the quick KB read painted before the records are loaded.
+    preview: bool = False
 
     def intent_of(self, goal_id: str, worker: str) -> Intent | None:
         for intent in self.intents.values():

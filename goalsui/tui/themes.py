@@ -14,7 +14,8 @@ from textual.theme import Theme
 
 DEFAULT_THEME = "goalsui-dark"
 
-#: Used when the themes folder is missing from an installation.
+#: Used when the themes folder is missing from an installation, and for the first frame
+#: (before the theme files are read). Equal to ``themes/goalsui-dark.yaml`` (tested).
 FALLBACK = Theme(
     name=DEFAULT_THEME,
     dark=True,
@@ -29,9 +30,15 @@ FALLBACK = Theme(
     error="#f2605a",
     success="#5cd18a",
     variables={
+        "footer-key-foreground": "#5aa7e8",
         "border": "#5aa7e8",
         "border-blurred": "#2f3a4a",
-        "footer-key-foreground": "#5aa7e8",
+        "block-cursor-text-style": "none",
+        "block-cursor-foreground": "#10151c",
+        "input-selection-background": "#5aa7e8 35%",
+        "scrollbar": "#2f3a4a",
+        "scrollbar-hover": "#40506a",
+        "scrollbar-active": "#5aa7e8",
     },
 )
 
@@ -46,18 +53,37 @@ class LoadedThemes:
         return [t.name for t in self.themes]
 
 
+def bundled_themes_dir() -> Path | None:
+    """The repository's ``themes/``, or the copy inside the wheel.
+
+    The same places as ``goalsui.kb.layout.find_themes_dir``, without importing the KB
+    layer (and its cron and YAML validation) before the first frame.
+    """
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package.parent / "themes", package / "_data" / "themes"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
 def theme_dirs() -> list[Path]:
     """The bundled themes folder, then the user's (``<config>/goalsui/themes``)."""
     from platformdirs import user_config_path
 
-    from goalsui.kb.layout import find_themes_dir
-
     dirs: list[Path] = []
-    bundled = find_themes_dir()
+    bundled = bundled_themes_dir()
     if bundled is not None:
         dirs.append(bundled)
     dirs.append(user_config_path("goalsui") / "themes")
     return dirs
+
+
+def user_theme_files() -> bool:
+    """True when the user's theme folder has theme files (one may replace a bundled one)."""
+    folder = theme_dirs()[-1]
+    return folder.is_dir() and any(
+        p.suffix in (".yaml", ".yml") for p in folder.iterdir() if p.is_file()
+    )
 
 
 def load_theme_file(path: Path) -> Theme:
@@ -65,7 +91,9 @@ def load_theme_file(path: Path) -> Theme:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # the C loader when PyYAML has it: the same safe subset, parsed before the first frame
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read: {exc}") from None
     except yaml.YAMLError as exc:

@@ -24,7 +24,6 @@ from goalsui.tui import keys
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, goal_log_count, load_boxes
-from goalsui.tui.screens.modals import ConfirmScreen, TextInputScreen
 from goalsui.tui.widgets.detail import DetailBody, DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items, run_error
 from goalsui.tui.widgets.goals_tree import GoalsTree, NodeRef
@@ -46,6 +45,21 @@ PANE_TITLES = {
 }
 LIVE_POLL_S = 0.5
 DETAIL_TAIL_BYTES = 64 * 1024
+LOADING = "loading…"
+#: Actions that need the service (and the records): off until the records are loaded.
+NEEDS_RECORDS = frozenset(
+    {
+        "pause",
+        "run_now",
+        "cancel",
+        "retry",
+        "dismiss",
+        "edit",
+        "add_todo",
+        "toggle_todo",
+        "open_output",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         self._live_timer: Any = None
         self._loading_boxes: set[str] = set()
         self._last_key_state: tuple | None = None
+        self._filter_mount: Any = None
 
     @property
     def gapp(self) -> GoalsApp:
@@ -125,15 +140,18 @@ class MainScreen(DeliverMixin, Screen[None]):
                     )
                 with Container(id="detail-pane", classes="pane"):
                     yield DetailView(read_only=self.read_only)
-        yield FilterBar(id="filter-bar")
+        # the filter bar (hidden until '/') is mounted after the first frame
         yield Footer()
 
     def on_mount(self) -> None:
         for pane in PANES:
             self.query_one(f"#{pane}-pane").border_title = PANE_TITLES[pane]
+            if pane != "detail":  # until the first dashboard arrives
+                self.query_one(f"#{pane}-pane").border_subtitle = LOADING
         self.query_one("#goals-empty").display = False
         self.query_one("#failed-empty").display = False
         self.goals.focus()
+        self.gapp.main_mounted()
 
     def on_resize(self, event: Any) -> None:
         # Narrow terminals: the compact footer keeps every key of the pane on one line.
@@ -191,12 +209,14 @@ class MainScreen(DeliverMixin, Screen[None]):
             self.timeline.sync(dash, self.plan, now, palette)
             items = failure_items(dash.attention, dash.disabled, dash.intents)
             self.failed.sync(items, now, palette)
-            empty = not items and not self.failed.filter_text
+            empty = not items and not self.failed.filter_text and not dash.preview
             self.query_one("#failed-empty").display = empty
             self.failed.display = not empty
             self._subtitles(dash, len(items))
             self.update_status()
             self._reselect()
+        if dash.preview:
+            return
         for goal_id, node in self.goals.goal_nodes.items():
             if node.is_expanded and goal_id not in self.goals.boxes:
                 self.load_boxes(goal_id)
@@ -224,8 +244,14 @@ class MainScreen(DeliverMixin, Screen[None]):
 
         workers = sum(len(g.workers) for g in dash.goals)
         self.query_one("#goals-pane").border_subtitle = with_filter(
-            self.goals, f"{len(dash.goals)} goals · {workers} workers"
+            self.goals,
+            f"{len(dash.goals)} goals · {workers} workers"
+            + (f" · from the KB, records {LOADING}" if dash.preview else ""),
         )
+        if dash.preview:
+            for pane in ("threads", "timeline", "failed"):
+                self.query_one(f"#{pane}-pane").border_subtitle = LOADING
+            return
         open_todos = sum(t.open_count for t in dash.threads)
         self.query_one("#threads-pane").border_subtitle = with_filter(
             self.threads, f"{len(dash.threads)} threads · {open_todos} open"
@@ -258,6 +284,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             frozen=app.frozen,
             read_only=self.read_only,
             watcher=app.watcher_status(),
+            loading=dash is None or dash.preview,
         )
         self.query_one(StatusBar).show(info, app.palette)
 
@@ -530,6 +557,9 @@ class MainScreen(DeliverMixin, Screen[None]):
         if tab is None:
             return
         service = self.gapp.service
+        if not self.gapp.service_ready and tab.text is None:
+            deliver(self, self._show_detail, tab, LOADING, False)
+            return
         follow = False
         try:
             if tab.run_id is not None:
@@ -593,7 +623,15 @@ class MainScreen(DeliverMixin, Screen[None]):
     def action_focus_pane(self, pane: str) -> None:
         self.pane_widget(pane).focus()
 
-    def action_filter(self) -> None:
+    def mount_filter_bar(self) -> Any:
+        """Mount the (hidden) filter bar once; awaitable until its parts are in place."""
+        if self._filter_mount is None:
+            footer = self.query_one(Footer)
+            self._filter_mount = self.mount(FilterBar(id="filter-bar"), before=footer)
+        return self._filter_mount
+
+    async def action_filter(self) -> None:
+        await self.mount_filter_bar()
         target = self.pane if self.pane != "detail" else "goals"
         self.filter_target = target
         bar = self.query_one(FilterBar)
@@ -671,6 +709,8 @@ class MainScreen(DeliverMixin, Screen[None]):
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in NEEDS_RECORDS and not self.gapp.service_ready:
+            return False
         sel = self.selection
         intent = self._intent()
         if action == "pause":
@@ -759,6 +799,8 @@ class MainScreen(DeliverMixin, Screen[None]):
             app.act(f"Run now: {intent.title}", app.service.run_intent_now, intent.id)
 
     def action_cancel(self) -> None:
+        from goalsui.tui.screens.modals import ConfirmScreen
+
         intent = self._intent()
         if intent is None:
             return
@@ -800,6 +842,8 @@ class MainScreen(DeliverMixin, Screen[None]):
             self.gapp.edit_file(*target)
 
     def action_add_todo(self) -> None:
+        from goalsui.tui.screens.modals import TextInputScreen
+
         thread_id = self.selection.thread_id
         if thread_id is None:
             return

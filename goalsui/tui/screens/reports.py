@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from rich.text import Text
@@ -13,7 +13,6 @@ from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Markdown, Static
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui.fmt import RUN_GLYPH, Palette, duration, one_line, short_span
@@ -21,6 +20,9 @@ from goalsui.tui.messages import deliver
 from goalsui.tui.model import list_reports
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.keyed_table import KeyedTable
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent, IntentRun
 
 LANE = 24
 

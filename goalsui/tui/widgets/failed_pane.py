@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.tui import keys
 from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, one_line
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent, IntentRun
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from goalsui.domain.models import Intent, IntentRun
-from goalsui.service import GoalView, WorkerView
 from goalsui.tui import keys
 from goalsui.tui.fmt import (
     INTENT_GLYPH,
@@ -22,6 +21,10 @@ from goalsui.tui.fmt import (
     elapsed,
 )
 from goalsui.tui.model import BoxCounts, Dashboard
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent, IntentRun
+    from goalsui.service import GoalView, WorkerView
 
 #: Expand every goal at first load when the KB has at most this many workers.
 EXPAND_ALL_UP_TO = 40
@@ -275,6 +278,9 @@ class GoalsTree(Tree[NodeRef]):
         if goal.error:
             text.append(" error in KB ", style=f"bold reverse {p.failed}")
             text.append(" ")
+        if self._dash is not None and self._dash.preview:
+            text.append(goal.status, style=p.muted)
+            return text
         if goal.status != "active":
             text.append(goal.status, style=p.warning if goal.status == "paused" else p.muted)
         elif failed:
@@ -300,6 +306,8 @@ class GoalsTree(Tree[NodeRef]):
     def _worker_label(self, goal: GoalView, w: WorkerView, now: datetime) -> Text:
         """Status, name, what comes next, last result; the schedule last (it may be cut)."""
         p = self._palette
+        if self._dash is not None and self._dash.preview:  # the KB's names only, so far
+            return Text.assemble(("· ", p.muted), (w.name, "bold"), ("  loading…", p.muted))
         run = self._live_run(w)
         status = "firing" if run is not None else (w.status or "")
         text = Text()
@@ -329,6 +337,8 @@ class GoalsTree(Tree[NodeRef]):
     def _box_label(self, goal: GoalView, w: WorkerView, box: str, now: datetime) -> Text:
         p = self._palette
         text = Text(box)
+        if self._dash is not None and self._dash.preview:
+            return text
         if box == "runs":
             runs = self._dash.recent.get(w.intent_id or -1, []) if self._dash else []
             if runs:

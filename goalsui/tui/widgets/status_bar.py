@@ -23,6 +23,7 @@ class StatusInfo:
     read_only: bool = False
     watcher: str = "off"
     kb: str = ""
+    loading: bool = False  # the records are not loaded yet
 
 
 class StatusBar(Static):
@@ -98,10 +99,13 @@ class StatusBar(Static):
             else short_span(i.refreshed_s) + ("" if compact else " ago")
         )
         stale = i.refreshed_s is not None and i.refreshed_s > 5
-        parts += [
-            ("↻ " if compact else "refreshed ", p.muted),
-            (age, p.warning if stale else p.text),
-        ]
+        if i.loading:  # in the slot of the refresh age, so the line keeps its length
+            parts += [("↻ " if compact else "records ", p.muted), ("loading…", p.warning)]
+        else:
+            parts += [
+                ("↻ " if compact else "refreshed ", p.muted),
+                (age, p.warning if stale else p.text),
+            ]
         parts += [
             sep,
             ("watch ", p.muted),

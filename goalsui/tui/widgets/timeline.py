@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.tui import keys
 from goalsui.tui.fmt import (
     INTENT_GLYPH,
@@ -20,6 +20,9 @@ from goalsui.tui.fmt import (
 )
 from goalsui.tui.model import Dashboard, PlanView
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent, IntentRun
 
 ZOOM_HOURS = (1, 3, 6, 12, 24, 72)
 EMPTY = "─"
