@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
 import sys
 from datetime import timedelta
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FakeClock
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from tui_kit import (
     PULSE,
     add_run,
@@ -18,6 +19,7 @@ from tui_kit import (
     open_demo,
     screen_text,
     settle,
+    wait_for,
     worker_intent,
 )
 
@@ -359,7 +361,16 @@ async def test_command_palette_runs_area_verb_commands(demo: Service, clock) -> 
         await settle(app, pilot)
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"Intent: Pause")
-        await pilot.pause(0.3)
+        commands = app.screen.query_one(CommandList)
+        await wait_for(
+            pilot,
+            lambda: (
+                commands.option_count > 0
+                and commands.highlighted == 0
+                and "Intent: Pause" in str(commands.get_option_at_index(0).prompt)
+            ),
+            what="the palette to offer 'Intent: Pause' first",
+        )
         await settle(app, pilot)
         await pilot.press("enter")
         await settle(app, pilot)
@@ -378,9 +389,32 @@ async def test_refresh_shows_another_process_change(demo: Service, clock, tmp_pa
         await settle(app, pilot)
         assert "paused" in worker_label(app)
         await pilot.press("q")  # no live runs: quits without asking
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.return_value is not None, what="the console to quit")
     assert app.return_value == 0
     other.close()
+
+
+async def test_a_tick_while_the_console_closes_is_dropped(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    """The 1 s tick (a timer task of its own) may fire while the screens are taken apart."""
+    app = console(demo, clock)
+    close_all = app._close_all
+    ticks: list[int] = []
+
+    async def close_while_ticking() -> None:
+        closing = asyncio.ensure_future(close_all())
+        while not closing.done():  # a tick at every step of the teardown
+            try:
+                app._tick()
+            except Exception as exc:  # noqa: BLE001 - the way Textual's timer reports it
+                app._handle_exception(exc)
+            ticks.append(len(app.screen_stack))
+            await asyncio.sleep(0)
+        await closing
+
+    app._close_all = close_while_ticking  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+    assert ticks and ticks[0] == 1  # it ticked while the main screen was still there
 
 
 async def test_zoom_timeline_cycle_detail_files_and_copy_id(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
@@ -406,7 +440,10 @@ async def test_zoom_timeline_cycle_detail_files_and_copy_id(demo: Service, clock
         await pilot.press("left_square_bracket")
         await settle(app, pilot)
         assert app.main.detail.current.label == "prompt.md"
-        await pilot.press("1", "y")  # copy the selected worker's id
+        await pilot.press("1")
+        await settle(app, pilot)
+        assert app.main.pane == "goals"
+        await pilot.press("y")  # copy the selected worker's id
         await settle(app, pilot)
         assert app.clipboard == f"{PULSE}/pulse"
 

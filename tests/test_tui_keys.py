@@ -97,6 +97,8 @@ async def test_no_two_active_bindings_share_a_key(demo: Service, clock) -> None:
         await settle(app, pilot)
         problems += [f"filter: {p}" for p in clashes(app.screen)]
         await pilot.press("escape")
+        await settle(app, pilot)
+        assert app.screen is main and main.filter_target is None
         screens = {
             "F": FailuresScreen,
             "M": ReportsScreen,

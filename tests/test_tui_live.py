@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import FakeClock
-from tui_kit import PULSE, build_template, label, open_demo, settle, wait_for, worker_intent
+from tui_kit import (
+    PULSE,
+    build_template,
+    label,
+    open_demo,
+    settle,
+    wait_for,
+    watching,
+    worker_intent,
+)
 
 from goalsui.kb.watcher import BOX, CONFIG, FILE, GOAL, LOG, REPORT, WORKER, KBWatcher, classify
 from goalsui.service import Service
@@ -27,6 +38,15 @@ def demo(tmp_path: Path, clock, template: Path) -> Service:  # type: ignore[no-u
     service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
     yield service
     service.close()
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``predicate()`` on the running loop (no app here)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(0.02)
 
 
 def test_classify_paths(tmp_path: Path) -> None:
@@ -75,25 +95,31 @@ async def test_watcher_sees_an_atomic_replace_and_a_new_goal(tmp_path: Path) -> 
 
     task = asyncio.create_task(collect())
     try:
-        while not watcher.healthy:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)  # the OS watch is set up a moment after awatch starts
-        for n in range(
-            2
-        ):  # an editor save: temp file + os.replace, twice (the second is lost when watching files)
+        await until(lambda: watcher.healthy, "the watch to start")
+        # The OS watch is set up a moment after awatch starts: write a file until it shows.
+        probe = root / "g1" / "protocol.md"
+        deadline = asyncio.get_running_loop().time() + 30
+        while not batches:
+            assert asyncio.get_running_loop().time() < deadline, "the watch reports nothing"
+            probe.write_text("probe")
+            with contextlib.suppress(TimeoutError):
+                await until(lambda: bool(batches), "the probe", timeout=1)
+        for n in range(2):
+            # an editor save: temp file + os.replace, twice (the second is lost when
+            # watching the file instead of its folder)
+            start = len(batches)
             tmp = prompt.with_name(f".prompt.md.{n}.tmp")
             tmp.write_text(f"v{n + 2}")
             os.replace(tmp, prompt)
-            deadline = asyncio.get_running_loop().time() + 10
-            while not any(("g1", "workers/w/prompt.md") in b.files for b in batches[n:]):
-                assert asyncio.get_running_loop().time() < deadline, "no event for the replace"
-                await asyncio.sleep(0.02)
+            await until(
+                lambda start=start: any(
+                    ("g1", "workers/w/prompt.md") in b.files for b in batches[start:]
+                ),
+                f"an event for replace {n + 1}",
+            )
         (root / "g2").mkdir()
         (root / "g2" / "definition.yaml").write_text("name: x\n")
-        deadline = asyncio.get_running_loop().time() + 10
-        while not any("g2" in b.goals_to_sync for b in batches):
-            assert asyncio.get_running_loop().time() < deadline, "no event for the new goal"
-            await asyncio.sleep(0.02)
+        await until(lambda: any("g2" in b.goals_to_sync for b in batches), "the new goal")
         assert watcher.status == "ok"
     finally:
         watcher.stop()
@@ -105,13 +131,10 @@ async def test_prompt_edit_refreshes_the_detail_pane(demo: Service, clock) -> No
     prompt = demo.kb.root / PULSE / "workers" / "pulse" / "prompt.md"
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await wait_for(
-            pilot, lambda: app.watcher is not None and app.watcher.healthy, what="watcher"
-        )
+        await watching(app, pilot)
         app.main.goals.select_key(f"worker/{PULSE}/pulse")
         await settle(app, pilot)
         assert app.main.detail.current.rel == "workers/pulse/prompt.md"
-        await pilot.pause(0.2)
         tmp = prompt.with_name(".prompt.md.edit.tmp")
         tmp.write_text("# pulse\n\nNEW INSTRUCTIONS FROM THE OPERATOR\n")
         os.replace(tmp, prompt)
@@ -127,12 +150,9 @@ async def test_definition_edit_replans_the_countdown(demo: Service, clock) -> No
     intent_id = worker_intent(demo, PULSE, "pulse")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await wait_for(
-            pilot, lambda: app.watcher is not None and app.watcher.healthy, what="watcher"
-        )
+        await watching(app, pilot)
         node = app.main.goals.child_nodes[f"worker/{PULSE}/pulse"]
         assert "every 1m" in label(node) and "in 1m00s" in label(node)
-        await pilot.pause(0.2)
         definition.write_text(definition.read_text().replace("every: 1m", "every: 5m"))
         await wait_for(pilot, lambda: "in 5m00s" in label(node), what="re-planned countdown")
         assert "every 5m" in label(node)
@@ -147,10 +167,7 @@ async def test_broken_yaml_shows_a_badge_and_keeps_the_last_good_version(
     intent_id = worker_intent(demo, PULSE, "flaky")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await wait_for(
-            pilot, lambda: app.watcher is not None and app.watcher.healthy, what="watcher"
-        )
-        await pilot.pause(0.2)
+        await watching(app, pilot)
         definition.write_text("schedule:\n  every: 1m\n  bogus: [unclosed\n")
         goal_node = app.main.goals.goal_nodes[PULSE]
         await wait_for(pilot, lambda: "error in KB" in label(goal_node), what="error badge")
@@ -175,10 +192,7 @@ async def test_new_and_deleted_goals_appear_and_go(demo: Service, clock) -> None
     app = make_app(demo, scheduler=False, watch=True, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await wait_for(
-            pilot, lambda: app.watcher is not None and app.watcher.healthy, what="watcher"
-        )
-        await pilot.pause(0.2)
+        await watching(app, pilot)
         demo_copy = demo.kb.root / "pulse-copy-0a0b0c0d"
         staging = demo.kb.root / ".staging-pulse-copy"
         shutil.copytree(demo.kb.root / PULSE, staging)

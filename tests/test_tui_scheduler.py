@@ -52,7 +52,9 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
         await wait_for(
             pilot, lambda: main.detail.tabs[-1].label == "▶ live output", what="live tab"
         )
-        await pilot.press("5", "left_square_bracket")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: main.pane == "detail", what="the detail pane focused")
+        await pilot.press("left_square_bracket")
         await wait_for(
             pilot,
             lambda: "started-the-slow-run" in main.detail.shown[1],

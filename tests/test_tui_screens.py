@@ -185,12 +185,14 @@ async def test_events_and_threads_screens_show_untrusted_text_plainly(demo: Serv
         assert "[bold red]not markup[/]" in text  # shown literally, never as markup
         assert "\x1b" not in text
         await pilot.press("escape")
+        await settle(app, pilot)
         await pilot.press("T")
         await settle(app, pilot)
         text = screen_text(app)
         assert "Came back about: Friday reminder" in text
         assert "[link=http://evil]the slot[/link]" in text
         await pilot.press("escape")
+        await settle(app, pilot)
         await pilot.press("L")
         await settle(app, pilot)
         text = screen_text(app)

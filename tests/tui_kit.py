@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import re
 import shutil
@@ -94,37 +95,102 @@ def worker_intent(service: Service, goal_id: str, worker: str) -> int:
     return service.worker_intent(goal_id, worker).id  # type: ignore[return-value]
 
 
-async def settle(app: Any, pilot: Any, rounds: int = 2, timeout: float = 10.0) -> None:
-    """Let messages and finite workers finish (a few rounds: workers start workers)."""
+def busy(app: Any) -> list[str]:
+    """What the console is still doing; empty when it is quiet.
+
+    Finite workers (records, plans, detail, actions, screen data; not the endless KB
+    watch or scheduler), a refresh that is due or loading, and the first records not
+    yet on screen (they load in a worker after the first paint).
+    """
+    doing = [
+        f"worker {w.group}/{w.name}"
+        for w in list(app.workers)
+        if w.group not in ENDLESS and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+    ]
+    if getattr(app, "_refresh_timer", None) is not None:
+        doing.append("a refresh is due")
+    if getattr(app, "_loading", False) or getattr(app, "_dirty", False):
+        doing.append("the records are loading")
+    if getattr(app, "records_at", 0) is None or getattr(app, "dashboard", 0) is None:
+        doing.append("the first records are not shown yet")
+    if getattr(app, "_after_paint", None):
+        doing.append("start-up steps wait for the first paint")
+    return doing
+
+
+async def drain(app: Any, pilot: Any) -> None:
+    """Handle every message queued now: the app's, and every screen's in the stack.
+
+    ``pilot.pause()`` only covers the screen on top; results for the main screen
+    arrive while a modal or a records screen is shown, too.
+    """
+    await pilot.pause()
+    nodes = [node for screen in app.screen_stack for node in screen.walk_children(with_self=True)]
+    pending = [asyncio.Event() for _ in nodes]
+    waiting = [e for node, e in zip(nodes, pending, strict=True) if node.call_later(e.set)]
+    if waiting:
+        try:
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in waiting)), 30)
+        except TimeoutError:
+            raise TimeoutError("queued messages were not handled within 30s") from None
+
+
+async def settle(app: Any, pilot: Any, timeout: float = 30.0) -> None:
+    """Wait until the console is quiet: nothing :func:`busy`, and every message handled.
+
+    Quiet is checked on both sides of a full :func:`drain`: a worker that ended just
+    before the first check has its result handled in the drain, and whatever that
+    handling starts (a refresh, another worker) shows in the second check.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    quiet = 0
-    while quiet < rounds:
-        await pilot.pause()
-        busy = [
-            w
-            for w in app.workers
-            if w.group not in ENDLESS and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
-        ]
-        if busy:
-            quiet = 0
-            if loop.time() > deadline:
-                raise TimeoutError(f"workers still busy: {busy}")
-            await asyncio.sleep(0.01)
-        else:
-            quiet += 1
+    quiet_before = False
+    while True:
+        await drain(app, pilot)
+        doing = busy(app)
+        if not doing and quiet_before:
+            return
+        quiet_before = not doing
+        if loop.time() > deadline:
+            raise TimeoutError(f"the console did not settle within {timeout:.0f}s: {doing}")
 
 
 async def wait_for(
-    pilot: Any, predicate: Any, timeout: float = 10.0, what: str = "condition"
+    pilot: Any, predicate: Any, timeout: float = 30.0, what: str = "condition"
 ) -> None:
-    """Poll ``predicate()`` while the app runs (for watcher-driven changes)."""
+    """Poll ``predicate()`` while the app runs (for watcher-driven and live changes)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
         if loop.time() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
         await pilot.pause(0.02)
+
+
+async def watching(app: Any, pilot: Any, timeout: float = 30.0) -> None:
+    """Wait until the console's KB watch reports changes, then settle.
+
+    ``watcher.healthy`` is set when the watch starts, a moment before the OS watch is
+    in place: a KB file is rewritten unchanged until a batch for it arrives.
+    """
+    await wait_for(
+        pilot,
+        lambda: app.watcher is not None and app.watcher.healthy,
+        timeout,
+        "the KB watcher to start",
+    )
+    watcher = app.watcher
+    probe = watcher.root / PULSE / "protocol.md"
+    seen = watcher.batches_seen
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while watcher.batches_seen == seen:
+        if loop.time() > deadline:
+            raise TimeoutError(f"the KB watcher reported no change within {timeout:.0f}s")
+        probe.write_text(probe.read_text(encoding="utf-8"), encoding="utf-8")
+        with contextlib.suppress(TimeoutError):  # not yet watching: write it again
+            await wait_for(pilot, lambda: watcher.batches_seen > seen, 1.0, "a KB batch")
+    await settle(app, pilot)
 
 
 def label(node: Any) -> str:

@@ -160,9 +160,14 @@ class GoalsApp(DeliverMixin, App[int]):
 
     @property
     def alive(self) -> bool:
-        """False once the app is closing: late worker results are dropped."""
+        """False once the app is closing: late worker results and ticks are dropped.
+
+        ``is_running`` turns False when shutdown starts, before the screens are taken
+        apart (``run_test`` shuts down without ``exit()``; timers fire meanwhile).
+        """
         return (
             bool(self.screen_stack)
+            and self.is_running
             and not self._exit
             and isinstance(self.screen_stack[0], MainScreen)
         )
@@ -357,7 +362,7 @@ class GoalsApp(DeliverMixin, App[int]):
 
     def _theme_changed(self, theme: Any) -> None:
         self.palette = Palette.from_theme(theme)
-        if self.dashboard is not None and not self.frozen:
+        if self.dashboard is not None and not self.frozen and self.alive:
             self.main.apply(self.dashboard)
 
     def action_next_theme(self) -> None:
