@@ -12,7 +12,9 @@ from pathlib import Path
 piddir, seconds = Path(sys.argv[1]), float(sys.argv[2])
 sys.stdin.read()  # the prompt
 run_id = os.environ.get("GOALSUI_RUN_ID", "unknown")
-(piddir / f"{run_id}.pid").write_text(str(os.getpid()))
+tmp = piddir / f"{run_id}.pid.tmp"  # then renamed: a reader never sees an empty file
+tmp.write_text(str(os.getpid()))
+tmp.replace(piddir / f"{run_id}.pid")
 parent = os.getppid()
 end = time.monotonic() + seconds
 while time.monotonic() < end:
