@@ -314,7 +314,9 @@ class Service:
         before, after = schema.upgrade(self.store.engine)
         return {"before": before.as_json(), "after": after.as_json()}
 
-    def journal(self, action: str, subject: str = "", detail: str = "", actor: str | None = None) -> None:
+    def journal(
+        self, action: str, subject: str = "", detail: str = "", actor: str | None = None
+    ) -> None:
         with self.store.write() as s:
             s.add(Journal(actor=actor or self.actor, action=action, subject=subject, detail=detail))
 
@@ -428,7 +430,9 @@ class Service:
         # Workers whose files are broken keep their last good intent.
         prefix = f"{loaded.goal_id}/workers/"
         broken = {
-            p.path[len(prefix) :].split("/")[0] for p in loaded.problems if p.path.startswith(prefix)
+            p.path[len(prefix) :].split("/")[0]
+            for p in loaded.problems
+            if p.path.startswith(prefix)
         }
         if any(p.path == prefix.rstrip("/") for p in loaded.problems):
             broken = set(existing)  # the workers folder itself is unreadable: keep them all
@@ -517,7 +521,9 @@ class Service:
         if goal is not None:
             s.delete(goal)
         for intent in s.exec(select(Intent).where(Intent.goal_id == goal_id)).all():
-            ran = s.exec(select(IntentRun.id).where(IntentRun.intent_id == intent.id).limit(1)).first()
+            ran = s.exec(
+                select(IntentRun.id).where(IntentRun.intent_id == intent.id).limit(1)
+            ).first()
             if ran is None and intent.worker:
                 # Never fired (e.g. left by a creation that crashed before its rename):
                 # no history to keep, so no row is left behind.
@@ -672,7 +678,10 @@ class Service:
                 runner=i.runner,
             )
             for i in sorted(intents, key=lambda i: i.worker or "")
-            if i.worker and not (i.status == IntentStatus.CANCELLED and i.last_error and "removed" in i.last_error)
+            if i.worker
+            and not (
+                i.status == IntentStatus.CANCELLED and i.last_error and "removed" in i.last_error
+            )
         ]
         return GoalView(
             goal_id=goal.goal_id,
@@ -798,7 +807,9 @@ class Service:
         with self.store.read() as s:
             return s.exec(select(Thread).where(Thread.title == title)).first()
 
-    def messages(self, thread_id: int | None = None, *, goal_id: str | None = None, limit: int = 200) -> list[Message]:
+    def messages(
+        self, thread_id: int | None = None, *, goal_id: str | None = None, limit: int = 200
+    ) -> list[Message]:
         with self.store.read() as s:
             q = select(Message)
             if thread_id is not None:
@@ -863,7 +874,9 @@ class Service:
         s.add(thread)
         return thread
 
-    def add_todo(self, thread_id: int, text: str, *, done: bool = False, expected_revision: int | None = None) -> Todo:
+    def add_todo(
+        self, thread_id: int, text: str, *, done: bool = False, expected_revision: int | None = None
+    ) -> Todo:
         text = " ".join(str(text).split())
         if not text:
             raise ValidationError("a todo needs text")
@@ -887,7 +900,9 @@ class Service:
         self.changed("todos")
         return todo
 
-    def _set_todo(self, thread_id: int, todo_id: int, done: bool, expected_revision: int | None) -> Todo:
+    def _set_todo(
+        self, thread_id: int, todo_id: int, done: bool, expected_revision: int | None
+    ) -> Todo:
         with self.store.write() as s:
             todo = s.get(Todo, todo_id)
             if todo is None or todo.thread_id != thread_id:
@@ -896,21 +911,29 @@ class Service:
             todo.done = done
             todo.completed_at = (todo.completed_at or self.now()) if done else None
             s.add(todo)
-        self.journal("todo completed" if done else "todo reopened", f"thread {thread_id}", todo.text)
+        self.journal(
+            "todo completed" if done else "todo reopened", f"thread {thread_id}", todo.text
+        )
         self.changed("todos")
         return todo
 
-    def complete_todo(self, thread_id: int, todo_id: int, *, expected_revision: int | None = None) -> Todo:
+    def complete_todo(
+        self, thread_id: int, todo_id: int, *, expected_revision: int | None = None
+    ) -> Todo:
         return self._set_todo(thread_id, todo_id, True, expected_revision)
 
-    def reopen_todo(self, thread_id: int, todo_id: int, *, expected_revision: int | None = None) -> Todo:
+    def reopen_todo(
+        self, thread_id: int, todo_id: int, *, expected_revision: int | None = None
+    ) -> Todo:
         return self._set_todo(thread_id, todo_id, False, expected_revision)
 
     def import_checklist(
         self, thread_id: int, markdown: str, *, expected_revision: int | None = None
     ) -> list[Todo]:
         """Add every ``- [ ]`` / ``- [x]`` item of a Markdown checklist to a thread."""
-        items = [(" ".join(text.split()), done) for text, done in parse_markdown_checklist(markdown)]
+        items = [
+            (" ".join(text.split()), done) for text, done in parse_markdown_checklist(markdown)
+        ]
         if not items:
             raise ValidationError("no '- [ ]' or '- [x]' items found in the checklist")
         if len(items) > 1000:
@@ -1051,7 +1074,9 @@ class Service:
         try:
             with self.store.write() as s:
                 if operation_key is not None:
-                    found = s.exec(select(Intent).where(Intent.operation_key == operation_key)).first()
+                    found = s.exec(
+                        select(Intent).where(Intent.operation_key == operation_key)
+                    ).first()
                     if found is not None:
                         return found
                 s.add(intent)
@@ -1097,7 +1122,9 @@ class Service:
                 q = q.where(col(Intent.status).not_in([IntentStatus.CANCELLED, IntentStatus.DONE]))
             return list(s.exec(q.order_by(Intent.id)))
 
-    def _update_intent(self, intent_id: int, action: str, apply: Callable[[Intent, datetime], None]) -> Intent:
+    def _update_intent(
+        self, intent_id: int, action: str, apply: Callable[[Intent, datetime], None]
+    ) -> Intent:
         now = self.now()
         with self.store.write() as s:
             # FOR UPDATE: on PostgreSQL wait for a claim in flight and see its result.
@@ -1189,7 +1216,9 @@ class Service:
                 s.add(intent)
                 skipped = False
         self.journal(
-            "run now (skipped: overlap)" if skipped else "run now", f"intent {intent_id}", intent.title
+            "run now (skipped: overlap)" if skipped else "run now",
+            f"intent {intent_id}",
+            intent.title,
         )
         self.changed("intents")
         return intent
@@ -1229,7 +1258,13 @@ class Service:
                 q = q.where(IntentRun.intent_id == intent_id)
             if since is not None:
                 q = q.where(col(IntentRun.started_at) >= since)
-            return list(s.exec(q.order_by(col(IntentRun.started_at).desc(), col(IntentRun.id).desc()).limit(limit)))
+            return list(
+                s.exec(
+                    q.order_by(col(IntentRun.started_at).desc(), col(IntentRun.id).desc()).limit(
+                        limit
+                    )
+                )
+            )
 
     def get_run(self, run_id: int) -> IntentRun:
         with self.store.read() as s:
@@ -1271,7 +1306,9 @@ class Service:
         intent = self.get_intent(run.intent_id)
         if intent.status in (IntentStatus.FAILED, IntentStatus.PAUSED):
             raise Conflict(f"intent {intent.id} is {intent.status}; resume it first")
-        result = self.run_intent_now(run.intent_id, trigger="catch-up" if run.status == RunStatus.MISSED else "retry")
+        result = self.run_intent_now(
+            run.intent_id, trigger="catch-up" if run.status == RunStatus.MISSED else "retry"
+        )
         self.dismiss_run(run_id)
         return result
 
@@ -1279,7 +1316,9 @@ class Service:
         with self.store.read() as s:
             return list(s.exec(select(IntentRun).where(IntentRun.status == RunStatus.RUNNING)))
 
-    def mark_alerted(self, intent_id: int, at: datetime, *, cooldown: timedelta | None = None) -> bool:
+    def mark_alerted(
+        self, intent_id: int, at: datetime, *, cooldown: timedelta | None = None
+    ) -> bool:
         """Record an alert at ``at``; with ``cooldown``, only if none was raised within it.
 
         A compare-and-set (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): of several
@@ -1315,7 +1354,9 @@ class Service:
                 ).first()
                 if dup is not None:
                     return EmitResult(dup.id, [], duplicate=True)  # type: ignore[arg-type]
-                event = Event(source=source, delivery_id=delivery_id, payload=payload, received_at=now)
+                event = Event(
+                    source=source, delivery_id=delivery_id, payload=payload, received_at=now
+                )
                 s.add(event)
                 s.flush()
                 fired: list[int] = []
@@ -1372,7 +1413,9 @@ class Service:
                 ).one()
             return EmitResult(dup.id, [], duplicate=True)  # type: ignore[arg-type]
         self.journal(
-            "event received", f"{source}/{delivery_id}", f"fired intents {fired}" if fired else "fired nothing",
+            "event received",
+            f"{source}/{delivery_id}",
+            f"fired intents {fired}" if fired else "fired nothing",
             actor="hooks" if self.actor != "cli" else "cli",
         )
         self.changed("intents")
@@ -1391,7 +1434,12 @@ class Service:
 
     # -- schedules ----------------------------------------------------------------------------------
     def schedule_preview(
-        self, expression: str, *, tz: str = "UTC", start: str | datetime | None = None, count: int = 5
+        self,
+        expression: str,
+        *,
+        tz: str = "UTC",
+        start: str | datetime | None = None,
+        count: int = 5,
     ) -> dict[str, Any]:
         """The next ``count`` occurrences of a cron expression in ``tz`` after ``start``."""
         return schedule_preview(expression, tz=tz, start=start, count=count, now=self.now())
@@ -1403,13 +1451,17 @@ class Service:
         with self.store.read() as s:
             goals = s.exec(select(func.count()).select_from(Goal)).one()
             goal_errors = s.exec(select(func.count()).where(col(Goal.error).is_not(None))).one()
-            by_status = dict(s.exec(select(Intent.status, func.count()).group_by(Intent.status)).all())
+            by_status = dict(
+                s.exec(select(Intent.status, func.count()).group_by(Intent.status)).all()
+            )
             due = s.exec(
                 select(func.count()).where(
                     Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at) <= now
                 )
             ).one()
-            running = s.exec(select(func.count()).where(IntentRun.status == RunStatus.RUNNING)).one()
+            running = s.exec(
+                select(func.count()).where(IntentRun.status == RunStatus.RUNNING)
+            ).one()
             failed = s.exec(
                 select(func.count()).where(
                     col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]),
@@ -1438,6 +1490,8 @@ class Service:
         with self.store.read() as s:
             return list(
                 s.exec(
-                    select(Intent).where(or_(col(Intent.title).like(like), col(Intent.instruction).like(like)))
+                    select(Intent).where(
+                        or_(col(Intent.title).like(like), col(Intent.instruction).like(like))
+                    )
                 )
             )

@@ -12,7 +12,9 @@ from goalsui.cli.common import add_json, open_service, print_json
 def register(sub: argparse._SubParsersAction) -> None:
     init = sub.add_parser("init", help="create an empty KB (or a copy of the sample with --sample)")
     init.add_argument("path")
-    init.add_argument("--sample", action="store_true", help="copy the bundled sample KB and load the demo records")
+    init.add_argument(
+        "--sample", action="store_true", help="copy the bundled sample KB and load the demo records"
+    )
     add_json(init)
     init.set_defaults(func=cmd_init)
 

@@ -123,7 +123,9 @@ class _Checker:
             raise self.fail(key, f"'{key}' must be a mapping, found {type(value).__name__}")
         return value
 
-    def text_field(self, value: Any, key: str, *, required: bool = False, limit: int = 10_000) -> str:
+    def text_field(
+        self, value: Any, key: str, *, required: bool = False, limit: int = 10_000
+    ) -> str:
         if value is None:
             if required:
                 raise self.fail(None, f"missing required field '{key}'")
@@ -173,7 +175,8 @@ class _Checker:
             name = data["builtin"]
             if name not in BUILTIN_RUNNERS:
                 raise self.fail(
-                    "builtin", f"unknown builtin runner {name!r} (known: {', '.join(BUILTIN_RUNNERS)})"
+                    "builtin",
+                    f"unknown builtin runner {name!r} (known: {', '.join(BUILTIN_RUNNERS)})",
                 )
             return RunnerSpec(builtin=name)
         if "command" in data:

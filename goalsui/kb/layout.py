@@ -158,7 +158,9 @@ class KB:
             except GoalsuiError as exc:
                 problem = exc if isinstance(exc, KBError) else KBError(gid, str(exc))
                 out.append(
-                    LoadedGoal(goal_id=gid, path=self.root / gid, definition=None, problems=[problem])
+                    LoadedGoal(
+                        goal_id=gid, path=self.root / gid, definition=None, problems=[problem]
+                    )
                 )
         return out
 
@@ -251,7 +253,9 @@ class KB:
                 ) from exc
             raise
         loaded.path = final
-        with contextlib.suppress(OSError, GoalsuiError):  # the goal exists; a log hiccup is no failure
+        with contextlib.suppress(
+            OSError, GoalsuiError
+        ):  # the goal exists; a log hiccup is no failure
             self.append_log(goal_id, f"goal created: {name}")
         return loaded
 
@@ -519,7 +523,7 @@ def init_kb(path: Path, *, sample: bool = False) -> Path:
         atomic_write(
             path / CONFIG_FILE,
             "# goalsui KB settings\n"
-            "runner:\n  command: [\"cat\"]   # the default runner; e.g. [\"claude\", \"-p\"]\n"
+            'runner:\n  command: ["cat"]   # the default runner; e.g. ["claude", "-p"]\n'
             "  timeout: 10m\n"
             "silent_token: NOTHING_TO_REPORT\n",
         )

@@ -87,7 +87,9 @@ def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = 
 def parse_yaml(text: str, display: str) -> Any:
     """Parse YAML text; a syntax problem becomes a KBError with file, line and reason."""
     if "\x00" in text:
-        raise KBError(display, "file contains a NUL byte", text[: text.index("\x00")].count("\n") + 1)
+        raise KBError(
+            display, "file contains a NUL byte", text[: text.index("\x00")].count("\n") + 1
+        )
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
     except yaml.MarkedYAMLError as exc:
