@@ -480,7 +480,10 @@ class _Planner:
 def _overlaps(
     fires: list[PlannedFire], running: list[tuple[Intent, IntentRun, timedelta]]
 ) -> list[PlannedFire]:
-    """Mark fires that start while an earlier run of the same goal may still be running."""
+    """Mark fires that start while an earlier run of the same goal may still be running.
+
+    ``fires`` must be in time order (``plan`` sorts them).
+    """
     by_goal: dict[str, list[tuple[datetime, datetime, str, int, bool]]] = defaultdict(list)
     for intent, run, length in running:
         if intent.goal_id:
@@ -502,7 +505,11 @@ def _overlaps(
         start, end = fire.at, fire.at + fire.run_length
         warning = None
         other_intent = None
-        for other_start, other_end, what, other_id, _ in by_goal[fire.goal_id]:
+        # Fires come in time order: a window that ended by this start cannot hold a later
+        # one either, so only the windows still open are kept (linear, not quadratic).
+        windows = by_goal[fire.goal_id]
+        windows[:] = [w for w in windows if w[1] > start]
+        for other_start, other_end, what, other_id, _ in windows:
             if other_start <= start < other_end:
                 if other_id == fire.intent_id:
                     warning = (
