@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from daemon_kit import Daemon, alive, runner_config, wait_until
 from test_scheduler_claims import bulk_at
 
 from goalsui.domain.timeutil import utcnow
@@ -21,84 +19,6 @@ from goalsui.service import Service
 
 pytestmark = pytest.mark.slow
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-
-
-class Daemon:
-    """A ``goalsui daemon`` subprocess whose output lines are collected as they come."""
-
-    def __init__(self, kb: Path, state: Path, *extra: str) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "goalsui",
-                "--kb",
-                str(kb),
-                "--state-dir",
-                str(state),
-                "daemon",
-                "--no-watch",
-                "--lease-seconds",
-                "1",
-                "--poll-interval",
-                "0.2",
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_ready(self) -> None:
-        wait_until(
-            lambda: (
-                any("goalsui daemon:" in line for line in self.lines)
-                or self.proc.poll() is not None
-            )
-        )
-        assert self.proc.poll() is None, "\n".join(self.lines)
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=30)
-        self._reader.join(5)
-        return code
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-        self._reader.join(5)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 45.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
-
-
-def runner_config(kb: Path, argv: list[str]) -> None:
-    (kb / "goalsui.yaml").write_text(f"runner:\n  command: {json.dumps(argv)}\n  timeout: 60s\n")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from daemon_kit import alive
 
 from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.service import Service
@@ -19,14 +19,6 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 def script(name: str, *args: str) -> dict:
     return {"command": [sys.executable, str(SCRIPTS / name), *args]}
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture
