@@ -221,6 +221,8 @@ def test_bad_input_one_line_exit_1_nothing_changed(
         ["--db", "mysql://localhost/x", "goal", "list"],
         ["--db", f"sqlite:///{not_a_db}", "intent", "list"],
         ["--state-dir", str(not_a_db / "sub"), "goal", "list"],
+        ["goals", "list"],
+        ["intnet", "pause", "1"],
     ]  # fmt: skip
     rows, tree = db_rows(state), kb_tree(kb)
     results = run_all(kb, state, bad)
@@ -232,6 +234,24 @@ def test_bad_input_one_line_exit_1_nothing_changed(
     assert db_rows(state) == rows
     assert kb_tree(kb) == tree
     assert not_a_db.read_text() == "not a database\n"
+
+
+def test_a_mistyped_command_is_named_with_the_closest_one(cli_env: tuple[Path, Path]) -> None:
+    kb, state = cli_env
+    rc, out, err = run(kb, state, "goals", "list")
+    assert (rc, out) == (1, "")
+    assert (
+        err
+        == "goalsui: error: unknown command 'goals'; did you mean 'goal'? (see 'goalsui --help')\n"
+    )
+    rc, _, err = run(kb, state, "frobnicate")
+    assert (
+        rc == 1 and err == "goalsui: error: unknown command 'frobnicate' (see 'goalsui --help')\n"
+    )
+    rc, _, err = run(kb, state, "--no-scheduler", "--read-only", "--bogus")
+    assert (
+        rc == 1 and "unrecognized arguments: --bogus" in err
+    )  # console options still go to the console
 
 
 def test_missing_kb_is_one_line_and_creates_nothing(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -65,6 +66,16 @@ def build_parser(command: str | None = None) -> ArgumentParser:
 GLOBAL_WITH_VALUE = ("--kb", "--db", "--state-dir")
 
 
+class UnknownCommand(Exception):
+    """A word where a command belongs that names none."""
+
+    def message(self) -> str:
+        word = str(self.args[0])
+        close = difflib.get_close_matches(word, list(COMMANDS), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return f"goalsui: error: unknown command {word[:60]!r}{hint} (see 'goalsui --help')\n"
+
+
 def _default_to_console(argv: list[str]) -> tuple[list[str], str | None]:
     """``goalsui [global options] [console options]`` means ``goalsui ... console ...``.
 
@@ -85,13 +96,19 @@ def _default_to_console(argv: list[str]) -> tuple[list[str], str | None]:
         if token.split("=", 1)[0] in GLOBAL_WITH_VALUE or token == "--debug":
             i += 1
             continue
+        if not token.startswith("-"):  # the console takes options only: a mistyped command
+            raise UnknownCommand(token)
         return [*argv[:i], "console", *argv[i:]], "console"
     return [*argv, "console"], "console"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``goalsui`` script; returns the exit code."""
-    argv, command = _default_to_console(list(argv if argv is not None else sys.argv[1:]))
+    try:
+        argv, command = _default_to_console(list(argv if argv is not None else sys.argv[1:]))
+    except UnknownCommand as exc:
+        sys.stderr.write(exc.message())
+        return 1  # a user error (the command-line contract)
     args = build_parser(command).parse_args(argv)
     func = args.func
     try:
