@@ -61,6 +61,49 @@ def _no_duplicate_keys(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicate_keys)
 
+try:  # libyaml, bundled with PyYAML's wheels: the same documents, parsed several times faster
+    from yaml._yaml import CParser as _CParser
+
+    class _FastLoader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
+        """libyaml's parser with the strict constructor (duplicate keys refused)."""
+
+    _FastLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicate_keys)
+except (ImportError, AttributeError):  # pragma: no cover - PyYAML built without libyaml
+    _CParser = None
+
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def _fast_load(text: str) -> tuple[bool, Any]:
+    """``(True, data)`` when libyaml loads ``text`` cleanly, else ``(False, None)``.
+
+    A first pass over libyaml's events (iterative, no nodes built) makes sure the
+    document has no alias and stays well inside the nesting limit; anything unusual
+    (an alias, deep nesting, any error at all) is left to :class:`_StrictLoader`, which
+    refuses it with its exact message. So both paths accept and refuse the same files.
+    """
+    if _CParser is None:
+        return False, None
+    try:
+        events = _CParser(text)
+        depth = 0
+        while True:
+            event = events.get_event()
+            if isinstance(event, _OPEN):
+                depth += 1
+                if depth >= MAX_DEPTH - 1:
+                    return False, None
+            elif isinstance(event, _CLOSE):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                return False, None
+            elif isinstance(event, yaml.StreamEndEvent):
+                break
+        return True, yaml.load(text, Loader=_FastLoader)  # noqa: S506 - strict safe loader
+    except Exception:  # noqa: BLE001 - the strict loader says what is wrong
+        return False, None
+
 
 def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = None) -> str:
     """Read a UTF-8 text file, refusing huge or non-UTF-8 content with a KBError."""
@@ -90,6 +133,9 @@ def parse_yaml(text: str, display: str) -> Any:
         raise KBError(
             display, "file contains a NUL byte", text[: text.index("\x00")].count("\n") + 1
         )
+    done, data = _fast_load(text)
+    if done:
+        return data
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
     except yaml.MarkedYAMLError as exc:
