@@ -384,6 +384,8 @@ class Service:
         now = self.now()
         with self.store.write() as s:
             self.store.serialize(s, "kb-sync")  # processes syncing at once queue here
+            # Two reads for all targets instead of two per goal (and an autoflush each).
+            goals, workers = self._index_rows(s, None if goal_ids is None else targets)
             for goal_id in targets:
                 if goal_id not in on_disk:
                     if not self.kb.creating(goal_id):  # another process is creating it
@@ -395,7 +397,7 @@ class Service:
                     problems.append(Problem(goal_id, None, str(exc)))
                     continue
                 problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
-                self._index_goal(s, loaded, now)
+                self._index_goal(s, loaded, now, goals.get(goal_id), workers.get(goal_id, {}))
             if goal_ids is None:
                 known = s.exec(select(Goal.goal_id)).all()
                 for goal_id in set(known) - on_disk:
@@ -404,9 +406,33 @@ class Service:
         self.changed("goals")
         return problems
 
-    def _index_goal(self, s: Session, loaded: LoadedGoal, now: datetime) -> None:
-        goal = s.get(Goal, loaded.goal_id)
+    @staticmethod
+    def _index_rows(
+        s: Session, goal_ids: list[str] | None
+    ) -> tuple[dict[str, Goal], dict[str, dict[str, Intent]]]:
+        """The goal rows and worker intents (by goal, then worker) of ``goal_ids`` (None: all)."""
+        goal_q = select(Goal)
+        intent_q = select(Intent).where(col(Intent.goal_id).is_not(None))
+        if goal_ids is not None:
+            goal_q = goal_q.where(col(Goal.goal_id).in_(goal_ids))
+            intent_q = intent_q.where(col(Intent.goal_id).in_(goal_ids))
+        goals = {g.goal_id: g for g in s.exec(goal_q).all()}
+        workers: dict[str, dict[str, Intent]] = {}
+        for intent in s.exec(intent_q).all():
+            if intent.worker and intent.goal_id:
+                workers.setdefault(intent.goal_id, {})[intent.worker] = intent
+        return goals, workers
+
+    def _index_goal(
+        self,
+        s: Session,
+        loaded: LoadedGoal,
+        now: datetime,
+        goal: Goal | None,
+        existing: dict[str, Intent],
+    ) -> None:
         d = loaded.definition
+        new = goal is None
         if goal is None:
             goal = Goal(
                 goal_id=loaded.goal_id,
@@ -414,19 +440,18 @@ class Service:
                 kb_path=str(loaded.path),
                 created_at=(d.created_at if d and d.created_at else now),
             )
+        values: dict[str, Any] = {"kb_path": str(loaded.path), "error": loaded.error}
         if d is not None:
-            goal.name, goal.task, goal.owner = d.name, d.task, d.owner
-            goal.status, goal.sort_order = d.status, d.sort_order
-        goal.kb_path = str(loaded.path)
-        goal.error = loaded.error
-        goal.updated_at = now
-        s.add(goal)
+            values.update(
+                name=d.name, task=d.task, owner=d.owner, status=d.status, sort_order=d.sort_order
+            )
+        changed = new or any(getattr(goal, key) != value for key, value in values.items())
+        if changed:  # an unchanged goal is left alone: no write, no change for the consoles
+            for key, value in values.items():
+                setattr(goal, key, value)
+            goal.updated_at = now
+            s.add(goal)
         goal_active = goal.status == "active"
-        existing = {
-            i.worker: i
-            for i in s.exec(select(Intent).where(Intent.goal_id == loaded.goal_id)).all()
-            if i.worker
-        }
         # Workers whose files are broken keep their last good intent.
         prefix = f"{loaded.goal_id}/workers/"
         broken = {
@@ -492,8 +517,7 @@ class Service:
             intent.status = IntentStatus.DONE
         self._align_goal_status(intent, goal_active, now)
         intent.updated_at = now
-        s.add(intent)
-        s.flush()
+        s.add(intent)  # written with the others at the next flush (one batch)
         return intent
 
     @staticmethod
@@ -603,9 +627,12 @@ class Service:
                     updated_at=now,
                 )
                 s.add(goal)
-                for wdef in loaded.workers.values():
-                    intent = self._upsert_worker_intent(s, goal, wdef, None, True, now)
-                    created.append(intent.id)  # type: ignore[arg-type]
+                intents = [
+                    self._upsert_worker_intent(s, goal, wdef, None, True, now)
+                    for wdef in loaded.workers.values()
+                ]
+                s.flush()  # the ids, for undo
+                created.extend(intent.id for intent in intents)  # type: ignore[misc]
 
             def undo() -> None:
                 with self.store.write() as s:

@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 
+from goalsui.domain.models import Goal
 from goalsui.errors import KBError, NotFound
 from goalsui.service import Service
 
@@ -97,6 +99,32 @@ def test_removed_goal_leaves_the_index(service: Service, sample_kb: Path) -> Non
     shutil.move(saved, sample_kb / GOAL)
     service.sync_kb()
     assert {w.status for w in service.get_goal(GOAL).workers} == {"active"}
+
+
+def test_a_sync_of_an_unchanged_kb_changes_no_record(
+    service: Service, sample_kb: Path, clock
+) -> None:
+    """Every CLI command syncs the KB: an unchanged KB must not look like a change to the
+    consoles (their change token) nor rewrite the goal rows."""
+    before = service.change_token()
+    stamps = goal_stamps(service)
+    clock.advance(60)
+    assert service.sync_kb() == []
+    assert service.change_token() == before
+    path = sample_kb / GOAL / "definition.yaml"
+    path.write_text(path.read_text().replace("name: Nightshift", "name: Nightshift two"))
+    clock.advance(60)
+    service.sync_kb()
+    assert service.get_goal(GOAL).name == "Nightshift two"
+    assert service.change_token() != before
+    after = goal_stamps(service)
+    assert after.pop(GOAL) > stamps.pop(GOAL)
+    assert after == stamps  # the other goals were left alone
+
+
+def goal_stamps(service: Service) -> dict[str, object]:
+    with service.store.read() as s:
+        return {g.goal_id: g.updated_at for g in s.exec(select(Goal)).all()}
 
 
 def test_goal_status_edited_by_hand_pauses_and_resumes_workers(

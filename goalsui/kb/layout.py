@@ -69,12 +69,15 @@ class KB:
 
     def display(self, path: Path) -> str:
         """``path`` relative to the KB root, as it was named (a symlink is not followed)."""
-        for candidate in (Path(path), Path(path).resolve()):
-            try:
-                return candidate.relative_to(self.root).as_posix()
-            except ValueError:
-                continue
-        return str(path)
+        path = Path(path)
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            pass
+        try:  # resolved only when needed: realpath costs a stat per component
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
 
     def check_inside(self, path: Path, shown: str | None = None) -> Path:
         """``path`` itself if it resolves inside the KB; a symlink leading out is refused."""
