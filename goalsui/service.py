@@ -768,6 +768,11 @@ class Service:
         return self.run_intent_now(intent.id)  # type: ignore[arg-type]
 
     # -- KB files -------------------------------------------------------------------------------
+    @property
+    def kb_root(self) -> Path:
+        """The KB folder (resolved)."""
+        return self.kb.root
+
     def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
         return self.kb.kb_list(goal_id, rel)
 

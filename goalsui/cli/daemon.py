@@ -127,7 +127,7 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
     """Re-sync the KB index when a definition or the KB config changes on disk."""
     from watchfiles import awatch
 
-    root: Path = service.kb.root
+    root: Path = service.kb_root
     async for changes in awatch(root, stop_event=stop, step=100, recursive=True):
         names = {Path(p).name for _, p in changes}
         if not names & _SYNC_FILES:
@@ -189,7 +189,7 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         if not args.no_watch:
             watcher = loop.create_task(_watch_kb(service, stop))
         say(
-            f"goalsui daemon: scheduler {scheduler.owner} {scheduler.state}; KB {service.kb.root}; "
+            f"goalsui daemon: scheduler {scheduler.owner} {scheduler.state}; KB {service.kb_root}; "
             f"database {service.db_url_display()}; stop with Ctrl-C or SIGTERM"
         )
         await stop.wait()

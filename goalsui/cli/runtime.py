@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
     """The plain-text dashboard summary."""
     summary = service.summary()
-    print(f"KB {service.kb.root}")
+    print(f"KB {service.kb_root}")
     print(
         f"{summary['goals']} goals ({summary['goal_errors']} with errors) · "
         f"{summary['running']} running · {summary['due']} due · {summary['failed_24h']} failed in 24h"

@@ -127,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError:  # pragma: no cover - a dependency
         raise GoalsuiError("textual-serve is not installed (pip install textual-serve)") from None
     service = open_service(args, actor="operator")  # validates the KB and creates the schema
-    kb, state_dir = service.kb.root, service.state_dir
+    kb, state_dir = service.kb_root, service.state_dir
     service.close()
     command = console_command(args, kb, state_dir)
     lock = None

@@ -101,7 +101,7 @@ class GoalsApp(DeliverMixin, App[int]):
         #: False until the service is open (``opener`` mode): the panes show a preview.
         self.service_ready = service is not None
         self._opener = opener
-        self.kb_root = Path(kb_root) if kb_root is not None else service.kb.root  # type: ignore[union-attr]
+        self.kb_root = Path(kb_root) if kb_root is not None else service.kb_root  # type: ignore[union-attr]
         self._given_settings = ui_settings
         self._preview = preview
         #: Why the service could not be opened (the CLI reports it after the app ends).
@@ -710,7 +710,7 @@ class GoalsApp(DeliverMixin, App[int]):
     async def _watch_kb(self) -> None:
         from goalsui.kb.watcher import KBWatcher
 
-        self.watcher = KBWatcher(self.service.kb.root)
+        self.watcher = KBWatcher(self.service.kb_root)
         async for batch in self.watcher.batches():
             self._kb_batch(batch)
 
