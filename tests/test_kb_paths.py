@@ -252,6 +252,16 @@ def test_a_symlinked_definition_is_never_read(
     assert_untouched(armed)
 
 
+def test_a_symlink_that_stays_inside_the_kb_is_followed(sample_kb: Path, make_service) -> None:  # type: ignore[no-untyped-def]
+    service = make_service(sample_kb)
+    workers = sample_kb / GOAL / "workers"
+    (workers / "librarian" / "definition.yaml").unlink()
+    (workers / "librarian" / "definition.yaml").symlink_to(workers / "scout" / "definition.yaml")
+    assert service.sync_kb() == []
+    librarian, scout = (service.worker_intent(GOAL, w) for w in ("librarian", "scout"))
+    assert (librarian.schedule, librarian.timezone) == (scout.schedule, scout.timezone)
+
+
 def test_symlinked_workers_folder_is_not_listed(
     armed: dict, sample_kb: Path, outside: Path, make_service
 ) -> None:

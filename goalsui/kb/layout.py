@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -79,8 +80,15 @@ class KB:
         except ValueError:
             return str(path)
 
-    def check_inside(self, path: Path, shown: str | None = None) -> Path:
-        """``path`` itself if it resolves inside the KB; a symlink leading out is refused."""
+    def check_inside(self, path: Path, shown: str | None = None, below: Path | None = None) -> Path:
+        """``path`` itself if it resolves inside the KB; a symlink leading out is refused.
+
+        ``below``: a folder already proven inside the KB that ``path`` lies under. When no
+        component from there on is a symlink, ``path`` is inside too (an lstat each instead
+        of resolving the whole path); otherwise it is resolved as usual.
+        """
+        if below is not None and _no_link_below(Path(path), below):
+            return path
         if not _inside(Path(path).resolve(), self.root):
             raise KBError(shown or self.display(path), "a symlink here leads outside the KB")
         return path
@@ -125,7 +133,7 @@ class KB:
         loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
         def_path = path / "definition.yaml"
         try:
-            self.check_inside(def_path, f"{goal_id}/definition.yaml")
+            self.check_inside(def_path, f"{goal_id}/definition.yaml", below=path)
             data, text = load_yaml_mapping(def_path, self.display(def_path))
             loaded.definition = parse_goal(data, text, self.display(def_path), goal_id)
         except KBError as exc:
@@ -143,7 +151,7 @@ class KB:
                 shown = self.display(wpath) if wpath.exists() else f"{goal_id}/workers/{entry.name}"
                 try:
                     check_name(entry.name, "worker name")
-                    self.check_inside(wpath, shown)
+                    self.check_inside(wpath, shown, below=path)
                     data, text = load_yaml_mapping(wpath, shown)
                     loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
                 except KBError as exc:
@@ -475,6 +483,26 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return False
+    return True
+
+
+def _no_link_below(path: Path, base: Path) -> bool:
+    """True when ``path`` lies lexically under ``base`` and no component after ``base``
+    is a symlink (a missing component counts as a link: the caller resolves)."""
+    try:
+        rest = path.relative_to(base).parts
+    except ValueError:
+        return False
+    current = base
+    for part in rest:
+        if part in ("", ".", ".."):
+            return False
+        current = current / part
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
     return True
 
 
