@@ -108,3 +108,26 @@ def make_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
 def service(sample_kb: Path, make_service: Callable[..., Service], clock: FakeClock) -> Service:
     """A service on a copy of the sample KB, a SQLite file, and a fake clock."""
     return make_service(sample_kb, clock=clock)
+
+
+# -- the PostgreSQL half, counted for the log ---------------------------------------------------
+_PG_OUTCOMES: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Remember how each test marked ``postgres`` ended (its call, or a failed set-up)."""
+    if "postgres" in report.keywords and (report.when == "call" or report.outcome != "passed"):
+        _PG_OUTCOMES[report.nodeid] = report.outcome
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line that says whether the PostgreSQL half really ran, and against what."""
+    if not _PG_OUTCOMES:
+        return
+    outcomes = list(_PG_OUTCOMES.values())
+    url = os.environ.get("GOALSUI_TEST_PG_URL", "")
+    server = f"server at {url.rsplit('@', 1)[-1]}" if url else NO_PG
+    terminalreporter.write_line(
+        f"PostgreSQL half: {outcomes.count('passed')} passed, {outcomes.count('failed')} "
+        f"failed, {outcomes.count('skipped')} skipped ({server})"
+    )
