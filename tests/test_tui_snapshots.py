@@ -89,14 +89,14 @@ def scene(utc: None) -> Iterator[tuple[Service, FakeClock]]:
         NOW - timedelta(seconds=12),
         output="pulse 12:00:00 +00:00, run 10\ngoals in the KB: 4 (active 4)\n",
     )
-    scout = worker_intent(service, NIGHT, "scout")
+    auditor = worker_intent(service, NIGHT, "auditor")  # run 5 of the morning report
     add_run(
         service,
-        scout,
+        auditor,
         "missed",
-        NOW - timedelta(hours=20),
+        datetime(2026, 12, 2, 1, 30, tzinfo=UTC),  # 02:30 in Berlin
         seconds=0,
-        reason="overdue by more than 24h",
+        reason="overdue by more than the catch-up limit (24h) at start",
     )
     yield service, clock
     service.close()
