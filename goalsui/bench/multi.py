@@ -35,6 +35,7 @@ from goalsui.bench.scheduler import (
     _pct,
     _progress,
     freeze_heap,
+    intents_and_db,
 )
 from goalsui.domain.models import IntentRun
 from goalsui.errors import GoalsuiError, ValidationError
@@ -325,12 +326,9 @@ def render(r: MultiResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """The ``--daemons K`` form of ``goalsui bench scheduler``; exit 1 unless exactly once."""
-    n = args.intents
-    if not isinstance(n, int) or not 1 <= n <= 200_000:
-        raise ValidationError("--intents must be between 1 and 200000")
+    n, db_url = intents_and_db(args)
     if not 1 <= args.daemons <= MAX_DAEMONS:
         raise ValidationError(f"--daemons must be between 1 and {MAX_DAEMONS}")
-    db_url = getattr(args, "bench_db", None) or getattr(args, "db", None)
     result = run_multi(n, db_url, args.daemons)
     if args.json:
         sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")

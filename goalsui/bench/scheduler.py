@@ -466,13 +466,18 @@ def render(r: BenchResult) -> str:
     return "\n".join(lines)
 
 
-def main(args: argparse.Namespace) -> int:
+def intents_and_db(args: argparse.Namespace) -> tuple[int, str | None]:
+    """``--intents`` (checked) and the database URL of a ``bench scheduler`` command line."""
     n = args.intents
     if not isinstance(n, int) or not 1 <= n <= 200_000:
         raise ValidationError("--intents must be between 1 and 200000")
+    return n, getattr(args, "bench_db", None) or getattr(args, "db", None)
+
+
+def main(args: argparse.Namespace) -> int:
+    n, db_url = intents_and_db(args)
     if not 0.1 <= args.idle_seconds <= 3600:
         raise ValidationError("--idle-seconds must be between 0.1 and 3600")
-    db_url = getattr(args, "bench_db", None) or getattr(args, "db", None)
     spread = getattr(args, "spread_seconds", None)
     if spread is not None and not 0.1 <= spread <= 3600:
         raise ValidationError("--spread-seconds must be between 0.1 and 3600")

@@ -289,17 +289,7 @@ class GoalsApp(DeliverMixin, App[int]):
             self.theme = DEFAULT_THEME
             self.stylesheet.set_variables(self.get_css_variables())
             return notes
-        loaded = load_themes()
-        for theme in loaded.themes:
-            self.register_theme(theme)
-        self._themes = loaded.names
-        if loaded.problems:
-            notes.append(
-                (
-                    "\n".join(loaded.problems),
-                    {"title": "Theme files skipped", "severity": "warning", "timeout": 12},
-                )
-            )
+        notes.extend(self._register_themes(load_themes()))
         if not isinstance(wanted, str) or wanted not in self.available_themes:
             notes.append(
                 (f"No theme named {wanted!r}; using {DEFAULT_THEME}", {"severity": "warning"})
@@ -315,16 +305,18 @@ class GoalsApp(DeliverMixin, App[int]):
         deliver(self, self._themes_loaded, load_themes())
 
     def _themes_loaded(self, loaded: Any) -> None:
+        for message, options in self._register_themes(loaded):
+            self.notify(message, **options)
+
+    def _register_themes(self, loaded: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Register loaded theme files; the toast to show for the files skipped, if any."""
         for theme in loaded.themes:
             self.register_theme(theme)
         self._themes = loaded.names
-        if loaded.problems:
-            self.notify(
-                "\n".join(loaded.problems),
-                title="Theme files skipped",
-                severity="warning",
-                timeout=12,
-            )
+        if not loaded.problems:
+            return []
+        options = {"title": "Theme files skipped", "severity": "warning", "timeout": 12}
+        return [("\n".join(loaded.problems), options)]
 
     def _setup_themes(self) -> None:
         for message, options in self._theme_notes:
