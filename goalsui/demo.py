@@ -1,10 +1,14 @@
-"""Demo records (a thread with todos, a reminder, an empty heartbeat) for newcomers."""
+"""What ``goalsui demo`` adds for newcomers: demo records (a thread with todos, a
+reminder, an empty heartbeat) and last night of the sample nightshift, replayed."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
+from collections.abc import Callable, Iterable
+from datetime import datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from goalsui.errors import KBError
 from goalsui.kb.layout import copy_sample_kb, find_sample_kb
@@ -14,6 +18,9 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 DEMO_FILE = "demo_records.yaml"
+NIGHTSHIFT = "nightshift-"
+#: A night of the sample nightshift runs in a few seconds; this bounds a stuck one.
+NIGHT_TIMEOUT_S = 120.0
 
 
 def load_demo_records(service: Service, path: Path | None = None) -> dict[str, int]:
@@ -65,3 +72,80 @@ def make_demo_kb(target: Path | None = None) -> Path:
     kb = base / "kb"
     copy_sample_kb(kb)
     return kb
+
+
+class MovingClock:
+    """A clock the replay sets from one due time to the next."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def replay_last_night(
+    open_at: Callable[[Callable[[], datetime]], Service], now: datetime
+) -> list[tuple[str, str]]:
+    """Run the sample nightshift from the start of its last full night up to ``now``.
+
+    The real scheduler claims each worker at its due time on a clock that jumps from one
+    due time to the next; the workers run their own tick scripts and the builtin
+    reporter writes the morning report, so the Reports screen has a real night to show.
+    Only the nightshift is indexed while it runs (no other goal fires).
+    ``open_at(clock)`` opens the demo's service, without a KB sync, on that clock.
+    Returns ``(worker, status)`` of every run, in order.
+    """
+    from goalsui.domain.timeutil import load_zone, localize
+
+    clock = MovingClock(now)
+    service = open_at(clock)
+    try:
+        goal_id = next((g for g in service.kb.goal_ids() if g.startswith(NIGHTSHIFT)), None)
+        if goal_id is None:
+            return []
+        zone = load_zone(_report_zone(service.kb.load_goal(goal_id).workers.values()))
+        local = now.astimezone(zone)
+        day = local.date() if local.time() >= time(12, 0) else local.date() - timedelta(days=1)
+        # From the start of the last night whose report is written by now (its window
+        # opens at noon the day before), up to now: nothing is left overdue.
+        clock.now = localize(datetime.combine(day - timedelta(days=1), time(12, 0)), zone)
+        service.sync_kb([goal_id])  # its workers are planned from the night's start
+        return asyncio.run(_drive_night(service, clock, goal_id, now))
+    finally:
+        service.close()
+
+
+def _report_zone(workers: Iterable[Any]) -> str:
+    """The timezone of the goal's reporter (the builtin ``report`` runner), else UTC."""
+    for worker in workers:
+        runner = worker.runner.as_dict() if worker.runner else {}
+        if runner.get("builtin") == "report":
+            return str(worker.schedule.timezone or "UTC")
+    return "UTC"
+
+
+async def _drive_night(
+    service: Service, clock: MovingClock, goal_id: str, until: datetime
+) -> list[tuple[str, str]]:
+    from goalsui.scheduler import Scheduler
+
+    workers = {i.id: i.worker or "" for i in service.list_intents(goal_id=goal_id)}
+    scheduler = Scheduler(service, clock=clock, grace_seconds=1)
+    started: list[int] = []
+    try:
+        while True:
+            due = [
+                i.next_run_at
+                for i in service.list_intents(goal_id=goal_id)
+                if i.status == "active" and i.next_run_at is not None
+            ]
+            if not due or min(due) > until:
+                break
+            clock.now = min(due)
+            started += await scheduler.tick()
+            await scheduler.drain(timeout=NIGHT_TIMEOUT_S)
+    finally:
+        await scheduler.stop()
+    runs = {r.id: r for r in service.list_runs(limit=len(started) + 10)}
+    return [(workers.get(runs[r].intent_id, ""), str(runs[r].status)) for r in started if r in runs]

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,12 +28,19 @@ def kb_path(args: argparse.Namespace) -> Path:
     return Path(args.kb or os.environ.get("GOALSUI_KB") or "kb")
 
 
-def open_service(args: argparse.Namespace, *, actor: str = "cli", sync: bool = True) -> Service:
+def open_service(
+    args: argparse.Namespace,
+    *,
+    actor: str = "cli",
+    sync: bool = True,
+    clock: Callable[[], datetime] | None = None,
+) -> Service:
     from goalsui.service import Service
 
     db = args.db or os.environ.get("GOALSUI_DB")
     state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
-    return Service.open(kb_path(args), db, state, actor=actor, sync=sync)
+    extra = {"clock": clock} if clock is not None else {}
+    return Service.open(kb_path(args), db, state, actor=actor, sync=sync, **extra)
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

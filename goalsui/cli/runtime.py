@@ -110,9 +110,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _open_demo(args: argparse.Namespace) -> Any:
-    """The demo's service: KB indexed, demo records (threads, todos, intents) loaded."""
-    from goalsui.demo import load_demo_records
+    """The demo's service: last night of the sample nightshift replayed (so there is a
+    morning report to read), the KB indexed, the demo records loaded."""
+    from goalsui.demo import load_demo_records, replay_last_night
+    from goalsui.domain.timeutil import utcnow
 
+    try:
+        replay_last_night(
+            lambda clock: open_service(args, actor="scheduler", sync=False, clock=clock),
+            utcnow(),
+        )
+    except Exception as exc:  # noqa: BLE001 - the demo opens without it; the log says why
+        note = f"demo: last night was not replayed: {type(exc).__name__}: {exc}"
+    else:
+        note = None
     service = open_service(args, actor="operator")
+    if note is not None:
+        service.journal("demo: last night not replayed", detail=note[:500])
     load_demo_records(service)
     return service
