@@ -10,8 +10,9 @@ from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goalsui.bundled import find_sample_kb
 from goalsui.errors import KBError
-from goalsui.kb.layout import copy_sample_kb, find_sample_kb
+from goalsui.kb.layout import copy_sample_kb
 from goalsui.kb.yamlio import load_yaml_mapping
 
 if TYPE_CHECKING:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from goalsui.bundled import find_sample_kb, find_themes_dir
 from goalsui.demo import make_demo_kb
-from goalsui.kb.layout import KB, find_sample_kb, find_themes_dir, init_kb
+from goalsui.kb.layout import KB, init_kb
 
 REPO = Path(__file__).resolve().parent.parent
 

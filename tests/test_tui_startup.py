@@ -288,17 +288,11 @@ async def test_open_failure_ends_the_console_with_the_error(tmp_path: Path) -> N
     assert app.return_code == 1
 
 
-def test_console_finds_the_themes_where_the_kb_layer_does() -> None:
-    from goalsui.kb.layout import find_themes_dir
-    from goalsui.tui.themes import bundled_themes_dir
-
-    assert bundled_themes_dir() == find_themes_dir() is not None
-
-
 def test_built_in_default_theme_is_the_bundled_file() -> None:
     """The first frame's theme (built in) looks exactly like ``themes/goalsui-dark.yaml``."""
-    from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, bundled_themes_dir, load_theme_file
+    from goalsui.bundled import find_themes_dir
+    from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_theme_file
 
-    folder = bundled_themes_dir()
+    folder = find_themes_dir()
     assert folder is not None
     assert load_theme_file(folder / f"{DEFAULT_THEME}.yaml") == FALLBACK

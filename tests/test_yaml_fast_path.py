@@ -16,7 +16,10 @@ from goalsui.kb import yamlio
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted([*(ROOT / "sample_kb").rglob("*.yaml"), *(ROOT / "themes").rglob("*.yaml")])
 
-pytestmark = pytest.mark.skipif(yamlio._CParser is None, reason="PyYAML without libyaml")
+
+def test_pyyaml_has_libyaml_so_the_fast_path_is_on() -> None:
+    """PyYAML's wheels bundle libyaml; without it every KB sync parses in pure Python."""
+    assert yamlio._CParser is not None, "PyYAML was built without libyaml"
 
 
 def strict(text: str) -> object:

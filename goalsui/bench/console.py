@@ -104,8 +104,8 @@ def generate_kb(root: Path, goals: int, workers: int) -> None:
 
 def prepare(root: Path, *, large: tuple[int, int] | None) -> tuple[Path, Path]:
     """A KB and its state folder with the index synced (so start-up measures the console)."""
+    from goalsui.bundled import find_sample_kb
     from goalsui.demo import load_demo_records
-    from goalsui.kb.layout import find_sample_kb
     from goalsui.service import Service
 
     kb, state = root / "kb", root / "state"

@@ -36,10 +36,10 @@ from goalsui.bench.scheduler import (
     _progress,
     freeze_heap,
     intents_and_db,
+    lateness_turn,
 )
 from goalsui.domain.models import IntentRun
 from goalsui.errors import GoalsuiError, ValidationError
-from goalsui.runners.base import TurnOutcome
 from goalsui.service import Service
 
 MAX_DAEMONS = 8
@@ -91,12 +91,7 @@ async def _worker(kb: Path, db_url: str, state: Path, max_concurrency: int) -> W
     service = Service.open(kb, db_url, state, actor="bench", sync=False)
     lateness: list[float] = []
     finished = [0, 0.0]
-
-    async def noop(
-        service: Service, intent: Any, run: IntentRun, *, event: Any = None, cancel: Any = None
-    ) -> TurnOutcome:
-        lateness.append(time.time() - run.planned_at.timestamp())  # type: ignore[union-attr]
-        return TurnOutcome("ok")
+    noop = lateness_turn(lateness)
 
     def count(event: Any) -> None:
         if event.kind == "run-finished":
@@ -204,12 +199,6 @@ def _ok_counts(service: Service) -> tuple[int, int, int]:
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def _ok_runs(service: Service) -> int:
-    t = IntentRun.__table__
-    with service.store.engine.connect() as conn:
-        return int(conn.execute(select(func.count()).where(t.c.status == "ok")).scalar() or 0)
-
-
 def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-multi-"))
     workers: list[_Worker] = []
@@ -264,7 +253,9 @@ def _burst(
     if datetime.now(UTC) > due:
         result.notes.append("the insert ended after the due time: lateness includes it")
     deadline = time.monotonic() + lead + 60 + n / 100
-    while _ok_runs(svc) < n and time.monotonic() < deadline:
+    while (
+        svc.store.count_rows(IntentRun.__table__, status="ok") < n and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     reports = [w.finish() for w in workers]
     ok, ran, dup = _ok_counts(svc)

@@ -25,6 +25,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -173,6 +174,18 @@ def _clear(service: Service) -> None:
 
 
 # -- the scheduler ---------------------------------------------------------------------------
+def lateness_turn(lateness: list[float]) -> Callable[..., Awaitable[TurnOutcome]]:
+    """A no-op turn that notes how late it was invoked (now minus the planned time)."""
+
+    async def noop(
+        service: Service, intent: Intent, run: IntentRun, *, event: Any = None, cancel: Any = None
+    ) -> TurnOutcome:
+        lateness.append(time.time() - run.planned_at.timestamp())  # type: ignore[union-attr]
+        return TurnOutcome("ok")
+
+    return noop
+
+
 async def _measure_fires(
     service: Service, n: int, spread: float = 0.0
 ) -> tuple[float, list[float], int]:
@@ -183,12 +196,7 @@ async def _measure_fires(
     finished = 0
     done = asyncio.Event()
     last = [0.0]
-
-    async def noop(
-        service: Service, intent: Intent, run: IntentRun, *, event: Any = None, cancel: Any = None
-    ) -> TurnOutcome:
-        lateness.append(time.time() - run.planned_at.timestamp())  # type: ignore[union-attr]
-        return TurnOutcome("ok")
+    noop = lateness_turn(lateness)
 
     def count(event: Any) -> None:
         nonlocal finished

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from goalsui.bundled import find_sample_kb
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write, fsync_dir
 from goalsui.kb.config import (
@@ -512,23 +513,6 @@ def _inside(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     return True
-
-
-def find_sample_kb() -> Path:
-    """The bundled sample KB (the repository folder, or the copy inside the wheel)."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here.parent / "sample_kb", here / "_data" / "sample_kb"):
-        if candidate.is_dir():
-            return candidate
-    raise NotFound("the bundled sample KB is missing from this installation")
-
-
-def find_themes_dir() -> Path | None:
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here.parent / "themes", here / "_data" / "themes"):
-        if candidate.is_dir():
-            return candidate
-    return None
 
 
 #: Never copied out of the bundled sample: bytecode pip compiled, placeholder files.

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from textual.theme import Theme
 
+from goalsui.bundled import find_themes_dir
+
 DEFAULT_THEME = "goalsui-dark"
 
 #: Used when the themes folder is missing from an installation, and for the first frame
@@ -53,25 +55,12 @@ class LoadedThemes:
         return [t.name for t in self.themes]
 
 
-def bundled_themes_dir() -> Path | None:
-    """The repository's ``themes/``, or the copy inside the wheel.
-
-    The same places as ``goalsui.kb.layout.find_themes_dir``, without importing the KB
-    layer (and its cron and YAML validation) before the first frame.
-    """
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package.parent / "themes", package / "_data" / "themes"):
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
 def theme_dirs() -> list[Path]:
     """The bundled themes folder, then the user's (``<config>/goalsui/themes``)."""
     from platformdirs import user_config_path
 
     dirs: list[Path] = []
-    bundled = bundled_themes_dir()
+    bundled = find_themes_dir()
     if bundled is not None:
         dirs.append(bundled)
     dirs.append(user_config_path("goalsui") / "themes")
