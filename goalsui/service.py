@@ -33,6 +33,7 @@ from goalsui.errors import Conflict, GoalsuiError, KBError, NotFound, Validation
 from goalsui.kb.config import KBConfig, WorkerDef
 from goalsui.kb.layout import KB, LoadedGoal, WorkerSeed
 from goalsui.kb.paths import check_name
+from goalsui.kb.ui_settings import read_ui_settings
 from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
@@ -357,17 +358,7 @@ class Service:
 
         Empty when the file is absent or broken (``config()`` reports its problems).
         """
-        from goalsui.kb.layout import CONFIG_FILE
-        from goalsui.kb.yamlio import load_yaml_mapping
-
-        path = self.kb.root / CONFIG_FILE
-        if not path.is_file():
-            return {}
-        try:
-            data, _ = load_yaml_mapping(path, CONFIG_FILE)
-        except GoalsuiError:
-            return {}
-        return {key: data[key] for key in ("keymap", "theme") if key in data}
+        return read_ui_settings(self.kb.root)
 
     # -- KB index ---------------------------------------------------------------------------------
     def sync_kb(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:

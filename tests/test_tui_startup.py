@@ -31,9 +31,9 @@ from tui_kit import (
 )
 
 from goalsui.errors import GoalsuiError
+from goalsui.kb.quick import read_goals
 from goalsui.service import Service
 from goalsui.tui.app import make_app
-from goalsui.tui.preview import read_goals
 
 SIZE = (140, 40)
 HEAVY = ("sqlalchemy", "sqlmodel", "pydantic", "alembic", "croniter", "apscheduler")

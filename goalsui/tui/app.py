@@ -1026,7 +1026,8 @@ def run_console(
     settings = first = None
     if service is None and kb_root is not None:
         # Before the UI loop runs (so not on it): the first frame shows them at once.
-        from goalsui.tui.preview import preview_dashboard, read_ui_settings
+        from goalsui.kb.ui_settings import read_ui_settings
+        from goalsui.tui.preview import preview_dashboard
 
         settings = read_ui_settings(Path(kb_root))
         first = preview() if preview is not None else preview_dashboard(Path(kb_root), utcnow())

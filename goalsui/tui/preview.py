@@ -1,152 +1,21 @@
-"""A quick read of the KB for the console's first frame, before the database is open.
+"""The console's first frame: the KB's goal tree from a quick read of its folders
+(:mod:`goalsui.kb.quick`), before the database is open.
 
-It lists goal folders and their workers and picks ``name``, ``status`` and
-``sort_order`` out of each ``definition.yaml`` without a full parse (a plain or simply
-quoted scalar on a top-level line; anything else falls back to a YAML parse of that one
-file). Nothing here imports the service or the database stack: the console paints this
+Nothing here imports the service or the database stack: the console paints this
 preview at once and replaces it with the records as soon as they are loaded.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from goalsui.kb.quick import read_goals
 from goalsui.tui.model import Dashboard
-
-DEFINITION = "definition.yaml"
-CONFIG_FILE = "goalsui.yaml"
-#: Reading stops after this many bytes of a definition file (the fields sit at the top).
-HEAD_BYTES = 16 * 1024
-_TOP_LEVEL = re.compile(r"^(name|status|sort_order):(?:[ \t]+(.*))?$")
-_PLAIN_START = set("'\"[]{}&*!|>%@`#,?-:")
-
-
-@dataclass
-class PreviewWorker:
-    """A worker as the KB names it; its schedule and state come with the records."""
-
-    name: str
-    schedule: str | None = None
-    timezone: str = ""
-    kind: str | None = None
-    intent_id: int | None = None
-    next_run_at: datetime | None = None
-    status: str | None = None
-    runner: dict | None = None
-
-
-@dataclass
-class PreviewGoal:
-    """The fields of :class:`goalsui.service.GoalView` the goal tree shows."""
-
-    goal_id: str
-    name: str
-    task: str = ""
-    status: str = "active"
-    path: str = ""
-    error: str | None = None
-    sort_order: int = 0
-    workers: list[PreviewWorker] = field(default_factory=list)
-
-
-def _scalar(raw: str | None) -> tuple[bool, str]:
-    """``(True, value)`` for a plain or simply quoted one-line scalar, else ``(False, "")``."""
-    value = (raw or "").strip()
-    if not value:
-        return False, ""
-    if value[0] == '"':
-        inner = value[1:-1]
-        if len(value) > 1 and value.endswith('"') and '"' not in inner and "\\" not in inner:
-            return True, inner
-        return False, ""
-    if value[0] == "'":
-        inner = value[1:-1]
-        if len(value) > 1 and value.endswith("'") and "'" not in inner:
-            return True, inner
-        return False, ""
-    if value[0] in _PLAIN_START or ": " in value or " #" in value or value.endswith(":"):
-        return False, ""
-    return True, value
-
-
-def _fields(text: str) -> dict[str, str] | None:
-    """The top-level fields; None when a value needs a real YAML parse."""
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        match = _TOP_LEVEL.match(line)
-        if match is None:
-            continue
-        ok, value = _scalar(match.group(2))
-        if not ok:
-            return None
-        found[match.group(1)] = value
-    return found
-
-
-def _parsed(text: str) -> dict[str, str]:
-    import yaml
-
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: str(data[k]) for k in ("name", "status", "sort_order") if data.get(k) is not None}
-
-
-def read_goal(path: Path) -> PreviewGoal:
-    """One goal folder: its name, status and order, and its workers' names."""
-    goal = PreviewGoal(goal_id=path.name, name=path.name, path=str(path))
-    try:
-        with open(path / DEFINITION, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(HEAD_BYTES)
-    except OSError:
-        text = ""
-    found = _fields(text)
-    if found is None:
-        found = _parsed(text)
-    goal.name = found.get("name") or path.name
-    goal.status = found.get("status") or "active"
-    try:
-        goal.sort_order = int(found.get("sort_order", "0"))
-    except ValueError:
-        goal.sort_order = 0
-    try:
-        entries = sorted(os.scandir(path / "workers"), key=lambda e: e.name)
-    except OSError:
-        entries = []
-    for entry in entries:
-        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
-            continue
-        if os.path.exists(os.path.join(entry.path, DEFINITION)):
-            goal.workers.append(PreviewWorker(entry.name))
-    return goal
-
-
-def read_goals(root: Path) -> list[PreviewGoal]:
-    """Every goal folder of the KB at ``root``, in the console's order."""
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return []
-    goals = [
-        read_goal(Path(entry.path))
-        for entry in entries
-        if not entry.name.startswith(".")
-        and entry.is_dir(follow_symlinks=False)
-        and os.path.exists(os.path.join(entry.path, DEFINITION))
-    ]
-    goals.sort(key=lambda g: (g.sort_order, g.name))
-    return goals
 
 
 def preview_dashboard(root: Path, now: datetime) -> Dashboard:
@@ -164,29 +33,6 @@ def preview_dashboard(root: Path, now: datetime) -> Dashboard:
         summary={},
         preview=True,
     )
-
-
-def read_ui_settings(root: Path) -> dict[str, Any]:
-    """The console's settings in ``goalsui.yaml`` (``keymap``, ``theme``), raw.
-
-    The same reading as ``Service.ui_settings()``, for the first frame (before the
-    service is open): empty when the file is absent or broken.
-    """
-    path = root / CONFIG_FILE
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return {}
-    if "theme" not in text and "keymap" not in text:
-        return {}  # neither key can be there: no YAML parse before the first frame
-    from goalsui.errors import GoalsuiError
-    from goalsui.kb.yamlio import load_yaml_mapping
-
-    try:
-        data, _ = load_yaml_mapping(path, CONFIG_FILE)
-    except GoalsuiError:
-        return {}
-    return {key: data[key] for key in ("keymap", "theme") if key in data}
 
 
 def read_in_background(root: Path, now: datetime) -> Callable[[], Dashboard]:

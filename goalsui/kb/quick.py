@@ -1,0 +1,145 @@
+"""A quick read of the KB's goal folders, for the console's first frame.
+
+It lists goal folders and their workers and picks ``name``, ``status`` and
+``sort_order`` out of each ``definition.yaml`` without a full parse (a plain or simply
+quoted scalar on a top-level line; anything else falls back to the strict YAML parse of
+that one file). No validation and nothing of the KB index: the records replace this as
+soon as the service is open. It imports neither the rest of the KB layer nor the
+database stack.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+DEFINITION = "definition.yaml"
+#: Reading stops after this many bytes of a definition file (the fields sit at the top).
+HEAD_BYTES = 16 * 1024
+_TOP_LEVEL = re.compile(r"^(name|status|sort_order):(?:[ \t]+(.*))?$")
+_PLAIN_START = set("'\"[]{}&*!|>%@`#,?-:")
+
+
+@dataclass
+class PreviewWorker:
+    """A worker as the KB names it; its schedule and state come with the records."""
+
+    name: str
+    schedule: str | None = None
+    timezone: str = ""
+    kind: str | None = None
+    intent_id: int | None = None
+    next_run_at: datetime | None = None
+    status: str | None = None
+    runner: dict | None = None
+
+
+@dataclass
+class PreviewGoal:
+    """The fields of :class:`goalsui.service.GoalView` the goal tree shows."""
+
+    goal_id: str
+    name: str
+    task: str = ""
+    status: str = "active"
+    path: str = ""
+    error: str | None = None
+    sort_order: int = 0
+    workers: list[PreviewWorker] = field(default_factory=list)
+
+
+def _scalar(raw: str | None) -> tuple[bool, str]:
+    """``(True, value)`` for a plain or simply quoted one-line scalar, else ``(False, "")``."""
+    value = (raw or "").strip()
+    if not value:
+        return False, ""
+    if value[0] == '"':
+        inner = value[1:-1]
+        if len(value) > 1 and value.endswith('"') and '"' not in inner and "\\" not in inner:
+            return True, inner
+        return False, ""
+    if value[0] == "'":
+        inner = value[1:-1]
+        if len(value) > 1 and value.endswith("'") and "'" not in inner:
+            return True, inner
+        return False, ""
+    if value[0] in _PLAIN_START or ": " in value or " #" in value or value.endswith(":"):
+        return False, ""
+    return True, value
+
+
+def _fields(text: str) -> dict[str, str] | None:
+    """The top-level fields; None when a value needs a real YAML parse."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _TOP_LEVEL.match(line)
+        if match is None:
+            continue
+        ok, value = _scalar(match.group(2))
+        if not ok:
+            return None
+        found[match.group(1)] = value
+    return found
+
+
+def _parsed(text: str) -> dict[str, str]:
+    """The fields by a full parse, with the KB's strict YAML rules (no aliases)."""
+    from goalsui.errors import GoalsuiError
+    from goalsui.kb.yamlio import parse_yaml
+
+    try:
+        data = parse_yaml(text, DEFINITION)
+    except GoalsuiError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: str(data[k]) for k in ("name", "status", "sort_order") if data.get(k) is not None}
+
+
+def read_goal(path: Path) -> PreviewGoal:
+    """One goal folder: its name, status and order, and its workers' names."""
+    goal = PreviewGoal(goal_id=path.name, name=path.name, path=str(path))
+    try:
+        with open(path / DEFINITION, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(HEAD_BYTES)
+    except OSError:
+        text = ""
+    found = _fields(text)
+    if found is None:
+        found = _parsed(text)
+    goal.name = found.get("name") or path.name
+    goal.status = found.get("status") or "active"
+    try:
+        goal.sort_order = int(found.get("sort_order", "0"))
+    except ValueError:
+        goal.sort_order = 0
+    try:
+        entries = sorted(os.scandir(path / "workers"), key=lambda e: e.name)
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+            continue
+        if os.path.exists(os.path.join(entry.path, DEFINITION)):
+            goal.workers.append(PreviewWorker(entry.name))
+    return goal
+
+
+def read_goals(root: Path) -> list[PreviewGoal]:
+    """Every goal folder of the KB at ``root``, in the console's order."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    goals = [
+        read_goal(Path(entry.path))
+        for entry in entries
+        if not entry.name.startswith(".")
+        and entry.is_dir(follow_symlinks=False)
+        and os.path.exists(os.path.join(entry.path, DEFINITION))
+    ]
+    goals.sort(key=lambda g: (g.sort_order, g.name))
+    return goals

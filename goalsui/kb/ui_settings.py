@@ -1,0 +1,42 @@
+"""The console's own settings in the KB's ``goalsui.yaml`` (``keymap``, ``theme``).
+
+Read with the YAML reader only (not the KB layer and its validation), so the console
+can apply them to its first frame; the service reads them the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from goalsui.errors import GoalsuiError
+
+CONFIG_FILE = "goalsui.yaml"
+UI_KEYS = ("keymap", "theme")
+#: Bytes looked at before deciding to parse (the YAML reader enforces its own limit).
+HEAD_BYTES = 256 * 1024 + 1
+
+
+def read_ui_settings(root: Path | str) -> dict[str, Any]:
+    """``keymap`` and ``theme`` from ``<root>/goalsui.yaml``, raw; empty when the file is
+    absent, broken, or a symlink out of the KB (``KB.config()`` reports those)."""
+    root = Path(root)
+    path = root / CONFIG_FILE
+    try:
+        if not path.is_file() or not path.resolve().is_relative_to(root.resolve()):
+            return {}
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return {}
+    if not any(key.encode() in head for key in UI_KEYS):
+        return {}  # neither key can be there: no YAML (its import alone costs ~20 ms)
+    from goalsui.kb.yamlio import parse_yaml, read_text
+
+    try:
+        data = parse_yaml(read_text(path, display=CONFIG_FILE), CONFIG_FILE)
+    except GoalsuiError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {key: data[key] for key in UI_KEYS if key in data}
