@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from conftest import FakeClock
 from test_scheduler_rules import FakeTurn
 
-from goalsui.domain.models import Intent
+from goalsui.domain.models import Intent, IntentRun
 from goalsui.scheduler import Scheduler
 from goalsui.scheduler.rules import decide_claim
 from goalsui.service import Service
@@ -66,6 +66,34 @@ async def test_two_schedulers_fire_every_intent_exactly_once(
     assert Counter(r.intent_id for r in runs if r.status == "ok") == Counter(ids)
     assert {r.status for r in runs} == {"ok"}
     assert {i.status for i in a_svc.list_intents()} == {"done"}
+
+
+async def test_a_burst_starts_every_due_turn_before_recording_outcomes(
+    empty_kb, make_service, clock: FakeClock
+):
+    """More rows due than one claim takes: the tick claims and starts them all first (a
+    turn that ended frees its slot at once); the outcomes are recorded after, once each."""
+    svc = make_service(empty_kb, clock=clock)
+    n = claims.CLAIM_BATCH * 2 + 100
+    ids = bulk_at(svc, n, clock.now)
+    turn = FakeTurn()
+    sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=claims.CLAIM_BATCH + 10)
+    events: list[str] = []
+    sched.subscribe(lambda e: events.append(e.kind))
+    try:
+        started = await sched.tick()
+        assert len(started) == n
+        assert "run-finished" not in events
+        assert svc.store.count_rows(IntentRun.__table__, status="ok") == 0
+        await sched.drain()
+        assert len(turn.calls) == n
+        assert events.index("run-finished") >= events.count("run-started") - 32  # last chunk
+    finally:
+        await sched.stop()
+    assert events.count("run-finished") == n
+    runs = svc.list_runs(limit=10_000)
+    assert Counter(r.intent_id for r in runs if r.status == "ok") == Counter(ids)
+    assert {i.status for i in svc.list_intents()} == {"done"}
 
 
 def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, clock: FakeClock):

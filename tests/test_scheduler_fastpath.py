@@ -104,6 +104,63 @@ def test_compare_and_set_misses_a_row_that_moved(empty_kb, make_service, clock: 
     assert (got[b].status, got[b].lease_owner, got[b].attempts) == ("active", None, 0)
 
 
+def test_grouped_compare_and_set_still_misses_the_row_that_moved(
+    empty_kb, make_service, clock: FakeClock
+):
+    """Rows sharing their new values go in one ``WHERE id IN (...)`` update: a moved row
+    (its due text differs) is still missed, a lost guard row too, and the rest hit."""
+    svc = make_service(empty_kb, clock=clock)
+    ids = bulk_at(svc, 6, clock.now)
+    now = sqlite_hot.stamp(clock.now)
+    stale = sqlite_hot.stamp(clock.now - timedelta(seconds=1))
+    with svc.store.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE intent SET status = 'paused' WHERE id = ?", (ids[5],))
+
+    def cas_row(intent_id: int, due: str) -> dict:
+        return {
+            "_id": intent_id,
+            "_due": due,
+            "v_status": "firing",
+            "v_owner": "me",
+            "v_until": clock.now + timedelta(seconds=30),
+            "v_attempts": 1,
+            "v_fires": 1,
+            "v_next": None,
+            "v_fired": clock.now,
+            "_now": now,
+        }
+
+    rows = [cas_row(i, now) for i in ids[:4]] + [cas_row(ids[4], stale), cas_row(ids[5], now)]
+    with svc.store.engine.begin() as conn:
+        hit = sqlite_hot.cas(sqlite_hot.cursor(conn), rows, clock.now)
+    assert hit == 4
+    got = {i.id: i for i in svc.list_intents()}
+    assert [got[i].status for i in ids] == ["firing"] * 4 + ["active", "paused"]
+    assert {got[i].lease_until for i in ids[:4]} == {clock.now + timedelta(seconds=30)}
+    assert [got[i].attempts for i in ids] == [1, 1, 1, 1, 0, 0]
+
+    # Completion values: three rows share them (one IN update), one differs (UPDATE FROM),
+    # and a row someone else holds is left alone even inside the group.
+    with svc.store.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE intent SET lease_owner = 'other' WHERE id = ?", (ids[3],))
+    later = clock.now + timedelta(minutes=5)
+    done = {"status": "done", "next_run_at": None, "lease_owner": None, "updated_at": later}
+    retry = {"status": "active", "next_run_at": later, "lease_owner": None, "updated_at": later}
+    cols = ("status", "next_run_at", "lease_owner", "updated_at")
+    updates = [(ids[0], done), (ids[1], done), (ids[3], done), (ids[2], retry)]
+    with svc.store.engine.begin() as conn:
+        sqlite_hot.update_after(sqlite_hot.cursor(conn), cols, updates, "me")
+    got = {i.id: i for i in svc.list_intents()}
+    assert [(got[i].status, got[i].lease_owner) for i in ids[:4]] == [
+        ("done", None),
+        ("done", None),
+        ("active", None),
+        ("firing", "other"),
+    ]
+    assert got[ids[2]].next_run_at == later
+    assert got[ids[0]].updated_at == later
+
+
 def test_batches_bigger_than_a_statement_chunk(empty_kb, make_service, clock: FakeClock):
     """More rows than one statement takes: claimed, started and completed exactly once."""
     svc = make_service(empty_kb, clock=clock)

@@ -67,6 +67,8 @@ WRITE_BATCH_DELAY = 0.005  # seconds: outcomes ending within this share one tran
 WRITE_FALLBACK_DELAY = 0.05
 LAUNCH_CHUNK = 32  # runs started between two yields to the loop (timers of due turns run)
 STOP_MARGIN = 2.0  # seconds a stopping turn gets beyond the grace before it is cancelled
+#: Outcomes waiting to be recorded at which a burst of claims records them in its next step.
+PENDING_LIMIT = 20_000
 _VALID_OUTCOMES = {
     RunStatus.OK,
     RunStatus.SILENT,
@@ -288,48 +290,81 @@ class Scheduler:
         started: list[int] = []
         last: ClaimResult | None = None
         async with self._tick_lock:
-            first = True
-            while not self._closing:
-                now = self.clock()
-                batch, self._pending = self._pending, []  # outcomes that ended meanwhile
-                free = self.max_concurrency - len(self._info) + len(batch)
-                check = first and bool(self._info)
-                if free <= 0 and not check and not batch:
-                    break
-                config = self.service.config()
+            step, batch, now = self._start_step(True, 0)
+            while step is not None:
                 try:
-                    result, done = await self._db(
-                        partial(
-                            claims.step,
-                            self.service.store.engine,
-                            owner=self.owner,
-                            now=now,
-                            lease_until=now + timedelta(seconds=self.lease_seconds),
-                            limit=max(free, 0),
-                            decide=partial(self._decide_claim, now),
-                            completions=batch,
-                            decide_after=partial(_decide_after, now, config),
-                            overlap_next=partial(self._overlap_next, now),
-                            check_overlaps=check,
-                            due_by=now + self.lookahead,
-                        ),
-                        notify=True,
-                    )
+                    result, done = await step
                 except BaseException:
                     self._pending[:0] = batch  # not recorded: keep them for the next write
                     raise
+                step = None
                 self._finished(batch, done, now)
-                first = False
-                last = result
-                started.extend(await self._launch(result))
-                if not result.full:
-                    break
+                last, checked = result, now
+                if result.full and not self._closing:
+                    # Pipelined: the next claim runs on the database thread while these
+                    # turns are started here.
+                    step, batch, now = self._start_step(False, len(result.fired))
+                try:
+                    started.extend(await self._launch(result))
+                except BaseException:
+                    if step is not None:  # its rows are claimed: start their turns anyway
+                        with contextlib.suppress(Exception):
+                            result, done = await asyncio.shield(step)
+                            self._finished(batch, done, now)
+                            await self._launch(result)
+                    raise
+                if step is None:
+                    break  # the batch was not full (or we are closing): nothing more due
             if last is not None:
                 soonest = self._with_mine(last.soonest)
             else:
-                soonest = await self._soonest()
-            self._arm(soonest, checked_at=now)
+                soonest, checked = await self._soonest(), self.clock()
+            self._arm(soonest, checked_at=checked)
+        if self._pending and self._writer_wake is not None:
+            self._writer_wake.set()  # outcomes left by a burst: the writer records them
         return started
+
+    def _start_step(
+        self, first: bool, claimed: int
+    ) -> tuple[asyncio.Future | None, list[Completion], datetime]:
+        """Submit one claim step to the database thread (``None``: nothing to do).
+
+        Slots are turns running now (``claimed``: turns claimed but not started yet). A
+        turn that ended frees its slot at once; its outcome waits to be recorded. The
+        first step of a tick records the outcomes waiting; later steps of a burst only
+        claim (due turns start first, bookkeeping follows), unless ``PENDING_LIMIT``
+        outcomes wait.
+        """
+        now = self.clock()
+        fold = first or len(self._pending) >= PENDING_LIMIT
+        batch: list[Completion] = []
+        if fold:
+            batch, self._pending = self._pending, []
+        free = self.max_concurrency - len(self._tasks) - claimed
+        check = first and bool(self._info)
+        if free <= 0 and not check and not batch:
+            return None, batch, now
+        config = self.service.config()
+        future = asyncio.ensure_future(
+            self._db(
+                partial(
+                    claims.step,
+                    self.service.store.engine,
+                    owner=self.owner,
+                    now=now,
+                    lease_until=now + timedelta(seconds=self.lease_seconds),
+                    limit=max(free, 0),
+                    decide=partial(self._decide_claim, now),
+                    completions=batch,
+                    decide_after=partial(_decide_after, now, config),
+                    overlap_next=partial(self._overlap_next, now),
+                    check_overlaps=check,
+                    due_by=now + self.lookahead,
+                ),
+                notify=True,
+            )
+        )
+        return future, batch, now
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until every started turn ended and its outcome is recorded."""
@@ -841,7 +876,7 @@ class Scheduler:
             self._started
             and not self._closing
             and self._wake is not None
-            and len(self._info) >= self.max_concurrency
+            and len(self._tasks) + 1 >= self.max_concurrency
         ):
             # Due rows may wait for this slot: the next step records the outcome in the
             # same transaction as its claims.
@@ -881,12 +916,14 @@ class Scheduler:
             # step usually takes them first.
             await asyncio.sleep(WRITE_BATCH_DELAY if not self._started else WRITE_FALLBACK_DELAY)
             self._writer_wake.clear()
+            assert self._write_lock is not None and self._tick_lock is not None
+            if self._tick_lock.locked():
+                continue  # claims first: the tick records them, or wakes us when it ends
             if not self._started:
                 await self._flush()
                 continue
             # Timed loop: one transaction per wake; outcomes ending meanwhile set the wake
             # again and go in the next batch (not in a string of tiny transactions).
-            assert self._write_lock is not None
             async with self._write_lock:
                 if self._pending:
                     await self._write_pending()
@@ -917,11 +954,8 @@ class Scheduler:
         except Exception as exc:  # noqa: BLE001 - the lease lapses; recovery closes the runs
             self._fail("recording run outcomes failed", exc)
             results = []
-        was_full = len(self._info) >= self.max_concurrency
         self._finished(batch, results, now)
-        if was_full:
-            self.wake()  # slots are free again: claim what waited for them
-        elif self._started:
+        if self._started:
             # A completion recorded here (not by a step) may have planned the intent's next
             # fire (retry, next occurrence) before the alarm: ring for it on time.
             nexts = [

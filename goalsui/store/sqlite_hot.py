@@ -21,10 +21,12 @@ its text, booleans as 0/1.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import JSON
@@ -110,12 +112,9 @@ class Reader:
         self.names = tuple(c.name for c in cols)
         self.table = table.name
         self.cols = ", ".join(_q(n) for n in self.names)
-        self.convert: list[tuple[str, Any]] = []
-        for col in cols:
-            if isinstance(col.type, UTCDateTime):
-                self.convert.append((col.name, _parse_stamp))
-            elif isinstance(col.type, JSON):
-                self.convert.append((col.name, json.loads))
+        #: positions of the timestamp and the JSON columns (converted before the dict is built)
+        self.stamps = tuple(i for i, c in enumerate(cols) if isinstance(c.type, UTCDateTime))
+        self.jsons = tuple(i for i, c in enumerate(cols) if isinstance(c.type, JSON))
 
     def rows(
         self, cur: sqlite3.Cursor, where: str, params: Sequence[Any], raw: str | None = None
@@ -129,16 +128,23 @@ class Reader:
             f"FROM (SELECT {self.cols} FROM {self.table} {where})",
             params,
         )
-        names, convert = self.names, self.convert
+        names, stamps, jsons = self.names, self.stamps, self.jsons
+        raw_at = names.index(raw) if raw is not None else -1
+        parse, loads = datetime.fromisoformat, json.loads
         out = []
-        for values in json.loads(cur.fetchone()[0]):
-            row = dict(zip(names, values, strict=True))
-            if raw is not None:
-                row["_raw"] = row[raw]
-            for name, fn in convert:
-                value = row[name]
+        for values in loads(cur.fetchone()[0]):
+            kept = values[raw_at] if raw_at >= 0 else None
+            for i in stamps:
+                value = values[i]
                 if value is not None:
-                    row[name] = fn(value)
+                    values[i] = parse(value + "+00:00")
+            for i in jsons:
+                value = values[i]
+                if value is not None:
+                    values[i] = loads(value)
+            row = dict(zip(names, values, strict=True))
+            if raw_at >= 0:
+                row["_raw"] = kept
             out.append(row)
         return out
 
@@ -178,18 +184,64 @@ def soonest(cur: sqlite3.Cursor) -> datetime | None:
     return None if value is None else _parse_stamp(value)
 
 
+#: Rows with identical new values are updated by one ``... WHERE id IN (...)`` when at
+#: least this many share them (as the PostgreSQL path groups them).
+GROUP_MIN = 3
+
+_REF = re.compile(r"v\.column(\d+)|\?")
+
+
 def _update_from(
     cur: sqlite3.Cursor, head: str, where: str, width: int, rows: list[tuple], tail: tuple
 ) -> int:
-    """``UPDATE ... FROM (VALUES ...) AS v <where>`` per chunk of rows; returns rows hit."""
+    """``UPDATE ... FROM (VALUES ...) AS v <where>`` per chunk of rows; returns rows hit.
+
+    ``v.column1`` is the row id. Rows that share all their other values go in one
+    ``UPDATE ... WHERE <table>.id IN (...)`` instead: SQLite runs ``UPDATE ... FROM``
+    through a materialized join, about four times the cost per row (measured here).
+    """
+    groups: dict[tuple, list[Any]] = {}
+    for row in rows:
+        groups.setdefault(row[1:], []).append(row[0])
+    single: list[tuple] = []
     hit = 0
-    for start in range(0, len(rows), CHUNK):
-        chunk = rows[start : start + CHUNK]
+    for values, ids in groups.items():
+        if len(ids) < GROUP_MIN:
+            single.extend((i, *values) for i in ids)
+            continue
+        for start in range(0, len(ids), CHUNK):
+            hit += _update_in(cur, head, where, values, ids[start : start + CHUNK], tail)
+    for start in range(0, len(single), CHUNK):
+        chunk = single[start : start + CHUNK]
         params = list(chain.from_iterable(chunk))
         params.extend(tail)
         cur.execute(f"{head} FROM (VALUES {_values(len(chunk), width)}) AS v {where}", params)
         hit += cur.rowcount
     return hit
+
+
+def _update_in(
+    cur: sqlite3.Cursor, head: str, where: str, values: tuple, ids: list[Any], tail: tuple
+) -> int:
+    """One ``UPDATE`` of the rows ``ids`` that all get ``values`` (``v.columnN`` bound)."""
+    params: list[Any] = []
+    extra = iter(tail)
+    in_list = f"IN ({_marks(len(ids))})"
+
+    def bind(match: re.Match) -> str:
+        column = match.group(1)
+        if column is None:  # a plain ? of the tail
+            params.append(next(extra))
+            return "?"
+        if column == "1":
+            params.extend(ids)
+            return in_list
+        params.append(values[int(column) - 2])
+        return "?"
+
+    sql = _REF.sub(bind, f"{head} {where}").replace(f"id = {in_list}", f"id {in_list}")
+    cur.execute(sql, params)
+    return cur.rowcount
 
 
 _CAS_HEAD = (
@@ -298,7 +350,18 @@ def update_after(
     under ``owner``'s lease."""
     sets = ", ".join(f"{_q(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
     st = _Stamps()
-    params = [(i, *[st(values[k]) for k in columns]) for i, values in updates]
+    pick = itemgetter(*columns) if len(columns) > 1 else (lambda row: (row[columns[0]],))
+    stamped = [
+        j for j, k in enumerate(columns, start=1) if isinstance(INTENT.c[k].type, UTCDateTime)
+    ]
+    params: list[tuple] = []
+    for i, values in updates:
+        row = [i, *pick(values)]
+        for j in stamped:
+            value = row[j]
+            if value is not None:
+                row[j] = st(value)
+        params.append(tuple(row))
     if params:
         _update_from(
             cur,
