@@ -112,9 +112,12 @@ class Reader:
         self.names = tuple(c.name for c in cols)
         self.table = table.name
         self.cols = ", ".join(_q(n) for n in self.names)
-        #: positions of the timestamp and the JSON columns (converted before the dict is built)
+        #: JSON columns go in as JSON (``json(col)``), parsed with the rest in one ``loads``
+        self.packed = ", ".join(
+            f"json({_q(c.name)})" if isinstance(c.type, JSON) else _q(c.name) for c in cols
+        )
+        #: positions of the timestamps (parsed before the dict is built)
         self.stamps = tuple(i for i, c in enumerate(cols) if isinstance(c.type, UTCDateTime))
-        self.jsons = tuple(i for i, c in enumerate(cols) if isinstance(c.type, JSON))
 
     def rows(
         self, cur: sqlite3.Cursor, where: str, params: Sequence[Any], raw: str | None = None
@@ -124,11 +127,11 @@ class Reader:
         ``raw``: also keep that column's stored value, as ``row["_raw"]``.
         """
         cur.execute(
-            f"SELECT json_group_array(json_array({self.cols})) "
+            f"SELECT json_group_array(json_array({self.packed})) "
             f"FROM (SELECT {self.cols} FROM {self.table} {where})",
             params,
         )
-        names, stamps, jsons = self.names, self.stamps, self.jsons
+        names, stamps = self.names, self.stamps
         raw_at = names.index(raw) if raw is not None else -1
         parse, loads = datetime.fromisoformat, json.loads
         out = []
@@ -138,10 +141,6 @@ class Reader:
                 value = values[i]
                 if value is not None:
                     values[i] = parse(value + "+00:00")
-            for i in jsons:
-                value = values[i]
-                if value is not None:
-                    values[i] = loads(value)
             row = dict(zip(names, values, strict=True))
             if raw_at >= 0:
                 row["_raw"] = kept
@@ -287,6 +286,7 @@ def cas(cur: sqlite3.Cursor, rows: Iterable[Row], due_by: datetime) -> int:
 
 _RUN_NAMES = tuple(c.name for c in RUN.c)
 _RUN_STAMPS = tuple(i for i, c in enumerate(RUN.c) if isinstance(c.type, UTCDateTime))
+_pick_run = itemgetter(*_RUN_NAMES)
 _RUN_INSERT = f"INSERT INTO intent_run ({', '.join(_q(n) for n in _RUN_NAMES)}) VALUES "
 
 
@@ -301,9 +301,11 @@ def insert_runs(cur: sqlite3.Cursor, rows: list[Row]) -> list[Row]:
         row = dict(row)
         row["id"] = k
         out.append(row)
-        values = [row[n] for n in _RUN_NAMES]
+        values = list(_pick_run(row))
         for i in _RUN_STAMPS:
-            values[i] = st(values[i])
+            value = values[i]
+            if value is not None:
+                values[i] = st(value)
         params.append(values)
     _insert(cur, _RUN_INSERT, len(_RUN_NAMES), params)
     return out
