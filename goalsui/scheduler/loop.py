@@ -42,7 +42,7 @@ from goalsui.scheduler import rules
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
 from goalsui.scheduler.records import build
 from goalsui.store import claims
-from goalsui.store.claims import ClaimResult, Completion, CompletionResult
+from goalsui.store.claims import ClaimedRun, ClaimResult, Completion, CompletionResult
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -722,8 +722,13 @@ class Scheduler:
         self._check_statuses(ids, statuses)
 
     async def watch(self) -> None:
-        """A cheap read: stop turns whose intent was cancelled; notice passed occurrences."""
-        ids = {info.intent_id: run_id for run_id, info in self._info.items()}
+        """A cheap read: stop turns whose intent was cancelled; notice passed occurrences.
+
+        Only turns still running are looked at: an ended one waits only to be recorded
+        (its completion applies the overlap rule).
+        """
+        tasks = self._tasks
+        ids = {info.intent_id: run_id for run_id, info in self._info.items() if run_id in tasks}
         if not ids:
             return
         rows = await self._db(
@@ -810,13 +815,10 @@ class Scheduler:
             self._info[run_id] = info
             cancel = asyncio.Event()
             self._cancels[run_id] = cancel
-            intent = build(Intent, row)
-            run_obj = build(IntentRun, run)
-            event = build(Event, item.event) if item.event else None
             snapshot = (row["kind"], row.get("schedule"), row.get("timezone"))
             start_at = loop_now + (run["started_at"] - now).total_seconds()  # loop clock
             task = self._loop.create_task(
-                self._execute(info, intent, run_obj, event, cancel, snapshot, start_at),
+                self._execute(info, item, cancel, snapshot, start_at),
                 name=f"goalsui-run-{run_id}",
             )
             self._tasks[run_id] = task
@@ -826,20 +828,25 @@ class Scheduler:
     async def _execute(
         self,
         info: RunningInfo,
-        intent: Intent,
-        run: IntentRun,
-        event: Event | None,
+        item: ClaimedRun,
         cancel: asyncio.Event,
         snapshot: tuple,
         start_at: float = 0.0,
     ) -> None:
-        kwargs: dict[str, Any] = {"event": event, "cancel": cancel}
-        if self._turn_takes_grace:
-            kwargs["grace"] = self.grace_seconds
+        event_id = item.run.get("event_id")
         try:
             delay = start_at - self._loop.time() if self._loop is not None else 0.0
             if delay > 0:  # claimed a little ahead (at most the lookahead): start on time
                 await asyncio.sleep(delay)
+            # The turn's records are built when it starts (not at the claim of its batch).
+            intent = build(Intent, item.intent)
+            run = build(IntentRun, item.run)
+            kwargs: dict[str, Any] = {
+                "event": build(Event, item.event) if item.event else None,
+                "cancel": cancel,
+            }
+            if self._turn_takes_grace:
+                kwargs["grace"] = self.grace_seconds
             if cancel.is_set():
                 outcome = TurnOutcome("cancelled", reason="stopped before it started")
             else:
@@ -869,7 +876,7 @@ class Scheduler:
                 "failed",
                 reason=f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
             )
-        self._pending.append(self._completion(info, outcome, snapshot, run.event_id))
+        self._pending.append(self._completion(info, outcome, snapshot, event_id))
         self._tasks.pop(info.run_id, None)
         assert self._writer_wake is not None
         if (
