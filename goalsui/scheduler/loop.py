@@ -65,6 +65,8 @@ WRITE_BATCH_DELAY = 0.005  # seconds: outcomes ending within this share one tran
 #: seconds: in the timed loop, outcomes wait this long for a claim step to take them (one
 #: transaction for both) before the writer records them; a full scheduler wakes a step at once.
 WRITE_FALLBACK_DELAY = 0.05
+#: outcomes per transaction when the writer records a backlog
+WRITE_CHUNK = 1000
 LAUNCH_CHUNK = 32  # runs started between two yields to the loop (timers of due turns run)
 STOP_MARGIN = 2.0  # seconds a stopping turn gets beyond the grace before it is cancelled
 #: Outcomes waiting to be recorded at which a burst of claims records them in its next step.
@@ -919,9 +921,12 @@ class Scheduler:
         assert self._writer_wake is not None
         while True:
             await self._writer_wake.wait()
-            # Let outcomes that end together share a commit; in the timed loop the next
-            # step usually takes them first.
-            await asyncio.sleep(WRITE_BATCH_DELAY if not self._started else WRITE_FALLBACK_DELAY)
+            if len(self._pending) < WRITE_CHUNK:
+                # Let outcomes that end together share a commit; in the timed loop the next
+                # step usually takes them first. (A backlog left by a burst goes at once.)
+                await asyncio.sleep(
+                    WRITE_BATCH_DELAY if not self._started else WRITE_FALLBACK_DELAY
+                )
             self._writer_wake.clear()
             assert self._write_lock is not None and self._tick_lock is not None
             if self._tick_lock.locked():
@@ -943,43 +948,62 @@ class Scheduler:
                 await self._write_pending()
 
     async def _write_pending(self) -> None:
+        """Record the waiting outcomes, ``WRITE_CHUNK`` per transaction.
+
+        Pipelined: the next chunk is written on the database thread while the
+        subscribers here hear how the previous one ended.
+        """
         batch, self._pending = self._pending, []
+        chunks = [batch[k : k + WRITE_CHUNK] for k in range(0, len(batch), WRITE_CHUNK)]
         now = self.clock()
         config = self.service.config()
-        try:
-            results: list[CompletionResult] = await self._db(
-                partial(
-                    claims.complete_runs,
-                    self.service.store.engine,
-                    owner=self.owner,
-                    now=now,
-                    items=batch,
-                    decide=partial(_decide_after, now, config),
-                ),
-                notify=True,
+
+        def write(chunk: list[Completion]) -> asyncio.Future:
+            return asyncio.ensure_future(
+                self._db(
+                    partial(
+                        claims.complete_runs,
+                        self.service.store.engine,
+                        owner=self.owner,
+                        now=now,
+                        items=chunk,
+                        decide=partial(_decide_after, now, config),
+                    ),
+                    notify=True,
+                )
             )
-        except Exception as exc:  # noqa: BLE001 - the lease lapses; recovery closes the runs
-            self._fail("recording run outcomes failed", exc)
-            results = []
-        self._finished(batch, results, now)
-        if self._started:
-            # A completion recorded here (not by a step) may have planned the intent's next
-            # fire (retry, next occurrence) before the alarm: ring for it on time.
-            nexts = [
-                r.intent["next_run_at"]
-                for r in results
-                if r.applied
-                and r.intent is not None
-                and r.intent.get("status") == IntentStatus.ACTIVE
-                and r.intent.get("next_run_at") is not None
-            ]
-            if nexts:
-                soonest = self._with_mine(min(nexts))
-                known = self._known_soonest
-                if soonest is not None and soonest <= self.clock() + self.lookahead:
-                    self.wake()  # claimable now
-                elif soonest is not None and (known is None or soonest < known):
-                    self._arm(soonest)
+
+        future = write(chunks[0]) if chunks else None
+        for k, chunk in enumerate(chunks):
+            assert future is not None
+            try:
+                results: list[CompletionResult] = await future
+            except Exception as exc:  # noqa: BLE001 - the lease lapses; recovery closes the runs
+                self._fail("recording run outcomes failed", exc)
+                results = []
+            future = write(chunks[k + 1]) if k + 1 < len(chunks) else None
+            self._finished(chunk, results, now)
+            if self._started:
+                self._ring_for(results)
+
+    def _ring_for(self, results: list[CompletionResult]) -> None:
+        """A completion recorded by the writer (not by a step) may have planned the
+        intent's next fire (retry, next occurrence) before the alarm: ring for it on time."""
+        nexts = [
+            r.intent["next_run_at"]
+            for r in results
+            if r.applied
+            and r.intent is not None
+            and r.intent.get("status") == IntentStatus.ACTIVE
+            and r.intent.get("next_run_at") is not None
+        ]
+        if nexts:
+            soonest = self._with_mine(min(nexts))
+            known = self._known_soonest
+            if soonest is not None and soonest <= self.clock() + self.lookahead:
+                self.wake()  # claimable now
+            elif soonest is not None and (known is None or soonest < known):
+                self._arm(soonest)
 
     def _finished(
         self, batch: list[Completion], results: list[CompletionResult], now: datetime
