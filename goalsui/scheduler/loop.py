@@ -837,10 +837,8 @@ class Scheduler:
     ) -> None:
         event_id = item.run.get("event_id")
         try:
-            delay = start_at - self._loop.time() if self._loop is not None else 0.0
-            if delay > 0:  # claimed a little ahead (at most the lookahead): start on time
-                await asyncio.sleep(delay)
-            # The turn's records are built when it starts (not at the claim of its batch).
+            # The turn's records are built in its own task (a record that cannot be built
+            # is a failed run), before it waits for its start time.
             intent = build(Intent, item.intent)
             run = build(IntentRun, item.run)
             kwargs: dict[str, Any] = {
@@ -849,6 +847,9 @@ class Scheduler:
             }
             if self._turn_takes_grace:
                 kwargs["grace"] = self.grace_seconds
+            delay = start_at - self._loop.time() if self._loop is not None else 0.0
+            if delay > 0:  # claimed a little ahead (at most the lookahead): start on time
+                await asyncio.sleep(delay)
             if cancel.is_set():
                 outcome = TurnOutcome("cancelled", reason="stopped before it started")
             else:
