@@ -78,3 +78,19 @@ def test_bench_console_without_its_module_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(importlib, "import_module", fake)
     with pytest.raises(GoalsuiError, match="'bench console' is not available"):
         bench.cmd_console(argparse.Namespace(json=False))
+
+
+def test_settle_heap_freezes_the_start_up_heap_and_raises_the_young_threshold():
+    """What goalsui daemon (and the benches) do once the scheduler started."""
+    import gc
+
+    from goalsui.scheduler.heap import YOUNG_THRESHOLD, settle_heap
+
+    before = gc.get_threshold()
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, before[1], before[2])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -34,12 +34,12 @@ from goalsui.bench.scheduler import (
     _insert_at_intents,
     _pct,
     _progress,
-    freeze_heap,
     intents_and_db,
     lateness_turn,
 )
 from goalsui.domain.models import IntentRun
 from goalsui.errors import GoalsuiError, ValidationError
+from goalsui.scheduler.heap import settle_heap
 from goalsui.service import Service
 
 MAX_DAEMONS = 8
@@ -104,7 +104,7 @@ async def _worker(kb: Path, db_url: str, state: Path, max_concurrency: int) -> W
     scheduler.subscribe(count)
     try:
         await scheduler.start()
-        freeze_heap()
+        settle_heap()
         sys.stdout.write("ready\n")
         sys.stdout.flush()
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)

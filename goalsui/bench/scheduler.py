@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import shutil
 import sqlite3
@@ -34,6 +33,7 @@ from typing import Any
 from goalsui.domain.models import Event, Intent, IntentRun, Journal
 from goalsui.errors import ValidationError
 from goalsui.runners.base import TurnOutcome
+from goalsui.scheduler.heap import settle_heap
 from goalsui.service import Service
 
 THROUGHPUT_TARGET = 0.5  # x the raw loop
@@ -101,13 +101,6 @@ def spread_window(n: int) -> float:
     """The window the spread lateness run uses: 1,000 fires a second, at least 2 s
     (FACTS.md measured APScheduler with 1,000 jobs due within 2 s)."""
     return max(2.0, n / 1000)
-
-
-def freeze_heap() -> None:
-    """What ``goalsui daemon`` does after start-up: move the long-lived heap (modules,
-    SQLAlchemy and pydantic metadata) out of the garbage collector's way."""
-    gc.collect()
-    gc.freeze()
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -212,7 +205,7 @@ async def _measure_fires(
     scheduler = Scheduler(service, turn=noop, max_concurrency=min(n, MAX_CONCURRENCY))
     scheduler.subscribe(count)
     await scheduler.start()
-    freeze_heap()
+    settle_heap()
     try:
         await asyncio.wait_for(done.wait(), timeout=lead + spread + 60 + n / 100)
     finally:
@@ -463,7 +456,7 @@ def render(r: BenchResult) -> str:
     lines = [
         f"goalsui bench scheduler: {r.intents} intents due at once, {r.database}",
         f"turns: in-process no-op (measures the scheduler, not a runner); max concurrency {MAX_CONCURRENCY}; "
-        "gc.freeze() after start-up as in goalsui daemon; "
+        "gc.freeze() and a young-generation threshold of 10,000 after start-up, as in goalsui daemon; "
         f"APScheduler ran {r.aps_jobs_per_s:,.0f} jobs/s",
         "",
     ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import importlib
 import signal
 import sys
@@ -157,6 +156,7 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
 
 async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     from goalsui.scheduler import Scheduler
+    from goalsui.scheduler.heap import settle_heap
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -172,10 +172,7 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     )
     scheduler.subscribe(_RunLog())
     await scheduler.start()
-    # A long-running process: keep the start-up heap (modules, ORM and pydantic metadata)
-    # out of every later full collection.
-    gc.collect()
-    gc.freeze()
+    settle_heap()  # a long-running process: see goalsui.scheduler.heap
     listener = None
     watcher = None
     try:
