@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     DateTime,
@@ -105,9 +105,9 @@ class ClaimResult:
     soonest: datetime | None = None  # min(next_run_at) of the active rows after the claim
 
 
-@dataclass(frozen=True)
-class Completion:
-    """How a turn ended, as the scheduler records it."""
+class Completion(NamedTuple):
+    """How a turn ended, as the scheduler records it (immutable; a named tuple because
+    one is made per fire and a frozen dataclass costs six times as much to build)."""
 
     run_id: int
     intent_id: int
