@@ -96,6 +96,29 @@ async def test_a_burst_starts_every_due_turn_before_recording_outcomes(
     assert {i.status for i in svc.list_intents()} == {"done"}
 
 
+async def test_a_long_burst_still_records_outcomes_that_waited_too_long(
+    empty_kb, make_service, clock: FakeClock, monkeypatch
+):
+    """The backlog is bounded: outcomes older than PENDING_MAX_AGE go in the next step."""
+    from goalsui.scheduler import loop
+
+    monkeypatch.setattr(loop, "PENDING_MAX_AGE", 0.0)
+    svc = make_service(empty_kb, clock=clock)
+    n = claims.CLAIM_BATCH * 2 + 100
+    bulk_at(svc, n, clock.now)
+    sched = Scheduler(svc, clock=clock, turn=FakeTurn(), max_concurrency=claims.CLAIM_BATCH + 10)
+    events: list[str] = []
+    sched.subscribe(lambda e: events.append(e.kind))
+    try:
+        assert len(await sched.tick()) == n
+        assert 0 < events.count("run-finished") < n  # some recorded during the burst
+        await sched.drain()
+    finally:
+        await sched.stop()
+    assert events.count("run-finished") == n
+    assert svc.store.count_rows(IntentRun.__table__, status="ok") == n
+
+
 def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, clock: FakeClock):
     svc = make_service(empty_kb, db_url, clock=clock)
     ids = bulk_at(svc, 400, clock.now)

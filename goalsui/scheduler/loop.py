@@ -69,8 +69,10 @@ WRITE_FALLBACK_DELAY = 0.05
 WRITE_CHUNK = 1000
 LAUNCH_CHUNK = 32  # runs started between two yields to the loop (timers of due turns run)
 STOP_MARGIN = 2.0  # seconds a stopping turn gets beyond the grace before it is cancelled
-#: Outcomes waiting to be recorded at which a burst of claims records them in its next step.
+#: A burst of claims records the waiting outcomes in its next step once this many wait,
+#: or once the oldest has waited this long (seconds): bookkeeping lags, but boundedly.
 PENDING_LIMIT = 20_000
+PENDING_MAX_AGE = 2.0
 _VALID_OUTCOMES = {
     RunStatus.OK,
     RunStatus.SILENT,
@@ -137,7 +139,8 @@ class Scheduler:
         self._info: dict[int, RunningInfo] = {}
         self._cancels: dict[int, asyncio.Event] = {}
         self._tasks: dict[int, asyncio.Task] = {}
-        self._pending: list[Completion] = []
+        self._pending: list[Completion] = []  # outcomes waiting to be recorded
+        self._oldest_pending = 0.0  # time.monotonic() when the oldest of them ended
         self._write_lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -335,10 +338,15 @@ class Scheduler:
         turn that ended frees its slot at once; its outcome waits to be recorded. The
         first step of a tick records the outcomes waiting; later steps of a burst only
         claim (due turns start first, bookkeeping follows), unless ``PENDING_LIMIT``
-        outcomes wait.
+        outcomes wait or the oldest has waited ``PENDING_MAX_AGE`` seconds.
         """
         now = self.clock()
-        fold = first or len(self._pending) >= PENDING_LIMIT
+        pending = self._pending
+        fold = (
+            first
+            or len(pending) >= PENDING_LIMIT
+            or (bool(pending) and time.monotonic() - self._oldest_pending >= PENDING_MAX_AGE)
+        )
         batch: list[Completion] = []
         if fold:
             batch, self._pending = self._pending, []
@@ -879,6 +887,8 @@ class Scheduler:
                 "failed",
                 reason=f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
             )
+        if not self._pending:
+            self._oldest_pending = time.monotonic()
         self._pending.append(self._completion(info, outcome, snapshot, event_id))
         self._tasks.pop(info.run_id, None)
         assert self._writer_wake is not None
