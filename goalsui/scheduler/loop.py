@@ -12,6 +12,11 @@ clock (30 s cap when idle, 0.5 s floor while something is overdue); a cheap poll
 also runs the housekeeping: the lease sweep (recovery, expiry) and the pruning of old
 runs. All database work runs on one private worker thread, never on the event loop.
 
+Slots (``max_concurrency``) count turns running or claimed ahead, not outcomes waiting
+to be written. A burst of due rows is claimed first, the next claim step pipelined with
+the start of the current batch's turns, and the outcomes are recorded after it (at most
+``PENDING_MAX_AGE`` late): starting due turns on time comes before bookkeeping.
+
 Deterministic use (tests, benchmarks): ``await tick()`` claims and starts everything
 due at ``clock()``; ``await drain()`` waits for the started turns to be recorded.
 """
