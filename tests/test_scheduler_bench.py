@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 
@@ -25,6 +26,8 @@ def test_bench_scheduler_json(tmp_path):
             "0.2",
             "--spread-seconds",
             "0.3",
+            "--repeat",
+            "3",
             "--json",
         ],
         capture_output=True,
@@ -47,18 +50,30 @@ def test_bench_scheduler_json(tmp_path):
     assert 0 <= data["idle_cpu_pct"] < 100
     assert set(data["targets"]) == {"throughput", "lateness_p99", "lateness_spread_p99", "idle_cpu"}
     assert "no-op" in data["turn"]
+    # Three burst runs, each beside its references; the figures are their medians.
+    assert data["repeat"] == 3
+    for key in ("fires_per_s", "lateness_p99_ms", "raw_claims_per_s", "aps_lateness_p99_ms"):
+        assert len(data["runs"][key]) == 3
+        assert data[key] == statistics.median(data["runs"][key])
 
 
-def test_bench_rejects_bad_input_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--intents", "0"], "--intents must be between 1 and 200000"),
+        (["--repeat", "0"], "--repeat must be between 1 and 20"),
+    ],
+)
+def test_bench_rejects_bad_input_in_one_line(tmp_path, args, message):
     res = subprocess.run(
-        [sys.executable, "-m", "goalsui", "bench", "scheduler", "--intents", "0"],
+        [sys.executable, "-m", "goalsui", "bench", "scheduler", *args],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=tmp_path,
     )
     assert res.returncode == 1
-    assert res.stderr.strip() == "goalsui: error: --intents must be between 1 and 200000"
+    assert res.stderr.strip() == f"goalsui: error: {message}"
 
 
 def test_bench_console_without_its_module_is_a_clear_error(monkeypatch):

@@ -44,6 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="window of the spread lateness run (default: N/1000 s, at least 2)",
     )
     sched.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        metavar="K",
+        help="burst runs (each beside its references); medians are reported (default 3)",
+    )
+    sched.add_argument(
         "--daemons",
         type=int,
         metavar="K",
