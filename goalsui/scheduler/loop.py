@@ -15,7 +15,9 @@ runs. All database work runs on one private worker thread, never on the event lo
 Slots (``max_concurrency``) count turns running or claimed ahead, not outcomes waiting
 to be written. A burst of due rows is claimed first, the next claim step pipelined with
 the start of the current batch's turns, and the outcomes are recorded after it (at most
-``PENDING_MAX_AGE`` late): starting due turns on time comes before bookkeeping.
+``PENDING_MAX_AGE`` late): starting due turns on time comes before bookkeeping. The price:
+a process killed in that window leaves those runs ``running``; recovery closes them as
+``interrupted`` and retries them, as it does for runs killed while they ran.
 
 Deterministic use (tests, benchmarks): ``await tick()`` claims and starts everything
 due at ``clock()``; ``await drain()`` waits for the started turns to be recorded.
