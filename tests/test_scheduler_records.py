@@ -36,7 +36,10 @@ def test_build_matches_the_constructor_and_behaves_like_a_model():
     fast, slow = build(Intent, row), Intent(**row)
     assert fast.model_dump() == slow.model_dump()
     assert fast.runner == {"command": ["true"]} and fast.next_run_at == row["next_run_at"]
+    assert "_sa_instance_state" not in fast.__dict__  # reads never make the ORM state ...
     fast.title = "changed"
+    assert "_sa_instance_state" in fast.__dict__  # ... a change does, on first need
+    assert "_sa_instance_state" in slow.__dict__  # (an instance made the usual way has its own)
     assert fast.title == "changed" and row["title"] == "t"
     assert "Intent(" in repr(fast)
 

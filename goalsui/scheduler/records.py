@@ -17,12 +17,34 @@ T = TypeVar("T", bound=SQLModel)
 _specs: dict[type, tuple[Any, tuple[str, ...], frozenset[str]]] = {}
 
 
+class _LazyState:
+    """The ``_sa_instance_state`` of a built instance, made the first time SQLAlchemy asks
+    for it (a change, ``session.add``): a turn that only reads its records never pays for
+    it (a state and its weak reference are most of what a build costs)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:  # on the class: as absent as before
+            raise AttributeError(_STATE)
+        state = obj.__dict__[_STATE] = self.manager._state_constructor(obj, self.manager)
+        return state
+
+
+_STATE = "_sa_instance_state"
+
+
 def _spec(cls: type) -> tuple[Any, tuple[str, ...], frozenset[str]]:
     spec = _specs.get(cls)
     if spec is None:
         configure_mappers()
         names = tuple(cls.model_fields)  # type: ignore[attr-defined]
-        spec = _specs[cls] = (manager_of_class(cls), names, frozenset(names))
+        manager = manager_of_class(cls)
+        # A non-data descriptor: an instance made any other way has its state in its own
+        # dict, which wins. type.__setattr__: the declarative class would map the name.
+        type.__setattr__(cls, _STATE, _LazyState(manager))
+        spec = _specs[cls] = (manager, names, frozenset(names))
     return spec
 
 
@@ -30,13 +52,12 @@ def build(cls: type[T], row: dict[str, Any]) -> T:
     """A detached ``cls`` instance with the values of ``row`` (missing fields: their default).
 
     What ``manager.new_instance()`` and ``SQLModel.__new__`` do, without their call
-    layers: the SQLAlchemy instance state goes straight into the instance dict, the
-    pydantic bookkeeping is set below.
+    layers: the pydantic bookkeeping is set below; the SQLAlchemy instance state is made
+    when first needed (:class:`_LazyState`).
     """
-    manager, names, name_set = _spec(cls)
+    _, names, name_set = _spec(cls)
     obj = object.__new__(cls)
     values = obj.__dict__
-    values["_sa_instance_state"] = manager._state_constructor(obj, manager)
     try:
         if row.keys() == name_set:  # the usual case: a full row, copied at C speed
             values.update(row)
