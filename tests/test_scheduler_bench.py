@@ -62,6 +62,10 @@ def test_bench_scheduler_json(tmp_path):
     [
         (["--intents", "0"], "--intents must be between 1 and 200000"),
         (["--repeat", "0"], "--repeat must be between 1 and 20"),
+        (
+            ["--daemons", "2", "--repeat", "2"],
+            "--repeat does not apply with --daemons (one burst, no references)",
+        ),
     ],
 )
 def test_bench_rejects_bad_input_in_one_line(tmp_path, args, message):

@@ -46,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     sched.add_argument(
         "--repeat",
         type=int,
-        default=3,
         metavar="K",
-        help="burst runs (each beside its references); medians are reported (default 3)",
+        help="burst runs (each beside its references); medians are reported (default 3; "
+        "not with --daemons)",
     )
     sched.add_argument(
         "--daemons",
@@ -73,6 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
     if args.daemons is not None:
+        if args.repeat is not None:
+            raise ValidationError(
+                "--repeat does not apply with --daemons (one burst, no references)"
+            )
         from goalsui.bench.multi import main as multi_main
 
         return multi_main(args)
