@@ -320,10 +320,14 @@ class Scheduler:
                     started.extend(await self._launch(result))
                 except BaseException:
                     if step is not None:  # its rows are claimed: start their turns anyway
-                        with contextlib.suppress(Exception):
+                        try:
                             result, done = await asyncio.shield(step)
+                        except Exception:  # noqa: BLE001 - nothing of it was kept
+                            self._pending[:0] = batch
+                        else:
                             self._finished(batch, done, now)
-                            await self._launch(result)
+                            with contextlib.suppress(Exception):
+                                await self._launch(result)
                     raise
                 if step is None:
                     break  # the batch was not full (or we are closing): nothing more due
@@ -341,8 +345,9 @@ class Scheduler:
     ) -> tuple[asyncio.Future | None, list[Completion], datetime]:
         """Submit one claim step to the database thread (``None``: nothing to do).
 
-        Slots are turns running now (``claimed``: turns claimed but not started yet). A
-        turn that ended frees its slot at once; its outcome waits to be recorded. The
+        Slots are this scheduler's turns, running or waiting for their start time, plus
+        ``claimed`` (fired by the step in flight, not started yet). A turn that ended
+        frees its slot at once; its outcome waits to be recorded. The
         first step of a tick records the outcomes waiting; later steps of a burst only
         claim (due turns start first, bookkeeping follows), unless ``PENDING_LIMIT``
         outcomes wait or the oldest has waited ``PENDING_MAX_AGE`` seconds.
