@@ -73,29 +73,31 @@ def test_due_rows_soonest_first_with_their_stored_due_text(empty_kb, make_servic
     assert texts[0] == sqlite_hot.stamp(clock.now - timedelta(seconds=5))
 
 
+def _cas_row(clock: FakeClock, intent_id: int, due: str) -> dict:
+    """The claim's compare-and-set parameters for one row (fire it, owner ``me``)."""
+    return {
+        "_id": intent_id,
+        "_due": due,
+        "v_status": "firing",
+        "v_owner": "me",
+        "v_until": clock.now + timedelta(seconds=30),
+        "v_attempts": 1,
+        "v_fires": 1,
+        "v_next": None,
+        "v_fired": clock.now,
+        "_now": sqlite_hot.stamp(clock.now),
+    }
+
+
 def test_compare_and_set_misses_a_row_that_moved(empty_kb, make_service, clock: FakeClock):
     svc = make_service(empty_kb, clock=clock)
     a, b = bulk_at(svc, 2, clock.now)
     now = sqlite_hot.stamp(clock.now)
 
-    def cas_row(intent_id: int, due: str) -> dict:
-        return {
-            "_id": intent_id,
-            "_due": due,
-            "v_status": "firing",
-            "v_owner": "me",
-            "v_until": clock.now + timedelta(seconds=30),
-            "v_attempts": 1,
-            "v_fires": 1,
-            "v_next": None,
-            "v_fired": clock.now,
-            "_now": now,
-        }
-
     stale = sqlite_hot.stamp(clock.now - timedelta(seconds=1))  # as if someone moved it since
     with svc.store.engine.begin() as conn:
         hit = sqlite_hot.cas(
-            sqlite_hot.cursor(conn), [cas_row(a, now), cas_row(b, stale)], clock.now
+            sqlite_hot.cursor(conn), [_cas_row(clock, a, now), _cas_row(clock, b, stale)], clock.now
         )
     assert hit == 1
     got = {i.id: i for i in svc.list_intents()}
@@ -116,21 +118,10 @@ def test_grouped_compare_and_set_still_misses_the_row_that_moved(
     with svc.store.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE intent SET status = 'paused' WHERE id = ?", (ids[5],))
 
-    def cas_row(intent_id: int, due: str) -> dict:
-        return {
-            "_id": intent_id,
-            "_due": due,
-            "v_status": "firing",
-            "v_owner": "me",
-            "v_until": clock.now + timedelta(seconds=30),
-            "v_attempts": 1,
-            "v_fires": 1,
-            "v_next": None,
-            "v_fired": clock.now,
-            "_now": now,
-        }
-
-    rows = [cas_row(i, now) for i in ids[:4]] + [cas_row(ids[4], stale), cas_row(ids[5], now)]
+    rows = [_cas_row(clock, i, now) for i in ids[:4]] + [
+        _cas_row(clock, ids[4], stale),
+        _cas_row(clock, ids[5], now),
+    ]
     with svc.store.engine.begin() as conn:
         hit = sqlite_hot.cas(sqlite_hot.cursor(conn), rows, clock.now)
     assert hit == 4
