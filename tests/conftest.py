@@ -73,19 +73,23 @@ def pg_url() -> str:
     pytest.skip(NO_PG)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh database on each engine: a SQLite file, then a new PostgreSQL database."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'goalsui.db'}"
-        return
-    base = request.getfixturevalue("pg_url")
-    url = pgserver.create_database(base, f"goalsui_t_{uuid.uuid4().hex[:12]}")
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL database on the test server, dropped afterwards."""
+    url = pgserver.create_database(pg_url, f"goalsui_t_{uuid.uuid4().hex[:12]}")
     try:
         yield url
     finally:
         with contextlib.suppress(Exception):  # a leftover test database is harmless
             pgserver.drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database on each engine: a SQLite file, then a new PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'goalsui.db'}"
+    return request.getfixturevalue("pg_db")
 
 
 @pytest.fixture

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import subprocess
 import sys
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pgserver
 import pytest
 from sqlalchemy import text
 
@@ -21,14 +18,6 @@ from goalsui.store.engine import make_engine
 
 WAIT = 15.0  # generous: only bounds a failure, never measured
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def pg_db(pg_url: str) -> Iterator[str]:
-    url = pgserver.create_database(pg_url, f"goalsui_n_{uuid.uuid4().hex[:12]}")
-    yield url
-    with contextlib.suppress(Exception):  # a leftover test database is harmless
-        pgserver.drop_database(url)
 
 
 class Inbox:

@@ -8,21 +8,17 @@ leases. Every intent must end with exactly one ``ok`` run, any other run of it
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-import sys
 import threading
 import time
-import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-import pgserver
 import pytest
 from daemon_kit import Daemon, runner_config, wait_until
+from test_kb_create import cli
 from test_scheduler_claims import bulk_at
 
 from goalsui.domain.timeutil import utcnow
@@ -37,17 +33,6 @@ CLI_EVERY = 15.0  # seconds between two new intents from `goalsui intent add`
 LEASE = "5"  # seconds: short, so the survivors take over quickly
 
 
-@pytest.fixture
-def pg_db(pg_url: str) -> Iterator[str]:
-    """A fresh PostgreSQL database (like the postgres half of ``db_url``)."""
-    url = pgserver.create_database(pg_url, f"goalsui_t_{uuid.uuid4().hex[:12]}")
-    try:
-        yield url
-    finally:
-        with contextlib.suppress(Exception):  # a leftover test database is harmless
-            pgserver.drop_database(url)
-
-
 def pid_of(owner: str | None) -> int:
     """The pid in a scheduler owner ``host:pid:random``."""
     return int(str(owner).rsplit(":", 2)[1])
@@ -55,30 +40,20 @@ def pid_of(owner: str | None) -> int:
 
 def cli_add(kb: Path, state: Path, db: str, title: str, at: str) -> int:
     """``goalsui intent add --at``: the id of the new intent."""
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "--kb",
-            str(kb),
-            "--state-dir",
-            str(state),
-            "--db",
-            db,
-            "intent",
-            "add",
-            "--title",
-            title,
-            "--instruction",
-            "x",
-            "--at",
-            at,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    res = cli(
+        kb,
+        state,
+        "--db",
+        db,
+        "intent",
+        "add",
+        "--title",
+        title,
+        "--instruction",
+        "x",
+        "--at",
+        at,
+        "--json",
     )
     assert res.returncode == 0, res.stderr
     return int(json.loads(res.stdout)["id"])
