@@ -73,20 +73,11 @@ def test_due_rows_soonest_first_with_their_stored_due_text(empty_kb, make_servic
     assert texts[0] == sqlite_hot.stamp(clock.now - timedelta(seconds=5))
 
 
-def _cas_row(clock: FakeClock, intent_id: int, due: str) -> dict:
-    """The claim's compare-and-set parameters for one row (fire it, owner ``me``)."""
-    return {
-        "_id": intent_id,
-        "_due": due,
-        "v_status": "firing",
-        "v_owner": "me",
-        "v_until": clock.now + timedelta(seconds=30),
-        "v_attempts": 1,
-        "v_fires": 1,
-        "v_next": None,
-        "v_fired": clock.now,
-        "_now": sqlite_hot.stamp(clock.now),
-    }
+def _cas_row(clock: FakeClock, intent_id: int, due: str) -> sqlite_hot.Cas:
+    """The claim's compare-and-set for one row (fire it, owner ``me``)."""
+    return sqlite_hot.Cas(
+        intent_id, due, "firing", "me", clock.now + timedelta(seconds=30), 1, 1, None, clock.now
+    )
 
 
 def test_compare_and_set_misses_a_row_that_moved(empty_kb, make_service, clock: FakeClock):
@@ -97,7 +88,10 @@ def test_compare_and_set_misses_a_row_that_moved(empty_kb, make_service, clock: 
     stale = sqlite_hot.stamp(clock.now - timedelta(seconds=1))  # as if someone moved it since
     with svc.store.engine.begin() as conn:
         hit = sqlite_hot.cas(
-            sqlite_hot.cursor(conn), [_cas_row(clock, a, now), _cas_row(clock, b, stale)], clock.now
+            sqlite_hot.cursor(conn),
+            [_cas_row(clock, a, now), _cas_row(clock, b, stale)],
+            clock.now,
+            clock.now,
         )
     assert hit == 1
     got = {i.id: i for i in svc.list_intents()}
@@ -123,7 +117,7 @@ def test_grouped_compare_and_set_still_misses_the_row_that_moved(
         _cas_row(clock, ids[5], now),
     ]
     with svc.store.engine.begin() as conn:
-        hit = sqlite_hot.cas(sqlite_hot.cursor(conn), rows, clock.now)
+        hit = sqlite_hot.cas(sqlite_hot.cursor(conn), rows, clock.now, clock.now)
     assert hit == 4
     got = {i.id: i for i in svc.list_intents()}
     assert [got[i].status for i in ids] == ["firing"] * 4 + ["active", "paused"]

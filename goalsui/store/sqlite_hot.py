@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import JSON
 from sqlalchemy.engine import Connection
@@ -46,6 +46,7 @@ JOURNAL = Journal.__table__
 CHUNK = 500
 
 __all__ = [
+    "Cas",
     "Reader",
     "cas",
     "close_runs",
@@ -256,27 +257,31 @@ _CAS_WHERE = (
 )
 
 
-def cas(cur: sqlite3.Cursor, rows: Iterable[Row], due_by: datetime) -> int:
-    """The claim's compare-and-set for each row (the ``claims._CAS`` parameters); rows hit.
+class Cas(NamedTuple):
+    """One row's compare-and-set in a claim: the row as selected (``id``, its stored
+    ``due`` text) and the values it gets (``attempts``/``fires`` are increments)."""
+
+    id: int
+    due: str
+    status: str
+    owner: str | None
+    until: Any  # lease expiry (datetime or its stored text)
+    attempts: int
+    fires: int
+    next_run_at: datetime | None
+    fired_at: Any  # last_fired_at (datetime or its stored text)
+
+
+def cas(cur: sqlite3.Cursor, rows: Iterable[Cas], now: datetime, due_by: datetime) -> int:
+    """The claim's compare-and-set for each row; returns the rows hit.
 
     ``UPDATE intent SET status=?, lease_owner=?, lease_until=?, ... WHERE id=? AND
     status='active' AND next_run_at<=? AND next_run_at=?``, for all rows in one statement.
     """
     st = _Stamps()
+    now_s = stamp(now)
     params = [
-        (
-            r["_id"],
-            r["v_status"],
-            r["v_owner"],
-            st(r["v_until"]),
-            r["v_attempts"],
-            r["v_fires"],
-            st(r["v_next"]),
-            st(r["v_fired"]),
-            st(r["_now"]),
-            st(r["_due"]),
-        )
-        for r in rows
+        (r[0], r[2], r[3], st(r[4]), r[5], r[6], st(r[7]), st(r[8]), now_s, r[1]) for r in rows
     ]
     if not params:
         return 0
@@ -292,16 +297,14 @@ _RUN_INSERT = f"INSERT INTO intent_run ({', '.join(_q(n) for n in _RUN_NAMES)}) 
 
 
 def insert_runs(cur: sqlite3.Cursor, rows: list[Row]) -> list[Row]:
-    """Insert run rows with ids max + 1, ... (the caller holds the write lock); returns them."""
+    """Insert run rows with ids max + 1, ... (the caller holds the write lock); returns
+    them (the same dicts, their ``id`` set)."""
     cur.execute("SELECT max(id) FROM intent_run")
     top = cur.fetchone()[0] or 0
-    out = []
     params: list[Any] = []
     st = _Stamps()
     for k, row in enumerate(rows, start=top + 1):
-        row = dict(row)
         row["id"] = k
-        out.append(row)
         values = list(_pick_run(row))
         for i in _RUN_STAMPS:
             value = values[i]
@@ -309,7 +312,7 @@ def insert_runs(cur: sqlite3.Cursor, rows: list[Row]) -> list[Row]:
                 values[i] = st(value)
         params.append(values)
     _insert(cur, _RUN_INSERT, len(_RUN_NAMES), params)
-    return out
+    return rows
 
 
 def _insert(cur: sqlite3.Cursor, head: str, width: int, rows: list) -> None:
