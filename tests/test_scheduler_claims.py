@@ -119,6 +119,49 @@ async def test_a_long_burst_still_records_outcomes_that_waited_too_long(
     assert svc.store.count_rows(IntentRun.__table__, status="ok") == n
 
 
+async def test_a_tick_records_a_few_waiting_outcomes_with_its_claim_but_not_a_backlog(
+    empty_kb, make_service, clock: FakeClock, monkeypatch
+):
+    """Up to FOLD_FIRST_MAX waiting outcomes share the next claim's transaction; a bigger
+    backlog (a burst's) would hold up that claim, so it is left to the writer."""
+    from goalsui.scheduler import loop
+
+    monkeypatch.setattr(loop, "WRITE_BATCH_DELAY", 60.0)  # the writer stays out of the way
+    svc = make_service(empty_kb, clock=clock)
+    turn = FakeTurn()
+    sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=1000)
+
+    def ok() -> int:
+        return int(svc.store.count_rows(IntentRun.__table__, status="ok") or 0)
+
+    async def ended(calls: int) -> None:
+        while len(turn.calls) < calls:
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # their outcomes are waiting now
+
+    try:
+        big = loop.FOLD_FIRST_MAX + 20
+        bulk_at(svc, big, clock.now, prefix="burst")
+        assert len(await sched.tick()) == big
+        await ended(big)
+        bulk_at(svc, 1, clock.now, prefix="after-burst")
+        assert len(await sched.tick()) == 1
+        assert ok() == 0  # the backlog was not written ahead of the claim
+        await sched.drain()
+        assert ok() == big + 1
+
+        bulk_at(svc, 5, clock.now, prefix="few")
+        assert len(await sched.tick()) == 5
+        await ended(big + 6)
+        bulk_at(svc, 1, clock.now, prefix="after-few")
+        assert len(await sched.tick()) == 1
+        assert ok() == big + 6  # the five went in with that claim
+        await sched.drain()
+        assert ok() == big + 7
+    finally:
+        await sched.stop()
+
+
 def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, clock: FakeClock):
     svc = make_service(empty_kb, db_url, clock=clock)
     ids = bulk_at(svc, 400, clock.now)

@@ -80,6 +80,9 @@ STOP_MARGIN = 2.0  # seconds a stopping turn gets beyond the grace before it is 
 #: or once the oldest has waited this long (seconds): bookkeeping lags, but boundedly.
 PENDING_LIMIT = 20_000
 PENDING_MAX_AGE = 2.0
+#: The first step of a tick records the outcomes waiting if there are at most this many
+#: (a few share the claim's transaction); a burst's backlog would hold up its claims.
+FOLD_FIRST_MAX = 100
 _VALID_OUTCOMES = {
     RunStatus.OK,
     RunStatus.SILENT,
@@ -348,14 +351,14 @@ class Scheduler:
         Slots are this scheduler's turns, running or waiting for their start time, plus
         ``claimed`` (fired by the step in flight, not started yet). A turn that ended
         frees its slot at once; its outcome waits to be recorded. The
-        first step of a tick records the outcomes waiting; later steps of a burst only
-        claim (due turns start first, bookkeeping follows), unless ``PENDING_LIMIT``
-        outcomes wait or the oldest has waited ``PENDING_MAX_AGE`` seconds.
+        first step of a tick records the outcomes waiting (up to ``FOLD_FIRST_MAX``);
+        other steps only claim (due turns start first, bookkeeping follows), unless
+        ``PENDING_LIMIT`` outcomes wait or the oldest has waited ``PENDING_MAX_AGE`` seconds.
         """
         now = self.clock()
         pending = self._pending
         fold = (
-            first
+            (first and len(pending) <= FOLD_FIRST_MAX)
             or len(pending) >= PENDING_LIMIT
             or (bool(pending) and time.monotonic() - self._oldest_pending >= PENDING_MAX_AGE)
         )
