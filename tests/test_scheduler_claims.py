@@ -130,6 +130,8 @@ async def test_a_tick_records_a_few_waiting_outcomes_with_its_claim_but_not_a_ba
     svc = make_service(empty_kb, clock=clock)
     turn = FakeTurn()
     sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=1000)
+    events: list[tuple[str, str]] = []
+    sched.subscribe(lambda e: events.append((e.kind, e.title)))
 
     def ok() -> int:
         return int(svc.store.count_rows(IntentRun.__table__, status="ok") or 0)
@@ -144,9 +146,10 @@ async def test_a_tick_records_a_few_waiting_outcomes_with_its_claim_but_not_a_ba
         bulk_at(svc, big, clock.now, prefix="burst")
         assert len(await sched.tick()) == big
         await ended(big)
+        assert ok() == 0
         bulk_at(svc, 1, clock.now, prefix="after-burst")
         assert len(await sched.tick()) == 1
-        assert ok() == 0  # the backlog was not written ahead of the claim
+        assert ok() == 0  # the backlog was not written ahead of that claim
         await sched.drain()
         assert ok() == big + 1
 

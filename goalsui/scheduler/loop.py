@@ -149,6 +149,7 @@ class Scheduler:
         self._info: dict[int, RunningInfo] = {}
         self._cancels: dict[int, asyncio.Event] = {}
         self._tasks: dict[int, asyncio.Task] = {}
+        self._starting = 0  # turns launched whose turn has not been called yet
         self._pending: list[Completion] = []  # outcomes waiting to be recorded
         self._oldest_pending = 0.0  # time.monotonic() when the oldest of them ended
         self._write_lock: asyncio.Lock | None = None
@@ -847,6 +848,7 @@ class Scheduler:
                 name=f"goalsui-run-{run_id}",
             )
             self._tasks[run_id] = task
+            self._starting += 1
             started.append(run_id)
         return started
 
@@ -859,6 +861,7 @@ class Scheduler:
         start_at: float = 0.0,
     ) -> None:
         event_id = item.run.get("event_id")
+        starting = True
         try:
             # The turn's records are built in its own task (a record that cannot be built
             # is a failed run), before it waits for its start time.
@@ -873,6 +876,8 @@ class Scheduler:
             delay = start_at - self._loop.time() if self._loop is not None else 0.0
             if delay > 0:  # claimed a little ahead (at most the lookahead): start on time
                 await asyncio.sleep(delay)
+            starting = False
+            self._starting -= 1
             if cancel.is_set():
                 outcome = TurnOutcome("cancelled", reason="stopped before it started")
             else:
@@ -902,6 +907,8 @@ class Scheduler:
                 "failed",
                 reason=f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
             )
+        if starting:  # it never got as far as its turn
+            self._starting -= 1
         if not self._pending:
             self._oldest_pending = time.monotonic()
         self._pending.append(self._completion(info, outcome, snapshot, event_id))
@@ -916,7 +923,10 @@ class Scheduler:
             # Due rows may wait for this slot: the next step records the outcome in the
             # same transaction as its claims.
             self._wake.set()
-        self._writer_wake.set()  # ... else the writer does, batched with others ending soon
+        if not self._starting:
+            # ... else the writer does, batched with others ending soon. Not while turns
+            # wait to start: they come first (the last of them to end wakes the writer).
+            self._writer_wake.set()
 
     def _completion(
         self, info: RunningInfo, outcome: TurnOutcome, snapshot: tuple, event_id: int | None
@@ -947,16 +957,21 @@ class Scheduler:
         assert self._writer_wake is not None
         while True:
             await self._writer_wake.wait()
-            if len(self._pending) < WRITE_CHUNK:
+            if len(self._pending) <= FOLD_FIRST_MAX:
                 # Let outcomes that end together share a commit; in the timed loop the next
-                # step usually takes them first. (A backlog left by a burst goes at once.)
+                # step usually takes them first. (A burst's backlog goes at once.)
                 await asyncio.sleep(
                     WRITE_BATCH_DELAY if not self._started else WRITE_FALLBACK_DELAY
                 )
             self._writer_wake.clear()
             assert self._write_lock is not None and self._tick_lock is not None
             if self._tick_lock.locked():
-                continue  # claims first: the tick records them, or wakes us when it ends
+                # Claims first: write when the tick is over (rather than waking again for
+                # every turn that ends meanwhile).
+                async with self._tick_lock:
+                    pass
+            if self._starting and not self._closing:
+                continue  # turns wait to start: the last of them to end wakes us again
             if not self._started:
                 await self._flush()
                 continue
