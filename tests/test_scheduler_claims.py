@@ -165,6 +165,34 @@ async def test_a_tick_records_a_few_waiting_outcomes_with_its_claim_but_not_a_ba
         await sched.stop()
 
 
+async def test_outcomes_wait_while_a_claimed_turn_waits_for_its_start(
+    empty_kb, make_service, clock: FakeClock
+):
+    """A turn claimed ahead (due within the lookahead) starts before anything is written:
+    the outcome of a turn that already ended waits for it."""
+    svc = make_service(empty_kb, clock=clock)
+    bulk_at(svc, 1, clock.now, prefix="now")
+    bulk_at(svc, 1, clock.now + timedelta(seconds=0.3), prefix="soon")
+    turn = FakeTurn()
+    sched = Scheduler(svc, clock=clock, turn=turn, lookahead_seconds=0.5)
+
+    def ok() -> int:
+        return int(svc.store.count_rows(IntentRun.__table__, status="ok") or 0)
+
+    try:
+        assert len(await sched.tick()) == 2
+        while not turn.calls:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.1)  # twenty writer batch delays
+        assert [c.intent.title for c in turn.calls] == ["now0"]
+        assert ok() == 0
+        await sched.drain()
+        assert [c.intent.title for c in turn.calls] == ["now0", "soon0"]
+        assert ok() == 2
+    finally:
+        await sched.stop()
+
+
 def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, clock: FakeClock):
     svc = make_service(empty_kb, db_url, clock=clock)
     ids = bulk_at(svc, 400, clock.now)
