@@ -972,6 +972,8 @@ class Scheduler:
                     pass
             if self._starting and not self._closing:
                 continue  # turns wait to start: the last of them to end wakes us again
+            if self._claim_waits():
+                continue  # due rows and free slots: the tick comes first (its end wakes us)
             if not self._started:
                 await self._flush()
                 continue
@@ -980,6 +982,17 @@ class Scheduler:
             async with self._write_lock:
                 if self._pending:
                     await self._write_pending()
+
+    def _claim_waits(self) -> bool:
+        """Rows are due (as the last step saw them) and slots are free: a tick is coming."""
+        soonest = self._known_soonest
+        return (
+            self._started
+            and not self._closing
+            and soonest is not None
+            and soonest <= self.clock() + self.lookahead
+            and len(self._tasks) < self.max_concurrency
+        )
 
     async def _flush(self) -> None:
         """Write every pending outcome (waits for a write in progress)."""
