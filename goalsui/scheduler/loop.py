@@ -953,7 +953,12 @@ class Scheduler:
         )
 
     async def _writer(self) -> None:
-        """Record finished turns in batches (one transaction per batch)."""
+        """Record finished turns in batches (one transaction per batch).
+
+        Due turns start first: the writer waits while launched turns wait to start, while
+        a tick runs, and while due rows wait for a claim with slots free. A few outcomes
+        wait a batch delay (the next step may take them); more go at once.
+        """
         assert self._writer_wake is not None
         while True:
             await self._writer_wake.wait()
