@@ -123,6 +123,10 @@ async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, c
     (reports / "2026-12-01.md").write_text("# Morning report 2026-12-01\n\nAn older night.\n")
     (reports / "2026-12-02.md").write_text(
         "# Morning report 2026-12-02\n\n## Runs\n\n- scout ok (run 1)\n- gardener **failed** (run 2)\n"
+        "\n## Timeline\n\n| worker | run | trigger | planned | started | duration | status | source |\n"
+        "| --- | ---: | --- | --- | --- | ---: | --- | --- |\n"
+        "| scout | 1 | schedule | 20:30:00 | 20:30:03 | 1m35s | ok | "
+        "run 1, workers/scout/outbox/20261201T193000Z-1.md |\n"
     )
     start, end = night_window(datetime(2026, 12, 2).date(), "Europe/Berlin")
     scout = worker_intent(demo, NIGHT, "scout")
@@ -154,7 +158,11 @@ async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, c
         rows = [[str(c) for c in night.get_row(k)] for k in night.row_keys()]
         assert rows[0][:5] == ["scout", "20:30", "20:30", "+3s", "1m35s"]
         assert rows[1][0] == "gardener" and rows[1][3] == "+4m00s" and "failed" in rows[1][5]
-        assert "Morning report 2026-12-02" in screen_text(app)
+        text = screen_text(app)
+        assert "Morning report 2026-12-02" in text
+        # The eight-column timeline is wider than the pane: a list item, nothing cut to "…"
+        assert "• scout: run 1 · trigger schedule ·" in text
+        assert "workers/scout/outbox/20261201T193000Z-1." in text  # wrapped, not cut
         reports_table.move_cursor(row=1)
         await settle(app, pilot)
         assert "An older night" in screen_text(app)

@@ -34,13 +34,13 @@ Night of 2026-12-01 12:00 to 2026-12-02 07:30 (Europe/Berlin); compiled 2026-12-
 
 ## Timeline
 
-| worker | run | planned | started | duration | status |
-| --- | ---: | --- | --- | ---: | --- |
-| commander | 1 | 20:00 | 20:00 | 41s | ok |
-| scout | 2 | 20:30 | 20:30 | 1m35s | ok |
-| gardener | 3 | 05:00 | 05:04 | 30s | failed: exit 2 |
-| librarian | 4 | 23:00 | 23:00 | 12s | ok |
-| auditor | 5 | 02:30 | - | - | missed |
+| worker | run | trigger | planned | started | duration | status | source |
+| --- | ---: | --- | --- | --- | ---: | --- | --- |
+| commander | 1 | schedule | 20:00:00 | 20:00:00 | 41s | ok | run 1, workers/commander/outbox/20261201T190000Z-1.md |
+| scout | 2 | schedule | 20:30:00 | 20:30:00 | 1m35s | ok | run 2, workers/scout/outbox/20261201T193000Z-2.md |
+| librarian | 4 | schedule | 23:00:00 | 23:00:00 | 12s | ok | run 4, log/2026-12-01.md:6 |
+| auditor | 5 | schedule | 02:30:00 | - | - | missed | run 5 |
+| gardener | 3 | schedule | 05:00:00 | 05:04:00 | 30s | failed: exit 2 | run 3, log line 14 |
 
 ## Findings
 

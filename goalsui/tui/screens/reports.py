@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Markdown, Static
@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Markdown, Static
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui.fmt import RUN_GLYPH, Palette, duration, one_line, short_span
+from goalsui.tui.md_tables import fit_tables
 from goalsui.tui.messages import deliver
 from goalsui.tui.model import list_reports
 from goalsui.tui.screens.base import DataScreen
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from goalsui.domain.models import Intent, IntentRun
 
 LANE = 24
+#: Cells of the report pane that are not the Markdown's text (borders, padding, scrollbar).
+DOC_CHROME = 8
 
 
 @dataclass
@@ -105,6 +108,9 @@ class ReportsScreen(DataScreen):
                 yield Markdown("", id="reports-markdown")
         yield Footer()
 
+    _report_text = ""
+    _rendered = ""
+
     def on_mount(self) -> None:
         reports = self.query_one("#reports-list", KeyedTable)
         reports.add_column("date", key="date", width=10)
@@ -135,6 +141,7 @@ class ReportsScreen(DataScreen):
         table.sync_rows(rows)
         self.query_one("#reports-list-box").border_subtitle = f"{len(rows)}"
         if not rows:
+            self._report_text = self._rendered = ""
             self.query_one(Markdown).update(
                 "_No morning reports yet._\n\nThe nightshift reporter writes "
                 "`<goal>/reports/YYYY-MM-DD.md` at the end of each night."
@@ -173,7 +180,8 @@ class ReportsScreen(DataScreen):
         doc.border_title = f"{goal_id}/{rel}"
         # Report text is produced by our reporter from agent output: render Markdown,
         # but strip escape and control characters first.
-        self.query_one(Markdown).update(plain(text))
+        self._report_text = plain(text)
+        self._render_report()
         palette: Palette = self.app.palette  # type: ignore[attr-defined]
         table = self.query_one("#reports-night", KeyedTable)
         rows = []
@@ -205,6 +213,18 @@ class ReportsScreen(DataScreen):
         ).border_subtitle = (
             f"{night.start:%a %H:%M} → {night.end:%a %H:%M} {night.zone} · {len(rows)} runs"
         )
+
+    def _render_report(self) -> None:
+        """The report as Markdown, its tables too wide for the pane shown as lists."""
+        width = self.query_one("#reports-doc").size.width - DOC_CHROME
+        text = fit_tables(self._report_text, width if width > 0 else 80)
+        if text != self._rendered:
+            self._rendered = text
+            self.query_one(Markdown).update(text)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._report_text:
+            self.call_after_refresh(self._render_report)
 
     @staticmethod
     def _hm(when: datetime | None, zone: str) -> str:
