@@ -3,6 +3,7 @@ workers, the builtin reporter on a moving clock) so a newcomer has a morning rep
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -71,16 +72,34 @@ def test_a_demo_before_dawn_replays_up_to_now(sample_kb: Path, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_goalsui_demo_opens_with_a_morning_report(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "goalsui", "demo", "--print", "--keep"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    out = res.stdout
+    kb = Path(out.splitlines()[0].removeprefix("KB "))
+    try:
+        assert kb.parent.parent == tmp_path
+        assert f"stays in {kb.parent}" in res.stderr
+        assert sorted(p.name for p in kb.glob("nightshift-*/reports/*.md"))
+        assert "0 failed" in out.splitlines()[1]
+    finally:
+        shutil.rmtree(kb.parent, ignore_errors=True)  # the demo's scratch folder
+
+
+@pytest.mark.slow
+def test_goalsui_demo_removes_its_scratch_copy_when_it_ends(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "goalsui", "demo", "--print"],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     ).stdout
-    kb = Path(out.splitlines()[0].removeprefix("KB "))
-    try:
-        assert sorted(p.name for p in kb.glob("nightshift-*/reports/*.md"))
-        assert "0 failed" in out.splitlines()[1]
-    finally:
-        shutil.rmtree(kb.parent, ignore_errors=True)  # the demo's scratch folder
+    assert out.startswith(f"KB {tmp_path}")
+    assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="print_only",
         action="store_true",
         help="print the dashboard summary and exit",
+    )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the scratch copy (KB, database, run logs) when the demo ends",
     )
     demo.set_defaults(func=cmd_demo, hooks_port=None, hooks_host="127.0.0.1")
 
@@ -92,20 +98,38 @@ def open_console(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The console on a scratch copy of the sample KB, removed when it ends (``--keep``)."""
+    import shutil
+
     from goalsui.demo import make_demo_kb
 
     kb = make_demo_kb()
+    scratch = kb.parent
     args.kb = str(kb)
     if not args.state_dir:
-        args.state_dir = str(kb.parent / "state")
+        args.state_dir = str(scratch / "state")
+    try:
+        return _run_demo(args, kb)
+    finally:
+        if getattr(args, "keep", False):
+            print(f"demo: the scratch copy stays in {scratch}", file=sys.stderr)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_demo(args: argparse.Namespace, kb: Path) -> int:
     if args.print_only:
-        print_dashboard(_open_demo(args))
+        service = _open_demo(args)
+        try:
+            print_dashboard(service)
+        finally:
+            service.close()
         return 0
     try:
         from goalsui.tui.app import run_console
     except ImportError:
-        print_dashboard(_open_demo(args))
-        return 0
+        args.print_only = True
+        return _run_demo(args, kb)
     return run_console(None, args, opener=lambda: _open_demo(args), kb_root=kb.resolve())
 
 
