@@ -119,22 +119,30 @@ async def test_a_long_burst_still_records_outcomes_that_waited_too_long(
     assert svc.store.count_rows(IntentRun.__table__, status="ok") == n
 
 
-async def test_a_tick_records_a_few_waiting_outcomes_with_its_claim_but_not_a_backlog(
+async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_behind(
     empty_kb, make_service, clock: FakeClock, monkeypatch
 ):
-    """Up to FOLD_FIRST_MAX waiting outcomes share the next claim's transaction; a bigger
-    backlog (a burst's) would hold up that claim, so it is left to the writer."""
+    """The first step of a tick records the outcomes waiting in its claim's transaction.
+    In a burst (due rows were left unclaimed) it takes at most FOLD_FIRST_MAX of them:
+    a bigger backlog would hold up the claims, so it is left to the writer."""
     from goalsui.scheduler import loop
 
-    monkeypatch.setattr(loop, "WRITE_BATCH_DELAY", 60.0)  # the writer stays out of the way
+    async def no_writer(self: Scheduler) -> None:  # only the steps record outcomes here
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(loop.Scheduler, "_writer", no_writer)
+    folded: list[int] = []
+    step = claims.step
+
+    def spy(*args: object, **kwargs: object) -> object:
+        folded.append(len(kwargs.get("completions") or ()))  # type: ignore[arg-type]
+        return step(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(claims, "step", spy)
     svc = make_service(empty_kb, clock=clock)
     turn = FakeTurn()
-    sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=1000)
-    events: list[tuple[str, str]] = []
-    sched.subscribe(lambda e: events.append((e.kind, e.title)))
-
-    def ok() -> int:
-        return int(svc.store.count_rows(IntentRun.__table__, status="ok") or 0)
+    big = loop.FOLD_FIRST_MAX + 20
+    sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=big)
 
     async def ended(calls: int) -> None:
         while len(turn.calls) < calls:
@@ -142,50 +150,51 @@ async def test_a_tick_records_a_few_waiting_outcomes_with_its_claim_but_not_a_ba
         await asyncio.sleep(0)  # their outcomes are waiting now
 
     try:
-        big = loop.FOLD_FIRST_MAX + 20
-        bulk_at(svc, big, clock.now, prefix="burst")
+        # A burst: one more row due than there are slots.
+        bulk_at(svc, big + 1, clock.now, prefix="burst")
         assert len(await sched.tick()) == big
         await ended(big)
-        assert ok() == 0
-        bulk_at(svc, 1, clock.now, prefix="after-burst")
-        assert len(await sched.tick()) == 1
-        assert ok() == 0  # the backlog was not written ahead of that claim
+        folded.clear()
+        assert len(await sched.tick()) == 1  # the row left behind ...
+        assert folded == [0]  # ... claimed without the backlog of 120
         await sched.drain()
-        assert ok() == big + 1
 
-        bulk_at(svc, 5, clock.now, prefix="few")
-        assert len(await sched.tick()) == 5
-        await ended(big + 6)
-        bulk_at(svc, 1, clock.now, prefix="after-few")
+        # Keeping up (nothing was left due): the next tick takes them all.
+        bulk_at(svc, big, clock.now, prefix="stream")
+        assert len(await sched.tick()) == big
+        await ended(2 * big + 1)
+        bulk_at(svc, 1, clock.now, prefix="next")
+        folded.clear()
         assert len(await sched.tick()) == 1
-        assert ok() == big + 6  # the five went in with that claim
+        assert folded == [big]
         await sched.drain()
-        assert ok() == big + 7
     finally:
         await sched.stop()
+    assert svc.store.count_rows(IntentRun.__table__, status="ok") == 2 * big + 2
 
 
-async def test_outcomes_wait_while_a_claimed_turn_waits_for_its_start(
+async def test_a_turn_claimed_for_later_does_not_hold_up_outcomes(
     empty_kb, make_service, clock: FakeClock
 ):
-    """A turn claimed ahead (due within the lookahead) starts before anything is written:
-    the outcome of a turn that already ended waits for it."""
+    """A turn claimed ahead (due within the lookahead) waits for its start time; the
+    outcome of a turn that ended meanwhile is recorded without waiting for it."""
     svc = make_service(empty_kb, clock=clock)
     bulk_at(svc, 1, clock.now, prefix="now")
-    bulk_at(svc, 1, clock.now + timedelta(seconds=0.3), prefix="soon")
+    bulk_at(svc, 1, clock.now + timedelta(seconds=0.5), prefix="soon")
     turn = FakeTurn()
-    sched = Scheduler(svc, clock=clock, turn=turn, lookahead_seconds=0.5)
+    sched = Scheduler(svc, clock=clock, turn=turn, lookahead_seconds=1.0)
 
     def ok() -> int:
         return int(svc.store.count_rows(IntentRun.__table__, status="ok") or 0)
 
     try:
         assert len(await sched.tick()) == 2
-        while not turn.calls:
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0.1)  # twenty writer batch delays
-        assert [c.intent.title for c in turn.calls] == ["now0"]
-        assert ok() == 0
+        for _ in range(200):  # up to 0.2 s: the writer's batch delay is 5 ms
+            if ok():
+                break
+            await asyncio.sleep(0.001)
+        assert [c.intent.title for c in turn.calls] == ["now0"]  # "soon" still waits
+        assert ok() == 1
         await sched.drain()
         assert [c.intent.title for c in turn.calls] == ["now0", "soon0"]
         assert ok() == 2

@@ -80,8 +80,9 @@ STOP_MARGIN = 2.0  # seconds a stopping turn gets beyond the grace before it is 
 #: or once the oldest has waited this long (seconds): bookkeeping lags, but boundedly.
 PENDING_LIMIT = 20_000
 PENDING_MAX_AGE = 2.0
-#: The first step of a tick records the outcomes waiting if there are at most this many
-#: (a few share the claim's transaction); a burst's backlog would hold up its claims.
+#: The first step of a tick records the outcomes waiting, unless due rows were left
+#: unclaimed at the last look (a burst) and more than this many wait: a burst's backlog
+#: would hold up its claims.
 FOLD_FIRST_MAX = 100
 _VALID_OUTCOMES = {
     RunStatus.OK,
@@ -149,7 +150,7 @@ class Scheduler:
         self._info: dict[int, RunningInfo] = {}
         self._cancels: dict[int, asyncio.Event] = {}
         self._tasks: dict[int, asyncio.Task] = {}
-        self._starting = 0  # turns launched whose turn has not been called yet
+        self._starting = 0  # turns launched, due now, whose turn has not been called yet
         self._pending: list[Completion] = []  # outcomes waiting to be recorded
         self._oldest_pending = 0.0  # time.monotonic() when the oldest of them ended
         self._write_lock: asyncio.Lock | None = None
@@ -158,6 +159,7 @@ class Scheduler:
         self._db_thread: int | None = None
         self._wake: asyncio.Event | None = None
         self._writer_wake: asyncio.Event | None = None
+        self._backlog: asyncio.Event | None = None  # more than FOLD_FIRST_MAX outcomes wait
         self._tick_lock: asyncio.Lock | None = None
         self._background: list[asyncio.Task] = []
         self._writer_task: asyncio.Task | None = None
@@ -352,14 +354,15 @@ class Scheduler:
         Slots are this scheduler's turns, running or waiting for their start time, plus
         ``claimed`` (fired by the step in flight, not started yet). A turn that ended
         frees its slot at once; its outcome waits to be recorded. The
-        first step of a tick records the outcomes waiting (up to ``FOLD_FIRST_MAX``);
-        other steps only claim (due turns start first, bookkeeping follows), unless
-        ``PENDING_LIMIT`` outcomes wait or the oldest has waited ``PENDING_MAX_AGE`` seconds.
+        first step of a tick records the outcomes waiting (in a burst: up to
+        ``FOLD_FIRST_MAX``); other steps only claim (due turns start first, bookkeeping
+        follows), unless ``PENDING_LIMIT`` outcomes wait or the oldest has waited
+        ``PENDING_MAX_AGE`` seconds.
         """
         now = self.clock()
         pending = self._pending
         fold = (
-            (first and len(pending) <= FOLD_FIRST_MAX)
+            (first and (len(pending) <= FOLD_FIRST_MAX or not self._behind(now)))
             or len(pending) >= PENDING_LIMIT
             or (bool(pending) and time.monotonic() - self._oldest_pending >= PENDING_MAX_AGE)
         )
@@ -524,6 +527,7 @@ class Scheduler:
         )
         self._wake = asyncio.Event()
         self._writer_wake = asyncio.Event()
+        self._backlog = asyncio.Event()
         self._tick_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
         self._writer_task = self._loop.create_task(self._writer(), name="goalsui-scheduler-writer")
@@ -843,12 +847,14 @@ class Scheduler:
             self._cancels[run_id] = cancel
             snapshot = (row["kind"], row.get("schedule"), row.get("timezone"))
             start_at = loop_now + (run["started_at"] - now).total_seconds()  # loop clock
+            due_now = start_at <= loop_now
             task = self._loop.create_task(
-                self._execute(info, item, cancel, snapshot, start_at),
+                self._execute(info, item, cancel, snapshot, start_at, due_now),
                 name=f"goalsui-run-{run_id}",
             )
             self._tasks[run_id] = task
-            self._starting += 1
+            if due_now:
+                self._starting += 1
             started.append(run_id)
         return started
 
@@ -859,9 +865,11 @@ class Scheduler:
         cancel: asyncio.Event,
         snapshot: tuple,
         start_at: float = 0.0,
+        starting: bool = False,
     ) -> None:
+        """Run one turn and queue its outcome. ``starting``: it is counted in
+        ``_starting`` (due now) until its turn is called."""
         event_id = item.run.get("event_id")
-        starting = True
         try:
             # The turn's records are built in its own task (a record that cannot be built
             # is a failed run), before it waits for its start time.
@@ -876,8 +884,9 @@ class Scheduler:
             delay = start_at - self._loop.time() if self._loop is not None else 0.0
             if delay > 0:  # claimed a little ahead (at most the lookahead): start on time
                 await asyncio.sleep(delay)
-            starting = False
-            self._starting -= 1
+            if starting:
+                starting = False
+                self._starting -= 1
             if cancel.is_set():
                 outcome = TurnOutcome("cancelled", reason="stopped before it started")
             else:
@@ -912,6 +921,9 @@ class Scheduler:
         if not self._pending:
             self._oldest_pending = time.monotonic()
         self._pending.append(self._completion(info, outcome, snapshot, event_id))
+        if len(self._pending) > FOLD_FIRST_MAX:
+            assert self._backlog is not None
+            self._backlog.set()  # the writer's batch delay ends early
         self._tasks.pop(info.run_id, None)
         assert self._writer_wake is not None
         if (
@@ -924,8 +936,8 @@ class Scheduler:
             # same transaction as its claims.
             self._wake.set()
         if not self._starting:
-            # ... else the writer does, batched with others ending soon. Not while turns
-            # wait to start: they come first (the last of them to end wakes the writer).
+            # ... else the writer does, batched with others ending soon. Not while due
+            # turns wait to start: they come first (the last of them to end wakes it).
             self._writer_wake.set()
 
     def _completion(
@@ -955,19 +967,23 @@ class Scheduler:
     async def _writer(self) -> None:
         """Record finished turns in batches (one transaction per batch).
 
-        Due turns start first: the writer waits while launched turns wait to start, while
-        a tick runs, and while due rows wait for a claim with slots free. A few outcomes
-        wait a batch delay (the next step may take them); more go at once.
+        Due turns start first: the writer waits while launched turns due now wait to
+        start, while a tick runs, and while a burst is behind with slots free. A few
+        outcomes wait a batch delay (the next step may take them); more go at once.
         """
         assert self._writer_wake is not None
         while True:
             await self._writer_wake.wait()
             if len(self._pending) <= FOLD_FIRST_MAX:
                 # Let outcomes that end together share a commit; in the timed loop the next
-                # step usually takes them first. (A burst's backlog goes at once.)
-                await asyncio.sleep(
-                    WRITE_BATCH_DELAY if not self._started else WRITE_FALLBACK_DELAY
-                )
+                # step usually takes them first. (A backlog goes at once.)
+                assert self._backlog is not None
+                self._backlog.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._backlog.wait(),
+                        WRITE_BATCH_DELAY if not self._started else WRITE_FALLBACK_DELAY,
+                    )
             self._writer_wake.clear()
             assert self._write_lock is not None and self._tick_lock is not None
             if self._tick_lock.locked():
@@ -976,9 +992,9 @@ class Scheduler:
                 async with self._tick_lock:
                     pass
             if self._starting and not self._closing:
-                continue  # turns wait to start: the last of them to end wakes us again
+                continue  # due turns wait to start: the last of them to end wakes us again
             if self._claim_waits():
-                continue  # due rows and free slots: the tick comes first (its end wakes us)
+                continue  # a burst's claims come first (the tick's end wakes us)
             if not self._started:
                 await self._flush()
                 continue
@@ -988,14 +1004,16 @@ class Scheduler:
                 if self._pending:
                     await self._write_pending()
 
+    def _behind(self, now: datetime) -> bool:
+        """Rows were due and left unclaimed when the last step looked (a burst)."""
+        return self._known_soonest is not None and self._known_soonest <= now
+
     def _claim_waits(self) -> bool:
-        """Rows are due (as the last step saw them) and slots are free: a tick is coming."""
-        soonest = self._known_soonest
+        """A burst is behind and slots are free: its next claim is coming."""
         return (
             self._started
             and not self._closing
-            and soonest is not None
-            and soonest <= self.clock() + self.lookahead
+            and self._behind(self.clock())
             and len(self._tasks) < self.max_concurrency
         )
 
