@@ -50,9 +50,16 @@ def test_bench_scheduler_json(tmp_path):
     assert 0 <= data["idle_cpu_pct"] < 100
     assert set(data["targets"]) == {"throughput", "lateness_p99", "lateness_spread_p99", "idle_cpu"}
     assert "no-op" in data["turn"]
-    # Three burst runs, each beside its references; the figures are their medians.
+    # Three runs (burst and spread), each beside its references; the figures are medians.
     assert data["repeat"] == 3
-    for key in ("fires_per_s", "lateness_p99_ms", "raw_claims_per_s", "aps_lateness_p99_ms"):
+    for key in (
+        "fires_per_s",
+        "lateness_p99_ms",
+        "raw_claims_per_s",
+        "aps_lateness_p99_ms",
+        "spread_p99_ms",
+        "aps_spread_p99_ms",
+    ):
         assert len(data["runs"][key]) == 3
         assert data[key] == statistics.median(data["runs"][key])
 

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--repeat",
         type=int,
         metavar="K",
-        help="burst runs (each beside its references); medians are reported (default 3; "
+        help="runs of the burst and the spread (each beside its references); medians are reported (default 3; "
         "not with --daemons)",
     )
     sched.add_argument(
