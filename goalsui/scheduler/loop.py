@@ -292,6 +292,7 @@ class Scheduler:
             self._executor = None
         self._loop = None
         self._started = False
+        self._starting = 0  # a turn cancelled before its first step never counted down
         self.state = "stopped"
         log.info("scheduler %s stopped", self.owner)
 
