@@ -42,8 +42,11 @@ def test_a_table_that_fits_is_left_as_it_is() -> None:
 def test_tables_in_code_fences_stay_and_escaped_pipes_stay_in_their_cell() -> None:
     fenced = "```\n| a | b |\n| --- | --- |\n| 1 | 2 |\n```\n"
     assert fit_tables(fenced, 5) == fenced
+    quoted_fence = "> ```\n> | a | b |\n> | --- | --- |\n> ```\n"
+    assert fit_tables(quoted_fence, 5) == quoted_fence
     piped = "| cmd | note |\n| --- | --- |\n| `a \\| b` | the pipe is text |\n"
-    assert fit_tables(piped, 10).splitlines()[0] == "- **`a \\| b`**: note the pipe is text"
+    # one cell; in a list item the pipe needs no escape
+    assert fit_tables(piped, 10).splitlines()[0] == "- **`a | b`**: note the pipe is text"
 
 
 def test_a_quoted_table_keeps_its_quote() -> None:

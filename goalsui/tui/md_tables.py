@@ -6,33 +6,43 @@ is such a table in any pane narrower than about 130 cells. :func:`fit_tables` re
 each table too wide for ``width`` as a list, one item per row, every cell labelled with
 its header; tables that fit, and everything else, are left as they are. The file on
 disk keeps its table: this only changes what the pane renders.
+
+Tables are found by the parser Textual's Markdown widget uses (markdown-it, "gfm-like"),
+so what becomes a list is exactly what would have been drawn as a table: tables in
+code fences stay text, escaped pipes stay in their cell, quoted tables keep their quote.
 """
 
 from __future__ import annotations
 
 import re
 
+from markdown_it import MarkdownIt
+
 __all__ = ["fit_tables", "table_width"]
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_QUOTE = re.compile(r"^(\s*(?:>\s?)*)")
-_DIVIDER_CELL = re.compile(r"^:?-{3,}:?$")
-_PIPE = re.compile(r"(?<!\\)\|")
+_PARSER = MarkdownIt("gfm-like")
+_QUOTE = re.compile(r"^\s*(?:>\s?)*")
 _EMPTY = {"", "-", "–", "—"}  # cells that say nothing are left out of a row's item
 
 
-def _cells(line: str) -> list[str]:
-    body = line.strip()
-    if body.startswith("|"):
-        body = body[1:]
-    if body.endswith("|") and not body.endswith("\\|"):
-        body = body[:-1]
-    return [cell.strip() for cell in _PIPE.split(body)]
-
-
-def _is_divider(line: str) -> bool:
-    cells = _cells(line)
-    return bool(cells) and all(_DIVIDER_CELL.match(cell) for cell in cells)
+def _tables(markdown: str) -> list[tuple[int, int, list[list[str]]]]:
+    """``(first line, end line, rows)`` of each table, the header row first."""
+    found: list[tuple[int, int, list[list[str]]]] = []
+    rows: list[list[str]] = []
+    span: list[int] | None = None
+    for token in _PARSER.parse(markdown):
+        if token.type == "table_open":
+            span, rows = token.map, []
+        elif token.type == "tr_open":
+            rows.append([])
+        elif token.type in ("th_open", "td_open"):
+            rows[-1].append("")
+        elif token.type == "inline" and span is not None:
+            rows[-1][-1] = token.content.strip()
+        elif token.type == "table_close" and span is not None:
+            found.append((span[0], span[1], rows))
+            span = None
+    return found
 
 
 def table_width(header: list[str], rows: list[list[str]]) -> int:
@@ -55,54 +65,15 @@ def _as_list(prefix: str, header: list[str], rows: list[list[str]]) -> list[str]
             for name, cell in zip(header[1:], cells[1:], strict=True)
             if cell not in _EMPTY
         ]
-        out.append(f"{prefix}- {head}: " + " · ".join(rest) if rest else f"{prefix}- {head}")
+        out.append(f"{prefix}- {head}: {' · '.join(rest)}" if rest else f"{prefix}- {head}")
     return out
 
 
 def fit_tables(markdown: str, width: int) -> str:
-    """``markdown`` with every table wider than ``width`` cells rewritten as a list.
-
-    A table is a header row, a divider row (``| --- | ---: |``) and its body rows, all
-    with the same blockquote prefix; tables inside fenced code blocks are left alone.
-    """
+    """``markdown`` with every table wider than ``width`` cells rewritten as a list."""
     lines = markdown.split("\n")
-    out: list[str] = []
-    fence: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        match = _FENCE.match(line)
-        if match:
-            marker = match.group(1)
-            fence = None if fence == marker else (fence or marker)
-            out.append(line)
-            i += 1
-            continue
-        prefix = _QUOTE.match(line).group(1)  # type: ignore[union-attr]
-        body = line[len(prefix) :]
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if (
-            fence is None
-            and "|" in body
-            and nxt.startswith(prefix)
-            and "|" in nxt
-            and _is_divider(nxt[len(prefix) :])
-        ):
-            header = _cells(body)
-            j = i + 2
-            rows: list[list[str]] = []
-            while j < len(lines) and lines[j].startswith(prefix):
-                row = lines[j][len(prefix) :]
-                if "|" not in row or not row.strip():
-                    break
-                rows.append(_cells(row))
-                j += 1
-            if table_width(header, rows) > width:
-                out.extend(_as_list(prefix, header, rows))
-            else:
-                out.extend(lines[i:j])
-            i = j
-            continue
-        out.append(line)
-        i += 1
-    return "\n".join(out)
+    for start, end, (header, *rows) in reversed(_tables(markdown)):
+        if table_width(header, rows) > width:
+            prefix = _QUOTE.match(lines[start]).group(0)  # type: ignore[union-attr]
+            lines[start:end] = _as_list(prefix, header, rows)
+    return "\n".join(lines)
