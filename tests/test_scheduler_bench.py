@@ -120,3 +120,22 @@ def test_settle_heap_freezes_the_start_up_heap_and_raises_the_young_threshold():
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_bench_refuses_a_database_that_holds_intents_and_leaves_it_alone(
+    tmp_path, empty_kb, make_service
+):
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    make_service(empty_kb, url).create_intent(
+        title="keep me", kind="at", schedule="2030-01-01T00:00:00Z"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "goalsui", "bench", "scheduler", "--db", url, "--intents", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 1
+    assert res.stderr.count("\n") == 1 and "already holds 1 intents" in res.stderr
+    assert [i.title for i in make_service(empty_kb, url).list_intents()] == ["keep me"]

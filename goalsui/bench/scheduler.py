@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -25,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -348,11 +349,22 @@ async def run_bench(
         kb = tmp / "kb"
         kb.mkdir()
 
-        def service(phase: str) -> Service:
+        @contextlib.contextmanager
+        def service(phase: str) -> Iterator[Service]:
+            """A service on an empty database for one phase, emptied and closed after it."""
             url = db_url or f"sqlite:///{tmp / f'{phase}.db'}"
             svc = Service.open(kb, url, tmp / "state", actor="bench", sync=False)
-            _check_empty(svc)
-            return svc
+            try:
+                _check_empty(svc)  # a database that holds data is never cleared
+            except BaseException:
+                svc.close()
+                raise
+            try:
+                yield svc
+            finally:
+                if db_url:
+                    _clear(svc)
+                svc.close()
 
         result = BenchResult(intents=n, database="", repeat=repeat)
         runs: dict[str, list[float]] = result.runs
@@ -361,17 +373,16 @@ async def run_bench(
         for k in range(repeat):
             # Interleaved: each run beside its own references, so that the machine's drift
             # over the whole bench touches all of them alike.
-            svc = service(f"fire{k}")
-            result.database = (
-                svc.db_url_display() if db_url else f"SQLite (scratch file, {svc.store.dialect})"
-            )
-            _progress(f"run {k + 1}/{repeat}: {n} no-op intents due at once on {result.database}")
-            try:
+            with service(f"fire{k}") as svc:
+                result.database = (
+                    svc.db_url_display()
+                    if db_url
+                    else f"SQLite (scratch file, {svc.store.dialect})"
+                )
+                _progress(
+                    f"run {k + 1}/{repeat}: {n} no-op intents due at once on {result.database}"
+                )
                 fires, lateness, ok = await _measure_fires(svc, n)
-            finally:
-                if db_url:
-                    _clear(svc)
-                svc.close()
             if ok != n:
                 result.notes.append(f"run {k + 1}: only {ok} of {n} runs were recorded ok")
             result.runs_ok = min(ok, result.runs_ok) if k else ok
@@ -390,13 +401,8 @@ async def run_bench(
             # A few milliseconds at p99 either side: one run decides nothing, so the spread
             # row is repeated (and its median reported) like the burst.
             _progress(f"run {k + 1}/{repeat}: {n} no-op intents due evenly over {spread:g}s")
-            svc = service(f"spread{k}")
-            try:
+            with service(f"spread{k}") as svc:
                 _, lateness, _ = await _measure_fires(svc, n, spread)
-            finally:
-                if db_url:
-                    _clear(svc)
-                svc.close()
             _note(runs, "spread_p50_ms", 1000 * _pct(lateness, 0.50))
             _note(runs, "spread_p99_ms", 1000 * _pct(lateness, 0.99))
             _progress(
@@ -408,14 +414,9 @@ async def run_bench(
         for key, values in runs.items():
             setattr(result, key, statistics.median(values))
         _progress(f"idle CPU over {idle_seconds:g}s with {n} future intents")
-        svc = service("idle")
-        try:
+        with service("idle") as svc:
             result.idle_cpu_pct = await _measure_idle(svc, n, idle_seconds)
             result.idle_seconds = idle_seconds
-        finally:
-            if db_url:
-                _clear(svc)
-            svc.close()
         ref_seconds = min(idle_seconds, 10.0)
         _progress(f"reference: APScheduler idle over {ref_seconds:g}s with {n} far-future jobs")
         result.aps_idle_cpu_pct = await aps_idle(n, ref_seconds)
