@@ -118,19 +118,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace, kb: Path) -> int:
-    if args.print_only:
-        service = _open_demo(args)
+    if not args.print_only:
         try:
-            print_dashboard(service)
-        finally:
-            service.close()
-        return 0
+            from goalsui.tui.app import run_console
+        except ImportError:
+            pass  # no console here: the dashboard summary below
+        else:
+            return run_console(None, args, opener=lambda: _open_demo(args), kb_root=kb.resolve())
+    service = _open_demo(args)
     try:
-        from goalsui.tui.app import run_console
-    except ImportError:
-        args.print_only = True
-        return _run_demo(args, kb)
-    return run_console(None, args, opener=lambda: _open_demo(args), kb_root=kb.resolve())
+        print_dashboard(service)
+    finally:
+        service.close()
+    return 0
 
 
 def _open_demo(args: argparse.Namespace) -> Any:

@@ -527,18 +527,22 @@ def _claim_rows(
     decisions = [(row, decide(row)) for row in rows]
     stamp = _stamper(conn)
     now_s, until_s = stamp(now), stamp(lease_until)
-    # What every fired row gets (and every other row): one dict update each, at C speed.
-    fired = {
-        "status": IntentStatus.FIRING,
-        "lease_owner": owner,
-        "lease_until": lease_until,
-        "last_fired_at": now,
+    # What every claimed row gets, and what a fired one gets besides: one dict update
+    # each, at C speed.
+    other = {
+        "lease_owner": None,
+        "lease_until": None,
         "pending_trigger": None,
         "pending_event_id": None,
         "updated_at": now,
     }
-    other = {**fired, "lease_owner": None, "lease_until": None}
-    del other["last_fired_at"], other["status"]
+    fired = {
+        **other,
+        "status": IntentStatus.FIRING,
+        "lease_owner": owner,
+        "lease_until": lease_until,
+        "last_fired_at": now,
+    }
     cas: list[sqlite_hot.Cas] = []
     for (row, d), due_text in zip(decisions, due_texts, strict=True):
         row["_pending_event_id"] = row["pending_event_id"]
@@ -558,9 +562,10 @@ def _claim_rows(
                 status = IntentStatus.ACTIVE
             else:
                 status, nxt = d.end_status, None
-            last = row["last_fired_at"]
             cas.append(
-                sqlite_hot.Cas(row["id"], due_text, status, None, None, 0, 0, nxt, stamp(last))
+                sqlite_hot.Cas(
+                    row["id"], due_text, status, None, None, 0, 0, nxt, stamp(row["last_fired_at"])
+                )
             )
             row.update(other)
             row["status"] = status

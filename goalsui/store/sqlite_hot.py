@@ -280,6 +280,8 @@ def cas(cur: sqlite3.Cursor, rows: Iterable[Cas], now: datetime, due_by: datetim
     """
     st = _Stamps()
     now_s = stamp(now)
+    # By position (a Cas is a tuple), in the order of v.column1..10: id, status, owner,
+    # until, attempts, fires, next_run_at, fired_at, now, due.
     params = [
         (r[0], r[2], r[3], st(r[4]), r[5], r[6], st(r[7]), st(r[8]), now_s, r[1]) for r in rows
     ]
