@@ -93,6 +93,9 @@ def lane(night: Night, run: IntentRun, palette: Palette, width: int = LANE) -> T
 class ReportsScreen(DataScreen):
     """Left: the reports and that night's runs. Right: the report rendered as Markdown."""
 
+    _report_text = ""  # the open report, made plain
+    _rendered = ""  # what the Markdown widget shows (its tables fitted to the pane)
+
     def compose(self) -> ComposeResult:
         yield Static(Text(" Morning reports ", style="bold reverse"), id="screen-title")
         with Horizontal(id="reports-body"):
@@ -107,9 +110,6 @@ class ReportsScreen(DataScreen):
                 doc.border_title = "Report"
                 yield Markdown("", id="reports-markdown")
         yield Footer()
-
-    _report_text = ""
-    _rendered = ""
 
     def on_mount(self) -> None:
         reports = self.query_one("#reports-list", KeyedTable)
