@@ -202,6 +202,105 @@ async def test_a_turn_claimed_for_later_does_not_hold_up_outcomes(
         await sched.stop()
 
 
+def test_a_step_counts_the_burst_due_with_the_soonest(
+    db_url, empty_kb, make_service, clock: FakeClock
+):
+    """When nothing more is claimable, a step says how many rows fall due within the
+    burst window of the soonest (counted up to the limit); the poll's read says the same."""
+    svc = make_service(empty_kb, db_url, clock=clock)
+    soonest = clock.now + timedelta(seconds=10)
+    bulk_at(svc, 30, soonest, prefix="burst")
+    bulk_at(svc, 5, soonest + timedelta(seconds=0.2), prefix="close")
+    bulk_at(svc, 5, soonest + timedelta(seconds=1), prefix="later")
+    engine, window = svc.store.engine, timedelta(seconds=0.25)
+
+    def probe(limit: int, by: datetime = soonest) -> claims.BurstProbe:
+        return claims.BurstProbe(window, limit, by)
+
+    def step(**kw: object) -> claims.ClaimResult:
+        result, _ = claims.step(
+            engine,
+            owner="me",
+            now=clock.now,
+            lease_until=clock.now + timedelta(seconds=30),
+            limit=10,
+            decide=lambda row: decide_claim(row, clock.now),
+            **kw,  # type: ignore[arg-type]
+        )
+        assert not result.fired  # nothing is due yet
+        return result
+
+    assert step(burst=probe(100)).burst == 35
+    assert step(burst=probe(20)).burst == 20
+    assert step().burst == 0  # not asked
+    assert claims.soonest_burst(engine, probe(100)) == (soonest, 35)
+    assert claims.soonest_burst(engine, None) == (soonest, 0)
+    # A burst further off than the probe reaches is not counted (yet).
+    assert step(burst=probe(100, by=soonest - timedelta(seconds=1))).burst == 0
+    assert claims.soonest_burst(engine, probe(100, soonest - timedelta(seconds=1))) == (soonest, 0)
+    # Rows claimable by due_by are claimed, not counted (a step that claims says "full").
+    result, _ = claims.step(
+        engine,
+        owner="me",
+        now=clock.now,
+        lease_until=clock.now + timedelta(seconds=30),
+        limit=10,
+        decide=lambda row: decide_claim(row, row["next_run_at"]),
+        due_by=soonest,
+        burst=probe(100),
+    )
+    assert len(result.fired) == 10 and result.full and result.burst == 0
+
+
+async def test_a_burst_the_free_slots_can_take_is_claimed_before_it_is_due(
+    empty_kb, make_service, clock: FakeClock, monkeypatch
+):
+    """Many rows due at once, beyond the lookahead: the scheduler claims them early
+    enough for the claims to be done when they are due (here 2 ms a row: 600 rows, 1.2 s
+    ahead); each turn still starts at its due time."""
+    from goalsui.scheduler import loop
+
+    monkeypatch.setattr(loop, "CLAIM_AHEAD_PER_ROW", 0.002)
+    svc = make_service(empty_kb, clock=clock)
+    due = clock.now + timedelta(seconds=0.6)
+    ids = bulk_at(svc, 600, due)
+    turn = FakeTurn()
+    sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=1000)
+    try:
+        assert await sched.tick() == []  # due beyond the lookahead: the tick sees the burst
+        assert len(await sched.tick()) == 600  # ... and the next one claims it all
+        assert turn.calls == []  # claimed, not started: they wait for their due time
+        assert {i.status for i in svc.list_intents()} == {"firing"}
+        await sched.drain()
+    finally:
+        await sched.stop()
+    assert sorted(c.intent.id for c in turn.calls) == sorted(ids)
+    runs = svc.list_runs(limit=1000)
+    assert {r.status for r in runs} == {"ok"} and {r.started_at for r in runs} == {due}
+
+
+async def test_a_burst_is_claimed_early_only_as_far_as_the_slots_and_lookahead_allow(
+    empty_kb, make_service, clock: FakeClock, monkeypatch
+):
+    """Eight free slots take eight rows, not a burst; a scheduler told not to look ahead
+    (lookahead 0) does not claim a burst ahead either."""
+    from goalsui.scheduler import loop
+
+    monkeypatch.setattr(loop, "CLAIM_AHEAD_PER_ROW", 0.002)
+    svc = make_service(empty_kb, clock=clock)
+    bulk_at(svc, 600, clock.now + timedelta(seconds=0.6))
+    for sched in (
+        Scheduler(svc, clock=clock, turn=FakeTurn(), max_concurrency=8),
+        Scheduler(svc, clock=clock, turn=FakeTurn(), max_concurrency=1000, lookahead_seconds=0),
+    ):
+        try:
+            assert await sched.tick() == []
+            assert await sched.tick() == []
+        finally:
+            await sched.stop()
+    assert {i.status for i in svc.list_intents()} == {"active"}
+
+
 def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, clock: FakeClock):
     svc = make_service(empty_kb, db_url, clock=clock)
     ids = bulk_at(svc, 400, clock.now)

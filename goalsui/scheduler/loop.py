@@ -19,6 +19,11 @@ the start of the current batch's turns, and the outcomes are recorded after it (
 a process killed in that window leaves those runs ``running``; recovery closes them as
 ``interrupted`` and retries them, as it does for runs killed while they ran.
 
+Claiming ahead: rows due within ``lookahead`` are claimed before their due time, and
+each turn starts at its due time on a loop timer. Many rows due together (a burst that
+the free slots can take) are claimed earlier still, ``CLAIM_AHEAD_PER_ROW`` a row (at
+most ``MAX_AHEAD``), so that the claims are done when the burst falls due.
+
 Deterministic use (tests, benchmarks): ``await tick()`` claims and starts everything
 due at ``clock()``; ``await drain()`` waits for the started turns to be recorded.
 """
@@ -64,6 +69,11 @@ TurnFunc = Callable[..., Awaitable[TurnOutcome]]
 IDLE_CAP = 30.0  # seconds: the longest sleep when nothing is due
 OVERDUE_FLOOR = 0.5  # seconds: the shortest sleep while something overdue stays unclaimed
 LOOKAHEAD = 0.25  # seconds: claim this far ahead, then start each turn on time on a loop timer
+#: A burst (rows due within LOOKAHEAD of the soonest) that the free slots can take is
+#: claimed this many seconds ahead per row, so that its claims are done when it is due:
+#: a claim and a start cost 60-75 us a row on a 2-core VM (bench scheduler, #4).
+CLAIM_AHEAD_PER_ROW = 100e-6
+MAX_AHEAD = 2.0  # seconds: the furthest a burst is claimed ahead (and at most lease / 4)
 SWEEP_EVERY = 10.0  # seconds: lease sweep / recovery / expiry
 PRUNE_EVERY = 3600.0  # seconds
 PRUNE_AFTER = timedelta(days=30)
@@ -143,6 +153,12 @@ class Scheduler:
         self.sweep_interval = sweep_interval or min(SWEEP_EVERY, max(self.lease_seconds / 2, 0.2))
         self.prune_after = prune_after
         self.lookahead = timedelta(seconds=max(0.0, min(float(lookahead_seconds), 1.0)))
+        #: the furthest a burst is claimed ahead (no further than the lookahead if it is 0)
+        self.max_ahead = max(
+            self.lookahead,
+            timedelta(seconds=min(MAX_AHEAD, self.lease_seconds / 4) if self.lookahead else 0),
+        )
+        self._ahead = self.lookahead  # how far ahead the next claim looks
         self._turn: TurnFunc = turn or _default_turn
         self._turn_takes_grace = turn is None or _accepts(turn, "grace")
         self.state = "stopped"
@@ -310,6 +326,7 @@ class Scheduler:
         last: ClaimResult | None = None
         async with self._tick_lock:
             step, batch, now = self._start_step(True, 0)
+            due_by = now + self._ahead
             while step is not None:
                 try:
                     result, done = await step
@@ -318,11 +335,12 @@ class Scheduler:
                     raise
                 step = None
                 self._finished(batch, done, now)
-                last, checked = result, now
+                last, checked, claimed_by = result, now, due_by
                 if result.full and not self._closing:
                     # Pipelined: the next claim runs on the database thread while these
                     # turns are started here.
                     step, batch, now = self._start_step(False, len(result.fired))
+                    due_by = now + self._ahead
                 try:
                     started.extend(await self._launch(result))
                 except BaseException:
@@ -339,10 +357,13 @@ class Scheduler:
                 if step is None:
                     break  # the batch was not full (or we are closing): nothing more due
             if last is not None:
-                soonest = self._with_mine(last.soonest)
+                soonest, burst = self._with_mine(last.soonest), last.burst
             else:
-                soonest, checked = await self._soonest(), self.clock()
-            self._arm(soonest, checked_at=checked)
+                # No step (slots full): what a claim now would have taken is not ours.
+                checked = self.clock()
+                claimed_by = checked + self._ahead
+                soonest, burst = await self._soonest()
+            self._arm(soonest, checked_at=checked, claimed_by=claimed_by, burst=burst)
         if self._pending and self._writer_wake is not None:
             self._writer_wake.set()  # outcomes left by a burst: the writer records them
         return started
@@ -389,7 +410,8 @@ class Scheduler:
                     decide_after=partial(_decide_after, now, config),
                     overlap_next=partial(self._overlap_next, now),
                     check_overlaps=check,
-                    due_by=now + self.lookahead,
+                    due_by=now + self._ahead,
+                    burst=self._burst_probe(now),
                 ),
                 notify=True,
             )
@@ -583,11 +605,34 @@ class Scheduler:
             row["kind"], row.get("schedule"), row.get("timezone") or "UTC", row["next_run_at"], now
         )
 
-    async def _soonest(self) -> datetime | None:
-        """The soonest due time: active intents, and the next occurrences of our running ones."""
-        return self._with_mine(
-            await self._db(partial(claims.soonest_due, self.service.store.read_engine))
+    async def _soonest(self) -> tuple[datetime | None, int]:
+        """The soonest due time (active intents, and the next occurrences of our running
+        ones), and the burst due with it (see :meth:`_ahead_for`)."""
+        soonest, burst = await self._db(
+            partial(
+                claims.soonest_burst,
+                self.service.store.read_engine,
+                self._burst_probe(self.clock()),
+            )
         )
+        return self._with_mine(soonest), burst
+
+    def _burst_probe(self, now: datetime) -> claims.BurstProbe | None:
+        """What a look at the database asks about the burst due with the soonest row:
+        nothing if this scheduler never claims further than its lookahead; else a burst
+        due before the next poll could claim it ahead in time."""
+        if self.max_ahead <= self.lookahead:
+            return None
+        by = now + self.max_ahead + timedelta(seconds=self.poll_interval)
+        return claims.BurstProbe(self.lookahead, self.max_concurrency, by)
+
+    def _ahead_for(self, burst: int) -> timedelta:
+        """How far ahead the next claim looks: the lookahead, or, for a burst of rows due
+        together, long enough for the claims of as many as the free slots take to be done
+        when they are due (``CLAIM_AHEAD_PER_ROW`` each, at most ``max_ahead``)."""
+        rows = min(burst, self.max_concurrency - len(self._tasks))
+        ahead = timedelta(seconds=rows * CLAIM_AHEAD_PER_ROW)
+        return min(max(self.lookahead, ahead), self.max_ahead)
 
     def _with_mine(self, soonest: datetime | None) -> datetime | None:
         mine = [i.next_run_at for i in self._info.values() if i.next_run_at is not None]
@@ -614,29 +659,36 @@ class Scheduler:
         )
         self._aps = aps
 
-    def _arm(self, soonest: datetime | None, checked_at: datetime | None = None) -> None:
+    def _arm(
+        self,
+        soonest: datetime | None,
+        checked_at: datetime | None = None,
+        claimed_by: datetime | None = None,
+        burst: int = 0,
+    ) -> None:
         """Set the alarm at the soonest due time (30 s cap idle, 0.5 s floor when overdue).
 
-        ``checked_at``: when the claim that found ``soonest`` ran (default: now). Something
-        claimable then (due within the lookahead) and still unclaimed (slots full, or
-        another scheduler has it) is overdue: look again after the floor. Something that
-        fell due since is claimed at once. The alarm rings ``lookahead`` before the due
-        time, but after a claim not before half a lookahead has passed: each claim takes
-        everything due within the lookahead, so a stream of intents due a millisecond apart
-        costs one claim per half lookahead (each still claimed at least that early), not
-        one claim per intent.
+        ``checked_at``: when the claim that found ``soonest`` ran (default: now), and
+        ``claimed_by`` the due time it claimed up to. Something claimable then and still
+        unclaimed (slots full, or another scheduler has it) is overdue: look again after
+        the floor. Something that fell due since is claimed at once. The alarm rings the
+        claim's look-ahead before the due time (:meth:`_ahead_for`: longer for a
+        ``burst``), but after a claim not before half a lookahead has passed: each claim
+        takes everything due within its look-ahead, so a stream of intents due a
+        millisecond apart costs one claim per half lookahead (each still claimed at least
+        that early), not one claim per intent.
         """
         self._known_soonest = soonest
+        self._ahead = self._ahead_for(burst)
         if self._aps is None or self._loop is None:
             return
         now = self.clock()
-        checked = (checked_at or now) + self.lookahead
         if soonest is None:
             delay = IDLE_CAP
-        elif soonest <= checked:  # it was claimable and is still not ours
-            delay = OVERDUE_FLOOR
+        elif claimed_by is not None and soonest <= claimed_by:
+            delay = OVERDUE_FLOOR  # it was claimable and is still not ours
         else:
-            ring = soonest - self.lookahead
+            ring = soonest - self._ahead
             if checked_at is not None:
                 ring = max(ring, checked_at + self.lookahead / 2)
             delay = min((ring - now).total_seconds(), IDLE_CAP)
@@ -709,11 +761,13 @@ class Scheduler:
 
     async def _poll(self) -> bool:
         """A cheap look for other processes' changes; True when a tick is needed."""
-        soonest = await self._soonest()
-        if soonest is not None and soonest <= self.clock() + self.lookahead:
+        soonest, burst = await self._soonest()
+        ahead = self._ahead_for(burst)
+        if soonest is not None and soonest <= self.clock() + ahead:
+            self._ahead = ahead
             return True
-        if soonest != self._known_soonest:
-            self._arm(soonest)
+        if soonest != self._known_soonest or ahead != self._ahead:
+            self._arm(soonest, burst=burst)  # ... or a burst that came closer: ring earlier
         return False
 
     async def _lease_loop(self) -> None:

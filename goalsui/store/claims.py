@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -53,6 +53,7 @@ Row = dict[str, Any]
 __all__ = [
     "CLAIM_BATCH",
     "AfterDecision",
+    "BurstProbe",
     "CatchUpPlan",
     "ClaimDecision",
     "ClaimResult",
@@ -60,6 +61,7 @@ __all__ = [
     "Completion",
     "CompletionResult",
     "RecoveryResult",
+    "burst_size",
     "catch_up",
     "check_running",
     "claim_due",
@@ -68,6 +70,7 @@ __all__ = [
     "prune_runs",
     "recover_expired",
     "renew_leases",
+    "soonest_burst",
     "soonest_due",
     "step",
 ]
@@ -103,6 +106,7 @@ class ClaimResult:
     ended: list[tuple[Row, str]] = field(default_factory=list)  # (intent, reason): no run
     full: bool = False  # the batch was full: more rows may be due
     soonest: datetime | None = None  # min(next_run_at) of the active rows after the claim
+    burst: int = 0  # active rows due within the burst window of ``soonest`` (capped)
 
 
 class Completion(NamedTuple):
@@ -375,6 +379,45 @@ def soonest_due(engine: Engine) -> datetime | None:
         return conn.execute(_SOONEST).scalar()
 
 
+class BurstProbe(NamedTuple):
+    """Ask for the size of the burst due with the soonest row: the active rows due within
+    ``window`` of it, counted up to ``limit``, when it is due by ``by`` (a burst further
+    off is counted when it comes closer: an idle scheduler's poll stays one probe)."""
+
+    window: timedelta
+    limit: int
+    by: datetime
+
+
+def soonest_burst(engine: Engine, probe: BurstProbe | None) -> tuple[datetime | None, int]:
+    """``min(next_run_at)`` of the active intents, and the burst due with it."""
+    with engine.connect() as conn:
+        soonest = conn.execute(_SOONEST).scalar()
+        return soonest, burst_size(conn, soonest, probe)
+
+
+def burst_size(conn: Connection, soonest: datetime | None, probe: BurstProbe | None) -> int:
+    """How many active intents fall due by ``soonest + probe.window``, counted up to
+    ``probe.limit`` (a range of the ``(status, next_run_at)`` index, never more than
+    ``limit`` entries); 0 when not asked or ``soonest`` is after ``probe.by``.
+
+    A scheduler with that many free slots claims such a burst early enough for its
+    claims to be done when the burst is due.
+    """
+    if probe is None or soonest is None or soonest > probe.by or probe.limit <= 0:
+        return 0
+    near = (
+        select(INTENT.c.id)
+        .where(
+            INTENT.c.status == IntentStatus.ACTIVE,
+            INTENT.c.next_run_at <= soonest + probe.window,
+        )
+        .limit(probe.limit)
+        .subquery()
+    )
+    return int(conn.execute(select(func.count()).select_from(near)).scalar() or 0)
+
+
 def check_running(engine: Engine, intent_ids: Sequence[int]) -> dict[int, Row]:
     """Status, lease owner and next due time of the given intents (a cheap read)."""
     if not intent_ids:
@@ -447,6 +490,7 @@ def step(
     overlap_next: Callable[[Row], datetime | None] | None = None,
     check_overlaps: bool = False,
     due_by: datetime | None = None,
+    burst: BurstProbe | None = None,
 ) -> tuple[ClaimResult, list[CompletionResult]]:
     """One scheduler step in ONE transaction: record ``completions``, then claim due rows.
 
@@ -455,6 +499,9 @@ def step(
     ``due_by`` (default ``now``) claims rows due up to that instant: a scheduler that
     looks a few milliseconds ahead starts their turns on time, on its own timer; their
     runs are recorded as starting at their due time.
+
+    When nothing more is claimable by ``due_by``, the result also says how big the
+    ``burst`` due with the soonest row is (see :class:`BurstProbe`).
     """
     if completions and decide_after is None:
         raise ValueError("completions need decide_after")
@@ -472,6 +519,8 @@ def step(
                     if conn.dialect.name == "sqlite"
                     else conn.execute(_SOONEST).scalar()
                 )
+                if result.soonest is not None and result.soonest > (due_by or now):
+                    result.burst = burst_size(conn, result.soonest, burst)
             finally:
                 conn.info.pop(_JOURNAL_KEY, None)
             _journal(conn, now, journal)
