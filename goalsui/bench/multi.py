@@ -28,7 +28,6 @@ from typing import Any
 from sqlalchemy import func, select
 
 from goalsui.bench.scheduler import (
-    MAX_CONCURRENCY,
     _check_empty,
     _clear,
     _insert_at_intents,
@@ -43,6 +42,7 @@ from goalsui.scheduler.heap import settle_heap
 from goalsui.service import Service
 
 MAX_DAEMONS = 8
+MAX_CONCURRENCY = 1000  # no-op turns in flight at once in each process
 WORKER_POLL = 0.2  # s: each worker sees the burst's rows before they are due (SQLite has no NOTIFY)
 READY_TIMEOUT = 120.0  # s: K processes importing goalsui at once on a small machine
 
