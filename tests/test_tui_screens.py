@@ -168,6 +168,29 @@ async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, c
         assert "An older night" in screen_text(app)
 
 
+async def test_reports_screen_stacks_its_panes_when_narrow(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    """Below 140 cells the report goes under the night's runs, the full width; wider, the
+    two sit side by side. Resizing switches between the two."""
+    reports = demo.kb.root / NIGHT / "reports"
+    (reports / "2026-12-02.md").write_text("# Morning report 2026-12-02\n\n" + "word " * 60 + "\n")
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("M")
+        await settle(app, pilot)
+        screen = app.screen
+        left, doc = screen.query_one("#reports-left"), screen.query_one("#reports-doc")
+        assert doc.region.y >= left.region.bottom and doc.region.width == 110
+        assert left.region.width == 110  # the night table gets the width as well
+        await pilot.resize_terminal(160, 48)
+        await settle(app, pilot)
+        assert doc.region.x >= left.region.right and doc.region.y == left.region.y
+        assert doc.region.width >= 70
+        await pilot.resize_terminal(120, 40)
+        await settle(app, pilot)
+        assert doc.region.y >= left.region.bottom and doc.region.width == 120
+
+
 async def test_events_and_threads_screens_show_untrusted_text_plainly(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
     intent = demo.create_intent(
         title="Deploy watcher", kind="event", event_source="ci", instruction="look"

@@ -91,7 +91,14 @@ def lane(night: Night, run: IntentRun, palette: Palette, width: int = LANE) -> T
 
 
 class ReportsScreen(DataScreen):
-    """Left: the reports and that night's runs. Right: the report rendered as Markdown."""
+    """Left: the reports and that night's runs. Right: the report rendered as Markdown.
+
+    Narrower than ``STACK_BELOW`` cells, the two panes are stacked (the report below, the
+    full width): side by side, the report would wrap at some 40 cells.
+    """
+
+    STACK_BELOW = 140
+    HORIZONTAL_BREAKPOINTS = [(0, "-stacked"), (STACK_BELOW, "-side-by-side")]
 
     _report_text = ""  # the open report, made plain
     _rendered = ""  # what the Markdown widget shows (its tables fitted to the pane)
