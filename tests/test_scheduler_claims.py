@@ -279,6 +279,54 @@ async def test_a_burst_the_free_slots_can_take_is_claimed_before_it_is_due(
     assert {r.status for r in runs} == {"ok"} and {r.started_at for r in runs} == {due}
 
 
+async def test_turns_claimed_ahead_share_a_start_gate_that_one_cancel_cannot_close(
+    empty_kb, make_service, clock: FakeClock
+):
+    """Turns claimed ahead for one due time wait on one gate: cancelling one of them
+    cancels that turn only; the others start on time and end ok."""
+    svc = make_service(empty_kb, clock=clock)
+    due = clock.now + timedelta(seconds=0.3)
+    bulk_at(svc, 3, due)
+    turn = FakeTurn()
+    sched = Scheduler(svc, clock=clock, turn=turn, lookahead_seconds=1.0)
+    try:
+        runs = await sched.tick()
+        assert len(runs) == 3 and turn.calls == []
+        await asyncio.sleep(0.01)  # the three wait at their gate
+        sched._tasks[runs[0]].cancel()
+        await sched.drain()
+    finally:
+        await sched.stop()
+    assert len(turn.calls) == 2
+    statuses = {r.id: r.status for r in svc.list_runs(limit=10)}
+    assert statuses[runs[1]] == statuses[runs[2]] == "ok"
+    assert statuses[runs[0]] == "interrupted"  # a cancelled task: its turn never ran
+
+
+async def test_stopping_does_not_wait_for_turns_claimed_ahead_to_fall_due(
+    empty_kb, make_service, clock: FakeClock, monkeypatch
+):
+    """A burst claimed 5 s ahead, then the scheduler stops: its turns are recorded as
+    interrupted at once (never started), not when they fall due (their grace, 10 s,
+    would have let them wait that long)."""
+    from goalsui.scheduler import loop
+
+    monkeypatch.setattr(loop, "CLAIM_AHEAD_PER_ROW", 0.1)
+    monkeypatch.setattr(loop, "MAX_AHEAD", 30.0)
+    svc = make_service(empty_kb, clock=clock)
+    bulk_at(svc, 60, clock.now + timedelta(seconds=5))
+    turn = FakeTurn()
+    sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=100, grace_seconds=10)
+    await sched.tick()
+    assert len(await sched.tick()) == 60
+    started = asyncio.get_running_loop().time()
+    await sched.stop()
+    assert asyncio.get_running_loop().time() - started < 4  # the turns were due in 5 s
+    assert turn.calls == []
+    runs = svc.list_runs(limit=100)
+    assert len(runs) == 60 and {r.status for r in runs} == {"interrupted"}
+
+
 async def test_a_burst_is_claimed_early_only_as_far_as_the_slots_and_lookahead_allow(
     empty_kb, make_service, clock: FakeClock, monkeypatch
 ):

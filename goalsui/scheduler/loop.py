@@ -167,6 +167,7 @@ class Scheduler:
         self._cancels: dict[int, asyncio.Event] = {}
         self._tasks: dict[int, asyncio.Task] = {}
         self._starting = 0  # turns launched, due now, whose turn has not been called yet
+        self._gates: dict[datetime, asyncio.Future] = {}  # turns claimed ahead, by due time
         self._pending: list[Completion] = []  # outcomes waiting to be recorded
         self._oldest_pending = 0.0  # time.monotonic() when the oldest of them ended
         self._write_lock: asyncio.Lock | None = None
@@ -285,6 +286,8 @@ class Scheduler:
             info.cancel_reason = info.cancel_reason or "shutdown"
         for event in self._cancels.values():
             event.set()
+        for due in list(self._gates):
+            self._open_gate(due)  # turns claimed ahead see their cancel now, not when due
         tasks = list(self._tasks.values())
         if tasks:
             _, left = await asyncio.wait(tasks, timeout=grace + STOP_MARGIN)
@@ -903,8 +906,9 @@ class Scheduler:
             snapshot = (row["kind"], row.get("schedule"), row.get("timezone"))
             start_at = loop_now + (run["started_at"] - now).total_seconds()  # loop clock
             due_now = start_at <= loop_now
+            gate = None if due_now else self._gate(run["started_at"], start_at)
             task = self._loop.create_task(
-                self._execute(info, item, cancel, snapshot, start_at, due_now),
+                self._execute(info, item, cancel, snapshot, gate, due_now),
                 name=f"goalsui-run-{run_id}",
             )
             self._tasks[run_id] = task
@@ -913,17 +917,34 @@ class Scheduler:
             started.append(run_id)
         return started
 
+    def _gate(self, due: datetime, start_at: float) -> asyncio.Future:
+        """The gate of the turns due at ``due`` (one timer for all of them, at
+        ``start_at`` on the loop clock): a burst claimed ahead starts at once when due,
+        without a timer per turn (10,000 timers woke ~7 us a turn later each, measured)."""
+        gate = self._gates.get(due)
+        if gate is None:
+            assert self._loop is not None
+            gate = self._gates[due] = _StartGate(loop=self._loop)
+            self._loop.call_at(start_at, self._open_gate, due)
+        return gate
+
+    def _open_gate(self, due: datetime) -> None:
+        gate = self._gates.pop(due, None)
+        if gate is not None and not gate.done():
+            gate.set_result(None)
+
     async def _execute(
         self,
         info: RunningInfo,
         item: ClaimedRun,
         cancel: asyncio.Event,
         snapshot: tuple,
-        start_at: float = 0.0,
+        gate: asyncio.Future | None = None,
         starting: bool = False,
     ) -> None:
-        """Run one turn and queue its outcome. ``starting``: it is counted in
-        ``_starting`` (due now) until its turn is called."""
+        """Run one turn and queue its outcome. ``gate``: claimed ahead, it starts when that
+        opens (its due time). ``starting``: it is counted in ``_starting`` (due now) until
+        its turn is called."""
         event_id = item.run.get("event_id")
         try:
             # The turn's records are built in its own task (a record that cannot be built
@@ -936,9 +957,8 @@ class Scheduler:
             }
             if self._turn_takes_grace:
                 kwargs["grace"] = self.grace_seconds
-            delay = start_at - self._loop.time() if self._loop is not None else 0.0
-            if delay > 0:  # claimed a little ahead (at most the lookahead): start on time
-                await asyncio.sleep(delay)
+            if gate is not None:  # claimed ahead: start on time
+                await gate
             if starting:
                 starting = False
                 self._starting -= 1
@@ -1272,3 +1292,16 @@ def _did_something(result: Any) -> bool:
     if isinstance(result, claims.RecoveryResult):
         return bool(result.interrupted or result.orphans)
     return bool(result)
+
+
+class _StartGate(asyncio.Future):
+    """The future that turns claimed ahead for one due time wait on.
+
+    Cancelling a waiting task must not cancel the gate (``Task.cancel`` cancels the
+    future its task waits on): the other turns behind it would be cancelled too. The
+    cancelled task gets its ``CancelledError`` when the gate opens (at the due time, or at
+    once when the scheduler stops).
+    """
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
