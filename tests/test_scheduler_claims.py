@@ -224,31 +224,26 @@ def test_a_step_counts_the_burst_due_with_the_soonest(
             now=clock.now,
             lease_until=clock.now + timedelta(seconds=30),
             limit=10,
-            decide=lambda row: decide_claim(row, clock.now),
+            decide=lambda row: decide_claim(row, row["next_run_at"]),
             **kw,  # type: ignore[arg-type]
         )
-        assert not result.fired  # nothing is due yet
         return result
 
-    assert step(burst=probe(100)).burst == 35
-    assert step(burst=probe(20)).burst == 20
-    assert step().burst == 0  # not asked
+    def counted(**kw: object) -> int:
+        result = step(**kw)
+        assert not result.fired  # nothing is due yet
+        return result.burst
+
+    assert counted(burst=probe(100)) == 35
+    assert counted(burst=probe(20)) == 20
+    assert counted() == 0  # not asked
     assert claims.soonest_burst(engine, probe(100)) == (soonest, 35)
     assert claims.soonest_burst(engine, None) == (soonest, 0)
     # A burst further off than the probe reaches is not counted (yet).
-    assert step(burst=probe(100, by=soonest - timedelta(seconds=1))).burst == 0
+    assert counted(burst=probe(100, by=soonest - timedelta(seconds=1))) == 0
     assert claims.soonest_burst(engine, probe(100, soonest - timedelta(seconds=1))) == (soonest, 0)
     # Rows claimable by due_by are claimed, not counted (a step that claims says "full").
-    result, _ = claims.step(
-        engine,
-        owner="me",
-        now=clock.now,
-        lease_until=clock.now + timedelta(seconds=30),
-        limit=10,
-        decide=lambda row: decide_claim(row, row["next_run_at"]),
-        due_by=soonest,
-        burst=probe(100),
-    )
+    result = step(due_by=soonest, burst=probe(100))
     assert len(result.fired) == 10 and result.full and result.burst == 0
 
 
