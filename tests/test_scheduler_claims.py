@@ -342,6 +342,11 @@ async def test_a_burst_is_claimed_early_only_as_far_as_the_slots_and_lookahead_a
         finally:
             await sched.stop()
     assert {i.status for i in svc.list_intents()} == {"active"}
+    # Their looks at the database do not even count the burst.
+    for slots, lookahead in ((8, 0.25), (1000, 0)):
+        sched = Scheduler(svc, max_concurrency=slots, lookahead_seconds=lookahead)
+        assert sched._burst_probe(clock.now) is None
+    assert Scheduler(svc, max_concurrency=1000)._burst_probe(clock.now) is not None
 
 
 def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, clock: FakeClock):

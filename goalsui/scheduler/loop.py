@@ -622,9 +622,11 @@ class Scheduler:
 
     def _burst_probe(self, now: datetime) -> claims.BurstProbe | None:
         """What a look at the database asks about the burst due with the soonest row:
-        nothing if this scheduler never claims further than its lookahead; else a burst
-        due before the next poll could claim it ahead in time."""
-        if self.max_ahead <= self.lookahead:
+        nothing if this scheduler never claims further than its lookahead (its slots
+        could never hold a burst: 8 rows are not one); else a burst due before the next
+        poll could claim it ahead in time."""
+        most = timedelta(seconds=self.max_concurrency * CLAIM_AHEAD_PER_ROW)
+        if min(most, self.max_ahead) <= self.lookahead:
             return None
         by = now + self.max_ahead + timedelta(seconds=self.poll_interval)
         return claims.BurstProbe(self.lookahead, self.max_concurrency, by)
