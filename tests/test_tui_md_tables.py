@@ -63,3 +63,10 @@ def test_a_quoted_table_keeps_its_quote() -> None:
 def test_pipes_that_are_not_a_table_are_text() -> None:
     text = "a | b\nnot a divider | x\n\n| a | b |\nno divider below\n"
     assert fit_tables(text, 3) == text
+
+
+def test_widths_are_terminal_cells_so_wide_characters_count_twice() -> None:
+    assert table_width(["名前"], [["東京"]]) == 8  # 4 cells of text, 3, 1
+    table = "| 名前 | 都市 |\n| --- | --- |\n| 山田 | 東京 |\n"
+    assert fit_tables(table, 15) == table  # 4 + 4 cells of text, 3 per column, 1
+    assert fit_tables(table, 14).startswith("- **山田**: 都市 東京")  # counted as characters: 11

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from markdown_it import MarkdownIt
+from rich.cells import cell_len
 
 __all__ = ["fit_tables", "table_width"]
 
@@ -46,12 +47,13 @@ def _tables(markdown: str) -> list[tuple[int, int, list[list[str]]]]:
 
 
 def table_width(header: list[str], rows: list[list[str]]) -> int:
-    """Cells a table takes rendered in full: the widest cell of each column, one cell of
-    padding either side and a rule between columns."""
-    widths = [len(h) for h in header]
+    """Cells a table takes rendered in full: the widest cell of each column (in terminal
+    cells: a CJK character takes two), one cell of padding either side and a rule
+    between columns."""
+    widths = [cell_len(h) for h in header]
     for row in rows:
         for i, cell in enumerate(row[: len(widths)]):
-            widths[i] = max(widths[i], len(cell))
+            widths[i] = max(widths[i], cell_len(cell))
     return sum(widths) + 3 * len(widths) + 1
 
 
