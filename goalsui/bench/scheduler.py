@@ -41,11 +41,8 @@ from goalsui.service import Service
 THROUGHPUT_TARGET = 0.5  # x the raw loop
 LATENESS_TARGET = 1.5  # x APScheduler's p99
 IDLE_TARGET = 0.5  # % of one core
-#: The burst and spread runs let every no-op turn be in flight at once (max_concurrency N),
-#: as APScheduler runs every due job at once: with fewer slots the scheduler could not
-#: claim a burst ahead of its due time.
 SETTLE_SECONDS = 0.5
-DEFAULT_REPEAT = 3  # burst runs; their medians are reported
+DEFAULT_REPEAT = 3  # runs of the burst and the spread; their medians are reported
 
 
 @dataclass
@@ -217,6 +214,8 @@ async def _measure_fires(
     lead = lead_seconds(n)
     due = datetime.now(UTC) + timedelta(seconds=lead)
     _insert_at_intents(service, n, due, spread)
+    # Every no-op turn may be in flight at once, as APScheduler runs every due job at once:
+    # with fewer slots the scheduler could not claim a burst ahead of its due time.
     scheduler = Scheduler(service, turn=noop, max_concurrency=n)
     scheduler.subscribe(count)
     await scheduler.start()

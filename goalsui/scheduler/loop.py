@@ -328,8 +328,7 @@ class Scheduler:
         started: list[int] = []
         last: ClaimResult | None = None
         async with self._tick_lock:
-            step, batch, now = self._start_step(True, 0)
-            due_by = now + self._ahead
+            step, batch, now, due_by = self._start_step(True, 0)
             while step is not None:
                 try:
                     result, done = await step
@@ -342,8 +341,7 @@ class Scheduler:
                 if result.full and not self._closing:
                     # Pipelined: the next claim runs on the database thread while these
                     # turns are started here.
-                    step, batch, now = self._start_step(False, len(result.fired))
-                    due_by = now + self._ahead
+                    step, batch, now, due_by = self._start_step(False, len(result.fired))
                 try:
                     started.extend(await self._launch(result))
                 except BaseException:
@@ -373,8 +371,9 @@ class Scheduler:
 
     def _start_step(
         self, first: bool, claimed: int
-    ) -> tuple[asyncio.Future | None, list[Completion], datetime]:
-        """Submit one claim step to the database thread (``None``: nothing to do).
+    ) -> tuple[asyncio.Future | None, list[Completion], datetime, datetime]:
+        """Submit one claim step to the database thread (``None``: nothing to do); also
+        returns the outcomes it records, its ``now`` and the due time it claims up to.
 
         Slots are this scheduler's turns, running or waiting for their start time, plus
         ``claimed`` (fired by the step in flight, not started yet). A turn that ended
@@ -396,8 +395,9 @@ class Scheduler:
             batch, self._pending = self._pending, []
         free = self.max_concurrency - len(self._tasks) - claimed
         check = first and bool(self._info)
+        due_by = now + self._ahead
         if free <= 0 and not check and not batch:
-            return None, batch, now
+            return None, batch, now, due_by
         config = self.service.config()
         future = asyncio.ensure_future(
             self._db(
@@ -413,13 +413,13 @@ class Scheduler:
                     decide_after=partial(_decide_after, now, config),
                     overlap_next=partial(self._overlap_next, now),
                     check_overlaps=check,
-                    due_by=now + self._ahead,
+                    due_by=due_by,
                     burst=self._burst_probe(now),
                 ),
                 notify=True,
             )
         )
-        return future, batch, now
+        return future, batch, now, due_by
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until every started turn ended and its outcome is recorded."""

@@ -71,7 +71,6 @@ __all__ = [
     "recover_expired",
     "renew_leases",
     "soonest_burst",
-    "soonest_due",
     "step",
 ]
 
@@ -373,12 +372,6 @@ def _apply(
 
 
 # -- reads ----------------------------------------------------------------------------------------
-def soonest_due(engine: Engine) -> datetime | None:
-    """``min(next_run_at)`` of the active intents (one index probe)."""
-    with engine.connect() as conn:
-        return conn.execute(_SOONEST).scalar()
-
-
 class BurstProbe(NamedTuple):
     """Ask for the size of the burst due with the soonest row: the active rows due within
     ``window`` of it, counted up to ``limit``, when it is due by ``by`` (a burst further
@@ -389,8 +382,9 @@ class BurstProbe(NamedTuple):
     by: datetime
 
 
-def soonest_burst(engine: Engine, probe: BurstProbe | None) -> tuple[datetime | None, int]:
-    """``min(next_run_at)`` of the active intents, and the burst due with it."""
+def soonest_burst(engine: Engine, probe: BurstProbe | None = None) -> tuple[datetime | None, int]:
+    """``min(next_run_at)`` of the active intents (one index probe), and the burst due
+    with it (0 without a ``probe``)."""
     with engine.connect() as conn:
         soonest = conn.execute(_SOONEST).scalar()
         return soonest, burst_size(conn, soonest, probe)
