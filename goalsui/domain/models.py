@@ -132,6 +132,7 @@ class Intent(SQLModel, table=True):
     definition_hash: str | None = None
     pending_trigger: str | None = None  # run-now / retry / event / pause, consumed by the scheduler
     pending_event_id: int | None = None  # the event that made an event intent due
+    on_interrupt: str | None = None  # retry | review; None: the runner's default
     created_at: datetime = _created()
     updated_at: datetime = Field(
         default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
@@ -161,6 +162,19 @@ class IntentRun(SQLModel, table=True):
     event_id: int | None = None
     owner: str | None = None
     dismissed: bool = False
+    # where the runner's process group lives, so recovery can tell a live attempt
+    # from a dead one (see docs/architecture.md, "Recovery")
+    host: str | None = None
+    pgid: int | None = None
+    needs_review: bool = False  # an interrupted run with side effects, held for the operator
+    # usage, as the agent reported it (None means unknown, never zero)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+    # the transcript: what the turn was given (tool calls live in ToolCall)
+    prompt: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    argv: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class Event(SQLModel, table=True):
@@ -187,6 +201,22 @@ class Journal(SQLModel, table=True):
     action: str
     subject: str = ""
     detail: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    run_id: int | None = None  # the run on whose behalf a tool wrote (tool server)
+    tool: str | None = None  # the tool server's tool name, when a tool wrote
+
+
+class ToolCall(SQLModel, table=True):
+    """One tool call an agent made through the tool server during a run."""
+
+    __tablename__ = "tool_call"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(index=True)
+    at: datetime = _created()
+    name: str
+    arguments: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
+    result: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    is_error: bool = False
 
 
 class Meta(SQLModel, table=True):

@@ -23,3 +23,23 @@ class TurnOutcome:
     output_tail: str | None = None  # the last few KiB of stdout/stderr
     output_path: Path | None = None  # the full log of the run
     outbox_path: Path | None = None  # where the result was delivered
+    # what the turn cost, as the agent reported it; None means unknown, never zero
+    usage: Usage | None = None
+    # the transcript's inputs: the prompt given, the argv run (secrets redacted)
+    prompt: str | None = None
+    argv: tuple[str, ...] | None = None
+    # an infrastructure failure (e.g. no file descriptors left): not counted toward
+    # auto-disable
+    infrastructure: bool = False
+    # a turn the runner decided not to start (e.g. reason "budget"): recorded skipped
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens, cost and model of one turn, each None when the agent did not say."""
+
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
