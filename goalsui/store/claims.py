@@ -323,6 +323,15 @@ _RUN_DEFAULTS: Row = {
     "event_id": None,
     "owner": None,
     "dismissed": False,
+    "host": None,
+    "pgid": None,
+    "needs_review": False,
+    "tokens_in": None,
+    "tokens_out": None,
+    "cost_usd": None,
+    "model": None,
+    "prompt": None,
+    "argv": None,
 }
 
 
