@@ -17,6 +17,14 @@ from typing import Any
 from goalsui.bundled import find_sample_kb
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write, fsync_dir
+from goalsui.kb.authoring import (
+    STATE_FILE,
+    check_state_bytes,
+    render_protocol,
+    render_template,
+    render_worker_prompt,
+    yaml_problems,
+)
 from goalsui.kb.config import (
     GoalDef,
     KBConfig,
@@ -52,11 +60,24 @@ class LoadedGoal:
 
 @dataclass(frozen=True)
 class WorkerSeed:
-    """A worker to create with a new goal."""
+    """A worker to create: its definition, and its prompt or the instructions to render one."""
 
     name: str
     definition: dict[str, Any]
     prompt: str = ""
+    instructions: str = ""
+
+    def prompt_text(self, goal_name: str, task: str, protocol: str) -> str:
+        """``prompt`` as given, else rendered from the instructions, task and protocol."""
+        if self.prompt:
+            return self.prompt
+        return render_worker_prompt(
+            self.name,
+            goal_name=goal_name,
+            task=task,
+            instructions=self.instructions,
+            protocol=protocol,
+        )
 
 
 class KB:
@@ -128,8 +149,23 @@ class KB:
             raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
         return path
 
-    def load_goal(self, goal_id: str) -> LoadedGoal:
-        """Read and validate one goal tree; problems are collected, not raised."""
+    def state_limit(self) -> int:
+        """``state_max_bytes`` of goalsui.yaml (the default while that file is broken)."""
+        try:
+            return self.config().state_max_bytes
+        except GoalsuiError:
+            return KBConfig().state_max_bytes
+
+    def check_state_size(self, goal_id: str, new_bytes: int) -> None:
+        """Refuse a ``state.yaml`` of ``new_bytes`` bytes for ``goal_id`` over the bound."""
+        check_state_bytes(f"{goal_id}/{STATE_FILE}", new_bytes, self.state_limit())
+
+    def load_goal(self, goal_id: str, *, state_limit: int | None = None) -> LoadedGoal:
+        """Read and validate one goal tree; problems are collected, not raised.
+
+        Besides the definitions, every YAML file of the tree must parse and
+        ``state.yaml`` must stay under ``state_limit`` (default: from goalsui.yaml).
+        """
         path = self.goal_dir(goal_id)
         loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
         def_path = path / "definition.yaml"
@@ -159,14 +195,17 @@ class KB:
                     loaded.problems.append(exc)
                 except GoalsuiError as exc:
                     loaded.problems.append(KBError(shown, str(exc)))
+        limit = self.state_limit() if state_limit is None else state_limit
+        loaded.problems.extend(yaml_problems(path, goal_id, limit))
         return loaded
 
     def scan(self) -> list[LoadedGoal]:
         """Every goal tree; one that cannot be loaded at all comes back with its problem."""
         out = []
+        limit = self.state_limit()
         for gid in self.goal_ids():
             try:
-                out.append(self.load_goal(gid))
+                out.append(self.load_goal(gid, state_limit=limit))
             except GoalsuiError as exc:
                 problem = exc if isinstance(exc, KBError) else KBError(gid, str(exc))
                 out.append(
@@ -184,11 +223,16 @@ class KB:
         workers: Iterable[WorkerSeed] = (),
         *,
         owner: str = "",
+        protocol: str | None = None,
         register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
         goal_id: str | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
         """Create a goal tree in a sibling staging folder, validate it, rename it into place.
+
+        ``protocol`` is the text of ``protocol.md``; without it the template (purpose,
+        message formats, conventions, KPIs) is filled with the name and task. A worker
+        seed without a prompt gets one rendered from its instructions.
 
         ``register`` is called with the loaded goal before the rename and must return
         an undo callable; if anything fails afterwards every registration is undone and
@@ -232,8 +276,11 @@ class KB:
                 staging / "definition.yaml",
                 dump_yaml(definition, "goal identity (goalsui); edit name, task, owner freely"),
             )
-            atomic_write(staging / "protocol.md", f"# Protocol: {name}\n\n{task}\n")
-            atomic_write(staging / "state.yaml", "# bounded cross-tick state\nplan: []\n")
+            protocol_text = (
+                protocol if protocol and protocol.strip() else render_protocol(name, task)
+            )
+            atomic_write(staging / "protocol.md", protocol_text)
+            atomic_write(staging / STATE_FILE, render_template(STATE_FILE))
             (staging / "log").mkdir()
             (staging / "reports").mkdir()
             for index, seed in enumerate(workers):
@@ -246,7 +293,7 @@ class KB:
                     wdir / "definition.yaml",
                     dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)"),
                 )
-                atomic_write(wdir / "prompt.md", seed.prompt or f"# {seed.name}\n\n{task}\n")
+                atomic_write(wdir / "prompt.md", seed.prompt_text(name, task, protocol_text))
             loaded = self._load_staged(staging, goal_id)
             if loaded.problems:
                 raise loaded.problems[0]
@@ -406,6 +453,8 @@ class KB:
             )
             if (is_goal_def or is_worker_def) and not isinstance(data, dict):
                 raise KBError(shown, "expected a mapping at the top", 1)
+            if parts == (STATE_FILE,):
+                self.check_state_size(goal_id, len(text.encode("utf-8")))
             if is_goal_def:
                 parse_goal(data, text, shown, goal_id)
             elif is_worker_def:
@@ -535,11 +584,5 @@ def init_kb(path: Path, *, sample: bool = False) -> Path:
         copy_sample_kb(path)
     else:
         path.mkdir(parents=True, exist_ok=True)
-        atomic_write(
-            path / CONFIG_FILE,
-            "# goalsui KB settings\n"
-            'runner:\n  command: ["cat"]   # the default runner; e.g. ["claude", "-p"]\n'
-            "  timeout: 10m\n"
-            "silent_token: NOTHING_TO_REPORT\n",
-        )
+        atomic_write(path / CONFIG_FILE, render_template("goalsui.yaml"))
     return path.resolve()

@@ -599,6 +599,7 @@ class Service:
         workers: Iterable[WorkerSeed] = (),
         *,
         owner: str = "",
+        protocol: str | None = None,
         _fail_after_workers: int | None = None,
         _fail_before_rename: bool = False,
     ) -> GoalView:
@@ -647,6 +648,7 @@ class Service:
             task,
             workers,
             owner=owner,
+            protocol=protocol,
             register=register,
             _fail_after_workers=_fail_after_workers,
         )
