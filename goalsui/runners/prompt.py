@@ -93,6 +93,7 @@ class TurnContext:
     event_delivery: str | None = None
     event_payload: Any = None
     has_event: bool = False
+    reply: bool = False  # a reply to the user's message in a conversation
 
 
 def worker_shim(
@@ -128,14 +129,24 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def build_messages(ctx: TurnContext) -> list[PromptMessage]:
-    """The messages of a thread/goal turn; the LAST one is the operator's instruction."""
-    parts: list[str] = [
+def _opening(ctx: TurnContext) -> str:
+    if ctx.reply:
+        return (
+            "This is a reply turn in a conversation: the operator wrote the final message in "
+            f"thread {ctx.thread_id} and waits for your answer. No browser tools are available. "
+            "Your standard output is posted in the thread as your reply, with its provenance."
+        )
+    return (
         "This is an isolated turn started by goalsui's scheduler: nobody is at the keyboard, "
         "and no browser tools are available. Answer the instruction in the final message; "
         "your standard output is posted back with its provenance. "
-        f"If nothing needs attention, reply exactly `{ctx.silent_token}`.",
-    ]
+        f"If nothing needs attention, reply exactly `{ctx.silent_token}`."
+    )
+
+
+def build_messages(ctx: TurnContext) -> list[PromptMessage]:
+    """The messages of a thread/goal turn; the LAST one is the operator's instruction."""
+    parts: list[str] = [_opening(ctx)]
     origin = f"Intent {ctx.intent_id} ({ctx.kind}"
     if ctx.schedule:
         origin += f" {ctx.schedule}"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.models import Event, Intent, IntentRun
+from goalsui.domain.replies import is_reply
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb.authoring import enforce_state_bound, state_snapshot
@@ -119,6 +120,7 @@ def assemble_prompt(service: Service, intent: Intent, event: Event | None) -> st
         event_delivery=event.delivery_id if event else None,
         event_payload=event.payload if event else None,
         has_event=event is not None,
+        reply=is_reply(intent.operation_key),
     )
     return render_prompt(build_messages(ctx))
 
@@ -134,6 +136,7 @@ def turn_env(
         "GOALSUI_WORKER": intent.worker or "",
         "GOALSUI_RUN_ID": str(run.id),
         "GOALSUI_INTENT_ID": str(intent.id),
+        "GOALSUI_THREAD": str(intent.thread_id) if intent.thread_id is not None else "",
         "GOALSUI_KB": str(service.kb.root),
         "GOALSUI_OUTBOX": str(outbox) if outbox else "",
     }

@@ -1009,8 +1009,12 @@ class Service:
         active_hours: dict | None = None,
         runner: dict | None = None,
         timeout: str | None = None,
+        reply: bool = False,
     ) -> Intent:
         """Validate and persist an intent; an existing ``operation_key`` returns that intent.
+
+        ``reply``: the one-shot answer to a user's message (goalsui.service.conversations),
+        the one intent a private thread accepts; every other (follow-ups) is refused.
 
         ``timezone`` is the zone of a cron schedule and of timestamps without a UTC
         offset; left out, cron runs in UTC and a timestamp without an offset is refused.
@@ -1063,7 +1067,7 @@ class Service:
             raise ValidationError("expiry is in the past")
         if thread_id is not None:
             thread = self.get_thread(thread_id)
-            if thread.private:
+            if thread.private and not reply:
                 raise ValidationError(
                     f"thread {thread_id} is private: intents and follow-ups cannot be created in it"
                 )

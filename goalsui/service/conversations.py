@@ -1,0 +1,149 @@
+"""Conversations: a user's message in a thread and the reply turn it starts.
+
+The reply is an ordinary one-shot intent (``at`` now, on the thread, keyed by the
+message), so the scheduler runs it like any other: retries, timeout, cancel, transcript.
+A private thread accepts this reply and nothing else: every follow-up is refused by
+:meth:`Service.create_intent`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from goalsui.domain.models import IntentRun, Message
+from goalsui.domain.replies import is_reply, reply_key, reply_title
+from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
+from goalsui.errors import ValidationError
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent
+    from goalsui.scheduler import Scheduler
+    from goalsui.service.core import Service
+
+__all__ = ["PICKUP_SECONDS", "ReplyResult", "Said", "await_reply", "reply_state", "say"]
+
+MAX_MESSAGE = 20_000
+#: How long ``await_reply`` waits for another scheduler (console, daemon) to start the
+#: turn before it runs a scheduler itself: a running one looks at least every second.
+PICKUP_SECONDS = 2.5
+_POLL = 0.25
+
+
+@dataclass(frozen=True)
+class Said:
+    """A posted user message and the reply intent it started (None with ``reply=False``)."""
+
+    message: Message
+    intent: Intent | None
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    """How a reply ended: the reply message (None when silent or failed) and its runs."""
+
+    status: str  # ok | silent | failed | cancelled
+    reply: Message | None
+    runs: list[IntentRun]
+    reason: str | None = None
+
+
+def say(service: Service, thread_id: int, text: str, *, reply: bool = True) -> Said:
+    """Post ``text`` as the user in a thread; with ``reply``, start the reply turn now."""
+    if not text.strip():
+        raise ValidationError("the message is empty")
+    if len(text) > MAX_MESSAGE:
+        raise ValidationError(f"the message is too long ({MAX_MESSAGE} characters at most)")
+    service.get_thread(thread_id)
+    message = service.post_message(text, thread_id=thread_id, role="user")
+    if not reply:
+        return Said(message, None)
+    intent = service.create_intent(
+        title=reply_title(text),
+        instruction=text,
+        kind=IntentKind.AT,
+        schedule=service.now().isoformat(),
+        thread_id=thread_id,
+        operation_key=reply_key(message.id),  # type: ignore[arg-type]
+        reply=True,
+    )
+    return Said(message, intent)
+
+
+def reply_state(service: Service, intent_id: int) -> ReplyResult | None:
+    """The reply's outcome once it is decided (None while it may still run or retry)."""
+    intent = service.get_intent(intent_id)
+    runs = list(reversed(service.list_runs(intent_id=intent_id, limit=50)))
+    done = [r for r in runs if r.status in (RunStatus.OK, RunStatus.SILENT)]
+    if done:
+        replies = [
+            m
+            for m in service.messages(intent.thread_id, limit=50)
+            if m.intent_id == intent_id and m.role == "assistant"
+        ]
+        return ReplyResult(done[-1].status, replies[-1] if replies else None, runs)
+    if intent.status in (IntentStatus.FAILED, IntentStatus.CANCELLED, IntentStatus.DONE):
+        last = runs[-1] if runs else None
+        reason = intent.last_error or (last.reason if last else None)
+        status = "cancelled" if intent.status == IntentStatus.CANCELLED else "failed"
+        return ReplyResult(status, None, runs, reason)
+    return None
+
+
+async def await_reply(
+    service: Service,
+    intent_id: int,
+    *,
+    timeout: float,
+    pickup: float = PICKUP_SECONDS,
+    on_run: Callable[[IntentRun], None] | None = None,
+) -> ReplyResult:
+    """Wait for a reply intent to be answered (or to fail for good).
+
+    When no scheduler starts it within ``pickup`` seconds, a scheduler runs in this
+    process until the reply is decided (it fires whatever else is due meanwhile, as a
+    daemon would). ``on_run`` sees each run of the reply as it ends (e.g. a failed
+    attempt before a retry).
+    """
+    intent = service.get_intent(intent_id)
+    if not is_reply(intent.operation_key):
+        raise ValidationError(f"intent {intent_id} is not a reply")
+    deadline = time.monotonic() + timeout
+    scheduler = None
+    started = time.monotonic()
+    seen: set[int] = set()
+    try:
+        while True:
+            result = await asyncio.to_thread(reply_state, service, intent_id)
+            runs = result.runs if result else service.list_runs(intent_id=intent_id, limit=50)
+            for run in sorted(runs, key=lambda r: r.id or 0):
+                if run.status != RunStatus.RUNNING and run.id not in seen:
+                    seen.add(run.id)  # type: ignore[arg-type]
+                    if on_run is not None:
+                        on_run(run)
+            if result is not None:
+                return result
+            if time.monotonic() > deadline:
+                raise ValidationError(
+                    f"no reply within {timeout:.0f}s (intent {intent_id} keeps trying; "
+                    f"'goalsui runs --intent {intent_id}' shows its runs)"
+                )
+            if scheduler is None and not runs and time.monotonic() - started > pickup:
+                scheduler = await _start_scheduler(service)
+            await asyncio.sleep(_POLL)
+    finally:
+        if scheduler is not None:
+            with contextlib.suppress(Exception):
+                await scheduler.stop()
+
+
+async def _start_scheduler(service: Service) -> Scheduler:
+    from goalsui.scheduler import Scheduler
+
+    scheduler = Scheduler(service)
+    await scheduler.start()
+    return scheduler
