@@ -25,7 +25,16 @@ if TYPE_CHECKING:
     from goalsui.scheduler import Scheduler
     from goalsui.service.core import Service
 
-__all__ = ["PICKUP_SECONDS", "ReplyResult", "Said", "await_reply", "reply_state", "say"]
+__all__ = [
+    "PICKUP_SECONDS",
+    "ReplyResult",
+    "Said",
+    "await_reply",
+    "cancel_replies",
+    "pending_replies",
+    "reply_state",
+    "say",
+]
 
 MAX_MESSAGE = 20_000
 #: How long ``await_reply`` waits for another scheduler (console, daemon) to start the
@@ -147,3 +156,21 @@ async def _start_scheduler(service: Service) -> Scheduler:
     scheduler = Scheduler(service)
     await scheduler.start()
     return scheduler
+
+
+def pending_replies(service: Service, thread_id: int) -> list[Intent]:
+    """The thread's replies still due, running or waiting to retry."""
+    return [
+        i
+        for i in service.list_intents(thread_id=thread_id, include_ended=False)
+        if is_reply(i.operation_key) and i.status in (IntentStatus.ACTIVE, IntentStatus.FIRING)
+    ]
+
+
+def cancel_replies(service: Service, thread_id: int) -> list[int]:
+    """Cancel the thread's pending replies (a running one's process is stopped)."""
+    cancelled = []
+    for intent in pending_replies(service, thread_id):
+        service.cancel_intent(intent.id)  # type: ignore[arg-type]
+        cancelled.append(intent.id)
+    return cancelled  # type: ignore[return-value]

@@ -812,7 +812,7 @@ class GoalsApp(DeliverMixin, App[int]):
             "failures": lambda: FailuresScreen(read_only=self.read_only),
             "reports": ReportsScreen,
             "events": EventsScreen,
-            "threads": ThreadsScreen,
+            "threads": lambda: ThreadsScreen(read_only=self.read_only),
             "journal": JournalScreen,
         }
         self.switch_to_main()

@@ -6,11 +6,13 @@ argv[2]: the mode:
   fail-once  fail (exit 3) on the first call, then behave like echo
   follow-up  try to schedule a follow-up in the run's thread through the goalsui
              CLI, then reply with what happened
+  slow       sleep a minute, then behave like echo (to be cancelled)
 """
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 prompt = sys.stdin.read()
@@ -26,6 +28,9 @@ if mode == "fail-once":
         marker.write_text("x")
         print("the model is overloaded", file=sys.stderr)
         sys.exit(3)
+
+if mode == "slow":
+    time.sleep(60)
 
 if mode == "follow-up":
     done = subprocess.run(
