@@ -8,7 +8,7 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -186,13 +186,16 @@ class KB:
         owner: str = "",
         register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
         goal_id: str | None = None,
+        files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
         """Create a goal tree in a sibling staging folder, validate it, rename it into place.
 
         ``register`` is called with the loaded goal before the rename and must return
         an undo callable; if anything fails afterwards every registration is undone and
-        the staging folder removed, so the goal exists whole or not at all.
+        the staging folder removed, so the goal exists whole or not at all. ``files``
+        (relative path -> text) are written into the tree too, replacing the defaults
+        (e.g. a ``protocol.md`` from a template).
         """
         name = " ".join(str(name).split())
         if not name:
@@ -247,6 +250,10 @@ class KB:
                     dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)"),
                 )
                 atomic_write(wdir / "prompt.md", seed.prompt or f"# {seed.name}\n\n{task}\n")
+            for rel, text in (files or {}).items():
+                target = safe_join(staging, rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(target, text)
             loaded = self._load_staged(staging, goal_id)
             if loaded.problems:
                 raise loaded.problems[0]
