@@ -187,3 +187,12 @@ def test_approve_refuses_a_conflict_and_changes_nothing(night: dict) -> None:
     assert git(repo, "rev-parse", "main").strip() == head
     assert git(repo, "status", "--porcelain").strip() == ""
     assert branch in git(repo, "branch", "--list", "nightshift/*")
+
+
+def test_a_broken_binding_is_a_doctor_problem_with_file_and_line(night: dict) -> None:
+    path = night["dir"] / "nightshift.yaml"
+    path.write_text(path.read_text() + "push: true\n")
+    proc = run(night["env"], "doctor", check=False)
+    assert proc.returncode == 1
+    assert "nightshift.yaml" in proc.stdout + proc.stderr
+    assert "unknown field 'push'" in proc.stdout + proc.stderr

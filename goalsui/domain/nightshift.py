@@ -46,8 +46,11 @@ def night_of(local: datetime) -> date:
 
 def slug(text: str, limit: int = 40) -> str:
     """A branch-safe slug of a task's text (lowercase ASCII, dashes)."""
-    value = _SLUG.sub("-", text.lower()).strip("-")[:limit].strip("-")
-    return value or "task"
+    value = _SLUG.sub("-", text.lower()).strip("-")
+    if len(value) > limit:
+        cut = value[: limit + 1].rfind("-")
+        value = value[: cut if cut > limit // 2 else limit]
+    return value.strip("-") or "task"
 
 
 def branch_name(night: date, worker: str, task: str) -> str:

@@ -25,6 +25,7 @@ from goalsui.kb.config import (
     parse_kb_config,
     parse_worker,
 )
+from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import check_name, new_goal_id, safe_join
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
@@ -159,6 +160,11 @@ class KB:
                     loaded.problems.append(exc)
                 except GoalsuiError as exc:
                     loaded.problems.append(KBError(shown, str(exc)))
+        with contextlib.suppress(OSError):
+            try:
+                load_binding(path, display=f"{goal_id}/{BINDING_FILE}")
+            except KBError as exc:
+                loaded.problems.append(exc)
         return loaded
 
     def scan(self) -> list[LoadedGoal]:

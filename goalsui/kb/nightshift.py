@@ -25,7 +25,7 @@ from goalsui.domain.nightshift import PlanItem, item_from_yaml
 from goalsui.errors import KBError
 from goalsui.kb.atomic import atomic_write
 from goalsui.kb.repo import Repo
-from goalsui.kb.yamlio import load_yaml_mapping, roundtrip_update
+from goalsui.kb.yamlio import line_of_key, load_yaml_mapping, roundtrip_update
 
 BINDING_FILE = "nightshift.yaml"
 STATE_FILE = "state.yaml"
@@ -47,24 +47,27 @@ class Binding:
         return data
 
 
-def load_binding(goal_dir: Path) -> Binding | None:
+def load_binding(goal_dir: Path, display: str = BINDING_FILE) -> Binding | None:
     """The goal's binding, None when it is not a nightshift goal; KBError when invalid."""
     path = goal_dir / BINDING_FILE
     if not path.exists():
         return None
-    data, _ = load_yaml_mapping(path, BINDING_FILE)
+    data, text = load_yaml_mapping(path, display)
     unknown = set(data) - _KEYS
     if unknown:
-        raise KBError(BINDING_FILE, f"unknown field {sorted(unknown)[0]!r}")
+        key = sorted(unknown)[0]
+        raise KBError(display, f"unknown field {key!r}", line_of_key(text, key))
     repo, base, check = data.get("repo"), data.get("base") or "main", data.get("check")
     if not isinstance(repo, str) or not os.path.isabs(repo):
-        raise KBError(BINDING_FILE, "repo must be the absolute path of a git work tree")
+        line = line_of_key(text, "repo")
+        raise KBError(display, "repo must be the absolute path of a git work tree", line)
     if not isinstance(base, str) or not base.strip():
-        raise KBError(BINDING_FILE, "base must name a branch")
+        raise KBError(display, "base must name a branch", line_of_key(text, "base"))
     if check is not None and (
         not isinstance(check, list) or not check or not all(isinstance(a, str) for a in check)
     ):
-        raise KBError(BINDING_FILE, "check must be a command as a list of strings")
+        line = line_of_key(text, "check")
+        raise KBError(display, "check must be a command as a list of strings", line)
     return Binding(Path(repo), base.strip(), tuple(check) if check else None)
 
 

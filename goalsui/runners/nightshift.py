@@ -84,6 +84,7 @@ async def run_nightshift_turn(
     # the night this turn works for, on the scheduler's clock (a replay's, too): the
     # commander's ``nightshift plan add`` takes it as its default
     env["GOALSUI_NIGHT"] = night.isoformat()
+    env["GOALSUI_STATE_DIR"] = str(service.state_dir)
     if intent.worker in ns.ROLES:
         return None
     items = rules.items_for(

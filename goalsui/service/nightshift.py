@@ -194,7 +194,8 @@ def list_branches(service: Service, goal_id: str) -> list[BranchView]:
                 item=_item_for_branch(service, goal_id, branch),
             )
         )
-    views.sort(key=lambda v: v.branch, reverse=True)
+    views.sort(key=lambda v: (v.branch.split("/")[1], v.branch))
+    views.sort(key=lambda v: v.branch.split("/")[1], reverse=True)  # newest night first
     return views
 
 
