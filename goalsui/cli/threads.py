@@ -145,6 +145,7 @@ def _print_message(m: Any) -> None:
 def cmd_thread_say(args: argparse.Namespace) -> int:
     import asyncio
 
+    from goalsui.cli.reply_wait import await_reply
     from goalsui.domain.shapes import run_json
     from goalsui.service import conversations
 
@@ -172,7 +173,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
             sys.stderr.write(f"reply attempt {run.attempt} {run.status}{reason}\n")
 
     result = asyncio.run(
-        conversations.await_reply(service, said.intent.id, timeout=args.timeout, on_run=attempt)  # type: ignore[arg-type]
+        await_reply(service, said.intent.id, timeout=args.timeout, on_run=attempt)  # type: ignore[arg-type]
     )
     if args.json:
         print_json(

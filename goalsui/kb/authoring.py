@@ -100,10 +100,12 @@ def _yaml_files(goal_dir: Path) -> Iterator[Path]:
                 yield Path(top) / name
 
 
-def yaml_problems(goal_dir: Path, goal_id: str, state_limit: int) -> list[KBError]:
+def yaml_problems(
+    goal_dir: Path, goal_id: str, state_limit: int, *, skip: tuple[str, ...] = ()
+) -> list[KBError]:
     """Every YAML file of a goal tree that does not parse (file and line), except the
-    definitions (validated by their own parsers), plus a ``state.yaml`` that is not a
-    mapping or is over ``state_limit`` bytes."""
+    definitions and the top-level files named in ``skip`` (validated by their own
+    parsers), plus a ``state.yaml`` that is not a mapping or is over ``state_limit``."""
     problems: list[KBError] = []
     for count, path in enumerate(_yaml_files(goal_dir)):
         rel = path.relative_to(goal_dir)
@@ -114,6 +116,8 @@ def yaml_problems(goal_dir: Path, goal_id: str, state_limit: int) -> list[KBErro
             )
             break
         if path.name == "definition.yaml" and len(rel.parts) in (1, 3):
+            continue
+        if len(rel.parts) == 1 and rel.name in skip:
             continue
         if path.is_symlink():
             continue  # the confined readers refuse links leading out; not followed here

@@ -8,10 +8,6 @@ A private thread accepts this reply and nothing else: every follow-up is refused
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,14 +18,11 @@ from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Intent
-    from goalsui.scheduler import Scheduler
     from goalsui.service.core import Service
 
 __all__ = [
-    "PICKUP_SECONDS",
     "ReplyResult",
     "Said",
-    "await_reply",
     "cancel_replies",
     "pending_replies",
     "reply_state",
@@ -37,10 +30,6 @@ __all__ = [
 ]
 
 MAX_MESSAGE = 20_000
-#: How long ``await_reply`` waits for another scheduler (console, daemon) to start the
-#: turn before it runs a scheduler itself: a running one looks at least every second.
-PICKUP_SECONDS = 2.5
-_POLL = 0.25
 
 
 @dataclass(frozen=True)
@@ -101,61 +90,6 @@ def reply_state(service: Service, intent_id: int) -> ReplyResult | None:
         status = "cancelled" if intent.status == IntentStatus.CANCELLED else "failed"
         return ReplyResult(status, None, runs, reason)
     return None
-
-
-async def await_reply(
-    service: Service,
-    intent_id: int,
-    *,
-    timeout: float,
-    pickup: float = PICKUP_SECONDS,
-    on_run: Callable[[IntentRun], None] | None = None,
-) -> ReplyResult:
-    """Wait for a reply intent to be answered (or to fail for good).
-
-    When no scheduler starts it within ``pickup`` seconds, a scheduler runs in this
-    process until the reply is decided (it fires whatever else is due meanwhile, as a
-    daemon would). ``on_run`` sees each run of the reply as it ends (e.g. a failed
-    attempt before a retry).
-    """
-    intent = service.get_intent(intent_id)
-    if not is_reply(intent.operation_key):
-        raise ValidationError(f"intent {intent_id} is not a reply")
-    deadline = time.monotonic() + timeout
-    scheduler = None
-    started = time.monotonic()
-    seen: set[int] = set()
-    try:
-        while True:
-            result = await asyncio.to_thread(reply_state, service, intent_id)
-            runs = result.runs if result else service.list_runs(intent_id=intent_id, limit=50)
-            for run in sorted(runs, key=lambda r: r.id or 0):
-                if run.status != RunStatus.RUNNING and run.id not in seen:
-                    seen.add(run.id)  # type: ignore[arg-type]
-                    if on_run is not None:
-                        on_run(run)
-            if result is not None:
-                return result
-            if time.monotonic() > deadline:
-                raise ValidationError(
-                    f"no reply within {timeout:.0f}s (intent {intent_id} keeps trying; "
-                    f"'goalsui runs --intent {intent_id}' shows its runs)"
-                )
-            if scheduler is None and not runs and time.monotonic() - started > pickup:
-                scheduler = await _start_scheduler(service)
-            await asyncio.sleep(_POLL)
-    finally:
-        if scheduler is not None:
-            with contextlib.suppress(Exception):
-                await scheduler.stop()
-
-
-async def _start_scheduler(service: Service) -> Scheduler:
-    from goalsui.scheduler import Scheduler
-
-    scheduler = Scheduler(service)
-    await scheduler.start()
-    return scheduler
 
 
 def pending_replies(service: Service, thread_id: int) -> list[Intent]:
