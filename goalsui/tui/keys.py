@@ -24,7 +24,9 @@ APP = [
     Binding("ctrl+r", "refresh_now", "Refresh now", id="refresh", show=False),
     Binding("Z", "freeze", "Freeze display", id="freeze", show=False),
     Binding("t", "next_theme", "Next theme", id="theme", show=False),
+    Binding("J", "jump_notice", "Go to the last notification", id="jump_notice", show=False),
 ]
+JUMP = APP[-1]
 
 # -- main screen: navigation and screens ------------------------------------------------
 MAIN = [

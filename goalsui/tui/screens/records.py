@@ -105,9 +105,10 @@ class EventsScreen(DataScreen):
 class ThreadsScreen(DataScreen):
     """Threads and their messages, with provenance; a compose box to talk in a thread."""
 
-    def __init__(self, *, read_only: bool = False) -> None:
+    def __init__(self, *, read_only: bool = False, select: int | None = None) -> None:
         super().__init__()
         self.read_only = read_only
+        self.select = select  # a thread to show first (a notification's)
         if not read_only:
             keys.bind(self, keys.THREADS_SCREEN_ACTIONS)
 
@@ -155,7 +156,11 @@ class ThreadsScreen(DataScreen):
                 title.append(" (private)", style=palette.warning)
             open_items = sum(1 for t in todos if not t.done)
             rows.append((f"thread:{thread.id}", (title, f"{open_items}/{len(todos)}")))
-        self.query_one(KeyedTable).sync_rows(rows)
+        table = self.query_one(KeyedTable)
+        table.sync_rows(rows)
+        if self.select is not None:
+            table.move_to_key(f"thread:{self.select}")
+            self.select = None
         self._describe()
 
     @on(DataTable.RowHighlighted)
