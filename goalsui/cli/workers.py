@@ -10,7 +10,7 @@ from goalsui.cli.worker_options import add_worker_options, worker_seeds
 from goalsui.errors import ValidationError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker = sub.add_parser("worker", help="add, remove and steer a goal's workers")
     wsub = worker.add_subparsers(dest="worker_command", metavar="ACTION", required=True)
 

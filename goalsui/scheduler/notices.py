@@ -111,7 +111,7 @@ class Notifier:
     def __init__(self, service: Service, show: Callable[[Notice], None] | None = None) -> None:
         self.service = service
         self.show = show
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def attach(self, scheduler: Scheduler) -> Callable[[], None]:
         """Listen to ``scheduler`` (call on its loop); returns the unsubscribe function."""

@@ -36,7 +36,9 @@ __all__ = [
 SCHEDULE_FORMS = ("cron", "every", "at")
 
 
-def _schedule(name: str, cron: str | None, every: str | None, at: str | None, tz: str) -> dict:
+def _schedule(
+    name: str, cron: str | None, every: str | None, at: str | None, tz: str
+) -> dict[str, str]:
     given = {k: v for k, v in (("cron", cron), ("every", every), ("at", at)) if v is not None}
     if len(given) != 1:
         raise ValidationError(f"worker '{name}' needs exactly one of --cron, --every or --at")
@@ -56,7 +58,7 @@ def _schedule(name: str, cron: str | None, every: str | None, at: str | None, tz
     return {form: value, "timezone": tz}
 
 
-def _runner(name: str, preset: str | None, command: list[str] | None) -> dict | None:
+def _runner(name: str, preset: str | None, command: list[str] | None) -> dict[str, Any] | None:
     if preset and command:
         raise ValidationError(f"worker '{name}' takes --runner or --command, not both")
     if command:
