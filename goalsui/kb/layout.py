@@ -247,18 +247,7 @@ class KB:
         (relative path -> text) are written into the tree too, replacing the defaults
         (e.g. a ``protocol.md`` from a template).
         """
-        name = " ".join(str(name).split())
-        if not name:
-            raise ValidationError("a goal needs a name")
-        if len(name) > 200:
-            raise ValidationError("goal name is too long (200 characters at most)")
-        workers = list(workers)
-        seen: set[str] = set()
-        for seed in workers:
-            check_name(seed.name, "worker name")
-            if seed.name in seen:
-                raise ValidationError(f"worker '{seed.name}' given twice")
-            seen.add(seed.name)
+        name, workers = _checked_seeds(name, workers)
         self.root.mkdir(parents=True, exist_ok=True)
         goal_id = goal_id or new_goal_id(name)
         check_name(goal_id, "goal id")
@@ -271,43 +260,14 @@ class KB:
         undo: Callable[[], None] | None = None
         try:
             staging.mkdir()
-            now = datetime.now(UTC).replace(microsecond=0)
-            definition = {
-                "goal_id": goal_id,
-                "name": name,
-                "task": task,
-                "owner": owner,
-                "status": "active",
-                "sort_order": 0,
-                "created_at": now.isoformat(),
-            }
-            atomic_write(
-                staging / "definition.yaml",
-                dump_yaml(definition, "goal identity (goalsui); edit name, task, owner freely"),
+            _write_goal_tree(
+                staging,
+                {"goal_id": goal_id, "name": name, "task": task, "owner": owner},
+                workers,
+                protocol=protocol,
+                files=files,
+                fail_after_workers=_fail_after_workers,
             )
-            protocol = protocol or (files or {}).get("protocol.md")
-            protocol_text = (
-                protocol if protocol and protocol.strip() else render_protocol(name, task)
-            )
-            atomic_write(staging / "protocol.md", protocol_text)
-            atomic_write(staging / STATE_FILE, render_template(STATE_FILE))
-            (staging / "log").mkdir()
-            (staging / "reports").mkdir()
-            for index, seed in enumerate(workers):
-                if _fail_after_workers is not None and index >= _fail_after_workers:
-                    raise OSError("injected failure while writing workers")
-                wdir = staging / "workers" / seed.name
-                (wdir / "inbox").mkdir(parents=True)
-                (wdir / "outbox").mkdir()
-                atomic_write(
-                    wdir / "definition.yaml",
-                    dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)"),
-                )
-                atomic_write(wdir / "prompt.md", seed.prompt_text(name, task, protocol_text))
-            for rel, text in (files or {}).items():
-                target = safe_join(staging, rel)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(target, text)
             loaded = self._load_staged(staging, goal_id)
             if loaded.problems:
                 raise loaded.problems[0]
@@ -534,6 +494,62 @@ class KB:
         path = safe_join(self.worker_dir(goal_id, worker), "outbox")
         path.mkdir(exist_ok=True)
         return path
+
+
+def _checked_seeds(name: str, workers: Iterable[WorkerSeed]) -> tuple[str, list[WorkerSeed]]:
+    """The goal's name (whitespace collapsed) and its worker seeds, checked."""
+    name = " ".join(str(name).split())
+    if not name:
+        raise ValidationError("a goal needs a name")
+    if len(name) > 200:
+        raise ValidationError("goal name is too long (200 characters at most)")
+    seeds = list(workers)
+    seen: set[str] = set()
+    for seed in seeds:
+        check_name(seed.name, "worker name")
+        if seed.name in seen:
+            raise ValidationError(f"worker '{seed.name}' given twice")
+        seen.add(seed.name)
+    return name, seeds
+
+
+def _write_goal_tree(
+    staging: Path,
+    identity: dict[str, str],
+    workers: list[WorkerSeed],
+    *,
+    protocol: str | None,
+    files: Mapping[str, str] | None,
+    fail_after_workers: int | None,
+) -> None:
+    """Every file of a new goal, in its staging folder (templates where nothing is given)."""
+    name, task = identity["name"], identity["task"]
+    now = datetime.now(UTC).replace(microsecond=0)
+    definition = {**identity, "status": "active", "sort_order": 0, "created_at": now.isoformat()}
+    atomic_write(
+        staging / "definition.yaml",
+        dump_yaml(definition, "goal identity (goalsui); edit name, task, owner freely"),
+    )
+    protocol = protocol or (files or {}).get("protocol.md")
+    protocol_text = protocol if protocol and protocol.strip() else render_protocol(name, task)
+    atomic_write(staging / "protocol.md", protocol_text)
+    atomic_write(staging / STATE_FILE, render_template(STATE_FILE))
+    (staging / "log").mkdir()
+    (staging / "reports").mkdir()
+    for index, seed in enumerate(workers):
+        if fail_after_workers is not None and index >= fail_after_workers:
+            raise OSError("injected failure while writing workers")
+        wdir = staging / "workers" / seed.name
+        (wdir / "inbox").mkdir(parents=True)
+        (wdir / "outbox").mkdir()
+        atomic_write(
+            wdir / "definition.yaml", dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)")
+        )
+        atomic_write(wdir / "prompt.md", seed.prompt_text(name, task, protocol_text))
+    for rel, text in (files or {}).items():
+        target = safe_join(staging, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, text)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -187,19 +187,9 @@ def build_messages(ctx: TurnContext) -> list[PromptMessage]:
             )
         else:
             parts.append(f"Thread {ctx.thread_id} has no open todos.")
-    earlier = list(ctx.messages)
-    if earlier and earlier[-1].role == "user" and earlier[-1].content == ctx.instruction:
-        earlier.pop()  # the message this turn replies to comes last, as the instruction
-    if earlier:
-        shown = earlier[-MAX_CONTEXT_MESSAGES:]
-        lines = "\n\n".join(
-            f"[{m.role}{' — ' + m.provenance if m.provenance else ''}]\n{_cut(m.content, MAX_MESSAGE_CHARS)}"
-            for m in shown
-        )
-        parts.append(
-            f"The last {len(shown)} messages of the thread:\n"
-            + fence_untrusted(f"recent messages of thread {ctx.thread_id}", lines)
-        )
+    recent = _recent_messages(ctx)
+    if recent:
+        parts.append(recent)
     if ctx.has_event:
         parts.append(
             "The event that fired this intent:\n"
@@ -209,6 +199,24 @@ def build_messages(ctx: TurnContext) -> list[PromptMessage]:
     if ctx.checklist is not None and ctx.checklist.strip():
         instruction = instruction.rstrip() + "\n\n" + checklist_block(ctx.checklist)
     return [PromptMessage("context", "\n\n".join(parts)), PromptMessage("user", instruction)]
+
+
+def _recent_messages(ctx: TurnContext) -> str | None:
+    """The thread's last messages, fenced; the one this turn replies to is left out
+    (it comes last, as the instruction)."""
+    earlier = list(ctx.messages)
+    if earlier and earlier[-1].role == "user" and earlier[-1].content == ctx.instruction:
+        earlier.pop()
+    if not earlier:
+        return None
+    shown = earlier[-MAX_CONTEXT_MESSAGES:]
+    lines = "\n\n".join(
+        f"[{m.role}{' — ' + m.provenance if m.provenance else ''}]\n{_cut(m.content, MAX_MESSAGE_CHARS)}"
+        for m in shown
+    )
+    return f"The last {len(shown)} messages of the thread:\n" + fence_untrusted(
+        f"recent messages of thread {ctx.thread_id}", lines
+    )
 
 
 def checklist_block(checklist: str) -> str:
