@@ -117,3 +117,27 @@ async def test_the_console_toast_names_the_thread_and_j_jumps_there(svc: Service
         assert isinstance(app.screen, ThreadsScreen)
         assert app.screen.selected_thread_id() == thread.id
         assert "second line of the result" in screen_text(app)
+
+
+async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    svc.setup_goal("Groceries", "t")
+    goal = svc.setup_goal(
+        "Ops", "t", [WorkerSeed("probe", {"schedule": {"every": "1h"}, "runner": {"command": ["false"]}})]
+    )  # fmt: skip
+    svc.run_worker_now(goal.goal_id, "probe")
+    app = make_app(svc, scheduler=True, watch=False, clock=clock)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await settle(app, pilot)
+        await wait_for(
+            pilot,
+            lambda: any(n.title == "Alert" for n in app._notifications),
+            timeout=60,
+            what="the alert toast",
+        )
+        [toast] = [n for n in app._notifications if n.title == "Alert"]
+        assert f"{goal.goal_id}/probe:" in toast.message and "J: go there" in toast.message
+        await pilot.press("J")
+        await settle(app, pilot)
+        ref = app.main.goals.selected_ref
+        assert ref is not None and ref.goal_id == goal.goal_id
+        assert app.focused is app.main.goals
