@@ -150,3 +150,15 @@ def test_bad_input_is_one_line_and_changes_nothing(
     assert needle in done.stderr and "Traceback" not in done.stderr
     assert env.json("thread", "show", "1")["messages"] == []
     assert env.json("intent", "list") == []
+
+
+def test_without_a_runner_say_refuses_before_posting(tmp_path: Path) -> None:
+    env = Env(tmp_path, "echo")
+    (env.kb / "goalsui.yaml").write_text("silent_token: NOTHING_TO_REPORT\n")
+    tid = str(env.json("thread", "new", "Inbox")["id"])
+    done = env.run("thread", "say", tid, "hello?")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "no runner configured: set runner: in goalsui.yaml" in done.stderr
+    assert env.json("thread", "show", tid)["messages"] == [] and env.json("intent", "list") == []
+    env.json("thread", "say", tid, "just a note", "--no-reply")  # posting alone is fine
+    assert [m["content"] for m in env.json("thread", "show", tid)["messages"]] == ["just a note"]

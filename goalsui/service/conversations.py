@@ -15,6 +15,7 @@ from goalsui.domain.models import IntentRun, Message
 from goalsui.domain.replies import is_reply, reply_key, reply_title
 from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
 from goalsui.errors import ValidationError
+from goalsui.kb.config import NO_RUNNER
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Intent
@@ -51,12 +52,18 @@ class ReplyResult:
 
 
 def say(service: Service, thread_id: int, text: str, *, reply: bool = True) -> Said:
-    """Post ``text`` as the user in a thread; with ``reply``, start the reply turn now."""
+    """Post ``text`` as the user in a thread; with ``reply``, start the reply turn now.
+
+    A reply needs the KB's default runner: without one, nothing is posted and the
+    error says how to set it.
+    """
     if not text.strip():
         raise ValidationError("the message is empty")
     if len(text) > MAX_MESSAGE:
         raise ValidationError(f"the message is too long ({MAX_MESSAGE} characters at most)")
     service.get_thread(thread_id)
+    if reply and service.config().runner is None:
+        raise ValidationError(NO_RUNNER)  # refused before anything is posted
     message = service.post_message(text, thread_id=thread_id, role="user")
     if not reply:
         return Said(message, None)
