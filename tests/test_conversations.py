@@ -125,7 +125,7 @@ def test_say_waits_for_a_running_daemon_instead_of_running_the_turn(tmp_path: Pa
     daemon = Daemon(env.kb, env.state)
     try:
         daemon.wait_ready()
-        said = env.json("thread", "say", tid, "ping")
+        said = env.json("thread", "say", tid, "ping", "--pickup", "120")  # never run here
     finally:
         daemon.stop()
     assert said["status"] == "ok" and said["reply"]["content"].strip() == "Stand-in reply to: ping"

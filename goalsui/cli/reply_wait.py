@@ -36,7 +36,7 @@ async def await_reply(
     intent_id: int,
     *,
     timeout: float,
-    pickup: float = PICKUP_SECONDS,
+    pickup: float | None = None,
     on_run: Callable[[IntentRun], None] | None = None,
 ) -> ReplyResult:
     """Wait for a reply intent to be answered (or to fail for good).
@@ -49,6 +49,7 @@ async def await_reply(
     intent = service.get_intent(intent_id)
     if not is_reply(intent.operation_key):
         raise ValidationError(f"intent {intent_id} is not a reply")
+    pickup = PICKUP_SECONDS if pickup is None else pickup
     deadline = time.monotonic() + timeout
     scheduler = None
     started = time.monotonic()

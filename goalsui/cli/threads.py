@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     say.add_argument(
         "--timeout", type=float, default=900, metavar="S", help="wait at most S seconds (900)"
     )
+    say.add_argument("--pickup", type=float, default=None, help=argparse.SUPPRESS)
     add_json(say)
     say.set_defaults(func=cmd_thread_say)
 
@@ -173,7 +174,13 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
             sys.stderr.write(f"reply attempt {run.attempt} {run.status}{reason}\n")
 
     result = asyncio.run(
-        await_reply(service, said.intent.id, timeout=args.timeout, on_run=attempt)  # type: ignore[arg-type]
+        await_reply(
+            service,
+            int(said.intent.id or 0),
+            timeout=args.timeout,
+            on_run=attempt,
+            pickup=args.pickup,
+        )
     )
     if args.json:
         print_json(
