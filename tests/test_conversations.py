@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 from daemon_kit import Daemon
 from test_runner_prompt import fenced_blocks
+from tui_kit import screen_text, settle
+
+from goalsui.service import Service
+from goalsui.tui.app import make_app
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
@@ -89,7 +93,7 @@ def test_say_gets_exactly_one_reply_that_saw_the_thread(tmp_path: Path) -> None:
     assert log.returncode == 0 and json.loads(log.stdout)[0]["status"] == "ok"
 
 
-def test_a_failing_reply_is_retried_and_shows_in_failures(tmp_path: Path) -> None:
+async def test_a_failing_reply_is_retried_and_shows_in_failures(tmp_path: Path) -> None:
     env = Env(tmp_path, "fail-once")
     tid = str(env.json("thread", "new", "Inbox")["id"])
     done = env.run("thread", "say", tid, "Anything new?")
@@ -101,6 +105,18 @@ def test_a_failing_reply_is_retried_and_shows_in_failures(tmp_path: Path) -> Non
     assert [(r["status"], r["attempt"]) for r in failed] == [("failed", 1)]
     shown = env.json("thread", "show", tid)
     assert len([m for m in shown["messages"] if m["role"] == "assistant"]) == 1
+    # ... and the console's Failures screen lists the failed attempt.
+    service = Service.open(env.kb, None, env.state)
+    try:
+        app = make_app(service, scheduler=False, watch=False)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(app, pilot)
+            await pilot.press("F")
+            await settle(app, pilot)
+            text = screen_text(app)
+            assert "Reply to: Anything new?" in text and "failed" in text
+    finally:
+        service.close()
 
 
 def test_a_private_thread_answers_but_refuses_the_follow_up(tmp_path: Path) -> None:
