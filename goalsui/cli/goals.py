@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from goalsui.cli.common import add_json, local, open_service, print_json, read_text_arg, table
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
+from goalsui.domain.untrusted import plain
 
 if TYPE_CHECKING:
     from goalsui.service import GoalView
@@ -53,12 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def print_goal(view: GoalView) -> None:
-    print(f"{view.goal_id}  {view.name}  [{view.status}]")
+    print(f"{view.goal_id}  {plain(view.name)}  [{view.status}]")
     if view.task:
-        print(f"  task: {view.task}")
-    print(f"  path: {view.path}")
+        print(f"  task: {plain(view.task)}")
+    print(f"  path: {plain(view.path)}")
     if view.error:
-        print(f"  error: {view.error}")
+        print(f"  error: {plain(view.error)}")
     rows = [
         [w.name, w.schedule, w.timezone, w.status, local(w.next_run_at), w.intent_id]
         for w in view.workers
@@ -93,7 +94,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for g in goals:
         nxt = min((w.next_run_at for w in g.workers if w.next_run_at), default=None)
         rows.append(
-            [g.goal_id, g.name, "error" if g.error else g.status, len(g.workers), local(nxt)]
+            [g.goal_id, plain(g.name), "error" if g.error else g.status, len(g.workers), local(nxt)]
         )
     print(table(rows, ["goal", "name", "status", "workers", "next run"]) if rows else "no goals")
     return 0

@@ -7,6 +7,7 @@ import time
 
 from goalsui.cli.common import add_json, local, open_service, print_json
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
+from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
 
@@ -69,12 +70,12 @@ def cmd_action(args: argparse.Namespace) -> int:
             print_json(detail.as_json())
             return 0
         v = detail.view
-        print(f"{args.goal_id}/{v.name}  [{v.status}]  {v.kind} {v.schedule} ({v.timezone})")
+        print(f"{args.goal_id}/{v.name}  [{v.status}]  {v.kind} {plain(v.schedule)} ({v.timezone})")
         print(f"  next run: {local(v.next_run_at)}   intent: {v.intent_id}")
         if detail.last_error:
-            print(f"  last error: {detail.last_error}")
-        print("\n--- definition.yaml\n" + detail.definition.rstrip())
-        print("\n--- prompt.md\n" + detail.prompt.rstrip())
+            print(f"  last error: {plain(detail.last_error)}")
+        print("\n--- definition.yaml\n" + plain(detail.definition).rstrip())
+        print("\n--- prompt.md\n" + plain(detail.prompt).rstrip())
         return 0
     if args.action == "remove":
         authoring.remove_worker(service, args.goal_id, args.worker)
