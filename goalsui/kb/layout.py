@@ -86,6 +86,7 @@ class KB:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).expanduser().resolve()
+        self._state_limit: tuple[tuple[int, int] | None, int] | None = None
 
     # -- discovery -----------------------------------------------------------------
     def exists(self) -> bool:
@@ -151,11 +152,22 @@ class KB:
         return path
 
     def state_limit(self) -> int:
-        """``state_max_bytes`` of goalsui.yaml (the default while that file is broken)."""
+        """``state_max_bytes`` of goalsui.yaml (the default while that file is broken);
+        read again only when the file changed (every goal's load asks for it)."""
         try:
-            return self.config().state_max_bytes
+            st = (self.root / CONFIG_FILE).stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        cached = self._state_limit
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            limit = self.config().state_max_bytes
         except GoalsuiError:
-            return KBConfig().state_max_bytes
+            limit = KBConfig().state_max_bytes
+        self._state_limit = (stamp, limit)
+        return limit
 
     def check_state_size(self, goal_id: str, new_bytes: int) -> None:
         """Refuse a ``state.yaml`` of ``new_bytes`` bytes for ``goal_id`` over the bound."""
