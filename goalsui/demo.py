@@ -27,6 +27,8 @@ NIGHT_TIMEOUT_S = 120.0
 
 def load_demo_records(service: Service, path: Path | None = None) -> dict[str, int]:
     """Load ``demo_records.yaml`` through the service (idempotent: keys and titles reused)."""
+    from goalsui.domain.intent_spec import IntentSpec
+
     path = path or (service.kb.root / DEMO_FILE)
     if not path.is_file():
         path = find_sample_kb() / DEMO_FILE
@@ -53,7 +55,7 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
     for spec in data.get("intents") or []:
         kind = spec.get("kind", "cron")
         schedule = spec.get("cron") or spec.get("every") or spec.get("at")
-        service.create_intent(
+        intent = IntentSpec.parse(
             title=spec["title"],
             instruction=spec.get("instruction", ""),
             kind=kind,
@@ -64,6 +66,7 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
             checklist=spec.get("checklist"),
             event_source=spec.get("source"),
         )
+        service.create_intent(intent)
         counts["intents"] += 1
     return counts
 

@@ -18,6 +18,7 @@ from tui_kit import build_template, open_demo, screen_text, settle, wait_for
 
 from goalsui.domain.replies import reply_key
 from goalsui.service import Service
+from goalsui.service.conversations import create_reply
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import ThreadsScreen
 
@@ -161,16 +162,9 @@ def conversation(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Service, Fak
         provenance="Reply to: Did the consulate answer about the lease?",
     )
     clock.advance(minutes=4)
-    said = service.post_message("Then add 'print the lease' to my list.", thread_id=thread.id)
-    intent = service.create_intent(
-        title="Reply to: Then add 'print the lease' to my list.",
-        instruction="Then add 'print the lease' to my list.",
-        kind="at",
-        schedule=clock.now.isoformat(),
-        thread_id=thread.id,
-        operation_key=reply_key(said.id),  # type: ignore[arg-type]
-        reply=True,
-    )
+    text = "Then add 'print the lease' to my list."
+    said = service.post_message(text, thread_id=thread.id)
+    intent = create_reply(service, thread.id, said.id, text)  # type: ignore[arg-type]
     from goalsui.domain.models import Intent
 
     with service.store.write() as s:  # shown as running, as while the scheduler runs it

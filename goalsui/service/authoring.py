@@ -20,7 +20,8 @@ from goalsui.kb.paths import check_name
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Intent
-    from goalsui.service.core import GoalView, Service, WorkerView
+    from goalsui.domain.views import GoalView, WorkerView
+    from goalsui.service.facade import Service
 
 __all__ = [
     "WorkerDetail",

@@ -11,20 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from goalsui.domain.intent_spec import IntentSpec
 from goalsui.domain.models import IntentRun, Message
 from goalsui.domain.replies import is_reply, reply_key, reply_title
 from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
 from goalsui.errors import ValidationError
 from goalsui.kb.config import NO_RUNNER
+from goalsui.service import intents
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Intent
-    from goalsui.service.core import Service
+    from goalsui.service.facade import Service
 
 __all__ = [
     "ReplyResult",
     "Said",
     "cancel_replies",
+    "create_reply",
     "pending_replies",
     "reply_state",
     "say",
@@ -67,16 +70,22 @@ def say(service: Service, thread_id: int, text: str, *, reply: bool = True) -> S
     message = service.post_message(text, thread_id=thread_id, role="user")
     if not reply:
         return Said(message, None)
-    intent = service.create_intent(
+    intent = create_reply(service, thread_id, message.id, text)  # type: ignore[arg-type]
+    return Said(message, intent)
+
+
+def create_reply(service: Service, thread_id: int, message_id: int, text: str) -> Intent:
+    """The reply intent to message ``message_id``: ``at`` now, on the thread, keyed by it."""
+    spec = IntentSpec(
         title=reply_title(text),
         instruction=text,
         kind=IntentKind.AT,
         schedule=service.now().isoformat(),
+        timezone="UTC",
         thread_id=thread_id,
-        operation_key=reply_key(message.id),  # type: ignore[arg-type]
-        reply=True,
+        operation_key=reply_key(message_id),
     )
-    return Said(message, intent)
+    return intents.create_intent(service, spec, reply=True)
 
 
 def reply_state(service: Service, intent_id: int) -> ReplyResult | None:
