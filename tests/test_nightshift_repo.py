@@ -24,10 +24,7 @@ NIGHT = "2026-12-01"
 
 def run(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [sys.executable, "-m", "goalsui", *args],
-        env=env,
-        capture_output=True,
-        text=True,
+        [sys.executable, "-m", "goalsui", *args], env=env, capture_output=True, text=True,
         timeout=300,
     )
     if check and proc.returncode != 0:
@@ -51,31 +48,14 @@ def night(tmp_path: Path) -> dict:
     env.pop("GOALSUI_DB", None)
     run(env, "init", str(tmp_path / "kb"))
     out = run(
-        env,
-        "nightshift",
-        "init",
-        str(repo),
-        "--tz",
-        "Europe/Berlin",
-        "--workers",
-        "2",
-        "--command",
-        f"{sys.executable} {AGENT}",
-        "--check",
-        f"{sys.executable} -c pass",
+        env, "nightshift", "init", str(repo), "--tz", "Europe/Berlin", "--workers", "2",
+        "--command", f"{sys.executable} {AGENT}", "--check", f"{sys.executable} -c pass",
         "--json",
     )
     goal_id = json.loads(out.stdout)["goal_id"]
     goal_dir = tmp_path / "kb" / goal_id
-    return {
-        "repo": repo,
-        "remote": remote,
-        "env": env,
-        "goal": goal_id,
-        "dir": goal_dir,
-        "base": git(repo, "rev-parse", "main").strip(),
-        "tmp": tmp_path,
-    }
+    return {"repo": repo, "remote": remote, "env": env, "goal": goal_id, "dir": goal_dir,
+            "base": git(repo, "rev-parse", "main").strip(), "tmp": tmp_path}
 
 
 def backlog(n: dict, *lines: str) -> None:
@@ -149,9 +129,7 @@ def test_a_failing_task_keeps_its_branch_and_is_reported_failed(night: dict) -> 
     backlog(night, "worker-1: Break things FAIL", "worker-2: NOTHING to change")
     out = run(night["env"], "nightshift", "replay", "--night", NIGHT)
     assert "worker-1: failed" in out.stdout
-    plan = {
-        i["worker"]: i for i in json.loads(run(night["env"], "nightshift", "plan", "--json").stdout)
-    }
+    plan = {i["worker"]: i for i in json.loads(run(night["env"], "nightshift", "plan", "--json").stdout)}
     assert plan["worker-1"]["status"] == "failed"
     assert plan["worker-2"]["status"] == "no-commits"
     branch = plan["worker-1"]["branch"]
@@ -174,10 +152,8 @@ def test_approve_merges_and_reject_deletes_both_journaled(night: dict) -> None:
     assert "Fix the typo in README" in (repo / "NIGHTSHIFT.md").read_text()
     run(night["env"], "nightshift", "reject", drop)
     assert git(repo, "branch", "--list", "nightshift/*").strip() == ""
-    plan = {
-        i["branch"]: i["status"]
-        for i in json.loads(run(night["env"], "nightshift", "plan", "--json").stdout)
-    }
+    plan = {i["branch"]: i["status"] for i in json.loads(
+        run(night["env"], "nightshift", "plan", "--json").stdout)}
     assert plan == {keep: "approved", drop: "rejected"}
     proc = run(night["env"], "nightshift", "approve", drop, check=False)
     assert proc.returncode == 1 and "no branch" in proc.stderr

@@ -29,18 +29,8 @@ def commander() -> int:
         if not match:
             continue
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "goalsui",
-                "nightshift",
-                "plan",
-                "add",
-                match[1],
-                match[2],
-                "--reason",
-                "it is at the top of backlog.md",
-            ],
+            [sys.executable, "-m", "goalsui", "nightshift", "plan", "add", match[1], match[2],
+             "--reason", "it is at the top of backlog.md"],
             check=True,
         )
         planned += 1
@@ -61,17 +51,8 @@ def worker(prompt: str) -> int:
             fh.write(f"- {task}\n")
         subprocess.run(["git", "add", "NIGHTSHIFT.md"], check=True)
         subprocess.run(
-            [
-                "git",
-                "-c",
-                "user.name=Night Agent",
-                "-c",
-                "user.email=night@example.invalid",
-                "commit",
-                "-q",
-                "-m",
-                f"nightshift: {task}",
-            ],
+            ["git", "-c", "user.name=Night Agent", "-c", "user.email=night@example.invalid",
+             "commit", "-q", "-m", f"nightshift: {task}"],
             check=True,
         )
     if "FAIL" in task:
