@@ -226,16 +226,8 @@ async def _run_turn(
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
         return TurnOutcome("failed", reason=reason)
     nightshift = await run_nightshift_turn(
-        service,
-        intent,
-        run,
-        argv=argv,
-        prompt=prompt,
-        env=env,
-        timeout=timeout,
-        cancel=cancel,
-        grace=grace,
-        log_path=log_path,
+        service, intent, run, argv=argv, prompt=prompt, env=env, timeout=timeout,
+        cancel=cancel, grace=grace, log_path=log_path,
     )
     if nightshift is not None:
         return nightshift
