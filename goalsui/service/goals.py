@@ -23,14 +23,16 @@ def setup_goal(
     workers: Iterable[WorkerSeed] = (),
     *,
     owner: str = "",
+    protocol: str | None = None,
     files: Mapping[str, str] | None = None,
     fail_after_workers: int | None = None,
     fail_before_rename: bool = False,
 ) -> GoalView:
     """Create a goal tree and register its workers' schedules, all or nothing.
 
-    ``files`` (relative path -> text) are written into the tree too (e.g. a protocol
-    from a template); ``fail_*`` inject failures for the tests of the rollback.
+    ``protocol`` is protocol.md's text (default: the template, see
+    :mod:`goalsui.kb.authoring`); ``files`` (relative path -> text) are written into the
+    tree too; ``fail_*`` inject failures for the tests of the rollback.
     """
 
     def register(loaded: LoadedGoal) -> Callable[[], None]:
@@ -47,6 +49,7 @@ def setup_goal(
         task,
         workers,
         owner=owner,
+        protocol=protocol,
         register=register,
         files=files,
         _fail_after_workers=fail_after_workers,
