@@ -336,19 +336,33 @@ def open_runs(cur: sqlite3.Cursor, run_ids: Sequence[int]) -> set[int]:
     return found
 
 
-_RUN_DONE_HEAD = (
-    "UPDATE intent_run SET status = v.column2, reason = v.column3, finished_at = v.column4, "
-    "exit_code = v.column5, output_tail = v.column6, output_path = v.column7"
-)
-
-
-def close_runs(cur: sqlite3.Cursor, updates: Sequence[tuple]) -> None:
-    """Record outcomes on runs: ``(run_id, status, reason, finished_at, exit_code,
-    output_tail, output_path)`` each."""
+def close_runs(cur: sqlite3.Cursor, columns: Sequence[str], updates: Sequence[tuple]) -> None:
+    """Record outcomes on runs: ``(run_id, *values of columns)`` each (timestamps as
+    datetimes, JSON columns as Python values)."""
+    if not updates:
+        return
+    sets = ", ".join(f"{_q(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
+    kinds = [RUN.c[k].type for k in columns]
+    stamped = [j for j, t in enumerate(kinds, start=1) if isinstance(t, UTCDateTime)]
+    packed = [j for j, t in enumerate(kinds, start=1) if isinstance(t, JSON)]
     st = _Stamps()
-    params = [(u[0], u[1], u[2], st(u[3]), u[4], u[5], u[6]) for u in updates]
-    if params:
-        _update_from(cur, _RUN_DONE_HEAD, "WHERE intent_run.id = v.column1", 7, params, ())
+    params: list[tuple] = []
+    for u in updates:
+        row = list(u)
+        for j in stamped:
+            row[j] = st(row[j])
+        for j in packed:
+            if row[j] is not None:
+                row[j] = json.dumps(row[j])
+        params.append(tuple(row))
+    _update_from(
+        cur,
+        f"UPDATE intent_run SET {sets}",
+        "WHERE intent_run.id = v.column1",
+        len(columns) + 1,
+        params,
+        (),
+    )
 
 
 def update_after(
