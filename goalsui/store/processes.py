@@ -26,6 +26,11 @@ PROC = Path("/proc")
 TERM_GRACE = 3.0
 KILL_WAIT = 2.0
 _POLL = 0.05
+#: A run's runner starts right after its run row is written (a turn claimed ahead waits
+#: milliseconds): a leader that started outside this window around the run is not its.
+#: (Boot time and clock ticks are coarse, hence the early slack.)
+EARLY = 5.0
+LATE = 15 * 60.0
 
 
 def this_host() -> str:
@@ -69,8 +74,9 @@ def group_alive(pgid: int) -> bool:
 
 
 def group_is_the_runs(pgid: int, started_at: datetime | None) -> bool:
-    """False when the group's leader is known to have started after the run did (the
-    number was reused by another program); True when it cannot tell."""
+    """False when the group's leader cannot be the run's runner: it started more than
+    ``EARLY`` before the run did, or more than ``LATE`` after (its number was reused by
+    another program); True when it cannot tell (no leader left, no /proc)."""
     if started_at is None:
         return True
     try:
@@ -83,8 +89,8 @@ def group_is_the_runs(pgid: int, started_at: datetime | None) -> bool:
     except (OSError, StopIteration, ValueError):
         return True  # no leader (or no /proc): the members alone say it
     ticks = int(text[text.rfind(")") + 2 :].split()[19])
-    started = boot + ticks / os.sysconf("SC_CLK_TCK")
-    return started <= started_at.timestamp() + 2.0  # (clock ticks and boot time are coarse)
+    lag = boot + ticks / os.sysconf("SC_CLK_TCK") - started_at.timestamp()
+    return -EARLY <= lag <= LATE
 
 
 def _signal(pgid: int, sig: signal.Signals) -> None:
