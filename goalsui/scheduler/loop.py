@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain.durations import format_duration
 from goalsui.domain.models import Event, Intent, IntentRun
 from goalsui.domain.states import FAILURE_RUNS, IntentKind, IntentStatus, RunStatus
+from goalsui.errors import FatalError
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler import rules
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
@@ -589,6 +590,12 @@ class Scheduler:
                 log.exception("scheduler subscriber failed")
 
     def _fail(self, what: str, exc: BaseException) -> None:
+        if isinstance(exc, FatalError):
+            # Going on would do harm (the database file is gone): the host must stop us.
+            log.error("%s: %s", what, exc)
+            self.state = f"error: {exc}"
+            self._emit(SchedulerEvent("fatal", message=str(exc), at=self.clock()))
+            return
         message = f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         log.warning("%s", message, exc_info=exc)
         self.state = f"error: {message}"

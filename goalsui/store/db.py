@@ -13,7 +13,7 @@ from sqlmodel import Session, SQLModel
 
 from goalsui.domain import models  # noqa: F401 - registers the tables
 from goalsui.domain.text import strip_nul, strip_nul_deep
-from goalsui.store.engine import is_sqlite, make_engine, normalize_url
+from goalsui.store.engine import is_sqlite, make_engine, normalize_url, sqlite_file
 
 
 @event.listens_for(Session, "before_flush")
@@ -39,7 +39,10 @@ class Store:
         self.url = normalize_url(url)
         self.engine: Engine = make_engine(self.url)
         self.read_engine: Engine = (
-            make_engine(self.url, reader=True) if is_sqlite(self.engine) else self.engine
+            # the same file guard: either engine notices the file it opened is gone
+            make_engine(self.url, reader=True, file=sqlite_file(self.engine))
+            if is_sqlite(self.engine)
+            else self.engine
         )
 
     @property
