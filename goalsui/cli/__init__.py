@@ -29,6 +29,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "goalsui.cli.bench": ("bench",),
     "goalsui.cli.db": ("db",),
     "goalsui.cli.serve": ("serve",),
+    "goalsui.cli.nightshift": ("nightshift",),
 }
 COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 

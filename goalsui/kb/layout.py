@@ -8,7 +8,7 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,7 @@ from goalsui.kb.config import (
     parse_kb_config,
     parse_worker,
 )
+from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import check_name, new_goal_id, safe_join
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
@@ -159,6 +160,11 @@ class KB:
                     loaded.problems.append(exc)
                 except GoalsuiError as exc:
                     loaded.problems.append(KBError(shown, str(exc)))
+        with contextlib.suppress(OSError):
+            try:
+                load_binding(path, display=f"{goal_id}/{BINDING_FILE}")
+            except KBError as exc:
+                loaded.problems.append(exc)
         return loaded
 
     def scan(self) -> list[LoadedGoal]:
@@ -186,13 +192,16 @@ class KB:
         owner: str = "",
         register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
         goal_id: str | None = None,
+        files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
         """Create a goal tree in a sibling staging folder, validate it, rename it into place.
 
         ``register`` is called with the loaded goal before the rename and must return
         an undo callable; if anything fails afterwards every registration is undone and
-        the staging folder removed, so the goal exists whole or not at all.
+        the staging folder removed, so the goal exists whole or not at all. ``files``
+        (relative path -> text) are written into the tree too, replacing the defaults
+        (e.g. a ``protocol.md`` from a template).
         """
         name = " ".join(str(name).split())
         if not name:
@@ -247,6 +256,10 @@ class KB:
                     dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)"),
                 )
                 atomic_write(wdir / "prompt.md", seed.prompt or f"# {seed.name}\n\n{task}\n")
+            for rel, text in (files or {}).items():
+                target = safe_join(staging, rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(target, text)
             loaded = self._load_staged(staging, goal_id)
             if loaded.problems:
                 raise loaded.problems[0]

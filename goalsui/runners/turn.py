@@ -20,6 +20,7 @@ from goalsui.errors import GoalsuiError
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, log_failure
+from goalsui.runners.nightshift import run_nightshift_turn
 from goalsui.runners.prompt import (
     GoalLine,
     ThreadLine,
@@ -215,6 +216,12 @@ async def _run_turn(
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
         return TurnOutcome("failed", reason=reason)
+    nightshift = await run_nightshift_turn(
+        service, intent, run, argv=argv, prompt=prompt, env=env, timeout=timeout,
+        cancel=cancel, grace=grace, log_path=log_path,
+    )
+    if nightshift is not None:
+        return nightshift
     result = await run_command(
         argv,
         stdin=prompt,

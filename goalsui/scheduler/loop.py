@@ -101,7 +101,7 @@ _VALID_OUTCOMES = {
     RunStatus.FAILED,
     RunStatus.TIMEOUT,
     RunStatus.CANCELLED,
-    RunStatus.SKIPPED,  # a turn the runner decided not to start (TurnOutcome.skipped)
+    RunStatus.SKIPPED,  # a turn that decided not to run (e.g. a nightshift worker with no task)
 }
 
 

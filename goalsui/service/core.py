@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -599,6 +599,7 @@ class Service:
         workers: Iterable[WorkerSeed] = (),
         *,
         owner: str = "",
+        files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
         _fail_before_rename: bool = False,
     ) -> GoalView:
@@ -648,6 +649,7 @@ class Service:
             workers,
             owner=owner,
             register=register,
+            files=files,
             _fail_after_workers=_fail_after_workers,
         )
         self.journal("goal created", loaded.goal_id, name)
