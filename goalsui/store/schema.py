@@ -218,7 +218,7 @@ def status(engine: Engine) -> SchemaStatus:
 def schema_drift(connection: Connection) -> list[Any]:
     """Differences between the models and the database (Alembic autogenerate)."""
     ctx = MigrationContext.configure(connection, opts=migration_options(connection))
-    return compare_metadata(ctx, SQLModel.metadata)
+    return list(compare_metadata(ctx, SQLModel.metadata))
 
 
 # --- changing it -----------------------------------------------------------------------

@@ -156,6 +156,7 @@ def plan_claims(
             row["attempts"] += 1
             row["fires"] += fires
         else:
+            status: str
             if d.action == "skip" and nxt is not None:
                 status = IntentStatus.ACTIVE
             else:
