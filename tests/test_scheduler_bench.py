@@ -48,7 +48,15 @@ def test_bench_scheduler_json(tmp_path):
     ):
         assert data[key] >= 0
     assert 0 <= data["idle_cpu_pct"] < 100
-    assert set(data["targets"]) == {"throughput", "lateness_p99", "lateness_spread_p99", "idle_cpu"}
+    assert set(data["targets"]) == {
+        "throughput",
+        "lateness_p99",
+        "lateness_spread_p99",
+        "idle_cpu",
+        "wake_latency",
+    }
+    # Another process's ``intent add`` due now fired while the scheduler idled.
+    assert 0 < data["wake_latency_ms"] < 30_000
     assert "no-op" in data["turn"]
     # Three runs (burst and spread), each beside its references; the figures are medians.
     assert data["repeat"] == 3

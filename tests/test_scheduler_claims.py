@@ -100,9 +100,9 @@ async def test_a_long_burst_still_records_outcomes_that_waited_too_long(
     empty_kb, make_service, clock: FakeClock, monkeypatch
 ):
     """The backlog is bounded: outcomes older than PENDING_MAX_AGE go in the next step."""
-    from goalsui.scheduler import loop
+    from goalsui.scheduler import tuning
 
-    monkeypatch.setattr(loop, "PENDING_MAX_AGE", 0.0)
+    monkeypatch.setattr(tuning, "PENDING_MAX_AGE", 0.0)
     svc = make_service(empty_kb, clock=clock)
     n = claims.CLAIM_BATCH * 2 + 100
     bulk_at(svc, n, clock.now)
@@ -125,12 +125,13 @@ async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_be
     """The first step of a tick records the outcomes waiting in its claim's transaction.
     In a burst (due rows were left unclaimed) it takes at most FOLD_FIRST_MAX of them:
     a bigger backlog would hold up the claims, so it is left to the writer."""
-    from goalsui.scheduler import loop
+    from goalsui.scheduler import tuning
+    from goalsui.scheduler.writer import OutcomeWriter
 
-    async def no_writer(self: Scheduler) -> None:  # only the steps record outcomes here
+    async def no_writer(self: OutcomeWriter) -> None:  # only the steps record outcomes here
         await asyncio.Event().wait()
 
-    monkeypatch.setattr(loop.Scheduler, "_writer", no_writer)
+    monkeypatch.setattr(OutcomeWriter, "run", no_writer)
     folded: list[int] = []
     step = claims.step
 
@@ -141,7 +142,7 @@ async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_be
     monkeypatch.setattr(claims, "step", spy)
     svc = make_service(empty_kb, clock=clock)
     turn = FakeTurn()
-    big = loop.FOLD_FIRST_MAX + 20
+    big = tuning.FOLD_FIRST_MAX + 20
     sched = Scheduler(svc, clock=clock, turn=turn, max_concurrency=big)
 
     async def ended(calls: int) -> None:
@@ -253,9 +254,9 @@ async def test_a_burst_the_free_slots_can_take_is_claimed_before_it_is_due(
     """Many rows due at once, beyond the lookahead: the scheduler claims them early
     enough for the claims to be done when they are due (here 2 ms a row: 600 rows, 1.2 s
     ahead); each turn still starts at its due time."""
-    from goalsui.scheduler import loop
+    from goalsui.scheduler import tuning
 
-    monkeypatch.setattr(loop, "CLAIM_AHEAD_PER_ROW", 0.002)
+    monkeypatch.setattr(tuning, "CLAIM_AHEAD_PER_ROW", 0.002)
     svc = make_service(empty_kb, clock=clock)
     due = clock.now + timedelta(seconds=0.6)
     ids = bulk_at(svc, 600, due)
@@ -304,10 +305,10 @@ async def test_stopping_does_not_wait_for_turns_claimed_ahead_to_fall_due(
     """A burst claimed 5 s ahead, then the scheduler stops: its turns are recorded as
     interrupted at once (never started), not when they fall due (their grace, 10 s,
     would have let them wait that long)."""
-    from goalsui.scheduler import loop
+    from goalsui.scheduler import tuning
 
-    monkeypatch.setattr(loop, "CLAIM_AHEAD_PER_ROW", 0.1)
-    monkeypatch.setattr(loop, "MAX_AHEAD", 30.0)
+    monkeypatch.setattr(tuning, "CLAIM_AHEAD_PER_ROW", 0.1)
+    monkeypatch.setattr(tuning, "MAX_AHEAD", 30.0)
     svc = make_service(empty_kb, clock=clock)
     bulk_at(svc, 60, clock.now + timedelta(seconds=5))
     turn = FakeTurn()
@@ -327,9 +328,9 @@ async def test_a_burst_is_claimed_early_only_as_far_as_the_slots_and_lookahead_a
 ):
     """Eight free slots take eight rows, not a burst; a scheduler told not to look ahead
     (lookahead 0) does not claim a burst ahead either."""
-    from goalsui.scheduler import loop
+    from goalsui.scheduler import tuning
 
-    monkeypatch.setattr(loop, "CLAIM_AHEAD_PER_ROW", 0.002)
+    monkeypatch.setattr(tuning, "CLAIM_AHEAD_PER_ROW", 0.002)
     svc = make_service(empty_kb, clock=clock)
     bulk_at(svc, 600, clock.now + timedelta(seconds=0.6))
     for sched in (

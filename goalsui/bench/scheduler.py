@@ -8,8 +8,10 @@ Every figure comes with a reference measured in the same run on the same machine
 - fire lateness p50/p99 for the same burst (turn invoked minus due time), beside
   APScheduler 3's in-memory ``AsyncIOScheduler`` with N date jobs due at once
   (target: p99 within 1.5x);
-- idle CPU with N future intents (target: under 0.5 % of a core), beside APScheduler
-  idling with N far-future jobs.
+- idle CPU with N future intents (target: under 0.05 % of a core), beside APScheduler
+  idling with N far-future jobs;
+- wake latency: while that scheduler idles, another process (``goalsui intent add``)
+  adds an intent due now; the time from its creation to its turn (target: under 1 s).
 
 Turns are an in-process no-op coroutine: this measures the scheduler, not a runner.
 """
@@ -40,7 +42,9 @@ from goalsui.service import Service
 
 THROUGHPUT_TARGET = 0.5  # x the raw loop
 LATENESS_TARGET = 1.5  # x APScheduler's p99
-IDLE_TARGET = 0.5  # % of one core
+IDLE_TARGET = 0.05  # % of one core
+WAKE_TARGET_MS = 1000.0  # an intent added by another process, due now, fires within this
+WAKE_TIMEOUT = 30.0  # seconds the wake row waits for the fire before it reports a miss
 SETTLE_SECONDS = 0.5
 DEFAULT_REPEAT = 3  # runs of the burst and the spread; their medians are reported
 
@@ -65,6 +69,7 @@ class BenchResult:
     idle_cpu_pct: float = 0.0
     aps_idle_seconds: float = 0.0
     aps_idle_cpu_pct: float = 0.0
+    wake_latency_ms: float = 0.0
     runs_ok: int = 0
     repeat: int = 1
     #: every burst run: {"fires_per_s": [...], "lateness_p99_ms": [...], ...} (medians above)
@@ -78,6 +83,7 @@ class BenchResult:
             "lateness": self.lateness_p99_ms <= LATENESS_TARGET * self.aps_lateness_p99_ms,
             "lateness_spread": self.spread_p99_ms <= LATENESS_TARGET * self.aps_spread_p99_ms,
             "idle_cpu": self.idle_cpu_pct < IDLE_TARGET,
+            "wake_latency": 0 < self.wake_latency_ms <= WAKE_TARGET_MS,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -96,6 +102,10 @@ class BenchResult:
                 "met": self.targets["lateness_spread"],
             },
             "idle_cpu": {"rule": f"< {IDLE_TARGET} % of a core", "met": self.targets["idle_cpu"]},
+            "wake_latency": {
+                "rule": f"<= {WAKE_TARGET_MS:g} ms",
+                "met": self.targets["wake_latency"],
+            },
         }
         data["turn"] = "in-process no-op (measures the scheduler, not a runner)"
         data["max_concurrency"] = self.intents
@@ -229,11 +239,16 @@ async def _measure_fires(
     return n / elapsed if elapsed > 0 else 0.0, lateness, int(ok or 0)
 
 
-async def _measure_idle(service: Service, n: int, seconds: float) -> float:
-    """CPU (% of one core) of this process while the scheduler idles with N future intents."""
+async def _measure_idle(service: Service, n: int, seconds: float) -> tuple[float, float]:
+    """CPU (% of one core) of this process while the scheduler idles with N future
+    intents, then the wake latency (ms) of an intent another process adds, due now."""
     from goalsui.scheduler import Scheduler
 
-    async def noop(*_: Any, **__: Any) -> TurnOutcome:
+    fired: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+
+    async def noop(service: Service, intent: Intent, run: IntentRun, **_: Any) -> TurnOutcome:
+        if intent.title == WAKE_TITLE and not fired.done() and intent.created_at is not None:
+            fired.set_result(time.time() - intent.created_at.replace(tzinfo=UTC).timestamp())
         return TurnOutcome("ok")
 
     _insert_at_intents(service, n, datetime.now(UTC) + timedelta(days=1))
@@ -241,9 +256,47 @@ async def _measure_idle(service: Service, n: int, seconds: float) -> float:
     await scheduler.start()
     try:
         await asyncio.sleep(SETTLE_SECONDS)
-        return await _cpu_over(seconds)
+        cpu = await _cpu_over(seconds)
+        return cpu, await _wake_latency(service, fired)
     finally:
         await scheduler.stop()
+
+
+WAKE_TITLE = "bench wake"
+
+
+async def _wake_latency(service: Service, fired: asyncio.Future[float]) -> float:
+    """``goalsui intent add --at <now>`` in a process of its own; ms from the intent's
+    creation to its turn (0.0 if it did not fire within ``WAKE_TIMEOUT``)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "goalsui",
+        "--kb",
+        str(service.kb_root),
+        "--db",
+        service.db_url,
+        "--state-dir",
+        str(service.state_dir),
+        "intent",
+        "add",
+        "--title",
+        WAKE_TITLE,
+        "--instruction",
+        "wake",
+        "--at",
+        datetime.now(UTC).isoformat(),
+    ]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise ValidationError(f"bench: intent add failed: {err.decode(errors='replace')[:200]}")
+    try:
+        return 1000 * await asyncio.wait_for(fired, WAKE_TIMEOUT)
+    except TimeoutError:
+        return 0.0
 
 
 async def _cpu_over(seconds: float) -> float:
@@ -423,8 +476,12 @@ async def run_bench(
             setattr(result, key, statistics.median(values))
         _progress(f"idle CPU over {idle_seconds:g}s with {n} future intents")
         with service("idle") as svc:
-            result.idle_cpu_pct = await _measure_idle(svc, n, idle_seconds)
+            result.idle_cpu_pct, result.wake_latency_ms = await _measure_idle(
+                svc, n, idle_seconds
+            )
             result.idle_seconds = idle_seconds
+        if not result.wake_latency_ms:
+            result.notes.append(f"the wake row's intent did not fire within {WAKE_TIMEOUT:g}s")
         ref_seconds = min(idle_seconds, 10.0)
         _progress(f"reference: APScheduler idle over {ref_seconds:g}s with {n} far-future jobs")
         result.aps_idle_cpu_pct = await aps_idle(n, ref_seconds)
@@ -483,6 +540,13 @@ def render(r: BenchResult) -> str:
             f"APScheduler {r.aps_idle_cpu_pct:.3f} % ({r.aps_idle_seconds:g}s)",
             f"< {IDLE_TARGET} % of a core",
             mark(met["idle_cpu"]),
+        ),
+        (
+            "wake latency (intent add)",
+            f"{r.wake_latency_ms:,.0f} ms",
+            "another process adds an intent due now",
+            f"<= {WAKE_TARGET_MS:,.0f} ms",
+            mark(met["wake_latency"]),
         ),
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]

@@ -200,7 +200,7 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         if not args.no_watch:
             watcher = loop.create_task(_watch_kb(service, stop))
         say(
-            f"goalsui daemon: scheduler {scheduler.owner} {scheduler.state}; KB {service.kb_root}; "
+            f"goalsui daemon: scheduler {scheduler.owner} {scheduler.status_text}; KB {service.kb_root}; "
             f"database {service.db_url_display()}; stop with Ctrl-C or SIGTERM"
         )
         await stop.wait()

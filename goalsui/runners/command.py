@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "run_command",
 ]
 
+log = logging.getLogger("goalsui.runners")
 DEFAULT_GRACE = 5.0
 KILL_WAIT = 5.0  # seconds to wait for a SIGKILLed group to disappear
 MAX_RESULT_BYTES = 1024 * 1024  # stdout kept in memory as the result; the log has it all
@@ -304,11 +306,13 @@ async def run_command(
     log_path: Path | None = None,
     grace: float = DEFAULT_GRACE,
     log_header: str = "",
+    on_spawn: Callable[[int], None] | None = None,
 ) -> CommandResult:
     """Run ``argv`` in a new process group and return how it ended (never raises OSError).
 
     ``timeout`` and ``grace`` are real seconds. When the surrounding task is cancelled
     the process group is stopped the same way before the cancellation propagates.
+    ``on_spawn(pgid)`` is called right after the spawn with the child's process group id.
     """
     args = expand_argv(argv)
     if not args:
@@ -341,6 +345,11 @@ async def run_command(
         await sink.close(f"[goalsui] {reason}\n")
         return CommandResult("failed", None, "", reason=reason)
 
+    if on_spawn is not None:
+        try:
+            on_spawn(proc.pid)  # start_new_session: the leader's pid is the group id
+        except Exception:  # noqa: BLE001 - bookkeeping never stops a run
+            log.exception("the on_spawn callback failed")
     assert proc.stdout is not None and proc.stderr is not None
     kept = bytearray()
     last_err: list[bytes] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -175,15 +175,17 @@ async def run_turn(
     event: Event | None = None,
     cancel: asyncio.Event,
     grace: float = DEFAULT_GRACE,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> TurnOutcome:
     """Run one isolated turn for a claimed intent and deliver its result.
 
     ``run`` is the ``running`` IntentRun the scheduler inserted; ``cancel`` stops the
     turn (the process group gets SIGTERM, then SIGKILL after ``grace`` seconds).
+    ``on_spawn(pgid)``: called once the runner's process group exists.
     The scheduler records the returned outcome on the run.
     """
     try:
-        return await _run_turn(service, intent, run, event, cancel, grace)
+        return await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a turn never crashes its host
@@ -201,6 +203,7 @@ async def _run_turn(
     event: Event | None,
     cancel: asyncio.Event,
     grace: float,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> TurnOutcome:
     if cancel.is_set():
         return TurnOutcome("cancelled", reason="cancelled before it started")
@@ -243,6 +246,7 @@ async def _run_turn(
         log_path=log_path,
         grace=grace,
         log_header=_header(intent, run, argv, cwd),
+        on_spawn=on_spawn,
     )
     tail = result.output_tail or None
     if result.status != "ok":

@@ -14,7 +14,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import FAILURE_RUNS
@@ -44,7 +44,7 @@ class Alert:
     thread_id: int | None = None
     at: datetime | None = None
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["at"] = self.at.isoformat(timespec="seconds") if self.at else None
         return data
@@ -121,9 +121,11 @@ async def maybe_alert(
     re-read from the database. Alerts are rate-limited per intent by ``alerts.cooldown``
     (a compare-and-set on ``last_alert_at``); an auto-disable always alerts.
     """
+    if intent.id is None:
+        return None  # never stored: nothing to alert about
     policy = service.config().alerts
     try:
-        fresh = await asyncio.to_thread(service.get_intent, intent.id)  # type: ignore[arg-type]
+        fresh = await asyncio.to_thread(service.get_intent, intent.id)
     except GoalsuiError:
         fresh = intent
     failures = max(intent.consecutive_failures or 0, fresh.consecutive_failures or 0)
@@ -132,17 +134,19 @@ async def maybe_alert(
             return None
         if failures < policy.after:
             return None
+    if fresh.id is None:
+        return None
     now = service.now()
     won = await asyncio.to_thread(
         service.mark_alerted,
         fresh.id,
         now,
-        cooldown=None if auto_disabled else policy.cooldown,  # type: ignore[arg-type]
+        cooldown=None if auto_disabled else policy.cooldown,
     )
     if not won:
         return None
     alert = Alert(
-        intent_id=fresh.id,  # type: ignore[arg-type]
+        intent_id=fresh.id,
         run_id=run.id if run is not None else None,
         message=alert_message(fresh, run, failures, auto_disabled=auto_disabled),
         auto_disabled=auto_disabled,

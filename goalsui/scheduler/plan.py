@@ -148,7 +148,7 @@ def skips_empty_checklist(intent: Intent, read: Callable[[str, str], str] | None
     return checklist_is_empty(heartbeat_checklist(row, read))
 
 
-def _hours_text(active_hours: dict) -> str:
+def _hours_text(active_hours: dict[str, Any]) -> str:
     return f"active {active_hours['start']}-{active_hours['end']} {active_hours.get('timezone') or 'UTC'}"
 
 
@@ -160,9 +160,14 @@ def parse_until(text: str, now: datetime, tz: str | tzinfo | None = None) -> dat
     value = (text or "").strip()
     if not value:
         raise ValidationError("--until is empty: use 8h, 07:30 or an ISO timestamp")
-    zone: tzinfo = (
-        load_zone(tz) if isinstance(tz, str) else tz if tz is not None else now.astimezone().tzinfo  # type: ignore[assignment]
-    )
+    if isinstance(tz, str):
+        zone: tzinfo = load_zone(tz)
+    elif tz is not None:
+        zone = tz
+    else:
+        local = now.astimezone().tzinfo
+        assert local is not None  # astimezone() always sets one
+        zone = local
     if re.fullmatch(r"\d{1,2}:\d{2}", value):
         hours, minutes = (int(x) for x in value.split(":"))
         if hours > 23 or minutes > 59:
@@ -254,7 +259,7 @@ class _Planner:
 
     def length(self, intent: Intent) -> tuple[timedelta, str]:
         if intent.id in self.lengths:
-            value, n = self.lengths[intent.id]  # type: ignore[index]
+            value, n = self.lengths[intent.id]
             shown = (
                 f"{value.total_seconds():.1f}s"
                 if value < timedelta(minutes=1)
@@ -403,6 +408,7 @@ class _Planner:
         first = self.first_fire(intent)
         if first is None:
             return
+        at: datetime | None
         at, rule, trigger, on_schedule = first
         fires = intent.fires
         emitted = 0
@@ -577,9 +583,9 @@ def plan(
     ids = {i.id: i for i in intents}
     running = []
     for run in service.running_runs():
-        intent = ids.get(run.intent_id)
-        if intent is not None:
-            running.append((intent, run, planner.length(intent)[0]))
+        found = ids.get(run.intent_id)
+        if found is not None:
+            running.append((found, run, planner.length(found)[0]))
     return notes + _overlaps(timed, running)
 
 

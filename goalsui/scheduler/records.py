@@ -14,7 +14,7 @@ from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlmodel import SQLModel
 
 T = TypeVar("T", bound=SQLModel)
-_specs: dict[type, tuple[Any, tuple[str, ...], frozenset[str]]] = {}
+_specs: dict[type[SQLModel], tuple[Any, tuple[str, ...], frozenset[str]]] = {}
 
 
 class _LazyState:
@@ -35,12 +35,12 @@ class _LazyState:
 _STATE = "_sa_instance_state"
 
 
-def _spec(cls: type) -> tuple[Any, tuple[str, ...], frozenset[str]]:
+def _spec(cls: type[SQLModel]) -> tuple[Any, tuple[str, ...], frozenset[str]]:
     spec = _specs.get(cls)
     if spec is None:
         configure_mappers()
-        names = tuple(cls.model_fields)  # type: ignore[attr-defined]
-        manager = manager_of_class(cls)
+        names = tuple(cls.model_fields)
+        manager: Any = manager_of_class(cls)
         # A non-data descriptor: an instance made any other way has its state in its own
         # dict, which wins. type.__setattr__: the declarative class would map the name.
         type.__setattr__(cls, _STATE, _LazyState(manager))

@@ -56,7 +56,7 @@ def _minutes(text: str) -> int:
     return int(hours) * 60 + int(minutes)
 
 
-def in_active_hours(hours: dict | None, instant: datetime) -> bool:
+def in_active_hours(hours: dict[str, Any] | None, instant: datetime) -> bool:
     """Whether ``instant`` is inside ``{start: "08:00", end: "22:00", timezone}``.
 
     ``start > end`` spans midnight (22:00-06:00); ``start == end`` means always.
@@ -126,8 +126,9 @@ def heartbeat_checklist(row: Row, read: TextReader | None) -> str | None:
         except (GoalsuiError, OSError, UnicodeDecodeError):
             return None
     if row.get("checklist") is not None:
-        return row["checklist"]
-    return row.get("instruction")
+        return str(row["checklist"])
+    instruction = row.get("instruction")
+    return None if instruction is None else str(instruction)
 
 
 def decide_claim(row: Row, now: datetime, read: TextReader | None = None) -> ClaimDecision:

@@ -24,6 +24,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
+from goalsui.store import wakefile
+
 CHANNEL = "goalsui_changes"
 RECONNECTED = "reconnected"
 MAX_PAYLOAD = 7900  # PostgreSQL refuses payloads of 8000 bytes or more
@@ -68,9 +70,12 @@ def publish_now(engine: Engine, what: str, origin: str = "") -> bool:
     """NOTIFY in a transaction of its own (after the caller's commit).
 
     Never raises: the change itself is already committed, and listeners also poll.
-    Returns whether a notification was sent.
+    Returns whether a notification was sent. SQLite: none is, the wake file is
+    rewritten instead (:mod:`goalsui.store.wakefile`: schedulers of other processes
+    watch it).
     """
     if engine.dialect.name != "postgresql":
+        wakefile.touch(engine, origin)
         return False
     try:
         with engine.connect() as conn:

@@ -726,7 +726,7 @@ class GoalsApp(DeliverMixin, App[int]):
     @property
     def scheduler_state(self) -> str:
         if self.scheduler is not None:
-            return str(self.scheduler.state)
+            return self.scheduler.status_text
         return self._scheduler_note
 
     # -- KB watcher -------------------------------------------------------------------------------------

@@ -1,0 +1,301 @@
+"""Claim-and-launch: one tick claims everything due (a compare-and-set per batch, see
+:mod:`goalsui.store.claims`) and starts its turns (see docs/architecture.md).
+
+A burst of due rows is claimed first, the next claim step pipelined with the start of
+the current batch's turns, and the outcomes are recorded after it (at most
+``PENDING_MAX_AGE`` late): starting due turns on time comes before bookkeeping.
+
+Claiming ahead: rows due within the lookahead are claimed before their due time, and
+each turn starts at its due time on a loop timer. Many rows due together (a burst that
+the free slots can take) are claimed earlier still, ``CLAIM_AHEAD_PER_ROW`` a row (at
+most ``max_ahead``), so that the claims are done when the burst falls due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from goalsui.domain.states import IntentStatus
+from goalsui.scheduler import rules, tuning
+from goalsui.scheduler.runtime import Runtime
+from goalsui.scheduler.writer import OutcomeWriter, decide_after
+from goalsui.store.claims import (
+    BurstProbe,
+    ClaimDecision,
+    ClaimResult,
+    Completion,
+    CompletionResult,
+)
+
+if TYPE_CHECKING:
+    from goalsui.scheduler.alarm import Alarm
+    from goalsui.scheduler.turns import Launcher
+
+Row = dict[str, Any]
+StepResult = tuple[ClaimResult, list[CompletionResult]]
+
+
+class _Step:
+    """One claim step in flight on the database thread."""
+
+    __slots__ = ("batch", "due_by", "future", "now")
+
+    def __init__(
+        self,
+        future: asyncio.Future[StepResult],
+        batch: list[Completion],
+        now: datetime,
+        due_by: datetime,
+    ) -> None:
+        self.future, self.batch, self.now, self.due_by = future, batch, now, due_by
+
+
+class Claimer:
+    """Claims due rows and hands them to the launcher; knows the soonest due time."""
+
+    def __init__(self, rt: Runtime, launcher: Launcher, writer: OutcomeWriter) -> None:
+        self.rt = rt
+        self.launcher = launcher
+        self.writer = writer
+        self.alarm: Alarm  # set by the scheduler once both exist
+        self.tick_lock = asyncio.Lock()
+        self.known_soonest: datetime | None = None  # as the last look saw it
+        self.ahead = rt.settings.lookahead  # how far ahead the next claim looks
+
+    def open(self) -> None:
+        """A fresh lock for a new event loop."""
+        self.tick_lock = asyncio.Lock()
+
+    # -- the tick ----------------------------------------------------------------------------------
+    async def tick(self) -> list[int]:
+        """Claim and start everything due at ``clock()`` (up to the free slots).
+
+        Records overlaps of this scheduler's running intents first. Returns the ids of
+        the runs started (skipped runs are recorded, not returned).
+        """
+        if self.rt.closing:
+            return []
+        started: list[int] = []
+        async with self.tick_lock:
+            step = self._start_step(True, 0)
+            last: tuple[ClaimResult, datetime, datetime] | None = None
+            while step is not None:
+                result = await self._finish_step(step)
+                last = (result, step.now, step.due_by)
+                step = None
+                if result.full and not self.rt.closing:
+                    # Pipelined: the next claim runs on the database thread while these
+                    # turns are started here.
+                    step = self._start_step(False, len(result.fired))
+                await self._launch_guarded(result, step, started)
+            await self._arm_after(last)
+        if self.writer.pending:
+            self.writer.wake()  # outcomes left by a burst: the writer records them
+        return started
+
+    async def _finish_step(self, step: _Step) -> ClaimResult:
+        """Wait for a step; tell how its outcomes ended (they wait again if it failed)."""
+        try:
+            result, done = await step.future
+        except BaseException:
+            self.writer.give_back(step.batch)  # not recorded: keep them for the next write
+            raise
+        self.writer.finished(step.batch, done, step.now)
+        return result
+
+    async def _launch_guarded(
+        self, result: ClaimResult, step: _Step | None, started: list[int]
+    ) -> None:
+        """Start ``result``'s turns; if that is interrupted, the turns of the step in
+        flight (its rows are claimed) start anyway."""
+        try:
+            started.extend(await self.launcher.launch(result))
+        except BaseException:
+            if step is not None:
+                try:
+                    more, done = await asyncio.shield(step.future)
+                except Exception:  # noqa: BLE001 - nothing of it was kept
+                    self.writer.give_back(step.batch)
+                else:
+                    self.writer.finished(step.batch, done, step.now)
+                    with contextlib.suppress(Exception):
+                        await self.launcher.launch(more)
+            raise
+
+    async def _arm_after(self, last: tuple[ClaimResult, datetime, datetime] | None) -> None:
+        """Set the alarm for what the last step saw (no step: slots full, look now)."""
+        if last is not None:
+            result, checked, claimed_by = last
+            soonest, burst = self.with_mine(result.soonest), result.burst
+        else:
+            # No step (slots full): what a claim now would have taken is not ours.
+            checked = self.rt.clock()
+            claimed_by = checked + self.ahead
+            soonest, burst = await self.soonest()
+        self.alarm.arm(soonest, checked_at=checked, claimed_by=claimed_by, burst=burst)
+
+    def _start_step(self, first: bool, claimed: int) -> _Step | None:
+        """Submit one claim step to the database thread (``None``: nothing to do).
+
+        Slots are this scheduler's turns, running or waiting for their start time, plus
+        ``claimed`` (fired by the step in flight, not started yet). A turn that ended
+        frees its slot at once; its outcome waits to be recorded (see
+        :meth:`OutcomeWriter.take` for which step records it).
+        """
+        rt = self.rt
+        now = rt.clock()
+        batch = self.writer.take(first, self.behind(now))
+        free = rt.settings.max_concurrency - len(self.launcher.tasks) - claimed
+        check = first and bool(self.launcher.info)
+        due_by = now + self.ahead
+        if free <= 0 and not check and not batch:
+            return None
+        call = partial(
+            rt.backend.step,
+            owner=rt.owner,
+            now=now,
+            lease_until=now + timedelta(seconds=rt.settings.lease_seconds),
+            limit=max(free, 0),
+            decide=partial(self._decide_claim, now),
+            completions=batch,
+            decide_after=partial(decide_after, now, rt.service.config()),
+            overlap_next=partial(_overlap_next, now),
+            check_overlaps=check,
+            due_by=due_by,
+            burst=self.burst_probe(now),
+        )
+        future: asyncio.Future[StepResult] = asyncio.ensure_future(rt.db(call, notify=True))
+        return _Step(future, batch, now, due_by)
+
+    # -- decisions (run on the database thread) ----------------------------------------------------
+    def _decide_claim(self, now: datetime, row: Row) -> ClaimDecision:
+        # A row claimed a little ahead (lookahead) is decided as of its due time.
+        due = row["next_run_at"]
+        return rules.decide_claim(row, max(now, due) if due else now, self.rt.service.kb_read)
+
+    # -- the soonest due time ----------------------------------------------------------------------
+    async def soonest(self) -> tuple[datetime | None, int]:
+        """The soonest due time (active intents, and the next occurrences of our running
+        ones), and the burst due with it (see :meth:`ahead_for`)."""
+        probe = self.burst_probe(self.rt.clock())
+        soonest, burst = await self.rt.db(partial(self.rt.backend.soonest_burst, probe))
+        return self.with_mine(soonest), burst
+
+    def burst_probe(self, now: datetime) -> BurstProbe | None:
+        """What a look at the database asks about the burst due with the soonest row:
+        nothing if this scheduler never claims further than its lookahead; else a burst
+        due before the next poll could claim it ahead in time."""
+        settings = self.rt.settings
+        if not settings.bursts_possible():
+            return None
+        by = now + settings.max_ahead + timedelta(seconds=settings.poll_interval)
+        return BurstProbe(settings.lookahead, settings.max_concurrency, by)
+
+    def ahead_for(self, burst: int) -> timedelta:
+        """How far ahead the next claim looks: the lookahead, or, for a burst of rows due
+        together, long enough for the claims of as many as the free slots take to be done
+        when they are due (``CLAIM_AHEAD_PER_ROW`` each, at most ``max_ahead``)."""
+        settings = self.rt.settings
+        rows = min(burst, settings.max_concurrency - len(self.launcher.tasks))
+        ahead = timedelta(seconds=rows * tuning.CLAIM_AHEAD_PER_ROW)
+        return min(max(settings.lookahead, ahead), settings.max_ahead)
+
+    def with_mine(self, soonest: datetime | None) -> datetime | None:
+        """``soonest``, or the next occurrence of one of our running intents if sooner."""
+        mine = [i.next_run_at for i in self.launcher.info.values() if i.next_run_at is not None]
+        if mine:
+            soonest = min([soonest, *mine]) if soonest is not None else min(mine)
+        return soonest
+
+    def behind(self, now: datetime) -> bool:
+        """Rows were due and left unclaimed when the last step looked (a burst)."""
+        return self.known_soonest is not None and self.known_soonest <= now
+
+    def claim_waits(self) -> bool:
+        """A burst is behind and slots are free: its next claim is coming."""
+        rt = self.rt
+        return (
+            rt.started
+            and not rt.closing
+            and self.behind(rt.clock())
+            and len(self.launcher.tasks) < rt.settings.max_concurrency
+        )
+
+    async def poll(self) -> bool:
+        """A cheap look for other processes' changes; True when a tick is needed."""
+        soonest, burst = await self.soonest()
+        ahead = self.ahead_for(burst)
+        if soonest is not None and soonest <= self.rt.clock() + ahead:
+            self.ahead = ahead
+            return True
+        if soonest != self.known_soonest or ahead != self.ahead:
+            self.alarm.arm(soonest, burst=burst)  # ... or a burst that came closer: ring earlier
+        return False
+
+    def ring_for(self, results: list[CompletionResult]) -> None:
+        """A completion recorded by the writer (not by a step) may have planned the
+        intent's next fire (retry, next occurrence) before the alarm: ring for it on time."""
+        nexts = [
+            r.intent["next_run_at"]
+            for r in results
+            if r.applied
+            and r.intent is not None
+            and r.intent.get("status") == IntentStatus.ACTIVE
+            and r.intent.get("next_run_at") is not None
+        ]
+        if not nexts:
+            return
+        soonest = self.with_mine(min(nexts))
+        known = self.known_soonest
+        if soonest is not None and soonest <= self.rt.clock() + self.rt.settings.lookahead:
+            self.rt.wake()  # claimable now
+        elif soonest is not None and (known is None or soonest < known):
+            self.alarm.arm(soonest)
+
+
+def _overlap_next(now: datetime, row: Row) -> datetime | None:
+    return rules.advance(
+        row["kind"], row.get("schedule"), row.get("timezone") or "UTC", row["next_run_at"], now
+    )
+
+
+async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
+    """The ``claim`` task: tick when woken (a change, the alarm), note the heartbeat
+    every ``poll_interval``, and, while ``polls()`` (nothing else hears other processes'
+    changes), take a cheap look at the database every ``poll_interval``."""
+    rt = claimer.rt
+    wake = rt.wake_event
+    assert wake is not None
+    interval = rt.settings.poll_interval
+    need_tick = True
+    next_poll = time.monotonic() + interval
+    while not rt.closing:
+        rt.beat()
+        if need_tick:
+            need_tick = False
+            wake.clear()
+            try:
+                await claimer.tick()
+                rt.ok()
+            except Exception as exc:  # noqa: BLE001 - keep going; report it
+                rt.fail("claiming due intents failed", exc)
+                await asyncio.sleep(interval)
+        try:
+            await asyncio.wait_for(wake.wait(), max(0.0, next_poll - time.monotonic()))
+            need_tick = True
+            continue
+        except TimeoutError:
+            pass
+        next_poll = time.monotonic() + interval
+        if not polls():
+            continue  # the alarm and the cross-process wakes cover it
+        try:
+            need_tick = await claimer.poll()
+        except Exception as exc:  # noqa: BLE001
+            rt.fail("polling the database failed", exc)

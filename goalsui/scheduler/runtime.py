@@ -1,0 +1,191 @@
+"""What every part of a scheduler shares: its settings, its database thread, its wake
+signal, its subscribers and its state (see docs/architecture.md, "The scheduler").
+
+All database work runs on one private worker thread (:meth:`Runtime.db`), never on the
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from goalsui.errors import FatalError
+from goalsui.scheduler.backend import ClaimBackend
+from goalsui.scheduler.events import SchedulerEvent
+from goalsui.scheduler.settings import Settings
+from goalsui.scheduler.state import Heartbeat, SchedulerState
+from goalsui.store import claims
+from goalsui.store.claims import ClaimResult
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+log = logging.getLogger("goalsui.scheduler")
+T = TypeVar("T")
+
+
+class Runtime:
+    """The shared plumbing of one scheduler's parts."""
+
+    def __init__(
+        self,
+        service: Service,
+        backend: ClaimBackend,
+        owner: str,
+        clock: Callable[[], datetime],
+        settings: Settings,
+    ) -> None:
+        self.service = service
+        self.backend = backend
+        self.owner = owner
+        self.clock = clock
+        self.settings = settings
+        self.state = SchedulerState.STOPPED
+        self.error: str | None = None  # the last problem (FAILED: the fatal one)
+        self.started = False  # the timed loop runs (start() .. stop())
+        self.closing = False
+        self.last_tick: Heartbeat | None = None
+        self.subscribers: list[Callable[[SchedulerEvent], None]] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.wake_event: asyncio.Event | None = None
+        #: side work the scheduler waits for in drain() and stop(): alerts, pgid records
+        self.side_tasks: set[asyncio.Future[Any]] = set()
+        self._executor: ThreadPoolExecutor | None = None
+        self._db_thread: int | None = None
+
+    # -- life ----------------------------------------------------------------------------
+    def open(self) -> bool:
+        """Bind to the running loop and start the database thread; False if already open."""
+        if self.loop is not None:
+            return False
+        self.loop = asyncio.get_running_loop()
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="goalsui-scheduler-db", initializer=self._mark
+        )
+        self.wake_event = asyncio.Event()
+        return True
+
+    def close(self) -> None:
+        """Stop the database thread (waits for the call in progress) and unbind."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        self.loop = None
+
+    def _mark(self) -> None:
+        self._db_thread = threading.get_ident()
+
+    def on_db_thread(self) -> bool:
+        return threading.get_ident() == self._db_thread
+
+    def beat(self) -> None:
+        """The claim loop went round: note the heartbeat readiness checks read."""
+        self.last_tick = Heartbeat(time.monotonic(), time.time())
+
+    # -- the database thread -----------------------------------------------------------------
+    async def db(self, fn: Callable[[], T], *, notify: bool = False) -> T:
+        """Run ``fn`` on the scheduler's database thread; ``notify``: tell the service's
+        listeners (and other processes) when it changed something."""
+        assert self.loop is not None and self._executor is not None
+
+        def call() -> T:
+            result = fn()
+            if notify and did_something(result):
+                self.service.changed("runs")
+            return result
+
+        return await self.loop.run_in_executor(self._executor, call)
+
+    def submit(self, fn: Callable[[], Any], what: str) -> None:
+        """Queue ``fn`` on the database thread now, without waiting (a side task: its
+        failure is logged as ``what`` failing)."""
+        assert self.loop is not None and self._executor is not None
+        future = self.loop.run_in_executor(self._executor, fn)
+        self.track(future, what)
+
+    def track(self, future: asyncio.Future[Any], what: str) -> None:
+        """Keep ``future`` among the side tasks until it is done; log its failure."""
+
+        def done(f: asyncio.Future[Any]) -> None:
+            self.side_tasks.discard(f)
+            exc = None if f.cancelled() else f.exception()
+            if exc is not None:
+                log.warning("%s failed: %s", what, describe(exc))
+
+        self.side_tasks.add(future)
+        future.add_done_callback(done)
+
+    # -- waking and telling --------------------------------------------------------------------
+    def wake(self) -> None:
+        """Look at the database now (thread-safe)."""
+        loop, wake = self.loop, self.wake_event
+        if loop is None or wake is None or loop.is_closed():
+            return
+        try:
+            if on_loop_thread(loop):
+                wake.set()
+            else:
+                loop.call_soon_threadsafe(wake.set)
+        except RuntimeError:  # the loop is closing
+            pass
+
+    def emit(self, event: SchedulerEvent) -> None:
+        for callback in list(self.subscribers):
+            try:
+                callback(event)
+            except Exception:  # noqa: BLE001 - a subscriber never breaks the scheduler
+                log.exception("scheduler subscriber failed")
+
+    def fail(self, what: str, exc: BaseException) -> None:
+        """A step failed and will be retried: log it, keep it in ``error``, tell subscribers.
+
+        A :class:`~goalsui.errors.FatalError` (going on would do harm: the database file
+        was deleted) is fatal instead: the host stops the scheduler.
+        """
+        if isinstance(exc, FatalError):
+            self.fatal(f"{what}: {exc}")
+            return
+        message = f"{what}: {describe(exc)}"
+        log.warning("%s", message, exc_info=exc)
+        self.error = message
+        self.emit(SchedulerEvent("error", message=message, at=self.clock()))
+
+    def ok(self) -> None:
+        """A step succeeded: a passing error is over (a fatal one stays)."""
+        if self.error is not None and self.state != SchedulerState.FAILED:
+            self.error = None
+
+    def fatal(self, message: str) -> None:
+        """A part of the scheduler died: FAILED with ``message`` (the scheduler stops)."""
+        log.error("scheduler %s failed: %s", self.owner, message)
+        self.state = SchedulerState.FAILED
+        self.error = message
+        self.emit(SchedulerEvent("error", message=message, at=self.clock()))
+        self.emit(SchedulerEvent("fatal", message=message, at=self.clock()))
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` on one line, at most 300 characters of message."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+
+
+def on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def did_something(result: Any) -> bool:
+    if isinstance(result, ClaimResult):
+        return bool(result.fired or result.skipped or result.overlaps or result.ended)
+    if isinstance(result, claims.RecoveryResult):
+        return bool(result.interrupted or result.orphans)
+    return bool(result)

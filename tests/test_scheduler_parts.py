@@ -1,0 +1,208 @@
+"""The scheduler's parts: the monitor that stops it when a task dies, its state enum and
+heartbeat, the injected claim backend, idle without polling, the wake of another
+process's change, and the process group a real runner records on its run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_scheduler_loop import until
+from test_scheduler_rules import FakeTurn
+
+from goalsui.domain.timeutil import utcnow
+from goalsui.scheduler import Scheduler, SchedulerEvent
+from goalsui.scheduler.backend import EngineClaimBackend
+from goalsui.scheduler.state import SchedulerState
+from goalsui.service import Service
+from goalsui.store import wakefile
+
+
+class CountingBackend(EngineClaimBackend):
+    """The real claim backend, counting the calls the scheduler makes of it."""
+
+    calls: Counter[str]
+
+    def __init__(self, service: Service) -> None:
+        super().__init__(service.store.engine, service.store.read_engine)
+        object.__setattr__(self, "calls", Counter())
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        if not name.startswith("_") and name not in ("calls", "engine", "read_engine"):
+            object.__getattribute__(self, "calls")[name] += 1
+        return value
+
+
+@pytest.fixture
+def svc(empty_kb: Path, make_service: Callable[..., Service]) -> Service:
+    return make_service(empty_kb)
+
+
+def cli_intent_add(kb: Path, db_url: str, state: Path, title: str) -> None:
+    """``goalsui intent add --at <now>`` in a process of its own."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "goalsui",
+            "--kb",
+            str(kb),
+            "--db",
+            db_url,
+            "--state-dir",
+            str(state),
+            "intent",
+            "add",
+            "--title",
+            title,
+            "--instruction",
+            "x",
+            "--at",
+            utcnow().isoformat(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+async def test_a_task_that_dies_stops_the_scheduler_and_says_which_and_why(svc, caplog):
+    turn = FakeTurn()
+    s = Scheduler(svc, turn=turn)
+    events: list[SchedulerEvent] = []
+    s.subscribe(events.append)
+
+    async def broken() -> None:
+        raise RuntimeError("disk on fire")
+
+    s.writer._write_when_due = broken  # type: ignore[method-assign]  # a fault in one part
+    await s.start()
+    assert isinstance(s.state, SchedulerState) and s.state == "running"
+    intent = svc.create_intent(
+        title="first", instruction="x", kind="at", schedule=utcnow().isoformat()
+    )
+    with caplog.at_level(logging.ERROR, logger="goalsui.scheduler"):
+        await until(lambda: s.state == "failed" and s.rt.loop is None)
+    assert s.error == "the scheduler's writer task died: RuntimeError: disk on fire"
+    assert s.status_text == f"failed: {s.error}"
+    assert any(e.kind == "error" and e.message == s.error for e in events)
+    assert any("writer" in r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+    assert s.monitor.tasks == {}  # every other part was stopped too
+    # The stop still recorded the turn that had ended ...
+    (run,) = svc.list_runs(intent_id=intent.id)
+    assert run.status == "ok"
+    # ... and nothing claims any more.
+    later = svc.create_intent(
+        title="later", instruction="x", kind="at", schedule=utcnow().isoformat()
+    )
+    await asyncio.sleep(0.3)
+    assert svc.list_runs(intent_id=later.id) == [] and len(turn.calls) == 1
+    await s.stop()  # stopping a failed scheduler again is harmless; it stays failed
+    assert s.state == "failed"
+
+
+async def test_the_injected_claim_backend_does_the_database_work(svc):
+    backend = CountingBackend(svc)
+    turn = FakeTurn()
+    s = Scheduler(svc, turn=turn, backend=backend)
+    try:
+        intent = svc.create_intent(
+            title="x", instruction="x", kind="at", schedule=utcnow().isoformat()
+        )
+        assert len(await s.tick()) == 1
+        await s.drain()
+        await s.recover()
+        await s.prune()
+    finally:
+        await s.stop()
+    assert svc.get_intent(intent.id).status == "done"
+    assert backend.calls["step"] >= 1
+    assert backend.calls["recover_expired"] == 1 and backend.calls["prune_runs"] == 1
+
+
+async def test_an_idle_scheduler_keeps_its_heartbeat_without_polling(
+    db_url, empty_kb, make_service
+):
+    svc = make_service(empty_kb, db_url)
+    far = utcnow() + timedelta(days=1)
+    for k in range(20):
+        svc.create_intent(title=f"far {k}", instruction="x", kind="at", schedule=far.isoformat())
+    backend = CountingBackend(svc)
+    s = Scheduler(svc, turn=FakeTurn(), backend=backend)
+    assert s.last_tick is None
+    await s.start()
+    try:
+        await until(lambda: s.last_tick is not None)
+        first = s.last_tick
+        assert first is not None
+        # The heartbeat goes on (the console's and the daemon's readiness read it) ...
+        await until(lambda: s.last_tick is not None and s.last_tick.monotonic > first.monotonic)
+        assert s.last_tick.wall >= first.wall
+        await until(lambda: s.last_tick.monotonic > first.monotonic + 2 * s.heartbeat_interval)
+        # ... while nothing looked at the database: no poll, no claim (the alarm is a day,
+        # capped at 30 s, away; other processes' changes wake it instead).
+        assert backend.calls["soonest_burst"] == 0
+        assert backend.calls["step"] == 1  # the first tick at start
+    finally:
+        await s.stop()
+
+
+async def test_another_processs_intent_add_wakes_an_idle_scheduler(
+    db_url, empty_kb, make_service, tmp_path
+):
+    svc = make_service(empty_kb, db_url)
+    backend = CountingBackend(svc)
+    turn = FakeTurn()
+    s = Scheduler(svc, turn=turn, backend=backend)
+    await s.start()
+    try:
+        await asyncio.sleep(0.5)  # idle: nothing is due
+        cli_intent_add(empty_kb, db_url, tmp_path / "cli-state", "from another process")
+        # Within 10 s, where the idle scheduler's own alarm is 30 s away and it never polls.
+        await until(lambda: len(turn.calls) == 1, timeout=10)
+        assert turn.calls[0].intent.title == "from another process"
+        assert backend.calls["soonest_burst"] == 0
+    finally:
+        await s.stop()
+
+
+def test_a_change_on_sqlite_rewrites_the_wake_file_with_its_origin(svc):
+    folder = wakefile.wake_dir(svc.store.engine)
+    assert folder is not None and folder.name == "goalsui.db-wake"
+    svc.create_intent(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
+    assert (folder / wakefile.FILE_NAME).read_text() == svc.origin
+    assert wakefile.read_origin(folder) == svc.origin
+
+
+async def test_a_real_runner_records_its_host_and_process_group_on_the_run(svc):
+    s = Scheduler(svc, grace_seconds=1)  # the default turn: the real run_turn
+    code = "import os, time; print('group', os.getpgid(0), flush=True); time.sleep(0.5)"
+    intent = svc.create_intent(
+        title="pgid",
+        instruction="x",
+        kind="at",
+        schedule=utcnow().isoformat(),
+        runner={"command": [sys.executable, "-c", code]},
+    )
+    try:
+        (run_id,) = await s.tick()
+        await until(lambda: svc.get_run(run_id).pgid is not None)
+        assert s.running[run_id].pgid == svc.get_run(run_id).pgid  # noted while it runs
+        await s.drain(timeout=60)
+    finally:
+        await s.stop()
+    run = svc.get_run(run_id)
+    assert run.intent_id == intent.id and run.status == "ok"
+    assert run.host == socket.gethostname()
+    assert f"group {run.pgid}" in (run.output_tail or "")
