@@ -29,6 +29,8 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "goalsui.cli.bench": ("bench",),
     "goalsui.cli.db": ("db",),
     "goalsui.cli.serve": ("serve",),
+    "goalsui.cli.mcp": ("mcp",),
+    "goalsui.cli.kb": ("kb",),
 }
 COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from goalsui.domain.capabilities import CAPABILITIES, unknown_capabilities
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.timeutil import load_zone, parse_instant
@@ -294,6 +295,12 @@ def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
     caps = data.get("capabilities") or []
     if not isinstance(caps, list) or not all(isinstance(x, str) for x in caps):
         raise c.fail("capabilities", "'capabilities' must be a list of names")
+    unknown = unknown_capabilities(caps)
+    if unknown:
+        raise c.fail(
+            "capabilities",
+            f"unknown capability {unknown[0]!r} (known: {', '.join(CAPABILITIES)})",
+        )
     hours = data.get("active_hours")
     if hours is not None:
         hours = parse_active_hours(hours, c)

@@ -34,6 +34,7 @@ from goalsui.kb.config import KBConfig, WorkerDef
 from goalsui.kb.layout import KB, LoadedGoal, WorkerSeed
 from goalsui.kb.paths import check_name
 from goalsui.kb.ui_settings import read_ui_settings
+from goalsui.service.agents import Agents, acting_now
 from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
@@ -318,8 +319,23 @@ class Service:
     def journal(
         self, action: str, subject: str = "", detail: str = "", actor: str | None = None
     ) -> None:
+        run_id, tool = acting_now()  # a tool server call marks its writes
         with self.store.write() as s:
-            s.add(Journal(actor=actor or self.actor, action=action, subject=subject, detail=detail))
+            s.add(
+                Journal(
+                    actor=actor or self.actor,
+                    action=action,
+                    subject=subject,
+                    detail=detail,
+                    run_id=run_id,
+                    tool=tool,
+                )
+            )
+
+    @property
+    def agents(self) -> Agents:
+        """The agent-facing operations (confined KB, tool calls, transcripts)."""
+        return Agents(self)
 
     def list_journal(self, limit: int = 200) -> list[Journal]:
         with self.store.read() as s:
