@@ -13,6 +13,7 @@ from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, KBError, ValidationError
 from goalsui.kb.paths import check_name
 from goalsui.kb.yamlio import line_of_key
+from goalsui.runners.presets import AGENTS
 
 BUILTIN_RUNNERS = ("report",)
 GOAL_STATUSES = ("active", "paused", "completed", "archived")
@@ -24,10 +25,23 @@ class RunnerSpec:
 
     command: tuple[str, ...] | None = None
     builtin: str | None = None
+    agent: str | None = None  # a preset of goalsui.runners.presets
+    model: str | None = None
+    args: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()  # tools the agent may use besides goalsui's
 
     def as_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
+        if self.agent:
+            out: dict[str, Any] = {"agent": self.agent}
+            if self.model:
+                out["model"] = self.model
+            if self.args:
+                out["args"] = list(self.args)
+            if self.tools:
+                out["tools"] = list(self.tools)
+            return out
         return {"command": list(self.command or ())}
 
 
@@ -169,9 +183,17 @@ class _Checker:
 
     def runner(self, value: Any, key: str = "runner") -> RunnerSpec:
         data = self.mapping(value, key)
-        self.only(data, ("command", "builtin", "timeout"), f"{key}.")
-        if "builtin" in data and "command" in data:
-            raise self.fail("builtin", f"'{key}' takes either 'command' or 'builtin', not both")
+        self.only(
+            data, ("command", "builtin", "agent", "model", "args", "tools", "timeout"), f"{key}."
+        )
+        if len([k for k in ("command", "builtin", "agent") if k in data]) > 1:
+            raise self.fail(
+                "builtin", f"'{key}' takes one of 'command', 'builtin' or 'agent' (not both)"
+            )
+        if "agent" in data:
+            return self.agent_runner(data)
+        if any(k in data for k in ("model", "args", "tools")):
+            raise self.fail(key, f"'{key}': model, args and tools go with 'agent'")
         if "builtin" in data:
             name = data["builtin"]
             if name not in BUILTIN_RUNNERS:
@@ -182,7 +204,18 @@ class _Checker:
             return RunnerSpec(builtin=name)
         if "command" in data:
             return RunnerSpec(command=self.argv(data["command"], "command"))
-        raise self.fail(key, f"'{key}' needs 'command: [argv...]' or 'builtin: report'")
+        raise self.fail(
+            key, f"'{key}' needs 'command: [argv...]', 'agent: NAME' or 'builtin: report'"
+        )
+
+    def agent_runner(self, data: dict) -> RunnerSpec:
+        name = data["agent"]
+        if name not in AGENTS:
+            raise self.fail("agent", f"unknown agent {name!r} (known: {', '.join(AGENTS)})")
+        model = self.text_field(data.get("model"), "model", limit=200) or None
+        args = self.argv(data["args"], "args") if data.get("args") else ()
+        tools = self.argv(data["tools"], "tools") if data.get("tools") else ()
+        return RunnerSpec(agent=name, model=model, args=args, tools=tools)
 
 
 def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:

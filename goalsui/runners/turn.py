@@ -11,15 +11,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.models import Event, Intent, IntentRun
+from goalsui.domain.redact import redact_argv
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, log_failure
+from goalsui.runners.presets import (
+    McpLaunch,
+    expand_placeholders,
+    needs_config,
+    parse_agent_output,
+    remove_mcp_config,
+    runner_argv,
+    write_mcp_config,
+)
 from goalsui.runners.prompt import (
     GoalLine,
     ThreadLine,
@@ -205,7 +216,8 @@ async def _run_turn(
         return TurnOutcome(
             "failed", reason=f"cannot start: unknown builtin runner {spec['builtin']!r}"
         )
-    argv = [str(x) for x in spec.get("command") or []]
+    launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run.id)  # type: ignore[arg-type]
+    argv = runner_argv(spec, launch)
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
     try:
@@ -215,6 +227,34 @@ async def _run_turn(
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
         return TurnOutcome("failed", reason=reason)
+    config = None
+    if needs_config(argv):
+        config = await asyncio.to_thread(write_mcp_config, service.runs_dir, run.id, launch)
+    argv = expand_placeholders(argv, mcp_config=str(config) if config else None, run_id=run.id)  # type: ignore[arg-type]
+    try:
+        await asyncio.to_thread(service.agents.set_run_inputs, run.id, prompt, argv)  # type: ignore[arg-type]
+        outcome = await _run_argv(
+            service, intent, run, spec, argv, (prompt, cwd, env, log_path), timeout, cancel, grace
+        )
+    finally:
+        if config is not None:
+            await asyncio.to_thread(remove_mcp_config, config)
+    return replace(outcome, prompt=prompt, argv=tuple(redact_argv(argv)))
+
+
+async def _run_argv(
+    service: Service,
+    intent: Intent,
+    run: IntentRun,
+    spec: dict[str, Any],
+    argv: list[str],
+    prepared: tuple[str, Path, dict[str, str], Path],
+    timeout: float,
+    cancel: asyncio.Event,
+    grace: float,
+) -> TurnOutcome:
+    """Run the program and deliver its result (an agent preset's answer is parsed)."""
+    prompt, cwd, env, log_path = prepared
     result = await run_command(
         argv,
         stdin=prompt,
@@ -224,7 +264,7 @@ async def _run_turn(
         cancel=cancel,
         log_path=log_path,
         grace=grace,
-        log_header=_header(intent, run, argv, cwd),
+        log_header=_header(intent, run, redact_argv(argv), cwd),
     )
     tail = result.output_tail or None
     if result.status != "ok":
@@ -238,7 +278,7 @@ async def _run_turn(
             output_tail=tail,
             output_path=log_path,
         )
-    output = result.stdout
+    output, usage = parse_agent_output(spec.get("agent"), result.stdout)
     if result.truncated:
         output += f"\n\n… (output cut at 1 MiB; the whole output is in {log_path})\n"
     try:
@@ -259,6 +299,7 @@ async def _run_turn(
         output_tail=tail,
         output_path=log_path,
         outbox_path=delivery.outbox_path,
+        usage=usage,
     )
 
 
