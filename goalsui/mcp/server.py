@@ -73,10 +73,22 @@ class ToolServer(MCPServer):
             self.scope.run_id, name, arguments, text, is_error=is_error
         )
 
+    def _check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        """Refuse arguments the tool does not take (the SDK would drop them silently)."""
+        schema = self._tool_input_schema(name)
+        if schema is None:
+            return  # an unknown tool: the SDK answers that
+        allowed = schema.get("properties", {})
+        extra = sorted(str(key) for key in arguments if key not in allowed)
+        if extra:
+            known = ", ".join(allowed) or "none"
+            raise ToolError(f"unknown argument {extra[0]!r} (this tool takes: {known})")
+
     async def call_tool(  # type: ignore[override]
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> Any:
         try:
+            self._check_arguments(name, arguments)
             await anyio.to_thread.run_sync(self._check_live)
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:

@@ -136,6 +136,16 @@ def worker_intent_key(goal_id: str, worker: str) -> str:
     return WORKER_KEY.format(goal_id=goal_id, worker=worker)
 
 
+def _is_worker_schedule(intent: Intent) -> bool:
+    """True for the intent the KB owns for a worker (not another intent naming the worker,
+    e.g. a turn of that worker reporting into a thread)."""
+    return bool(
+        intent.worker
+        and intent.goal_id
+        and intent.operation_key == worker_intent_key(intent.goal_id, intent.worker)
+    )
+
+
 def _definition_hash(w: WorkerDef) -> str:
     raw = json.dumps(
         {
@@ -426,8 +436,8 @@ class Service:
         goals = {g.goal_id: g for g in s.exec(goal_q).all()}
         workers: dict[str, dict[str, Intent]] = {}
         for intent in s.exec(intent_q).all():
-            if intent.worker and intent.goal_id:
-                workers.setdefault(intent.goal_id, {})[intent.worker] = intent
+            if _is_worker_schedule(intent):
+                workers.setdefault(intent.goal_id, {})[intent.worker] = intent  # type: ignore[index]
         return goals, workers
 
     def _index_goal(
@@ -712,7 +722,7 @@ class Service:
                 runner=i.runner,
             )
             for i in sorted(intents, key=lambda i: i.worker or "")
-            if i.worker
+            if _is_worker_schedule(i)
             and not (
                 i.status == IntentStatus.CANCELLED and i.last_error and "removed" in i.last_error
             )
