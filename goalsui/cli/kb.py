@@ -8,7 +8,7 @@ import sys
 from goalsui.cli.common import add_json, local, open_service, print_json, read_text_arg, table
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     kb = sub.add_parser("kb", help="list, read and write files of one goal tree (confined)")
     ksub = kb.add_subparsers(dest="kb_command", metavar="VERB", required=True)
     ls = ksub.add_parser("ls", help="list a folder of a goal tree")

@@ -7,7 +7,7 @@ import argparse
 from goalsui.cli.common import open_service, parse_id
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mcp",
         help="serve goalsui's tools to an agent over stdio (MCP)",

@@ -84,9 +84,7 @@ class ToolServer(MCPServer):
             known = ", ".join(allowed) or "none"
             raise ToolError(f"unknown argument {extra[0]!r} (this tool takes: {known})")
 
-    async def call_tool(  # type: ignore[override]
-        self, name: str, arguments: dict[str, Any], context: Any = None
-    ) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             self._check_arguments(name, arguments)
             await anyio.to_thread.run_sync(self._check_live)

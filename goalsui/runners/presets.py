@@ -52,8 +52,8 @@ class McpLaunch:
     def for_run(
         cls, kb_root: Path, state_dir: Path, db_url: str, run_id: int, *, python: str | None = None
     ) -> McpLaunch:
-        args = ("-m", "goalsui", "--kb", str(kb_root), "--state-dir", str(state_dir))
-        args += ("mcp", "--run", str(run_id))
+        args: tuple[str, ...] = ("-m", "goalsui", "--kb", str(kb_root))
+        args += ("--state-dir", str(state_dir), "mcp", "--run", str(run_id))
         return cls(python or sys.executable, args, {"GOALSUI_DB": db_url})
 
     def config(self) -> dict[str, Any]:
@@ -155,7 +155,8 @@ def _claude_output(stdout: str) -> tuple[str, Usage] | None:
     data = json.loads(stdout)
     if not isinstance(data, dict) or "result" not in data:
         return None
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    raw_usage = data.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     cost = data.get("total_cost_usd")
     model_usage = data.get("modelUsage")
     model = next(iter(model_usage), None) if isinstance(model_usage, dict) else None

@@ -216,7 +216,9 @@ async def _run_turn(
         return TurnOutcome(
             "failed", reason=f"cannot start: unknown builtin runner {spec['builtin']!r}"
         )
-    launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run.id)  # type: ignore[arg-type]
+    run_id = run.id
+    assert run_id is not None  # the scheduler inserted the run before the turn
+    launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run_id)
     argv = runner_argv(spec, launch)
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
@@ -229,10 +231,10 @@ async def _run_turn(
         return TurnOutcome("failed", reason=reason)
     config = None
     if needs_config(argv):
-        config = await asyncio.to_thread(write_mcp_config, service.runs_dir, run.id, launch)
-    argv = expand_placeholders(argv, mcp_config=str(config) if config else None, run_id=run.id)  # type: ignore[arg-type]
+        config = await asyncio.to_thread(write_mcp_config, service.runs_dir, run_id, launch)
+    argv = expand_placeholders(argv, mcp_config=str(config) if config else None, run_id=run_id)
     try:
-        await asyncio.to_thread(service.agents.set_run_inputs, run.id, prompt, argv)  # type: ignore[arg-type]
+        await asyncio.to_thread(service.agents.set_run_inputs, run_id, prompt, argv)
         outcome = await _run_argv(
             service, intent, run, spec, argv, (prompt, cwd, env, log_path), timeout, cancel, grace
         )
