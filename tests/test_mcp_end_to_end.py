@@ -112,6 +112,7 @@ async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, 
         assert answer and answer[0].content.startswith("stand-in agent made 2 tool calls")
         assert answer[0].provenance == f"Came back about: {turn.title}"
         assert not list(svc.runs_dir.glob("*.mcp.json"))  # the config lived as long as the run
+        assert "[tool] → todo_complete(" in svc.run_output(run_id)  # inline with the output
 
         clock.set(follow_up_at + timedelta(seconds=1))
         (later,) = await sched.tick()

@@ -7,7 +7,10 @@ from typing import Any
 
 from goalsui.domain.untrusted import plain
 
-__all__ = ["format_tool_call", "format_transcript"]
+__all__ = ["TOOL_LINE", "format_tool_call", "format_transcript"]
+
+#: how a tool call's lines start in a run's log (the Output screen styles them)
+TOOL_LINE = "[tool] "
 
 ARG_LIMIT = 400
 RESULT_LIMIT = 600

@@ -25,7 +25,9 @@ from sqlmodel import col, select
 from goalsui.domain.models import IntentRun, Thread, ToolCall
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
+from goalsui.domain.transcript import TOOL_LINE, format_tool_call
 from goalsui.errors import NotFound, ValidationError
+from goalsui.kb.atomic import append_line
 from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.layout import check_kb_text
 
@@ -174,9 +176,16 @@ class Agents:
     def record_tool_call(
         self, run_id: int, name: str, arguments: Any, result: str, *, is_error: bool
     ) -> None:
-        """One row of ``tool_call``; the result is cut at a few KiB."""
+        """One row of ``tool_call`` (the result cut at a few KiB), and the call's lines in
+        the run's live log, so it reads inline with the output."""
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "… (cut)"
+        call = {"name": name, "arguments": arguments, "result": result, "is_error": is_error}
+        log = self.service.run_log_path(run_id)
+        if log.is_file():  # the runner opened it: the run is live on this machine
+            lines = format_tool_call(call).splitlines()
+            with contextlib.suppress(OSError):  # a full disk must not fail the call
+                append_line(log, "\n".join(f"{TOOL_LINE}{line}" for line in lines))
         with self.service.store.write() as s:
             s.add(
                 ToolCall(
