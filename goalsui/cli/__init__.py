@@ -31,6 +31,8 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "goalsui.cli.db": ("db",),
     "goalsui.cli.serve": ("serve",),
     "goalsui.cli.nightshift": ("nightshift",),
+    "goalsui.cli.mcp": ("mcp",),
+    "goalsui.cli.kb": ("kb",),
 }
 COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 

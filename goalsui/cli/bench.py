@@ -10,7 +10,9 @@ from goalsui.errors import GoalsuiError, ValidationError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    bench = sub.add_parser("bench", help="measure the scheduler or the console beside a reference")
+    bench = sub.add_parser(
+        "bench", help="measure the scheduler, the console or the tool server beside a reference"
+    )
     bsub = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
 
     sched = bsub.add_parser(
@@ -70,6 +72,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json(console)
     console.set_defaults(func=cmd_console)
 
+    mcp = bsub.add_parser(
+        "mcp",
+        help="time from starting goalsui mcp to its tools list (sample KB), beside references",
+    )
+    mcp.add_argument("--repeat", type=int, default=5, metavar="N", help="runs (default 5)")
+    add_json(mcp)
+    mcp.set_defaults(func=cmd_mcp)
+
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
     if args.daemons is not None:
@@ -97,3 +107,9 @@ def cmd_console(args: argparse.Namespace) -> int:
     if not hasattr(module, "main"):
         raise ValidationError("goalsui.bench.console has no main(args)")
     return int(module.main(args) or 0)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from goalsui.bench.mcp import main
+
+    return main(args)

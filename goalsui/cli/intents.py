@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from goalsui.cli.common import (
     add_json,
@@ -75,7 +76,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_json(p)
         p.set_defaults(func=cmd_action, action=action)
 
-    runs = sub.add_parser("runs", help="list runs (newest first)")
+    runs = sub.add_parser(
+        "runs",
+        help="list runs (newest first); 'runs show ID' prints one run's transcript",
+    )
+    runs.add_argument("verb", nargs="?", choices=["show"], help="show: one run's transcript")
+    runs.add_argument("run_id", nargs="?", help="the run to show")
     runs.add_argument(
         "--failed", action="store_true", help="failed, timed-out, interrupted and missed runs"
     )
@@ -223,6 +229,10 @@ def _runs_table(runs: list) -> str:
 def cmd_runs(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import run_json
 
+    if args.verb == "show":
+        return _show_run(args)
+    if args.run_id is not None:
+        raise ValidationError("a run id goes with 'runs show ID'")
     service = open_service(args)
     runs = service.list_runs(
         failed=args.failed,
@@ -233,4 +243,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print_json([run_json(r) for r in runs])
     else:
         print(_runs_table(runs) if runs else "no runs")
+    return 0
+
+
+def _show_run(args: argparse.Namespace) -> int:
+    """``goalsui runs show ID``: prompt, argv, tool calls and output of one run."""
+    from goalsui.domain.transcript import format_transcript
+
+    if args.run_id is None:
+        raise ValidationError("runs show needs a run id")
+    run_id = parse_id(args.run_id, "run")
+    transcript = open_service(args, sync=False).agents.transcript(run_id)
+    if args.json:
+        print_json(transcript)
+    else:
+        sys.stdout.write(format_transcript(transcript))
     return 0

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from goalsui.domain.agents import AGENTS
+from goalsui.domain.capabilities import CAPABILITIES, unknown_capabilities
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.timeutil import load_zone, parse_instant
@@ -30,10 +32,23 @@ class RunnerSpec:
 
     command: tuple[str, ...] | None = None
     builtin: str | None = None
+    agent: str | None = None  # a preset of goalsui.runners.presets
+    model: str | None = None
+    args: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()  # tools the agent may use besides goalsui's
 
     def as_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
+        if self.agent:
+            out: dict[str, Any] = {"agent": self.agent}
+            if self.model:
+                out["model"] = self.model
+            if self.args:
+                out["args"] = list(self.args)
+            if self.tools:
+                out["tools"] = list(self.tools)
+            return out
         return {"command": list(self.command or ())}
 
 
@@ -177,9 +192,17 @@ class _Checker:
 
     def runner(self, value: Any, key: str = "runner") -> RunnerSpec:
         data = self.mapping(value, key)
-        self.only(data, ("command", "builtin", "timeout"), f"{key}.")
-        if "builtin" in data and "command" in data:
-            raise self.fail("builtin", f"'{key}' takes either 'command' or 'builtin', not both")
+        self.only(
+            data, ("command", "builtin", "agent", "model", "args", "tools", "timeout"), f"{key}."
+        )
+        if len([k for k in ("command", "builtin", "agent") if k in data]) > 1:
+            raise self.fail(
+                "builtin", f"'{key}' takes one of 'command', 'builtin' or 'agent' (not both)"
+            )
+        if "agent" in data:
+            return self.agent_runner(data)
+        if any(k in data for k in ("model", "args", "tools")):
+            raise self.fail(key, f"'{key}': model, args and tools go with 'agent'")
         if "builtin" in data:
             name = data["builtin"]
             if name not in BUILTIN_RUNNERS:
@@ -190,7 +213,18 @@ class _Checker:
             return RunnerSpec(builtin=name)
         if "command" in data:
             return RunnerSpec(command=self.argv(data["command"], "command"))
-        raise self.fail(key, f"'{key}' needs 'command: [argv...]' or 'builtin: report'")
+        raise self.fail(
+            key, f"'{key}' needs 'command: [argv...]', 'agent: NAME' or 'builtin: report'"
+        )
+
+    def agent_runner(self, data: dict) -> RunnerSpec:
+        name = data["agent"]
+        if name not in AGENTS:
+            raise self.fail("agent", f"unknown agent {name!r} (known: {', '.join(AGENTS)})")
+        model = self.text_field(data.get("model"), "model", limit=200) or None
+        args = self.argv(data["args"], "args") if data.get("args") else ()
+        tools = self.argv(data["tools"], "tools") if data.get("tools") else ()
+        return RunnerSpec(agent=name, model=model, args=args, tools=tools)
 
 
 def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
@@ -326,6 +360,12 @@ def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
     caps = data.get("capabilities") or []
     if not isinstance(caps, list) or not all(isinstance(x, str) for x in caps):
         raise c.fail("capabilities", "'capabilities' must be a list of names")
+    unknown = unknown_capabilities(caps)
+    if unknown:
+        raise c.fail(
+            "capabilities",
+            f"unknown capability {unknown[0]!r} (known: {', '.join(CAPABILITIES)})",
+        )
     hours = data.get("active_hours")
     if hours is not None:
         hours = parse_active_hours(hours, c)

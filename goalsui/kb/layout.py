@@ -430,22 +430,9 @@ class KB:
         shown = f"{goal_id}/{rel}"
         if _inside(path.resolve(), (self.goal_dir(goal_id) / "log").resolve()):
             raise ValidationError(f"{shown}: the goal log is append-only")
-        if path.suffix in (".yaml", ".yml"):
-            data = parse_yaml(text, shown)
-            parts = path.relative_to(self.goal_dir(goal_id)).parts
-            is_goal_def = path.name == "definition.yaml" and len(parts) == 1
-            is_worker_def = (
-                path.name == "definition.yaml" and len(parts) == 3 and parts[0] == "workers"
-            )
-            if (is_goal_def or is_worker_def) and not isinstance(data, dict):
-                raise KBError(shown, "expected a mapping at the top", 1)
-            if parts == (STATE_FILE,):
-                self.check_state_size(goal_id, len(text.encode("utf-8")))
-            if is_goal_def:
-                parse_goal(data, text, shown, goal_id)
-            elif is_worker_def:
-                check_name(parts[1], "worker name")
-                parse_worker(parts[1], data, text, shown)
+        check_kb_text(goal_id, path.relative_to(self.goal_dir(goal_id)).parts, text, shown)
+        if path.relative_to(self.goal_dir(goal_id)).parts == (STATE_FILE,):
+            self.check_state_size(goal_id, len(text.encode("utf-8")))
         atomic_write(path, text)
         return path
 
@@ -596,6 +583,25 @@ def _no_link_below(path: Path, base: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def check_kb_text(goal_id: str, parts: tuple[str, ...], text: str, shown: str) -> None:
+    """Refuse YAML that does not parse, and goal or worker definitions that do not validate.
+
+    ``parts`` is the file's path inside the goal tree, split in components.
+    """
+    if not parts or not parts[-1].endswith((".yaml", ".yml")):
+        return
+    data = parse_yaml(text, shown)
+    is_goal_def = parts == ("definition.yaml",)
+    is_worker_def = len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
+    if (is_goal_def or is_worker_def) and not isinstance(data, dict):
+        raise KBError(shown, "expected a mapping at the top", 1)
+    if is_goal_def:
+        parse_goal(data, text, shown, goal_id)
+    elif is_worker_def:
+        check_name(parts[1], "worker name")
+        parse_worker(parts[1], data, text, shown)
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.models import Event, Intent, IntentRun
+from goalsui.domain.redact import redact_argv
 from goalsui.domain.replies import is_reply
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -24,6 +26,15 @@ from goalsui.runners.base import TurnOutcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, log_failure
 from goalsui.runners.nightshift import run_nightshift_turn
+from goalsui.runners.presets import (
+    McpLaunch,
+    expand_placeholders,
+    needs_config,
+    parse_agent_output,
+    remove_mcp_config,
+    runner_argv,
+    write_mcp_config,
+)
 from goalsui.runners.prompt import (
     GoalLine,
     ThreadLine,
@@ -215,7 +226,10 @@ async def _run_turn(
         return TurnOutcome(
             "failed", reason=f"cannot start: unknown builtin runner {spec['builtin']!r}"
         )
-    argv = [str(x) for x in spec.get("command") or []]
+    run_id = run.id
+    assert run_id is not None  # the scheduler inserted the run before the turn
+    launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run_id)
+    argv = runner_argv(spec, launch)
     if not argv:
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", NO_RUNNER)
         return TurnOutcome("failed", reason=NO_RUNNER)
@@ -228,12 +242,41 @@ async def _run_turn(
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
         return TurnOutcome("failed", reason=reason)
-    nightshift = await run_nightshift_turn(
-        service, intent, run, argv=argv, prompt=prompt, env=env, timeout=timeout,
-        cancel=cancel, grace=grace, log_path=log_path,
-    )
-    if nightshift is not None:
-        return nightshift
+    config = None
+    if needs_config(argv):
+        config = await asyncio.to_thread(write_mcp_config, service.runs_dir, run_id, launch)
+    argv = expand_placeholders(argv, mcp_config=str(config) if config else None, run_id=run_id)
+    try:
+        await asyncio.to_thread(service.agents.set_run_inputs, run_id, prompt, argv)
+        outcome = await run_nightshift_turn(
+            service, intent, run, argv=argv, prompt=prompt, env=env, timeout=timeout,
+            cancel=cancel, grace=grace, log_path=log_path,
+        )
+        if outcome is None:
+            outcome = await _run_argv(
+                service, intent, run, spec, argv, (prompt, cwd, env, log_path),
+                timeout, cancel, grace, on_spawn,
+            )
+    finally:
+        if config is not None:
+            await asyncio.to_thread(remove_mcp_config, config)
+    return replace(outcome, prompt=prompt, argv=tuple(redact_argv(argv)))
+
+
+async def _run_argv(
+    service: Service,
+    intent: Intent,
+    run: IntentRun,
+    spec: dict[str, Any],
+    argv: list[str],
+    prepared: tuple[str, Path, dict[str, str], Path],
+    timeout: float,
+    cancel: asyncio.Event,
+    grace: float,
+    on_spawn: Callable[[int], None] | None,
+) -> TurnOutcome:
+    """Run the program and deliver its result (an agent preset's answer is parsed)."""
+    prompt, cwd, env, log_path = prepared
     state_limit = service.config().state_max_bytes
     before = await asyncio.to_thread(_state_before, service, intent, state_limit)
     result = await run_command(
@@ -245,7 +288,7 @@ async def _run_turn(
         cancel=cancel,
         log_path=log_path,
         grace=grace,
-        log_header=_header(intent, run, argv, cwd),
+        log_header=_header(intent, run, redact_argv(argv), cwd),
         on_spawn=on_spawn,
     )
     tail = result.output_tail or None
@@ -270,7 +313,7 @@ async def _run_turn(
             output_tail=tail,
             output_path=log_path,
         )
-    output = result.stdout
+    output, usage = parse_agent_output(spec.get("agent"), result.stdout)
     if result.truncated:
         output += f"\n\n… (output cut at 1 MiB; the whole output is in {log_path})\n"
     try:
@@ -291,6 +334,7 @@ async def _run_turn(
         output_tail=tail,
         output_path=log_path,
         outbox_path=delivery.outbox_path,
+        usage=usage,
     )
 
 

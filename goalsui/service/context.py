@@ -90,7 +90,12 @@ class ServiceContext:
         run_id: int | None = None,
         tool: str | None = None,
     ) -> None:
-        """Record what was done, by whom (the event log)."""
+        """Record what was done, by whom (the event log); a tool server call marks its
+        writes with its run and tool."""
+        if run_id is None and tool is None:
+            from goalsui.service.agents import acting_now
+
+            run_id, tool = acting_now()
         journal_log.record(
             self.store,
             actor or self.actor,

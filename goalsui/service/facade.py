@@ -40,6 +40,7 @@ from goalsui.service import (
 from goalsui.service import (
     journal as journal_log,
 )
+from goalsui.service.agents import Agents
 from goalsui.service.context import ServiceContext
 
 
@@ -125,6 +126,11 @@ class Service(ServiceContext):
     # -- journal (journal.py) ------------------------------------------------------------------
     def list_journal(self, limit: int = 200) -> list[Journal]:
         return journal_log.recent(self.store, limit)
+
+    @property
+    def agents(self) -> Agents:
+        """The agent-facing operations (confined KB, tool calls, transcripts)."""
+        return Agents(self)
 
     # -- KB index (kbindex.py) ----------------------------------------------------------------
     def sync_kb(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:

@@ -146,7 +146,7 @@ def goal_view(goal: Goal, intents: list[Intent]) -> GoalView:
             runner=i.runner,
         )
         for i in sorted(intents, key=lambda i: i.worker or "")
-        if i.worker
+        if kbindex.is_worker_schedule(i)
         and not (i.status == IntentStatus.CANCELLED and i.last_error and "removed" in i.last_error)
     ]
     return GoalView(

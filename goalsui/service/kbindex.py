@@ -31,6 +31,16 @@ REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")
 GOAL_HOLDS = ("goal paused", "goal completed", "goal archived")
 
 
+def is_worker_schedule(intent: Intent) -> bool:
+    """True for the intent the KB owns for a worker (not another intent naming the worker,
+    e.g. a follow-up a worker's turn scheduled)."""
+    return bool(
+        intent.worker
+        and intent.goal_id
+        and intent.operation_key == worker_intent_key(intent.goal_id, intent.worker)
+    )
+
+
 def worker_intent_key(goal_id: str, worker: str) -> str:
     """The operation key of a worker's intent (one per goal and worker)."""
     return WORKER_KEY.format(goal_id=goal_id, worker=worker)
@@ -114,7 +124,7 @@ def _index_rows(
     goals = {g.goal_id: g for g in s.exec(goal_q).all()}
     workers: dict[str, dict[str, Intent]] = {}
     for intent in s.exec(intent_q).all():
-        if intent.worker and intent.goal_id:
+        if intent.goal_id and intent.worker and is_worker_schedule(intent):
             workers.setdefault(intent.goal_id, {})[intent.worker] = intent
     return goals, workers
 

@@ -8,11 +8,19 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, RichLog, Static
 
+from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.fmt import clock_time, duration, elapsed
 from goalsui.tui.messages import DeliverMixin, deliver
+
+
+def _line(line: str) -> Text:
+    """One log line; a tool call the agent made (``[tool] …``) stands out."""
+    if line.startswith(TOOL_LINE):
+        return Text(line, style="bold italic")
+    return Text(line)
 
 
 class OutputScreen(DeliverMixin, Screen[None]):
@@ -82,7 +90,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
                 self.follow = log.is_vertical_scroll_end or log.max_scroll_y == 0
             log.auto_scroll = self.follow
             for line in text[self.written : end].splitlines():
-                log.write(Text(line))
+                log.write(_line(line))
             self.written = end
         if not live and self.live:
             self.live = False
@@ -100,7 +108,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
         log.wrap = not log.wrap
         log.clear()
         for line in self.text[: self.written].splitlines():
-            log.write(Text(line))
+            log.write(_line(line))
         self.notify("wrap on" if log.wrap else "wrap off", timeout=2)
 
     def action_back(self) -> None:

@@ -1,0 +1,42 @@
+"""Secrets kept out of transcripts: an argv is stored with its secret values masked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["MASK", "redact_argv"]
+
+MASK = "***"
+_SECRET_NAME = re.compile(r"(?i)(token|secret|passw(or)?d|api[-_]?key|auth|credential)")
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?P<at>@)")
+
+
+def _mask_text(arg: str) -> str:
+    arg = _URL_PASSWORD.sub(lambda m: m["head"] + MASK + m["at"], arg)
+    name, sep, value = arg.partition("=")
+    if sep and value and _SECRET_NAME.search(name.rsplit(".", 1)[-1]):
+        return f"{name}={MASK}"
+    return arg
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with secrets masked: passwords in URLs, ``NAME=value`` and ``--token X``.
+
+    A name counts as secret when it mentions a token, secret, password, API key, auth
+    or credential; the value after such an option (``--api-key X``) is masked too.
+    """
+    out: list[str] = []
+    hide_next = False
+    for raw in argv:
+        arg = str(raw)
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        if arg.startswith("-") and "=" not in arg and _SECRET_NAME.search(arg):
+            hide_next = True
+            out.append(arg)
+            continue
+        out.append(_mask_text(arg))
+    return out

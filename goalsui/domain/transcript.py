@@ -1,0 +1,47 @@
+"""A run's transcript as text for people: sanitised, one section per part. Pure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from goalsui.domain.untrusted import plain
+
+__all__ = ["TOOL_LINE", "format_tool_call", "format_transcript"]
+
+#: how a tool call's lines start in a run's log (the Output screen styles them)
+TOOL_LINE = "[tool] "
+
+ARG_LIMIT = 400
+RESULT_LIMIT = 600
+
+
+def _one_line(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return plain(" ".join(str(text).split()), limit=limit)
+
+
+def format_tool_call(call: dict[str, Any]) -> str:
+    """``→ name(arguments)`` then ``  ← result`` or ``  ✗ error``, each one line."""
+    args = _one_line(call.get("arguments") or {}, ARG_LIMIT)
+    mark = "✗ error:" if call.get("is_error") else "←"
+    result = _one_line(call.get("result") or "", RESULT_LIMIT)
+    return f"→ {plain(str(call.get('name')), limit=100)}({args})\n  {mark} {result}"
+
+
+def format_transcript(t: dict[str, Any]) -> str:
+    """Prompt, argv, tool calls and output of one run, safe for a terminal."""
+    head = f"run {t['run_id']} of intent {t['intent_id']}: {t['status']}"
+    if t.get("reason"):
+        head += f" ({plain(t['reason'], limit=200)})"
+    argv = t.get("argv")
+    calls = t.get("tool_calls") or []
+    parts = [
+        head,
+        "## argv\n" + (plain(" ".join(argv)) if argv else "(not recorded)"),
+        "## prompt\n" + (plain(t.get("prompt") or "") or "(not recorded)").rstrip(),
+        f"## tool calls ({len(calls)})\n"
+        + ("\n".join(format_tool_call(c) for c in calls) if calls else "(none)"),
+        "## output\n" + (plain(t.get("output") or "") or "(none)").rstrip(),
+    ]
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,110 @@
+"""Who is calling the tool server and what it may touch.
+
+A run's scope comes from the database (the run's intent: goal, worker, thread) and is
+checked again at every call: the run must still be running, so a leaked config is
+useless once the run ends. An operator's session names its scope on the command line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from goalsui.domain.capabilities import CAPABILITIES, READ_ONLY, tools_for
+from goalsui.errors import ValidationError
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+__all__ = ["Scope", "operator_scope", "run_scope"]
+
+#: a thread intent's run has no worker file: it gets these
+THREAD_RUN_CAPABILITIES = ("read_kb", "todos", "threads", "schedule")
+GOAL_TOOLS = CAPABILITIES["read_kb"] + CAPABILITIES["write_kb"]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The goal, worker and thread a session is bound to, and the tools it gets."""
+
+    tools: frozenset[str]
+    run_id: int | None = None
+    goal_id: str | None = None
+    worker: str | None = None
+    thread_id: int | None = None
+
+    def goal(self, given: str | None) -> str:
+        """The goal a call acts on: the scope's own (``given`` must match it) or ``given``."""
+        if self.goal_id is not None:
+            if given not in (None, "", self.goal_id):
+                raise ValidationError(f"goal {given!r} is outside this session's goal")
+            return self.goal_id
+        if not given:
+            raise ValidationError("name the goal (argument 'goal')")
+        return given
+
+    def thread(self, given: int | None) -> int:
+        """The thread a call acts on: the scope's own (``given`` must match it) or ``given``."""
+        if self.thread_id is not None:
+            if given is not None and given != self.thread_id:
+                raise ValidationError(f"thread {given} is outside this session's thread")
+            return self.thread_id
+        if given is None:
+            raise ValidationError("name the thread (argument 'thread_id')")
+        return given
+
+    def describe(self) -> str:
+        if self.run_id is not None:
+            return f"run {self.run_id}"
+        parts = [f"goal {self.goal_id}"] if self.goal_id else []
+        if self.worker:
+            parts.append(f"worker {self.worker}")
+        if self.thread_id is not None:
+            parts.append(f"thread {self.thread_id}")
+        return ", ".join(parts) or "no scope (read-only)"
+
+
+def _narrow(
+    capabilities: tuple[str, ...], goal_id: str | None, thread_id: int | None, private: bool
+) -> frozenset[str]:
+    tools = tools_for(capabilities, has_thread=thread_id is not None, private_thread=private)
+    if goal_id is None:
+        tools = tools - set(GOAL_TOOLS)
+    return tools
+
+
+def run_scope(service: Service, run_id: int) -> Scope:
+    """The scope of a live run (refused when the run is not running)."""
+    rs = service.agents.run_scope(run_id)
+    caps = rs.capabilities if rs.capabilities is not None else THREAD_RUN_CAPABILITIES
+    return Scope(
+        tools=_narrow(caps, rs.goal_id, rs.thread_id, rs.private_thread),
+        run_id=run_id,
+        goal_id=rs.goal_id,
+        worker=rs.worker,
+        thread_id=rs.thread_id,
+    )
+
+
+def operator_scope(
+    service: Service, goal_id: str | None, worker: str | None, thread_id: int | None
+) -> Scope:
+    """An operator's session: every capability in the named scope; none: read-only."""
+    if goal_id is None and thread_id is None:
+        if worker is not None:
+            raise ValidationError("--worker needs --goal")
+        return Scope(tools=frozenset(READ_ONLY))
+    if goal_id is not None:
+        service.get_goal(goal_id)
+    caps = tuple(CAPABILITIES)
+    if worker is not None:
+        if goal_id is None:
+            raise ValidationError("--worker needs --goal")
+        caps = service.agents.worker_capabilities(goal_id, worker)
+    private = service.get_thread(thread_id).private if thread_id is not None else False
+    return Scope(
+        tools=_narrow(caps, goal_id, thread_id, private),
+        goal_id=goal_id,
+        worker=worker,
+        thread_id=thread_id,
+    )

@@ -1,0 +1,112 @@
+"""``goalsui mcp``: the tool server over stdio, narrowed to one scope.
+
+Every call of a run's session is checked against the database first (the run must
+still be running) and recorded in ``tool_call`` afterwards, errors included.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio.to_thread
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from goalsui import __version__
+from goalsui.errors import GoalsuiError
+from goalsui.mcp.scope import Scope
+from goalsui.mcp.tools import ToolContext, register_all
+from goalsui.service import Service
+
+__all__ = ["ToolServer", "build_server", "serve"]
+
+INSTRUCTIONS = (
+    "goalsui's tools: read and write this goal's knowledge base, keep the thread's "
+    "checklist, schedule follow-ups (they come back into the thread with provenance) "
+    "and post messages. Paths are relative to the goal directory."
+)
+
+
+def _one_line(exc: ToolError) -> ToolError:
+    """A tool error of one line: argument validation lists only the first problem."""
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if callable(errors):
+        first = errors()[0] if errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ())) or "arguments"
+        message = first.get("msg", "invalid value")
+        return ToolError(f"bad argument '{where}': {message}")
+    return ToolError(" ".join(str(exc).split()))
+
+
+def _result_text(result: Any) -> str:
+    texts = [getattr(c, "text", "") for c in getattr(result, "content", None) or []]
+    text = "\n".join(t for t in texts if t)
+    if not text and getattr(result, "structured_content", None) is not None:
+        text = json.dumps(result.structured_content, default=str)
+    return text
+
+
+class ToolServer(MCPServer):
+    """An MCPServer that checks a run's liveness before and records every call after."""
+
+    def __init__(self, service: Service, scope: Scope) -> None:
+        super().__init__(
+            name="goalsui", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        )
+        self.service = service
+        self.scope = scope
+
+    def _check_live(self) -> None:
+        if self.scope.run_id is None:
+            return
+        try:
+            self.service.agents.live_run(self.scope.run_id)
+        except GoalsuiError as exc:
+            raise ToolError(str(exc)) from None
+
+    def _record(self, name: str, arguments: dict[str, Any], text: str, is_error: bool) -> None:
+        if self.scope.run_id is None:
+            return
+        self.service.agents.record_tool_call(
+            self.scope.run_id, name, arguments, text, is_error=is_error
+        )
+
+    def _check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        """Refuse arguments the tool does not take (the SDK would drop them silently)."""
+        schema = self._tool_input_schema(name)
+        if schema is None:
+            return  # an unknown tool: the SDK answers that
+        allowed = schema.get("properties", {})
+        extra = sorted(str(key) for key in arguments if key not in allowed)
+        if extra:
+            known = ", ".join(allowed) or "none"
+            raise ToolError(f"unknown argument {extra[0]!r} (this tool takes: {known})")
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            self._check_arguments(name, arguments)
+            await anyio.to_thread.run_sync(self._check_live)
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            error = _one_line(exc)
+            await anyio.to_thread.run_sync(self._record, name, arguments, str(error), True)
+            raise error from None
+        is_error = bool(getattr(result, "is_error", False))
+        await anyio.to_thread.run_sync(
+            self._record, name, arguments, _result_text(result), is_error
+        )
+        return result
+
+
+def build_server(service: Service, scope: Scope) -> ToolServer:
+    """A server offering exactly the tools of ``scope``."""
+    server = ToolServer(service, scope)
+    register_all(ToolContext(service=service, scope=scope, server=server))
+    return server
+
+
+def serve(service: Service, scope: Scope) -> None:
+    """Serve over stdio until the client closes the pipe."""
+    build_server(service, scope).run("stdio")

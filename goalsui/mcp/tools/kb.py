@@ -1,0 +1,52 @@
+"""KB tools, confined to one goal tree: list, read, write, log append, update_worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from goalsui.mcp.tools import ToolContext
+
+
+def register(ctx: ToolContext) -> None:
+    svc, scope = ctx.service, ctx.scope
+
+    @ctx.tool("List a folder of the goal tree (path relative to the goal, default '.').")
+    def goal_kb_list(path: str = ".", goal: str | None = None) -> dict[str, Any]:
+        entries = svc.agents.kb_list(scope.goal(goal), path)
+        for entry in entries:
+            entry["modified"] = entry["modified"].isoformat(timespec="seconds")
+        return {"entries": entries}
+
+    @ctx.tool("Read a text file of the goal tree (path relative to the goal).")
+    def goal_kb_read(path: str, goal: str | None = None) -> dict[str, Any]:
+        return {"path": path, "text": svc.agents.kb_read(scope.goal(goal), path)}
+
+    @ctx.tool(
+        "Write a text file of the goal tree atomically (path relative to the goal). "
+        "YAML and definitions are validated; log/ is append-only (use goal_log_append)."
+    )
+    def goal_kb_write(path: str, text: str, goal: str | None = None) -> dict[str, Any]:
+        goal_id = scope.goal(goal)
+        written = svc.agents.kb_write(goal_id, path, text)
+        return {"path": str(written.relative_to(svc.kb.goal_dir(goal_id).resolve()))}
+
+    @ctx.tool("Append one entry to the goal's log (log/YYYY-MM-DD.md).")
+    def goal_log_append(text: str, goal: str | None = None) -> dict[str, Any]:
+        path, line = svc.agents.log_append(scope.goal(goal), text)
+        return {"path": f"log/{path.name}", "line": line}
+
+    @ctx.tool(
+        "Change a worker's schedule ({cron, timezone} | {every} | {at}), timeout or "
+        "prompt.md; comments in its definition are kept. The runner cannot be changed here."
+    )
+    def update_worker(
+        worker: str,
+        schedule: dict[str, Any] | None = None,
+        timeout: str | None = None,
+        prompt: str | None = None,
+        goal: str | None = None,
+    ) -> dict[str, Any]:
+        view = svc.update_worker(
+            scope.goal(goal), worker, schedule=schedule, timeout=timeout, prompt=prompt
+        )
+        return view.as_json()

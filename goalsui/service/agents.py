@@ -1,0 +1,286 @@
+"""What agents do through goalsui, shared by the tool server and the command line.
+
+- confined KB verbs on one goal tree (list, read, write, log append);
+- the journal's ``run_id`` and ``tool`` for every write made on a run's behalf
+  (:func:`acting` marks the calls; :meth:`Service.journal` reads the mark);
+- tool calls recorded per run (table ``tool_call``);
+- idempotent follow-ups: a ``schedule_intent`` without a key gets one derived from the
+  run and the call's content, so a repeated call returns the same intent;
+- run transcripts: prompt, argv, tool calls and output of one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import col, select
+
+from goalsui.domain.models import IntentRun, Thread, ToolCall
+from goalsui.domain.redact import redact_argv
+from goalsui.domain.states import RunStatus
+from goalsui.domain.transcript import TOOL_LINE, format_tool_call
+from goalsui.errors import NotFound, ValidationError
+from goalsui.kb.atomic import append_line
+from goalsui.kb.confined import ConfinedTree
+from goalsui.kb.layout import check_kb_text
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent, Message
+    from goalsui.service.core import Service
+
+__all__ = [
+    "Agents",
+    "RunScope",
+    "acting",
+    "acting_now",
+    "follow_up_key",
+]
+
+MAX_RESULT_CHARS = 8000
+MAX_POST_CHARS = 64 * 1024
+
+_ACTING: contextvars.ContextVar[tuple[int | None, str | None]] = contextvars.ContextVar(
+    "goalsui_acting", default=(None, None)
+)
+
+
+@contextlib.contextmanager
+def acting(run_id: int | None, tool: str | None) -> Iterator[None]:
+    """Journal entries written inside are marked with ``run_id`` and ``tool``."""
+    token = _ACTING.set((run_id, tool))
+    try:
+        yield
+    finally:
+        _ACTING.reset(token)
+
+
+def acting_now() -> tuple[int | None, str | None]:
+    """The (run id, tool name) of the tool call in progress, else (None, None)."""
+    return _ACTING.get()
+
+
+def follow_up_key(
+    run_id: int,
+    kind: str,
+    schedule: str | None,
+    timezone: str | None,
+    title: str,
+    instruction: str,
+) -> str:
+    """``run:<id>:<sha256>`` of the call's content: same run and content, same key."""
+    content = json.dumps(
+        [kind, schedule or "", timezone or "", title, instruction], ensure_ascii=False
+    )
+    return f"run:{run_id}:{hashlib.sha256(content.encode('utf-8')).hexdigest()}"
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """What a run may touch: its goal, worker, thread and the worker's capabilities."""
+
+    run_id: int
+    intent_id: int
+    goal_id: str | None
+    worker: str | None
+    thread_id: int | None
+    private_thread: bool
+    capabilities: tuple[str, ...] | None  # None: not a worker run
+
+
+class Agents:
+    """Service-level operations of the tool server and ``goalsui kb``."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    # -- confined KB -------------------------------------------------------------------------
+    def tree(self, goal_id: str) -> ConfinedTree:
+        return ConfinedTree(self.service.kb.goal_dir(goal_id), goal_id)
+
+    def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
+        return self.tree(goal_id).list(rel)
+
+    def kb_read(self, goal_id: str, rel: str) -> str:
+        return self.tree(goal_id).read(rel)
+
+    def kb_write(self, goal_id: str, rel: str, text: str) -> Path:
+        """Write a file atomically; YAML and definitions are validated first."""
+        tree = self.tree(goal_id)
+        path = tree.write(
+            rel,
+            text,
+            validate=lambda parts, body, shown: check_kb_text(goal_id, parts, body, shown),
+        )
+        shown = "/".join(tree.parts(path))
+        self.service.journal("file written", f"{goal_id}/{shown}", f"{len(text)} characters")
+        if path.name == "definition.yaml":
+            self.service.sync_kb([goal_id])
+        self.service.changed("files")
+        return path
+
+    def log_append(self, goal_id: str, text: str) -> tuple[Path, int]:
+        path, line = self.tree(goal_id).append_log(text, self.service.now())
+        self.service.journal("goal log appended", f"{goal_id}/log/{path.name}", f"line {line}")
+        self.service.changed("files")
+        return path, line
+
+    # -- runs and their scope ------------------------------------------------------------------
+    def live_run(self, run_id: int) -> IntentRun:
+        """The run if it is still running; a finished or unknown run is refused."""
+        with self.service.store.read() as s:
+            run = s.get(IntentRun, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        if run.status != RunStatus.RUNNING:
+            raise ValidationError(
+                f"run {run_id} is {run.status}, not running: its tools are closed"
+            )
+        return run
+
+    def run_scope(self, run_id: int) -> RunScope:
+        """The scope of a live run, from its intent and (for a worker) the worker's file."""
+        run = self.live_run(run_id)
+        intent = self.service.get_intent(run.intent_id)
+        private = False
+        if intent.thread_id is not None:
+            private = self.service.get_thread(intent.thread_id).private
+        caps: tuple[str, ...] | None = None
+        if intent.goal_id and intent.worker:
+            loaded = self.service.kb.load_goal(intent.goal_id)
+            wdef = loaded.workers.get(intent.worker)
+            caps = wdef.capabilities if wdef is not None else ()
+        return RunScope(
+            run_id=run_id,
+            intent_id=intent.id,  # type: ignore[arg-type]
+            goal_id=intent.goal_id,
+            worker=intent.worker,
+            thread_id=intent.thread_id,
+            private_thread=private,
+            capabilities=caps,
+        )
+
+    def worker_capabilities(self, goal_id: str, worker: str) -> tuple[str, ...]:
+        loaded = self.service.kb.load_goal(goal_id)
+        wdef = loaded.workers.get(worker)
+        if wdef is None:
+            raise NotFound(f"goal '{goal_id}' has no valid worker '{worker}'")
+        return wdef.capabilities
+
+    def record_tool_call(
+        self, run_id: int, name: str, arguments: Any, result: str, *, is_error: bool
+    ) -> None:
+        """One row of ``tool_call`` (the result cut at a few KiB), and the call's lines in
+        the run's live log, so it reads inline with the output."""
+        if len(result) > MAX_RESULT_CHARS:
+            result = result[:MAX_RESULT_CHARS] + "… (cut)"
+        call = {"name": name, "arguments": arguments, "result": result, "is_error": is_error}
+        log = self.service.run_log_path(run_id)
+        if log.is_file():  # the runner opened it: the run is live on this machine
+            lines = format_tool_call(call).splitlines()
+            with contextlib.suppress(OSError):  # a full disk must not fail the call
+                append_line(log, "\n".join(f"{TOOL_LINE}{line}" for line in lines))
+        with self.service.store.write() as s:
+            s.add(
+                ToolCall(
+                    run_id=run_id,
+                    at=self.service.now(),
+                    name=name[:100],
+                    arguments=arguments,
+                    result=result,
+                    is_error=is_error,
+                )
+            )
+        self.service.changed("runs")
+
+    def tool_calls(self, run_id: int) -> list[ToolCall]:
+        with self.service.store.read() as s:
+            return list(
+                s.exec(select(ToolCall).where(ToolCall.run_id == run_id).order_by(col(ToolCall.id)))
+            )
+
+    def set_run_inputs(self, run_id: int, prompt: str, argv: Sequence[str]) -> None:
+        """Keep a run's prompt and argv (secrets masked) on its row as it starts."""
+        with self.service.store.write() as s:
+            run = s.get(IntentRun, run_id)
+            if run is None:
+                raise NotFound(f"no run {run_id}")
+            run.prompt = prompt
+            run.argv = redact_argv(argv)
+            s.add(run)
+
+    def transcript(self, run_id: int) -> dict[str, Any]:
+        """A run's prompt, argv, tool calls and output (raw text: sanitise to show it)."""
+        run = self.service.get_run(run_id)
+        calls = self.tool_calls(run_id)
+        return {
+            "run_id": run_id,
+            "intent_id": run.intent_id,
+            "status": run.status,
+            "reason": run.reason,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "prompt": run.prompt,
+            "argv": run.argv,
+            "tool_calls": [
+                {
+                    "at": c.at,
+                    "name": c.name,
+                    "arguments": c.arguments,
+                    "result": c.result,
+                    "is_error": c.is_error,
+                }
+                for c in calls
+            ],
+            "output": self.service.run_output(run_id),
+        }
+
+    # -- intents and threads ---------------------------------------------------------------------
+    def schedule_follow_up(
+        self, run_id: int | None, *, key: str | None = None, **spec: Any
+    ) -> tuple[Intent, bool]:
+        """Create an intent once per key; returns (intent, created).
+
+        Without ``key`` a run's call gets :func:`follow_up_key`; outside a run no key
+        is derived (each call creates an intent).
+        """
+        if key is None and run_id is not None:
+            key = follow_up_key(
+                run_id,
+                spec["kind"],
+                spec.get("schedule"),
+                spec.get("timezone"),
+                " ".join(str(spec.get("title", "")).split()),
+                spec.get("instruction", ""),
+            )
+        existed = self.service._intent_by_key(key) if key else None
+        if existed is not None:
+            return existed, False
+        return self.service.create_intent(operation_key=key, **spec), True
+
+    def thread_post(
+        self, thread_id: int, content: str, *, run_id: int | None, provenance: str
+    ) -> Message:
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError("a message needs text")
+        if len(content) > MAX_POST_CHARS:
+            raise ValidationError(f"a message is too long ({MAX_POST_CHARS} characters at most)")
+        with self.service.store.read() as s:
+            thread = s.get(Thread, thread_id)
+        if thread is None:
+            raise NotFound(f"no thread {thread_id}")
+        message = self.service.post_message(
+            content,
+            thread_id=thread_id,
+            role="assistant",
+            run_id=run_id,
+            provenance=provenance,
+        )
+        self.service.journal("message posted", f"thread {thread_id}", f"message {message.id}")
+        return message

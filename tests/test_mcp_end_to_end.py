@@ -1,0 +1,179 @@
+"""A worker turn run by the real scheduler, through an agent CLI that acts via goalsui mcp.
+
+The agent is tests/scripts/standin_agent.py: it reads the prompt, reads the MCP config
+the runner wrote for the run, starts ``goalsui mcp`` from it with the SDK client and
+calls tools as a model would (the calls are written in the worker's prompt.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from mcp_kit import SCRIPTS
+
+from goalsui.kb.layout import WorkerSeed
+from goalsui.scheduler import Scheduler
+from goalsui.service import Service
+
+STANDIN = SCRIPTS / "standin_agent.py"
+
+
+def goalsui_cli(svc: Service, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "goalsui", "--kb", str(svc.kb.root)]
+    argv += ["--state-dir", str(svc.state_dir), *args]
+    env = {**os.environ, "GOALSUI_DB": svc.db_url}
+    return subprocess.run(
+        argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    )
+
+
+@pytest.fixture
+def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+    echo = SCRIPTS / "run_echo_stdin.py"
+    (empty_kb / "goalsui.yaml").write_text(
+        f'runner:\n  command: ["{{python}}", "{echo}"]\n  timeout: 60s\n'
+    )
+    return make_service(empty_kb, clock=clock)
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``claude`` on PATH that is the stand-in agent (so the claude preset's argv runs)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "claude"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDIN}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return shim
+
+
+def agent_prompt(follow_up_at: str) -> str:
+    schedule = {
+        "title": "build check",
+        "instruction": "Look at the build again and say whether it is green.",
+        "kind": "at",
+        "schedule": follow_up_at,
+    }
+    return (
+        "# agent\n\nTick the first open todo, then come back later about the build.\n\n"
+        'CALL todo_complete {"todo_id": {first_open_todo}}\n'
+        f"CALL schedule_intent {json.dumps(schedule)}\n"
+    )
+
+
+async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, fake_claude):
+    follow_up_at = clock.now + timedelta(hours=2)
+    goal = svc.setup_goal(
+        "Agent Goal",
+        "let an agent act",
+        [
+            WorkerSeed(
+                "agent",
+                {
+                    "schedule": {"cron": "0 3 * * *"},
+                    "capabilities": ["read_kb", "todos", "schedule"],
+                },
+                prompt=agent_prompt(follow_up_at.isoformat()),
+            )
+        ],
+    ).goal_id
+    thread = svc.create_thread("build watch")
+    todo = svc.add_todo(thread.id, "check the build")
+    svc.add_todo(thread.id, "write the notes")
+    turn = svc.create_intent(
+        title="agent turn",
+        instruction="",
+        kind="at",
+        schedule=clock.now.isoformat(),
+        goal_id=goal,
+        worker="agent",
+        thread_id=thread.id,
+        runner={"agent": "claude"},
+    )
+    sched = Scheduler(svc, clock=clock, grace_seconds=1)
+    try:
+        (run_id,) = await sched.tick()
+        await sched.drain(timeout=180)
+        run = svc.get_run(run_id)
+        assert run.status == "ok", (run.reason, svc.run_output(run_id))
+
+        assert [t.done for t in svc.list_todos(thread.id) if t.id == todo.id] == [True]
+        (follow_up,) = [i for i in svc.list_intents() if i.title == "build check"]
+        assert (follow_up.thread_id, follow_up.goal_id, follow_up.worker) == (thread.id, goal, None)
+        assert (follow_up.operation_key or "").startswith(f"run:{run_id}:")
+        answer = [m for m in svc.messages(thread.id) if m.run_id == run_id]
+        assert answer and answer[0].content.startswith("stand-in agent made 2 tool calls")
+        assert answer[0].provenance == f"Came back about: {turn.title}"
+        assert not list(svc.runs_dir.glob("*.mcp.json"))  # the config lived as long as the run
+        assert "[tool] → todo_complete(" in svc.run_output(run_id)  # inline with the output
+
+        clock.set(follow_up_at + timedelta(seconds=1))
+        (later,) = await sched.tick()
+        await sched.drain(timeout=120)
+    finally:
+        await sched.stop(grace=1)
+    assert svc.get_run(later).intent_id == follow_up.id
+    came_back = [m for m in svc.messages(thread.id) if m.run_id == later]
+    assert came_back[0].provenance == "Came back about: build check"
+    assert "Look at the build again" in came_back[0].content
+
+    shown = goalsui_cli(svc, "runs", "show", str(run_id), "--json")
+    assert shown.returncode == 0, shown.stderr
+    transcript = json.loads(shown.stdout)
+    names = [c["name"] for c in transcript["tool_calls"]]
+    assert names == ["goal_kb_read", "todo_list", "todo_complete", "schedule_intent"]
+    assert transcript["tool_calls"][3]["arguments"]["title"] == "build check"
+    assert '"created": true' in transcript["tool_calls"][3]["result"]
+    assert (
+        transcript["argv"][:2] == ["claude", "-p"] and "--strict-mcp-config" in transcript["argv"]
+    )
+    assert "You are worker `agent`" in transcript["prompt"]
+    text = goalsui_cli(svc, "runs", "show", str(run_id))
+    assert (
+        text.returncode == 0 and "schedule_intent" in text.stdout and "todo_complete" in text.stdout
+    )
+
+
+async def test_an_argv_runner_gets_the_mcp_config_and_run_id_placeholders(svc, clock):
+    thread = svc.create_thread("plain")
+    svc.create_intent(
+        title="plain argv",
+        instruction="post a note",
+        kind="at",
+        schedule=clock.now.isoformat(),
+        thread_id=thread.id,
+        runner={
+            "command": [
+                "{python}",
+                str(SCRIPTS / "run_print_config.py"),
+                "--config={mcp_config}",
+                "{run_id}",
+            ]
+        },
+    )
+    sched = Scheduler(svc, clock=clock, grace_seconds=1)
+    try:
+        (run_id,) = await sched.tick()
+        await sched.drain(timeout=120)
+    finally:
+        await sched.stop(grace=1)
+    run = svc.get_run(run_id)
+    assert run.status == "ok", run.reason
+    assert run.argv is not None and run.argv[-1] == str(run_id)
+    config_arg = run.argv[-2]
+    path = Path(config_arg.removeprefix("--config="))
+    assert path.parent == svc.runs_dir and path.name == f"{run_id}.mcp.json"
+    assert not path.exists()  # removed after the run
+    (message,) = [m for m in svc.messages(thread.id) if m.run_id == run_id]
+    seen = json.loads(message.content)
+    server = seen["config"]["mcpServers"]["goalsui"]
+    assert seen["run_id"] == str(run_id)
+    assert server["args"][-3:] == ["mcp", "--run", str(run_id)]
+    assert server["env"]["GOALSUI_DB"] == svc.db_url

@@ -1,0 +1,177 @@
+"""Agent presets, placeholders, the per-run MCP config, secrets in argv, capabilities."""
+
+from __future__ import annotations
+
+import json
+import stat
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from goalsui.domain.capabilities import ALL_TOOLS, tools_for
+from goalsui.domain.redact import redact_argv
+from goalsui.errors import KBError
+from goalsui.kb.config import parse_worker
+from goalsui.runners.presets import (
+    McpLaunch,
+    expand_placeholders,
+    parse_agent_output,
+    preset_argv,
+    remove_mcp_config,
+    runner_argv,
+    write_mcp_config,
+)
+from goalsui.service import Service
+
+LAUNCH = McpLaunch(
+    "/usr/bin/python3", ("-m", "goalsui", "mcp", "--run", "7"), {"GOALSUI_DB": "sqlite:///x.db"}
+)
+
+
+def test_the_claude_preset_restricts_the_agent_to_goalsui_tools() -> None:
+    argv = preset_argv("claude", LAUNCH, model="sonnet", args=["--max-turns", "8"])
+    assert argv == [
+        "claude", "-p", "--output-format", "json",
+        "--mcp-config", "{mcp_config}", "--strict-mcp-config",
+        "--tools", "", "--allowedTools", "mcp__goalsui__*",
+        "--model", "sonnet", "--max-turns", "8",
+    ]  # fmt: skip
+    with_tools = preset_argv("claude", LAUNCH, tools=["Read", "Grep"])
+    assert with_tools[with_tools.index("--tools") + 1] == "Read,Grep"
+    assert with_tools[with_tools.index("--allowedTools") + 1] == "mcp__goalsui__*,Read,Grep"
+
+
+def test_the_codex_preset_configures_the_server_with_toml_overrides() -> None:
+    argv = preset_argv("codex", LAUNCH, model="o4-mini")
+    assert argv[:4] == ["codex", "exec", "--json", "--skip-git-repo-check"] and argv[-1] == "-"
+    overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+    parsed = tomllib.loads("\n".join(overrides))
+    assert parsed["mcp_servers"]["goalsui"] == {
+        "command": LAUNCH.command,
+        "args": list(LAUNCH.args),
+        "env": dict(LAUNCH.env),
+    }
+    assert argv[argv.index("--model") + 1] == "o4-mini"
+
+
+def test_placeholders_and_the_config_file(tmp_path: Path) -> None:
+    argv = runner_argv({"command": ["agent", "--mcp={mcp_config}", "run-{run_id}"]}, LAUNCH)
+    path = write_mcp_config(tmp_path / "runs", 7, LAUNCH)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {
+        "mcpServers": {
+            "goalsui": {
+                "command": LAUNCH.command,
+                "args": list(LAUNCH.args),
+                "env": dict(LAUNCH.env),
+            }
+        }
+    }
+    assert expand_placeholders(argv, mcp_config=str(path), run_id=7) == [
+        "agent",
+        f"--mcp={path}",
+        "run-7",
+    ]
+    remove_mcp_config(path)
+    remove_mcp_config(path)  # already gone: fine
+    assert not path.exists()
+    launch = McpLaunch.for_run(Path("/kb"), Path("/state"), "sqlite:///db", 7, python="py")
+    assert launch.args[-3:] == ("mcp", "--run", "7") and launch.env == {
+        "GOALSUI_DB": "sqlite:///db"
+    }
+
+
+def test_agent_output_is_parsed_into_the_answer_and_its_usage() -> None:
+    claude = json.dumps(
+        {
+            "type": "result",
+            "result": "two todos ticked",
+            "total_cost_usd": 0.03,
+            "usage": {"input_tokens": 900, "output_tokens": 40},
+            "modelUsage": {"claude-sonnet-4": {}},
+        }
+    )
+    text, usage = parse_agent_output("claude", claude)
+    assert text == "two todos ticked"
+    assert usage is not None and (usage.tokens_in, usage.tokens_out, usage.cost_usd) == (
+        900,
+        40,
+        0.03,
+    )
+    assert usage.model == "claude-sonnet-4"
+    codex = "\n".join(
+        json.dumps(e)
+        for e in (
+            {"type": "item.completed", "item": {"type": "agent_message", "text": "done"}},
+            {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 3}},
+        )
+    )
+    text, usage = parse_agent_output("codex", codex)
+    assert text == "done" and usage is not None and usage.tokens_in == 10
+    assert parse_agent_output("claude", "not json at all") == ("not json at all", None)
+    assert parse_agent_output(None, '{"result": "x"}') == ('{"result": "x"}', None)
+
+
+def test_secrets_never_reach_a_stored_argv() -> None:
+    argv = [
+        "agent",
+        "--api-key",
+        "sk-live-123",
+        "--token=abc",
+        "GITHUB_TOKEN=ghp_1",
+        "-c",
+        'mcp_servers.goalsui.env={GOALSUI_DB = "postgresql://u:hunter2@db/x"}',
+        "--model",
+        "sonnet",
+    ]
+    shown = " ".join(redact_argv(argv))
+    for secret in ("sk-live-123", "abc", "ghp_1", "hunter2"):
+        assert secret not in shown
+    assert "--model sonnet" in shown and "postgresql://u:***@db/x" in shown
+
+
+def test_capabilities_select_tools_and_unknown_ones_are_kb_errors() -> None:
+    assert "goal_kb_write" not in tools_for(["read_kb"], has_thread=True, private_thread=False)
+    everything = tools_for(
+        ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"],
+        has_thread=True,
+        private_thread=False,
+    )
+    assert everything == set(ALL_TOOLS)
+    private = tools_for(["schedule", "todos"], has_thread=True, private_thread=True)
+    assert "schedule_intent" not in private and "todo_add" in private
+    text = "schedule: {every: 1h}\ncapabilities: [read_kb, fly]\n"
+    with pytest.raises(KBError) as caught:
+        parse_worker(
+            "w",
+            {"schedule": {"every": "1h"}, "capabilities": ["read_kb", "fly"]},
+            text,
+            "g/workers/w/definition.yaml",
+        )
+    assert caught.value.line == 2 and "unknown capability 'fly'" in str(caught.value)
+    with pytest.raises(KBError, match="unknown agent 'gpt'"):
+        parse_worker("w", {"schedule": {"every": "1h"}, "runner": {"agent": "gpt"}}, "", "d")
+    with pytest.raises(KBError, match="go with 'agent'"):
+        parse_worker(
+            "w", {"schedule": {"every": "1h"}, "runner": {"command": ["x"], "model": "m"}}, "", "d"
+        )
+    ok = parse_worker(
+        "w",
+        {
+            "schedule": {"every": "1h"},
+            "runner": {"agent": "claude", "model": "opus", "tools": ["Read"]},
+        },
+        "",
+        "d",
+    )
+    assert ok.runner is not None
+    assert ok.runner.as_dict() == {"agent": "claude", "model": "opus", "tools": ["Read"]}
+
+
+def test_doctor_reports_an_unknown_capability(sample_kb: Path, make_service) -> None:  # type: ignore[no-untyped-def]
+    definition = sample_kb / "demo-pulse-05c0f5ca" / "workers" / "pulse" / "definition.yaml"
+    definition.write_text(definition.read_text().replace("[read_kb]", "[read_kb, teleport]"))
+    service: Service = make_service(sample_kb)
+    problems = [p for p in service.doctor() if "teleport" in p.message]
+    assert problems and problems[0].path.endswith("pulse/definition.yaml") and problems[0].line
