@@ -30,6 +30,7 @@ from goalsui.errors import NotFound, ValidationError
 from goalsui.kb.atomic import append_line
 from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.layout import check_kb_text
+from goalsui.service import intents
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Intent, Message
@@ -259,7 +260,7 @@ class Agents:
                 " ".join(str(spec.get("title", "")).split()),
                 spec.get("instruction", ""),
             )
-        existed = self.service._intent_by_key(key) if key else None
+        existed = intents.intent_by_key(self.service, key) if key else None
         if existed is not None:
             return existed, False
         return self.service.create_intent(operation_key=key, **spec), True
