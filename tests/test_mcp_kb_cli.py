@@ -78,3 +78,29 @@ def test_a_symlink_out_of_the_goal_is_refused(service: Service, tmp_path: Path) 
     done = kb_cli(service, "write", GOAL, "leak.txt", stdin="owned")
     assert done.returncode == 1 and "outside" in done.stderr
     assert outside.read_text() == "private"
+
+
+@pytest.mark.parametrize(
+    "args,reason",
+    [
+        (("runs", "show"), "needs a run id"),
+        (("runs", "show", "abc"), "invalid run id"),
+        (("runs", "show", "999"), "no run 999"),
+        (("runs", "7"), "invalid choice"),
+        (("mcp", "--run", "999"), "no run 999"),
+        (("mcp", "--worker", "scout"), "--worker needs --goal"),
+        (("mcp", "--goal", "no-such-goal"), "no goal"),
+        (("mcp", "--run", "1", "--goal", GOAL), "takes its scope from the run"),
+    ],
+)
+def test_runs_show_and_mcp_refuse_bad_input_in_one_line(
+    service: Service, args: tuple[str, ...], reason: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
+    argv = [sys.executable, "-m", "goalsui", "--kb", str(service.kb.root)]
+    argv += ["--state-dir", str(service.state_dir), *args]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and reason in done.stderr, done.stderr

@@ -184,9 +184,14 @@ BAD_CALLS = [
     ("goal_kb_read", {"path": 5}, "bad argument 'path'"),
     (
         "goal_kb_write",
-        {"path": "workers/writer/definition.yaml", "text": "schedule: {cron: nope}\n"},
-        "cron",
+        {
+            "path": "workers/writer/definition.yaml",
+            "text": "schedule: {every: 1h}\nrunner: {command: [sh, -c, evil]}\n",
+        },
+        "not written by agents",
     ),
+    ("goal_kb_write", {"path": "definition.yaml", "text": "goal_id: x\n"}, "not written by agents"),
+    ("goal_kb_write", {"path": "notes.yaml", "text": "a: [unclosed\n"}, "notes.yaml"),
     ("goal_kb_write", {"path": "state.yaml", "text": "a: [unclosed\n"}, "state.yaml"),
     ("goal_kb_write", {"path": "log/2026-01-01.md", "text": "rewritten"}, "append-only"),
     ("goal_kb_write", {"path": "x.md", "text": "a", "goal": "other-goal"}, "outside"),

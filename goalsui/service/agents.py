@@ -82,6 +82,13 @@ def follow_up_key(
     return f"run:{run_id}:{hashlib.sha256(content.encode('utf-8')).hexdigest()}"
 
 
+def _is_definition(parts: tuple[str, ...]) -> bool:
+    """The goal's ``definition.yaml`` or a worker's ``workers/<w>/definition.yaml``."""
+    return parts == ("definition.yaml",) or (
+        len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
+    )
+
+
 @dataclass(frozen=True)
 class RunScope:
     """What a run may touch: its goal, worker, thread and the worker's capabilities."""
@@ -111,14 +118,23 @@ class Agents:
     def kb_read(self, goal_id: str, rel: str) -> str:
         return self.tree(goal_id).read(rel)
 
-    def kb_write(self, goal_id: str, rel: str, text: str) -> Path:
-        """Write a file atomically; YAML and definitions are validated first."""
+    def kb_write(self, goal_id: str, rel: str, text: str, *, definitions: bool = True) -> Path:
+        """Write a file atomically; YAML and definitions are validated first.
+
+        ``definitions=False`` (an agent's write) refuses the goal's and its workers'
+        ``definition.yaml``: a runner is the program goalsui starts, never an agent's pick.
+        """
+
+        def validate(parts: tuple[str, ...], body: str, shown: str) -> None:
+            if not definitions and _is_definition(parts):
+                raise ValidationError(
+                    f"{shown}: definitions are not written by agents "
+                    "(update_worker changes a worker's schedule, timeout and prompt)"
+                )
+            check_kb_text(goal_id, parts, body, shown)
+
         tree = self.tree(goal_id)
-        path = tree.write(
-            rel,
-            text,
-            validate=lambda parts, body, shown: check_kb_text(goal_id, parts, body, shown),
-        )
+        path = tree.write(rel, text, validate=validate)
         shown = "/".join(tree.parts(path))
         self.service.journal("file written", f"{goal_id}/{shown}", f"{len(text)} characters")
         if path.name == "definition.yaml":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from goalsui.domain.models import Intent
+from goalsui.mcp.scope import Scope
 from goalsui.mcp.tools import ToolContext, ToolFailure
 
 KINDS = {"at": "at", "cron": "cron", "every": "heartbeat", "event": "event"}
@@ -26,13 +27,15 @@ def intent_json(i: Intent) -> dict[str, Any]:
     }
 
 
+def in_scope(scope: Scope, intent: Intent) -> bool:
+    """True for an intent of the session's thread or goal."""
+    if scope.thread_id is not None and intent.thread_id == scope.thread_id:
+        return True
+    return scope.goal_id is not None and intent.goal_id == scope.goal_id
+
+
 def register(ctx: ToolContext) -> None:
     svc, scope = ctx.service, ctx.scope
-
-    def in_scope(intent: Intent) -> bool:
-        if scope.thread_id is not None and intent.thread_id == scope.thread_id:
-            return True
-        return scope.goal_id is not None and intent.goal_id == scope.goal_id
 
     @ctx.tool(
         "Schedule a follow-up into this turn's thread (or goal): kind 'at' (schedule: ISO "
@@ -72,7 +75,7 @@ def register(ctx: ToolContext) -> None:
     @ctx.tool("Cancel an intent of this turn's thread or goal (not a worker's own schedule).")
     def cancel_intent(intent_id: int) -> dict[str, Any]:
         intent = svc.get_intent(intent_id)
-        if not in_scope(intent):
+        if not in_scope(scope, intent):
             raise ToolFailure(f"intent {intent_id} is outside this session's thread and goal")
         if intent.worker and intent.operation_key and intent.operation_key.startswith("worker:"):
             raise ToolFailure(
@@ -85,5 +88,5 @@ def register(ctx: ToolContext) -> None:
     def list_intents(include_ended: bool = False) -> dict[str, Any]:
         rows = svc.list_intents(include_ended=include_ended)
         if scope.thread_id is not None or scope.goal_id is not None:
-            rows = [i for i in rows if in_scope(i)]
+            rows = [i for i in rows if in_scope(scope, i)]
         return {"intents": [intent_json(i) for i in rows[-200:]]}

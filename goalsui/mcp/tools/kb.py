@@ -23,11 +23,12 @@ def register(ctx: ToolContext) -> None:
 
     @ctx.tool(
         "Write a text file of the goal tree atomically (path relative to the goal). "
-        "YAML and definitions are validated; log/ is append-only (use goal_log_append)."
+        "YAML must parse; definition.yaml files are refused (use update_worker); log/ is "
+        "append-only (use goal_log_append)."
     )
     def goal_kb_write(path: str, text: str, goal: str | None = None) -> dict[str, Any]:
         goal_id = scope.goal(goal)
-        written = svc.agents.kb_write(goal_id, path, text)
+        written = svc.agents.kb_write(goal_id, path, text, definitions=False)
         return {"path": str(written.relative_to(svc.kb.goal_dir(goal_id).resolve()))}
 
     @ctx.tool("Append one entry to the goal's log (log/YYYY-MM-DD.md).")
