@@ -124,6 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - never a traceback for the operator
         if args.debug or os.environ.get("GOALSUI_DEBUG"):
             raise
+        from goalsui.cli.failures import user_message
+
+        message = user_message(exc)
+        if message is not None:
+            sys.stderr.write(f"goalsui: error: {message}\n")
+            return 1
         sys.stderr.write(
             f"goalsui: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
             "(rerun with GOALSUI_DEBUG=1 for details)\n"

@@ -85,6 +85,20 @@ def parse_id(value: str, what: str) -> int:
     return number
 
 
+MAX_COUNT = 2**31 - 1
+
+
+def positive_count(value: str) -> int:
+    """An argparse type: a whole number from 1 to 2**31-1 (a database column holds it)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {value[:40]!r}") from None
+    if not 1 <= number <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_COUNT}, not {value[:40]}")
+    return number
+
+
 def read_text_arg(value: str) -> str:
     """``@FILE`` reads a file, ``-`` reads stdin, anything else is the text itself."""
     if value == "-":

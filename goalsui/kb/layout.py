@@ -527,8 +527,21 @@ def copy_sample_kb(target: Path) -> Path:
 
 
 def init_kb(path: Path, *, sample: bool = False) -> Path:
-    """Create an empty KB (or a copy of the sample KB) at ``path``."""
+    """Create an empty KB (or a copy of the sample KB) at ``path``.
+
+    A path that cannot hold a KB (a file, a device, a folder that cannot be created)
+    is a ValidationError with the reason; nothing is created.
+    """
     path = Path(path).expanduser()
+    try:
+        return _init_kb(path, sample)
+    except OSError as exc:
+        raise ValidationError(f"cannot create a KB at {path}: {exc.strerror or exc}") from None
+
+
+def _init_kb(path: Path, sample: bool) -> Path:
+    if path.exists() and not path.is_dir():
+        raise ValidationError(f"cannot create a KB at {path}: it exists and is not a folder")
     if path.exists() and any(path.iterdir()):
         raise ValidationError(f"{path} exists and is not empty")
     if sample:
