@@ -26,6 +26,7 @@ from goalsui.kb.config import (
     parse_worker,
 )
 from goalsui.kb.paths import check_name, new_goal_id, safe_join
+from goalsui.kb.regular import open_regular
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
 CONFIG_FILE = "goalsui.yaml"
@@ -117,7 +118,8 @@ class KB:
     def goal_dir(self, goal_id: str) -> Path:
         check_name(goal_id, "goal id")
         path = safe_join(self.root, goal_id)
-        if not (path / "definition.yaml").is_file():
+        # exists, not is_file: a FIFO or folder in its place is a goal with a problem
+        if not (path / "definition.yaml").exists():
             raise NotFound(f"no goal '{goal_id}' in the KB")
         return path
 
@@ -155,11 +157,20 @@ class KB:
                     self.check_inside(wpath, shown, below=path)
                     data, text = load_yaml_mapping(wpath, shown)
                     loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
+                    self._check_prompt(Path(entry.path) / "prompt.md", path)
                 except KBError as exc:
                     loaded.problems.append(exc)
                 except GoalsuiError as exc:
                     loaded.problems.append(KBError(shown, str(exc)))
         return loaded
+
+    def _check_prompt(self, prompt: Path, goal_path: Path) -> None:
+        """A worker's prompt.md, when there is one, must be readable UTF-8 text."""
+        if not prompt.exists() and not prompt.is_symlink():
+            return  # doctor reports a missing prompt; the worker still loads
+        shown = self.display(prompt)
+        self.check_inside(prompt, shown, below=goal_path)
+        read_text(prompt, limit=MAX_TEXT_BYTES, display=shown)
 
     def scan(self) -> list[LoadedGoal]:
         """Every goal tree; one that cannot be loaded at all comes back with its problem."""
@@ -383,7 +394,7 @@ class KB:
 
     def kb_read(self, goal_id: str, rel: str, *, limit: int = MAX_TEXT_BYTES) -> str:
         path = self.resolve(goal_id, rel)
-        if not path.is_file():
+        if not path.exists():
             raise NotFound(f"no file {goal_id}/{rel}")
         return read_text(path, limit=limit, display=f"{goal_id}/{rel}")
 
@@ -424,7 +435,7 @@ class KB:
             entry += "\n" + "\n".join(f"  {line}".rstrip() for line in lines[1:])
         lines_before = 0
         if path.exists():
-            with path.open("rb") as fh:
+            with os.fdopen(open_regular(path, self.display(path)), "rb") as fh:
                 lines_before = sum(1 for _ in fh)
         append_line(path, entry)
         return path, lines_before + 1

@@ -4,8 +4,8 @@ It lists goal folders and their workers and picks ``name``, ``status`` and
 ``sort_order`` out of each ``definition.yaml`` without a full parse (a plain or simply
 quoted scalar on a top-level line; anything else falls back to the strict YAML parse of
 that one file). No validation and nothing of the KB index: the records replace this as
-soon as the service is open. It imports neither the rest of the KB layer nor the
-database stack.
+soon as the service is open. It imports neither the rest of the KB layer (only the
+small regular-file opener) nor the database stack.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+
+from goalsui.errors import GoalsuiError
+from goalsui.kb.regular import open_regular
 
 DEFINITION = "definition.yaml"
 #: Reading stops after this many bytes of a definition file (the fields sit at the top).
@@ -103,10 +106,12 @@ def read_goal(path: Path) -> PreviewGoal:
     """One goal folder: its name, status and order, and its workers' names."""
     goal = PreviewGoal(goal_id=path.name, name=path.name, path=str(path))
     try:
-        with open(path / DEFINITION, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(HEAD_BYTES)
-    except OSError:
+        fd = open_regular(path / DEFINITION)  # a FIFO here must not stall the first frame
+    except GoalsuiError:
         text = ""
+    else:
+        with os.fdopen(fd, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(HEAD_BYTES)
     found = _fields(text)
     if found is None:
         found = _parsed(text)
