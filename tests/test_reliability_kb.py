@@ -29,9 +29,7 @@ PROMPTLY = 60  # seconds; a hang is what is tested, not speed
 def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
     base = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
-    return subprocess.run(
-        [*base, *args], capture_output=True, text=True, env=env, timeout=PROMPTLY
-    )
+    return subprocess.run([*base, *args], capture_output=True, text=True, env=env, timeout=PROMPTLY)
 
 
 def make_goal(svc: Service, every: str = "30m") -> tuple[str, Path]:
