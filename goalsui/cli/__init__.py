@@ -109,7 +109,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnknownCommand as exc:
         sys.stderr.write(exc.message())
         return 1  # a user error (the command-line contract)
-    args = build_parser(command).parse_args(argv)
+    if command in RAW_OUTPUT:  # they own the terminal (Textual, textual-serve)
+        return _run(build_parser(command).parse_args(argv))
+    from goalsui.cli.output import guard_streams
+
+    with guard_streams():  # argparse's messages echo the operator's input: sanitised too
+        return _run(build_parser(command).parse_args(argv))
+
+
+#: Commands whose output is a terminal UI, not text: everything else is sanitised.
+RAW_OUTPUT = frozenset({"console", "demo", "serve"})
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; every failure becomes a one-line message and an exit code."""
     func = args.func
     try:
         result = func(args)

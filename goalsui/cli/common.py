@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -55,7 +54,9 @@ def print_json(data: Any) -> None:
             return str(value)
         return str(value)
 
-    sys.stdout.write(json.dumps(data, indent=2, default=default, ensure_ascii=False) + "\n")
+    from goalsui.cli.output import json_text
+
+    sys.stdout.write(json_text(data, default) + "\n")
 
 
 def local(dt: datetime | None) -> str:
