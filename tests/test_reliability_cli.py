@@ -71,12 +71,12 @@ def test_init_on_a_file_leaves_the_file_alone(tmp_path: Path) -> None:
 
 
 def _read_only_db(db: Path) -> list[str]:
-    """Global options that open ``db`` read-only: chmod 0444 where that binds (not root),
-    else SQLite's own read-only mode (root may write to a 0444 file)."""
+    """Make ``db`` read-only: chmod 0444, plus the immutable flag as root (root writes to
+    a 0444 file anyway)."""
     db.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    if os.geteuid() != 0:
-        return []
-    return ["--db", f"sqlite:///file:{db}?mode=ro&uri=true"]
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(db)], check=True)
+    return []
 
 
 def test_every_write_on_a_read_only_database_is_one_line(sample_kb: Path, tmp_path: Path) -> None:
@@ -97,7 +97,12 @@ def test_every_write_on_a_read_only_database_is_one_line(sample_kb: Path, tmp_pa
         (*extra, "todo", "add", str(thread.id), "buy milk"),
         (*extra, "goal", "create", "Read Only", "--task", "nothing"),
     ]
-    for result in run_all(sample_kb, state, writes):
+    try:
+        results = run_all(sample_kb, state, writes)
+    finally:  # an immutable file would outlive the test's folder
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(state / "goalsui.db")], check=True)
+    for result in results:
         assert_one_line_error(result)
         assert "read-only" in result.stderr, result.stderr
     assert tree_snapshot(sample_kb) == tree
