@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b(\[[0-9;?$]*[A-Za-z]|\][^\x07\x1b]*(\x07|\x1b\\)|[=>])")
 
 pytestmark = pytest.mark.slow
+TOKEN = "test-serve-token-0123456789"
 
 
 def free_port() -> int:
@@ -48,6 +49,7 @@ def start_serve(kb: Path, state: Path, port: int) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        env={**os.environ, "GOALSUI_SERVE_TOKEN": TOKEN},
     )
 
 
@@ -64,14 +66,16 @@ async def first_screen(port: int) -> bytes:
     async with aiohttp.ClientSession() as session:
         while True:
             try:
-                async with session.get(f"http://127.0.0.1:{port}/") as response:
+                async with session.get(f"http://127.0.0.1:{port}/?token={TOKEN}") as response:
                     assert response.status == 200
                     break
             except aiohttp.ClientConnectionError:
                 assert time.monotonic() < deadline, "serve did not answer"
                 await asyncio.sleep(0.1)
         got = b""
-        async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=120&height=36") as ws:
+        async with session.ws_connect(
+            f"http://127.0.0.1:{port}/ws?width=120&height=36&token={TOKEN}"
+        ) as ws:
             while "watching" not in ANSI.sub("", got.decode("utf-8", "replace")):
                 assert time.monotonic() < deadline, got[-300:]
                 try:

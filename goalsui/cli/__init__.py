@@ -113,7 +113,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnknownCommand as exc:
         sys.stderr.write(exc.message())
         return 1  # a user error (the command-line contract)
-    args = build_parser(command).parse_args(argv)
+    if command in RAW_OUTPUT:  # they own the terminal (Textual, textual-serve)
+        return _run(build_parser(command).parse_args(argv))
+    from goalsui.cli.output import guard_streams
+
+    with guard_streams():  # argparse's messages echo the operator's input: sanitised too
+        return _run(build_parser(command).parse_args(argv))
+
+
+#: Commands whose output is a terminal UI or a protocol stream (the tool server's JSON-RPC
+#: on stdout), not text for people: everything else is sanitised.
+RAW_OUTPUT = frozenset({"console", "demo", "serve", "mcp"})
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; every failure becomes a one-line message and an exit code."""
     func = args.func
     try:
         result = func(args)
@@ -128,6 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - never a traceback for the operator
         if args.debug or os.environ.get("GOALSUI_DEBUG"):
             raise
+        from goalsui.cli.failures import user_message
+
+        message = user_message(exc)
+        if message is not None:
+            sys.stderr.write(f"goalsui: error: {message}\n")
+            return 1
         sys.stderr.write(
             f"goalsui: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
             "(rerun with GOALSUI_DEBUG=1 for details)\n"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -55,7 +54,9 @@ def print_json(data: Any) -> None:
             return str(value)
         return str(value)
 
-    sys.stdout.write(json.dumps(data, indent=2, default=default, ensure_ascii=False) + "\n")
+    from goalsui.cli.output import json_text
+
+    sys.stdout.write(json_text(data, default) + "\n")
 
 
 def local(dt: datetime | None) -> str:
@@ -82,6 +83,20 @@ def parse_id(value: str, what: str) -> int:
         raise ValidationError(f"invalid {what} id {value!r}: expected a number") from None
     if number < 1 or number > 2**62:
         raise ValidationError(f"invalid {what} id {value!r}")
+    return number
+
+
+MAX_COUNT = 2**31 - 1
+
+
+def positive_count(value: str) -> int:
+    """An argparse type: a whole number from 1 to 2**31-1 (a database column holds it)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {value[:40]!r}") from None
+    if not 1 <= number <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_COUNT}, not {value[:40]}")
     return number
 
 

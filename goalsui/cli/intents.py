@@ -11,6 +11,7 @@ from goalsui.cli.common import (
     local,
     open_service,
     parse_id,
+    positive_count,
     print_json,
     read_text_arg,
     table,
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument(
         "--key", metavar="OPKEY", help="idempotency key: an existing intent is returned"
     )
-    add.add_argument("--max-fires", type=int, metavar="N")
+    add.add_argument("--max-fires", type=positive_count, metavar="N")
     add.add_argument("--expires", metavar="ISO")
     add.add_argument("--cooldown", metavar="DURATION", help="minimum time between event fires")
     add.add_argument(
@@ -117,6 +118,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             raise ValidationError(
                 f"invalid --filter JSON: {exc.msg} at column {exc.colno}"
             ) from None
+        except RecursionError:
+            raise ValidationError("--filter is nested too deeply") from None
         if not isinstance(event_filter, dict):
             raise ValidationError("--filter must be a JSON object")
     spec = IntentSpec.parse(

@@ -4,6 +4,11 @@ textual-serve starts one console process per browser tab, so the served consoles
 watch (``--no-scheduler``) and the scheduler runs once: in a ``goalsui daemon`` that
 serve starts beside them, guarded by a single-instance lock in the state directory
 (a second ``goalsui serve`` on the same KB shares the first one's daemon).
+
+Every request needs a token (see :mod:`goalsui.cli.serve_auth`): from
+``GOALSUI_SERVE_TOKEN``, else made at start and printed once. It binds 127.0.0.1 unless
+``--host`` says otherwise, and refuses another address unless the operator chose the
+token (``GOALSUI_SERVE_TOKEN``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ STOP_GRACE_S = 30
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "serve", help="serve the console in a browser (textual-serve; no authentication)"
+        "serve", help="serve the console in a browser (textual-serve; a token guards it)"
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
@@ -88,9 +93,23 @@ def acquire_lock(path: Path) -> IO[str] | None:
     return handle
 
 
-def _check(args: argparse.Namespace) -> None:
+def _check(args: argparse.Namespace) -> str | None:
+    """Validate the options; returns the operator's token (``GOALSUI_SERVE_TOKEN``) if set."""
+    from goalsui.cli.serve_auth import MIN_TOKEN_CHARS, TOKEN_ENV
+
     if not 1 <= args.port <= 65535:
         raise ValidationError(f"--port must be between 1 and 65535, not {args.port}")
+    token = os.environ.get(TOKEN_ENV) or None
+    if token is not None and (len(token) < MIN_TOKEN_CHARS or not token.isprintable()):
+        raise ValidationError(
+            f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} printable characters"
+        )
+    if token is None and not _is_loopback(args.host):
+        raise ValidationError(
+            f"refusing to serve on {args.host} without a token: set {TOKEN_ENV} "
+            "(or keep the default --host 127.0.0.1)"
+        )
+    return token
 
 
 def _is_loopback(host: str) -> bool:
@@ -121,11 +140,15 @@ def stop_daemon(process: subprocess.Popen[bytes]) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    _check(args)
+    chosen = _check(args)
     try:
         from textual_serve.server import Server
     except ImportError:  # pragma: no cover - a dependency
         raise GoalsuiError("textual-serve is not installed (pip install textual-serve)") from None
+    from goalsui.cli.serve_auth import TOKEN_ENV, make_token, with_token
+
+    token = chosen or make_token()
+    os.environ.pop(TOKEN_ENV, None)  # not inherited by the daemon, consoles or runners
     service = open_service(args, actor="operator")  # validates the KB and creates the schema
     kb, state_dir = service.kb_root, service.state_dir
     service.close()
@@ -145,13 +168,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"goalsui serve: scheduler running (goalsui daemon, pid {daemon.pid})")
     if not _is_loopback(args.host):
         print(
-            f"goalsui serve: WARNING: listening on {args.host}: textual-serve has no authentication; "
-            "anyone who reaches this port gets a console",
+            f"goalsui serve: WARNING: listening on {args.host} over plain HTTP: "
+            "put a TLS proxy in front, or the token can be read on the way",
             file=sys.stderr,
         )
     url = args.public_url or f"http://{args.host}:{args.port}"
-    print(f"goalsui serve: open {url} (each tab is a watch-only console; Ctrl+C stops)", flush=True)
-    server = Server(
+    shown = "?token=<GOALSUI_SERVE_TOKEN>" if chosen else f"?token={token}"
+    print(
+        f"goalsui serve: open {url}/{shown} (each tab is a watch-only console; Ctrl+C stops)",
+        flush=True,
+    )
+    server = with_token(Server, token)(
         command, host=args.host, port=args.port, title="goalsui", public_url=args.public_url
     )
     try:

@@ -21,7 +21,14 @@ from __future__ import annotations
 import re
 import secrets
 
-__all__ = ["FENCE_END", "FENCE_START", "escape_markup", "fence_untrusted", "plain"]
+__all__ = [
+    "FENCE_END",
+    "FENCE_START",
+    "escape_markup",
+    "fence_untrusted",
+    "json_escape",
+    "plain",
+]
 
 FENCE_START = "untrusted-data"
 FENCE_END = "end-untrusted-data"
@@ -96,6 +103,21 @@ def plain(text: str | None, *, limit: int | None = None) -> str:
     if limit is not None and len(cleaned) > limit:
         cleaned = cleaned[: max(limit - 1, 0)] + "…"
     return cleaned
+
+
+_JSON_UNSAFE = re.compile(
+    r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
+
+
+def json_escape(encoded: str) -> str:
+    """JSON text (from ``json.dumps``) with DEL, C1 controls and bidi characters escaped.
+
+    ``json.dumps`` escapes C0 controls itself but leaves these (and unpaired surrogates) raw; inside a JSON string
+    ``\\uXXXX`` means the same character, so the data is unchanged for a parser while a
+    terminal showing the JSON never sees them.
+    """
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
 def escape_markup(text: str | None, *, limit: int | None = None) -> str:

@@ -14,6 +14,12 @@ Order of checks for a delivery (nothing is parsed or stored before the signature
 
 Answers are small JSON objects ``{"error": "..."}``; an unexpected failure is a 500
 with a generic message, logged as one line with every hook secret redacted.
+
+Slow or idle clients cannot hold the process's file descriptors: a connection whose
+request headers are not complete within ``header_timeout`` seconds (or that idles that
+long between requests) is closed, a body not received within ``body_timeout`` gets 408,
+and at most ``max_connections`` are open at once (see :mod:`goalsui.hooks.limits`).
+Refusals are logged once per interval with a count, not once per attempt.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from goalsui.errors import GoalsuiError
 from goalsui.hooks import signing
+from goalsui.hooks.limits import ConnectionCap, QuietLog, quiet_aiohttp
 from goalsui.hooks.net import is_loopback
 from goalsui.hooks.payload import parse_payload
 from goalsui.kb.paths import NAME_RE
@@ -40,11 +47,18 @@ __all__ = ["Listener", "make_app", "start_listener"]
 
 log = logging.getLogger("goalsui.hooks")
 
+HEADER_TIMEOUT_S = 5.0
+BODY_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 128
+LOG_INTERVAL_S = 60.0
+
 
 @dataclass
 class _State:
     clock: Callable[[], float]
     environ: Mapping[str, str]
+    quiet: QuietLog
+    body_timeout: float = BODY_TIMEOUT_S
 
     def secrets(self, service: Any) -> list[str]:
         values = []
@@ -102,10 +116,13 @@ async def _healthz(request: web.Request) -> web.Response:
     return _answer(200, None, status="ok")
 
 
-def _refuse(status: int, error: str, source: str, **data: Any) -> web.Response:
-    log.info("hook %s: refused %d (%s)", source, status, error)
+def _refuse(
+    request: web.Request, status: int, error: str, source: str, **data: Any
+) -> web.Response:
+    quiet = request.app[STATE_KEY].quiet
+    quiet.log(logging.INFO, f"{source}:{status}", "hook %s: refused %d (%s)", source, status, error)
     response = _answer(status, error, **data)
-    if status == 413:
+    if status in (408, 413):
         response.force_close()
     return response
 
@@ -122,75 +139,92 @@ async def _receive(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     source = request.match_info.get("source", "")
     if not NAME_RE.fullmatch(source):
-        return _refuse(404, "unknown hook source", "?")
+        return _refuse(request, 404, "unknown hook source", "?")
     config = await asyncio.to_thread(service.config)
     spec = config.hooks.get(source)
     if spec is None:
-        return _refuse(404, "unknown hook source", source)
+        return _refuse(request, 404, "unknown hook source", source)
     secret = state.environ.get(spec.secret_env, "")
     if not secret:
         log.warning(
             "hook %s: refused: environment variable %s is unset or empty", source, spec.secret_env
         )
-        return _refuse(503, "hook source is not ready: its secret is not set", source)
+        return _refuse(request, 503, "hook source is not ready: its secret is not set", source)
 
     if request.content_length is not None and request.content_length > signing.MAX_BODY_BYTES:
-        return _refuse(413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source)
+        return _refuse(
+            request, 413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source
+        )
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
-        return _refuse(400, "content encodings are not accepted; send the body as is", source)
+        return _refuse(
+            request, 400, "content encodings are not accepted; send the body as is", source
+        )
     try:
-        body = await request.read()
+        body = await asyncio.wait_for(request.read(), state.body_timeout)
+    except TimeoutError:
+        return _refuse(request, 408, f"body not received within {state.body_timeout:g} s", source)
     except web.HTTPRequestEntityTooLarge:
-        return _refuse(413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source)
+        return _refuse(
+            request, 413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source
+        )
     except (ConnectionResetError, HttpProcessingError):
-        return _refuse(400, "incomplete body", source)
+        return _refuse(request, 400, "incomplete body", source)
     if len(body) > signing.MAX_BODY_BYTES:
-        return _refuse(413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source)
+        return _refuse(
+            request, 413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source
+        )
 
     headers = request.headers
     if spec.style == "github":
         signature = headers.get(signing.GITHUB_SIGNATURE)
         if not signature:
-            return _refuse(401, f"missing {signing.GITHUB_SIGNATURE} header", source)
+            return _refuse(request, 401, f"missing {signing.GITHUB_SIGNATURE} header", source)
         if not signing.verify_github(secret, body, signature):
-            return _refuse(401, "bad signature", source)
+            return _refuse(request, 401, "bad signature", source)
     else:
         signature = headers.get(signing.SIGNATURE)
         raw_ts = headers.get(signing.TIMESTAMP)
         if not signature or raw_ts is None:
             return _refuse(
-                401, f"missing {signing.SIGNATURE} or {signing.TIMESTAMP} header", source
+                request, 401, f"missing {signing.SIGNATURE} or {signing.TIMESTAMP} header", source
             )
         timestamp = signing.parse_timestamp(raw_ts)
         if timestamp is None:
-            return _refuse(401, "bad timestamp: expected Unix seconds", source)
+            return _refuse(request, 401, "bad timestamp: expected Unix seconds", source)
         if not signing.verify(secret, raw_ts.strip(), body, signature):
-            return _refuse(401, "bad signature", source)
+            return _refuse(request, 401, "bad signature", source)
         if not signing.timestamp_fresh(timestamp, state.clock()):
             return _refuse(
-                401, f"stale timestamp (more than {signing.TOLERANCE_S} s from now)", source
+                request,
+                401,
+                f"stale timestamp (more than {signing.TOLERANCE_S} s from now)",
+                source,
             )
 
     # The request is authentic from here on.
     delivery = headers.get(signing.delivery_header(spec.style))
     if delivery is None:
-        return _refuse(400, f"missing {signing.delivery_header(spec.style)} header", source)
+        return _refuse(
+            request, 400, f"missing {signing.delivery_header(spec.style)} header", source
+        )
     if not signing.valid_delivery_id(delivery):
-        return _refuse(400, "bad delivery id: 1-200 printable characters, no spaces", source)
+        return _refuse(
+            request, 400, "bad delivery id: 1-200 printable characters, no spaces", source
+        )
     content_type = headers.get("Content-Type")
     if content_type is not None and not _is_json_type(request.content_type):
-        return _refuse(400, "body must be JSON (Content-Type: application/json)", source)
+        return _refuse(request, 400, "body must be JSON (Content-Type: application/json)", source)
     try:
         payload = parse_payload(body)
     except GoalsuiError as exc:
-        return _refuse(400, str(exc), source)
+        return _refuse(request, 400, str(exc), source)
     try:
         result = await asyncio.to_thread(service.emit_event, source, payload, delivery)
     except GoalsuiError as exc:
-        return _refuse(400, str(exc), source)
+        return _refuse(request, 400, str(exc), source)
     if result.duplicate:
-        return _refuse(409, "duplicate delivery", source, event_id=result.event_id)
+        return _refuse(request, 409, "duplicate delivery", source, event_id=result.event_id)
     log.info(
         "hook %s: delivery %s stored as event %s, fired %s",
         source,
@@ -206,11 +240,18 @@ def make_app(
     *,
     clock: Callable[[], float] = time.time,
     environ: Mapping[str, str] | None = None,
+    body_timeout: float = BODY_TIMEOUT_S,
+    quiet: QuietLog | None = None,
 ) -> web.Application:
     """The aiohttp application (exposed for embedding; :func:`start_listener` serves it)."""
     app = web.Application(client_max_size=signing.MAX_BODY_BYTES, middlewares=[_guard])
     app[SERVICE_KEY] = service
-    app[STATE_KEY] = _State(clock=clock, environ=os.environ if environ is None else environ)
+    app[STATE_KEY] = _State(
+        clock=clock,
+        environ=os.environ if environ is None else environ,
+        quiet=quiet or QuietLog(log, LOG_INTERVAL_S),
+        body_timeout=body_timeout,
+    )
     app.router.add_post("/hooks/{source}", _receive)
     app.router.add_get("/healthz", _healthz)
     return app
@@ -223,6 +264,8 @@ class Listener:
     host: str
     port: int
     runner: web.AppRunner
+    server: asyncio.AbstractServer
+    cap: ConnectionCap
 
     @property
     def url(self) -> str:
@@ -230,6 +273,7 @@ class Listener:
         return f"http://{host}:{self.port}"
 
     async def close(self) -> None:
+        self.server.close()
         await self.runner.cleanup()
 
 
@@ -240,27 +284,39 @@ async def start_listener(
     *,
     clock: Callable[[], float] = time.time,
     environ: Mapping[str, str] | None = None,
+    header_timeout: float = HEADER_TIMEOUT_S,
+    body_timeout: float = BODY_TIMEOUT_S,
+    max_connections: int = MAX_CONNECTIONS,
+    log_interval: float = LOG_INTERVAL_S,
 ) -> Listener:
     """Serve ``POST /hooks/<source>`` and ``GET /healthz`` on ``host:port`` in this loop.
 
     ``port=0`` picks a free port (see ``Listener.port``). Raises GoalsuiError when the
-    address cannot be bound.
+    address cannot be bound. The timeouts and the connection limit are described in the
+    module docstring.
     """
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         raise GoalsuiError(f"invalid hooks port {port!r}: use 0-65535")
-    app = make_app(service, clock=clock, environ=environ)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    quiet = QuietLog(log, log_interval)
+    quiet_aiohttp(log_interval)
+    app = make_app(service, clock=clock, environ=environ, body_timeout=body_timeout, quiet=quiet)
+    # keepalive_timeout: aiohttp closes a connection that has not completed a request's
+    # headers (or sent the next one) in that time, slow-loris clients included
+    runner = web.AppRunner(
+        app, access_log=None, handle_signals=False, keepalive_timeout=header_timeout
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    assert runner.server is not None
+    cap = ConnectionCap(runner.server, max_connections, quiet)
     try:
-        await site.start()
+        server = await asyncio.get_running_loop().create_server(cap, host, port, backlog=128)
     except OSError as exc:
         await runner.cleanup()
         raise GoalsuiError(
             f"cannot listen for hooks on {host}:{port}: {exc.strerror or exc}"
         ) from None
-    addresses = runner.addresses
-    bound = addresses[0][1] if addresses else port
+    sockets = server.sockets
+    bound = sockets[0].getsockname()[1] if sockets else port
     if not is_loopback(host):
         log.warning(
             "hook listener bound to %s (not loopback): anyone who can reach it may try deliveries; "
@@ -269,4 +325,4 @@ async def start_listener(
         )
     sources = ", ".join(sorted(service.config().hooks)) or "none configured"
     log.info("hook listener on http://%s:%s (sources: %s)", host, bound, sources)
-    return Listener(host=host, port=int(bound), runner=runner)
+    return Listener(host=host, port=int(bound), runner=runner, server=server, cap=cap)

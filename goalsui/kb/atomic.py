@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -56,8 +57,12 @@ def append_line(path: Path, text: str) -> None:
     """Append to an append-only file (the goal log) with one ``write`` and an fsync."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = text if text.endswith("\n") else text + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # O_NONBLOCK: a FIFO put here fails at once (no reader) instead of waiting for one
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
         os.write(fd, raw.encode("utf-8"))
         os.fsync(fd)
     finally:

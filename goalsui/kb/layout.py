@@ -35,6 +35,7 @@ from goalsui.kb.config import (
 )
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import check_name, new_goal_id, safe_join
+from goalsui.kb.regular import open_regular
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
 CONFIG_FILE = "goalsui.yaml"
@@ -140,7 +141,8 @@ class KB:
     def goal_dir(self, goal_id: str) -> Path:
         check_name(goal_id, "goal id")
         path = safe_join(self.root, goal_id)
-        if not (path / "definition.yaml").is_file():
+        # exists, not is_file: a FIFO or folder in its place is a goal with a problem
+        if not (path / "definition.yaml").exists():
             raise NotFound(f"no goal '{goal_id}' in the KB")
         return path
 
@@ -204,6 +206,7 @@ class KB:
                     self.check_inside(wpath, shown, below=path)
                     data, text = load_yaml_mapping(wpath, shown)
                     loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
+                    self._check_prompt(Path(entry.path) / "prompt.md", path)
                 except KBError as exc:
                     loaded.problems.append(exc)
                 except GoalsuiError as exc:
@@ -216,6 +219,14 @@ class KB:
         limit = self.state_limit() if state_limit is None else state_limit
         loaded.problems.extend(yaml_problems(path, goal_id, limit, skip=(BINDING_FILE,)))
         return loaded
+
+    def _check_prompt(self, prompt: Path, goal_path: Path) -> None:
+        """A worker's prompt.md, when there is one, must be readable UTF-8 text."""
+        if not prompt.exists() and not prompt.is_symlink():
+            return  # doctor reports a missing prompt; the worker still loads
+        shown = self.display(prompt)
+        self.check_inside(prompt, shown, below=goal_path)
+        read_text(prompt, limit=MAX_TEXT_BYTES, display=shown)
 
     def scan(self) -> list[LoadedGoal]:
         """Every goal tree; one that cannot be loaded at all comes back with its problem."""
@@ -416,7 +427,7 @@ class KB:
 
     def kb_read(self, goal_id: str, rel: str, *, limit: int = MAX_TEXT_BYTES) -> str:
         path = self.resolve(goal_id, rel)
-        if not path.is_file():
+        if not path.exists():
             raise NotFound(f"no file {goal_id}/{rel}")
         return read_text(path, limit=limit, display=f"{goal_id}/{rel}")
 
@@ -446,7 +457,7 @@ class KB:
             entry += "\n" + "\n".join(f"  {line}".rstrip() for line in lines[1:])
         lines_before = 0
         if path.exists():
-            with path.open("rb") as fh:
+            with os.fdopen(open_regular(path, self.display(path)), "rb") as fh:
                 lines_before = sum(1 for _ in fh)
         append_line(path, entry)
         return path, lines_before + 1
@@ -624,8 +635,21 @@ def copy_sample_kb(target: Path) -> Path:
 
 
 def init_kb(path: Path, *, sample: bool = False) -> Path:
-    """Create an empty KB (or a copy of the sample KB) at ``path``."""
+    """Create an empty KB (or a copy of the sample KB) at ``path``.
+
+    A path that cannot hold a KB (a file, a device, a folder that cannot be created)
+    is a ValidationError with the reason; nothing is created.
+    """
     path = Path(path).expanduser()
+    try:
+        return _init_kb(path, sample)
+    except OSError as exc:
+        raise ValidationError(f"cannot create a KB at {path}: {exc.strerror or exc}") from None
+
+
+def _init_kb(path: Path, sample: bool) -> Path:
+    if path.exists() and not path.is_dir():
+        raise ValidationError(f"cannot create a KB at {path}: it exists and is not a folder")
     if path.exists() and any(path.iterdir()):
         raise ValidationError(f"{path} exists and is not empty")
     if sample:

@@ -6,7 +6,8 @@ quoted scalar on a top-level line; anything else falls back to the strict YAML p
 that one file). No validation and nothing of the KB index: the records replace this as
 soon as the service is open. It fills the service's own views
 (:mod:`goalsui.domain.views`), so the console shows both the same way, and imports
-neither the rest of the KB layer nor the database stack.
+neither the rest of the KB layer (only the small regular-file opener) nor the
+database stack.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import re
 from pathlib import Path
 
 from goalsui.domain.views import GoalView, WorkerView
+from goalsui.errors import GoalsuiError
+from goalsui.kb.regular import open_regular
 
 DEFINITION = "definition.yaml"
 #: Reading stops after this many bytes of a definition file (the fields sit at the top).
@@ -76,10 +79,12 @@ def read_goal(path: Path) -> GoalView:
     """One goal folder: its name, status and order, and its workers' names."""
     goal = GoalView(goal_id=path.name, name=path.name, path=str(path))
     try:
-        with open(path / DEFINITION, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(HEAD_BYTES)
-    except OSError:
+        fd = open_regular(path / DEFINITION)  # a FIFO here must not stall the first frame
+    except GoalsuiError:
         text = ""
+    else:
+        with os.fdopen(fd, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(HEAD_BYTES)
     found = _fields(text)
     if found is None:
         found = _parsed(text)

@@ -6,10 +6,12 @@ can apply them to its first frame; the service reads them the same way.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from goalsui.errors import GoalsuiError
+from goalsui.kb.regular import open_regular
 
 CONFIG_FILE = "goalsui.yaml"
 UI_KEYS = ("keymap", "theme")
@@ -25,9 +27,9 @@ def read_ui_settings(root: Path | str) -> dict[str, Any]:
     try:
         if not path.is_file() or not path.resolve().is_relative_to(root.resolve()):
             return {}
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular(path, CONFIG_FILE), "rb") as fh:
             head = fh.read(HEAD_BYTES)
-    except OSError:
+    except (OSError, GoalsuiError):
         return {}
     if not any(key.encode() in head for key in UI_KEYS):
         return {}  # neither key can be there: no YAML (its import alone costs ~20 ms)

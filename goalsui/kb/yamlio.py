@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from goalsui.errors import KBError
+from goalsui.kb.regular import read_regular
 
 MAX_YAML_BYTES = 256 * 1024
 MAX_DEPTH = 32
@@ -106,25 +107,21 @@ def _fast_load(text: str) -> tuple[bool, Any]:
 
 
 def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = None) -> str:
-    """Read a UTF-8 text file, refusing huge or non-UTF-8 content with a KBError."""
+    """Read a UTF-8 text file, refusing huge, binary or non-UTF-8 content with a KBError.
+
+    Only a regular file is read (never a FIFO or a device, which could block forever).
+    """
     shown = display or str(path)
+    data = read_regular(path, limit, shown)
     try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise KBError(shown, "file is missing") from None
-    except OSError as exc:
-        raise KBError(shown, f"cannot read: {exc.strerror}") from None
-    if size > limit:
-        raise KBError(shown, f"file is too large ({size} bytes, limit {limit})")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise KBError(shown, f"cannot read: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise KBError(shown, "file is not valid UTF-8", line) from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise KBError(shown, "file is binary (it contains a NUL byte), not text", line)
+    return text
 
 
 def parse_yaml(text: str, display: str) -> Any:

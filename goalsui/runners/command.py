@@ -3,8 +3,12 @@
 The prompt goes to stdin; stdout and stderr are streamed, line by line and flushed, to
 the run's log file while the program runs (so the console can tail it); stdout is the
 result. A timeout or a cancel stops the whole process tree: SIGTERM to the group, then
-SIGKILL after a grace period. A program that cannot start is a failed result, never an
-exception.
+SIGKILL after a grace period. However the run ends, whatever is left in its process
+group (background children, even ones that let go of the pipes) is stopped the same
+way. On Linux the program also gets ``PR_SET_PDEATHSIG(SIGKILL)``: it dies with the
+thread that started it, so a ``kill -9`` of the scheduler does not leave it running
+beside the retry a restarted scheduler would start. A program that cannot start is a
+failed result, never an exception.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from goalsui.domain.durations import format_duration
 from goalsui.domain.untrusted import plain
+from goalsui.runners.lifeline import child_setup
 
 __all__ = [
     "CommandResult",
@@ -40,6 +45,9 @@ TAIL_BYTES = 4096
 _CHUNK = 64 * 1024
 _PARTIAL_LIMIT = 4096  # a line longer than this is written before its newline arrives
 _PIPE_DRAIN_AFTER_EXIT = 1.0  # seconds to wait for pipes after the program exited
+_LEFTOVER_GRACE = 1.0  # seconds a finished run's leftover processes get after SIGTERM
+
+log = logging.getLogger("goalsui.runners")
 
 
 @dataclass(frozen=True)
@@ -248,6 +256,8 @@ async def _spawn(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=child_setup(),
         **kwargs,
     )
     return asyncio.subprocess.Process(transport, protocol, loop), protocol.exited
@@ -282,6 +292,33 @@ async def _stop_group(
         await asyncio.sleep(0.01)
 
 
+async def _stop_leftovers(
+    proc: asyncio.subprocess.Process, exited: asyncio.Event, sink: _LogSink
+) -> None:
+    """After the program exited: stop what it left running in its process group."""
+    try:
+        os.killpg(proc.pid, 0)  # the usual case, an empty group, costs one system call
+    except ProcessLookupError:
+        return
+    except PermissionError:
+        pass
+    if await asyncio.to_thread(_group_alive, proc.pid):
+        sink.put(
+            b"[goalsui] the run ended; stopping the processes it left in its group\n",
+            keep_tail=False,
+        )
+        await _stop_group(proc, exited, _LEFTOVER_GRACE, sink)
+
+
+def _announce(on_spawn: Callable[[int], None] | None, pgid: int) -> None:
+    if on_spawn is None:
+        return
+    try:
+        on_spawn(pgid)
+    except Exception:  # noqa: BLE001 - the run goes on; recovery just knows less
+        log.exception("on_spawn callback failed for process group %s", pgid)
+
+
 async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
     assert proc.stdin is not None
     try:
@@ -312,7 +349,8 @@ async def run_command(
 
     ``timeout`` and ``grace`` are real seconds. When the surrounding task is cancelled
     the process group is stopped the same way before the cancellation propagates.
-    ``on_spawn(pgid)`` is called right after the spawn with the child's process group id.
+    ``on_spawn`` is called with the group id right after the program started (e.g. to
+    record it on the run, so a recovery can find the group); its errors are logged.
     """
     args = expand_argv(argv)
     if not args:
@@ -334,7 +372,6 @@ async def run_command(
             args,
             cwd=str(cwd) if cwd is not None else None,
             env=dict(env) if env is not None else None,
-            start_new_session=True,
         )
     except OSError as exc:
         reason = _start_error(program, exc, Path(cwd) if cwd is not None else None)
@@ -345,11 +382,7 @@ async def run_command(
         await sink.close(f"[goalsui] {reason}\n")
         return CommandResult("failed", None, "", reason=reason)
 
-    if on_spawn is not None:
-        try:
-            on_spawn(proc.pid)  # start_new_session: the leader's pid is the group id
-        except Exception:  # noqa: BLE001 - bookkeeping never stops a run
-            log.exception("the on_spawn callback failed")
+    _announce(on_spawn, proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     kept = bytearray()
     last_err: list[bytes] = []
@@ -384,6 +417,7 @@ async def run_command(
             _, pending = await asyncio.wait(pending, timeout=_PIPE_DRAIN_AFTER_EXIT)
             for task in pending:
                 task.cancel()
+        await _stop_leftovers(proc, exited, sink)
     except BaseException:
         # The awaiting task was cancelled (shutdown): never leave the tree running.
         await asyncio.shield(_stop_group(proc, exited, grace, sink))

@@ -9,7 +9,9 @@ threads (``asyncio.to_thread``) because the console hosts this in its UI loop.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -192,19 +194,44 @@ async def run_turn(
 
     ``run`` is the ``running`` IntentRun the scheduler inserted; ``cancel`` stops the
     turn (the process group gets SIGTERM, then SIGKILL after ``grace`` seconds).
-    ``on_spawn(pgid)``: called once the runner's process group exists.
-    The scheduler records the returned outcome on the run.
+    ``on_spawn`` gets the runner's process group id as soon as it started.
+    The scheduler records the returned outcome on the run. A turn that failed because
+    the machine ran out of file descriptors says ``infrastructure=True``.
     """
     try:
-        return await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
+        outcome = await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a turn never crashes its host
+        if isinstance(exc, OSError) and exc.errno in _NO_DESCRIPTORS:
+            return _out_of_descriptors(str(exc))
         log.exception("run %s of intent %s: internal error", run.id, intent.id)
         reason = (
             f"internal error: {type(exc).__name__}: {plain(' '.join(str(exc).split()), limit=200)}"
         )
         return TurnOutcome("failed", reason=reason)
+    # exit_code None: goalsui's own failure to start it, not text the program printed
+    if (
+        outcome.status == "failed"
+        and outcome.exit_code is None
+        and is_out_of_descriptors(outcome.reason)
+    ):
+        return _out_of_descriptors(outcome.reason or "")
+    return outcome
+
+
+_NO_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+_NO_DESCRIPTORS_TEXT = tuple(os.strerror(code) for code in _NO_DESCRIPTORS)
+
+
+def is_out_of_descriptors(reason: str | None) -> bool:
+    """True when a failure reason says the process or system ran out of open files."""
+    return bool(reason) and any(text in reason for text in _NO_DESCRIPTORS_TEXT)  # type: ignore[operator]
+
+
+def _out_of_descriptors(detail: str) -> TurnOutcome:
+    reason = f"infrastructure: no file descriptors left ({plain(detail, limit=160)})"
+    return TurnOutcome("failed", reason=reason, infrastructure=True)
 
 
 async def _run_turn(

@@ -280,7 +280,7 @@ def doctor(ctx: ServiceContext) -> list[Problem]:
         problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
         for name in loaded.workers:
             prompt = loaded.path / "workers" / name / "prompt.md"
-            if not prompt.is_file():
+            if not prompt.exists():  # one that cannot be read is among loaded.problems
                 problems.append(Problem(ctx.kb.display(prompt), None, "worker has no prompt.md"))
     try:
         problems.extend(_stuck_intents(ctx))

@@ -1,0 +1,94 @@
+"""A token on every request to ``goalsui serve`` (textual-serve has no authentication).
+
+The token comes from ``GOALSUI_SERVE_TOKEN`` or is made at start and printed once, in
+the URL to open. A request carries it as ``?token=...``, as ``Authorization: Bearer
+...`` or in the cookie the first page sets (so the page's own websocket and static
+requests need nothing more). Anything else gets 401 and never reaches a console.
+Tokens are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["COOKIE", "TOKEN_ENV", "make_token", "token_middleware", "with_token"]
+
+TOKEN_ENV = "GOALSUI_SERVE_TOKEN"
+COOKIE = "goalsui_serve_token"
+MIN_TOKEN_CHARS = 16
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def make_token() -> str:
+    """A fresh random token (32 URL-safe characters)."""
+    return secrets.token_urlsafe(24)
+
+
+def _presented(request: web.Request) -> tuple[str | None, bool]:
+    """The token the request carries, and whether it came in the query string."""
+    query = request.query.get("token")
+    if query:
+        return query, True
+    auth = request.headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip(), False
+    return request.cookies.get(COOKIE), False
+
+
+def token_middleware(token: str) -> Any:
+    """An aiohttp middleware refusing every request without ``token`` (401)."""
+    expected = token.encode("utf-8")
+
+    @web.middleware
+    async def check_token(request: web.Request, handler: Handler) -> web.StreamResponse:
+        given, from_query = _presented(request)
+        if given is None or not hmac.compare_digest(given.encode("utf-8"), expected):
+            return web.Response(
+                status=401,
+                text="goalsui serve: a valid token is required (open the URL printed at start)\n",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        response = await handler(request)
+        if from_query and not response.prepared:
+            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+        return response
+
+    return check_token
+
+
+_TOKEN_IN_URL = re.compile(r"([?&]token=)[^&\s\"]*")
+
+
+class RedactToken(logging.Filter):
+    """Hides ``token=...`` in logged request lines (the access log prints the query)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "token=" in message:
+            record.msg, record.args = _TOKEN_IN_URL.sub(r"\1<hidden>", message), ()
+        return True
+
+
+def with_token(server_class: type[Any], token: str) -> type[Any]:
+    """A subclass of textual-serve's ``Server`` whose web app checks ``token``."""
+
+    class TokenServer(server_class):  # type: ignore[misc, valid-type]
+        def initialize_logging(self) -> None:
+            super().initialize_logging()
+            for name in ("aiohttp.access", "aiohttp.server", "aiohttp.web"):
+                logging.getLogger(name).addFilter(RedactToken())
+
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            app.middlewares.append(token_middleware(token))
+            return app
+
+    return TokenServer

@@ -1,0 +1,95 @@
+"""Open KB files only when they are regular files, without ever blocking.
+
+A FIFO, a device or a socket put where a KB file belongs would make an ordinary
+``open`` or ``read`` wait forever (a FIFO waits for a writer), and every reader behind
+it with it. Here the path is checked with ``stat`` first, opened with ``O_NONBLOCK``
+(so even a FIFO swapped in after the check opens at once), and checked again with
+``fstat`` on the open descriptor before a byte is read. Anything but a regular file is
+an :class:`~goalsui.errors.KBError` naming the file and what it is.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from goalsui.errors import KBError
+
+__all__ = ["describe_mode", "open_regular", "read_regular"]
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def describe_mode(mode: int) -> str:
+    """What a file of this ``st_mode`` is, for a message ("a FIFO (named pipe)")."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _not_regular(shown: str, mode: int) -> KBError:
+    return KBError(shown, f"not a regular file: {describe_mode(mode)}; goalsui reads only files")
+
+
+def open_regular(path: Path | str, display: str | None = None) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file (KBError if not).
+
+    Missing and unreadable files are KBErrors too. The caller closes the descriptor.
+    """
+    shown = display or str(path)
+    try:
+        before = os.stat(path)
+    except FileNotFoundError:
+        raise KBError(shown, "file is missing") from None
+    except OSError as exc:
+        raise KBError(shown, f"cannot read: {exc.strerror}") from None
+    if not stat.S_ISREG(before.st_mode):
+        raise _not_regular(shown, before.st_mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise KBError(shown, "file is missing") from None
+    except OSError as exc:
+        raise KBError(shown, f"cannot read: {exc.strerror}") from None
+    try:
+        after = os.fstat(fd)
+        if not stat.S_ISREG(after.st_mode):  # swapped between the check and the open
+            raise _not_regular(shown, after.st_mode)
+        os.set_blocking(fd, True)  # a regular file: plain reads from here on
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path | str, limit: int, display: str | None = None) -> bytes:
+    """The bytes of the regular file ``path``; more than ``limit`` bytes is a KBError."""
+    shown = display or str(path)
+    fd = open_regular(path, shown)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise KBError(shown, f"file is too large ({size} bytes, limit {limit})")
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        raise KBError(shown, f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if got > limit:  # it grew while being read
+        raise KBError(shown, f"file is too large (over {limit} bytes)")
+    return b"".join(chunks)

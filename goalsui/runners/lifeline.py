@@ -1,0 +1,60 @@
+"""A runner's process lives no longer than the scheduler that started it.
+
+On Linux a child can ask the kernel for a signal when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``). :func:`child_setup` returns the function the child runs
+between ``fork`` and ``exec`` to ask for SIGKILL; the setting survives ``exec`` of a
+normal (not set-uid) program. Elsewhere it returns None and nothing changes.
+
+The signal comes when the *thread* that forked the child ends, so runners must be
+started from a long-lived thread (the event loop's), which is how goalsui starts them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Callable
+from functools import cache
+
+__all__ = ["child_setup", "pdeathsig_supported"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+@cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, loaded once in the parent (never between fork and exec)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+def pdeathsig_supported() -> bool:
+    """True where runners are killed when the process that started them dies."""
+    return _prctl() is not None
+
+
+def child_setup() -> Callable[[], None] | None:
+    """The ``preexec_fn`` that makes the child die (SIGKILL) with its parent, or None.
+
+    If the parent is already gone when the child gets there (it died between ``fork``
+    and ``prctl``), the child exits at once instead of running orphaned.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+    kill = int(signal.SIGKILL)
+
+    def setup() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(137)
+
+    return setup

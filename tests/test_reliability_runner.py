@@ -1,0 +1,188 @@
+"""Runner processes never outlive their run or the scheduler that started them (issue 21.1).
+
+Real processes throughout: a background child that let go of the pipes, a launcher
+killed with SIGKILL, a real ``goalsui daemon`` killed with ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from daemon_kit import Daemon, runner_config, wait_until
+from test_runner_turn import CONFIG, SCRIPTS, start_run, worker
+from test_scheduler_claims import bulk_at
+
+from goalsui.domain.timeutil import utcnow
+from goalsui.runners.command import run_command
+from goalsui.runners.lifeline import pdeathsig_supported
+from goalsui.runners.turn import run_turn
+
+linux_only = pytest.mark.skipif(not pdeathsig_supported(), reason="PR_SET_PDEATHSIG is Linux-only")
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (PID 1 here may never reap orphans)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return data[data.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def pids_with(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in cmd and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def reap(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_background_child_with_redirected_output_dies_when_the_run_ends(
+    tmp_path: Path,
+) -> None:
+    pidfile = tmp_path / "bg.pid"
+    script = f"sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {pidfile}; echo started"
+    result = await run_command(["sh", "-c", script], timeout=60, log_path=tmp_path / "run.log")
+    pid = int(pidfile.read_text())
+    try:
+        assert result.status == "ok" and result.stdout == "started\n"
+        assert not alive(pid), "the run's background child outlived the run"
+        assert "stopping the processes it left" in (tmp_path / "run.log").read_text()
+    finally:
+        reap([pid])
+
+
+async def test_a_failed_run_takes_its_background_children_with_it(tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    script = (
+        f"(sleep 300 >/dev/null 2>&1 &) ; echo $$ > /dev/null; pgrep -g 0 sleep > {pidfile}; exit 4"
+    )
+    result = await run_command(["sh", "-c", script], timeout=60)
+    pids = [int(p) for p in pidfile.read_text().split()]
+    try:
+        assert result.status == "failed" and result.exit_code == 4
+        assert pids and not any(alive(p) for p in pids)
+    finally:
+        reap(pids)
+
+
+async def test_on_spawn_gets_the_process_group_of_the_run(tmp_path: Path) -> None:
+    seen: list[int] = []
+    code = "import os; print(os.getpgid(0), os.getpid())"
+    result = await run_command([sys.executable, "-c", code], on_spawn=seen.append)
+    pgid, pid = (int(x) for x in result.stdout.split())
+    assert seen == [pgid] == [pid] == [result.pid]  # its own group, led by the runner
+
+
+async def test_a_failing_on_spawn_callback_does_not_stop_the_run() -> None:
+    def broken(pgid: int) -> None:
+        raise RuntimeError("database gone")
+
+    result = await run_command(["sh", "-c", "echo fine"], on_spawn=broken)
+    assert (result.status, result.stdout) == ("ok", "fine\n")
+
+
+LAUNCHER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from goalsui.runners.command import run_command
+
+    async def main() -> None:
+        ready = Path(sys.argv[1])
+        await run_command(
+            ["sleep", "300"], on_spawn=lambda pgid: ready.write_text(str(pgid)), timeout=600
+        )
+
+    asyncio.run(main())
+    """
+)
+
+
+@linux_only
+def test_the_runner_dies_when_its_launcher_is_killed(tmp_path: Path) -> None:
+    ready = tmp_path / "pgid"
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(ready)])
+    try:
+        wait_until(lambda: ready.exists() and ready.read_text() != "", timeout=60)
+        runner = int(ready.read_text())
+        assert alive(runner)
+        launcher.kill()  # SIGKILL: no finally, no atexit, no cleanup in the launcher
+        launcher.wait(10)
+        wait_until(lambda: not alive(runner), timeout=10)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        if ready.exists() and ready.read_text():
+            reap([int(ready.read_text())])
+
+
+@linux_only
+@pytest.mark.slow
+def test_kill_9_of_a_daemon_takes_its_runner_with_it(empty_kb, tmp_path, make_service) -> None:
+    marker = f"goalsui-test-{uuid.uuid4().hex}"
+    # the marker rides in argv, so the runner can be found in /proc whatever its pid
+    runner_config(empty_kb, ["{python}", "-c", "import time; time.sleep(300)", marker], "600s")
+    svc = make_service(empty_kb)
+    daemon = Daemon(empty_kb, tmp_path / "state")
+    try:
+        daemon.wait_ready()
+        bulk_at(svc, 1, utcnow())
+        wait_until(lambda: len(pids_with(marker)) == 1, timeout=60)
+        (runner,) = pids_with(marker)
+        daemon.kill()
+        wait_until(lambda: not pids_with(marker), timeout=10)
+        assert not alive(runner)
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.kill()
+        reap(pids_with(marker))
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_no_file_descriptors_left_is_an_infrastructure_failure(
+    empty_kb: Path, make_service, clock
+) -> None:
+    (empty_kb / "goalsui.yaml").write_text(CONFIG % (SCRIPTS / "run_echo_stdin.py"))
+    svc = make_service(empty_kb, clock=clock)
+    intent = worker(svc, "run_echo_stdin.py")
+    run = start_run(svc, intent)
+    await asyncio.to_thread(svc.run_log_path, run.id)  # the state dir exists already
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cancel = asyncio.Event()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_open_fds() + 2, hard))
+    try:
+        outcome = await run_turn(svc, intent, run, cancel=cancel)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert outcome.status == "failed"
+    assert outcome.infrastructure is True
+    assert "no file descriptors left" in (outcome.reason or "")
