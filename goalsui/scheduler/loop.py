@@ -653,7 +653,7 @@ class Scheduler:
             timezone=UTC,
             job_defaults={"coalesce": True, "misfire_grace_time": None, "max_instances": 1},
         )
-        aps.start()  # must run inside the host's running loop (FACTS.md)
+        aps.start()  # must run inside the host's running loop (docs/architecture.md)
         aps.add_job(self._job_sweep, "interval", seconds=self.sweep_interval, id="goalsui-sweep")
         aps.add_job(self._job_prune, "interval", seconds=PRUNE_EVERY, id="goalsui-prune")
         aps.add_job(

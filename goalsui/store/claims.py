@@ -1,6 +1,6 @@
 """The scheduler's statements: claim, lease, overlap, completion, recovery, catch-up, pruning.
 
-SQLAlchemy Core on the hot path (an ORM session per claim is ~7x slower, FACTS.md).
+SQLAlchemy Core on the hot path (an ORM session per claim is ~7x slower, docs/architecture.md).
 Every function runs ONE short transaction on the writer engine (``BEGIN IMMEDIATE`` on
 SQLite; row locks with ``FOR UPDATE [SKIP LOCKED]`` on PostgreSQL), so that several
 schedulers on one database never fire the same occurrence.
