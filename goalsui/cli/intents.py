@@ -45,7 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument(
         "--filter", metavar="JSON", help="event filter: a JSON object matched as a subset"
     )
-    add.add_argument("--checklist", metavar="TEXT", help="heartbeat checklist: text, @FILE or -")
+    add.add_argument(
+        "--checklist",
+        metavar="TEXT",
+        help="heartbeat checklist: text, @FILE or - ('' or an empty file: every tick is skipped)",
+    )
     add.add_argument(
         "--active-hours", metavar="HH:MM-HH:MM", help="heartbeat active hours, in --tz"
     )
@@ -123,7 +127,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         cooldown=args.cooldown,
         event_source=args.event,
         event_filter=event_filter,
-        checklist=read_text_arg(args.checklist) if args.checklist else None,
+        checklist=read_text_arg(args.checklist) if args.checklist is not None else None,
         active_hours=_active_hours(args.active_hours, args.tz or "UTC"),
     )
     intent = open_service(args).create_intent(spec)

@@ -10,7 +10,7 @@ See docs/architecture.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -144,6 +144,8 @@ class Service(ServiceContext):
         workers: Iterable[WorkerSeed] = (),
         *,
         owner: str = "",
+        protocol: str | None = None,
+        files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
         _fail_before_rename: bool = False,
     ) -> GoalView:
@@ -153,6 +155,8 @@ class Service(ServiceContext):
             task,
             workers,
             owner=owner,
+            protocol=protocol,
+            files=files,
             fail_after_workers=_fail_after_workers,
             fail_before_rename=_fail_before_rename,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from sqlmodel import col, select
 
@@ -23,12 +23,16 @@ def setup_goal(
     workers: Iterable[WorkerSeed] = (),
     *,
     owner: str = "",
+    protocol: str | None = None,
+    files: Mapping[str, str] | None = None,
     fail_after_workers: int | None = None,
     fail_before_rename: bool = False,
 ) -> GoalView:
     """Create a goal tree and register its workers' schedules, all or nothing.
 
-    ``fail_*`` inject failures for the tests of the rollback.
+    ``protocol`` is protocol.md's text (default: the template, see
+    :mod:`goalsui.kb.authoring`); ``files`` (relative path -> text) are written into the
+    tree too; ``fail_*`` inject failures for the tests of the rollback.
     """
 
     def register(loaded: LoadedGoal) -> Callable[[], None]:
@@ -41,7 +45,14 @@ def setup_goal(
         return undo
 
     loaded = ctx.kb.create_goal(
-        name, task, workers, owner=owner, register=register, _fail_after_workers=fail_after_workers
+        name,
+        task,
+        workers,
+        owner=owner,
+        protocol=protocol,
+        register=register,
+        files=files,
+        _fail_after_workers=fail_after_workers,
     )
     ctx.journal("goal created", loaded.goal_id, name)
     ctx.changed(ChangeTopic.GOALS)

@@ -27,12 +27,17 @@ from goalsui.service.context import ServiceContext
 PAUSE_PENDING = "pause"
 
 
-def create_intent(ctx: ServiceContext, spec: IntentSpec) -> Intent:
-    """Store a validated spec; an existing ``operation_key`` returns that intent instead."""
+def create_intent(ctx: ServiceContext, spec: IntentSpec, *, reply: bool = False) -> Intent:
+    """Store a validated spec; an existing ``operation_key`` returns that intent instead.
+
+    ``reply``: the answer to a user's message (:mod:`goalsui.service.conversations`), the
+    one intent a private thread accepts; every other one (a follow-up) is refused there.
+    """
     if spec.goal_id is not None:
         goals.get_goal(ctx, spec.goal_id)
     intent = spec.new_intent(ctx.now())
-    if spec.thread_id is not None and threads.get_thread(ctx, spec.thread_id).private:
+    private = spec.thread_id is not None and threads.get_thread(ctx, spec.thread_id).private
+    if private and not reply:
         raise ValidationError(
             f"thread {spec.thread_id} is private: intents and follow-ups cannot be created in it"
         )
