@@ -114,7 +114,7 @@ class BenchResult:
 
 def spread_window(n: int) -> float:
     """The window the spread lateness run uses: 1,000 fires a second, at least 2 s
-    (FACTS.md measured APScheduler with 1,000 jobs due within 2 s)."""
+    (docs/architecture.md: APScheduler measured with 1,000 jobs due within 2 s)."""
     return max(2.0, n / 1000)
 
 

@@ -1,4 +1,4 @@
-"""Retry delays after consecutive failures (DESIGN.md, "Retry")."""
+"""Retry delays after consecutive failures (docs/architecture.md, "Retry")."""
 
 from __future__ import annotations
 

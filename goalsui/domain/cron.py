@@ -1,4 +1,4 @@
-"""Cron occurrences in an IANA timezone, by goalsui's DST rules (DESIGN.md, "Time").
+"""Cron occurrences in an IANA timezone, by goalsui's DST rules (docs/architecture.md, "Time").
 
 croniter walks *wall-clock* (naive) times; this module maps each wall time to real
 instants itself, so the rules do not depend on croniter's own DST handling:

@@ -1,6 +1,6 @@
 """Instants, zones and wall clocks: aware UTC everywhere, local time only for display and cron.
 
-Rules (see DESIGN.md, "Time"):
+Rules (see docs/architecture.md, "Time"):
 
 - every instant goalsui keeps is a timezone-aware ``datetime`` in UTC;
 - a local wall time that does not exist (spring-forward gap) means the first valid

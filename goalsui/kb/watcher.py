@@ -1,6 +1,6 @@
 """Live KB watching with watchfiles: batches of classified changes for the console.
 
-Core code (no Textual). Facts that shape it (see FACTS.md): watch *directories*
+Core code (no Textual). Facts that shape it (see docs/architecture.md): watch *directories*
 (a watched single file is lost after its first atomic replace), treat any event on a
 path as "re-read it if it exists" (an editor save arrives as *added*, vim's as added +
 deleted), and use a small ``step`` (25 ms: a change arrives within ~1-2 steps, 25-50 ms).

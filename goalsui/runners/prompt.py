@@ -99,7 +99,7 @@ class TurnContext:
 def worker_shim(
     goal_id: str, worker: str, kb_root: str, *, silent_token: str = "NOTHING_TO_REPORT"
 ) -> str:
-    """The static prompt of a worker tick (DESIGN.md, "Isolated turns and runners")."""
+    """The static prompt of a worker tick (docs/architecture.md, "Isolated turns and runners")."""
     return (
         f"You are worker `{worker}` for goal `{goal_id}`. "
         f"Your knowledge base is at `{kb_root}`. "

@@ -1,6 +1,6 @@
 """``goalsui plan``: a dry run of what will fire from now until a given time, and why.
 
-:func:`plan` applies the scheduling rules of DESIGN.md to the intents in the database
+:func:`plan` applies the scheduling rules (docs/architecture.md) to the intents in the database
 without changing anything: cron occurrences with the DST rules, paused and
 auto-disabled intents (nothing fires; one note each), quiet hours (the tick is
 skipped), empty heartbeat checklists (skipped, zero runner calls), event cooldowns,

@@ -1,4 +1,4 @@
-"""The scheduling rules of DESIGN.md as pure functions over intent rows (plain dicts).
+"""The scheduling rules (docs/architecture.md) as pure functions over intent rows (plain dicts).
 
 - what a claimed due row does: fire, skip (quiet hours, empty checklist) or end
   (expired, max fires reached);

@@ -89,7 +89,7 @@ diffstat and check result, the failures, and what was skipped and why.
 def worker_seeds(slots: list[str], tz: str, runner: dict[str, Any] | None) -> list[WorkerSeed]:
     """The commander, one task worker per slot, and the reporter."""
 
-    def definition(cron: str, capabilities: list[str], run: dict[str, Any] | None) -> dict:
+    def definition(cron: str, capabilities: list[str], run: dict[str, Any] | None) -> dict[str, Any]:
         data: dict[str, Any] = {"schedule": {"cron": cron, "timezone": tz}}
         if run:
             data["runner"] = run
