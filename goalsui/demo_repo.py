@@ -43,8 +43,8 @@ def replay_repo_night(
 ) -> list[tuple[str, str]]:
     """Create the repo and the goal, then replay the night before ``now``."""
     from goalsui.domain.nightshift import night_of
-    from goalsui.domain.timeutil import load_zone, localize
-    from goalsui.scheduler.replay import MovingClock, replay_window
+    from goalsui.domain.timeutil import MovingClock, load_zone, localize
+    from goalsui.scheduler.replay import replay_window
     from goalsui.service.nightshift import init_nightshift
 
     tz = "Europe/Berlin"

@@ -15,17 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from git_kit import git, make_repo
 
 TESTS = Path(__file__).resolve().parent
 AGENT = TESTS / "scripts" / "standin_nightshift_agent.py"
 NIGHT = "2026-12-01"
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo, capture_output=True, text=True, check=True,
-    ).stdout
 
 
 def run(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -43,12 +37,7 @@ def night(tmp_path: Path) -> dict:
     """A repository on branch main with a bare remote, a KB, and a nightshift goal."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("# project\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = make_repo(tmp_path / "repo")
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "push", "-q", "origin", "main")
     env = {

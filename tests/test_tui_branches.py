@@ -7,8 +7,6 @@ the service's ``init_nightshift``), the real console driven by its pilot.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
@@ -16,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FakeClock
+from git_kit import git, make_repo
 from tui_kit import screen_text, settle, wait_for
 
 from goalsui.service import Service
@@ -31,19 +30,8 @@ FIX = "nightshift/2026-12-01/worker-1-fix-the-typo"
 DOCS = "nightshift/2026-12-01/worker-2-document-the-setup"
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo, capture_output=True, text=True, check=True,
-    ).stdout
-
-
-def make_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    (path / "README.md").write_text("# project\n")
-    git(path, "add", "README.md")
-    git(path, "commit", "-q", "-m", "first")
+def make_branches(path: Path) -> Path:
+    make_repo(path)
     for branch, name, text in ((FIX, "README.md", "# project, fixed\n"), (DOCS, "SETUP.md", "x\n")):
         git(path, "checkout", "-q", "-b", branch, "main")
         (path / name).write_text(text)
@@ -55,7 +43,7 @@ def make_repo(path: Path) -> Path:
 
 def night_scene(root: Path, clock: FakeClock) -> tuple[Service, str, Path]:
     shutil.rmtree(root, ignore_errors=True)
-    repo = make_repo(root / "repo")
+    repo = make_branches(root / "repo")
     (root / "kb").mkdir(parents=True)
     service = Service.open(root / "kb", None, root / "state", clock=clock, actor="operator")
     view = ns.init_nightshift(service, repo, base="main", tz="Europe/Berlin", workers=2)
@@ -135,16 +123,10 @@ async def test_reject_deletes_after_confirmation_and_diff_shows_the_change(scene
     assert "nightshift rejected" in [j.action for j in service.list_journal()]
 
 
-@pytest.fixture
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+def test_reports_screen_with_branches_snapshot(utc, snap_compare, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import goalsui.kb.layout
 
-
-def test_reports_screen_with_branches_snapshot(utc, snap_compare) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(goalsui.kb.layout, "new_goal_id", lambda name: "nightshift-repo-0123abcd")
     clock = FakeClock(datetime(2026, 12, 2, 8, 0, tzinfo=UTC))
     service, _, _ = night_scene(ROOT, clock)
     app = make_app(service, scheduler=False, watch=False, clock=clock, theme="goalsui-dark")

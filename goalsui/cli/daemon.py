@@ -161,6 +161,7 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
 async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     from goalsui.scheduler import Scheduler
     from goalsui.scheduler.heap import settle_heap
+    from goalsui.scheduler.notices import Notifier
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -183,6 +184,7 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         stop.set()
 
     scheduler.subscribe(_RunLog(on_fatal))
+    Notifier(service).attach(scheduler)  # the notify: command of goalsui.yaml, if set
     await scheduler.start()
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
     listener = None

@@ -191,8 +191,8 @@ def cmd_branch_action(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from goalsui.domain.timeutil import load_zone, localize
-    from goalsui.scheduler.replay import MovingClock, replay_window
+    from goalsui.domain.timeutil import MovingClock, load_zone, localize
+    from goalsui.scheduler.replay import replay_window
     from goalsui.service import nightshift as ns
 
     clock = MovingClock(datetime.now(UTC))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,19 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 CHECK_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every task of one turn shares: how to run the runner, and where to log."""
+
+    argv: list[str]
+    prompt: str
+    env: dict[str, str]
+    timeout: float
+    cancel: asyncio.Event
+    grace: float
+    log_path: Path
 
 
 def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, str] | None:
@@ -96,22 +109,9 @@ async def run_nightshift_turn(
         )
     summaries: list[str] = []
     failure: TurnOutcome | None = None
+    shared = _Run(argv, prompt, env, timeout, cancel, grace, log_path)
     for item in items:
-        done, outcome = await _run_item(
-            service,
-            intent,
-            run,
-            item,
-            binding,
-            repo,
-            argv,
-            prompt,
-            env,
-            timeout,
-            cancel,
-            grace,
-            log_path,
-        )
+        done, outcome = await _run_item(service, intent, run, item, binding, repo, shared)
         summaries.append(_summary_line(done))
         if outcome is not None and failure is None:
             failure = outcome
@@ -140,13 +140,7 @@ async def _run_item(
     item: rules.PlanItem,
     binding: Binding,
     repo: Repo,
-    argv: list[str],
-    prompt: str,
-    env: dict[str, str],
-    timeout: float,
-    cancel: asyncio.Event,
-    grace: float,
-    log_path: Path,
+    shared: _Run,
 ) -> tuple[rules.PlanItem, TurnOutcome | None]:
     """One task in its own worktree; returns the recorded item and a failure, if any."""
     assert intent.goal_id and intent.worker
@@ -168,20 +162,20 @@ async def _run_item(
         return failed, TurnOutcome("failed", reason=f"cannot start the task: {exc}")
     try:
         result = await run_command(
-            argv,
-            stdin=_task_prompt(prompt, item, branch, binding),
+            shared.argv,
+            stdin=_task_prompt(shared.prompt, item, branch, binding),
             cwd=worktree,
-            env={**env, "GOALSUI_BRANCH": branch, "GOALSUI_WORKTREE": str(worktree)},
-            timeout=timeout,
-            cancel=cancel,
-            log_path=log_path,
-            grace=grace,
+            env={**shared.env, "GOALSUI_BRANCH": branch, "GOALSUI_WORKTREE": str(worktree)},
+            timeout=shared.timeout,
+            cancel=shared.cancel,
+            log_path=shared.log_path,
+            grace=shared.grace,
             log_header=f"[goalsui] run {run.id}: task {plain(item.task, limit=80)} on {branch}\n",
         )
         commits = await asyncio.to_thread(repo.commits, binding.base, branch)
         check = None
         if result.status == "ok" and binding.check:
-            check = await _run_check(binding.check, worktree, env, cancel, grace)
+            check = await _run_check(binding.check, worktree, shared)
     finally:
         with contextlib.suppress(GoalsuiError, OSError):
             await asyncio.to_thread(repo.remove_worktree, worktree)
@@ -211,11 +205,14 @@ async def _run_item(
     )
 
 
-async def _run_check(
-    argv: tuple[str, ...], worktree: Path, env: dict[str, str], cancel: asyncio.Event, grace: float
-) -> str:
+async def _run_check(argv: tuple[str, ...], worktree: Path, shared: _Run) -> str:
     result = await run_command(
-        argv, cwd=worktree, env=env, timeout=CHECK_TIMEOUT_S, cancel=cancel, grace=grace
+        argv,
+        cwd=worktree,
+        env=shared.env,
+        timeout=CHECK_TIMEOUT_S,
+        cancel=shared.cancel,
+        grace=shared.grace,
     )
     if result.status == "ok":
         return "passed"
