@@ -198,6 +198,8 @@ class SqlClaimBackend:
         due_by: datetime,
         burst: BurstProbe | None,
     ) -> tuple[ClaimResult, list[CompletionResult]]:
+        """The transaction of :meth:`step`: outcomes, overlaps, the claim, the soonest row
+        left and the burst due with it, then the journal lines of all of it at once."""
         journal: list[JournalEntry] = []
         result = ClaimResult()
         with self.engine.begin() as conn:
