@@ -15,6 +15,13 @@ from goalsui.kb.yamlio import line_of_key
 
 BUILTIN_RUNNERS = ("report",)
 GOAL_STATUSES = ("active", "paused", "completed", "archived")
+#: The default bound of a goal's ``state.yaml`` (``state_max_bytes`` in goalsui.yaml).
+STATE_MAX_BYTES = 64 * 1024
+#: What a turn says when neither the worker, the intent nor goalsui.yaml names a runner.
+NO_RUNNER = (
+    "no runner configured: set runner: in goalsui.yaml or the worker's definition.yaml "
+    "(see docs/agents.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -53,13 +60,15 @@ class HookSource:
 
 @dataclass(frozen=True)
 class KBConfig:
-    runner: RunnerSpec = field(default_factory=lambda: RunnerSpec(command=("cat",)))
+    runner: RunnerSpec | None = None  # unset: a turn without its own runner fails (NO_RUNNER)
     timeout: timedelta = timedelta(minutes=10)
     silent_token: str = "NOTHING_TO_REPORT"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     catch_up_limit: timedelta = timedelta(hours=24)
     alerts: AlertPolicy = field(default_factory=AlertPolicy)
     hooks: dict[str, HookSource] = field(default_factory=dict)
+    state_max_bytes: int = STATE_MAX_BYTES
+    notify: tuple[str, ...] | None = None  # argv receiving each notification as JSON on stdin
 
 
 @dataclass(frozen=True)
@@ -189,10 +198,21 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
     c = _Checker(display, text)
     c.only(
         data,
-        ("runner", "silent_token", "retry", "catch_up_limit", "alerts", "hooks", "keymap", "theme"),
+        (
+            "runner",
+            "silent_token",
+            "retry",
+            "catch_up_limit",
+            "alerts",
+            "hooks",
+            "keymap",
+            "theme",
+            "state_max_bytes",
+            "notify",
+        ),
     )
     runner_data = c.mapping(data.get("runner"), "runner")
-    runner = c.runner(runner_data) if runner_data else RunnerSpec(command=("cat",))
+    runner = c.runner(runner_data) if set(runner_data) - {"timeout"} else None
     timeout = (
         c.duration(runner_data["timeout"], "timeout")
         if "timeout" in runner_data
@@ -221,6 +241,26 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
         cooldown=c.duration(alerts_data.get("cooldown", "1h"), "cooldown"),
         command=c.argv(alerts_data["command"], "command") if "command" in alerts_data else None,
     )
+    state_max = int(
+        c.number(
+            data.get("state_max_bytes", STATE_MAX_BYTES), "state_max_bytes", minimum=1, integer=True
+        )
+    )
+    return KBConfig(
+        runner=runner,
+        timeout=timeout,
+        silent_token=token,
+        retry=retry,
+        catch_up_limit=catch_up,
+        alerts=alerts,
+        hooks=_hook_sources(data, c),
+        state_max_bytes=state_max,
+        notify=c.argv(data["notify"], "notify") if data.get("notify") is not None else None,
+    )
+
+
+def _hook_sources(data: dict, c: _Checker) -> dict[str, HookSource]:
+    """``hooks.sources`` of goalsui.yaml: each source's secret variable and style."""
     hooks_data = c.mapping(data.get("hooks"), "hooks")
     c.only(hooks_data, ("sources",), "hooks.")
     sources: dict[str, HookSource] = {}
@@ -236,15 +276,7 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
         if style not in ("goalsui", "github"):
             raise c.fail("style", f"unknown hook style {style!r} (goalsui or github)")
         sources[str(name)] = HookSource(name=str(name), secret_env=env, style=style)
-    return KBConfig(
-        runner=runner,
-        timeout=timeout,
-        silent_token=token,
-        retry=retry,
-        catch_up_limit=catch_up,
-        alerts=alerts,
-        hooks=sources,
-    )
+    return sources
 
 
 def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:

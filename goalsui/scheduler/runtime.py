@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from goalsui.errors import FatalError
 from goalsui.scheduler.backend import ClaimBackend
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.settings import Settings
@@ -143,7 +144,14 @@ class Runtime:
                 log.exception("scheduler subscriber failed")
 
     def fail(self, what: str, exc: BaseException) -> None:
-        """A step failed and will be retried: log it, keep it in ``error``, tell subscribers."""
+        """A step failed and will be retried: log it, keep it in ``error``, tell subscribers.
+
+        A :class:`~goalsui.errors.FatalError` (going on would do harm: the database file
+        was deleted) is fatal instead: the host stops the scheduler.
+        """
+        if isinstance(exc, FatalError):
+            self.fatal(f"{what}: {exc}")
+            return
         message = f"{what}: {describe(exc)}"
         log.warning("%s", message, exc_info=exc)
         self.error = message
@@ -160,6 +168,7 @@ class Runtime:
         self.state = SchedulerState.FAILED
         self.error = message
         self.emit(SchedulerEvent("error", message=message, at=self.clock()))
+        self.emit(SchedulerEvent("fatal", message=message, at=self.clock()))
 
 
 def describe(exc: BaseException) -> str:

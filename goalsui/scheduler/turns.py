@@ -42,6 +42,7 @@ _VALID_OUTCOMES = {
     RunStatus.FAILED,
     RunStatus.TIMEOUT,
     RunStatus.CANCELLED,
+    RunStatus.SKIPPED,  # a turn that decided not to run (e.g. a nightshift worker with no task)
 }
 
 
@@ -335,7 +336,23 @@ def completion(
         output_path=str(outcome.output_path) if outcome.output_path else None,
         snapshot=snapshot,
         event_id=event_id,
+        **_outcome_extras(outcome),
     )
+
+
+def _outcome_extras(outcome: TurnOutcome) -> dict[str, Any]:
+    """The turn's usage, transcript inputs and kind of failure, as the store records them."""
+    usage = outcome.usage
+    return {
+        "tokens_in": usage.tokens_in if usage else None,
+        "tokens_out": usage.tokens_out if usage else None,
+        "cost_usd": usage.cost_usd if usage else None,
+        "model": usage.model if usage else None,
+        "prompt": outcome.prompt,
+        "argv": list(outcome.argv) if outcome.argv is not None else None,
+        "infrastructure": outcome.infrastructure,
+        "skipped": outcome.skipped,
+    }
 
 
 def accepts(func: Callable[..., Any], name: str) -> bool:
