@@ -16,7 +16,7 @@ from goalsui.scheduler import rules
 from goalsui.scheduler.alerting import Alerter
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.runtime import Runtime
-from goalsui.scheduler.tuning import CATCH_UP_GRACE, PRUNE_EVERY, PRUNE_FIRST
+from goalsui.scheduler.tuning import CATCH_UP_GRACE, EXPIRE_EVERY, PRUNE_EVERY, PRUNE_FIRST
 from goalsui.scheduler.writer import decide_after
 from goalsui.store.claims import CatchUpPlan, RecoveryResult
 
@@ -35,12 +35,16 @@ class Housekeeping:
         rt = self.rt
         next_sweep = time.monotonic() + rt.settings.sweep_interval
         next_prune = time.monotonic() + PRUNE_FIRST
+        next_expire = time.monotonic() + EXPIRE_EVERY
         while True:
             await asyncio.sleep(max(0.0, min(next_sweep, next_prune) - time.monotonic()))
             now = time.monotonic()
             if now >= next_sweep:
                 next_sweep = now + rt.settings.sweep_interval
-                await self._guarded(self.sweep, "lease sweep failed")
+                expire = now >= next_expire
+                if expire:
+                    next_expire = now + EXPIRE_EVERY
+                await self._guarded(partial(self.sweep, expire=expire), "lease sweep failed")
             if now >= next_prune:
                 next_prune = now + PRUNE_EVERY
                 await self._guarded(self.prune, "pruning old runs failed")
@@ -126,9 +130,11 @@ class Housekeeping:
                 )
         return done
 
-    async def sweep(self) -> None:
-        """Recover expired leases, end expired intents."""
+    async def sweep(self, expire: bool = True) -> None:
+        """Recover expired leases; ``expire``: end expired intents too."""
         await self.recover()
+        if not expire:
+            return
         rt = self.rt
         ended = await rt.db(partial(rt.backend.end_expired, now=rt.clock()), notify=True)
         if ended:

@@ -28,6 +28,10 @@ class Leases:
         renew_every = settings.lease_seconds / 3
         next_renew = time.monotonic() + renew_every
         while True:
+            if not self.launcher.info:  # idle: sleep until turns are launched
+                self.launcher.busy.clear()
+                await self.launcher.busy.wait()
+                next_renew = time.monotonic() + renew_every
             await asyncio.sleep(min(settings.poll_interval, renew_every))
             try:
                 if not self.launcher.info:

@@ -267,6 +267,7 @@ class Scheduler:
             return
         self.writer.open()
         self.claimer.open()
+        self.launcher.busy = asyncio.Event()
         self.monitor.spawn("writer", self.writer.run())
         if not rt.started:
             rt.closing = False

@@ -178,7 +178,6 @@ def _overlapping(
 
 def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> AfterDecision:
     """How an intent changes after a run ended with ``c.status`` (the row is ours, firing)."""
-    retry = config.retry
     pause = row.get("pending_trigger") == "pause"
     values: Row = {
         "lease_owner": None,
@@ -187,37 +186,51 @@ def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> Af
         "pending_event_id": None,
     }
     d = AfterDecision(values=values)
-    title = row.get("title") or ""
     if c.status in FAILURE_RUNS:
-        d.failure = True
-        # An infrastructure failure (the machine's, not the intent's) is retried but not
-        # counted toward auto-disable.
-        n = int(row.get("consecutive_failures") or 0) + (0 if c.infrastructure else 1)
-        values["consecutive_failures"] = n
-        values["last_error"] = (c.reason or c.status)[:2000]
-        if n >= retry.max_consecutive_failures and not c.infrastructure:
-            d.auto_disabled = True
-            values.update(status=IntentStatus.FAILED, next_run_at=None)
-            d.journal.append(
-                (
-                    "intent auto-disabled",
-                    f"{title}: {n} consecutive failures; last error: {values['last_error']}",
-                )
-            )
-            return d
-        delay = retry_delay(max(n, 1), retry.base_seconds, retry.cap_seconds)
-        values.update(next_run_at=now + delay, pending_trigger="retry", pending_event_id=c.event_id)
-        values["status"] = IntentStatus.PAUSED if pause else IntentStatus.ACTIVE
-        d.journal.append(
-            (
-                "retry planned",
-                f"{title}: failure {n} of {retry.max_consecutive_failures}, retry in {format_duration(delay)}",
-            )
-        )
+        _after_failure(d, row, c, now, config, pause)
         return d
     if c.status in (RunStatus.OK, RunStatus.SILENT):
         values["consecutive_failures"] = 0
         values["last_error"] = None
+    _after_fire(d, row, c, now, pause)
+    return d
+
+
+def _after_failure(
+    d: AfterDecision, row: Row, c: Completion, now: datetime, config: KBConfig, pause: bool
+) -> None:
+    """A failed run: a retry with back-off, or auto-disable after too many in a row."""
+    retry, values, title = config.retry, d.values, row.get("title") or ""
+    d.failure = True
+    # An infrastructure failure (the machine's, not the intent's) is retried but not
+    # counted toward auto-disable.
+    n = int(row.get("consecutive_failures") or 0) + (0 if c.infrastructure else 1)
+    values["consecutive_failures"] = n
+    values["last_error"] = (c.reason or c.status)[:2000]
+    if n >= retry.max_consecutive_failures and not c.infrastructure:
+        d.auto_disabled = True
+        values.update(status=IntentStatus.FAILED, next_run_at=None)
+        d.journal.append(
+            (
+                "intent auto-disabled",
+                f"{title}: {n} consecutive failures; last error: {values['last_error']}",
+            )
+        )
+        return
+    delay = retry_delay(max(n, 1), retry.base_seconds, retry.cap_seconds)
+    values.update(next_run_at=now + delay, pending_trigger="retry", pending_event_id=c.event_id)
+    values["status"] = IntentStatus.PAUSED if pause else IntentStatus.ACTIVE
+    d.journal.append(
+        (
+            "retry planned",
+            f"{title}: failure {n} of {retry.max_consecutive_failures}, retry in {format_duration(delay)}",
+        )
+    )
+
+
+def _after_fire(d: AfterDecision, row: Row, c: Completion, now: datetime, pause: bool) -> None:
+    """A run that did not fail: the next occurrence, or done (at, max fires, expiry)."""
+    title = row.get("title") or ""
     kind = row["kind"]
     snapshot = (row["kind"], row.get("schedule"), row.get("timezone"))
     nxt = row.get("next_run_at")
@@ -251,8 +264,7 @@ def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> Af
     elif pause:
         status = IntentStatus.PAUSED
         d.journal.append(("intent paused", f"{title}: paused after its run"))
-    values.update(status=status, next_run_at=nxt)
-    return d
+    d.values.update(status=status, next_run_at=nxt)
 
 
 # -- catch-up ------------------------------------------------------------------------------------
@@ -276,55 +288,11 @@ def plan_catch_up(row: Row, now: datetime, limit: timedelta) -> CatchUpPlan | No
         return CatchUpPlan(missed=[], fire_at=first, next_run_at=None, coalesced=1)
     if kind not in (IntentKind.CRON, IntentKind.HEARTBEAT):
         return None
-    missed: list[datetime] = []
-    more = 0
-    t: datetime | None = first
     if kind == IntentKind.HEARTBEAT:
-        every = _interval(row.get("schedule"))
-        if first < horizon:
-            n_old = int((horizon - first) // every) + 1  # occurrences strictly before horizon
-            if (first + (n_old - 1) * every) >= horizon:
-                n_old -= 1
-            missed = [first + i * every for i in range(min(n_old, MAX_MISSED_RECORDS))]
-            more = max(0, n_old - MAX_MISSED_RECORDS)
-            t = first + n_old * every
-        inside: list[datetime] = []
-        if t is not None and t <= now:
-            count = int((now - t) // every) + 1
-            inside = [t + (count - 1) * every]
-            coalesced = count
-        else:
-            coalesced = 0
-        last_inside = inside[-1] if inside else None
+        walk = _walk_heartbeat(row, first, horizon, now)
     else:
-        steps = 0
-        while t is not None and t < horizon and steps < MAX_CATCH_UP_STEPS:
-            if len(missed) < MAX_MISSED_RECORDS:
-                missed.append(t)
-            else:
-                more += 1
-            t = advance(kind, row.get("schedule"), tz, None, t, anchor=False)
-            steps += 1
-        if t is not None and t < horizon:
-            # Too many to walk: jump to the limit (the rest are counted as "more").
-            more += 1
-            t = advance(
-                kind,
-                row.get("schedule"),
-                tz,
-                None,
-                horizon - timedelta(microseconds=1),
-                anchor=False,
-            )
-        coalesced = 0
-        last_inside = None
-        while t is not None and t <= now and steps < 2 * MAX_CATCH_UP_STEPS:
-            coalesced += 1
-            last_inside = t
-            t = advance(kind, row.get("schedule"), tz, None, t, anchor=False)
-            steps += 1
-        if t is not None and t <= now:  # still behind after the walk: skip ahead
-            t = advance(kind, row.get("schedule"), tz, None, now, anchor=False)
+        walk = _walk_cron(row, first, horizon, now)
+    missed, more, coalesced, last_inside = walk
     if last_inside is not None:
         return CatchUpPlan(
             missed=missed,
@@ -341,3 +309,53 @@ def plan_catch_up(row: Row, now: datetime, limit: timedelta) -> CatchUpPlan | No
         status=IntentStatus.ACTIVE if nxt is not None else IntentStatus.DONE,
         more_missed=more,
     )
+
+
+#: (missed occurrences recorded, more missed not recorded, coalesced, last one inside)
+_Walk = tuple[list[datetime], int, int, datetime | None]
+
+
+def _walk_heartbeat(row: Row, first: datetime, horizon: datetime, now: datetime) -> _Walk:
+    """A heartbeat's occurrences from ``first`` to ``now``, counted, not stepped through."""
+    every = _interval(row.get("schedule"))
+    missed: list[datetime] = []
+    more = 0
+    t = first
+    if first < horizon:
+        n_old = int((horizon - first) // every) + 1  # occurrences strictly before horizon
+        if (first + (n_old - 1) * every) >= horizon:
+            n_old -= 1
+        missed = [first + i * every for i in range(min(n_old, MAX_MISSED_RECORDS))]
+        more = max(0, n_old - MAX_MISSED_RECORDS)
+        t = first + n_old * every
+    if t <= now:
+        count = int((now - t) // every) + 1
+        return missed, more, count, t + (count - 1) * every
+    return missed, more, 0, None
+
+
+def _walk_cron(row: Row, first: datetime, horizon: datetime, now: datetime) -> _Walk:
+    """A cron row's occurrences from ``first`` to ``now``, stepped through (bounded)."""
+    kind, schedule, tz = row["kind"], row.get("schedule"), row.get("timezone") or "UTC"
+    missed: list[datetime] = []
+    more = steps = 0
+    t: datetime | None = first
+    while t is not None and t < horizon and steps < MAX_CATCH_UP_STEPS:
+        if len(missed) < MAX_MISSED_RECORDS:
+            missed.append(t)
+        else:
+            more += 1
+        t = advance(kind, schedule, tz, None, t, anchor=False)
+        steps += 1
+    if t is not None and t < horizon:
+        # Too many to walk: jump to the limit (the rest are counted as "more").
+        more += 1
+        t = advance(kind, schedule, tz, None, horizon - timedelta(microseconds=1), anchor=False)
+    coalesced = 0
+    last_inside = None
+    while t is not None and t <= now and steps < 2 * MAX_CATCH_UP_STEPS:
+        coalesced += 1
+        last_inside = t
+        t = advance(kind, schedule, tz, None, t, anchor=False)
+        steps += 1
+    return missed, more, coalesced, last_inside

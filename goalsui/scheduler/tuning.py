@@ -12,7 +12,9 @@ LOOKAHEAD = 0.25  # seconds: claim this far ahead, then start each turn on time 
 #: a claim and a start cost 60-75 us a row on a 2-core VM (bench scheduler).
 CLAIM_AHEAD_PER_ROW = 100e-6
 MAX_AHEAD = 2.0  # seconds: the furthest a burst is claimed ahead (and at most lease / 4)
-SWEEP_EVERY = 10.0  # seconds: lease sweep / recovery / expiry
+SWEEP_EVERY = 10.0  # seconds: lease sweep / recovery
+#: seconds: intents past their expiry end (a scan of the active rows: not every sweep)
+EXPIRE_EVERY = 60.0
 PRUNE_EVERY = 3600.0  # seconds
 PRUNE_FIRST = 60.0  # seconds after start: the first pruning
 PRUNE_AFTER = timedelta(days=30)

@@ -66,6 +66,7 @@ class Launcher:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.starting = 0  # turns launched, due now, whose turn has not been called yet
         self.gates: dict[datetime, asyncio.Future[None]] = {}  # turns claimed ahead, by due time
+        self.busy = asyncio.Event()  # set when turns are launched (the lease loop wakes)
         self.host = socket.gethostname()
         self.set_turn(turn)
 
@@ -114,6 +115,8 @@ class Launcher:
             if due_now:
                 self.starting += 1
             started.append(run_id)
+        if started:
+            self.busy.set()
         return started
 
     def _report_skips(self, result: ClaimResult) -> None:
