@@ -18,6 +18,7 @@ from goalsui.domain.models import Event, Intent, IntentRun
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.runners.base import TurnOutcome
+from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, log_failure
 from goalsui.runners.prompt import (
@@ -31,6 +32,7 @@ from goalsui.runners.prompt import (
     worker_prompt_with_data,
     worker_shim,
 )
+from goalsui.runners.usage import parse_output
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -205,11 +207,16 @@ async def _run_turn(
         return TurnOutcome(
             "failed", reason=f"cannot start: unknown builtin runner {spec['builtin']!r}"
         )
-    argv = [str(x) for x in spec.get("command") or []]
+    skipped = await budget_outcome(service, intent, run)
+    if skipped is not None:
+        return skipped
+    model = str(spec["model"]) if spec.get("model") else ""
+    argv = [model if str(x) == "{model}" else str(x) for x in spec.get("command") or []]
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
     try:
         prompt, cwd, env, log_path = await asyncio.to_thread(_prepare, service, intent, run, event)
+        env["GOALSUI_MODEL"] = model
     except GoalsuiError as exc:
         program = argv[0] if argv else "runner"
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
@@ -227,6 +234,7 @@ async def _run_turn(
         log_header=_header(intent, run, argv, cwd),
     )
     tail = result.output_tail or None
+    parsed = parse_output(result.stdout)
     if result.status != "ok":
         await asyncio.to_thread(
             _safe_log_failure, service, intent, run, result.status, result.reason
@@ -237,8 +245,9 @@ async def _run_turn(
             exit_code=result.exit_code,
             output_tail=tail,
             output_path=log_path,
+            usage=parsed.usage,
         )
-    output = result.stdout
+    output = parsed.text
     if result.truncated:
         output += f"\n\n… (output cut at 1 MiB; the whole output is in {log_path})\n"
     try:
@@ -251,6 +260,7 @@ async def _run_turn(
             exit_code=result.exit_code,
             output_tail=tail,
             output_path=log_path,
+            usage=parsed.usage,
         )
     return TurnOutcome(
         delivery.status,
@@ -259,6 +269,7 @@ async def _run_turn(
         output_tail=tail,
         output_path=log_path,
         outbox_path=delivery.outbox_path,
+        usage=parsed.usage,
     )
 
 
