@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from goalsui.domain.budget import Budget
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.timeutil import load_zone, parse_instant
@@ -23,11 +24,15 @@ class RunnerSpec:
 
     command: tuple[str, ...] | None = None
     builtin: str | None = None
+    model: str | None = None  # a model name for the agent (``{model}`` in the argv)
 
     def as_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
-        return {"command": list(self.command or ())}
+        spec: dict[str, Any] = {"command": list(self.command or ())}
+        if self.model:
+            spec["model"] = self.model
+        return spec
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class KBConfig:
     catch_up_limit: timedelta = timedelta(hours=24)
     alerts: AlertPolicy = field(default_factory=AlertPolicy)
     hooks: dict[str, HookSource] = field(default_factory=dict)
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,7 @@ class WorkerDef:
     timeout: timedelta | None = None
     capabilities: tuple[str, ...] = ()
     active_hours: dict | None = None
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,7 @@ class GoalDef:
     status: str = "active"
     sort_order: int = 0
     created_at: datetime | None = None
+    budget: Budget | None = None
 
 
 class _Checker:
@@ -168,7 +176,7 @@ class _Checker:
 
     def runner(self, value: Any, key: str = "runner") -> RunnerSpec:
         data = self.mapping(value, key)
-        self.only(data, ("command", "builtin", "timeout"), f"{key}.")
+        self.only(data, ("command", "builtin", "timeout", "model"), f"{key}.")
         if "builtin" in data and "command" in data:
             raise self.fail("builtin", f"'{key}' takes either 'command' or 'builtin', not both")
         if "builtin" in data:
@@ -179,8 +187,11 @@ class _Checker:
                     f"unknown builtin runner {name!r} (known: {', '.join(BUILTIN_RUNNERS)})",
                 )
             return RunnerSpec(builtin=name)
+        model = None
+        if data.get("model") is not None:
+            model = self.text_field(data["model"], "model", limit=200).strip() or None
         if "command" in data:
-            return RunnerSpec(command=self.argv(data["command"], "command"))
+            return RunnerSpec(command=self.argv(data["command"], "command"), model=model)
         raise self.fail(key, f"'{key}' needs 'command: [argv...]' or 'builtin: report'")
 
 
@@ -189,7 +200,17 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
     c = _Checker(display, text)
     c.only(
         data,
-        ("runner", "silent_token", "retry", "catch_up_limit", "alerts", "hooks", "keymap", "theme"),
+        (
+            "runner",
+            "silent_token",
+            "retry",
+            "catch_up_limit",
+            "alerts",
+            "hooks",
+            "keymap",
+            "theme",
+            "budget",
+        ),
     )
     runner_data = c.mapping(data.get("runner"), "runner")
     runner = c.runner(runner_data) if runner_data else RunnerSpec(command=("cat",))
@@ -244,6 +265,7 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
         catch_up_limit=catch_up,
         alerts=alerts,
         hooks=sources,
+        budget=parse_budget(data.get("budget"), c),
     )
 
 
@@ -287,7 +309,10 @@ def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:
 def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
     """Validate ``workers/<name>/definition.yaml``."""
     c = _Checker(display, text)
-    c.only(data, ("schedule", "runner", "timeout", "capabilities", "active_hours", "description"))
+    c.only(
+        data,
+        ("schedule", "runner", "timeout", "capabilities", "active_hours", "description", "budget"),
+    )
     schedule = parse_schedule(data.get("schedule"), c)
     runner = c.runner(data["runner"]) if data.get("runner") is not None else None
     timeout = c.duration(data["timeout"], "timeout") if data.get("timeout") is not None else None
@@ -304,6 +329,38 @@ def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
         timeout=timeout,
         capabilities=tuple(caps),
         active_hours=hours,
+        budget=parse_budget(data.get("budget"), c),
+    )
+
+
+def parse_budget(value: Any, c: _Checker) -> Budget | None:
+    """``budget: {usd_per_day, usd_per_night, tokens_per_day, timezone}`` (all optional)."""
+    if value is None:
+        return None
+    data = c.mapping(value, "budget")
+    c.only(data, ("usd_per_day", "usd_per_night", "tokens_per_day", "timezone"), "budget.")
+    money = {}
+    for key in ("usd_per_day", "usd_per_night"):
+        if data.get(key) is not None:
+            amount = c.number(data[key], key, minimum=0)
+            if amount != amount or amount == float("inf"):
+                raise c.fail(key, f"'{key}' must be a finite number of dollars")
+            money[key] = float(amount)
+    tokens = None
+    if data.get("tokens_per_day") is not None:
+        tokens = int(c.number(data["tokens_per_day"], "tokens_per_day", integer=True))
+    tz = None
+    if data.get("timezone") is not None:
+        tz = c.text_field(data["timezone"], "timezone", limit=100)
+        try:
+            load_zone(tz)
+        except GoalsuiError as exc:
+            raise c.fail("timezone", str(exc)) from None
+    return Budget(
+        usd_per_day=money.get("usd_per_day"),
+        usd_per_night=money.get("usd_per_night"),
+        tokens_per_day=tokens,
+        timezone=tz,
     )
 
 
@@ -348,7 +405,17 @@ def parse_goal(data: dict, text: str, display: str, folder_name: str) -> GoalDef
     c = _Checker(display, text)
     c.only(
         data,
-        ("goal_id", "name", "task", "owner", "status", "sort_order", "created_at", "updated_at"),
+        (
+            "goal_id",
+            "name",
+            "task",
+            "owner",
+            "status",
+            "sort_order",
+            "created_at",
+            "updated_at",
+            "budget",
+        ),
     )
     goal_id = c.text_field(data.get("goal_id"), "goal_id", required=True, limit=64)
     try:
@@ -382,4 +449,5 @@ def parse_goal(data: dict, text: str, display: str, folder_name: str) -> GoalDef
         status=status,
         sort_order=sort_order,
         created_at=created_at,
+        budget=parse_budget(data.get("budget"), c),
     )

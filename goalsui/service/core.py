@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -37,6 +38,9 @@ from goalsui.kb.ui_settings import read_ui_settings
 from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
+
+if TYPE_CHECKING:
+    from goalsui.service.costs import Costs
 
 WORKER_KEY = "worker:{goal_id}/{worker}"
 MAX_TITLE = 200
@@ -249,6 +253,13 @@ class Service:
 
     def now(self) -> datetime:
         return self.clock()
+
+    @cached_property
+    def costs(self) -> Costs:
+        """Spend queries and budget checks (:mod:`goalsui.service.costs`)."""
+        from goalsui.service.costs import Costs
+
+        return Costs(self)
 
     @property
     def runs_dir(self) -> Path:
