@@ -218,7 +218,18 @@ def _runs_table(runs: list) -> str:
     ]
     return table(
         rows,
-        ["run", "intent", "try", "trigger", "status", "reason", "started", "exit", "cost", "tokens"],
+        [
+            "run",
+            "intent",
+            "try",
+            "trigger",
+            "status",
+            "reason",
+            "started",
+            "exit",
+            "cost",
+            "tokens",
+        ],
     )
 
 
