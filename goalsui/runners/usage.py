@@ -84,7 +84,8 @@ def _claude_stream(messages: list[dict[str, Any]]) -> ParsedOutput | None:
 
 
 def _claude_result(doc: dict[str, Any], model: str | None) -> ParsedOutput:
-    raw_usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    found = doc.get("usage")
+    raw_usage: dict[str, Any] = found if isinstance(found, dict) else {}
     tokens_in = _sum_counts(
         raw_usage,
         ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),

@@ -14,8 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
 
 from goalsui.domain.budget import Budget, BudgetLimit, Exhausted, Spend, exhausted, period_window
 from goalsui.domain.models import Intent, Meta
@@ -83,17 +84,17 @@ class Costs:
     def scopes(self, intent: Intent) -> list[Scope]:
         """The budgets that apply to ``intent``'s runs, narrowest first."""
         out = []
-        if intent.goal_id:
-            budgets = self._goal_budgets(intent.goal_id)
-            if intent.worker and budgets.get(intent.worker):
-                where = f"{intent.goal_id}/workers/{intent.worker}/definition.yaml"
-                name = f"worker {intent.goal_id}/{intent.worker}"
-                out.append(
-                    Scope(name, budgets[intent.worker], where, intent.goal_id, intent.worker)
-                )  # type: ignore[arg-type]
-            if budgets.get(None):
-                where = f"{intent.goal_id}/definition.yaml"
-                out.append(Scope(f"goal {intent.goal_id}", budgets[None], where, intent.goal_id))  # type: ignore[arg-type]
+        goal_id, worker = intent.goal_id, intent.worker
+        if goal_id:
+            budgets = self._goal_budgets(goal_id)
+            own = budgets.get(worker) if worker else None
+            if worker and own is not None:
+                where = f"{goal_id}/workers/{worker}/definition.yaml"
+                out.append(Scope(f"worker {goal_id}/{worker}", own, where, goal_id, worker))
+            shared = budgets.get(None)
+            if shared is not None:
+                where = f"{goal_id}/definition.yaml"
+                out.append(Scope(f"goal {goal_id}", shared, where, goal_id))
         kb_budget = self.service.config().budget
         if kb_budget is not None:
             out.append(Scope("kb", kb_budget, "goalsui.yaml"))
@@ -137,7 +138,7 @@ class Costs:
                 s.flush()
                 # older periods of the same budget are forgotten (one row per budget)
                 s.execute(
-                    delete(Meta).where(Meta.key.startswith(family), Meta.key != key)  # type: ignore[attr-defined]
+                    delete(Meta).where(col(Meta.key).startswith(family), col(Meta.key) != key)
                 )
         except IntegrityError:
             return False
@@ -239,7 +240,4 @@ def _stamp(goal_dir: Path) -> tuple[int, ...]:
 def meta_keys(service: Service) -> list[str]:
     """The budget alerts remembered (for tests and doctor)."""
     with service.store.read() as s:
-        return [
-            m.key
-            for m in s.exec(select(Meta).where(Meta.key.startswith(_ALERT_PREFIX)))  # type: ignore[attr-defined,call-overload]
-        ]
+        return [m.key for m in s.exec(select(Meta).where(col(Meta.key).startswith(_ALERT_PREFIX)))]

@@ -244,11 +244,11 @@ def database_problem(engine: Engine) -> str | None:
     try:
         if database and database != ":memory:":
             uri = f"file:{quote(database)}?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=2.0)
+            probe = sqlite3.connect(uri, uri=True, timeout=2.0)
             try:
-                conn.execute("SELECT count(*) FROM intent_run WHERE id = 0").fetchone()
+                probe.execute("SELECT count(*) FROM intent_run WHERE id = 0").fetchone()
             finally:
-                conn.close()
+                probe.close()
             return None
         with engine.connect() as conn:
             conn.execute(select(literal(1))).scalar()
