@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cost_kit import agent_worker, record, start_run
 
-from goalsui.runners.base import Usage
+from goalsui.runners.base import TurnOutcome, Usage
 from goalsui.runners.turn import run_turn
 from goalsui.runners.usage import parse_output
 from goalsui.service import Service
@@ -168,3 +168,39 @@ async def test_a_runner_model_reaches_the_agent_argv_and_environment(svc: Servic
     run = start_run(svc, intent)
     outcome = await run_turn(svc, intent, run, cancel=asyncio.Event())
     assert outcome.usage is not None and outcome.usage.model == "cheap-haiku"
+
+
+async def test_the_morning_report_has_cost_per_worker_per_night_and_top_spenders(
+    svc: Service, clock
+) -> None:  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from goalsui.runners.report import compile_report
+
+    clock.set(datetime(2026, 12, 1, 21, 0, tzinfo=UTC))  # the night before: 22:00 Berlin
+    pricey = agent_worker(svc, "claude", "0.40", "900", "100", "big-model", name="pricey")
+    run = start_run(svc, pricey)
+    record(svc, run, await run_turn(svc, pricey, run, cancel=asyncio.Event()))
+    clock.set(datetime(2026, 12, 2, 21, 0, tzinfo=UTC))  # this night
+    cheap = svc.worker_intent(pricey.goal_id, "pricey")  # type: ignore[arg-type]
+    runs = []
+    for _ in range(2):
+        run = start_run(svc, cheap)
+        record(svc, run, await run_turn(svc, cheap, run, cancel=asyncio.Event()))
+        runs.append(run)
+        clock.advance(minutes=30)
+    silent = start_run(svc, cheap)
+    record(svc, silent, TurnOutcome("silent"))  # a run that reported no usage
+    clock.set(datetime(2026, 12, 3, 7, 0, tzinfo=UTC))
+    report = compile_report(svc, pricey.goal_id, None, svc.now(), tz="Europe/Berlin", write=False)  # type: ignore[arg-type]
+    text = report.markdown
+    section = text[text.index("## Cost") : text.index("## Timeline")]
+    assert "- Cost: $0.8000 reported by 2 run(s), 2.0k tokens; 1 run(s) reported no usage" in text
+    rows = [line for line in section.splitlines() if line.startswith("| pricey")]
+    ids = f"runs {runs[0].id}, {runs[1].id}, {silent.id}"
+    assert rows == [f"| pricey | 2 | $0.8000 | 2.0k | 1 | {ids} |"]
+    assert f"- pricey run {runs[0].id}: $0.4000, big-model" in section
+    assert "- Night of 2026-12-02: $0.8000, 2.0k tokens, 2 run(s) with usage, 1 without" in section
+    assert "$0.0000" not in text  # unknown is never shown as zero
+    assert "- Night of 2026-12-01: $0.4000, 1.0k tokens, 1 run(s) with usage, 0 without" in section
+    assert "- Night of 2026-11-30: unknown, unknown tokens, 0 run(s) with usage" in section

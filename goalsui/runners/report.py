@@ -28,6 +28,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 from goalsui.kb.atomic import atomic_write
 from goalsui.runners.deliver import OUTBOX_NAME, headline
+from goalsui.runners.report_cost import cost_lines, cost_summary
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -391,7 +392,9 @@ def compile_report(
                 if not head.lower().startswith(top.label.lower()):
                     head = f"{top.label}: {head}"
                 lines.append(f"- Headline: {head} ({top.source}).")
-    lines += ["", "## Timeline", ""]
+        lines.append(cost_summary(entries))
+    lines += [""] + cost_lines(service, goal_id, entries, (start, end), zone)
+    lines += ["## Timeline", ""]
     if entries:
         lines.append("| worker | run | trigger | planned | started | duration | status | source |")
         lines.append("| --- | ---: | --- | --- | --- | ---: | --- | --- |")
