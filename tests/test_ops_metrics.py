@@ -21,6 +21,7 @@ from daemon_kit import Daemon, wait_until
 from goalsui.domain.models import Intent
 from goalsui.ops.health import Readiness, tick_age
 from goalsui.ops.metrics import make_registry, render
+from goalsui.runners.base import TurnOutcome
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
 
@@ -163,7 +164,10 @@ async def test_the_collector_reports_cost_and_tokens_per_goal_and_worker(
     unknown = agent_worker(svc, "none", "0", "0", "0", name="mute")
     run = start_run(svc, unknown)
     record(svc, run, await run_turn(svc, unknown, run, cancel=asyncio.Event()))
+    skipped = start_run(svc, intent)
+    record(svc, skipped, TurnOutcome("skipped", reason="budget: spent", skipped=True))
     text = render(make_registry(svc, lambda: False)).decode()
+    assert sample(text, "goalsui_budget_skipped_total") == 1.0
     assert sample(text, "goalsui_cost_usd_total", goal=intent.goal_id, worker="coder") == 1.5
     # a run that reported nothing is not a zero-cost spender
     assert sample(text, "goalsui_cost_usd_total", goal=intent.goal_id, worker="mute") is None

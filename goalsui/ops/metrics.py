@@ -80,8 +80,13 @@ class GoalsuiCollector(Collector):
         )
         tokens.add_metric(["in"], stats.tokens_in)
         tokens.add_metric(["out"], stats.tokens_out)
+        budget = CounterMetricFamily(
+            "goalsui_budget_skipped", "Turns skipped because their budget was spent"
+        )
+        budget.add_metric([], stats.budget_skips)
         yield runs
         yield missed
+        yield budget
         yield intents
         yield cost
         yield tokens

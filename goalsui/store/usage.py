@@ -171,6 +171,7 @@ class RunStats:
     tokens_out: int
     duration: HistogramData
     lateness: HistogramData
+    budget_skips: int = 0  # runs skipped because a budget was spent
 
 
 def _seconds_between(engine: Engine, later: Any, earlier: Any) -> Any:
@@ -211,7 +212,11 @@ def run_stats(
     tokens = select(
         func.coalesce(func.sum(_RUN.c.tokens_in), 0), func.coalesce(func.sum(_RUN.c.tokens_out), 0)
     )
+    budget = select(func.count()).where(
+        _RUN.c.status == RunStatus.SKIPPED, _RUN.c.reason.like("budget:%")
+    )
     with engine.connect() as conn:
+        budget_skips = int(conn.execute(budget).scalar() or 0)
         runs = {(r[0], r[1]): int(r[2]) for r in conn.execute(by_status)}
         by_intent = {r[0]: int(r[1]) for r in conn.execute(intents)}
         spent = {(r[0], r[1]): float(r[2] or 0) for r in conn.execute(cost)}
@@ -228,6 +233,7 @@ def run_stats(
         tokens_out=int(tout or 0),
         duration=_histogram(engine, took, finished, duration_bounds),
         lateness=_histogram(engine, late, planned, lateness_bounds),
+        budget_skips=budget_skips,
     )
 
 
