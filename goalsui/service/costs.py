@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,11 +22,12 @@ from goalsui.domain.budget import Budget, BudgetLimit, Exhausted, Spend, exhaust
 from goalsui.domain.models import Intent, Meta
 from goalsui.errors import GoalsuiError
 from goalsui.store import usage as queries
+from goalsui.store.usage import RunPoint
 
 if TYPE_CHECKING:
     from goalsui.service.core import Service
 
-__all__ = ["BudgetLine", "Costs", "CostRow", "Scope"]
+__all__ = ["BudgetLine", "CostRow", "Costs", "RunPoint", "Scope"]
 
 _ALERT_PREFIX = "budget-alert:"
 
@@ -152,9 +153,15 @@ class Costs:
         return self.lines(Scope(f"goal {goal_id}", budget, "", goal_id), tz)
 
     # -- spend -------------------------------------------------------------------------------------
-    def day_total(self, tz: str = "UTC", now: datetime | None = None) -> Spend:
-        """What every run started today (local midnight in ``tz``) reported."""
-        window = period_window("day", now or self.service.now(), tz)
+    def day_total(self, tz: str | None = None, now: datetime | None = None) -> Spend:
+        """What every run started today reported (from midnight in ``tz``; None: this
+        machine's local time)."""
+        now = now or self.service.now()
+        if tz is None:
+            start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+            window: tuple[datetime, datetime] | None = (start, start + timedelta(days=1))
+        else:
+            window = period_window("day", now, tz)
         assert window is not None
         return queries.spend(self.service.store.read_engine, *window)
 
@@ -178,7 +185,7 @@ class Costs:
         out = [CostRow(g, w, i, s) for g, w, i, s in rows]
         return sorted(out, key=lambda r: (-r.spend.usd, -r.spend.tokens, r.label))
 
-    def recent_runs(self, intent_id: int, limit: int = 30) -> list[queries.RunPoint]:
+    def recent_runs(self, intent_id: int, limit: int = 30) -> list[RunPoint]:
         return queries.recent_runs(self.service.store.read_engine, intent_id, limit)
 
     def run_stats(
