@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.bundled import find_sample_kb
+from goalsui.domain.timeutil import MovingClock
 from goalsui.errors import KBError
 from goalsui.kb.layout import copy_sample_kb
 from goalsui.kb.yamlio import load_yaml_mapping
@@ -26,6 +27,8 @@ NIGHT_TIMEOUT_S = 120.0
 
 def load_demo_records(service: Service, path: Path | None = None) -> dict[str, int]:
     """Load ``demo_records.yaml`` through the service (idempotent: keys and titles reused)."""
+    from goalsui.domain.intent_spec import IntentSpec
+
     path = path or (service.kb.root / DEMO_FILE)
     if not path.is_file():
         path = find_sample_kb() / DEMO_FILE
@@ -52,7 +55,7 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
     for spec in data.get("intents") or []:
         kind = spec.get("kind", "cron")
         schedule = spec.get("cron") or spec.get("every") or spec.get("at")
-        service.create_intent(
+        intent = IntentSpec.parse(
             title=spec["title"],
             instruction=spec.get("instruction", ""),
             kind=kind,
@@ -63,6 +66,7 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
             checklist=spec.get("checklist"),
             event_source=spec.get("source"),
         )
+        service.create_intent(intent)
         counts["intents"] += 1
     return counts
 
@@ -73,16 +77,6 @@ def make_demo_kb(target: Path | None = None) -> Path:
     kb = base / "kb"
     copy_sample_kb(kb)
     return kb
-
-
-class MovingClock:
-    """A clock the replay sets from one due time to the next."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def replay_last_night(
@@ -129,24 +123,6 @@ def _report_zone(workers: Iterable[Any]) -> str:
 async def _drive_night(
     service: Service, clock: MovingClock, goal_id: str, until: datetime
 ) -> list[tuple[str, str]]:
-    from goalsui.scheduler import Scheduler
+    from goalsui.scheduler.replay import drive
 
-    workers = {i.id: i.worker or "" for i in service.list_intents(goal_id=goal_id)}
-    scheduler = Scheduler(service, clock=clock, grace_seconds=1)
-    started: list[int] = []
-    try:
-        while True:
-            due = [
-                i.next_run_at
-                for i in service.list_intents(goal_id=goal_id)
-                if i.status == "active" and i.next_run_at is not None
-            ]
-            if not due or min(due) > until:
-                break
-            clock.now = min(due)
-            started += await scheduler.tick()
-            await scheduler.drain(timeout=NIGHT_TIMEOUT_S)
-    finally:
-        await scheduler.stop()
-    runs = {r.id: r for r in service.list_runs(limit=len(started) + 10)}
-    return [(workers.get(runs[r].intent_id, ""), str(runs[r].status)) for r in started if r in runs]
+    return await drive(service, clock, goal_id, until)

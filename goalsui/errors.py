@@ -39,3 +39,15 @@ class KBError(GoalsuiError):
 
     def as_problem(self) -> dict:
         return {"path": self.path, "line": self.line, "message": self.reason}
+
+
+class FatalError(GoalsuiError):
+    """Going on would do harm: the process that meets it (a scheduler) must stop."""
+
+
+class DatabaseReplaced(FatalError):
+    """The SQLite file was deleted or replaced under a running goalsui (a split brain)."""
+
+
+class NoDatabase(GoalsuiError):
+    """A KB whose database was created once has none now: it is not created again silently."""

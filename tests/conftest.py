@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -135,3 +136,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         f"PostgreSQL half: {outcomes.count('passed')} passed, {outcomes.count('failed')} "
         f"failed, {outcomes.count('skipped')} skipped ({server})"
     )
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time is UTC for the test (times on screen do not depend on the machine)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -110,16 +110,18 @@ def test_failing_registration_is_all_or_nothing(
     svc: Service, sample_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entries, rows = kb_entries(sample_kb), db_counts(state_db(tmp_path))
-    real = Service._upsert_worker_intent
+    from goalsui.service import kbindex
+
+    real = kbindex.upsert_worker_intent
     calls = {"n": 0}
 
-    def flaky(self, s, goal, w, intent, active, now):  # type: ignore[no-untyped-def]
+    def flaky(s, goal, w, intent, active, now):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] == 3:
             raise RuntimeError("database went away")
-        return real(self, s, goal, w, intent, active, now)
+        return real(s, goal, w, intent, active, now)
 
-    monkeypatch.setattr(Service, "_upsert_worker_intent", flaky)
+    monkeypatch.setattr(kbindex, "upsert_worker_intent", flaky)
     with pytest.raises(RuntimeError):
         svc.setup_goal("Doomed", "never", WORKERS)
     assert_nothing_left(sample_kb, entries, state_db(tmp_path), rows)

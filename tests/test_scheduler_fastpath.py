@@ -11,7 +11,8 @@ from goalsui.domain.models import Intent
 from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.service import Service
 from goalsui.store import claims, sqlite_hot
-from goalsui.store.claims import INTENT, Completion, _columns, _rows_of
+from goalsui.store.claims import INTENT, Completion
+from goalsui.store.claims.binds import rows_of, select_columns
 
 
 def _odd_intent(svc: Service, when: datetime) -> int:
@@ -43,10 +44,10 @@ def test_reader_returns_what_core_returns(empty_kb, make_service, clock: FakeClo
     plain = bulk_at(svc, 3, clock.now)
     ids = [odd, *plain]
     with svc.store.engine.begin() as conn:
-        cols, stamps = _columns(conn, INTENT)
+        cols, stamps = select_columns(INTENT, None, sqlite=True)
         core = {
             r["id"]: r
-            for r in _rows_of(conn.execute(INTENT.select().with_only_columns(*cols)), stamps)
+            for r in rows_of(conn.execute(INTENT.select().with_only_columns(*cols)), stamps)
         }
         fast = {
             r["id"]: r

@@ -122,9 +122,12 @@ def test_cancel_and_run_now(service: Service, clock) -> None:
     assert due.next_run_at == clock.now and due.pending_trigger == "run-now"
     cancelled = service.cancel_intent(intent.id)
     assert cancelled.status == "cancelled" and cancelled.next_run_at is None
-    for action in (service.pause_intent, service.resume_intent, service.run_intent_now):
+    for action in (service.pause_intent, service.run_intent_now):
         with pytest.raises(Conflict):
             action(intent.id)
+    # an ended schedule is reinstated by resume, planned from now (issue 19)
+    reinstated = service.resume_intent(intent.id)
+    assert reinstated.status == "active" and reinstated.next_run_at > clock.now
     paused = cron(service, title="paused")
     service.pause_intent(paused.id)
     with pytest.raises(Conflict, match="resume it first"):

@@ -221,7 +221,8 @@ async def test_events_and_threads_screens_show_untrusted_text_plainly(demo: Serv
         await settle(app, pilot)
         text = screen_text(app)
         assert "Came back about: Friday reminder" in text
-        assert "[link=http://evil]the slot[/link]" in text
+        # shown literally (the compose box below may make the line wrap after "the")
+        assert "[link=http://evil]the" in text and "slot[/link]" in text
         await pilot.press("escape")
         await settle(app, pilot)
         await pilot.press("L")

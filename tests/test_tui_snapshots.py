@@ -7,7 +7,6 @@ Update after a reviewed change: ``pytest tests/test_tui_snapshots.py --snapshot-
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,15 +47,6 @@ Night of 2026-12-01 12:00 to 2026-12-02 07:30 (Europe/Berlin); compiled 2026-12-
 
 > Three issues triaged; one needs a human: the flaky upload test on main.
 """
-
-
-@pytest.fixture
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @pytest.fixture

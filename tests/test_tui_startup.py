@@ -39,7 +39,8 @@ SIZE = (140, 40)
 HEAVY = ("sqlalchemy", "sqlmodel", "pydantic", "alembic", "croniter", "apscheduler")
 COMMANDS = {
     "bench", "console", "daemon", "db", "demo", "doctor", "event", "events", "goal", "init",
-    "intent", "plan", "report", "runs", "schedule", "serve", "thread", "todo", "worker",
+    "intent", "nightshift", "plan", "report", "runs", "schedule", "serve", "thread", "todo",
+    "worker",
 }  # fmt: skip
 
 

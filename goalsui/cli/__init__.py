@@ -17,7 +17,8 @@ from goalsui.errors import GoalsuiError
 #: commands each adds: a command line builds only its own command's parser (``goalsui``
 #: and ``goalsui demo`` start faster); help, version and errors build them all.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
-    "goalsui.cli.goals": ("goal", "worker"),
+    "goalsui.cli.goals": ("goal",),
+    "goalsui.cli.workers": ("worker",),
     "goalsui.cli.intents": ("intent", "runs"),
     "goalsui.cli.threads": ("thread", "todo"),
     "goalsui.cli.misc": ("init", "doctor", "schedule"),
@@ -29,6 +30,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "goalsui.cli.bench": ("bench",),
     "goalsui.cli.db": ("db",),
     "goalsui.cli.serve": ("serve",),
+    "goalsui.cli.nightshift": ("nightshift",),
 }
 COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 

@@ -7,12 +7,13 @@ import asyncio
 import contextlib
 import importlib
 import signal
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from goalsui.cli.common import open_service
-from goalsui.errors import ValidationError
+from goalsui.errors import FatalError, ValidationError
 from goalsui.ops.logging import LineWriter
 
 #: Files whose change re-reads the KB index (worker schedules, goal status, KB config).
@@ -127,8 +128,9 @@ def say(text: str, *, err: bool = False, **fields: Any) -> None:
 class _RunLog:
     """Turns SchedulerEvents into log lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_fatal: Callable[[str], None] | None = None) -> None:
         self.started: dict[int, datetime] = {}
+        self.on_fatal = on_fatal
 
     def __call__(self, event: Any) -> None:
         if event.kind == "run-started":
@@ -154,6 +156,8 @@ class _RunLog:
             say(f"ALERT intent {event.intent_id}: {event.message}", event="alert")
         elif event.kind == "error":
             say(f"scheduler error: {event.message}", err=True, event="error")
+        elif event.kind == "fatal" and self.on_fatal is not None:
+            self.on_fatal(event.message)
 
 
 async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
@@ -205,6 +209,7 @@ async def _start_ops(service: Any, scheduler: Any, args: argparse.Namespace) -> 
 async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     from goalsui.scheduler import Scheduler
     from goalsui.scheduler.heap import settle_heap
+    from goalsui.scheduler.notices import Notifier
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -218,7 +223,16 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         grace_seconds=args.grace_seconds,
         max_concurrency=args.max_concurrency,
     )
-    scheduler.subscribe(_RunLog())
+    fatal: list[str] = []
+
+    def on_fatal(message: str) -> None:  # runs on the loop: the scheduler emits there
+        if not fatal:
+            fatal.append(message)
+            say(f"scheduler stopped: {message}", err=True)
+        stop.set()
+
+    scheduler.subscribe(_RunLog(on_fatal))
+    Notifier(service).attach(scheduler)  # the notify: command of goalsui.yaml, if set
     await scheduler.start()
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
     listener = None
@@ -260,6 +274,8 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
             await asyncio.gather(watcher, return_exceptions=True)
         await scheduler.stop()
     say("stopped")
+    if fatal:
+        raise FatalError(fatal[0])  # one line on stderr, exit 1
     return 0
 
 

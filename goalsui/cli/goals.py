@@ -1,18 +1,15 @@
-"""``goalsui goal ...`` and ``goalsui worker ...``."""
+"""``goalsui goal ...``: create (from templates), list and steer goals."""
 
 from __future__ import annotations
 
 import argparse
-import time
 from typing import TYPE_CHECKING
 
-from goalsui.cli.common import add_json, local, open_service, print_json, table
-from goalsui.domain.timeutil import load_zone
-from goalsui.errors import GoalsuiError, ValidationError
-from goalsui.kb.paths import check_name
+from goalsui.cli.common import add_json, local, open_service, print_json, read_text_arg, table
+from goalsui.cli.worker_options import add_worker_options, worker_seeds
+from goalsui.domain.untrusted import plain
 
 if TYPE_CHECKING:
-    from goalsui.kb.layout import WorkerSeed
     from goalsui.service import GoalView
 
 
@@ -20,17 +17,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     goal = sub.add_parser("goal", help="create, list and steer goals")
     gsub = goal.add_subparsers(dest="goal_command", metavar="ACTION", required=True)
 
-    create = gsub.add_parser("create", help="create a goal tree in the KB")
+    create = gsub.add_parser(
+        "create",
+        help="create a goal tree in the KB, with its workers",
+        description=(
+            "Create a goal from templates (protocol.md, state.yaml, each worker's prompt.md). "
+            "Each --worker NAME starts a worker; the schedule and runner options after it "
+            "are that worker's. All or nothing: on any error, nothing is left behind."
+        ),
+    )
     create.add_argument("name")
     create.add_argument("--task", required=True, help="what the goal is for")
     create.add_argument(
-        "--worker",
-        action="append",
-        default=[],
-        metavar="NAME=CRON",
-        help="a worker and its cron schedule (repeatable), e.g. scout='30 20 * * *'",
+        "--protocol", metavar="@FILE", help="protocol.md's text (@FILE or -); default: a template"
     )
-    create.add_argument("--tz", default="UTC", help="IANA timezone of the workers' schedules")
+    add_worker_options(create, repeat=True)
     create.add_argument("--owner", default="")
     add_json(create)
     create.set_defaults(func=cmd_create)
@@ -51,51 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_json(p)
         p.set_defaults(func=cmd_goal_action, action=action)
 
-    worker = sub.add_parser("worker", help="act on a goal's workers")
-    wsub = worker.add_subparsers(dest="worker_command", metavar="ACTION", required=True)
-    run_now = wsub.add_parser("run-now", help="fire a worker now")
-    run_now.add_argument("goal_id")
-    run_now.add_argument("worker")
-    run_now.add_argument("--wait", action="store_true", help="wait for the run to finish")
-    run_now.add_argument("--timeout", type=float, default=600, help=argparse.SUPPRESS)
-    add_json(run_now)
-    run_now.set_defaults(func=cmd_worker_run_now)
-
-
-def _parse_workers(specs: list[str], tz: str) -> list[WorkerSeed]:
-    """``NAME=CRON`` options as worker seeds, each checked before anything is written."""
-    from goalsui.domain.cron import validate_cron
-    from goalsui.kb.layout import WorkerSeed
-
-    load_zone(tz)
-    seeds = []
-    for spec in specs:
-        name, sep, cron = spec.partition("=")
-        if not sep or not name.strip() or not cron.strip():
-            raise ValidationError(
-                f"invalid --worker {spec!r}: use NAME=CRON, e.g. scout='30 20 * * *'"
-            )
-        check_name(name.strip(), "worker name")
-        try:
-            validate_cron(cron.strip())
-        except GoalsuiError as exc:
-            raise ValidationError(f"invalid --worker {name.strip()!r}: {exc}") from None
-        seeds.append(
-            WorkerSeed(
-                name=name.strip(),
-                definition={"schedule": {"cron": cron.strip(), "timezone": tz}, "timeout": "10m"},
-            )
-        )
-    return seeds
-
 
 def print_goal(view: GoalView) -> None:
-    print(f"{view.goal_id}  {view.name}  [{view.status}]")
+    print(f"{view.goal_id}  {plain(view.name)}  [{view.status}]")
     if view.task:
-        print(f"  task: {view.task}")
-    print(f"  path: {view.path}")
+        print(f"  task: {plain(view.task)}")
+    print(f"  path: {plain(view.path)}")
     if view.error:
-        print(f"  error: {view.error}")
+        print(f"  error: {plain(view.error)}")
     rows = [
         [w.name, w.schedule, w.timezone, w.status, local(w.next_run_at), w.intent_id]
         for w in view.workers
@@ -105,9 +69,14 @@ def print_goal(view: GoalView) -> None:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    seeds = _parse_workers(args.worker, args.tz)
+    from goalsui.service import authoring
+
+    seeds = worker_seeds(args)
+    protocol = read_text_arg(args.protocol) if args.protocol is not None else None
     service = open_service(args)
-    view = service.setup_goal(args.name, args.task, seeds, owner=args.owner)
+    view = authoring.create_goal(
+        service, args.name, args.task, seeds, protocol=protocol, owner=args.owner
+    )
     if args.json:
         print_json(view.as_json())
     else:
@@ -125,7 +94,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for g in goals:
         nxt = min((w.next_run_at for w in g.workers if w.next_run_at), default=None)
         rows.append(
-            [g.goal_id, g.name, "error" if g.error else g.status, len(g.workers), local(nxt)]
+            [g.goal_id, plain(g.name), "error" if g.error else g.status, len(g.workers), local(nxt)]
         )
     print(table(rows, ["goal", "name", "status", "workers", "next run"]) if rows else "no goals")
     return 0
@@ -151,31 +120,3 @@ def cmd_goal_action(args: argparse.Namespace) -> int:
     else:
         print_goal(view)
     return 0
-
-
-def cmd_worker_run_now(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json, run_json
-
-    service = open_service(args)
-    intent = service.run_worker_now(args.goal_id, args.worker)
-    if not args.wait:
-        if args.json:
-            print_json(intent_json(intent))
-        else:
-            print(f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})")
-        return 0
-    # Wait for a scheduler (console or daemon) to pick it up and finish it.
-    before = {r.id for r in service.list_runs(intent_id=intent.id, limit=1000)}
-    deadline = time.monotonic() + args.timeout
-    while time.monotonic() < deadline:
-        runs = [r for r in service.list_runs(intent_id=intent.id, limit=20) if r.id not in before]
-        done = [r for r in runs if r.status != "running"]
-        if done:
-            run = done[-1]
-            if args.json:
-                print_json(run_json(run))
-            else:
-                print(f"run {run.id}: {run.status}" + (f" ({run.reason})" if run.reason else ""))
-            return 0 if run.status in ("ok", "silent") else 1
-        time.sleep(0.5)
-    raise ValidationError("no scheduler finished the run in time (is a console or daemon running?)")

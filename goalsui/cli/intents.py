@@ -47,7 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument(
         "--filter", metavar="JSON", help="event filter: a JSON object matched as a subset"
     )
-    add.add_argument("--checklist", metavar="TEXT", help="heartbeat checklist: text, @FILE or -")
+    add.add_argument(
+        "--checklist",
+        metavar="TEXT",
+        help="heartbeat checklist: text, @FILE or - ('' or an empty file: every tick is skipped)",
+    )
     add.add_argument(
         "--active-hours", metavar="HH:MM-HH:MM", help="heartbeat active hours, in --tz"
     )
@@ -91,6 +95,7 @@ def _active_hours(value: str | None, tz: str) -> dict | None:
 
 def cmd_add(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import intent_json
+    from goalsui.service import IntentSpec
 
     if args.at:
         kind, schedule = "at", args.at
@@ -110,8 +115,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             ) from None
         if not isinstance(event_filter, dict):
             raise ValidationError("--filter must be a JSON object")
-    service = open_service(args)
-    intent = service.create_intent(
+    spec = IntentSpec.parse(
         title=args.title,
         instruction=read_text_arg(args.instruction),
         kind=kind,
@@ -125,9 +129,10 @@ def cmd_add(args: argparse.Namespace) -> int:
         cooldown=args.cooldown,
         event_source=args.event,
         event_filter=event_filter,
-        checklist=read_text_arg(args.checklist) if args.checklist else None,
+        checklist=read_text_arg(args.checklist) if args.checklist is not None else None,
         active_hours=_active_hours(args.active_hours, args.tz or "UTC"),
     )
+    intent = open_service(args).create_intent(spec)
     if args.json:
         print_json(intent_json(intent))
     else:

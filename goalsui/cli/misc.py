@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from goalsui.kb.authoring import agents_on_path
     from goalsui.kb.layout import init_kb
 
     path = init_kb(Path(args.path), sample=args.sample)
@@ -44,12 +45,30 @@ def cmd_init(args: argparse.Namespace) -> int:
         args.kb = str(path)
         service = open_service(args)
         result.update(load_demo_records(service))
+    agents = [] if args.sample else agents_on_path()
     if args.json:
-        print_json(result)
+        print_json(
+            {**result, "runner": None, "agents_on_path": agents} if not args.sample else result
+        )
     else:
         print(f"KB ready at {path}")
+        if not args.sample:
+            print_runner_offer(path, agents)
         print(f"open it with: goalsui --kb {path}")
     return 0
+
+
+def print_runner_offer(path: Path, agents: list[str]) -> None:
+    """No runner is chosen for the operator: say so, and offer the agent CLIs found."""
+    print("no default runner is set: turns without their own runner fail until you set one")
+    if agents:
+        print(
+            f"agent CLIs found on PATH: {', '.join(agents)}; to use one, add to {path}/goalsui.yaml:"
+        )
+        print(f"  runner:\n    agent: {agents[0]}")
+    else:
+        print(f'set one in {path}/goalsui.yaml, e.g.  runner: {{command: ["claude", "-p"]}}')
+    print("(see docs/agents.md)")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

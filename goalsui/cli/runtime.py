@@ -148,8 +148,26 @@ def _open_demo(args: argparse.Namespace) -> Any:
         note = f"demo: last night was not replayed: {type(exc).__name__}: {exc}"
     else:
         note = None
+    repo_note = _demo_repo_night(args)
     service = open_service(args, actor="operator")
-    if note is not None:
-        service.journal("demo: last night not replayed", detail=note[:500])
+    for text in (note, repo_note):
+        if text is not None:
+            service.journal("demo: last night not replayed", detail=text[:500])
     load_demo_records(service)
     return service
+
+
+def _demo_repo_night(args: argparse.Namespace) -> str | None:
+    """Replay last night of a nightshift on a scratch git repository; a note if it failed."""
+    from goalsui.demo_repo import replay_repo_night
+    from goalsui.domain.timeutil import utcnow
+
+    try:
+        replay_repo_night(
+            lambda clock: open_service(args, actor="scheduler", sync=False, clock=clock),
+            utcnow(),
+            Path(args.kb).parent,
+        )
+    except Exception as exc:  # noqa: BLE001 - the demo opens without it; the journal says why
+        return f"demo: the repository night was not replayed: {type(exc).__name__}: {exc}"
+    return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 from goalsui.cli.common import (
     add_json,
@@ -13,6 +15,8 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
+from goalsui.domain.untrusted import plain
+from goalsui.errors import ValidationError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +34,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("thread_id")
     add_json(show)
     show.set_defaults(func=cmd_thread_show)
+    say = tsub.add_parser(
+        "say",
+        help="post a message and wait for the reply turn it starts",
+        description=(
+            "Post a user message in a thread and start a reply turn at once through the KB's "
+            "default runner; the reply is posted in the thread. A running console or daemon "
+            "runs the turn; with none, this command runs a scheduler until the reply lands."
+        ),
+    )
+    say.add_argument("thread_id")
+    say.add_argument("text", help="the message: text, @FILE or - for stdin")
+    say.add_argument("--no-reply", action="store_true", help="only post the message")
+    say.add_argument("--no-wait", action="store_true", help="start the reply, do not wait for it")
+    say.add_argument(
+        "--timeout", type=float, default=900, metavar="S", help="wait at most S seconds (900)"
+    )
+    say.add_argument("--pickup", type=float, default=None, help=argparse.SUPPRESS)
+    add_json(say)
+    say.set_defaults(func=cmd_thread_say)
 
     todo = sub.add_parser("todo", help="a thread's checklist")
     dsub = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
@@ -92,27 +115,93 @@ def cmd_thread_show(args: argparse.Namespace) -> int:
     if args.json:
         data = thread_json(thread)
         data["todos"] = [todo_json(t) for t in todos]
-        data["messages"] = [
-            {
-                "id": m.id,
-                "role": m.role,
-                "content": m.content,
-                "provenance": m.provenance,
-                "intent_id": m.intent_id,
-                "run_id": m.run_id,
-                "created_at": m.created_at,
-            }
-            for m in messages
-        ]
+        data["messages"] = [_message_json(m) for m in messages]
         print_json(data)
         return 0
     print(f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""))
     for t in todos:
-        print(f"  [{'x' if t.done else ' '}] {t.id}: {t.text}")
+        print(f"  [{'x' if t.done else ' '}] {t.id}: {plain(t.text)}")
     for m in messages:
-        label = f" — {m.provenance}" if m.provenance else ""
-        print(f"\n{local(m.created_at)} {m.role}{label}\n{m.content}")
+        _print_message(m)
     return 0
+
+
+def _message_json(m: Any) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "role": m.role,
+        "content": m.content,
+        "provenance": m.provenance,
+        "intent_id": m.intent_id,
+        "run_id": m.run_id,
+        "created_at": m.created_at,
+    }
+
+
+def _print_message(m: Any) -> None:
+    label = f" — {plain(m.provenance)}" if m.provenance else ""
+    print(f"\n{local(m.created_at)} {m.role}{label}\n{plain(m.content)}")
+
+
+def cmd_thread_say(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from goalsui.cli.reply_wait import await_reply
+    from goalsui.domain.shapes import run_json
+    from goalsui.service import conversations
+
+    text = read_text_arg(args.text)
+    service = open_service(args)
+    said = conversations.say(
+        service, parse_id(args.thread_id, "thread"), text, reply=not args.no_reply
+    )
+    if said.intent is None or args.no_wait:
+        if args.json:
+            print_json(
+                {
+                    "message": _message_json(said.message),
+                    "reply_intent_id": said.intent and said.intent.id,
+                }
+            )
+        else:
+            extra = f"; reply turn: intent {said.intent.id}" if said.intent else ""
+            print(f"message {said.message.id} posted{extra}")
+        return 0
+
+    def attempt(run: Any) -> None:
+        if run.status not in ("ok", "silent"):
+            reason = f": {plain(run.reason, limit=300)}" if run.reason else ""
+            sys.stderr.write(f"reply attempt {run.attempt} {run.status}{reason}\n")
+
+    result = asyncio.run(
+        await_reply(
+            service,
+            int(said.intent.id or 0),
+            timeout=args.timeout,
+            on_run=attempt,
+            pickup=args.pickup,
+        )
+    )
+    if args.json:
+        print_json(
+            {
+                "message": _message_json(said.message),
+                "reply_intent_id": said.intent.id,
+                "status": result.status,
+                "reason": result.reason,
+                "reply": _message_json(result.reply) if result.reply else None,
+                "runs": [run_json(r) for r in result.runs],
+            }
+        )
+    elif result.reply is not None:
+        _print_message(result.reply)
+    elif result.status == "silent":
+        print("(the reply was silent: nothing to say)")
+    if result.status in ("ok", "silent"):
+        return 0
+    if not args.json:
+        raise ValidationError(f"no reply: {plain(result.reason or result.status, limit=300)}")
+    return 1
 
 
 def _print_todos(todos: list) -> None:

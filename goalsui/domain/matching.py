@@ -28,7 +28,7 @@ def _matches(want: Any, got: Any) -> bool:
     return _scalar_equal(want, got)
 
 
-def filter_matches(filter: dict | None, payload: Any) -> bool:
+def filter_matches(filter: dict[str, Any] | None, payload: Any) -> bool:
     """JSON subset match of ``payload`` against ``filter``.
 
     None or ``{}`` matches everything. Every key of a dict filter must exist in the

@@ -14,7 +14,7 @@ from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes in, aware UTC datetimes out, on SQLite and PostgreSQL."""
 
     impl = DateTime(timezone=True)
@@ -112,14 +112,14 @@ class Intent(SQLModel, table=True):
     timezone: str = "UTC"
     next_run_at: datetime | None = _ts()
     event_source: str | None = Field(default=None, index=True)
-    event_filter: dict | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    event_filter: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     cooldown_s: int = 0
     max_fires: int | None = None
     fires: int = 0
     expires_at: datetime | None = _ts()
     checklist: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    active_hours: dict | None = Field(default=None, sa_column=Column(JSON, nullable=True))
-    runner: dict | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    active_hours: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    runner: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     timeout_s: int | None = None
     attempts: int = 0
     consecutive_failures: int = 0
@@ -174,7 +174,7 @@ class IntentRun(SQLModel, table=True):
     model: str | None = None
     # the transcript: what the turn was given (tool calls live in ToolCall)
     prompt: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    argv: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    argv: list[Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class Event(SQLModel, table=True):
@@ -187,7 +187,9 @@ class Event(SQLModel, table=True):
     delivery_id: str
     received_at: datetime = _created()
     payload: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
-    matched_intent_ids: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    matched_intent_ids: list[Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
 
 
 class Journal(SQLModel, table=True):

@@ -48,6 +48,21 @@ class RunStatus(StrEnum):
     MISSED = "missed"
 
 
+class ChangeTopic(StrEnum):
+    """What a change announced by the service touched (listeners re-read that part)."""
+
+    GOALS = "goals"
+    FILES = "files"
+    THREADS = "threads"
+    MESSAGES = "messages"
+    TODOS = "todos"
+    INTENTS = "intents"
+    RUNS = "runs"
+    ALERTS = "alerts"
+    #: a lost cross-process listener came back: re-read everything
+    RECONNECTED = "reconnected"
+
+
 #: Statuses from which an intent never fires again on its own.
 TERMINAL_INTENT = frozenset({IntentStatus.DONE, IntentStatus.CANCELLED})
 #: Run statuses that count as a failure for retry and auto-disable.

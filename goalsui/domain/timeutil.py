@@ -189,3 +189,14 @@ def iso_local(dt: datetime, tz: str | tzinfo) -> str:
     """``dt`` as ISO 8601 local time in ``tz`` with its offset, to the second."""
     zone = load_zone(tz) if isinstance(tz, str) else tz
     return ensure_utc(dt).astimezone(zone).isoformat(timespec="seconds")
+
+
+class MovingClock:
+    """A clock that reads what it was last set to: a replay moves it from one due time
+    to the next (``clock.now = ...``)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now

@@ -16,6 +16,13 @@ from goalsui.kb.yamlio import line_of_key
 
 BUILTIN_RUNNERS = ("report",)
 GOAL_STATUSES = ("active", "paused", "completed", "archived")
+#: The default bound of a goal's ``state.yaml`` (``state_max_bytes`` in goalsui.yaml).
+STATE_MAX_BYTES = 64 * 1024
+#: What a turn says when neither the worker, the intent nor goalsui.yaml names a runner.
+NO_RUNNER = (
+    "no runner configured: set runner: in goalsui.yaml or the worker's definition.yaml "
+    "(see docs/agents.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class HookSource:
 
 @dataclass(frozen=True)
 class KBConfig:
-    runner: RunnerSpec = field(default_factory=lambda: RunnerSpec(command=("cat",)))
+    runner: RunnerSpec | None = None  # unset: a turn without its own runner fails (NO_RUNNER)
     timeout: timedelta = timedelta(minutes=10)
     silent_token: str = "NOTHING_TO_REPORT"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -66,6 +73,8 @@ class KBConfig:
     alerts: AlertPolicy = field(default_factory=AlertPolicy)
     hooks: dict[str, HookSource] = field(default_factory=dict)
     budget: Budget | None = None
+    state_max_bytes: int = STATE_MAX_BYTES
+    notify: tuple[str, ...] | None = None  # argv receiving each notification as JSON on stdin
 
 
 @dataclass(frozen=True)
@@ -210,10 +219,12 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
             "keymap",
             "theme",
             "budget",
+            "state_max_bytes",
+            "notify",
         ),
     )
     runner_data = c.mapping(data.get("runner"), "runner")
-    runner = c.runner(runner_data) if runner_data else RunnerSpec(command=("cat",))
+    runner = c.runner(runner_data) if set(runner_data) - {"timeout"} else None
     timeout = (
         c.duration(runner_data["timeout"], "timeout")
         if "timeout" in runner_data
@@ -242,6 +253,27 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
         cooldown=c.duration(alerts_data.get("cooldown", "1h"), "cooldown"),
         command=c.argv(alerts_data["command"], "command") if "command" in alerts_data else None,
     )
+    state_max = int(
+        c.number(
+            data.get("state_max_bytes", STATE_MAX_BYTES), "state_max_bytes", minimum=1, integer=True
+        )
+    )
+    return KBConfig(
+        runner=runner,
+        timeout=timeout,
+        silent_token=token,
+        retry=retry,
+        catch_up_limit=catch_up,
+        alerts=alerts,
+        hooks=_hook_sources(data, c),
+        state_max_bytes=state_max,
+        notify=c.argv(data["notify"], "notify") if data.get("notify") is not None else None,
+        budget=parse_budget(data.get("budget"), c),
+    )
+
+
+def _hook_sources(data: dict, c: _Checker) -> dict[str, HookSource]:
+    """``hooks.sources`` of goalsui.yaml: each source's secret variable and style."""
     hooks_data = c.mapping(data.get("hooks"), "hooks")
     c.only(hooks_data, ("sources",), "hooks.")
     sources: dict[str, HookSource] = {}
@@ -257,16 +289,7 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
         if style not in ("goalsui", "github"):
             raise c.fail("style", f"unknown hook style {style!r} (goalsui or github)")
         sources[str(name)] = HookSource(name=str(name), secret_env=env, style=style)
-    return KBConfig(
-        runner=runner,
-        timeout=timeout,
-        silent_token=token,
-        retry=retry,
-        catch_up_limit=catch_up,
-        alerts=alerts,
-        hooks=sources,
-        budget=parse_budget(data.get("budget"), c),
-    )
+    return sources
 
 
 def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:

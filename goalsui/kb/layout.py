@@ -8,7 +8,7 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +17,14 @@ from typing import Any
 from goalsui.bundled import find_sample_kb
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write, fsync_dir
+from goalsui.kb.authoring import (
+    STATE_FILE,
+    check_state_bytes,
+    render_protocol,
+    render_template,
+    render_worker_prompt,
+    yaml_problems,
+)
 from goalsui.kb.config import (
     GoalDef,
     KBConfig,
@@ -25,6 +33,7 @@ from goalsui.kb.config import (
     parse_kb_config,
     parse_worker,
 )
+from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import check_name, new_goal_id, safe_join
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
@@ -52,11 +61,24 @@ class LoadedGoal:
 
 @dataclass(frozen=True)
 class WorkerSeed:
-    """A worker to create with a new goal."""
+    """A worker to create: its definition, and its prompt or the instructions to render one."""
 
     name: str
     definition: dict[str, Any]
     prompt: str = ""
+    instructions: str = ""
+
+    def prompt_text(self, goal_name: str, task: str, protocol: str) -> str:
+        """``prompt`` as given, else rendered from the instructions, task and protocol."""
+        if self.prompt:
+            return self.prompt
+        return render_worker_prompt(
+            self.name,
+            goal_name=goal_name,
+            task=task,
+            instructions=self.instructions,
+            protocol=protocol,
+        )
 
 
 class KB:
@@ -64,6 +86,7 @@ class KB:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).expanduser().resolve()
+        self._state_limit: tuple[tuple[int, int] | None, int] | None = None
 
     # -- discovery -----------------------------------------------------------------
     def exists(self) -> bool:
@@ -128,8 +151,34 @@ class KB:
             raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
         return path
 
-    def load_goal(self, goal_id: str) -> LoadedGoal:
-        """Read and validate one goal tree; problems are collected, not raised."""
+    def state_limit(self) -> int:
+        """``state_max_bytes`` of goalsui.yaml (the default while that file is broken);
+        read again only when the file changed (every goal's load asks for it)."""
+        try:
+            st = (self.root / CONFIG_FILE).stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        cached = self._state_limit
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            limit = self.config().state_max_bytes
+        except GoalsuiError:
+            limit = KBConfig().state_max_bytes
+        self._state_limit = (stamp, limit)
+        return limit
+
+    def check_state_size(self, goal_id: str, new_bytes: int) -> None:
+        """Refuse a ``state.yaml`` of ``new_bytes`` bytes for ``goal_id`` over the bound."""
+        check_state_bytes(f"{goal_id}/{STATE_FILE}", new_bytes, self.state_limit())
+
+    def load_goal(self, goal_id: str, *, state_limit: int | None = None) -> LoadedGoal:
+        """Read and validate one goal tree; problems are collected, not raised.
+
+        Besides the definitions, every YAML file of the tree must parse and
+        ``state.yaml`` must stay under ``state_limit`` (default: from goalsui.yaml).
+        """
         path = self.goal_dir(goal_id)
         loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
         def_path = path / "definition.yaml"
@@ -159,14 +208,22 @@ class KB:
                     loaded.problems.append(exc)
                 except GoalsuiError as exc:
                     loaded.problems.append(KBError(shown, str(exc)))
+        with contextlib.suppress(OSError):
+            try:
+                load_binding(path, display=f"{goal_id}/{BINDING_FILE}")
+            except KBError as exc:
+                loaded.problems.append(exc)
+        limit = self.state_limit() if state_limit is None else state_limit
+        loaded.problems.extend(yaml_problems(path, goal_id, limit, skip=(BINDING_FILE,)))
         return loaded
 
     def scan(self) -> list[LoadedGoal]:
         """Every goal tree; one that cannot be loaded at all comes back with its problem."""
         out = []
+        limit = self.state_limit()
         for gid in self.goal_ids():
             try:
-                out.append(self.load_goal(gid))
+                out.append(self.load_goal(gid, state_limit=limit))
             except GoalsuiError as exc:
                 problem = exc if isinstance(exc, KBError) else KBError(gid, str(exc))
                 out.append(
@@ -184,28 +241,25 @@ class KB:
         workers: Iterable[WorkerSeed] = (),
         *,
         owner: str = "",
+        protocol: str | None = None,
         register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
         goal_id: str | None = None,
+        files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
         """Create a goal tree in a sibling staging folder, validate it, rename it into place.
 
+        ``protocol`` is the text of ``protocol.md``; without it the template (purpose,
+        message formats, conventions, KPIs) is filled with the name and task. A worker
+        seed without a prompt gets one rendered from its instructions.
+
         ``register`` is called with the loaded goal before the rename and must return
         an undo callable; if anything fails afterwards every registration is undone and
-        the staging folder removed, so the goal exists whole or not at all.
+        the staging folder removed, so the goal exists whole or not at all. ``files``
+        (relative path -> text) are written into the tree too, replacing the defaults
+        (e.g. a ``protocol.md`` from a template).
         """
-        name = " ".join(str(name).split())
-        if not name:
-            raise ValidationError("a goal needs a name")
-        if len(name) > 200:
-            raise ValidationError("goal name is too long (200 characters at most)")
-        workers = list(workers)
-        seen: set[str] = set()
-        for seed in workers:
-            check_name(seed.name, "worker name")
-            if seed.name in seen:
-                raise ValidationError(f"worker '{seed.name}' given twice")
-            seen.add(seed.name)
+        name, workers = _checked_seeds(name, workers)
         self.root.mkdir(parents=True, exist_ok=True)
         goal_id = goal_id or new_goal_id(name)
         check_name(goal_id, "goal id")
@@ -218,35 +272,14 @@ class KB:
         undo: Callable[[], None] | None = None
         try:
             staging.mkdir()
-            now = datetime.now(UTC).replace(microsecond=0)
-            definition = {
-                "goal_id": goal_id,
-                "name": name,
-                "task": task,
-                "owner": owner,
-                "status": "active",
-                "sort_order": 0,
-                "created_at": now.isoformat(),
-            }
-            atomic_write(
-                staging / "definition.yaml",
-                dump_yaml(definition, "goal identity (goalsui); edit name, task, owner freely"),
+            _write_goal_tree(
+                staging,
+                {"goal_id": goal_id, "name": name, "task": task, "owner": owner},
+                workers,
+                protocol=protocol,
+                files=files,
+                fail_after_workers=_fail_after_workers,
             )
-            atomic_write(staging / "protocol.md", f"# Protocol: {name}\n\n{task}\n")
-            atomic_write(staging / "state.yaml", "# bounded cross-tick state\nplan: []\n")
-            (staging / "log").mkdir()
-            (staging / "reports").mkdir()
-            for index, seed in enumerate(workers):
-                if _fail_after_workers is not None and index >= _fail_after_workers:
-                    raise OSError("injected failure while writing workers")
-                wdir = staging / "workers" / seed.name
-                (wdir / "inbox").mkdir(parents=True)
-                (wdir / "outbox").mkdir()
-                atomic_write(
-                    wdir / "definition.yaml",
-                    dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)"),
-                )
-                atomic_write(wdir / "prompt.md", seed.prompt or f"# {seed.name}\n\n{task}\n")
             loaded = self._load_staged(staging, goal_id)
             if loaded.problems:
                 raise loaded.problems[0]
@@ -406,6 +439,8 @@ class KB:
             )
             if (is_goal_def or is_worker_def) and not isinstance(data, dict):
                 raise KBError(shown, "expected a mapping at the top", 1)
+            if parts == (STATE_FILE,):
+                self.check_state_size(goal_id, len(text.encode("utf-8")))
             if is_goal_def:
                 parse_goal(data, text, shown, goal_id)
             elif is_worker_def:
@@ -473,6 +508,62 @@ class KB:
         return path
 
 
+def _checked_seeds(name: str, workers: Iterable[WorkerSeed]) -> tuple[str, list[WorkerSeed]]:
+    """The goal's name (whitespace collapsed) and its worker seeds, checked."""
+    name = " ".join(str(name).split())
+    if not name:
+        raise ValidationError("a goal needs a name")
+    if len(name) > 200:
+        raise ValidationError("goal name is too long (200 characters at most)")
+    seeds = list(workers)
+    seen: set[str] = set()
+    for seed in seeds:
+        check_name(seed.name, "worker name")
+        if seed.name in seen:
+            raise ValidationError(f"worker '{seed.name}' given twice")
+        seen.add(seed.name)
+    return name, seeds
+
+
+def _write_goal_tree(
+    staging: Path,
+    identity: dict[str, str],
+    workers: list[WorkerSeed],
+    *,
+    protocol: str | None,
+    files: Mapping[str, str] | None,
+    fail_after_workers: int | None,
+) -> None:
+    """Every file of a new goal, in its staging folder (templates where nothing is given)."""
+    name, task = identity["name"], identity["task"]
+    now = datetime.now(UTC).replace(microsecond=0)
+    definition = {**identity, "status": "active", "sort_order": 0, "created_at": now.isoformat()}
+    atomic_write(
+        staging / "definition.yaml",
+        dump_yaml(definition, "goal identity (goalsui); edit name, task, owner freely"),
+    )
+    protocol = protocol or (files or {}).get("protocol.md")
+    protocol_text = protocol if protocol and protocol.strip() else render_protocol(name, task)
+    atomic_write(staging / "protocol.md", protocol_text)
+    atomic_write(staging / STATE_FILE, render_template(STATE_FILE))
+    (staging / "log").mkdir()
+    (staging / "reports").mkdir()
+    for index, seed in enumerate(workers):
+        if fail_after_workers is not None and index >= fail_after_workers:
+            raise OSError("injected failure while writing workers")
+        wdir = staging / "workers" / seed.name
+        (wdir / "inbox").mkdir(parents=True)
+        (wdir / "outbox").mkdir()
+        atomic_write(
+            wdir / "definition.yaml", dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)")
+        )
+        atomic_write(wdir / "prompt.md", seed.prompt_text(name, task, protocol_text))
+    for rel, text in (files or {}).items():
+        target = safe_join(staging, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, text)
+
+
 def _pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
@@ -535,11 +626,5 @@ def init_kb(path: Path, *, sample: bool = False) -> Path:
         copy_sample_kb(path)
     else:
         path.mkdir(parents=True, exist_ok=True)
-        atomic_write(
-            path / CONFIG_FILE,
-            "# goalsui KB settings\n"
-            'runner:\n  command: ["cat"]   # the default runner; e.g. ["claude", "-p"]\n'
-            "  timeout: 10m\n"
-            "silent_token: NOTHING_TO_REPORT\n",
-        )
+        atomic_write(path / CONFIG_FILE, render_template("goalsui.yaml"))
     return path.resolve()

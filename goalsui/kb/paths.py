@@ -8,20 +8,10 @@ import secrets
 import unicodedata
 from pathlib import Path
 
+from goalsui.domain.names import NAME_RE, check_name
 from goalsui.errors import ValidationError
 
-NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$")
-
-
-def check_name(value: str, what: str = "name") -> str:
-    """Return ``value`` if it is a valid goal id or worker name, else raise."""
-    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
-        shown = repr(value)[:80]
-        raise ValidationError(
-            f"invalid {what} {shown}: use 1-64 lowercase letters, digits, '-' or '_', "
-            "starting and ending with a letter or digit"
-        )
-    return value
+__all__ = ["NAME_RE", "check_name", "new_goal_id", "relative_display", "safe_join", "slugify"]
 
 
 def slugify(text: str, limit: int = 32) -> str:

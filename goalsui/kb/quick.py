@@ -4,51 +4,24 @@ It lists goal folders and their workers and picks ``name``, ``status`` and
 ``sort_order`` out of each ``definition.yaml`` without a full parse (a plain or simply
 quoted scalar on a top-level line; anything else falls back to the strict YAML parse of
 that one file). No validation and nothing of the KB index: the records replace this as
-soon as the service is open. It imports neither the rest of the KB layer nor the
-database stack.
+soon as the service is open. It fills the service's own views
+(:mod:`goalsui.domain.views`), so the console shows both the same way, and imports
+neither the rest of the KB layer nor the database stack.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
+
+from goalsui.domain.views import GoalView, WorkerView
 
 DEFINITION = "definition.yaml"
 #: Reading stops after this many bytes of a definition file (the fields sit at the top).
 HEAD_BYTES = 16 * 1024
 _TOP_LEVEL = re.compile(r"^(name|status|sort_order):(?:[ \t]+(.*))?$")
 _PLAIN_START = set("'\"[]{}&*!|>%@`#,?-:")
-
-
-@dataclass
-class PreviewWorker:
-    """A worker as the KB names it; its schedule and state come with the records."""
-
-    name: str
-    schedule: str | None = None
-    timezone: str = ""
-    kind: str | None = None
-    intent_id: int | None = None
-    next_run_at: datetime | None = None
-    status: str | None = None
-    runner: dict | None = None
-
-
-@dataclass
-class PreviewGoal:
-    """The fields of :class:`goalsui.service.GoalView` the goal tree shows."""
-
-    goal_id: str
-    name: str
-    task: str = ""
-    status: str = "active"
-    path: str = ""
-    error: str | None = None
-    sort_order: int = 0
-    workers: list[PreviewWorker] = field(default_factory=list)
 
 
 def _scalar(raw: str | None) -> tuple[bool, str]:
@@ -99,9 +72,9 @@ def _parsed(text: str) -> dict[str, str]:
     return {k: str(data[k]) for k in ("name", "status", "sort_order") if data.get(k) is not None}
 
 
-def read_goal(path: Path) -> PreviewGoal:
+def read_goal(path: Path) -> GoalView:
     """One goal folder: its name, status and order, and its workers' names."""
-    goal = PreviewGoal(goal_id=path.name, name=path.name, path=str(path))
+    goal = GoalView(goal_id=path.name, name=path.name, path=str(path))
     try:
         with open(path / DEFINITION, encoding="utf-8", errors="replace") as fh:
             text = fh.read(HEAD_BYTES)
@@ -124,11 +97,11 @@ def read_goal(path: Path) -> PreviewGoal:
         if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
             continue
         if os.path.exists(os.path.join(entry.path, DEFINITION)):
-            goal.workers.append(PreviewWorker(entry.name))
+            goal.workers.append(WorkerView(entry.name))
     return goal
 
 
-def read_goals(root: Path) -> list[PreviewGoal]:
+def read_goals(root: Path) -> list[GoalView]:
     """Every goal folder of the KB at ``root``, in the console's order."""
     try:
         entries = list(os.scandir(root))

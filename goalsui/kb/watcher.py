@@ -64,8 +64,13 @@ class KBChanges:
 
     @property
     def goals_to_sync(self) -> set[str]:
-        """Goals whose identity, workers or schedules may have changed."""
-        return {c.goal_id for c in self.changes if c.kind in (GOAL, WORKER) and c.goal_id}
+        """Goals whose identity, workers, schedules or YAML files (state.yaml...) changed."""
+        return {
+            c.goal_id
+            for c in self.changes
+            if c.goal_id
+            and (c.kind in (GOAL, WORKER) or (c.kind == FILE and c.rel.endswith((".yaml", ".yml"))))
+        }
 
     @property
     def goals(self) -> set[str]:

@@ -9,13 +9,16 @@ later skips of the same budget in the same period do not (see ``Costs.claim_aler
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import TYPE_CHECKING
 
 from goalsui.domain.budget import Exhausted
 from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.states import ChangeTopic
 from goalsui.errors import GoalsuiError
 from goalsui.runners.base import TurnOutcome
+from goalsui.runners.command import build_env, run_command
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["budget_outcome"]
 
 log = logging.getLogger("goalsui.runners")
+ALERT_COMMAND_TIMEOUT = 10.0
 
 
 async def budget_outcome(service: Service, intent: Intent, run: IntentRun) -> TurnOutcome | None:
@@ -55,12 +59,10 @@ def _deliver(service: Service, intent: Intent, run: IntentRun, message: str) -> 
         except (GoalsuiError, OSError):
             log.warning("budget alert for intent %s: cannot write the goal log", intent.id)
     service.journal("alert", f"intent {intent.id}", message, actor="scheduler")
-    service.changed("alerts")
+    service.changed(ChangeTopic.ALERTS)
 
 
 async def _alert(service: Service, intent: Intent, run: IntentRun, spent: Exhausted) -> None:
-    from goalsui.scheduler.alerts import Alert, run_alert_command
-
     message = spent.message()
     log.warning("budget alert: %s", message)
     try:
@@ -68,20 +70,39 @@ async def _alert(service: Service, intent: Intent, run: IntentRun, spent: Exhaus
     except Exception as exc:  # noqa: BLE001 - an alert never stops the skip being recorded
         log.warning("budget alert could not be delivered: %s", exc)
     command = service.config().alerts.command
-    if not command:
-        return
-    alert = Alert(
-        intent_id=intent.id,  # type: ignore[arg-type]
-        run_id=run.id,
-        message=message,
-        auto_disabled=False,
-        title=intent.title,
-        goal_id=intent.goal_id,
-        worker=intent.worker,
-        thread_id=intent.thread_id,
-        at=service.now(),
-    )
+    if command:
+        await _run_command(service, command, intent, run, message)
+
+
+async def _run_command(
+    service: Service, argv: tuple[str, ...], intent: Intent, run: IntentRun, message: str
+) -> None:
+    """The KB's ``alerts.command`` with the alert as JSON on stdin (the shape of the
+    scheduler's failure alerts, ``kind: budget``); failures are logged, never raised."""
+    alert = {
+        "kind": "budget",
+        "intent_id": intent.id,
+        "run_id": run.id,
+        "message": message,
+        "auto_disabled": False,
+        "title": intent.title,
+        "goal_id": intent.goal_id,
+        "worker": intent.worker,
+        "thread_id": intent.thread_id,
+        "at": service.now().isoformat(timespec="seconds"),
+    }
+    secrets = [h.secret_env for h in service.config().hooks.values() if h.secret_env]
     try:
-        await run_alert_command(service, command, alert)
+        result = await run_command(
+            list(argv),
+            stdin=json.dumps(alert, ensure_ascii=False) + "\n",
+            cwd=service.kb.root,
+            env=build_env({"GOALSUI_KB": str(service.kb.root)}, strip=secrets),
+            timeout=ALERT_COMMAND_TIMEOUT,
+            grace=1.0,
+        )
     except Exception as exc:  # noqa: BLE001 - an alert hook never breaks a turn
         log.warning("alert command could not run: %s", exc)
+        return
+    if result.status != "ok":
+        log.warning("alert command failed: %s", result.reason or result.status)

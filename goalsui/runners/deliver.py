@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.replies import is_reply
 from goalsui.domain.untrusted import plain
 from goalsui.kb.atomic import atomic_write
 
@@ -54,6 +55,9 @@ def outbox_name(run: IntentRun) -> str:
 
 
 def provenance(intent: Intent) -> str:
+    """Why a result appears: ``Reply to: ...`` for a reply, else ``Came back about: ...``."""
+    if is_reply(intent.operation_key):
+        return intent.title
     return f"Came back about: {intent.title}"
 
 

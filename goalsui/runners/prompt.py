@@ -5,9 +5,11 @@
   files, never in the prompt.
 - A thread (or goal) intent's instruction is the FINAL user message. Before it comes
   context: the thread's open todos (at most 10), the active goals (at most 10), recent
-  thread messages, a heartbeat's checklist and an event payload. Everything that is not
-  the operator's instruction is fenced as untrusted data
+  thread messages and an event payload. Everything that is not the operator's
+  instruction is fenced as untrusted data
   (:func:`goalsui.domain.untrusted.fence_untrusted`) and never spliced into it.
+- A heartbeat's checklist IS the operator's instruction (they wrote it to say what each
+  tick looks at), so it is part of the final message, not fenced.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "TodoLine",
     "TurnContext",
     "build_messages",
+    "checklist_block",
     "event_block",
     "render_prompt",
     "worker_shim",
@@ -90,6 +93,7 @@ class TurnContext:
     event_delivery: str | None = None
     event_payload: Any = None
     has_event: bool = False
+    reply: bool = False  # a reply to the user's message in a conversation
 
 
 def worker_shim(
@@ -125,14 +129,24 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def build_messages(ctx: TurnContext) -> list[PromptMessage]:
-    """The messages of a thread/goal turn; the LAST one is the operator's instruction."""
-    parts: list[str] = [
+def _opening(ctx: TurnContext) -> str:
+    if ctx.reply:
+        return (
+            "This is a reply turn in a conversation: the operator wrote the final message in "
+            f"thread {ctx.thread_id} and waits for your answer. No browser tools are available. "
+            "Your standard output is posted in the thread as your reply, with its provenance."
+        )
+    return (
         "This is an isolated turn started by goalsui's scheduler: nobody is at the keyboard, "
         "and no browser tools are available. Answer the instruction in the final message; "
         "your standard output is posted back with its provenance. "
-        f"If nothing needs attention, reply exactly `{ctx.silent_token}`.",
-    ]
+        f"If nothing needs attention, reply exactly `{ctx.silent_token}`."
+    )
+
+
+def build_messages(ctx: TurnContext) -> list[PromptMessage]:
+    """The messages of a thread/goal turn; the LAST one is the operator's instruction."""
+    parts: list[str] = [_opening(ctx)]
     origin = f"Intent {ctx.intent_id} ({ctx.kind}"
     if ctx.schedule:
         origin += f" {ctx.schedule}"
@@ -173,28 +187,45 @@ def build_messages(ctx: TurnContext) -> list[PromptMessage]:
             )
         else:
             parts.append(f"Thread {ctx.thread_id} has no open todos.")
-    if ctx.messages:
-        shown = list(ctx.messages)[-MAX_CONTEXT_MESSAGES:]
-        lines = "\n\n".join(
-            f"[{m.role}{' — ' + m.provenance if m.provenance else ''}]\n{_cut(m.content, MAX_MESSAGE_CHARS)}"
-            for m in shown
-        )
-        parts.append(
-            f"The last {len(shown)} messages of the thread:\n"
-            + fence_untrusted(f"recent messages of thread {ctx.thread_id}", lines)
-        )
-    if ctx.checklist is not None and ctx.checklist.strip():
-        parts.append(
-            "Heartbeat checklist (what to look at):\n"
-            + fence_untrusted("heartbeat checklist", ctx.checklist)
-        )
+    recent = _recent_messages(ctx)
+    if recent:
+        parts.append(recent)
     if ctx.has_event:
         parts.append(
             "The event that fired this intent:\n"
             + event_block(ctx.event_source, ctx.event_delivery, ctx.event_payload)
         )
     instruction = ctx.instruction if ctx.instruction.strip() else f"(no instruction) {ctx.title}"
+    if ctx.checklist is not None and ctx.checklist.strip():
+        instruction = instruction.rstrip() + "\n\n" + checklist_block(ctx.checklist)
     return [PromptMessage("context", "\n\n".join(parts)), PromptMessage("user", instruction)]
+
+
+def _recent_messages(ctx: TurnContext) -> str | None:
+    """The thread's last messages, fenced; the one this turn replies to is left out
+    (it comes last, as the instruction)."""
+    earlier = list(ctx.messages)
+    if earlier and earlier[-1].role == "user" and earlier[-1].content == ctx.instruction:
+        earlier.pop()
+    if not earlier:
+        return None
+    shown = earlier[-MAX_CONTEXT_MESSAGES:]
+    lines = "\n\n".join(
+        f"[{m.role}{' — ' + m.provenance if m.provenance else ''}]\n{_cut(m.content, MAX_MESSAGE_CHARS)}"
+        for m in shown
+    )
+    return f"The last {len(shown)} messages of the thread:\n" + fence_untrusted(
+        f"recent messages of thread {ctx.thread_id}", lines
+    )
+
+
+def checklist_block(checklist: str) -> str:
+    """A heartbeat checklist as the operator's instruction (not fenced: they wrote it)."""
+    return (
+        "Heartbeat checklist (the operator's list of what to look at on this tick):\n"
+        + checklist.strip("\n")
+        + "\n"
+    )
 
 
 def render_prompt(messages: Sequence[PromptMessage]) -> str:
@@ -213,13 +244,10 @@ def render_prompt(messages: Sequence[PromptMessage]) -> str:
 def worker_prompt_with_data(
     shim: str, *, checklist: str | None = None, event: str | None = None
 ) -> str:
-    """The shim, followed by fenced data blocks when a worker turn carries some."""
+    """The shim, then the heartbeat checklist (the operator's), then fenced event data."""
     blocks = [shim.rstrip() + "\n"]
     if checklist is not None and checklist.strip():
-        blocks.append(
-            "Heartbeat checklist (what to look at):\n"
-            + fence_untrusted("heartbeat checklist", checklist)
-        )
+        blocks.append(checklist_block(checklist))
     if event is not None:
         blocks.append("The event that fired this tick:\n" + event)
     return "\n".join(blocks)

@@ -28,6 +28,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 from goalsui.kb.atomic import atomic_write
 from goalsui.runners.deliver import OUTBOX_NAME, headline
+from goalsui.runners.nightshift_report import nightshift_section
 from goalsui.runners.report_cost import cost_lines, cost_summary
 
 if TYPE_CHECKING:
@@ -462,6 +463,7 @@ def compile_report(
                 lines.append("")
                 lines.extend("  " + x for x in _fence(e.error_tail).splitlines())
             lines.append("")
+    lines += nightshift_section(service, goal_id, day, start)
     lines += _diff_section(goal_dir, day)
     lines += ["", "## For the owner", ""]
     if problems:

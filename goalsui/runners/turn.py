@@ -15,12 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.models import Event, Intent, IntentRun
+from goalsui.domain.replies import is_reply
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
+from goalsui.kb.authoring import enforce_state_bound, state_snapshot
+from goalsui.kb.config import NO_RUNNER
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, log_failure
+from goalsui.runners.nightshift import run_nightshift_turn
 from goalsui.runners.prompt import (
     GoalLine,
     ThreadLine,
@@ -43,10 +47,11 @@ log = logging.getLogger("goalsui.runners")
 
 
 def resolve_runner(service: Service, intent: Intent) -> dict[str, Any]:
-    """The intent's own runner, else the KB default from ``goalsui.yaml``."""
+    """The intent's own runner, else the KB default from ``goalsui.yaml`` ({} when unset)."""
     if intent.runner:
         return dict(intent.runner)
-    return service.config().runner.as_dict()
+    default = service.config().runner
+    return default.as_dict() if default is not None else {}
 
 
 def resolve_timeout(service: Service, intent: Intent) -> float:
@@ -118,6 +123,7 @@ def assemble_prompt(service: Service, intent: Intent, event: Event | None) -> st
         event_delivery=event.delivery_id if event else None,
         event_payload=event.payload if event else None,
         has_event=event is not None,
+        reply=is_reply(intent.operation_key),
     )
     return render_prompt(build_messages(ctx))
 
@@ -133,6 +139,7 @@ def turn_env(
         "GOALSUI_WORKER": intent.worker or "",
         "GOALSUI_RUN_ID": str(run.id),
         "GOALSUI_INTENT_ID": str(intent.id),
+        "GOALSUI_THREAD": str(intent.thread_id) if intent.thread_id is not None else "",
         "GOALSUI_KB": str(service.kb.root),
         "GOALSUI_OUTBOX": str(outbox) if outbox else "",
     }
@@ -212,6 +219,9 @@ async def _run_turn(
         return skipped
     model = str(spec["model"]) if spec.get("model") else ""
     argv = [model if str(x) == "{model}" else str(x) for x in spec.get("command") or []]
+    if not argv:
+        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", NO_RUNNER)
+        return TurnOutcome("failed", reason=NO_RUNNER)
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
     try:
@@ -222,6 +232,22 @@ async def _run_turn(
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
         return TurnOutcome("failed", reason=reason)
+    nightshift = await run_nightshift_turn(
+        service,
+        intent,
+        run,
+        argv=argv,
+        prompt=prompt,
+        env=env,
+        timeout=timeout,
+        cancel=cancel,
+        grace=grace,
+        log_path=log_path,
+    )
+    if nightshift is not None:
+        return nightshift
+    state_limit = service.config().state_max_bytes
+    before = await asyncio.to_thread(_state_before, service, intent, state_limit)
     result = await run_command(
         argv,
         stdin=prompt,
@@ -242,6 +268,17 @@ async def _run_turn(
         return TurnOutcome(
             result.status,
             reason=result.reason,
+            exit_code=result.exit_code,
+            output_tail=tail,
+            output_path=log_path,
+            usage=parsed.usage,
+        )
+    over = await asyncio.to_thread(_state_after, service, intent, before, state_limit)
+    if over:
+        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", over)
+        return TurnOutcome(
+            "failed",
+            reason=over,
             exit_code=result.exit_code,
             output_tail=tail,
             output_path=log_path,
@@ -271,6 +308,27 @@ async def _run_turn(
         outbox_path=delivery.outbox_path,
         usage=parsed.usage,
     )
+
+
+def _state_before(service: Service, intent: Intent, limit: int) -> bytes | None:
+    if not intent.goal_id:
+        return None
+    try:
+        return state_snapshot(service.kb.goal_dir(intent.goal_id), limit)
+    except GoalsuiError:
+        return None
+
+
+def _state_after(service: Service, intent: Intent, before: bytes | None, limit: int) -> str | None:
+    """The bound on ``state.yaml``: a turn that grew it over ``state_max_bytes`` fails."""
+    if not intent.goal_id:
+        return None
+    try:
+        return enforce_state_bound(
+            service.kb.goal_dir(intent.goal_id), intent.goal_id, before, limit
+        )
+    except (GoalsuiError, OSError):
+        return None
 
 
 def _safe_log_failure(

@@ -12,7 +12,8 @@ class SchedulerEvent(NamedTuple):
 
     ``kind``: ``run-started``, ``run-finished`` (status = the run's status, including
     ``skipped``/``missed``/``interrupted``), ``alert`` (a failing or auto-disabled
-    intent) or ``error`` (the scheduler itself hit a problem; message says which).
+    intent), ``error`` (the scheduler itself hit a problem; message says which) or
+    ``fatal`` (going on would do harm, e.g. the database file was deleted: its host stops).
 
     A named tuple rather than a frozen dataclass: two are made per fire, and a frozen
     dataclass takes six times as long to build (1.9 vs 0.3 us, measured here).

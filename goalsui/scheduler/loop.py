@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain.durations import format_duration
 from goalsui.domain.models import Event, Intent, IntentRun
 from goalsui.domain.states import FAILURE_RUNS, IntentKind, IntentStatus, RunStatus
+from goalsui.errors import FatalError
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler import rules
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
@@ -100,6 +101,7 @@ _VALID_OUTCOMES = {
     RunStatus.FAILED,
     RunStatus.TIMEOUT,
     RunStatus.CANCELLED,
+    RunStatus.SKIPPED,  # a turn that decided not to run (e.g. a nightshift worker with no task)
 }
 
 
@@ -588,6 +590,12 @@ class Scheduler:
                 log.exception("scheduler subscriber failed")
 
     def _fail(self, what: str, exc: BaseException) -> None:
+        if isinstance(exc, FatalError):
+            # Going on would do harm (the database file is gone): the host must stop us.
+            log.error("%s: %s", what, exc)
+            self.state = f"error: {exc}"
+            self._emit(SchedulerEvent("fatal", message=str(exc), at=self.clock()))
+            return
         message = f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         log.warning("%s", message, exc_info=exc)
         self.state = f"error: {message}"
@@ -1039,6 +1047,7 @@ class Scheduler:
             output_path=str(outcome.output_path) if outcome.output_path else None,
             snapshot=snapshot,
             event_id=event_id,
+            **_outcome_extras(outcome),
         )
 
     async def _writer(self) -> None:
@@ -1267,6 +1276,21 @@ class Scheduler:
                         p.unlink()
                 except OSError:
                     pass
+
+
+def _outcome_extras(outcome: TurnOutcome) -> dict[str, Any]:
+    """The turn's usage, transcript inputs and kind of failure, as the store records them."""
+    usage = outcome.usage
+    return {
+        "tokens_in": usage.tokens_in if usage else None,
+        "tokens_out": usage.tokens_out if usage else None,
+        "cost_usd": usage.cost_usd if usage else None,
+        "model": usage.model if usage else None,
+        "prompt": outcome.prompt,
+        "argv": list(outcome.argv) if outcome.argv is not None else None,
+        "infrastructure": outcome.infrastructure,
+        "skipped": outcome.skipped,
+    }
 
 
 def _decide_after(now: datetime, config: Any, row: dict, c: Completion) -> claims.AfterDecision:

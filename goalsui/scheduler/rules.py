@@ -189,10 +189,12 @@ def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> Af
     title = row.get("title") or ""
     if c.status in FAILURE_RUNS:
         d.failure = True
-        n = int(row.get("consecutive_failures") or 0) + 1
+        # An infrastructure failure (the machine's, not the intent's) is retried but not
+        # counted toward auto-disable.
+        n = int(row.get("consecutive_failures") or 0) + (0 if c.infrastructure else 1)
         values["consecutive_failures"] = n
         values["last_error"] = (c.reason or c.status)[:2000]
-        if n >= retry.max_consecutive_failures:
+        if n >= retry.max_consecutive_failures and not c.infrastructure:
             d.auto_disabled = True
             values.update(status=IntentStatus.FAILED, next_run_at=None)
             d.journal.append(
@@ -202,7 +204,7 @@ def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> Af
                 )
             )
             return d
-        delay = retry_delay(n, retry.base_seconds, retry.cap_seconds)
+        delay = retry_delay(max(n, 1), retry.base_seconds, retry.cap_seconds)
         values.update(next_run_at=now + delay, pending_trigger="retry", pending_event_id=c.event_id)
         values["status"] = IntentStatus.PAUSED if pause else IntentStatus.ACTIVE
         d.journal.append(

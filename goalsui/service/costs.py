@@ -25,7 +25,7 @@ from goalsui.store import usage as queries
 from goalsui.store.usage import RunPoint
 
 if TYPE_CHECKING:
-    from goalsui.service.core import Service
+    from goalsui.service.facade import Service
 
 __all__ = ["BudgetLine", "CostRow", "Costs", "RunPoint", "Scope"]
 

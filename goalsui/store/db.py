@@ -7,12 +7,29 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Table, delete, func, insert, select, text
+from sqlalchemy import Table, delete, event, func, insert, inspect, select, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel
 
 from goalsui.domain import models  # noqa: F401 - registers the tables
-from goalsui.store.engine import is_sqlite, make_engine, normalize_url
+from goalsui.domain.text import strip_nul, strip_nul_deep
+from goalsui.store.engine import is_sqlite, make_engine, normalize_url, sqlite_file
+
+
+@event.listens_for(Session, "before_flush")
+def _strip_nul(session: Session, _context: Any, _instances: Any) -> None:
+    """PostgreSQL rejects NUL in text: every record written through a session loses it
+    (text columns and the strings inside JSON values), on every engine alike."""
+    for obj in (*session.new, *session.dirty):
+        for attr in inspect(obj).mapper.column_attrs:
+            value = obj.__dict__.get(attr.key)
+            if isinstance(value, str):
+                if "\x00" in value:
+                    setattr(obj, attr.key, strip_nul(value))
+            elif isinstance(value, dict | list):
+                cleaned = strip_nul_deep(value)
+                if cleaned is not value:
+                    setattr(obj, attr.key, cleaned)
 
 
 class Store:
@@ -22,7 +39,10 @@ class Store:
         self.url = normalize_url(url)
         self.engine: Engine = make_engine(self.url)
         self.read_engine: Engine = (
-            make_engine(self.url, reader=True) if is_sqlite(self.engine) else self.engine
+            # the same file guard: either engine notices the file it opened is gone
+            make_engine(self.url, reader=True, file=sqlite_file(self.engine))
+            if is_sqlite(self.engine)
+            else self.engine
         )
 
     @property

@@ -36,6 +36,7 @@ from sqlmodel import SQLModel
 
 from goalsui.domain import models  # noqa: F401 - registers the tables on SQLModel.metadata
 from goalsui.errors import GoalsuiError
+from goalsui.store.engine import sqlite_file
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "alembic_version"
@@ -217,7 +218,7 @@ def status(engine: Engine) -> SchemaStatus:
 def schema_drift(connection: Connection) -> list[Any]:
     """Differences between the models and the database (Alembic autogenerate)."""
     ctx = MigrationContext.configure(connection, opts=migration_options(connection))
-    return compare_metadata(ctx, SQLModel.metadata)
+    return list(compare_metadata(ctx, SQLModel.metadata))
 
 
 # --- changing it -----------------------------------------------------------------------
@@ -240,8 +241,13 @@ def upgrade(engine: Engine) -> tuple[SchemaStatus, SchemaStatus]:
     """``goalsui db upgrade``: apply pending migrations; returns (before, after).
 
     A database created before migrations existed (goalsui tables, no version) is
-    adopted when its tables match the models exactly; a newer one is refused.
+    adopted when its tables match the models exactly; a newer one is refused. A SQLite
+    database deleted since it was created is created again, empty (only here: see
+    :class:`goalsui.store.engine.SqliteFile`).
     """
+    guard = sqlite_file(engine)
+    if guard is not None:
+        guard.allow_create()
     before = status(engine)
     if before.state == NEWER:
         raise before.error()

@@ -38,9 +38,11 @@ from goalsui.domain.states import IntentStatus, RunStatus
 
 Row = dict[str, Any]
 
-INTENT = Intent.__table__
-RUN = IntentRun.__table__
-JOURNAL = Journal.__table__
+INTENT: Any = Intent.__table__  # type: ignore[attr-defined]  # set by SQLModel at class creation
+RUN: Any = IntentRun.__table__  # type: ignore[attr-defined]
+JOURNAL: Any = Journal.__table__  # type: ignore[attr-defined]
+#: A row of bound values (``v.column1`` is the id).
+Values = tuple[Any, ...]
 
 #: Rows per statement (at most ~8,000 bound variables; SQLite allows 32,766).
 CHUNK = 500
@@ -84,7 +86,7 @@ def _q(name: str) -> str:
     return f'"{name}"'
 
 
-class _Stamps(dict):
+class _Stamps(dict[Any, Any]):
     """:func:`stamp` with a memory (a batch repeats the same few instants)."""
 
     def __call__(self, value: Any) -> Any:
@@ -193,7 +195,7 @@ _REF = re.compile(r"v\.column(\d+)|\?")
 
 
 def _update_from(
-    cur: sqlite3.Cursor, head: str, where: str, width: int, rows: list[tuple], tail: tuple
+    cur: sqlite3.Cursor, head: str, where: str, width: int, rows: list[Values], tail: Values
 ) -> int:
     """``UPDATE ... FROM (VALUES ...) AS v <where>`` per chunk of rows; returns rows hit.
 
@@ -201,10 +203,10 @@ def _update_from(
     ``UPDATE ... WHERE <table>.id IN (...)`` instead: SQLite runs ``UPDATE ... FROM``
     through a materialized join, about four times the cost per row (measured here).
     """
-    groups: dict[tuple, list[Any]] = {}
+    groups: dict[Values, list[Any]] = {}
     for row in rows:
         groups.setdefault(row[1:], []).append(row[0])
-    single: list[tuple] = []
+    single: list[Values] = []
     hit = 0
     for values, ids in groups.items():
         if len(ids) < GROUP_MIN:
@@ -222,14 +224,14 @@ def _update_from(
 
 
 def _update_in(
-    cur: sqlite3.Cursor, head: str, where: str, values: tuple, ids: list[Any], tail: tuple
+    cur: sqlite3.Cursor, head: str, where: str, values: Values, ids: list[Any], tail: Values
 ) -> int:
     """One ``UPDATE`` of the rows ``ids`` that all get ``values`` (``v.columnN`` bound)."""
     params: list[Any] = []
     extra = iter(tail)
     in_list = f"IN ({_marks(len(ids))})"
 
-    def bind(match: re.Match) -> str:
+    def bind(match: re.Match[str]) -> str:
         column = match.group(1)
         if column is None:  # a plain ? of the tail
             params.append(next(extra))
@@ -317,7 +319,9 @@ def insert_runs(cur: sqlite3.Cursor, rows: list[Row]) -> list[Row]:
     return rows
 
 
-def _insert(cur: sqlite3.Cursor, head: str, width: int, rows: list) -> None:
+def _insert(
+    cur: sqlite3.Cursor, head: str, width: int, rows: list[list[Any]] | list[Values]
+) -> None:
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start : start + CHUNK]
         cur.execute(head + _values(len(chunk), width), list(chain.from_iterable(chunk)))
@@ -336,19 +340,33 @@ def open_runs(cur: sqlite3.Cursor, run_ids: Sequence[int]) -> set[int]:
     return found
 
 
-_RUN_DONE_HEAD = (
-    "UPDATE intent_run SET status = v.column2, reason = v.column3, finished_at = v.column4, "
-    "exit_code = v.column5, output_tail = v.column6, output_path = v.column7"
-)
-
-
-def close_runs(cur: sqlite3.Cursor, updates: Sequence[tuple]) -> None:
-    """Record outcomes on runs: ``(run_id, status, reason, finished_at, exit_code,
-    output_tail, output_path)`` each."""
+def close_runs(cur: sqlite3.Cursor, columns: Sequence[str], updates: Sequence[Values]) -> None:
+    """Record outcomes on runs: ``(run_id, *values of columns)`` each (timestamps as
+    datetimes, JSON columns as Python values)."""
+    if not updates:
+        return
+    sets = ", ".join(f"{_q(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
+    kinds = [RUN.c[k].type for k in columns]
+    stamped = [j for j, t in enumerate(kinds, start=1) if isinstance(t, UTCDateTime)]
+    packed = [j for j, t in enumerate(kinds, start=1) if isinstance(t, JSON)]
     st = _Stamps()
-    params = [(u[0], u[1], u[2], st(u[3]), u[4], u[5], u[6]) for u in updates]
-    if params:
-        _update_from(cur, _RUN_DONE_HEAD, "WHERE intent_run.id = v.column1", 7, params, ())
+    params: list[Values] = []
+    for u in updates:
+        row = list(u)
+        for j in stamped:
+            row[j] = st(row[j])
+        for j in packed:
+            if row[j] is not None:
+                row[j] = json.dumps(row[j])
+        params.append(tuple(row))
+    _update_from(
+        cur,
+        f"UPDATE intent_run SET {sets}",
+        "WHERE intent_run.id = v.column1",
+        len(columns) + 1,
+        params,
+        (),
+    )
 
 
 def update_after(
@@ -362,7 +380,7 @@ def update_after(
     stamped = [
         j for j, k in enumerate(columns, start=1) if isinstance(INTENT.c[k].type, UTCDateTime)
     ]
-    params: list[tuple] = []
+    params: list[Values] = []
     for i, values in updates:
         row = [i, *pick(values)]
         for j in stamped:

@@ -32,7 +32,7 @@ from textual.app import App, SuspendNotSupported
 from textual.worker import get_current_worker
 
 from goalsui.domain.timeutil import utcnow
-from goalsui.domain.untrusted import plain
+from goalsui.domain.untrusted import escape_markup, plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.commands import GoalsCommands
@@ -604,6 +604,7 @@ class GoalsApp(DeliverMixin, App[int]):
             return
         scheduler = Scheduler(self.service)
         self._unsubscribe.append(scheduler.subscribe(self._on_scheduler_event))
+        self._attach_notices(scheduler)
         self.scheduler = scheduler
         try:
             await scheduler.start()
@@ -643,10 +644,7 @@ class GoalsApp(DeliverMixin, App[int]):
     def _on_scheduler_event(self, event: Any) -> None:
         """``SchedulerEvent``s (on this loop): refresh now; alerts and failures toast."""
         kind = getattr(event, "kind", "")
-        if kind == "alert":
-            text = getattr(event, "message", "") or getattr(event, "title", "") or "alert"
-            self.notify(plain(text, limit=400), title="Alert", severity="error", timeout=15)
-        elif kind == "error":
+        if kind == "error":  # alerts and results toast as notices (see _show_notice)
             self.notify(
                 plain(getattr(event, "message", ""), limit=300),
                 title="Scheduler",
@@ -662,6 +660,42 @@ class GoalsApp(DeliverMixin, App[int]):
             if len(self._failed_burst) == 1:
                 self.set_timer(1.0, self._toast_failures)
         self.request_refresh()
+
+    def _attach_notices(self, scheduler: Any) -> None:
+        from goalsui.scheduler.notices import Notifier
+
+        self.notifier = Notifier(self.service, self._show_notice)
+        self._unsubscribe.append(self.notifier.attach(scheduler))
+
+    def _show_notice(self, notice: Any) -> None:
+        """A result or an alert: a toast naming the thread or goal; J jumps there."""
+        self.last_notice = notice
+        alert = notice.kind == "alert"
+        jump = f"\n{keys.JUMP.key_display or keys.JUMP.key}: go there" if notice.target else ""
+        self.notify(
+            escape_markup(f"{notice.where}: {notice.text}", limit=400) + jump,
+            title="Alert" if alert else "Result",
+            severity="error" if alert else "information",
+            timeout=15 if alert else 8,
+        )
+
+    def action_jump_notice(self) -> None:
+        """Open the thread or goal of the last notification."""
+        notice = getattr(self, "last_notice", None)
+        target = notice.target if notice is not None else None
+        if target is None:
+            self.notify("No notification to go to", timeout=2)
+            return
+        kind, _, ident = target.partition(":")
+        if kind == "thread":
+            from goalsui.tui.screens.records import ThreadsScreen
+
+            self.switch_to_main()
+            self.push_screen(ThreadsScreen(read_only=self.read_only, select=int(ident)))
+        else:
+            self.switch_to_main()
+            self.main.goals.select_key(f"goal/{ident}")
+            self.main.goals.focus()
 
     def _toast_failures(self) -> None:
         """A burst of failed runs becomes one toast."""
@@ -812,7 +846,7 @@ class GoalsApp(DeliverMixin, App[int]):
             "failures": lambda: FailuresScreen(read_only=self.read_only),
             "reports": ReportsScreen,
             "events": EventsScreen,
-            "threads": ThreadsScreen,
+            "threads": lambda: ThreadsScreen(read_only=self.read_only),
             "journal": JournalScreen,
         }
         self.switch_to_main()

@@ -24,7 +24,9 @@ APP = [
     Binding("ctrl+r", "refresh_now", "Refresh now", id="refresh", show=False),
     Binding("Z", "freeze", "Freeze display", id="freeze", show=False),
     Binding("t", "next_theme", "Next theme", id="theme", show=False),
+    Binding("J", "jump_notice", "Go to the last notification", id="jump_notice", show=False),
 ]
+JUMP = APP[-1]
 
 # -- main screen: navigation and screens ------------------------------------------------
 MAIN = [
@@ -106,6 +108,10 @@ FAILURES_ACTIONS = [
     Binding("d", "dismiss", "Dismiss", id="dismiss"),
     Binding("p", "resume", "Resume intent", id="pause"),
 ]
+THREADS_SCREEN_ACTIONS = [
+    Binding("c", "compose", "Write", id="threads.compose"),
+    Binding("ctrl+x", "cancel_reply", "Cancel reply", id="threads.cancel_reply", priority=True),
+]
 OUTPUT_SCREEN = [
     Binding("f,end", "follow", "Follow", id="output.follow"),
     Binding("w", "wrap", "Wrap", id="output.wrap"),
@@ -127,6 +133,7 @@ CHAINS = [
     APP + MAIN + DETAIL_SAFE + DETAIL_ACTIONS,
     APP + [BACK] + FAILED_SAFE + FAILURES_ACTIONS,
     APP + [BACK] + OUTPUT_SCREEN,
+    APP + [BACK] + THREADS_SCREEN_ACTIONS,
 ]
 
 

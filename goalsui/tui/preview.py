@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from goalsui.kb.quick import read_goals
 from goalsui.tui.model import Dashboard
@@ -20,7 +19,7 @@ from goalsui.tui.model import Dashboard
 
 def preview_dashboard(root: Path, now: datetime) -> Dashboard:
     """A dashboard with the KB's goal tree only, marked as a preview."""
-    goals: list[Any] = read_goals(Path(root))
+    goals = read_goals(Path(root))
     return Dashboard(
         at=now,
         goals=goals,

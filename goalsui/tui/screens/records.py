@@ -6,14 +6,19 @@ import json
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Container, Horizontal, VerticalScroll
-from textual.widgets import DataTable, Footer, Static
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Input, Static
 
 from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.service import conversations
+from goalsui.tui import keys
 from goalsui.tui.fmt import clock_time, one_line
+from goalsui.tui.messages import deliver
 from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.widgets.compose_box import ComposeBox
 from goalsui.tui.widgets.keyed_table import KeyedTable
 
 
@@ -98,7 +103,14 @@ class EventsScreen(DataScreen):
 
 
 class ThreadsScreen(DataScreen):
-    """Threads and their messages, with "Came back about: <title>" provenance."""
+    """Threads and their messages, with provenance; a compose box to talk in a thread."""
+
+    def __init__(self, *, read_only: bool = False, select: int | None = None) -> None:
+        super().__init__()
+        self.read_only = read_only
+        self.select = select  # a thread to show first (a notification's)
+        if not read_only:
+            keys.bind(self, keys.THREADS_SCREEN_ACTIONS)
 
     def compose(self) -> ComposeResult:
         yield _title("Threads")
@@ -106,9 +118,12 @@ class ThreadsScreen(DataScreen):
             with Container(id="threads-box", classes="pane") as box:
                 box.border_title = "Threads"
                 yield KeyedTable(id="threads-list")
-            with VerticalScroll(id="threads-messages", classes="pane") as box:
-                box.border_title = "Messages"
-                yield Static("", id="threads-text", markup=False)
+            with Vertical(id="threads-right"):
+                with VerticalScroll(id="threads-messages", classes="pane") as box:
+                    box.border_title = "Messages"
+                    yield Static("", id="threads-text", markup=False)
+                if not self.read_only:
+                    yield ComposeBox(id="threads-compose")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -118,25 +133,34 @@ class ThreadsScreen(DataScreen):
         table.focus()
         super().on_mount()
 
-    def fetch(self, service: Any) -> list[tuple[Any, list[Any], list[Any]]]:
+    def fetch(self, service: Any) -> list[tuple[Any, list[Any], list[Any], list[Any]]]:
         out = []
         for thread in service.list_threads():
             out.append(
-                (thread, service.list_todos(thread.id), service.messages(thread.id, limit=300))
+                (
+                    thread,
+                    service.list_todos(thread.id),
+                    service.messages(thread.id, limit=300),
+                    conversations.pending_replies(service, thread.id),
+                )
             )
         return out
 
-    def show(self, data: list[tuple[Any, list[Any], list[Any]]]) -> None:
-        self.thread_data = {f"thread:{t.id}": (t, todos, msgs) for t, todos, msgs in data}
+    def show(self, data: list[tuple[Any, list[Any], list[Any], list[Any]]]) -> None:
+        self.thread_data = {f"thread:{row[0].id}": row for row in data}
         palette = self.app.palette  # type: ignore[attr-defined]
         rows = []
-        for thread, todos, _ in data:
+        for thread, todos, _, _ in data:
             title = Text(one_line(thread.title, 30))
             if thread.private:
                 title.append(" (private)", style=palette.warning)
             open_items = sum(1 for t in todos if not t.done)
             rows.append((f"thread:{thread.id}", (title, f"{open_items}/{len(todos)}")))
-        self.query_one(KeyedTable).sync_rows(rows)
+        table = self.query_one(KeyedTable)
+        table.sync_rows(rows)
+        if self.select is not None:
+            table.move_to_key(f"thread:{self.select}")
+            self.select = None
         self._describe()
 
     @on(DataTable.RowHighlighted)
@@ -150,8 +174,10 @@ class ThreadsScreen(DataScreen):
         if item is None:
             self.query_one("#threads-text", Static).update(Text("No threads yet.", style="dim"))
             return
-        thread, _todos, messages = item
+        thread, _todos, messages, pending = item
         palette = self.app.palette  # type: ignore[attr-defined]
+        for compose in self.query(ComposeBox):
+            compose.show_replies(pending, palette)
         now = self.app.clock()  # type: ignore[attr-defined]
         box.border_title = f"Messages · {plain(thread.title)}"
         text = Text()
@@ -167,6 +193,42 @@ class ThreadsScreen(DataScreen):
                 text.append(f"↩ {plain(m.provenance)}\n", style=f"italic {palette.running}")
             text.append(plain(m.content).rstrip() + "\n\n")
         self.query_one("#threads-text", Static).update(text)
+        box.scroll_end(animate=False)
+
+    def selected_thread_id(self) -> int | None:
+        key = self.query_one(KeyedTable).cursor_key
+        item = getattr(self, "thread_data", {}).get(key) if key else None
+        return item[0].id if item else None
+
+    @on(ComposeBox.Send)
+    def _send(self, event: ComposeBox.Send) -> None:
+        thread_id = self.selected_thread_id()
+        if thread_id is None:
+            self.notify("Start a thread first (goalsui thread new TITLE)", severity="warning")
+            return
+        self._call(conversations.say, thread_id, event.text, done="Sent; the reply is on its way")
+
+    def action_compose(self) -> None:
+        for compose in self.query(ComposeBox):
+            compose.query_one(Input).focus()
+
+    def action_cancel_reply(self) -> None:
+        thread_id = self.selected_thread_id()
+        if thread_id is not None:
+            self._call(conversations.cancel_replies, thread_id, done="Reply cancelled")
+
+    @work(thread=True, group="thread-actions", exit_on_error=False)
+    def _call(self, call: Any, thread_id: int, *args: Any, done: str) -> None:
+        try:
+            result = call(self.app.service, thread_id, *args)  # type: ignore[attr-defined]
+        except GoalsuiError as exc:
+            deliver(self, self.notify, str(exc), severity="error", timeout=8)
+            return
+        if result == []:
+            deliver(self, self.notify, "No reply is pending in this thread", timeout=3)
+            return
+        deliver(self, self.notify, done, timeout=3)
+        deliver(self, self.reload)
 
 
 class JournalScreen(DataScreen):

@@ -20,6 +20,7 @@ from goalsui.tui.md_tables import fit_tables
 from goalsui.tui.messages import deliver
 from goalsui.tui.model import list_reports
 from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.widgets.branches_pane import BranchesPane
 from goalsui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ class ReportsScreen(DataScreen):
                 with Container(id="reports-night-box", classes="pane") as box:
                     box.border_title = "That night: planned vs actual start"
                     yield KeyedTable(id="reports-night")
+                yield BranchesPane(id="reports-branches", classes="pane")
             with VerticalScroll(id="reports-doc", classes="pane") as doc:
                 doc.border_title = "Report"
                 yield Markdown("", id="reports-markdown")
@@ -185,6 +187,7 @@ class ReportsScreen(DataScreen):
     def show_report(self, goal_id: str, rel: str, text: str, night: Night) -> None:
         doc = self.query_one("#reports-doc", VerticalScroll)
         doc.border_title = f"{goal_id}/{rel}"
+        self.query_one(BranchesPane).show_goal(goal_id)
         # Report text is produced by our reporter from agent output: render Markdown,
         # but strip escape and control characters first.
         self._report_text = plain(text)

@@ -1,0 +1,214 @@
+"""``goalsui nightshift ...``: bind a goal to a repository, plan, replay, approve, reject."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import sys
+from contextlib import closing
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+from goalsui.cli.common import add_json, open_service, print_json, table
+from goalsui.domain.nightshift import parse_night
+from goalsui.domain.untrusted import plain
+from goalsui.errors import ValidationError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    night = sub.add_parser("nightshift", help="a nightshift on a git repository")
+    nsub = night.add_subparsers(dest="nightshift_command", metavar="ACTION", required=True)
+
+    init = nsub.add_parser("init", help="create a nightshift goal bound to a git work tree")
+    init.add_argument("repo", type=Path, help="the top of a git work tree")
+    init.add_argument("--base", help="the branch tasks start from (default: the current one)")
+    init.add_argument("--tz", default="UTC", help="IANA timezone of the night's schedule")
+    runner = init.add_mutually_exclusive_group()
+    runner.add_argument("--runner", metavar="PRESET", help="an agent CLI preset, e.g. claude")
+    runner.add_argument("--command", metavar="ARGV", help="a runner command line (shell words)")
+    init.add_argument("--workers", type=int, default=3, help="task workers (1-12, default 3)")
+    init.add_argument("--check", metavar="ARGV", help="run in each task's worktree afterwards")
+    init.add_argument("--name", help="the goal's name (default: Nightshift <repo>)")
+    add_json(init)
+    init.set_defaults(func=cmd_init)
+
+    plan = nsub.add_parser("plan", help="list the plan (or 'plan add WORKER TASK')")
+    plan.add_argument("--goal", help="the nightshift goal (default: the KB's only one)")
+    plan.add_argument("--night", help="only this night (YYYY-MM-DD)")
+    add_json(plan)
+    plan.set_defaults(func=cmd_plan)
+    psub = plan.add_subparsers(dest="plan_command", metavar="ACTION")
+    add = psub.add_parser("add", help="put a task into a night's plan")
+    add.add_argument("worker")
+    add.add_argument("task")
+    add.add_argument("--night", help="the night (YYYY-MM-DD; default tonight)")
+    add.add_argument("--reason", help="why (recorded in state.yaml decisions)")
+    add.add_argument("--goal", help="the nightshift goal (default: the KB's only one)")
+    add_json(add)
+    add.set_defaults(func=cmd_plan_add)
+
+    branches = nsub.add_parser("branches", help="the branches the nights produced")
+    branches.add_argument("--goal")
+    add_json(branches)
+    branches.set_defaults(func=cmd_branches)
+
+    for action, help_text in (
+        ("diff", "print a branch's diff against the base"),
+        ("approve", "merge a branch into the base (merge commit)"),
+        ("reject", "delete a branch"),
+    ):
+        p = nsub.add_parser(action, help=help_text)
+        p.add_argument("branch")
+        p.add_argument("--goal")
+        add_json(p)
+        p.set_defaults(func=cmd_branch_action, action=action)
+
+    replay = nsub.add_parser("replay", help="run a whole night now on a fast clock")
+    replay.add_argument("--night", help="the night (YYYY-MM-DD; default tonight)")
+    replay.add_argument("--goal")
+    add_json(replay)
+    replay.set_defaults(func=cmd_replay)
+
+
+def _runner(args: argparse.Namespace) -> dict[str, Any] | None:
+    if args.runner:
+        return {"agent": args.runner}
+    if args.command:
+        try:
+            argv = shlex.split(args.command)
+        except ValueError as exc:
+            raise ValidationError(f"invalid --command: {exc}") from None
+        if not argv:
+            raise ValidationError("--command is empty")
+        return {"command": argv}
+    return None
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from goalsui.service import nightshift as ns
+
+    check = shlex.split(args.check) if args.check else None
+    with closing(open_service(args)) as service:
+        view = ns.init_nightshift(
+            service,
+            args.repo,
+            base=args.base,
+            tz=args.tz,
+            runner=_runner(args),
+            workers=args.workers,
+            name=args.name,
+            check=check,
+        )
+    if args.json:
+        print_json(view.as_json())
+    else:
+        print(f"created nightshift goal {view.goal_id} ({len(view.workers)} workers)")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from goalsui.service import nightshift as ns
+
+    night = parse_night(args.night) if args.night else None
+    with closing(open_service(args)) as service:
+        goal_id, _ = ns.nightshift_goal(service, args.goal)
+        items = ns.plan_list(service, goal_id, night)
+    if args.json:
+        print_json([i.as_json() for i in items])
+        return 0
+    rows = [
+        [i.night, i.worker, plain(i.task, limit=60), i.status, i.branch or "-", i.run_id or "-"]
+        for i in items
+    ]
+    print(
+        table(rows, ["night", "worker", "task", "status", "branch", "run"])
+        if rows
+        else "no plan items"
+    )
+    return 0
+
+
+def cmd_plan_add(args: argparse.Namespace) -> int:
+    from goalsui.service import nightshift as ns
+
+    # a commander's turn is told its night (GOALSUI_NIGHT), which a replay sets
+    given = args.night or os.environ.get("GOALSUI_NIGHT")
+    night = parse_night(given) if given else None
+    with closing(open_service(args)) as service:
+        goal_id, _ = ns.nightshift_goal(service, args.goal)
+        item, created = ns.plan_add(
+            service, goal_id, args.worker, args.task, night=night, reason=args.reason
+        )
+    if args.json:
+        print_json({**item.as_json(), "created": created})
+    else:
+        verb = "planned" if created else "already planned"
+        print(f"{verb}: {item.night} {item.worker}: {plain(item.task, limit=80)}")
+    return 0
+
+
+def cmd_branches(args: argparse.Namespace) -> int:
+    from goalsui.service import nightshift as ns
+
+    with closing(open_service(args)) as service:
+        goal_id, _ = ns.nightshift_goal(service, args.goal)
+        views = ns.list_branches(service, goal_id)
+    if args.json:
+        print_json([v.as_json() for v in views])
+        return 0
+    rows = [
+        [
+            v.branch,
+            v.commits,
+            v.item.status if v.item else "-",
+            v.item.check or "-" if v.item else "-",
+            v.item.run_id or "-" if v.item else "-",
+        ]
+        for v in views
+    ]
+    print(table(rows, ["branch", "commits", "status", "check", "run"]) if rows else "no branches")
+    return 0
+
+
+def cmd_branch_action(args: argparse.Namespace) -> int:
+    from goalsui.service import nightshift as ns
+
+    with closing(open_service(args)) as service:
+        goal_id, _ = ns.nightshift_goal(service, args.goal)
+        if args.action == "diff":
+            sys.stdout.write(plain(ns.branch_diff(service, goal_id, args.branch)))
+            return 0
+        action = ns.approve if args.action == "approve" else ns.reject
+        message = action(service, goal_id, args.branch)
+    if args.json:
+        print_json({"branch": args.branch, "action": args.action, "message": message})
+    else:
+        print(message)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from goalsui.domain.timeutil import MovingClock, load_zone, localize
+    from goalsui.scheduler.replay import replay_window
+    from goalsui.service import nightshift as ns
+
+    clock = MovingClock(datetime.now(UTC))
+    with closing(open_service(args, clock=clock)) as service:
+        goal_id, _ = ns.nightshift_goal(service, args.goal)
+        tz = ns.goal_timezone(service, goal_id)
+        night: date = parse_night(args.night) if args.night else ns.current_night(service, tz)
+        zone = load_zone(tz)
+        start = localize(datetime.combine(night, time(12, 0)), zone)
+        end = localize(datetime.combine(night + timedelta(days=1), time(12, 0)), zone)
+        runs = asyncio.run(replay_window(service, clock, goal_id, start, end))
+        report = service.kb.goal_dir(goal_id) / "reports" / f"{night + timedelta(days=1)}.md"
+    if args.json:
+        print_json({"night": night, "runs": [list(r) for r in runs], "report": report})
+        return 0
+    for worker, status in runs:
+        print(f"{worker or '-'}: {status}")
+    print(report if report.exists() else "no report was written (is there a reporter?)")
+    return 0

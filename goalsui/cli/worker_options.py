@@ -1,0 +1,129 @@
+"""The worker options shared by ``goal create`` and ``worker add``.
+
+In ``goal create`` each ``--worker NAME`` opens a worker and the options after it
+(``--cron``/``--every``/``--at``, ``--tz``, ``--instructions``, ``--runner``/``--command``,
+``--capabilities``, ``--timeout``) are that worker's. The older ``--worker NAME=CRON``
+form still works; a ``--tz`` that follows no ``--worker NAME`` is the default of every
+worker without its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from goalsui.cli.common import read_text_arg
+from goalsui.errors import ValidationError
+
+__all__ = ["add_worker_options", "worker_seeds"]
+
+
+class _WorkerStart(argparse.Action):
+    """``--worker NAME`` (opens a worker) or ``--worker NAME=CRON`` (a whole one)."""
+
+    def __call__(self, parser: Any, namespace: Any, value: Any, option: Any = None) -> None:
+        specs = _specs(namespace)
+        name, sep, cron = str(value).partition("=")
+        if sep:
+            if not name.strip() or not cron.strip():
+                raise argparse.ArgumentError(
+                    self, f"invalid {value!r}: use NAME or NAME=CRON, e.g. scout='30 20 * * *'"
+                )
+            specs.append({"name": name.strip(), "cron": cron.strip(), "_closed": True})
+        else:
+            specs.append({"name": name.strip()})
+
+
+class _WorkerField(argparse.Action):
+    """An option of the worker opened last (or, for ``--tz``, the default of all)."""
+
+    def __call__(self, parser: Any, namespace: Any, value: Any, option: Any = None) -> None:
+        specs = _specs(namespace)
+        repeat = getattr(namespace, "_worker_repeat", True)
+        field = self.dest
+        if not repeat:
+            if not specs:
+                specs.append({})
+        elif not specs or specs[-1].get("_closed"):
+            if field == "tz":
+                namespace.default_tz = value
+                return
+            raise argparse.ArgumentError(self, "must follow --worker NAME")
+        if field in specs[-1]:
+            raise argparse.ArgumentError(self, "given twice for one worker")
+        specs[-1][field] = value
+
+
+def _specs(namespace: Any) -> list[dict[str, Any]]:
+    specs = getattr(namespace, "worker_specs", None)
+    if specs is None:
+        specs = []
+        namespace.worker_specs = specs
+    return specs
+
+
+def add_worker_options(parser: argparse.ArgumentParser, *, repeat: bool) -> None:
+    """Add the worker options; ``repeat``: several workers, each opened by ``--worker``."""
+    parser.set_defaults(worker_specs=None, default_tz="UTC", _worker_repeat=repeat)
+    if repeat:
+        parser.add_argument(
+            "--worker",
+            action=_WorkerStart,
+            metavar="NAME",
+            help="start a worker (repeatable); the options after it are its own "
+            "(NAME=CRON: a worker with that cron schedule)",
+        )
+    group = parser.add_argument_group(
+        "worker options" + (" (after --worker NAME)" if repeat else "")
+    )
+    for flag, meta, text in (
+        ("--cron", "EXPR", "cron schedule, e.g. '30 20 * * *'"),
+        ("--every", "DUR", "interval (a heartbeat), e.g. 30m"),
+        ("--at", "ISO", "one instant"),
+        ("--tz", "ZONE", "IANA timezone of the schedule (default UTC)"),
+        ("--instructions", "TEXT", "what the worker does each tick: text, @FILE or -"),
+        ("--runner", "PRESET", "an agent preset (e.g. claude) or a builtin (report)"),
+        ("--command", "ARGV", "the command to run, e.g. 'llm -m gpt-4o' (split like a shell)"),
+        ("--capabilities", "LIST", "comma-separated tool capabilities"),
+        ("--timeout", "DUR", "longest run (default 10m)"),
+    ):
+        group.add_argument(flag, action=_WorkerField, metavar=meta, help=text)
+
+
+def worker_seeds(args: argparse.Namespace) -> list[Any]:
+    """The parsed options as checked worker seeds (nothing written yet)."""
+    from goalsui.service.authoring import worker_seed
+
+    out = []
+    specs = args.worker_specs or ([] if args._worker_repeat else [{}])
+    for spec in specs:
+        name = spec.get("name") or getattr(args, "worker", None)
+        if not name:
+            raise ValidationError("a worker needs a name")
+        command = None
+        if spec.get("command") is not None:
+            try:
+                command = shlex.split(spec["command"])
+            except ValueError as exc:
+                raise ValidationError(f"invalid --command of worker '{name}': {exc}") from None
+            if not command:
+                raise ValidationError(f"--command of worker '{name}' is empty")
+        caps = [c.strip() for c in (spec.get("capabilities") or "").split(",") if c.strip()]
+        out.append(
+            worker_seed(
+                name,
+                cron=spec.get("cron"),
+                every=spec.get("every"),
+                at=spec.get("at"),
+                tz=spec.get("tz") or args.default_tz,
+                instructions=read_text_arg(spec["instructions"])
+                if spec.get("instructions")
+                else "",
+                runner=spec.get("runner"),
+                command=command,
+                capabilities=caps,
+                timeout=spec.get("timeout") or "10m",
+            )
+        )
+    return out

@@ -1,0 +1,120 @@
+"""``goalsui worker ...``: add, remove, pause, resume, show and run a goal's workers."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from goalsui.cli.common import add_json, local, open_service, print_json
+from goalsui.cli.worker_options import add_worker_options, worker_seeds
+from goalsui.domain.untrusted import plain
+from goalsui.errors import ValidationError
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    worker = sub.add_parser("worker", help="add, remove and steer a goal's workers")
+    wsub = worker.add_subparsers(dest="worker_command", metavar="ACTION", required=True)
+
+    add = wsub.add_parser("add", help="add a worker to a goal (its prompt from a template)")
+    add.add_argument("goal_id")
+    add.add_argument("worker")
+    add_worker_options(add, repeat=False)
+    add_json(add)
+    add.set_defaults(func=cmd_add)
+
+    for action, help_text in (
+        ("remove", "delete a worker's folder and cancel its schedule"),
+        ("pause", "pause a worker's schedule"),
+        ("resume", "resume a paused or auto-disabled worker"),
+        ("show", "a worker's schedule, definition and prompt"),
+    ):
+        p = wsub.add_parser(action, help=help_text)
+        p.add_argument("goal_id")
+        p.add_argument("worker")
+        add_json(p)
+        p.set_defaults(func=cmd_action, action=action)
+
+    run_now = wsub.add_parser("run-now", help="fire a worker now")
+    run_now.add_argument("goal_id")
+    run_now.add_argument("worker")
+    run_now.add_argument("--wait", action="store_true", help="wait for the run to finish")
+    run_now.add_argument("--timeout", type=float, default=600, help=argparse.SUPPRESS)
+    add_json(run_now)
+    run_now.set_defaults(func=cmd_run_now)
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from goalsui.service import authoring
+
+    [seed] = worker_seeds(args)
+    service = open_service(args)
+    view = authoring.add_worker(service, args.goal_id, seed)
+    if args.json:
+        print_json({"goal_id": args.goal_id, **view.as_json(), "status": view.status})
+    else:
+        print(
+            f"worker {view.name} added to {args.goal_id}: {view.kind} {view.schedule} "
+            f"({view.timezone}), next {local(view.next_run_at)}"
+        )
+    return 0
+
+
+def cmd_action(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import intent_json
+    from goalsui.service import authoring
+
+    service = open_service(args)
+    if args.action == "show":
+        detail = authoring.show_worker(service, args.goal_id, args.worker)
+        if args.json:
+            print_json(detail.as_json())
+            return 0
+        v = detail.view
+        print(f"{args.goal_id}/{v.name}  [{v.status}]  {v.kind} {plain(v.schedule)} ({v.timezone})")
+        print(f"  next run: {local(v.next_run_at)}   intent: {v.intent_id}")
+        if detail.last_error:
+            print(f"  last error: {plain(detail.last_error)}")
+        print("\n--- definition.yaml\n" + plain(detail.definition).rstrip())
+        print("\n--- prompt.md\n" + plain(detail.prompt).rstrip())
+        return 0
+    if args.action == "remove":
+        authoring.remove_worker(service, args.goal_id, args.worker)
+        if args.json:
+            print_json({"removed": f"{args.goal_id}/{args.worker}"})
+        else:
+            print(f"removed worker {args.worker} of {args.goal_id}")
+        return 0
+    intent = getattr(authoring, f"{args.action}_worker")(service, args.goal_id, args.worker)
+    if args.json:
+        print_json(intent_json(intent))
+    else:
+        print(f"worker {args.worker} of {args.goal_id}: {intent.status}")
+    return 0
+
+
+def cmd_run_now(args: argparse.Namespace) -> int:
+    from goalsui.domain.shapes import intent_json, run_json
+
+    service = open_service(args)
+    intent = service.run_worker_now(args.goal_id, args.worker)
+    if not args.wait:
+        if args.json:
+            print_json(intent_json(intent))
+        else:
+            print(f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})")
+        return 0
+    # Wait for a scheduler (console or daemon) to pick it up and finish it.
+    before = {r.id for r in service.list_runs(intent_id=intent.id, limit=1000)}
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        runs = [r for r in service.list_runs(intent_id=intent.id, limit=20) if r.id not in before]
+        done = [r for r in runs if r.status != "running"]
+        if done:
+            run = done[-1]
+            if args.json:
+                print_json(run_json(run))
+            else:
+                print(f"run {run.id}: {run.status}" + (f" ({run.reason})" if run.reason else ""))
+            return 0 if run.status in ("ok", "silent") else 1
+        time.sleep(0.5)
+    raise ValidationError("no scheduler finished the run in time (is a console or daemon running?)")

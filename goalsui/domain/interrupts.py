@@ -1,0 +1,41 @@
+"""What happens to an intent whose run was interrupted (its scheduler died or stopped).
+
+``retry``: the run counts as a failure and the intent follows the retry rule (the default
+for plain commands: running them again is what their authors expect). ``review``: the run
+may have had side effects (an agent that edits files, pushes, posts), so it is held as
+"needs review" until the operator retries or dismisses it (the default for agent presets).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = ["REVIEW", "RETRY", "InterruptPolicy", "interrupt_policy", "needs_review_error"]
+
+InterruptPolicy = Literal["retry", "review"]
+RETRY: InterruptPolicy = "retry"
+REVIEW: InterruptPolicy = "review"
+#: The prefix of ``intent.last_error`` while an interrupted run waits for the operator.
+NEEDS_REVIEW = "needs review: "
+
+
+def interrupt_policy(on_interrupt: str | None, runner: Any) -> InterruptPolicy:
+    """The policy of an intent: its own ``on_interrupt``, else its runner's default.
+
+    An agent preset (``{"agent": ...}``) defaults to ``review``, anything else (a plain
+    command, a builtin, no runner) to ``retry``. An unknown value falls back the same way.
+    """
+    if on_interrupt == RETRY:
+        return RETRY
+    if on_interrupt == REVIEW:
+        return REVIEW
+    if isinstance(runner, dict) and runner.get("agent"):
+        return REVIEW
+    return RETRY
+
+
+def needs_review_error(run_id: int | None, reason: str | None) -> str:
+    """The ``last_error`` an intent carries while its interrupted run waits for review."""
+    which = f"run {run_id}" if run_id else "its run"
+    why = f" ({reason})" if reason else ""
+    return f"{NEEDS_REVIEW}{which} was interrupted{why}; retry or dismiss it"

@@ -1,0 +1,155 @@
+"""Pure rules of the nightshift: nights, slots, branch names and plan items.
+
+A *night* is named by the local date on which it starts: the night of 2026-12-03
+runs from 12:00 on 2026-12-03 to 12:00 on 2026-12-04 in the goal's timezone, so a worker
+firing at 02:30 on the 4th works for the night of the 3rd. The plan lives in the goal's
+``state.yaml`` under ``plan:`` as items ``{night, worker, task, status, ...}``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from goalsui.errors import ValidationError
+
+BRANCH_PREFIX = "nightshift/"
+#: The night turns over at noon local time.
+NOON = time(12, 0)
+#: Worker slots are spread over this window (minutes after midnight, the end past 24 h).
+FIRST_SLOT = 20 * 60 + 30
+LAST_SLOT_END = 24 * 60 + 7 * 60
+COMMANDER_CRON = "0 20 * * *"
+REPORTER_CRON = "30 7 * * *"
+MAX_TASK = 2000
+MAX_WORKERS = 12
+
+# statuses of a plan item
+PLANNED = "planned"
+RUNNING = "running"
+DONE = "done"  # the agent committed something on the branch
+NO_COMMITS = "no-commits"
+FAILED = "failed"
+APPROVED = "approved"
+REJECTED = "rejected"
+STATUSES = (PLANNED, RUNNING, DONE, NO_COMMITS, FAILED, APPROVED, REJECTED)
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def night_of(local: datetime) -> date:
+    """The night a local time belongs to (nights turn over at noon)."""
+    return local.date() if local.time() >= NOON else local.date() - timedelta(days=1)
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """A branch-safe slug of a task's text (lowercase ASCII, dashes)."""
+    value = _SLUG.sub("-", text.lower()).strip("-")
+    if len(value) > limit:
+        cut = value[: limit + 1].rfind("-")
+        value = value[: cut if cut > limit // 2 else limit]
+    return value.strip("-") or "task"
+
+
+def branch_name(night: date, worker: str, task: str) -> str:
+    """``nightshift/YYYY-MM-DD/<worker>-<task-slug>``."""
+    return f"{BRANCH_PREFIX}{night.isoformat()}/{worker}-{slug(task)}"
+
+
+def worker_slots(count: int) -> list[str]:
+    """Cron expressions of ``count`` worker slots spread over 20:30-07:00."""
+    if not 1 <= count <= MAX_WORKERS:
+        raise ValidationError(f"a nightshift has 1 to {MAX_WORKERS} workers, not {count}")
+    step = (LAST_SLOT_END - FIRST_SLOT) // count
+    slots = []
+    for index in range(count):
+        minute = (FIRST_SLOT + index * step) % (24 * 60)
+        minute -= minute % 5
+        slots.append(f"{minute % 60} {minute // 60} * * *")
+    return slots
+
+
+def parse_night(text: str) -> date:
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise ValidationError(f"not a date (YYYY-MM-DD): {text!r}") from exc
+
+
+def check_task(task: str) -> str:
+    """A task is one line of text, 1 to 2,000 characters."""
+    task = " ".join(str(task).split())
+    if not task:
+        raise ValidationError("a task needs some text")
+    if len(task) > MAX_TASK:
+        raise ValidationError(f"a task is at most {MAX_TASK} characters")
+    return task
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """One task of one night for one worker, with what became of it."""
+
+    night: date
+    worker: str
+    task: str
+    status: str = PLANNED
+    branch: str | None = None
+    commits: int | None = None
+    check: str | None = None  # "passed" | "failed (exit 1)" | None when no check
+    run_id: int | None = None
+    summary: str | None = None
+    reason: str | None = None  # why it was planned (commander) or why it failed
+
+    @property
+    def key(self) -> tuple[date, str, str]:
+        return (self.night, self.worker, self.task)
+
+    def as_yaml(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "night": self.night.isoformat(),
+            "worker": self.worker,
+            "task": self.task,
+            "status": self.status,
+        }
+        for name in ("branch", "commits", "check", "run_id", "summary", "reason"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        return data
+
+    def as_json(self) -> dict[str, Any]:
+        return self.as_yaml()
+
+
+def item_from_yaml(data: Any) -> PlanItem | None:
+    """A plan item from ``state.yaml``, or None for anything that is not one."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        night = data["night"]
+        night = night if isinstance(night, date) else parse_night(str(night))
+        status = str(data.get("status") or PLANNED)
+        commits = data.get("commits")
+        run_id = data.get("run_id")
+        return PlanItem(
+            night=night,
+            worker=str(data["worker"]),
+            task=str(data["task"]),
+            status=status if status in STATUSES else PLANNED,
+            branch=str(data["branch"]) if data.get("branch") else None,
+            commits=int(commits) if isinstance(commits, int) else None,
+            check=str(data["check"]) if data.get("check") else None,
+            run_id=int(run_id) if isinstance(run_id, int) else None,
+            summary=str(data["summary"]) if data.get("summary") else None,
+            reason=str(data["reason"]) if data.get("reason") else None,
+        )
+    except (KeyError, ValidationError, TypeError, ValueError):
+        return None
+
+
+def items_for(items: list[PlanItem], night: date, worker: str) -> list[PlanItem]:
+    """The items a worker takes at its slot: planned for that night, not yet done."""
+    return [i for i in items if i.night == night and i.worker == worker and i.status == PLANNED]

@@ -1,0 +1,86 @@
+"""What a goal and its workers look like to the console and the command line.
+
+Plain dataclasses with no database or KB imports, so that the service (which fills
+them from the records) and the KB's quick first-frame read (:mod:`goalsui.kb.quick`,
+which fills them from the folders before the database is open) share one shape.
+See docs/architecture.md, "Views".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class WorkerView:
+    """A worker of a goal; the schedule fields are None until the records are read."""
+
+    name: str
+    schedule: str | None = None
+    timezone: str = ""
+    kind: str | None = None
+    intent_id: int | None = None
+    next_run_at: datetime | None = None
+    status: str | None = None
+    runner: dict[str, Any] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The fields the command line prints with ``--json``."""
+        return {
+            "name": self.name,
+            "schedule": self.schedule,
+            "timezone": self.timezone,
+            "intent_id": self.intent_id,
+            "next_run_at": self.next_run_at.isoformat(timespec="seconds")
+            if self.next_run_at
+            else None,
+        }
+
+
+@dataclass
+class GoalView:
+    """A goal of the KB index with its workers, sorted by name."""
+
+    goal_id: str
+    name: str
+    task: str = ""
+    status: str = "active"
+    path: str = ""
+    error: str | None = None
+    sort_order: int = 0
+    workers: list[WorkerView] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """The fields the command line prints with ``--json``."""
+        return {
+            "goal_id": self.goal_id,
+            "name": self.name,
+            "task": self.task,
+            "status": self.status,
+            "path": self.path,
+            "workers": [w.as_json() for w in self.workers],
+        }
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in the KB or the database: the file, the line, the reason."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The fields ``goalsui doctor --json`` prints."""
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True)
+class EmitResult:
+    """What an event did: its id, the intents it fired, and whether it was a replay."""
+
+    event_id: int
+    fired: list[int]
+    duplicate: bool = False

@@ -1,0 +1,141 @@
+"""A nightshift goal's files: its binding to a repository and its plan in ``state.yaml``.
+
+``<goal>/nightshift.yaml`` binds the goal to a git work tree::
+
+    repo: /home/me/src/project     # absolute path of the work tree's top
+    base: main                     # the branch tasks start from and approvals merge into
+    check: ["make", "test"]        # optional: run in each task's worktree after the turn
+
+A goal without that file is not a nightshift. The plan's items live in ``state.yaml``
+under ``plan:`` (see :mod:`goalsui.domain.nightshift`); every change here is a
+read-modify-write of that one file under a lock file, written atomically, keeping the
+human's comments and the other keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from goalsui.domain.nightshift import PlanItem, item_from_yaml
+from goalsui.errors import KBError
+from goalsui.kb.atomic import atomic_write
+from goalsui.kb.repo import Repo
+from goalsui.kb.yamlio import line_of_key, load_yaml_mapping, roundtrip_update
+
+BINDING_FILE = "nightshift.yaml"
+STATE_FILE = "state.yaml"
+_KEYS = {"repo", "base", "check"}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where a nightshift goal works."""
+
+    repo: Path
+    base: str
+    check: tuple[str, ...] | None = None
+
+    def as_yaml(self) -> dict[str, object]:
+        data: dict[str, object] = {"repo": str(self.repo), "base": self.base}
+        if self.check:
+            data["check"] = list(self.check)
+        return data
+
+
+def load_binding(goal_dir: Path, display: str = BINDING_FILE) -> Binding | None:
+    """The goal's binding, None when it is not a nightshift goal; KBError when invalid."""
+    path = goal_dir / BINDING_FILE
+    if not path.exists():
+        return None
+    data, text = load_yaml_mapping(path, display)
+    unknown = set(data) - _KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise KBError(display, f"unknown field {key!r}", line_of_key(text, key))
+    repo, base, check = data.get("repo"), data.get("base") or "main", data.get("check")
+    if not isinstance(repo, str) or not os.path.isabs(repo):
+        line = line_of_key(text, "repo")
+        raise KBError(display, "repo must be the absolute path of a git work tree", line)
+    if not isinstance(base, str) or not base.strip():
+        raise KBError(display, "base must name a branch", line_of_key(text, "base"))
+    if check is not None and (
+        not isinstance(check, list) or not check or not all(isinstance(a, str) for a in check)
+    ):
+        line = line_of_key(text, "check")
+        raise KBError(display, "check must be a command as a list of strings", line)
+    return Binding(Path(repo), base.strip(), tuple(check) if check else None)
+
+
+def checked_repo(binding: Binding) -> Repo:
+    """The bound repository, refusing anything that is not a git work tree."""
+    repo = Repo(binding.repo)
+    if not repo.is_work_tree():
+        raise KBError(BINDING_FILE, f"{binding.repo} is not the top of a git work tree")
+    if not repo.branch_exists(binding.base):
+        raise KBError(BINDING_FILE, f"the base branch {binding.base!r} does not exist")
+    return repo
+
+
+@contextlib.contextmanager
+def _locked(goal_dir: Path) -> Iterator[None]:
+    lock = goal_dir / ".state.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def read_plan(goal_dir: Path) -> list[PlanItem]:
+    """Every well-formed plan item of the goal, in file order."""
+    path = goal_dir / STATE_FILE
+    if not path.exists():
+        return []
+    data, _ = load_yaml_mapping(path, STATE_FILE)
+    items = data.get("plan") or []
+    if not isinstance(items, list):
+        raise KBError(STATE_FILE, "plan must be a list")
+    return [item for item in map(item_from_yaml, items) if item is not None]
+
+
+def update_plan(
+    goal_dir: Path, change: Callable[[list[PlanItem], list[object]], list[object] | None]
+) -> None:
+    """Read the plan, let ``change(items, raw_plan)`` return the new raw plan, write it.
+
+    ``raw_plan`` is the ``plan:`` list as stored (items that are not plan items are kept
+    as they are); returning None writes nothing. ``decisions`` are untouched.
+    """
+    path = goal_dir / STATE_FILE
+    with _locked(goal_dir):
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        data, _ = load_yaml_mapping(path, STATE_FILE) if text else ({}, "")
+        raw = data.get("plan") or []
+        if not isinstance(raw, list):
+            raise KBError(STATE_FILE, "plan must be a list")
+        items = [item for item in map(item_from_yaml, raw) if item is not None]
+        new_raw = change(items, list(raw))
+        if new_raw is None:
+            return
+        atomic_write(path, roundtrip_update(text, {"plan": new_raw}, display=STATE_FILE))
+
+
+def append_decision(goal_dir: Path, text: str) -> None:
+    """Add one line to ``decisions:`` in ``state.yaml``."""
+    path = goal_dir / STATE_FILE
+    with _locked(goal_dir):
+        text_now = path.read_text(encoding="utf-8") if path.exists() else ""
+        data, _ = load_yaml_mapping(path, STATE_FILE) if text_now else ({}, "")
+        decisions = data.get("decisions") or []
+        if not isinstance(decisions, list):
+            raise KBError(STATE_FILE, "decisions must be a list")
+        if text in decisions:
+            return
+        updated = roundtrip_update(text_now, {"decisions": [*decisions, text]}, display=STATE_FILE)
+        atomic_write(path, updated)

@@ -1,0 +1,188 @@
+"""Git operations on the repository a nightshift goal works on, each a fixed argv.
+
+Every call runs with ``protocol.allow=never``, so no transport (ssh, https, file, git)
+can be used: the nightshift cannot fetch, clone or push, whatever a remote says.
+Prompts for credentials are off. Errors become one-line :class:`GitError`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from goalsui.errors import GoalsuiError
+
+#: Options given to every git call: no network transport at all, no prompts.
+SAFE_OPTIONS = ("-c", "protocol.allow=never", "-c", "core.hooksPath=/dev/null")
+GIT_TIMEOUT_S = 60.0
+
+
+class GitError(GoalsuiError):
+    """A git command failed; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    merged: bool
+    commit: str | None
+    message: str
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        GIT_ASKPASS="/bin/false",
+        GIT_SSH_COMMAND="/bin/false",
+        LC_ALL="C",
+    )
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(key, None)
+    return env
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+class Repo:
+    """One git repository, addressed by a path inside its main work tree."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def git(self, *args: str, cwd: Path | None = None, check: bool = True) -> str:
+        """Run ``git ARGS`` in the repository (or ``cwd``); return stdout."""
+        return self.run(*args, cwd=cwd, check=check).stdout
+
+    def run(
+        self, *args: str, cwd: Path | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``git ARGS``; raise :class:`GitError` on failure when ``check``."""
+        try:
+            proc = subprocess.run(
+                ["git", *SAFE_OPTIONS, *args],
+                cwd=cwd or self.path,
+                env=_env(),
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+        except FileNotFoundError as exc:
+            raise GitError("git is not installed (no 'git' on PATH)") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise GitError(f"git {args[0]} did not finish in {GIT_TIMEOUT_S:.0f} s") from exc
+        if check and proc.returncode != 0:
+            raise GitError(f"git {args[0]} failed: {_one_line(proc.stderr or proc.stdout)}")
+        return proc
+
+    # --- facts ---------------------------------------------------------------------
+    def is_work_tree(self) -> bool:
+        """True when the path is the top of a git work tree (not a bare repo, not a subdir)."""
+        if not self.path.is_dir():
+            return False
+        try:
+            top = self.git("rev-parse", "--show-toplevel").strip()
+        except GitError:
+            return False
+        return Path(top).resolve() == self.path.resolve()
+
+    def branch_exists(self, branch: str) -> bool:
+        out = self.git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
+        return bool(out.strip())
+
+    def head_of(self, branch: str) -> str:
+        return self.git("rev-parse", "--verify", f"refs/heads/{branch}").strip()
+
+    def current_branch(self) -> str | None:
+        out = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
+        return out or None
+
+    def branches(self, prefix: str) -> list[str]:
+        out = self.git("for-each-ref", "--format=%(refname:short)", f"refs/heads/{prefix}")
+        return sorted(line for line in out.splitlines() if line)
+
+    def commits(self, base: str, branch: str) -> list[Commit]:
+        """Commits on ``branch`` that ``base`` does not have, oldest first."""
+        out = self.git("log", "--reverse", "--format=%H%x09%s", f"{base}..{branch}")
+        result = []
+        for line in out.splitlines():
+            sha, _, subject = line.partition("\t")
+            result.append(Commit(sha, subject))
+        return result
+
+    def diffstat(self, base: str, branch: str) -> str:
+        """``git diff --stat`` of what ``branch`` adds since it left ``base``."""
+        return self.git("diff", "--stat", f"{base}...{branch}").rstrip()
+
+    def diff(self, base: str, branch: str) -> str:
+        return self.git("diff", f"{base}...{branch}")
+
+    def worktree_for(self, branch: str) -> Path | None:
+        """The work tree that has ``branch`` checked out, if any."""
+        out = self.git("worktree", "list", "--porcelain")
+        path: Path | None = None
+        for line in out.splitlines():
+            if line.startswith("worktree "):
+                path = Path(line[len("worktree ") :])
+            elif line == f"branch refs/heads/{branch}" and path is not None:
+                return path
+        return None
+
+    # --- changes ---------------------------------------------------------------------
+    def add_worktree(self, path: Path, branch: str, base: str) -> None:
+        """Create ``branch`` from ``base`` checked out in a new work tree at ``path``."""
+        if self.branch_exists(branch):
+            raise GitError(f"branch {branch} already exists")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.git("worktree", "add", "-b", branch, str(path), base)
+
+    def remove_worktree(self, path: Path) -> None:
+        """Remove the work tree (its branch stays) and forget it."""
+        self.git("worktree", "remove", "--force", str(path), check=False)
+        self.git("worktree", "prune")
+
+    def delete_branch(self, branch: str) -> None:
+        self.git("branch", "-D", branch)
+
+    def merge(self, branch: str, base: str, message: str) -> MergeResult:
+        """Merge ``branch`` into ``base`` with a merge commit; refuse on conflict.
+
+        When ``base`` is checked out in a work tree, that tree must be clean and the merge
+        happens there (``git merge --no-ff``; aborted on conflict). Otherwise the merge is
+        computed without a work tree (``git merge-tree --write-tree``) and ``base`` moves
+        only by compare-and-set.
+        """
+        where = self.worktree_for(base)
+        if where is not None:
+            if self.git("status", "--porcelain", cwd=where).strip():
+                raise GitError(
+                    f"{base} is checked out in {where} with uncommitted changes; "
+                    "commit or stash them, then approve again"
+                )
+            proc_out = self.git("merge", "--no-ff", "-m", message, branch, cwd=where, check=False)
+            if self.git("rev-parse", "-q", "--verify", "MERGE_HEAD", cwd=where, check=False):
+                self.git("merge", "--abort", cwd=where, check=False)
+                raise GitError(f"{branch} does not merge cleanly into {base}; nothing was changed")
+            if "Already up to date" in proc_out:
+                return MergeResult(False, None, f"{branch} has nothing {base} lacks")
+            return MergeResult(True, self.head_of(base), f"merged {branch} into {base}")
+        old = self.head_of(base)
+        tip = self.head_of(branch)
+        proc = self.run("merge-tree", "--write-tree", base, branch, check=False)
+        first = proc.stdout.splitlines()[0].strip() if proc.stdout.strip() else ""
+        if proc.returncode != 0 or len(first) not in (40, 64):
+            raise GitError(f"{branch} does not merge cleanly into {base}; nothing was changed")
+        commit = self.git("commit-tree", first, "-p", old, "-p", tip, "-m", message).strip()
+        self.git("update-ref", f"refs/heads/{base}", commit, old)
+        return MergeResult(True, commit, f"merged {branch} into {base}")

@@ -1,0 +1,100 @@
+"""Adding and removing one worker of an existing goal, whole or not at all.
+
+A new worker is written in a hidden staging folder beside the others
+(``workers/.staging-<name>-...``, which readers skip), validated, then renamed into
+place; a removed one is renamed aside first. Readers never see half a worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from goalsui.errors import KBError, ValidationError
+from goalsui.kb.atomic import atomic_write, fsync_dir
+from goalsui.kb.config import WorkerDef, parse_goal, parse_worker
+from goalsui.kb.layout import KB, WorkerSeed
+from goalsui.kb.paths import check_name, safe_join
+from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, read_text
+
+__all__ = ["add_worker", "remove_worker"]
+
+
+def _goal_texts(kb: KB, goal_id: str) -> tuple[str, str, str]:
+    """(name, task, protocol text) of a goal, for rendering a worker's prompt."""
+    gdir = kb.goal_dir(goal_id)
+    shown = f"{goal_id}/definition.yaml"
+    data, text = load_yaml_mapping(kb.check_inside(gdir / "definition.yaml", shown), shown)
+    goal = parse_goal(data, text, shown, goal_id)
+    protocol = ""
+    with contextlib.suppress(OSError, KBError):
+        protocol = read_text(gdir / "protocol.md", display=f"{goal_id}/protocol.md")
+    return goal.name, goal.task, protocol
+
+
+def add_worker(
+    kb: KB,
+    goal_id: str,
+    seed: WorkerSeed,
+    *,
+    register: Callable[[], object] | None = None,
+) -> WorkerDef:
+    """Create ``workers/<name>/`` (definition, prompt, inbox, outbox) in one rename.
+
+    ``register`` runs after the rename (it indexes the schedule); if it fails, the folder is
+    removed again, so the worker exists with its schedule or not at all.
+    """
+    check_name(seed.name, "worker name")
+    name, task, protocol = _goal_texts(kb, goal_id)
+    root = safe_join(kb.goal_dir(goal_id), "workers")
+    final = safe_join(root, seed.name)
+    if final.exists() or final.is_symlink():
+        raise ValidationError(f"goal '{goal_id}' already has a worker '{seed.name}'")
+    made_root = not root.exists()
+    root.mkdir(exist_ok=True)
+    kb.check_inside(root, f"{goal_id}/workers")
+    staging = safe_join(root, f".staging-{seed.name}-{uuid.uuid4().hex[:6]}")
+    shown = f"{goal_id}/workers/{seed.name}/definition.yaml"
+    renamed = False
+    try:
+        (staging / "inbox").mkdir(parents=True)
+        (staging / "outbox").mkdir()
+        text = dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)")
+        atomic_write(staging / "definition.yaml", text)
+        atomic_write(staging / "prompt.md", seed.prompt_text(name, task, protocol))
+        data, text = load_yaml_mapping(staging / "definition.yaml", shown)
+        definition = parse_worker(seed.name, data, text, shown)
+        os.rename(staging, final)
+        renamed = True
+        fsync_dir(root)
+        if register is not None:
+            register()
+    except BaseException as exc:
+        _remove_tree(root, final if renamed else staging)
+        if made_root:
+            with contextlib.suppress(OSError):
+                root.rmdir()
+        if isinstance(exc, OSError):
+            raise KBError(shown, f"could not create the worker: {exc.strerror or exc}") from exc
+        raise
+    return definition
+
+
+def remove_worker(kb: KB, goal_id: str, worker: str) -> None:
+    """Remove ``workers/<worker>/`` (renamed aside first, then deleted)."""
+    path = kb.worker_dir(goal_id, worker)
+    _remove_tree(path.parent, path)
+
+
+def _remove_tree(root: Path, path: Path) -> None:
+    trash = root / f".trash-{path.name}-{uuid.uuid4().hex[:6]}"
+    try:
+        os.rename(path, trash)
+    except FileNotFoundError:
+        return
+    fsync_dir(root)
+    shutil.rmtree(trash, ignore_errors=True)

@@ -1,0 +1,219 @@
+"""A nightshift task worker's turn: its planned tasks, each on its own branch and worktree.
+
+For each item planned for this worker tonight: ``git worktree add`` a new branch
+``nightshift/<night>/<worker>-<task>`` from the base branch in goalsui's state directory,
+run the runner there (the task appended to the worker's prompt), count the commits it
+made, run the goal's ``check:`` in the worktree, record all of it on the plan item, and
+remove the worktree (never the branch). goalsui never pushes, never fetches and never
+checks out the base branch. A worker with nothing planned is skipped without a runner
+call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goalsui.domain import nightshift as rules
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.kb import nightshift as files
+from goalsui.kb.repo import Repo
+from goalsui.runners.base import TurnOutcome
+from goalsui.runners.command import run_command
+from goalsui.runners.deliver import deliver_result, headline
+from goalsui.service import nightshift as ns
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent, IntentRun
+    from goalsui.kb.nightshift import Binding
+    from goalsui.service import Service
+
+CHECK_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every task of one turn shares: how to run the runner, and where to log."""
+
+    argv: list[str]
+    prompt: str
+    env: dict[str, str]
+    timeout: float
+    cancel: asyncio.Event
+    grace: float
+    log_path: Path
+
+
+def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, str] | None:
+    """(binding, repo, timezone) when the intent is a nightshift task worker, else None.
+
+    Raises GoalsuiError when the goal is a nightshift but its repository is unusable.
+    """
+    if not intent.goal_id or not intent.worker:
+        return None
+    binding = files.load_binding(service.kb.goal_dir(intent.goal_id))
+    if binding is None:
+        return None
+    repo = files.checked_repo(binding)
+    return binding, repo, ns.goal_timezone(service, intent.goal_id)
+
+
+def _task_prompt(base_prompt: str, item: rules.PlanItem, branch: str, binding: Binding) -> str:
+    return (
+        f"{base_prompt.rstrip()}\n\n## Tonight's task\n\n{item.task}\n\n"
+        f"Your working directory is a git worktree of {binding.repo} on branch {branch}, "
+        f"made from {binding.base}. Commit your change on this branch. Do not push, do not "
+        f"switch branches, do not touch {binding.base}.\n"
+    )
+
+
+async def run_nightshift_turn(
+    service: Service,
+    intent: Intent,
+    run: IntentRun,
+    *,
+    argv: list[str],
+    prompt: str,
+    env: dict[str, str],
+    timeout: float,
+    cancel: asyncio.Event,
+    grace: float,
+    log_path: Path,
+) -> TurnOutcome | None:
+    """Run the worker's planned tasks; None when this is no nightshift task worker."""
+    try:
+        context = await asyncio.to_thread(task_turn_context, service, intent)
+    except GoalsuiError as exc:
+        return TurnOutcome("failed", reason=f"cannot start: {exc}")
+    if context is None:
+        return None
+    binding, repo, tz = context
+    assert intent.goal_id and intent.worker
+    night = ns.current_night(service, tz)
+    # the night this turn works for, on the scheduler's clock (a replay's, too): the
+    # commander's ``nightshift plan add`` takes it as its default
+    env["GOALSUI_NIGHT"] = night.isoformat()
+    env["GOALSUI_STATE_DIR"] = str(service.state_dir)
+    if intent.worker in ns.ROLES:
+        return None
+    items = rules.items_for(
+        await asyncio.to_thread(ns.plan_list, service, intent.goal_id, night), night, intent.worker
+    )
+    if not items:
+        return TurnOutcome(
+            "skipped", reason=f"nothing planned for the night of {night}", skipped=True
+        )
+    summaries: list[str] = []
+    failure: TurnOutcome | None = None
+    shared = _Run(argv, prompt, env, timeout, cancel, grace, log_path)
+    for item in items:
+        done, outcome = await _run_item(service, intent, run, item, binding, repo, shared)
+        summaries.append(_summary_line(done))
+        if outcome is not None and failure is None:
+            failure = outcome
+    text = "\n".join(summaries) + "\n"
+    if failure is not None:
+        return replace(failure, output_path=log_path)
+    delivery = await asyncio.to_thread(deliver_result, service, intent, run, text)
+    return TurnOutcome(
+        "ok", output_tail=text[-4000:], output_path=log_path, outbox_path=delivery.outbox_path
+    )
+
+
+def _summary_line(item: rules.PlanItem) -> str:
+    check = f", check {item.check}" if item.check else ""
+    what = f" ({item.summary})" if item.summary else ""
+    return (
+        f"- {item.task}: {item.status}, branch {item.branch}, "
+        f"{item.commits or 0} commit(s){check}{what}"
+    )
+
+
+async def _run_item(
+    service: Service,
+    intent: Intent,
+    run: IntentRun,
+    item: rules.PlanItem,
+    binding: Binding,
+    repo: Repo,
+    shared: _Run,
+) -> tuple[rules.PlanItem, TurnOutcome | None]:
+    """One task in its own worktree; returns the recorded item and a failure, if any."""
+    assert intent.goal_id and intent.worker
+    branch = rules.branch_name(item.night, intent.worker, item.task)
+    worktree = (
+        service.state_dir
+        / "worktrees"
+        / intent.goal_id
+        / f"run-{run.id}-{rules.slug(item.task, 20)}"
+    )
+    running = replace(item, status=rules.RUNNING, branch=branch, run_id=run.id)
+    await asyncio.to_thread(ns.set_item, service, intent.goal_id, running)
+    base_head = await asyncio.to_thread(repo.head_of, binding.base)
+    try:
+        await asyncio.to_thread(repo.add_worktree, worktree, branch, binding.base)
+    except GoalsuiError as exc:
+        failed = replace(running, status=rules.FAILED, reason=f"worktree: {exc}")
+        await asyncio.to_thread(ns.set_item, service, intent.goal_id, failed)
+        return failed, TurnOutcome("failed", reason=f"cannot start the task: {exc}")
+    try:
+        result = await run_command(
+            shared.argv,
+            stdin=_task_prompt(shared.prompt, item, branch, binding),
+            cwd=worktree,
+            env={**shared.env, "GOALSUI_BRANCH": branch, "GOALSUI_WORKTREE": str(worktree)},
+            timeout=shared.timeout,
+            cancel=shared.cancel,
+            log_path=shared.log_path,
+            grace=shared.grace,
+            log_header=f"[goalsui] run {run.id}: task {plain(item.task, limit=80)} on {branch}\n",
+        )
+        commits = await asyncio.to_thread(repo.commits, binding.base, branch)
+        check = None
+        if result.status == "ok" and binding.check:
+            check = await _run_check(binding.check, worktree, shared)
+    finally:
+        with contextlib.suppress(GoalsuiError, OSError):
+            await asyncio.to_thread(repo.remove_worktree, worktree)
+    moved = await asyncio.to_thread(repo.head_of, binding.base) != base_head
+    status = (
+        rules.FAILED
+        if result.status != "ok" or moved
+        else (rules.DONE if commits else rules.NO_COMMITS)
+    )
+    reason = result.reason or ("the base branch moved during the turn" if moved else None)
+    recorded = replace(
+        running,
+        status=status,
+        commits=len(commits),
+        check=check,
+        summary=plain(headline(result.stdout) or "", limit=200) or None,
+        reason=reason,
+    )
+    await asyncio.to_thread(ns.set_item, service, intent.goal_id, recorded)
+    if status != rules.FAILED:
+        return recorded, None
+    return recorded, TurnOutcome(
+        result.status if result.status != "ok" else "failed",
+        reason=reason,
+        exit_code=result.exit_code,
+        output_tail=result.output_tail or None,
+    )
+
+
+async def _run_check(argv: tuple[str, ...], worktree: Path, shared: _Run) -> str:
+    result = await run_command(
+        argv,
+        cwd=worktree,
+        env=shared.env,
+        timeout=CHECK_TIMEOUT_S,
+        cancel=shared.cancel,
+        grace=shared.grace,
+    )
+    if result.status == "ok":
+        return "passed"
+    return f"failed ({result.reason or result.status})"

@@ -1,0 +1,198 @@
+"""Authoring goals and their workers: the operations behind ``goal create`` and ``worker ...``.
+
+Functions over a :class:`~goalsui.service.Service`; the CLI and the console call them
+(through ``goalsui.service``), never the KB directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from goalsui.domain.cron import validate_cron
+from goalsui.domain.durations import parse_duration
+from goalsui.domain.timeutil import load_zone, parse_instant
+from goalsui.errors import GoalsuiError, NotFound, ValidationError
+from goalsui.kb.config import BUILTIN_RUNNERS
+from goalsui.kb.layout import WorkerSeed
+from goalsui.kb.paths import check_name
+
+if TYPE_CHECKING:
+    from goalsui.domain.models import Intent
+    from goalsui.domain.views import GoalView, WorkerView
+    from goalsui.service.facade import Service
+
+__all__ = [
+    "WorkerDetail",
+    "add_worker",
+    "create_goal",
+    "pause_worker",
+    "remove_worker",
+    "resume_worker",
+    "show_worker",
+    "worker_seed",
+]
+
+SCHEDULE_FORMS = ("cron", "every", "at")
+
+
+def _schedule(
+    name: str, cron: str | None, every: str | None, at: str | None, tz: str
+) -> dict[str, str]:
+    given = {k: v for k, v in (("cron", cron), ("every", every), ("at", at)) if v is not None}
+    if len(given) != 1:
+        raise ValidationError(f"worker '{name}' needs exactly one of --cron, --every or --at")
+    load_zone(tz)
+    form, value = next(iter(given.items()))
+    value = value.strip()
+    try:
+        if form == "cron":
+            value = validate_cron(value)
+        elif form == "every":
+            if parse_duration(value).total_seconds() < 10:
+                raise ValidationError("'every' must be at least 10s")
+        else:
+            parse_instant(value, tz)
+    except GoalsuiError as exc:
+        raise ValidationError(f"invalid schedule of worker '{name}': {exc}") from None
+    return {form: value, "timezone": tz}
+
+
+def _runner(name: str, preset: str | None, command: list[str] | None) -> dict[str, Any] | None:
+    if preset and command:
+        raise ValidationError(f"worker '{name}' takes --runner or --command, not both")
+    if command:
+        if any("\x00" in arg for arg in command):
+            raise ValidationError(f"--command of worker '{name}' contains a NUL byte")
+        return {"command": list(command)}
+    if preset:
+        check_name(preset, "runner preset")
+        return {"builtin": preset} if preset in BUILTIN_RUNNERS else {"agent": preset}
+    return None
+
+
+def worker_seed(
+    name: str,
+    *,
+    cron: str | None = None,
+    every: str | None = None,
+    at: str | None = None,
+    tz: str = "UTC",
+    instructions: str = "",
+    runner: str | None = None,
+    command: list[str] | None = None,
+    capabilities: list[str] | None = None,
+    timeout: str = "10m",
+) -> WorkerSeed:
+    """A checked worker seed: one schedule form, an optional runner, capabilities."""
+    check_name(name, "worker name")
+    definition: dict[str, Any] = {"schedule": _schedule(name, cron, every, at, tz)}
+    spec = _runner(name, runner, command)
+    if spec is not None:
+        definition["runner"] = spec
+    definition["timeout"] = timeout
+    if capabilities:
+        for cap in capabilities:
+            check_name(cap, "capability")
+        definition["capabilities"] = list(dict.fromkeys(capabilities))
+    return WorkerSeed(name=name, definition=definition, instructions=instructions)
+
+
+def create_goal(
+    service: Service,
+    name: str,
+    task: str,
+    seeds: list[WorkerSeed],
+    *,
+    protocol: str | None = None,
+    owner: str = "",
+) -> GoalView:
+    """A goal tree from templates with its workers, all or nothing (see ``Service.setup_goal``)."""
+    return service.setup_goal(name, task, seeds, owner=owner, protocol=protocol)
+
+
+def _worker_view(service: Service, goal_id: str, worker: str) -> WorkerView:
+    found = next((w for w in service.get_goal(goal_id).workers if w.name == worker), None)
+    if found is None:
+        raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
+    return found
+
+
+def add_worker(service: Service, goal_id: str, seed: WorkerSeed) -> WorkerView:
+    """Add a worker to a goal and register its schedule; on failure nothing is left."""
+    from goalsui.kb import workers
+
+    service.get_goal(goal_id)
+
+    def register() -> None:
+        problems = [
+            p
+            for p in service.sync_kb([goal_id])
+            if p.path.startswith(f"{goal_id}/workers/{seed.name}/")
+        ]
+        if problems:
+            raise ValidationError(problems[0].message)
+
+    try:
+        workers.add_worker(service.kb, goal_id, seed, register=register)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the folder is gone: its schedule follows
+            service.sync_kb([goal_id])
+        raise
+    service.journal("worker added", f"{goal_id}/{seed.name}")
+    return _worker_view(service, goal_id, seed.name)
+
+
+def remove_worker(service: Service, goal_id: str, worker: str) -> None:
+    """Delete a worker's folder; its schedule is cancelled (its run history is kept)."""
+    from goalsui.kb import workers
+
+    workers.remove_worker(service.kb, goal_id, worker)
+    service.sync_kb([goal_id])
+    service.journal("worker removed", f"{goal_id}/{worker}")
+
+
+def pause_worker(service: Service, goal_id: str, worker: str) -> Intent:
+    """Pause a worker's schedule (a running tick finishes first)."""
+    return service.pause_intent(service.worker_intent(goal_id, worker).id)  # type: ignore[arg-type]
+
+
+def resume_worker(service: Service, goal_id: str, worker: str) -> Intent:
+    """Resume a paused (or auto-disabled) worker, planned from now."""
+    return service.resume_intent(service.worker_intent(goal_id, worker).id)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class WorkerDetail:
+    """One worker as ``worker show`` prints it."""
+
+    goal_id: str
+    view: WorkerView
+    definition: str
+    prompt: str
+    last_error: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "goal_id": self.goal_id,
+            **self.view.as_json(),
+            "status": self.view.status,
+            "runner": self.view.runner,
+            "last_error": self.last_error,
+            "definition": self.definition,
+            "prompt": self.prompt,
+        }
+
+
+def show_worker(service: Service, goal_id: str, worker: str) -> WorkerDetail:
+    """A worker's schedule state, definition file and prompt."""
+    view = _worker_view(service, goal_id, worker)
+    last_error = service.get_intent(view.intent_id).last_error if view.intent_id else None
+    return WorkerDetail(
+        goal_id=goal_id,
+        view=view,
+        definition=service.kb_read(goal_id, f"workers/{worker}/definition.yaml"),
+        prompt=service.kb_read(goal_id, f"workers/{worker}/prompt.md"),
+        last_error=last_error,
+    )

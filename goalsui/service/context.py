@@ -1,0 +1,125 @@
+"""What every aggregate module of the service shares: the KB, the store, the clock.
+
+:class:`ServiceContext` is the state half of :class:`goalsui.service.Service`; the
+aggregate modules (goals, intents, runs, ...) are functions that take it first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from goalsui.domain.states import ChangeTopic
+from goalsui.domain.timeutil import utcnow
+from goalsui.errors import KBError
+from goalsui.kb.config import KBConfig
+from goalsui.kb.layout import KB
+from goalsui.service import journal as journal_log
+from goalsui.service.changes import ChangeHub
+from goalsui.store import notify as change_notify
+from goalsui.store.db import Store
+from goalsui.store.engine import sqlite_url
+
+
+def default_state_dir(kb_root: Path) -> Path:
+    """Per-KB state folder under the user's state directory (platformdirs)."""
+    from platformdirs import user_state_path
+
+    digest = hashlib.sha1(str(kb_root).encode()).hexdigest()[:8]
+    return user_state_path("goalsui") / f"{kb_root.name or 'kb'}-{digest}"
+
+
+class ServiceContext:
+    """The KB (files), the store (records), the clock, the actor and the change hub."""
+
+    def __init__(
+        self,
+        kb: Path | str,
+        db_url: str | None = None,
+        state_dir: Path | str | None = None,
+        *,
+        actor: str = "cli",
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.kb = KB(kb)
+        self.state_dir = (
+            Path(state_dir).expanduser().resolve() if state_dir else default_state_dir(self.kb.root)
+        )
+        self.db_url = db_url or sqlite_url(self.state_dir / "goalsui.db")
+        self.store = Store(self.db_url)
+        self.actor = actor
+        self.clock = clock
+        self.changes = ChangeHub(self.store.engine, self.store.url)
+        self._config: KBConfig | None = None
+        self.config_error: KBError | None = None
+
+    @property
+    def origin(self) -> str:
+        """The name of this service in cross-process change notifications."""
+        return self.changes.origin
+
+    @property
+    def _change_listeners(self) -> list[change_notify.ChangeListener]:
+        """The live cross-process listeners (for tests that check they stop)."""
+        return self.changes.remote
+
+    def now(self) -> datetime:
+        """The service's clock (injectable for tests and replays)."""
+        return self.clock()
+
+    @property
+    def runs_dir(self) -> Path:
+        """The folder of the runs' live output logs (created on first use)."""
+        path = self.state_dir / "runs"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def changed(self, what: ChangeTopic | str) -> None:
+        """Announce a change to this process's listeners and (PostgreSQL) to the others."""
+        self.changes.publish(what)
+
+    def journal(
+        self,
+        action: str,
+        subject: str = "",
+        detail: str = "",
+        actor: str | None = None,
+        *,
+        run_id: int | None = None,
+        tool: str | None = None,
+    ) -> None:
+        """Record what was done, by whom (the event log)."""
+        journal_log.record(
+            self.store,
+            actor or self.actor,
+            action,
+            subject,
+            detail,
+            run_id=run_id,
+            tool=tool,
+        )
+
+    def config(self, *, reload: bool = False) -> KBConfig:
+        """The KB config; a broken file keeps the last good version (or the defaults)."""
+        if self._config is None or reload:
+            try:
+                self._config = self.kb.config()
+                self.config_error = None
+            except KBError as exc:
+                self.config_error = exc
+                if self._config is None:
+                    self._config = KBConfig()
+        return self._config
+
+    def db_url_display(self) -> str:
+        """The database URL with any password hidden."""
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.db_url).render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        """Stop the change listeners and release the database connections."""
+        self.changes.close()
+        self.store.dispose()

@@ -1,0 +1,133 @@
+"""Events: stored once per delivery; matching event intents become due."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from goalsui.domain.matching import filter_matches
+from goalsui.domain.models import Event, Intent
+from goalsui.domain.runs import skipped_run
+from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
+from goalsui.domain.views import EmitResult
+from goalsui.errors import NotFound, ValidationError
+from goalsui.kb.paths import check_name
+from goalsui.service.context import ServiceContext
+
+MAX_DELIVERY_ID = 200
+
+
+def emit_event(ctx: ServiceContext, source: str, payload: Any, delivery_id: str) -> EmitResult:
+    """Store an event once per ``(source, delivery_id)`` and make matching intents due.
+
+    Only active event intents of ``source`` whose filter matches the payload fire,
+    after their cooldown and expiry checks. A repeated delivery fires nothing.
+    """
+    check_name(source, "event source")
+    delivery_id = str(delivery_id).strip()
+    if (
+        not delivery_id
+        or len(delivery_id) > MAX_DELIVERY_ID
+        or any(ord(c) < 32 for c in delivery_id)
+    ):
+        raise ValidationError(f"a delivery id must be 1-{MAX_DELIVERY_ID} printable characters")
+    now = ctx.now()
+    try:
+        with ctx.store.write() as s:
+            dup = _delivered(s, source, delivery_id)
+            if dup is not None:
+                return EmitResult(_id(dup), [], duplicate=True)
+            event = Event(source=source, delivery_id=delivery_id, payload=payload, received_at=now)
+            s.add(event)
+            s.flush()
+            fired = _fire_matching(s, event, now)
+            event.matched_intent_ids = fired
+            s.add(event)
+    except IntegrityError:
+        # The same delivery stored by another process at the same moment.
+        with ctx.store.read() as s:
+            dup = _delivered(s, source, delivery_id)
+        if dup is None:
+            raise
+        return EmitResult(_id(dup), [], duplicate=True)
+    ctx.journal(
+        "event received",
+        f"{source}/{delivery_id}",
+        f"fired intents {fired}" if fired else "fired nothing",
+        actor="hooks" if ctx.actor != "cli" else "cli",
+    )
+    ctx.changed(ChangeTopic.INTENTS)
+    return EmitResult(_id(event), fired, duplicate=False)
+
+
+def _id(event: Event) -> int:
+    """The id of a stored event."""
+    assert event.id is not None  # flushed or read back
+    return event.id
+
+
+def _delivered(s: Session, source: str, delivery_id: str) -> Event | None:
+    """The event already stored for this delivery, if any."""
+    return s.exec(
+        select(Event).where(Event.source == source, Event.delivery_id == delivery_id)
+    ).first()
+
+
+def _fire_matching(s: Session, event: Event, now: datetime) -> list[int]:
+    """Make the event intents that match ``event`` due now; returns their ids.
+
+    An expired intent ends; one in its cooldown is left alone; one still running
+    records a skipped (overlap) run.
+    """
+    fired: list[int] = []
+    candidates = s.exec(
+        select(Intent).where(
+            Intent.kind == IntentKind.EVENT,
+            Intent.event_source == event.source,
+            col(Intent.status).in_([IntentStatus.ACTIVE, IntentStatus.FIRING]),
+        )
+    ).all()
+    for intent in candidates:
+        assert intent.id is not None  # a stored row
+        if not filter_matches(intent.event_filter, event.payload):
+            continue
+        if intent.expires_at is not None and intent.expires_at <= now:
+            intent.status = IntentStatus.DONE
+            intent.updated_at = now
+            s.add(intent)
+            continue
+        if (
+            intent.cooldown_s
+            and intent.last_fired_at is not None
+            and intent.last_fired_at + timedelta(seconds=intent.cooldown_s) > now
+        ):
+            continue
+        if intent.status == IntentStatus.FIRING:
+            s.add(skipped_run(intent.id, intent.attempts, RunTrigger.EVENT, now, event_id=event.id))
+            continue
+        intent.next_run_at = now
+        intent.pending_trigger = str(RunTrigger.EVENT)
+        intent.pending_event_id = event.id
+        intent.last_fired_at = now
+        intent.updated_at = now
+        s.add(intent)
+        fired.append(intent.id)
+    return fired
+
+
+def get_event(ctx: ServiceContext, event_id: int) -> Event:
+    """One event, or :class:`NotFound`."""
+    with ctx.store.read() as s:
+        event = s.get(Event, event_id)
+    if event is None:
+        raise NotFound(f"no event {event_id}")
+    return event
+
+
+def list_events(ctx: ServiceContext, limit: int = 100) -> list[Event]:
+    """The newest ``limit`` events, newest first."""
+    with ctx.store.read() as s:
+        return list(s.exec(select(Event).order_by(col(Event.id).desc()).limit(limit)))

@@ -1,0 +1,388 @@
+"""The one service API used by the console, the command line and the tool server.
+
+:class:`Service` is a thin facade: its state lives in :class:`ServiceContext` and each
+method hands over to the module of its aggregate (named in the section comments), where
+its documentation is. Every mutating call leaves a journal entry and announces a
+:class:`~goalsui.domain.states.ChangeTopic` so in-process listeners (the scheduler, the
+console) react at once; other processes see the change through the database.
+See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from goalsui.domain.intent_spec import IntentSpec
+from goalsui.domain.models import Event, Intent, IntentRun, Journal, Message, Thread, Todo
+from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus, RunTrigger
+from goalsui.domain.timeutil import utcnow
+from goalsui.domain.views import EmitResult, GoalView, Problem, WorkerView
+from goalsui.errors import GoalsuiError, NotFound, ValidationError
+from goalsui.kb.layout import KB, WorkerSeed
+from goalsui.kb.ui_settings import read_ui_settings
+from goalsui.service import (
+    events,
+    files,
+    goals,
+    intents,
+    kbindex,
+    overview,
+    runs,
+    threads,
+    todos,
+    workers,
+)
+from goalsui.service import (
+    journal as journal_log,
+)
+from goalsui.service.context import ServiceContext
+
+if TYPE_CHECKING:
+    from goalsui.service.costs import Costs
+
+
+class Service(ServiceContext):
+    """The API of goalsui. Thread-safe for use from worker threads."""
+
+    @classmethod
+    def open(
+        cls,
+        kb: Path | str,
+        db_url: str | None = None,
+        state_dir: Path | str | None = None,
+        *,
+        actor: str = "cli",
+        sync: bool = True,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> Service:
+        """Open a service: schema on first use, leftovers cleaned, KB index synced."""
+        root = KB(kb).root
+        if not root.is_dir():  # checked first: a missing KB creates no state folder
+            raise NotFound(
+                f"no KB at {root} (create one with 'goalsui init PATH', "
+                "or pass --kb / set GOALSUI_KB)"
+            )
+        try:
+            service = cls(kb, db_url, state_dir, actor=actor, clock=clock)
+        except OSError as exc:
+            raise ValidationError(f"cannot prepare the state folder: {exc}") from None
+        try:
+            service.store.ensure_schema()
+        except (SQLAlchemyError, OSError) as exc:
+            service.close()
+            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+            raise GoalsuiError(
+                f"cannot open the database {service.db_url_display()}: {reason}"
+            ) from None
+        if sync:
+            service.refresh_kb()
+        return service
+
+    @cached_property
+    def costs(self) -> Costs:
+        """Spend queries and budget checks (:mod:`goalsui.service.costs`)."""
+        from goalsui.service.costs import Costs
+
+        return Costs(self)
+
+    # -- schema and settings ---------------------------------------------------------------
+    def schema_status(self) -> dict[str, Any]:
+        """``goalsui db status``: the database's schema revision against this goalsui's."""
+        from goalsui.store import schema
+
+        return schema.status(self.store.engine).as_json()
+
+    def upgrade_schema(self) -> dict[str, Any]:
+        """``goalsui db upgrade``: apply pending migrations (works on an outdated database)."""
+        from goalsui.store import schema
+
+        before, after = schema.upgrade(self.store.engine)
+        return {"before": before.as_json(), "after": after.as_json()}
+
+    def ui_settings(self) -> dict[str, Any]:
+        """The console's raw settings from goalsui.yaml; empty when absent or broken."""
+        return read_ui_settings(self.kb.root)
+
+    @property
+    def kb_root(self) -> Path:
+        """The KB folder (resolved)."""
+        return self.kb.root
+
+    # -- change notification (changes.py) ------------------------------------------------------
+    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(topic)`` after every change made through this service."""
+        return self.changes.subscribe(callback)
+
+    @property
+    def notifies_across_processes(self) -> bool:
+        """True on PostgreSQL: :meth:`listen_changes` hears other processes' changes."""
+        return self.changes.across_processes
+
+    def listen_changes(
+        self, callback: Callable[[str], None], *, include_own: bool = False, wait: float = 10.0
+    ) -> Callable[[], None]:
+        """Hear every process's changes (PostgreSQL; see ``ChangeHub.listen``)."""
+        return self.changes.listen(callback, include_own=include_own, wait=wait)
+
+    def change_token(self) -> tuple[Any, ...]:
+        return overview.change_token(self)
+
+    # -- journal (journal.py) ------------------------------------------------------------------
+    def list_journal(self, limit: int = 200) -> list[Journal]:
+        return journal_log.recent(self.store, limit)
+
+    # -- KB index (kbindex.py) ----------------------------------------------------------------
+    def sync_kb(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
+        return kbindex.sync_kb(self, goal_ids)
+
+    def refresh_kb(self) -> list[Problem]:
+        return kbindex.refresh_kb(self)
+
+    def doctor(self) -> list[Problem]:
+        return kbindex.doctor(self)
+
+    # -- goals (goals.py) ------------------------------------------------------------------------
+    def setup_goal(
+        self,
+        name: str,
+        task: str,
+        workers: Iterable[WorkerSeed] = (),
+        *,
+        owner: str = "",
+        protocol: str | None = None,
+        files: Mapping[str, str] | None = None,
+        _fail_after_workers: int | None = None,
+        _fail_before_rename: bool = False,
+    ) -> GoalView:
+        return goals.setup_goal(
+            self,
+            name,
+            task,
+            workers,
+            owner=owner,
+            protocol=protocol,
+            files=files,
+            fail_after_workers=_fail_after_workers,
+            fail_before_rename=_fail_before_rename,
+        )
+
+    def list_goals(self) -> list[GoalView]:
+        return goals.list_goals(self)
+
+    def goals_and_intents(self) -> tuple[list[GoalView], list[Intent]]:
+        return goals.goals_and_intents(self)
+
+    def get_goal(self, goal_id: str) -> GoalView:
+        return goals.get_goal(self, goal_id)
+
+    def delete_goal(self, goal_id: str) -> None:
+        goals.delete_goal(self, goal_id)
+
+    def pause_goal(self, goal_id: str) -> GoalView:
+        return goals.set_goal_status(self, goal_id, GoalStatus.PAUSED)
+
+    def resume_goal(self, goal_id: str) -> GoalView:
+        return goals.set_goal_status(self, goal_id, GoalStatus.ACTIVE)
+
+    def complete_goal(self, goal_id: str) -> GoalView:
+        return goals.set_goal_status(self, goal_id, GoalStatus.COMPLETED)
+
+    # -- workers (workers.py) --------------------------------------------------------------------
+    def worker_intent(self, goal_id: str, worker: str) -> Intent:
+        return workers.worker_intent(self, goal_id, worker)
+
+    def run_worker_now(self, goal_id: str, worker: str) -> Intent:
+        return workers.run_worker_now(self, goal_id, worker)
+
+    def update_worker(self, goal_id: str, worker: str, **changes: Any) -> WorkerView:
+        return workers.update_worker(self, goal_id, worker, **changes)
+
+    # -- KB files (files.py) -------------------------------------------------------------------
+    def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
+        return files.kb_list(self, goal_id, rel)
+
+    def kb_read(self, goal_id: str, rel: str) -> str:
+        return files.kb_read(self, goal_id, rel)
+
+    def kb_path(self, goal_id: str, rel: str = ".") -> Path:
+        return files.kb_path(self, goal_id, rel)
+
+    def kb_write(self, goal_id: str, rel: str, text: str) -> None:
+        files.kb_write(self, goal_id, rel, text)
+
+    def append_goal_log(self, goal_id: str, text: str) -> tuple[Path, int]:
+        return files.append_goal_log(self, goal_id, text)
+
+    # -- threads and messages (threads.py) ---------------------------------------------------------
+    def create_thread(self, title: str, *, private: bool = False) -> Thread:
+        return threads.create_thread(self, title, private=private)
+
+    def list_threads(self) -> list[Thread]:
+        return threads.list_threads(self)
+
+    def get_thread(self, thread_id: int) -> Thread:
+        return threads.get_thread(self, thread_id)
+
+    def find_thread(self, title: str) -> Thread | None:
+        return threads.find_thread(self, title)
+
+    def messages(
+        self, thread_id: int | None = None, *, goal_id: str | None = None, limit: int = 200
+    ) -> list[Message]:
+        return threads.messages(self, thread_id, goal_id=goal_id, limit=limit)
+
+    def post_message(self, content: str, **where: Any) -> Message:
+        """Post to a thread or goal (``thread_id``, ``goal_id``, ``role``, ``intent_id``,
+        ``run_id``, ``provenance``; see ``threads.post_message``)."""
+        return threads.post_message(self, content, **where)
+
+    # -- todos (todos.py) ------------------------------------------------------------------------
+    def list_todos(self, thread_id: int, *, include_done: bool = True) -> list[Todo]:
+        return todos.list_todos(self, thread_id, include_done=include_done)
+
+    def add_todo(
+        self, thread_id: int, text: str, *, done: bool = False, expected_revision: int | None = None
+    ) -> Todo:
+        return todos.add_todo(self, thread_id, text, done=done, expected_revision=expected_revision)
+
+    def complete_todo(
+        self, thread_id: int, todo_id: int, *, expected_revision: int | None = None
+    ) -> Todo:
+        return todos.set_todo(self, thread_id, todo_id, True, expected_revision)
+
+    def reopen_todo(
+        self, thread_id: int, todo_id: int, *, expected_revision: int | None = None
+    ) -> Todo:
+        return todos.set_todo(self, thread_id, todo_id, False, expected_revision)
+
+    def import_checklist(
+        self, thread_id: int, markdown: str, *, expected_revision: int | None = None
+    ) -> list[Todo]:
+        return todos.import_checklist(
+            self, thread_id, markdown, expected_revision=expected_revision
+        )
+
+    # -- intents (intents.py) ----------------------------------------------------------------------
+    def create_intent(self, spec: IntentSpec | None = None, /, **fields: Any) -> Intent:
+        """Store an :class:`IntentSpec` (an existing ``operation_key`` returns that intent).
+
+        The keyword form (``title=..., kind=..., cooldown="5m"``) builds the spec with
+        :meth:`IntentSpec.parse` first.
+        """
+        if spec is None:
+            spec = IntentSpec.parse(**fields)
+        elif fields:
+            raise TypeError("create_intent takes a spec or keyword fields, not both")
+        return intents.create_intent(self, spec)
+
+    def get_intent(self, intent_id: int) -> Intent:
+        return intents.get_intent(self, intent_id)
+
+    def list_intents(
+        self,
+        *,
+        status: IntentStatus | str | None = None,
+        goal_id: str | None = None,
+        thread_id: int | None = None,
+        include_ended: bool = True,
+    ) -> list[Intent]:
+        return intents.list_intents(
+            self, status=status, goal_id=goal_id, thread_id=thread_id, include_ended=include_ended
+        )
+
+    def search_intents(self, text: str) -> list[Intent]:
+        return intents.search_intents(self, text)
+
+    def pause_intent(self, intent_id: int) -> Intent:
+        return intents.pause_intent(self, intent_id)
+
+    def resume_intent(self, intent_id: int) -> Intent:
+        return intents.resume_intent(self, intent_id)
+
+    def cancel_intent(self, intent_id: int) -> Intent:
+        return intents.cancel_intent(self, intent_id)
+
+    def run_intent_now(
+        self, intent_id: int, *, trigger: RunTrigger | str = RunTrigger.RUN_NOW
+    ) -> Intent:
+        return intents.run_intent_now(self, intent_id, trigger=trigger)
+
+    def retry_intent(self, intent_id: int) -> Intent:
+        return intents.retry_intent(self, intent_id)
+
+    # -- runs (runs.py) --------------------------------------------------------------------------
+    def list_runs(
+        self,
+        *,
+        failed: bool = False,
+        intent_id: int | None = None,
+        limit: int = 50,
+        since: datetime | None = None,
+        include_dismissed: bool = False,
+    ) -> list[IntentRun]:
+        return runs.list_runs(
+            self,
+            failed=failed,
+            intent_id=intent_id,
+            limit=limit,
+            since=since,
+            include_dismissed=include_dismissed,
+        )
+
+    def get_run(self, run_id: int) -> IntentRun:
+        return runs.get_run(self, run_id)
+
+    def run_output(self, run_id: int, *, tail_bytes: int = 256 * 1024) -> str:
+        return runs.run_output(self, run_id, tail_bytes=tail_bytes)
+
+    def run_log_path(self, run_id: int) -> Path:
+        return runs.run_log_path(self, run_id)
+
+    def dismiss_run(self, run_id: int) -> IntentRun:
+        return runs.dismiss_run(self, run_id)
+
+    def replay_run(self, run_id: int) -> Intent:
+        return runs.replay_run(self, run_id)
+
+    def running_runs(self) -> list[IntentRun]:
+        return runs.running_runs(self)
+
+    def mark_alerted(
+        self, intent_id: int, at: datetime, *, cooldown: timedelta | None = None
+    ) -> bool:
+        return runs.mark_alerted(self, intent_id, at, cooldown=cooldown)
+
+    # -- events (events.py) ------------------------------------------------------------------------
+    def emit_event(self, source: str, payload: Any, delivery_id: str) -> EmitResult:
+        return events.emit_event(self, source, payload, delivery_id)
+
+    def get_event(self, event_id: int) -> Event:
+        return events.get_event(self, event_id)
+
+    def list_events(self, limit: int = 100) -> list[Event]:
+        return events.list_events(self, limit)
+
+    # -- overview (overview.py) --------------------------------------------------------------------
+    def schedule_preview(
+        self,
+        expression: str,
+        *,
+        tz: str = "UTC",
+        start: str | datetime | None = None,
+        count: int = 5,
+    ) -> dict[str, Any]:
+        return overview.schedule_preview(
+            expression, tz=tz, start=start, count=count, now=self.now()
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return overview.summary(self)
+
+
+__all__ = ["ChangeTopic", "Service"]

@@ -1,0 +1,299 @@
+"""The KB index: goal rows and worker intents rebuilt from the goal trees on disk.
+
+The KB is the truth for what a goal and its workers are; the index follows it. A goal
+or worker whose files fail validation keeps its last good intent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from goalsui.domain.models import Goal, Intent, IntentRun
+from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus
+from goalsui.domain.triggers import first_due
+from goalsui.domain.views import Problem
+from goalsui.errors import GoalsuiError, KBError
+from goalsui.kb.config import WorkerDef
+from goalsui.kb.layout import LoadedGoal
+from goalsui.service.context import ServiceContext
+
+WORKER_KEY = "worker:{goal_id}/{worker}"
+#: ``last_error`` of a worker intent cancelled because its files left the KB.
+REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")
+#: ``last_error`` of a worker intent paused because its goal is not active.
+GOAL_HOLDS = ("goal paused", "goal completed", "goal archived")
+
+
+def worker_intent_key(goal_id: str, worker: str) -> str:
+    """The operation key of a worker's intent (one per goal and worker)."""
+    return WORKER_KEY.format(goal_id=goal_id, worker=worker)
+
+
+def removed_from_kb(intent: Intent) -> bool:
+    """True for a worker intent cancelled because its files left the KB (it may come back)."""
+    return intent.status == IntentStatus.CANCELLED and intent.last_error in REMOVED_FROM_KB
+
+
+def held_by_goal(intent: Intent) -> bool:
+    """True for a worker intent paused because its goal is not active."""
+    return intent.status == IntentStatus.PAUSED and intent.last_error in GOAL_HOLDS
+
+
+def definition_hash(w: WorkerDef) -> str:
+    """A fingerprint of what in a worker's definition changes its intent."""
+    raw = json.dumps(
+        {
+            "kind": w.schedule.kind,
+            "expr": w.schedule.expr,
+            "tz": w.schedule.timezone,
+            "runner": w.runner.as_dict() if w.runner else None,
+            "timeout": w.timeout.total_seconds() if w.timeout else None,
+            "hours": w.active_hours,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+
+def sync_kb(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) -> list[Problem]:
+    """Rebuild the goal index and worker intents from the KB; returns the problems."""
+    ctx.config(reload=True)
+    on_disk = set(ctx.kb.goal_ids())
+    targets = sorted(on_disk if goal_ids is None else set(goal_ids))
+    problems: list[Problem] = []
+    if ctx.config_error:
+        problems.append(Problem(**ctx.config_error.as_problem()))
+    now = ctx.now()
+    with ctx.store.write() as s:
+        ctx.store.serialize(s, "kb-sync")  # processes syncing at once queue here
+        # Two reads for all targets instead of two per goal (and an autoflush each).
+        goals, workers = _index_rows(s, None if goal_ids is None else targets)
+        for goal_id in targets:
+            if goal_id not in on_disk:
+                if not ctx.kb.creating(goal_id):  # another process is creating it
+                    forget_goal(s, goal_id, now)
+                continue
+            try:
+                loaded = ctx.kb.load_goal(goal_id)
+            except GoalsuiError as exc:
+                problems.append(Problem(goal_id, None, str(exc)))
+                continue
+            problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
+            _index_goal(s, loaded, now, goals.get(goal_id), workers.get(goal_id, {}))
+        if goal_ids is None:
+            known = s.exec(select(Goal.goal_id)).all()
+            for goal_id in set(known) - on_disk:
+                if not ctx.kb.creating(goal_id):  # another process is creating it
+                    forget_goal(s, goal_id, now)
+    ctx.changed(ChangeTopic.GOALS)
+    return problems
+
+
+def refresh_kb(ctx: ServiceContext) -> list[Problem]:
+    """Remove leftovers of crashed creations, then rebuild the index from the KB."""
+    ctx.kb.cleanup_leftovers()
+    return sync_kb(ctx)
+
+
+def _index_rows(
+    s: Session, goal_ids: list[str] | None
+) -> tuple[dict[str, Goal], dict[str, dict[str, Intent]]]:
+    """The goal rows and worker intents (by goal, then worker) of ``goal_ids`` (None: all)."""
+    goal_q = select(Goal)
+    intent_q = select(Intent).where(col(Intent.goal_id).is_not(None))
+    if goal_ids is not None:
+        goal_q = goal_q.where(col(Goal.goal_id).in_(goal_ids))
+        intent_q = intent_q.where(col(Intent.goal_id).in_(goal_ids))
+    goals = {g.goal_id: g for g in s.exec(goal_q).all()}
+    workers: dict[str, dict[str, Intent]] = {}
+    for intent in s.exec(intent_q).all():
+        if intent.worker and intent.goal_id:
+            workers.setdefault(intent.goal_id, {})[intent.worker] = intent
+    return goals, workers
+
+
+def _index_goal(
+    s: Session,
+    loaded: LoadedGoal,
+    now: datetime,
+    goal: Goal | None,
+    existing: dict[str, Intent],
+) -> None:
+    """Bring one goal row and its workers' intents in line with its files."""
+    goal = _goal_row(s, loaded, now, goal)
+    goal_active = goal.status == "active"
+    # Workers whose files are broken keep their last good intent.
+    prefix = f"{loaded.goal_id}/workers/"
+    broken = {
+        p.path[len(prefix) :].split("/")[0] for p in loaded.problems if p.path.startswith(prefix)
+    }
+    if any(p.path == prefix.rstrip("/") for p in loaded.problems):
+        broken = set(existing)  # the workers folder itself is unreadable: keep them all
+    for name, wdef in loaded.workers.items():
+        upsert_worker_intent(s, goal, wdef, existing.get(name), goal_active, now)
+    for name, intent in existing.items():
+        if (
+            name not in loaded.workers
+            and name not in broken
+            and intent.status not in (IntentStatus.CANCELLED, IntentStatus.DONE)
+        ):
+            intent.status = IntentStatus.CANCELLED
+            intent.last_error = "worker removed from the KB"
+            intent.updated_at = now
+            s.add(intent)
+
+
+def _goal_row(s: Session, loaded: LoadedGoal, now: datetime, goal: Goal | None) -> Goal:
+    """The goal's row, updated from its definition (an unchanged goal is not written)."""
+    d = loaded.definition
+    new = goal is None
+    if goal is None:
+        goal = Goal(
+            goal_id=loaded.goal_id,
+            name=d.name if d else loaded.goal_id,
+            kb_path=str(loaded.path),
+            created_at=(d.created_at if d and d.created_at else now),
+        )
+    values: dict[str, Any] = {"kb_path": str(loaded.path), "error": loaded.error}
+    if d is not None:
+        values.update(
+            name=d.name, task=d.task, owner=d.owner, status=d.status, sort_order=d.sort_order
+        )
+    if new or any(getattr(goal, key) != value for key, value in values.items()):
+        for key, value in values.items():  # unchanged: no write, no change for the consoles
+            setattr(goal, key, value)
+        goal.updated_at = now
+        s.add(goal)
+    return goal
+
+
+def upsert_worker_intent(
+    s: Session,
+    goal: Goal,
+    w: WorkerDef,
+    intent: Intent | None,
+    goal_active: bool,
+    now: datetime,
+) -> Intent:
+    """Create or update a worker's intent from its definition (planned from ``now``)."""
+    digest = definition_hash(w)
+    kind = w.schedule.intent_kind
+    if intent is None:
+        intent = Intent(
+            goal_id=goal.goal_id,
+            worker=w.name,
+            title=f"{goal.name} / {w.name}",
+            kind=kind,
+            operation_key=worker_intent_key(goal.goal_id, w.name),
+            created_at=now,
+        )
+    elif intent.definition_hash == digest and not removed_from_kb(intent):
+        align_goal_status(intent, goal_active, now)
+        s.add(intent)
+        return intent
+    intent.kind = kind
+    intent.title = f"{goal.name} / {w.name}"
+    intent.schedule = w.schedule.expr
+    intent.timezone = w.schedule.timezone
+    intent.runner = w.runner.as_dict() if w.runner else None
+    intent.timeout_s = int(w.timeout.total_seconds()) if w.timeout else None
+    intent.active_hours = w.active_hours
+    intent.definition_hash = digest
+    if removed_from_kb(intent):
+        intent.status = IntentStatus.ACTIVE
+        intent.last_error = None
+    if intent.status == IntentStatus.DONE and kind != IntentKind.AT:
+        intent.status = IntentStatus.ACTIVE
+    if intent.status != IntentStatus.FIRING:
+        intent.next_run_at = first_due(kind, intent.schedule, intent.timezone, now)
+    if intent.status == IntentStatus.ACTIVE and intent.next_run_at is None:
+        intent.status = IntentStatus.DONE
+    align_goal_status(intent, goal_active, now)
+    intent.updated_at = now
+    s.add(intent)  # written with the others at the next flush (one batch)
+    return intent
+
+
+def align_goal_status(intent: Intent, goal_active: bool, now: datetime) -> None:
+    """Worker intents follow their goal: a paused goal pauses its workers.
+
+    Only intents the goal paused (marked ``goal paused``/``goal completed``...) resume
+    with it; a worker the operator paused on its own stays paused.
+    """
+    if not goal_active and intent.status == IntentStatus.ACTIVE:
+        intent.status = IntentStatus.PAUSED
+        intent.last_error = "goal paused"
+        intent.updated_at = now
+    elif not goal_active and intent.status == IntentStatus.FIRING:
+        intent.pending_trigger = "pause"  # the running attempt ends, then it stays paused
+        intent.updated_at = now
+    elif goal_active and intent.status == IntentStatus.PAUSED and held_by_goal(intent):
+        intent.status = IntentStatus.ACTIVE
+        intent.last_error = None
+        intent.next_run_at = first_due(intent.kind, intent.schedule, intent.timezone, now)
+        intent.updated_at = now
+
+
+def forget_goal(s: Session, goal_id: str, now: datetime) -> None:
+    """Drop a goal's row; its intents end (those that never fired are deleted)."""
+    goal = s.get(Goal, goal_id)
+    if goal is not None:
+        s.delete(goal)
+    for intent in s.exec(select(Intent).where(Intent.goal_id == goal_id)).all():
+        ran = s.exec(select(IntentRun.id).where(IntentRun.intent_id == intent.id).limit(1)).first()
+        if ran is None and intent.worker:
+            # Never fired (e.g. left by a creation that crashed before its rename):
+            # no history to keep, so no row is left behind.
+            s.delete(intent)
+        elif intent.status not in (IntentStatus.CANCELLED, IntentStatus.DONE):
+            intent.status = IntentStatus.CANCELLED
+            intent.last_error = "goal removed from the KB"
+            intent.updated_at = now
+            s.add(intent)
+
+
+def doctor(ctx: ServiceContext) -> list[Problem]:
+    """Validate the KB (every file) and the database; returns every problem found."""
+    problems: list[Problem] = []
+    try:
+        ctx.kb.config()
+    except KBError as exc:
+        problems.append(Problem(**exc.as_problem()))
+    for loaded in ctx.kb.scan():
+        problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
+        for name in loaded.workers:
+            prompt = loaded.path / "workers" / name / "prompt.md"
+            if not prompt.is_file():
+                problems.append(Problem(ctx.kb.display(prompt), None, "worker has no prompt.md"))
+    try:
+        problems.extend(_stuck_intents(ctx))
+    except Exception as exc:  # noqa: BLE001 - reported as a problem, not raised
+        problems.append(Problem(ctx.db_url_display(), None, f"database: {exc}"))
+    return problems
+
+
+def _stuck_intents(ctx: ServiceContext) -> list[Problem]:
+    """Intents left ``firing`` by a process that is gone (lease long expired)."""
+    with ctx.store.read() as s:
+        s.exec(select(func.count()).select_from(Intent)).one()
+        stuck = s.exec(
+            select(Intent).where(
+                Intent.status == IntentStatus.FIRING,
+                col(Intent.lease_until) < ctx.now() - timedelta(minutes=5),
+            )
+        ).all()
+    return [
+        Problem(
+            f"intent {intent.id}",
+            None,
+            "left in 'firing' by a process that is gone (a scheduler will recover it)",
+        )
+        for intent in stuck
+    ]

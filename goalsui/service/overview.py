@@ -1,0 +1,102 @@
+"""Read-only overviews: the status-bar summary, the change fingerprint, cron previews."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import col, select
+
+from goalsui.domain.cron import occurrences, validate_cron
+from goalsui.domain.models import Event, Goal, Intent, IntentRun, Journal, Message, Thread
+from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
+from goalsui.domain.timeutil import load_zone, parse_instant, utcnow
+from goalsui.errors import ValidationError
+from goalsui.service.context import ServiceContext
+
+MAX_PREVIEW = 1000
+
+
+def schedule_preview(
+    expression: str,
+    *,
+    tz: str = "UTC",
+    start: str | datetime | None = None,
+    count: int = 5,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Preview a cron expression (needs no KB or database): ISO instants with offsets."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PREVIEW:
+        raise ValidationError(f"--count must be between 1 and {MAX_PREVIEW}")
+    zone = load_zone(tz)
+    expr = validate_cron(expression)
+    if start is None:
+        begin = now or utcnow()
+    elif isinstance(start, datetime):
+        begin = start
+    else:
+        begin = parse_instant(start, tz)
+    return {
+        "expression": expr,
+        "timezone": tz,
+        "occurrences": [
+            t.astimezone(zone).isoformat(timespec="seconds")
+            for t in occurrences(expr, tz, begin, count=count)
+        ],
+    }
+
+
+def change_token(ctx: ServiceContext) -> tuple[Any, ...]:
+    """A cheap fingerprint of the records; it differs after any change by anyone."""
+    with ctx.store.read() as s:
+        return (
+            s.exec(select(func.max(Intent.updated_at))).one(),
+            s.exec(select(func.max(IntentRun.id))).one(),
+            s.exec(select(func.count()).where(IntentRun.status == RunStatus.RUNNING)).one(),
+            s.exec(select(func.max(IntentRun.finished_at))).one(),
+            s.exec(select(func.max(Journal.id))).one(),
+            s.exec(select(func.sum(Thread.revision))).one(),
+            s.exec(select(func.max(Message.id))).one(),
+            s.exec(select(func.max(Goal.updated_at))).one(),
+            s.exec(select(func.max(Event.id))).one(),
+        )
+
+
+def summary(ctx: ServiceContext) -> dict[str, Any]:
+    """Counts for the status bar and the plain-text dashboard."""
+    now = ctx.now()
+    with ctx.store.read() as s:
+        goals = s.exec(select(func.count()).select_from(Goal)).one()
+        goal_errors = s.exec(select(func.count()).where(col(Goal.error).is_not(None))).one()
+        by_status = dict(
+            s.exec(select(Intent.status, func.count()).group_by(col(Intent.status))).all()
+        )
+        due = s.exec(
+            select(func.count()).where(
+                Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at) <= now
+            )
+        ).one()
+        running = s.exec(select(func.count()).where(IntentRun.status == RunStatus.RUNNING)).one()
+        failed = s.exec(
+            select(func.count()).where(
+                col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]),
+                IntentRun.dismissed == False,  # noqa: E712
+                col(IntentRun.started_at) >= now - timedelta(hours=24),
+            )
+        ).one()
+        upcoming = s.exec(
+            select(Intent)
+            .where(Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at).is_not(None))
+            .order_by(col(Intent.next_run_at))
+            .limit(10)
+        ).all()
+    return {
+        "goals": goals,
+        "goal_errors": goal_errors,
+        "intents": by_status,
+        "due": due,
+        "running": running,
+        "failed_24h": failed,
+        "upcoming": list(upcoming),
+    }

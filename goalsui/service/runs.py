@@ -1,0 +1,128 @@
+"""Runs: history queries, live output, dismissal, replay, and the alert mark."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from sqlmodel import col, select
+
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.states import ATTENTION_RUNS, ChangeTopic, RunStatus, RunTrigger
+from goalsui.domain.transitions import Action, refusal, run_actions
+from goalsui.errors import Conflict, NotFound, ValidationError
+from goalsui.service import intents
+from goalsui.service.context import ServiceContext
+
+MAX_LIMIT = 100_000
+
+
+def list_runs(
+    ctx: ServiceContext,
+    *,
+    failed: bool = False,
+    intent_id: int | None = None,
+    limit: int = 50,
+    since: datetime | None = None,
+    include_dismissed: bool = False,
+) -> list[IntentRun]:
+    """Runs, newest first; ``failed``: those that need attention (not dismissed)."""
+    if limit < 1 or limit > MAX_LIMIT:
+        raise ValidationError(f"--limit must be between 1 and {MAX_LIMIT}")
+    with ctx.store.read() as s:
+        q = select(IntentRun)
+        if failed:
+            q = q.where(col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]))
+            if not include_dismissed:
+                q = q.where(IntentRun.dismissed == False)  # noqa: E712
+        if intent_id is not None:
+            q = q.where(IntentRun.intent_id == intent_id)
+        if since is not None:
+            q = q.where(col(IntentRun.started_at) >= since)
+        newest = q.order_by(col(IntentRun.started_at).desc(), col(IntentRun.id).desc())
+        return list(s.exec(newest.limit(limit)))
+
+
+def get_run(ctx: ServiceContext, run_id: int) -> IntentRun:
+    """One run, or :class:`NotFound`."""
+    with ctx.store.read() as s:
+        run = s.get(IntentRun, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    return run
+
+
+def run_log_path(ctx: ServiceContext, run_id: int) -> Path:
+    """Where a run streams its output while it runs."""
+    return ctx.runs_dir / f"{run_id}.log"
+
+
+def run_output(ctx: ServiceContext, run_id: int, *, tail_bytes: int = 256 * 1024) -> str:
+    """A run's output (the live log while it runs), at most the last ``tail_bytes``."""
+    run = get_run(ctx, run_id)
+    path = Path(run.output_path) if run.output_path else run_log_path(ctx, run_id)
+    if path.is_file():
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            if size > tail_bytes:
+                fh.seek(size - tail_bytes)
+            data = fh.read()
+        return data.decode("utf-8", errors="replace")
+    return run.output_tail or ""
+
+
+def dismiss_run(ctx: ServiceContext, run_id: int) -> IntentRun:
+    """Take a run off the Failures list (it stays in the history)."""
+    with ctx.store.write() as s:
+        run = s.get(IntentRun, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        _require(run, Action.DISMISS)
+        run.dismissed = True
+        s.add(run)
+    ctx.journal("run dismissed", f"run {run_id}")
+    ctx.changed(ChangeTopic.RUNS)
+    return run
+
+
+def replay_run(ctx: ServiceContext, run_id: int) -> Intent:
+    """Fire a missed (or failed) occurrence again now, and dismiss the run."""
+    run = get_run(ctx, run_id)
+    _require(run, Action.RETRY)
+    trigger = RunTrigger.CATCH_UP if run.status == RunStatus.MISSED else RunTrigger.RETRY
+    result = intents.run_intent_now(ctx, run.intent_id, trigger=trigger)
+    dismiss_run(ctx, run_id)
+    return result
+
+
+def _require(run: IntentRun, action: Action) -> None:
+    """Raise :class:`Conflict` unless the run's state allows ``action``."""
+    allowed = run_actions(run.status)
+    if action not in allowed:
+        raise Conflict(refusal(f"run {run.id}", run.status, action, allowed))
+
+
+def running_runs(ctx: ServiceContext) -> list[IntentRun]:
+    """Every run still running (on any scheduler)."""
+    with ctx.store.read() as s:
+        return list(s.exec(select(IntentRun).where(IntentRun.status == RunStatus.RUNNING)))
+
+
+def mark_alerted(
+    ctx: ServiceContext, intent_id: int, at: datetime, *, cooldown: timedelta | None = None
+) -> bool:
+    """Record an alert at ``at``; with ``cooldown``, only if none was raised within it.
+
+    A compare-and-set (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): of several
+    schedulers alerting about one intent at once, exactly one gets True.
+    """
+    with ctx.store.write() as s:
+        intent = s.get(Intent, intent_id, with_for_update=True)
+        if intent is None:
+            raise NotFound(f"no intent {intent_id}")
+        last = intent.last_alert_at
+        if cooldown is not None and last is not None and last + cooldown > at:
+            return False
+        intent.last_alert_at = at
+        s.add(intent)
+    return True

@@ -1,0 +1,132 @@
+"""A thread's checklist: todos under one revision that every change bumps."""
+
+from __future__ import annotations
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from goalsui.domain.checklist import parse_markdown_checklist
+from goalsui.domain.models import Thread, Todo
+from goalsui.domain.states import ChangeTopic
+from goalsui.errors import Conflict, NotFound, ValidationError
+from goalsui.service.context import ServiceContext
+from goalsui.service.threads import get_thread
+
+MAX_TODO = 2000
+MAX_ITEMS = 1000
+
+
+def _text(text: str) -> str:
+    """A todo's text, whitespace collapsed; non-empty and within :data:`MAX_TODO`."""
+    text = " ".join(str(text).split())
+    if not text:
+        raise ValidationError("a todo needs text")
+    if len(text) > MAX_TODO:
+        raise ValidationError(f"todo text is too long ({MAX_TODO} characters at most)")
+    return text
+
+
+def list_todos(ctx: ServiceContext, thread_id: int, *, include_done: bool = True) -> list[Todo]:
+    """A thread's checklist: open items first (by position), then done ones."""
+    get_thread(ctx, thread_id)
+    with ctx.store.read() as s:
+        q = select(Todo).where(Todo.thread_id == thread_id)
+        if not include_done:
+            q = q.where(Todo.done == False)  # noqa: E712
+        rows = s.exec(q).all()
+    return sorted(rows, key=lambda t: (t.done, t.position, t.id or 0))
+
+
+def _bump(s: Session, thread_id: int, expected_revision: int | None) -> Thread:
+    """Bump the checklist revision; a stale ``expected_revision`` is a :class:`Conflict`."""
+    # FOR UPDATE: on PostgreSQL racing writers queue here and re-read the revision
+    # (SQLite's BEGIN IMMEDIATE already serialises them; the clause is dropped there).
+    thread = s.get(Thread, thread_id, with_for_update=True)
+    if thread is None:
+        raise NotFound(f"no thread {thread_id}")
+    if expected_revision is not None and thread.revision != expected_revision:
+        raise Conflict(
+            f"thread {thread_id}'s checklist changed (revision {thread.revision}, "
+            f"you had {expected_revision}); reload and try again"
+        )
+    thread.revision += 1
+    s.add(thread)
+    return thread
+
+
+def _append(
+    ctx: ServiceContext,
+    thread_id: int,
+    items: list[tuple[str, bool]],
+    expected_revision: int | None,
+) -> list[Todo]:
+    """Append items at the end of the checklist: all or none, one revision bump."""
+    now = ctx.now()
+    todos: list[Todo] = []
+    with ctx.store.write() as s:
+        _bump(s, thread_id, expected_revision)
+        top = s.exec(select(func.max(Todo.position)).where(Todo.thread_id == thread_id)).one()
+        for offset, (text, done) in enumerate(items, start=1):
+            todo = Todo(
+                thread_id=thread_id,
+                text=text,
+                done=done,
+                position=(top or 0) + offset,
+                created_at=now,
+                completed_at=now if done else None,
+            )
+            s.add(todo)
+            todos.append(todo)
+        s.flush()
+    return todos
+
+
+def add_todo(
+    ctx: ServiceContext,
+    thread_id: int,
+    text: str,
+    *,
+    done: bool = False,
+    expected_revision: int | None = None,
+) -> Todo:
+    """Add one item at the end of a thread's checklist."""
+    text = _text(text)
+    (todo,) = _append(ctx, thread_id, [(text, done)], expected_revision)
+    ctx.journal("todo added", f"thread {thread_id}", text)
+    ctx.changed(ChangeTopic.TODOS)
+    return todo
+
+
+def set_todo(
+    ctx: ServiceContext, thread_id: int, todo_id: int, done: bool, expected_revision: int | None
+) -> Todo:
+    """Complete (``done``) or reopen one item."""
+    with ctx.store.write() as s:
+        todo = s.get(Todo, todo_id)
+        if todo is None or todo.thread_id != thread_id:
+            raise NotFound(f"thread {thread_id} has no todo {todo_id}")
+        _bump(s, thread_id, expected_revision)
+        todo.done = done
+        todo.completed_at = (todo.completed_at or ctx.now()) if done else None
+        s.add(todo)
+    ctx.journal("todo completed" if done else "todo reopened", f"thread {thread_id}", todo.text)
+    ctx.changed(ChangeTopic.TODOS)
+    return todo
+
+
+def import_checklist(
+    ctx: ServiceContext, thread_id: int, markdown: str, *, expected_revision: int | None = None
+) -> list[Todo]:
+    """Add every ``- [ ]`` / ``- [x]`` item of a Markdown checklist to a thread."""
+    items = [(" ".join(text.split()), done) for text, done in parse_markdown_checklist(markdown)]
+    if not items:
+        raise ValidationError("no '- [ ]' or '- [x]' items found in the checklist")
+    if len(items) > MAX_ITEMS:
+        raise ValidationError(f"too many checklist items ({MAX_ITEMS} at most)")
+    for text, _ in items:
+        if len(text) > MAX_TODO:
+            raise ValidationError(f"todo text is too long ({MAX_TODO} characters at most)")
+    todos = _append(ctx, thread_id, items, expected_revision)
+    ctx.journal("checklist imported", f"thread {thread_id}", f"{len(todos)} items")
+    ctx.changed(ChangeTopic.TODOS)
+    return todos

@@ -1,0 +1,46 @@
+"""Workers: a worker's intent, running it now, editing its definition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import select
+
+from goalsui.domain.models import Intent
+from goalsui.domain.views import WorkerView
+from goalsui.errors import NotFound
+from goalsui.kb.paths import check_name
+from goalsui.service import goals, intents, kbindex
+from goalsui.service.context import ServiceContext
+
+
+def worker_intent(ctx: ServiceContext, goal_id: str, worker: str) -> Intent:
+    """The intent that schedules ``worker`` of ``goal_id``, or :class:`NotFound`."""
+    check_name(goal_id, "goal id")
+    check_name(worker, "worker name")
+    with ctx.store.read() as s:
+        intent = s.exec(
+            select(Intent).where(Intent.operation_key == kbindex.worker_intent_key(goal_id, worker))
+        ).first()
+    if intent is None:
+        raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
+    return intent
+
+
+def run_worker_now(ctx: ServiceContext, goal_id: str, worker: str) -> Intent:
+    """Mark the worker's intent due now (the scheduler fires it at once)."""
+    intent = worker_intent(ctx, goal_id, worker)
+    assert intent.id is not None  # a stored row
+    return intents.run_intent_now(ctx, intent.id)
+
+
+def update_worker(ctx: ServiceContext, goal_id: str, worker: str, **changes: Any) -> WorkerView:
+    """Edit a worker's schedule, runner, timeout or prompt (comments are kept)."""
+    ctx.kb.update_worker(goal_id, worker, **changes)
+    kbindex.sync_kb(ctx, [goal_id])
+    ctx.journal("worker updated", f"{goal_id}/{worker}", ", ".join(sorted(changes)))
+    view = goals.get_goal(ctx, goal_id)
+    found = next((w for w in view.workers if w.name == worker), None)
+    if found is None:
+        raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
+    return found

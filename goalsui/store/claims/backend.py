@@ -1,0 +1,412 @@
+"""The claim backend: the scheduler's transactions, one implementation per kind of engine.
+
+:class:`ClaimBackend` is what the scheduler needs of the database. :class:`SqlClaimBackend`
+runs it on any SQLAlchemy engine; whether the engine has row locks (PostgreSQL's ``FOR
+UPDATE SKIP LOCKED``) is decided once, from the dialect, by its primitives.
+:class:`SqliteClaimBackend` sends the hot statements straight through the DBAPI cursor.
+:func:`claim_backend_for` gives the one backend of an engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Protocol
+
+from sqlalchemy.engine import Connection, Engine
+
+from goalsui.errors import GoalsuiError
+from goalsui.store import processes
+from goalsui.store.claims import housekeeping, recovery
+from goalsui.store.claims.claim import LostRace, burst_size, claim_rows, record_overlaps
+from goalsui.store.claims.complete import complete
+from goalsui.store.claims.planner import JournalEntry, bare_completion, journal_rows
+from goalsui.store.claims.primitives import SqlitePrimitives, SqlPrimitives
+from goalsui.store.claims.shapes import (
+    AfterDecision,
+    BurstProbe,
+    CatchUpPlan,
+    ClaimDecision,
+    ClaimResult,
+    Completion,
+    CompletionResult,
+    RecoveryResult,
+    Row,
+)
+from goalsui.store.claims.statements import RUNNING_READ
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ClaimBackend", "SqlClaimBackend", "SqliteClaimBackend", "claim_backend_for"]
+
+DecideAfter = Callable[[Row, Completion], AfterDecision]
+
+
+class ClaimBackend(Protocol):
+    """What the scheduler asks of the database (each call one short transaction)."""
+
+    def step(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+        limit: int,
+        decide: Callable[[Row], ClaimDecision],
+        completions: Sequence[Completion] = (),
+        decide_after: DecideAfter | None = None,
+        overlap_next: Callable[[Row], datetime | None] | None = None,
+        check_overlaps: bool = False,
+        due_by: datetime | None = None,
+        burst: BurstProbe | None = None,
+    ) -> tuple[ClaimResult, list[CompletionResult]]: ...
+
+    def complete_runs(
+        self, *, owner: str, now: datetime, items: Sequence[Completion], decide: DecideAfter
+    ) -> list[CompletionResult]: ...
+
+    def recover_expired(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        decide: DecideAfter,
+        host: str | None = None,
+        kill: Callable[[int], bool] | None = None,
+    ) -> RecoveryResult: ...
+
+    def record_process_group(self, run_id: int, host: str, pgid: int) -> bool: ...
+
+    def renew_leases(
+        self, *, owner: str, intent_ids: Sequence[int], lease_until: datetime
+    ) -> dict[int, str]: ...
+
+    def check_running(self, intent_ids: Sequence[int]) -> dict[int, Row]: ...
+
+    def soonest_burst(self, probe: BurstProbe | None = None) -> tuple[datetime | None, int]: ...
+
+    def end_expired(self, *, now: datetime) -> list[Row]: ...
+
+    def catch_up(
+        self,
+        *,
+        now: datetime,
+        overdue_before: datetime,
+        kinds: Sequence[str],
+        plan: Callable[[Row], CatchUpPlan | None],
+        limit_text: str,
+    ) -> list[tuple[Row, CatchUpPlan]]: ...
+
+    def prune_runs(self, *, before: datetime, batch: int = 5000) -> list[Row]: ...
+
+
+class SqlClaimBackend:
+    """The claim backend on any SQLAlchemy engine (generic SQL, row locks if the
+    dialect has them)."""
+
+    primitives: type[SqlPrimitives] = SqlPrimitives
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.p = self.primitives(engine.dialect)
+
+    def _journal(self, conn: Connection, now: datetime, entries: list[JournalEntry]) -> None:
+        if entries:
+            self.p.insert_journal(conn, journal_rows(now, entries))
+
+    # -- claim -------------------------------------------------------------------------------
+    def step(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+        limit: int,
+        decide: Callable[[Row], ClaimDecision],
+        completions: Sequence[Completion] = (),
+        decide_after: DecideAfter | None = None,
+        overlap_next: Callable[[Row], datetime | None] | None = None,
+        check_overlaps: bool = False,
+        due_by: datetime | None = None,
+        burst: BurstProbe | None = None,
+    ) -> tuple[ClaimResult, list[CompletionResult]]:
+        """One scheduler step in ONE transaction: record ``completions``, then claim due rows.
+
+        Writing outcomes in the claim's transaction keeps claims from queueing behind
+        separate completion commits (fire lateness) and halves the commits per fire.
+        ``due_by`` (default ``now``) claims rows due up to that instant; their runs are
+        recorded as starting at their due time. When nothing more is claimable by
+        ``due_by``, the result also says how big the ``burst`` due with the soonest row
+        is (see :class:`BurstProbe`). If the transaction fails with outcomes in it, the
+        outcomes are recorded on their own (see :meth:`complete_runs`), then the claim.
+        """
+        if completions and decide_after is None:
+            raise ValueError("completions need decide_after")
+        claim = partial(
+            self._step,
+            owner=owner,
+            now=now,
+            lease_until=lease_until,
+            limit=limit,
+            decide=decide,
+            overlap_next=overlap_next if check_overlaps else None,
+            due_by=due_by or now,
+            burst=burst,
+        )
+        try:
+            return claim(completions=completions, decide_after=decide_after)
+        except LostRace:
+            return ClaimResult(), self._complete_apart(owner, now, completions, decide_after)
+        except GoalsuiError:
+            raise
+        except Exception as exc:
+            if not completions:
+                raise
+            log.warning("a claim with %d outcomes failed (%s); apart now", len(completions), exc)
+        done = self._complete_apart(owner, now, completions, decide_after)
+        try:
+            result, _ = claim(completions=(), decide_after=None)
+        except LostRace:
+            result = ClaimResult()
+        return result, done
+
+    def _complete_apart(
+        self,
+        owner: str,
+        now: datetime,
+        items: Sequence[Completion],
+        decide: DecideAfter | None,
+    ) -> list[CompletionResult]:
+        if not items or decide is None:
+            return []
+        return self.complete_runs(owner=owner, now=now, items=items, decide=decide)
+
+    def _step(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+        limit: int,
+        decide: Callable[[Row], ClaimDecision],
+        completions: Sequence[Completion],
+        decide_after: DecideAfter | None,
+        overlap_next: Callable[[Row], datetime | None] | None,
+        due_by: datetime,
+        burst: BurstProbe | None,
+    ) -> tuple[ClaimResult, list[CompletionResult]]:
+        journal: list[JournalEntry] = []
+        result = ClaimResult()
+        with self.engine.begin() as conn:
+            done: list[CompletionResult] = []
+            if completions and decide_after is not None:
+                done = complete(
+                    self.p,
+                    conn,
+                    journal,
+                    owner=owner,
+                    now=now,
+                    items=completions,
+                    decide=decide_after,
+                )
+            if overlap_next is not None:
+                result.overlaps = record_overlaps(
+                    self.p, conn, journal, owner=owner, now=now, overlap_next=overlap_next
+                )
+            claim_rows(
+                self.p,
+                conn,
+                result,
+                journal,
+                owner=owner,
+                now=now,
+                lease_until=lease_until,
+                limit=limit,
+                decide=decide,
+                due_by=due_by,
+            )
+            result.soonest = self.p.soonest(conn)
+            if result.soonest is not None and result.soonest > due_by:
+                result.burst = burst_size(conn, result.soonest, burst)
+            self._journal(conn, now, journal)
+        return result, done
+
+    # -- outcomes ------------------------------------------------------------------------------
+    def complete_runs(
+        self, *, owner: str, now: datetime, items: Sequence[Completion], decide: DecideAfter
+    ) -> list[CompletionResult]:
+        """Record outcomes and apply the rules, for many runs in one transaction.
+
+        The intent changes only if its row is still ``firing`` with our lease (a
+        compare-and-set); otherwise (cancelled meanwhile, lease lost) the run gets its
+        outcome and the intent is left as it is: a cancel that happened meanwhile wins.
+        One outcome never takes the others with it: if the batch fails, each outcome is
+        recorded in its own transaction, and one that still fails is logged and recorded
+        with its status and reason only.
+        """
+        if not items:
+            return []
+        try:
+            return self._complete(owner, now, items, decide)
+        except GoalsuiError:
+            raise
+        except Exception as exc:
+            if len(items) == 1:
+                return self._complete_bare(owner, now, items[0], decide, exc)
+            log.warning("recording %d outcomes at once failed (%s); one by one", len(items), exc)
+        results: list[CompletionResult] = []
+        for c in items:
+            try:
+                results.extend(self._complete(owner, now, [c], decide))
+            except GoalsuiError:
+                raise
+            except Exception as exc:
+                results.extend(self._complete_bare(owner, now, c, decide, exc))
+        return results
+
+    def _complete(
+        self, owner: str, now: datetime, items: Sequence[Completion], decide: DecideAfter
+    ) -> list[CompletionResult]:
+        journal: list[JournalEntry] = []
+        with self.engine.begin() as conn:
+            done = complete(self.p, conn, journal, owner=owner, now=now, items=items, decide=decide)
+            self._journal(conn, now, journal)
+        return done
+
+    def _complete_bare(
+        self, owner: str, now: datetime, c: Completion, decide: DecideAfter, exc: Exception
+    ) -> list[CompletionResult]:
+        log.error(
+            "run %s: its outcome could not be recorded (%s: %s); recording its status only",
+            c.run_id,
+            type(exc).__name__,
+            " ".join(str(exc).split())[:300],
+        )
+        return self._complete(owner, now, [bare_completion(c, exc)], decide)
+
+    # -- recovery and leases ---------------------------------------------------------------------
+    def recover_expired(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        decide: DecideAfter,
+        host: str | None = None,
+        kill: Callable[[int], bool] | None = None,
+    ) -> RecoveryResult:
+        """Recover rows left ``firing`` by a dead process (lease expired); see
+        :mod:`goalsui.store.claims.recovery`. ``host``: this host's name (default
+        :func:`socket.gethostname`); ``kill``: ends a process group (default
+        :func:`goalsui.store.processes.kill_group`)."""
+        result = RecoveryResult()
+        alive = recovery.end_live_groups(
+            self.engine,
+            result,
+            owner=owner,
+            now=now,
+            host=host or processes.this_host(),
+            kill=kill or processes.kill_group,
+        )
+        journal: list[JournalEntry] = []
+        with self.engine.begin() as conn:
+            lock = partial(self.p.lock, skip_locked=True)
+            recovery.recover_stale(
+                conn, result, journal, now=now, decide=decide, lock=lock, alive=alive
+            )
+            recovery.close_orphans(conn, result, journal, owner=owner, now=now, alive=alive)
+            recovery.release_leases(conn, now)
+            self._journal(conn, now, journal)
+        return result
+
+    def record_process_group(self, run_id: int, host: str, pgid: int) -> bool:
+        """Store where a running run's process group lives (False: the run is not running)."""
+        with self.engine.begin() as conn:
+            return housekeeping.record_process_group(conn, run_id, host, pgid)
+
+    def renew_leases(
+        self, *, owner: str, intent_ids: Sequence[int], lease_until: datetime
+    ) -> dict[int, str]:
+        """Extend this owner's leases; returns ``{intent_id: status}`` of the rows still ours."""
+        if not intent_ids:
+            return {}
+        with self.engine.begin() as conn:
+            return housekeeping.renew_leases(
+                conn, owner=owner, intent_ids=intent_ids, lease_until=lease_until
+            )
+
+    # -- reads ---------------------------------------------------------------------------------
+    def check_running(self, intent_ids: Sequence[int]) -> dict[int, Row]:
+        """Status, lease owner and next due time of the given intents (a cheap read)."""
+        if not intent_ids:
+            return {}
+        with self.engine.connect() as conn:
+            found = self.p.read_intents(conn, list(intent_ids), RUNNING_READ)
+        return {r["id"]: r for r in found}
+
+    def soonest_burst(self, probe: BurstProbe | None = None) -> tuple[datetime | None, int]:
+        """``min(next_run_at)`` of the active intents (one index probe), and the burst due
+        with it (0 without a ``probe``)."""
+        with self.engine.connect() as conn:
+            soonest = self.p.soonest(conn)
+            return soonest, burst_size(conn, soonest, probe)
+
+    # -- housekeeping ------------------------------------------------------------------------------
+    def end_expired(self, *, now: datetime) -> list[Row]:
+        """Active or paused intents past ``expires_at`` become ``done``; returns them."""
+        journal: list[JournalEntry] = []
+        with self.engine.begin() as conn:
+            ended = housekeeping.end_expired_rows(conn, journal, now=now)
+            self._journal(conn, now, journal)
+        return ended
+
+    def catch_up(
+        self,
+        *,
+        now: datetime,
+        overdue_before: datetime,
+        kinds: Sequence[str],
+        plan: Callable[[Row], CatchUpPlan | None],
+        limit_text: str,
+    ) -> list[tuple[Row, CatchUpPlan]]:
+        """Apply the catch-up rule to active rows overdue since before ``overdue_before``
+        (see :func:`goalsui.store.claims.housekeeping.catch_up_rows`)."""
+        journal: list[JournalEntry] = []
+        with self.engine.begin() as conn:
+            done, missed = housekeeping.catch_up_rows(
+                conn,
+                journal,
+                now=now,
+                overdue_before=overdue_before,
+                kinds=kinds,
+                plan=plan,
+                limit_text=limit_text,
+            )
+            self.p.insert_runs(conn, missed)
+            self._journal(conn, now, journal)
+        return done
+
+    def prune_runs(self, *, before: datetime, batch: int = 5000) -> list[Row]:
+        """Delete finished runs that started before ``before``; returns (id, output_path)."""
+        return housekeeping.prune_runs(self.engine, before=before, batch=batch)
+
+
+class SqliteClaimBackend(SqlClaimBackend):
+    """The claim backend on SQLite: the hot statements through the DBAPI cursor, under the
+    ``BEGIN IMMEDIATE`` write lock every transaction of the writer engine takes."""
+
+    primitives = SqlitePrimitives
+
+
+_backends: weakref.WeakKeyDictionary[Engine, SqlClaimBackend] = weakref.WeakKeyDictionary()
+
+
+def claim_backend_for(engine: Engine) -> SqlClaimBackend:
+    """The claim backend of ``engine`` (made once per engine, from its dialect)."""
+    backend = _backends.get(engine)
+    if backend is None:
+        cls = SqliteClaimBackend if engine.dialect.name == "sqlite" else SqlClaimBackend
+        backend = _backends[engine] = cls(engine)
+    return backend

@@ -1,0 +1,206 @@
+"""The statement-level operations of the claim path, one class per kind of engine.
+
+:class:`SqlPrimitives` is generic SQLAlchemy Core; whether the engine has row locks
+(``SELECT ... FOR UPDATE [SKIP LOCKED]``, PostgreSQL) is a capability decided once, at
+construction, from the dialect. :class:`SqlitePrimitives` sends the same SQL straight
+through the DBAPI cursor (:mod:`goalsui.store.sqlite_hot`), under the ``BEGIN
+IMMEDIATE`` write lock that makes row locks unnecessary there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Dialect
+
+from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.store import sqlite_hot
+from goalsui.store.claims.binds import INTENT, JOURNAL, RUN, rows_of, select_columns, stamper
+from goalsui.store.claims.planner import RunOutcome
+from goalsui.store.claims.shapes import GROUP_MIN, Row
+from goalsui.store.claims.statements import (
+    AFTER,
+    AFTER_COLUMNS,
+    AFTER_GROUP,
+    CAS,
+    CAS_GROUP,
+    RUN_DONE,
+    RUN_DONE_COLUMNS,
+    RUN_DONE_GROUP,
+    RUN_DONE_KEYS,
+    RUN_INSERT,
+    SOONEST,
+    cas_params,
+)
+
+__all__ = ["SqlPrimitives", "SqlitePrimitives", "primitives_for"]
+
+
+class SqlPrimitives:
+    """Generic SQL (Core statements); row locks when the dialect has them."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect.name
+        #: ``SELECT ... FOR UPDATE`` holds the selected rows until commit (PostgreSQL)
+        self.row_locks = dialect.name == "postgresql"
+        #: ``FOR UPDATE SKIP LOCKED``: another scheduler's locked rows are passed over
+        self.skip_locked = self.row_locks
+        self.sqlite = dialect.name == "sqlite"
+        self.stamp = stamper(self.sqlite)
+
+    def lock(self, query: Any, *, skip_locked: bool = False) -> Any:
+        """``query`` with row locks where the engine has them (else as it is)."""
+        if not self.row_locks:
+            return query
+        return query.with_for_update(skip_locked=skip_locked and self.skip_locked)
+
+    def columns(
+        self, table: Any, names: Sequence[str] | None = None
+    ) -> tuple[list[Any], list[str]]:
+        return select_columns(table, names, sqlite=self.sqlite)
+
+    # -- reads ---------------------------------------------------------------------------------
+    def select_due(
+        self, conn: Connection, due_by: datetime, limit: int
+    ) -> tuple[list[Row], list[Any]]:
+        """Active rows due by ``due_by`` (soonest first), locked, and their due values."""
+        cols, stamps = self.columns(INTENT)
+        due = (
+            select(*cols)
+            .where(INTENT.c.status == IntentStatus.ACTIVE, INTENT.c.next_run_at <= due_by)
+            .order_by(INTENT.c.next_run_at)
+            .limit(limit)
+        )
+        rows = rows_of(conn.execute(self.lock(due, skip_locked=True)), stamps)
+        return rows, [row["next_run_at"] for row in rows]
+
+    def read_intents(
+        self, conn: Connection, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
+    ) -> list[Row]:
+        """Some columns of the intents with these ids (locked with ``lock``)."""
+        cols, stamps = self.columns(INTENT, names)
+        q = select(*cols).where(INTENT.c.id.in_(list(ids)))
+        return rows_of(conn.execute(self.lock(q) if lock else q), stamps)
+
+    def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
+        """Which of these runs are still ``running`` (locked)."""
+        q = select(RUN.c.id).where(RUN.c.id.in_(list(run_ids)), RUN.c.status == RunStatus.RUNNING)
+        return set(conn.execute(self.lock(q)).scalars().all())
+
+    def soonest(self, conn: Connection) -> datetime | None:
+        value: datetime | None = conn.execute(SOONEST).scalar()
+        return value
+
+    # -- writes --------------------------------------------------------------------------------
+    def cas(
+        self, conn: Connection, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime
+    ) -> int:
+        """The claim's compare-and-set of each row; returns the rows hit."""
+        now_s, due_s = self.stamp(now), self.stamp(due_by)
+        params = [cas_params(c, now_s, due_s) for c in rows]
+        return self.apply(conn, params, per_row=CAS, grouped=CAS_GROUP, skip=("_due",))
+
+    def insert_runs(self, conn: Connection, rows: list[Row]) -> list[Row]:
+        """Insert run rows; returns them (the same dicts, in order) with their ids set."""
+        if not rows:
+            return []
+        result = conn.execute(RUN_INSERT.returning(RUN.c.id, sort_by_parameter_order=True), rows)
+        for row, run_id in zip(rows, result.scalars().all(), strict=True):
+            row["id"] = run_id
+        return rows
+
+    def insert_journal(self, conn: Connection, rows: list[Row]) -> None:
+        if rows:
+            conn.execute(JOURNAL.insert(), rows)
+
+    def close_runs(self, conn: Connection, outcomes: list[RunOutcome]) -> None:
+        """Write each run's outcome (``(run_id, *RUN_DONE_COLUMNS values)``)."""
+        params = [dict(zip(RUN_DONE_KEYS, u, strict=True)) for u in outcomes]
+        self.apply(conn, params, per_row=RUN_DONE, grouped=RUN_DONE_GROUP, skip=())
+
+    def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
+        """Set the completion values on intents still ``firing`` under ``owner``'s lease."""
+        params = [
+            {"_id": i, "_owner": owner, **{f"v_{k}": v for k, v in full.items()}}
+            for i, full in updates
+        ]
+        self.apply(conn, params, per_row=AFTER, grouped=AFTER_GROUP, skip=())
+
+    @staticmethod
+    def apply(
+        conn: Connection, rows: list[Row], *, per_row: Any, grouped: Any, skip: tuple[str, ...]
+    ) -> int:
+        """Run ``per_row`` (``id == :_id``) or ``grouped`` (``id IN :_ids``) updates; returns
+        the rows hit. ``skip``: per-row parameters left out of the grouped form."""
+        if not rows:
+            return 0
+        groups: dict[tuple[Any, ...], list[Row]] = {}
+        singles: list[Row] = []
+        for row in rows:
+            try:
+                key = tuple(sorted((k, v) for k, v in row.items() if k != "_id" and k not in skip))
+                groups.setdefault(key, []).append(row)
+            except TypeError:  # an unhashable value: row by row
+                singles.append(row)
+        hit = 0
+        for key, members in groups.items():
+            if len(members) >= GROUP_MIN:
+                params = dict(key)
+                params["_ids"] = [m["_id"] for m in members]
+                hit += conn.execute(grouped, params).rowcount
+            else:
+                singles.extend(members)
+        if singles:
+            hit += conn.execute(per_row, singles).rowcount
+        return hit
+
+
+class SqlitePrimitives(SqlPrimitives):
+    """SQLite: the hot statements through the DBAPI cursor (see :mod:`sqlite_hot`)."""
+
+    def select_due(
+        self, conn: Connection, due_by: datetime, limit: int
+    ) -> tuple[list[Row], list[Any]]:
+        rows, texts = sqlite_hot.select_due(sqlite_hot.cursor(conn), due_by, limit)
+        return rows, list(texts)
+
+    def read_intents(
+        self, conn: Connection, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
+    ) -> list[Row]:
+        return sqlite_hot.intents_by_id(sqlite_hot.cursor(conn), list(ids), names)
+
+    def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
+        return sqlite_hot.open_runs(sqlite_hot.cursor(conn), run_ids)
+
+    def soonest(self, conn: Connection) -> datetime | None:
+        return sqlite_hot.soonest(sqlite_hot.cursor(conn))
+
+    def cas(
+        self, conn: Connection, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime
+    ) -> int:
+        return sqlite_hot.cas(sqlite_hot.cursor(conn), rows, now, due_by)
+
+    def insert_runs(self, conn: Connection, rows: list[Row]) -> list[Row]:
+        """Ids are assigned here (max + 1, ...: the transaction holds the write lock) and
+        the rows go in with one multi-row ``INSERT``."""
+        if not rows:
+            return []
+        return sqlite_hot.insert_runs(sqlite_hot.cursor(conn), rows)
+
+    def insert_journal(self, conn: Connection, rows: list[Row]) -> None:
+        if rows:
+            sqlite_hot.insert_journal(sqlite_hot.cursor(conn), rows)
+
+    def close_runs(self, conn: Connection, outcomes: list[RunOutcome]) -> None:
+        sqlite_hot.close_runs(sqlite_hot.cursor(conn), RUN_DONE_COLUMNS, outcomes)
+
+    def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
+        sqlite_hot.update_after(sqlite_hot.cursor(conn), AFTER_COLUMNS, updates, owner)
+
+
+def primitives_for(dialect: Dialect) -> SqlPrimitives:
+    """The primitives for an engine's dialect (decided once per backend)."""
+    return SqlitePrimitives(dialect) if dialect.name == "sqlite" else SqlPrimitives(dialect)

@@ -1,0 +1,175 @@
+"""The prepared Core statements of the claim path (compiled once, bound per batch).
+
+Each ``UPDATE`` comes in two forms: by one id (``id == :_id``, sent as an executemany)
+and by a group of ids that get identical values (``id IN :_ids``, one statement).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import bindparam, func, insert, select, update
+
+from goalsui.domain.states import IntentStatus
+from goalsui.store.claims.binds import INTENT, RUN, Stamp, bind
+from goalsui.store.sqlite_hot import Cas
+
+__all__ = [
+    "AFTER",
+    "AFTER_COLUMNS",
+    "AFTER_GROUP",
+    "AFTER_READ",
+    "CAS",
+    "CAS_GROUP",
+    "RUNNING_READ",
+    "RUN_DONE",
+    "RUN_DONE_COLUMNS",
+    "RUN_DONE_GROUP",
+    "RUN_DONE_KEYS",
+    "RUN_INSERT",
+    "SOONEST",
+    "cas_params",
+]
+
+#: The soonest due time of the active intents (one probe of the (status, next_run_at) index).
+SOONEST = select(func.min(INTENT.c.next_run_at)).where(INTENT.c.status == IntentStatus.ACTIVE)
+
+#: What ``check_running`` reads of an intent.
+RUNNING_READ = ("id", "status", "lease_owner", "next_run_at")
+
+_RUN_COLUMNS = [c.name for c in RUN.c if c.name != "id"]
+#: Inserts a run row (every column but the id, timestamps through :class:`Stamp`).
+RUN_INSERT = insert(RUN).values({n: bind(n, RUN.c[n]) for n in _RUN_COLUMNS})
+
+
+def _cas(by_id: Any, *extra: Any) -> Any:
+    """The claim's compare-and-set ``UPDATE`` for ``by_id`` (one id or an IN list)."""
+    return (
+        update(INTENT)
+        .where(
+            by_id,
+            INTENT.c.status == IntentStatus.ACTIVE,
+            INTENT.c.next_run_at <= bindparam("_dueby", type_=Stamp()),
+            *extra,
+        )
+        .values(
+            status=bindparam("v_status"),
+            lease_owner=bindparam("v_owner"),
+            lease_until=bindparam("v_until", type_=Stamp()),
+            attempts=INTENT.c.attempts + bindparam("v_attempts"),
+            fires=INTENT.c.fires + bindparam("v_fires"),
+            next_run_at=bindparam("v_next", type_=Stamp()),
+            last_fired_at=bindparam("v_fired", type_=Stamp()),
+            pending_trigger=None,
+            pending_event_id=None,
+            updated_at=bindparam("_now", type_=Stamp()),
+        )
+    )
+
+
+#: One compare-and-set per row (an executemany) ...
+CAS = _cas(
+    INTENT.c.id == bindparam("_id"), INTENT.c.next_run_at == bindparam("_due", type_=Stamp())
+)
+#: ... or one for a group of rows that get identical values.
+CAS_GROUP = _cas(INTENT.c.id.in_(bindparam("_ids", expanding=True)))
+
+
+def cas_params(c: Cas, now: Any, due_by: Any) -> dict[str, Any]:
+    """The bind parameters of :data:`CAS` for one row."""
+    return {
+        "_id": c.id,
+        "_due": c.due,
+        "v_status": c.status,
+        "v_owner": c.owner,
+        "v_until": c.until,
+        "v_attempts": c.attempts,
+        "v_fires": c.fires,
+        "v_next": c.next_run_at,
+        "v_fired": c.fired_at,
+        "_now": now,
+        "_dueby": due_by,
+    }
+
+
+#: The run columns an outcome sets, in the order of the planner's tuples (after the id).
+RUN_DONE_COLUMNS = (
+    "status",
+    "reason",
+    "finished_at",
+    "exit_code",
+    "output_tail",
+    "output_path",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "model",
+    "prompt",
+    "argv",
+    "needs_review",
+)
+RUN_DONE_KEYS = ("_id", *(f"v_{k}" for k in RUN_DONE_COLUMNS))
+
+
+def _run_done(by_id: Any) -> Any:
+    return update(RUN).where(by_id).values({k: bind(f"v_{k}", RUN.c[k]) for k in RUN_DONE_COLUMNS})
+
+
+RUN_DONE = _run_done(RUN.c.id == bindparam("_id"))
+RUN_DONE_GROUP = _run_done(RUN.c.id.in_(bindparam("_ids", expanding=True)))
+
+#: The intent columns an outcome sets.
+AFTER_COLUMNS = (
+    "status",
+    "next_run_at",
+    "consecutive_failures",
+    "last_error",
+    "lease_owner",
+    "lease_until",
+    "pending_trigger",
+    "pending_event_id",
+    "updated_at",
+)
+
+#: What the completion rules read of an intent (and what alerts get to see).
+AFTER_READ = (
+    "id",
+    "thread_id",
+    "goal_id",
+    "worker",
+    "title",
+    "kind",
+    "status",
+    "schedule",
+    "timezone",
+    "next_run_at",
+    "max_fires",
+    "fires",
+    "expires_at",
+    "attempts",
+    "consecutive_failures",
+    "lease_owner",
+    "lease_until",
+    "last_error",
+    "pending_trigger",
+    "pending_event_id",
+    "last_alert_at",
+    "on_interrupt",
+    "runner",
+)
+
+
+def _after(by_id: Any) -> Any:
+    return (
+        update(INTENT)
+        .where(
+            by_id,
+            INTENT.c.status == IntentStatus.FIRING,
+            INTENT.c.lease_owner == bindparam("_owner"),
+        )
+        .values({k: bind(f"v_{k}", INTENT.c[k]) for k in AFTER_COLUMNS})
+    )
+
+
+AFTER = _after(INTENT.c.id == bindparam("_id"))
+AFTER_GROUP = _after(INTENT.c.id.in_(bindparam("_ids", expanding=True)))

@@ -1,0 +1,122 @@
+"""The process groups of runs on this host: is one still alive, and ending it.
+
+A run's runner is started in its own process group (``start_new_session``); the
+scheduler records ``(host, pgid)`` on the run row. When a scheduler dies, the scheduler
+that recovers its runs asks here whether the group still lives and, if it is on this
+host, kills it before the run may be retried: the same job never runs twice at once.
+
+Liveness is read from ``/proc`` on Linux (a group whose members are all zombies is dead:
+their parent is gone or has not reaped them yet); elsewhere ``killpg(pgid, 0)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from datetime import datetime
+from pathlib import Path
+
+__all__ = ["group_alive", "group_is_the_runs", "kill_group", "this_host"]
+
+PROC = Path("/proc")
+#: Seconds between SIGTERM and SIGKILL, and how long to wait for the group to go after.
+TERM_GRACE = 3.0
+KILL_WAIT = 2.0
+_POLL = 0.05
+#: A run's runner starts right after its run row is written (a turn claimed ahead waits
+#: milliseconds): a leader that started outside this window around the run is not its.
+#: (Boot time and clock ticks are coarse, hence the early slack.)
+EARLY = 5.0
+LATE = 15 * 60.0
+
+
+def this_host() -> str:
+    """The name recorded on runs started here."""
+    return socket.gethostname()
+
+
+def _members(pgid: int) -> list[tuple[int, str, int]] | None:
+    """``(pid, state, starttime)`` of each process in group ``pgid``; None without /proc."""
+    if not (PROC / "self" / "stat").exists():
+        return None
+    found = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # it ended while we looked
+        fields = text[text.rfind(")") + 2 :].split()
+        # fields[0] is the state, [2] the process group, [19] the start time (ticks)
+        if len(fields) > 19 and int(fields[2]) == pgid:
+            found.append((int(entry.name), fields[0], int(fields[19])))
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` has a member that is not a zombie."""
+    if pgid <= 1:
+        return False
+    members = _members(pgid)
+    if members is not None:
+        return any(state != "Z" for _, state, _ in members)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, it is not ours to signal
+    return True
+
+
+def group_is_the_runs(pgid: int, started_at: datetime | None) -> bool:
+    """False when the group's leader cannot be the run's runner: it started more than
+    ``EARLY`` before the run did, or more than ``LATE`` after (its number was reused by
+    another program); True when it cannot tell (no leader left, no /proc)."""
+    if started_at is None:
+        return True
+    try:
+        text = (PROC / str(pgid) / "stat").read_text()
+        boot = next(
+            int(line.split()[1])
+            for line in (PROC / "stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, StopIteration, ValueError):
+        return True  # no leader (or no /proc): the members alone say it
+    ticks = int(text[text.rfind(")") + 2 :].split()[19])
+    lag = boot + ticks / os.sysconf("SC_CLK_TCK") - started_at.timestamp()
+    return -EARLY <= lag <= LATE
+
+
+def _signal(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _wait_gone(pgid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL)
+    return True
+
+
+def kill_group(pgid: int, *, grace: float = TERM_GRACE, wait: float = KILL_WAIT) -> bool:
+    """End process group ``pgid``: SIGTERM, then SIGKILL after ``grace`` seconds.
+
+    Returns True once no live member is left, False if one survived (not ours to kill,
+    or stuck in the kernel): the caller must not start the run again.
+    """
+    if not group_alive(pgid):
+        return True
+    _signal(pgid, signal.SIGTERM)
+    if _wait_gone(pgid, grace):
+        return True
+    _signal(pgid, signal.SIGKILL)
+    return _wait_gone(pgid, wait)

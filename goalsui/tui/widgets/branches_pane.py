@@ -1,0 +1,172 @@
+"""The nightshift branches of one goal, with keys to read, approve or reject each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.tui.messages import DeliverMixin, deliver
+from goalsui.tui.screens.modals import ConfirmScreen
+from goalsui.tui.widgets.keyed_table import KeyedTable
+
+#: A diff longer than this is cut in the viewer (the CLI prints it whole).
+MAX_DIFF_CHARS = 200_000
+
+
+class DiffScreen(ModalScreen[None]):
+    """A branch's diff against its base, read-only."""
+
+    BINDINGS = [Binding("escape,q,v", "close", "Close", id="diff.close")]
+
+    def __init__(self, branch: str, diff: str) -> None:
+        super().__init__()
+        self.branch, self.diff = branch, diff
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="diff-box", classes="modal-box"):
+            yield Label(Text(f"Diff of {plain(self.branch)}", style="bold"))
+            with VerticalScroll(id="diff-scroll"):
+                text = plain(self.diff[:MAX_DIFF_CHARS]) or "(no changes)"
+                yield Static(Text(text), id="diff-text")
+            yield Label(Text("escape / q: close", style="dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class BranchesPane(DeliverMixin, Container):
+    """Branches the nightshift produced for the goal whose report is open."""
+
+    BINDINGS = [
+        Binding("v", "view_diff", "Diff", id="branches.diff"),
+        Binding("a", "approve", "Approve…", id="branches.approve"),
+        Binding("d", "reject", "Reject…", id="branches.reject"),
+    ]
+
+    goal_id: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield KeyedTable(id="branches-table")
+
+    def on_mount(self) -> None:
+        self.border_title = "Branches to review"
+        table = self.query_one(KeyedTable)
+        for label, key, width in (
+            ("branch", "branch", 54),
+            ("commits", "commits", 7),
+            ("status", "status", 9),
+            ("check", "check", 8),
+        ):
+            table.add_column(label, key=key, width=width)
+
+    @property
+    def service(self) -> Any:
+        return self.app.service  # type: ignore[attr-defined]
+
+    def show_goal(self, goal_id: str) -> None:
+        self.goal_id = goal_id
+        self.load()
+
+    @work(thread=True, exclusive=True, group="branches", exit_on_error=False)
+    def load(self) -> None:
+        from goalsui.service import nightshift as ns
+
+        goal_id = self.goal_id
+        if goal_id is None:
+            return
+        try:
+            ns.nightshift_goal(self.service, goal_id)
+        except GoalsuiError:
+            deliver(self, self.show_rows, goal_id, None)
+            return
+        try:
+            views = ns.list_branches(self.service, goal_id)
+        except GoalsuiError as exc:
+            deliver(self, self.notify, f"{goal_id}: {exc}", severity="error")
+            return
+        deliver(self, self.show_rows, goal_id, views)
+
+    def show_rows(self, goal_id: str, views: list[Any] | None) -> None:
+        if goal_id != self.goal_id:
+            return
+        self.display = views is not None
+        rows = []
+        for view in views or []:
+            item = view.item
+            rows.append(
+                (
+                    view.branch,
+                    (
+                        Text(plain(view.branch.removeprefix("nightshift/"))),
+                        str(view.commits),
+                        item.status if item else "-",
+                        (item.check or "-") if item else "-",
+                    ),
+                )
+            )
+        self.query_one(KeyedTable).sync_rows(rows)
+        self.border_subtitle = f"{len(rows)}"
+
+    def _selected(self) -> str | None:
+        key = self.query_one(KeyedTable).cursor_key
+        if key is None:
+            self.notify("No branch selected", severity="warning")
+        return key
+
+    def action_view_diff(self) -> None:
+        branch = self._selected()
+        if branch is not None:
+            self._load_diff(branch)
+
+    @work(thread=True, exclusive=True, group="branch-diff", exit_on_error=False)
+    def _load_diff(self, branch: str) -> None:
+        from goalsui.service import nightshift as ns
+
+        try:
+            diff = ns.branch_diff(self.service, self.goal_id or "", branch)
+        except GoalsuiError as exc:
+            deliver(self, self.notify, str(exc), severity="error")
+            return
+        deliver(self, self.app.push_screen, DiffScreen(branch, diff))
+
+    def action_approve(self) -> None:
+        self._decide("approve", "Merge into the base branch with a merge commit?")
+
+    def action_reject(self) -> None:
+        self._decide("reject", "Delete this branch? Its commits are lost.")
+
+    def _decide(self, verb: str, detail: str) -> None:
+        branch = self._selected()
+        if branch is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._apply(verb, branch)
+
+        self.app.push_screen(
+            ConfirmScreen(f"{verb.capitalize()} {branch}?", detail, yes=verb.capitalize()),
+            answered,
+        )
+
+    @work(thread=True, exclusive=True, group="branch-decide", exit_on_error=False)
+    def _apply(self, verb: str, branch: str) -> None:
+        from goalsui.service import nightshift as ns
+
+        action = ns.approve if verb == "approve" else ns.reject
+        try:
+            message = action(self.service, self.goal_id or "", branch)
+        except GoalsuiError as exc:
+            deliver(self, self.notify, str(exc), severity="error", timeout=10)
+            return
+        deliver(self, self.notify, message)
+        deliver(self, self.load)

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""A stand-in for an agent CLI on a nightshift (no model, real git).
+
+As the commander (GOALSUI_WORKER=commander, cwd = the goal's folder) it reads
+``backlog.md`` lines ``- WORKER: TASK`` and puts each into tonight's plan with
+``goalsui nightshift plan add``. As a task worker (cwd = the task's git worktree) it reads
+its task from the prompt on stdin, appends it to ``NIGHTSHIFT.md``, commits, and prints
+a one-line summary. A task containing FAIL commits and then exits 1; one containing
+SLEEP sleeps for a long time (for timeouts); one containing NOTHING commits nothing.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+
+def commander() -> int:
+    planned = 0
+    backlog = "backlog.md"
+    if not os.path.exists(backlog):
+        print("NOTHING_TO_REPORT")
+        return 0
+    with open(backlog, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    for line in lines:
+        match = re.match(r"^- ([a-z0-9-]+): (.+)$", line.strip())
+        if not match:
+            continue
+        subprocess.run(
+            [sys.executable, "-m", "goalsui", "nightshift", "plan", "add", match[1], match[2],
+             "--reason", "it is at the top of backlog.md"],
+            check=True,
+        )
+        planned += 1
+    print(f"planned {planned} task(s)")
+    return 0
+
+
+def worker(prompt: str) -> int:
+    match = re.search(r"## Tonight's task\n\n(.+)\n", prompt)
+    if not match:
+        print("no task in the prompt", file=sys.stderr)
+        return 3
+    task = match[1].strip()
+    if "SLEEP" in task:
+        time.sleep(300)
+    if "NOTHING" not in task:
+        with open("NIGHTSHIFT.md", "a", encoding="utf-8") as fh:
+            fh.write(f"- {task}\n")
+        subprocess.run(["git", "add", "NIGHTSHIFT.md"], check=True)
+        subprocess.run(
+            ["git", "-c", "user.name=Night Agent", "-c", "user.email=night@example.invalid",
+             "commit", "-q", "-m", f"nightshift: {task}"],
+            check=True,
+        )
+    if "FAIL" in task:
+        print("the tests failed after my change", file=sys.stderr)
+        return 1
+    print(f"did: {task}")
+    return 0
+
+
+def main() -> int:
+    prompt = sys.stdin.read()
+    if os.environ.get("GOALSUI_WORKER") == "commander":
+        return commander()
+    return worker(prompt)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
