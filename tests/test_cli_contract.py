@@ -36,6 +36,8 @@ RUN_KEYS = {
     "started_at",
     "finished_at",
     "exit_code",
+    "duration_s",
+    "usage",
 }
 TODO_KEYS = {"id", "text", "done", "position"}
 ISO_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")

@@ -154,7 +154,7 @@ def test_capabilities_select_tools_and_unknown_ones_are_kb_errors() -> None:
         parse_worker("w", {"schedule": {"every": "1h"}, "runner": {"agent": "gpt"}}, "", "d")
     with pytest.raises(KBError, match="go with 'agent'"):
         parse_worker(
-            "w", {"schedule": {"every": "1h"}, "runner": {"command": ["x"], "model": "m"}}, "", "d"
+            "w", {"schedule": {"every": "1h"}, "runner": {"command": ["x"], "args": ["m"]}}, "", "d"
         )
     ok = parse_worker(
         "w",

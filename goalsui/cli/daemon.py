@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import importlib
 import signal
-import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from goalsui.cli.common import open_service
 from goalsui.errors import FatalError, ValidationError
+from goalsui.ops.logging import LineWriter
 
 #: Files whose change re-reads the KB index (worker schedules, goal status, KB config).
 _SYNC_FILES = {"definition.yaml", "goalsui.yaml"}
@@ -61,6 +61,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-watch", action="store_true", help="do not re-read the KB when its files change"
     )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="serve /metrics (Prometheus), /healthz and /readyz on this port",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="H",
+        help="metrics and health address (default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log lines as text (default) or one JSON object per line",
+    )
     p.set_defaults(func=cmd_daemon)
 
 
@@ -82,6 +100,12 @@ def _check(args: argparse.Namespace) -> None:
         raise ValidationError("--grace-seconds must be between 0 and 600")
     if not 0.05 <= args.poll_interval <= 1:
         raise ValidationError("--poll-interval must be between 0.05 and 1")
+    if args.metrics_port is not None and not 1 <= args.metrics_port <= 65535:
+        raise ValidationError(
+            f"--metrics-port must be between 1 and 65535, not {args.metrics_port}"
+        )
+    if args.metrics_port is not None and args.metrics_port == args.hooks_port:
+        raise ValidationError("--metrics-port and --hooks-port must differ")
 
 
 def _hooks_server() -> Any:
@@ -93,11 +117,12 @@ def _hooks_server() -> Any:
         raise
 
 
-def say(text: str, *, err: bool = False) -> None:
-    stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S%z")
-    stream = sys.stderr if err else sys.stdout
-    stream.write(f"{stamp} {text}\n")
-    stream.flush()
+_writer = LineWriter()
+
+
+def say(text: str, *, err: bool = False, **fields: Any) -> None:
+    """One log line (text or JSON, see ``--log-format``); ``fields`` only show in JSON."""
+    _writer(text, err=err, **fields)
 
 
 class _RunLog:
@@ -111,17 +136,26 @@ class _RunLog:
         if event.kind == "run-started":
             self.started[event.run_id] = datetime.now()
             say(
-                f"run {event.run_id} started: intent {event.intent_id} '{event.title}' ({event.trigger})"
+                f"run {event.run_id} started: intent {event.intent_id} '{event.title}' ({event.trigger})",
+                event="run-started",
+                run_id=event.run_id,
+                intent_id=event.intent_id,
             )
         elif event.kind == "run-finished":
             begun = self.started.pop(event.run_id, None)
             took = f" in {(datetime.now() - begun).total_seconds():.1f}s" if begun else ""
             what = f"run {event.run_id}" if event.run_id else "runs"
-            say(f"{what} {event.status}{took}: intent {event.intent_id} - {event.message}")
+            say(
+                f"{what} {event.status}{took}: intent {event.intent_id} - {event.message}",
+                event="run-finished",
+                run_id=event.run_id,
+                intent_id=event.intent_id,
+                status=event.status,
+            )
         elif event.kind == "alert":
-            say(f"ALERT intent {event.intent_id}: {event.message}")
+            say(f"ALERT intent {event.intent_id}: {event.message}", event="alert")
         elif event.kind == "error":
-            say(f"scheduler error: {event.message}", err=True)
+            say(f"scheduler error: {event.message}", err=True, event="error")
         elif event.kind == "fatal" and self.on_fatal is not None:
             self.on_fatal(event.message)
 
@@ -158,6 +192,20 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
             say(f"KB problem: {problem.path}: {problem.message}", err=True)
 
 
+async def _start_ops(service: Any, scheduler: Any, args: argparse.Namespace) -> Any:
+    from goalsui.ops.health import start_ops_server
+    # ready while the loop's heartbeat (every poll interval, also when idle) is at most
+    # two intervals old
+    interval = getattr(scheduler, "heartbeat_interval", None) or scheduler.poll_interval
+    quiet = 2 * float(interval)
+    ops = await start_ops_server(
+        service, scheduler, args.metrics_host, args.metrics_port, max_quiet=quiet
+    )
+    base = f"http://{args.metrics_host}:{ops.port}"
+    say(f"metrics on {base}/metrics, health on {base}/healthz and {base}/readyz")
+    return ops
+
+
 async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     from goalsui.scheduler import Scheduler
     from goalsui.scheduler.heap import settle_heap
@@ -189,7 +237,10 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
     listener = None
     watcher = None
+    ops = None
     try:
+        if args.metrics_port is not None:
+            ops = await _start_ops(service, scheduler, args)
         if args.hooks_port is not None:
             listener = await _hooks_server().start_listener(
                 service, args.hooks_host, args.hooks_port
@@ -215,6 +266,9 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         if listener is not None:
             with contextlib.suppress(Exception):
                 await listener.close()
+        if ops is not None:
+            with contextlib.suppress(Exception):
+                await ops.close()
         if watcher is not None:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
@@ -226,7 +280,11 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
+    global _writer
     _check(args)
+    from goalsui.ops.logging import configure
+
+    _writer = configure(args.log_format)
     service = open_service(args, actor="scheduler")
     try:
         return asyncio.run(run_daemon(service, args))

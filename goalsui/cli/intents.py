@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from goalsui.cli.common import (
     add_json,
@@ -16,6 +17,7 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
+from goalsui.domain.budget import format_tokens, format_usd
 from goalsui.errors import ValidationError
 
 
@@ -223,10 +225,32 @@ def _runs_table(runs: list) -> str:
             (r.reason or "")[:50],
             local(r.started_at),
             r.exit_code if r.exit_code is not None else "",
+            format_usd(r.cost_usd),
+            format_tokens(_tokens(r)),
         ]
         for r in runs
     ]
-    return table(rows, ["run", "intent", "try", "trigger", "status", "reason", "started", "exit"])
+    return table(
+        rows,
+        [
+            "run",
+            "intent",
+            "try",
+            "trigger",
+            "status",
+            "reason",
+            "started",
+            "exit",
+            "cost",
+            "tokens",
+        ],
+    )
+
+
+def _tokens(run: Any) -> int | None:
+    if run.tokens_in is None and run.tokens_out is None:
+        return None
+    return int(run.tokens_in or 0) + int(run.tokens_out or 0)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

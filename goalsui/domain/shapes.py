@@ -42,6 +42,16 @@ def run_json(r: IntentRun) -> dict[str, Any]:
         "started_at": _iso(r.started_at),
         "finished_at": _iso(r.finished_at),
         "exit_code": r.exit_code,
+        "duration_s": (
+            round((r.finished_at - r.started_at).total_seconds(), 3) if r.finished_at else None
+        ),
+        # None (null) means the agent did not report it: unknown, never zero
+        "usage": {
+            "tokens_in": r.tokens_in,
+            "tokens_out": r.tokens_out,
+            "cost_usd": r.cost_usd,
+            "model": r.model,
+        },
     }
 
 

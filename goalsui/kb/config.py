@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goalsui.domain.agents import AGENTS
+from goalsui.domain.budget import Budget
 from goalsui.domain.capabilities import CAPABILITIES, unknown_capabilities
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
@@ -33,7 +34,7 @@ class RunnerSpec:
     command: tuple[str, ...] | None = None
     builtin: str | None = None
     agent: str | None = None  # a preset of goalsui.runners.presets
-    model: str | None = None
+    model: str | None = None  # a model name for the agent (``{model}`` in a command's argv)
     args: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()  # tools the agent may use besides goalsui's
 
@@ -49,7 +50,10 @@ class RunnerSpec:
             if self.tools:
                 out["tools"] = list(self.tools)
             return out
-        return {"command": list(self.command or ())}
+        spec: dict[str, Any] = {"command": list(self.command or ())}
+        if self.model:
+            spec["model"] = self.model
+        return spec
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class KBConfig:
     catch_up_limit: timedelta = timedelta(hours=24)
     alerts: AlertPolicy = field(default_factory=AlertPolicy)
     hooks: dict[str, HookSource] = field(default_factory=dict)
+    budget: Budget | None = None
     state_max_bytes: int = STATE_MAX_BYTES
     notify: tuple[str, ...] | None = None  # argv receiving each notification as JSON on stdin
 
@@ -109,6 +114,7 @@ class WorkerDef:
     timeout: timedelta | None = None
     capabilities: tuple[str, ...] = ()
     active_hours: dict | None = None
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,7 @@ class GoalDef:
     status: str = "active"
     sort_order: int = 0
     created_at: datetime | None = None
+    budget: Budget | None = None
 
 
 class _Checker:
@@ -201,8 +208,8 @@ class _Checker:
             )
         if "agent" in data:
             return self.agent_runner(data)
-        if any(k in data for k in ("model", "args", "tools")):
-            raise self.fail(key, f"'{key}': model, args and tools go with 'agent'")
+        if any(k in data for k in ("args", "tools")):
+            raise self.fail(key, f"'{key}': args and tools go with 'agent'")
         if "builtin" in data:
             name = data["builtin"]
             if name not in BUILTIN_RUNNERS:
@@ -211,8 +218,11 @@ class _Checker:
                     f"unknown builtin runner {name!r} (known: {', '.join(BUILTIN_RUNNERS)})",
                 )
             return RunnerSpec(builtin=name)
+        model = None
+        if data.get("model") is not None:
+            model = self.text_field(data["model"], "model", limit=200).strip() or None
         if "command" in data:
-            return RunnerSpec(command=self.argv(data["command"], "command"))
+            return RunnerSpec(command=self.argv(data["command"], "command"), model=model)
         raise self.fail(
             key, f"'{key}' needs 'command: [argv...]', 'agent: NAME' or 'builtin: report'"
         )
@@ -241,6 +251,7 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
             "hooks",
             "keymap",
             "theme",
+            "budget",
             "state_max_bytes",
             "notify",
         ),
@@ -290,6 +301,7 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
         hooks=_hook_sources(data, c),
         state_max_bytes=state_max,
         notify=c.argv(data["notify"], "notify") if data.get("notify") is not None else None,
+        budget=parse_budget(data.get("budget"), c),
     )
 
 
@@ -353,7 +365,10 @@ def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:
 def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
     """Validate ``workers/<name>/definition.yaml``."""
     c = _Checker(display, text)
-    c.only(data, ("schedule", "runner", "timeout", "capabilities", "active_hours", "description"))
+    c.only(
+        data,
+        ("schedule", "runner", "timeout", "capabilities", "active_hours", "description", "budget"),
+    )
     schedule = parse_schedule(data.get("schedule"), c)
     runner = c.runner(data["runner"]) if data.get("runner") is not None else None
     timeout = c.duration(data["timeout"], "timeout") if data.get("timeout") is not None else None
@@ -376,6 +391,38 @@ def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
         timeout=timeout,
         capabilities=tuple(caps),
         active_hours=hours,
+        budget=parse_budget(data.get("budget"), c),
+    )
+
+
+def parse_budget(value: Any, c: _Checker) -> Budget | None:
+    """``budget: {usd_per_day, usd_per_night, tokens_per_day, timezone}`` (all optional)."""
+    if value is None:
+        return None
+    data = c.mapping(value, "budget")
+    c.only(data, ("usd_per_day", "usd_per_night", "tokens_per_day", "timezone"), "budget.")
+    money = {}
+    for key in ("usd_per_day", "usd_per_night"):
+        if data.get(key) is not None:
+            amount = c.number(data[key], key, minimum=0)
+            if amount != amount or amount == float("inf"):
+                raise c.fail(key, f"'{key}' must be a finite number of dollars")
+            money[key] = float(amount)
+    tokens = None
+    if data.get("tokens_per_day") is not None:
+        tokens = int(c.number(data["tokens_per_day"], "tokens_per_day", integer=True))
+    tz = None
+    if data.get("timezone") is not None:
+        tz = c.text_field(data["timezone"], "timezone", limit=100)
+        try:
+            load_zone(tz)
+        except GoalsuiError as exc:
+            raise c.fail("timezone", str(exc)) from None
+    return Budget(
+        usd_per_day=money.get("usd_per_day"),
+        usd_per_night=money.get("usd_per_night"),
+        tokens_per_day=tokens,
+        timezone=tz,
     )
 
 
@@ -420,7 +467,17 @@ def parse_goal(data: dict, text: str, display: str, folder_name: str) -> GoalDef
     c = _Checker(display, text)
     c.only(
         data,
-        ("goal_id", "name", "task", "owner", "status", "sort_order", "created_at", "updated_at"),
+        (
+            "goal_id",
+            "name",
+            "task",
+            "owner",
+            "status",
+            "sort_order",
+            "created_at",
+            "updated_at",
+            "budget",
+        ),
     )
     goal_id = c.text_field(data.get("goal_id"), "goal_id", required=True, limit=64)
     try:
@@ -454,4 +511,5 @@ def parse_goal(data: dict, text: str, display: str, folder_name: str) -> GoalDef
         status=status,
         sort_order=sort_order,
         created_at=created_at,
+        budget=parse_budget(data.get("budget"), c),
     )

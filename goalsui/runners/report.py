@@ -29,6 +29,7 @@ from goalsui.errors import ValidationError
 from goalsui.kb.atomic import atomic_write
 from goalsui.runners.deliver import OUTBOX_NAME, headline
 from goalsui.runners.nightshift_report import nightshift_section
+from goalsui.runners.report_cost import cost_lines, cost_summary
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -392,7 +393,9 @@ def compile_report(
                 if not head.lower().startswith(top.label.lower()):
                     head = f"{top.label}: {head}"
                 lines.append(f"- Headline: {head} ({top.source}).")
-    lines += ["", "## Timeline", ""]
+        lines.append(cost_summary(entries))
+    lines += [""] + cost_lines(service, goal_id, entries, (start, end), zone)
+    lines += ["## Timeline", ""]
     if entries:
         lines.append("| worker | run | trigger | planned | started | duration | status | source |")
         lines.append("| --- | ---: | --- | --- | --- | ---: | --- | --- |")

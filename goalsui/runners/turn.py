@@ -25,6 +25,7 @@ from goalsui.errors import GoalsuiError
 from goalsui.kb.authoring import enforce_state_bound, state_snapshot
 from goalsui.kb.config import NO_RUNNER
 from goalsui.runners.base import TurnOutcome
+from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, log_failure
 from goalsui.runners.nightshift import run_nightshift_turn
@@ -32,7 +33,6 @@ from goalsui.runners.presets import (
     McpLaunch,
     expand_placeholders,
     needs_config,
-    parse_agent_output,
     remove_mcp_config,
     runner_argv,
     write_mcp_config,
@@ -48,6 +48,7 @@ from goalsui.runners.prompt import (
     worker_prompt_with_data,
     worker_shim,
 )
+from goalsui.runners.usage import parse_output
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -253,10 +254,14 @@ async def _run_turn(
         return TurnOutcome(
             "failed", reason=f"cannot start: unknown builtin runner {spec['builtin']!r}"
         )
+    skipped = await budget_outcome(service, intent, run)
+    if skipped is not None:
+        return skipped
     run_id = run.id
     assert run_id is not None  # the scheduler inserted the run before the turn
     launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run_id)
-    argv = runner_argv(spec, launch)
+    model = str(spec["model"]) if spec.get("model") else ""
+    argv = [model if x == "{model}" else x for x in runner_argv(spec, launch)]
     if not argv:
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", NO_RUNNER)
         return TurnOutcome("failed", reason=NO_RUNNER)
@@ -264,6 +269,7 @@ async def _run_turn(
         event = await asyncio.to_thread(_find_event, service, intent, run)
     try:
         prompt, cwd, env, log_path = await asyncio.to_thread(_prepare, service, intent, run, event)
+        env["GOALSUI_MODEL"] = model
     except GoalsuiError as exc:
         program = argv[0] if argv else "runner"
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
@@ -319,6 +325,7 @@ async def _run_argv(
         on_spawn=on_spawn,
     )
     tail = result.output_tail or None
+    parsed = parse_output(result.stdout)
     if result.status != "ok":
         await asyncio.to_thread(
             _safe_log_failure, service, intent, run, result.status, result.reason
@@ -329,6 +336,7 @@ async def _run_argv(
             exit_code=result.exit_code,
             output_tail=tail,
             output_path=log_path,
+            usage=parsed.usage,
         )
     over = await asyncio.to_thread(_state_after, service, intent, before, state_limit)
     if over:
@@ -339,8 +347,9 @@ async def _run_argv(
             exit_code=result.exit_code,
             output_tail=tail,
             output_path=log_path,
+            usage=parsed.usage,
         )
-    output, usage = parse_agent_output(spec.get("agent"), result.stdout)
+    output = parsed.text
     if result.truncated:
         output += f"\n\n… (output cut at 1 MiB; the whole output is in {log_path})\n"
     try:
@@ -353,6 +362,7 @@ async def _run_argv(
             exit_code=result.exit_code,
             output_tail=tail,
             output_path=log_path,
+            usage=parsed.usage,
         )
     return TurnOutcome(
         delivery.status,
@@ -361,7 +371,7 @@ async def _run_argv(
         output_tail=tail,
         output_path=log_path,
         outbox_path=delivery.outbox_path,
-        usage=usage,
+        usage=parsed.usage,
     )
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -42,6 +43,9 @@ from goalsui.service import (
 )
 from goalsui.service.agents import Agents
 from goalsui.service.context import ServiceContext
+
+if TYPE_CHECKING:
+    from goalsui.service.costs import Costs
 
 
 class Service(ServiceContext):
@@ -80,6 +84,13 @@ class Service(ServiceContext):
         if sync:
             service.refresh_kb()
         return service
+
+    @cached_property
+    def costs(self) -> Costs:
+        """Spend queries and budget checks (:mod:`goalsui.service.costs`)."""
+        from goalsui.service.costs import Costs
+
+        return Costs(self)
 
     # -- schema and settings ---------------------------------------------------------------
     def schema_status(self) -> dict[str, Any]:

@@ -17,8 +17,10 @@ from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.errors import GoalsuiError
 
 if TYPE_CHECKING:
+    from goalsui.domain.budget import Spend
     from goalsui.domain.models import Intent, IntentRun, Thread, Todo
     from goalsui.service import GoalView, Service
+    from goalsui.service.costs import BudgetLine
 
 ENDED = (IntentStatus.CANCELLED, IntentStatus.DONE)
 
@@ -50,6 +52,9 @@ class Dashboard:
     load_ms: float = 0.0
     #: True for the quick KB read painted before the records are loaded.
     preview: bool = False
+    #: what today's runs reported (None: not loaded) and each goal's budget lines
+    spend_today: Spend | None = None
+    budgets: dict[str, list[BudgetLine]] = field(default_factory=dict)
 
     def intent_of(self, goal_id: str, worker: str) -> Intent | None:
         for intent in self.intents.values():
@@ -101,6 +106,7 @@ def load_dashboard(
         ThreadView(t, service.list_todos(t.id)) for t in service.list_threads() if t.id is not None
     ]
     summary = service.summary()
+    spend_today, budgets = load_costs(service, goals)
     return Dashboard(
         at=now,
         goals=goals,
@@ -113,7 +119,26 @@ def load_dashboard(
         summary=summary,
         token=token,
         load_ms=(time.perf_counter() - started) * 1000,
+        spend_today=spend_today,
+        budgets=budgets,
     )
+
+
+def load_costs(
+    service: Service, goals: list[GoalView]
+) -> tuple[Spend | None, dict[str, list[BudgetLine]]]:
+    """Today's spend (local midnight) and the budget lines of goals that have a budget."""
+    try:
+        today = service.costs.day_total()
+        budgets = {}
+        for goal in goals:
+            tz = goal.workers[0].timezone if goal.workers else "UTC"
+            lines = service.costs.goal_lines(goal.goal_id, tz)
+            if lines:
+                budgets[goal.goal_id] = lines
+    except GoalsuiError:
+        return None, {}
+    return today, budgets
 
 
 def load_plan(service: Service, now: datetime, until: datetime) -> PlanView:

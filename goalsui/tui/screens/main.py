@@ -24,6 +24,7 @@ from goalsui.tui import keys
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, goal_log_count, load_boxes
+from goalsui.tui.widgets.cost_panel import CostPanel, today_text
 from goalsui.tui.widgets.detail import DetailBody, DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items, run_error
 from goalsui.tui.widgets.goals_tree import GoalsTree, NodeRef
@@ -217,6 +218,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             self._reselect()
         if dash.preview:
             return
+        self.load_costs(self.selection.intent_id)  # the selected intent's runs may have changed
         for goal_id, node in self.goals.goal_nodes.items():
             if node.is_expanded and goal_id not in self.goals.boxes:
                 self.load_boxes(goal_id)
@@ -285,6 +287,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             read_only=self.read_only,
             watcher=app.watcher_status(),
             loading=dash is None or dash.preview,
+            today=today_text(dash.spend_today) if dash else "",
         )
         self.query_one(StatusBar).show(info, app.palette)
 
@@ -527,7 +530,19 @@ class MainScreen(DeliverMixin, Screen[None]):
         changed = self.detail.set_tabs(title, tabs)
         if changed or force:
             self.load_detail()
+            self.load_costs(self.selection.intent_id)
         self._ensure_live_poll()
+
+    @work(thread=True, exclusive=True, group="costs", exit_on_error=False)
+    def load_costs(self, intent_id: int | None) -> None:
+        """The selected intent's last runs for the cost panel (off the UI thread)."""
+        points = None
+        if intent_id is not None and self.gapp.service_ready:
+            try:
+                points = self.gapp.service.costs.recent_runs(intent_id)
+            except GoalsuiError:
+                points = None
+        deliver(self, self.query_one(CostPanel).show, intent_id, points)
 
     @on(DetailView.TabChanged)
     def _tab_changed(self) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
+from goalsui.tui.widgets.cost_panel import CostPanel
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class DetailView(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-title", markup=False)
         yield TabStrip(id="detail-tabs")
+        yield CostPanel(id="detail-cost")
         yield DetailBody(id="detail-body")
 
     @property

@@ -21,6 +21,7 @@ from goalsui.tui.fmt import (
     elapsed,
 )
 from goalsui.tui.model import BoxCounts, Dashboard
+from goalsui.tui.widgets.cost_panel import budget_label
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Intent, IntentRun
@@ -287,6 +288,8 @@ class GoalsTree(Tree[NodeRef]):
             text.append("failed", style=f"bold {p.failed}")
         else:
             text.append("active", style=p.ok)
+        if self._dash is not None and goal.goal_id in self._dash.budgets:
+            text.append_text(budget_label(self._dash.budgets[goal.goal_id], p))
         if now is None:
             return text
         running = [r for w in goal.workers if (r := self._live_run(w)) is not None]

@@ -24,6 +24,7 @@ class StatusInfo:
     watcher: str = "off"
     kb: str = ""
     loading: bool = False  # the records are not loaded yet
+    today: str = ""  # what today's runs reported ("" until one did)
 
 
 class StatusBar(Static):
@@ -106,6 +107,8 @@ class StatusBar(Static):
                 ("↻ " if compact else "refreshed ", p.muted),
                 (age, p.warning if stale else p.text),
             ]
+        if i.today:
+            parts += [sep, ("today " if not compact else "", p.muted), (i.today, p.text)]
         parts += [
             sep,
             ("watch ", p.muted),

@@ -1,0 +1,140 @@
+"""``/metrics``, ``/healthz`` and ``/readyz`` over aiohttp, in the daemon's event loop.
+
+* ``/healthz``: 200 while the process serves requests (liveness).
+* ``/readyz``: 200 only while the database answers a query on a freshly opened
+  connection (so a SQLite file deleted, moved or replaced is noticed) and the scheduler
+  is running and has ticked recently; else 503 with a one-line reason.
+* ``/metrics``: Prometheus text (see :mod:`goalsui.ops.metrics`).
+
+"Ticked recently": when the scheduler exposes ``last_tick`` (a ``time.monotonic()``
+float, an aware datetime, or an object with a ``monotonic`` attribute) it must be at most
+``max_quiet`` seconds old (the daemon passes twice the scheduler's longest sleep). A
+scheduler without ``last_tick`` is judged by its ``state`` alone (``running``; an
+``error: ...`` state is not ready).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from goalsui.errors import GoalsuiError
+from goalsui.ops.metrics import make_registry, render
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+__all__ = ["OpsServer", "Readiness", "start_ops_server", "tick_age"]
+
+log = logging.getLogger("goalsui.ops")
+DB_PROBE_TIMEOUT = 5.0  # seconds a readiness probe waits for the database
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def tick_age(scheduler: Any, now_mono: float, now_wall: datetime) -> float | None:
+    """Seconds since the scheduler's ``last_tick``; None when it does not record one."""
+    tick = getattr(scheduler, "last_tick", None)
+    if tick is None:
+        return None
+    mono = getattr(tick, "monotonic", None)
+    if isinstance(mono, int | float):
+        return now_mono - float(mono)
+    if isinstance(tick, int | float) and not isinstance(tick, bool):
+        return now_mono - float(tick)
+    if isinstance(tick, datetime):
+        return (now_wall - tick).total_seconds()
+    wall = getattr(tick, "wall", None)
+    if isinstance(wall, datetime):
+        return (now_wall - wall).total_seconds()
+    return None
+
+
+class Readiness:
+    """Whether this process can do its work: the database answers, the scheduler ticks."""
+
+    def __init__(self, service: Service, scheduler: Any, *, max_quiet: float) -> None:
+        self.service = service
+        self.scheduler = scheduler
+        self.max_quiet = max_quiet
+
+    def scheduler_problem(self) -> str | None:
+        state = str(getattr(self.scheduler, "state", "unknown"))
+        if state != "running":
+            return f"the scheduler is {' '.join(state.split())[:200]}"
+        age = tick_age(self.scheduler, time.monotonic(), datetime.now(UTC))
+        if age is not None and age > self.max_quiet:
+            return f"the scheduler loop last ticked {age:.0f}s ago (limit {self.max_quiet:g}s)"
+        return None
+
+    def scheduler_up(self) -> bool:
+        return self.scheduler_problem() is None
+
+    async def problem(self) -> str | None:
+        """None when ready, else one line saying why not."""
+        try:
+            db = await asyncio.wait_for(
+                asyncio.to_thread(self.service.costs.database_problem), DB_PROBE_TIMEOUT
+            )
+        except TimeoutError:
+            db = f"the database did not answer within {DB_PROBE_TIMEOUT:g}s"
+        return db or self.scheduler_problem()
+
+
+@dataclass
+class OpsServer:
+    host: str
+    port: int
+    runner: web.AppRunner
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+def make_app(readiness: Readiness, registry_render: Callable[[], bytes]) -> web.Application:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        reason = await readiness.problem()
+        if reason is None:
+            return web.Response(text="ready\n")
+        return web.Response(status=503, text=f"not ready: {reason}\n")
+
+    async def metrics(_: web.Request) -> web.Response:
+        body = await asyncio.to_thread(registry_render)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def start_ops_server(
+    service: Service, scheduler: Any, host: str, port: int, *, max_quiet: float
+) -> OpsServer:
+    """Serve the three endpoints on ``host:port`` (0 picks a free port) in this loop."""
+    readiness = Readiness(service, scheduler, max_quiet=max_quiet)
+    registry = make_registry(service, readiness.scheduler_up)
+    runner = web.AppRunner(make_app(readiness, lambda: render(registry)), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise GoalsuiError(
+            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
+        ) from None
+    addresses = runner.addresses
+    bound = int(addresses[0][1]) if addresses else port
+    log.info("metrics on http://%s:%s/metrics", host, bound)
+    return OpsServer(host, bound, runner)

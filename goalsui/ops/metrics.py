@@ -1,0 +1,122 @@
+"""Prometheus metrics computed from the database at scrape time.
+
+A custom collector on a registry of its own (never the process-global one) reads a
+few aggregate queries per scrape (:meth:`goalsui.service.costs.Costs.run_stats`), so the
+numbers are the same whichever process ran the turns, and nothing is coupled to the
+scheduler's internals except its liveness (``goalsui_scheduler_up``). Counters are
+totals over the run history the database keeps (pruned after 30 days by default), so a
+prune can lower them; Prometheus treats that as a counter reset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+    from goalsui.store.usage import HistogramData
+
+__all__ = ["DURATION_BUCKETS", "LATENESS_BUCKETS", "GoalsuiCollector", "make_registry", "render"]
+
+log = logging.getLogger("goalsui.ops")
+
+DURATION_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0)
+LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0)
+
+
+class GoalsuiCollector(Collector):
+    """Yields goalsui's metrics; ``scheduler_up()`` says whether this process's loop lives."""
+
+    def __init__(self, service: Service, scheduler_up: Callable[[], bool]) -> None:
+        self.service = service
+        self.scheduler_up = scheduler_up
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            "goalsui_scheduler_up", "1 while this process's scheduler loop is running and ticking"
+        )
+        up.add_metric([], 1.0 if self.scheduler_up() else 0.0)
+        yield up
+        try:
+            stats = self.service.costs.run_stats(DURATION_BUCKETS, LATENESS_BUCKETS)
+        except Exception as exc:  # noqa: BLE001 - a scrape never crashes the daemon
+            log.warning("metrics: the database did not answer: %s", exc)
+            return
+        runs = CounterMetricFamily(
+            "goalsui_runs", "Finished runs by status and intent kind", labels=["status", "kind"]
+        )
+        missed = CounterMetricFamily("goalsui_missed", "Occurrences recorded missed")
+        missed_total = 0
+        for (status, kind), count in sorted(stats.runs.items()):
+            if status == "running":
+                continue
+            runs.add_metric([status, kind], count)
+            if status == "missed":
+                missed_total += count
+        missed.add_metric([], missed_total)
+        intents = GaugeMetricFamily("goalsui_intents", "Intents by status", labels=["status"])
+        for status, count in sorted(stats.intents.items()):
+            intents.add_metric([status], count)
+        cost = CounterMetricFamily(
+            "goalsui_cost_usd",
+            "Cost the agents reported, in USD (runs without a reported cost add nothing)",
+            labels=["goal", "worker"],
+        )
+        for (goal, worker), usd in sorted(stats.cost.items()):
+            cost.add_metric([goal, worker], usd)
+        tokens = CounterMetricFamily(
+            "goalsui_tokens", "Tokens the agents reported", labels=["direction"]
+        )
+        tokens.add_metric(["in"], stats.tokens_in)
+        tokens.add_metric(["out"], stats.tokens_out)
+        budget = CounterMetricFamily(
+            "goalsui_budget_skipped", "Turns skipped because their budget was spent"
+        )
+        budget.add_metric([], stats.budget_skips)
+        yield runs
+        yield missed
+        yield budget
+        yield intents
+        yield cost
+        yield tokens
+        yield _histogram(
+            "goalsui_run_duration_seconds", "Run duration (start to finish)", stats.duration
+        )
+        yield _histogram(
+            "goalsui_fire_lateness_seconds",
+            "How late a run started after its planned time",
+            stats.lateness,
+        )
+
+
+def _histogram(name: str, doc: str, data: HistogramData) -> HistogramMetricFamily:
+    buckets = [(_bound(b), float(c)) for b, c in zip(data.bounds, data.cumulative, strict=False)]
+    buckets.append(("+Inf", float(data.count)))
+    return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=data.total)
+
+
+def _bound(value: float) -> str:
+    return str(float(value))
+
+
+def make_registry(service: Service, scheduler_up: Callable[[], bool]) -> CollectorRegistry:
+    """A registry holding only goalsui's collector."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GoalsuiCollector(service, scheduler_up))
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    """The Prometheus text exposition of ``registry`` (blocking: it queries the database)."""
+    return generate_latest(registry)

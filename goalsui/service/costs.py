@@ -1,0 +1,250 @@
+"""Spend and budgets at the service level: what ran cost, and whether a turn may start.
+
+Reached as ``service.costs`` (a :class:`Costs` bound to one service). Budgets come from
+three files (see :mod:`goalsui.domain.budget`): ``goalsui.yaml`` (every run), the goal's
+``definition.yaml`` and the worker's ``definition.yaml``; the definitions are re-read
+only when their modification time changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from goalsui.domain.budget import Budget, BudgetLimit, Exhausted, Spend, exhausted, period_window
+from goalsui.domain.models import Intent, Meta
+from goalsui.errors import GoalsuiError
+from goalsui.store import usage as queries
+from goalsui.store.usage import RunPoint
+
+if TYPE_CHECKING:
+    from goalsui.service.facade import Service
+
+__all__ = ["BudgetLine", "CostRow", "Costs", "RunPoint", "Scope"]
+
+_ALERT_PREFIX = "budget-alert:"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A budget and where it applies: ``kb``, ``goal g`` or ``worker g/w``."""
+
+    name: str
+    budget: Budget
+    where: str  # the file that sets it
+    goal_id: str | None = None
+    worker: str | None = None
+
+
+@dataclass(frozen=True)
+class BudgetLine:
+    """One limit of a scope with what was spent in its current period."""
+
+    scope: str
+    limit: BudgetLimit
+    spent: float
+    active: bool  # False: a night limit outside the night
+
+    @property
+    def fraction(self) -> float:
+        return self.spent / self.limit.value if self.limit.value else 1.0
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """A spender (a worker, or a thread intent) and what it reported."""
+
+    goal_id: str | None
+    worker: str | None
+    intent_id: int | None
+    spend: Spend
+
+    @property
+    def label(self) -> str:
+        if self.goal_id:
+            return f"{self.goal_id}/{self.worker}" if self.worker else self.goal_id
+        return f"intent {self.intent_id}"
+
+
+class Costs:
+    """Spend queries and budget checks of one service (thread-safe)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._lock = threading.Lock()
+        self._defs: dict[str, tuple[tuple[int, ...], dict[str | None, Budget | None]]] = {}
+
+    # -- budgets ---------------------------------------------------------------------------------
+    def scopes(self, intent: Intent) -> list[Scope]:
+        """The budgets that apply to ``intent``'s runs, narrowest first."""
+        out = []
+        goal_id, worker = intent.goal_id, intent.worker
+        if goal_id:
+            budgets = self._goal_budgets(goal_id)
+            own = budgets.get(worker) if worker else None
+            if worker and own is not None:
+                where = f"{goal_id}/workers/{worker}/definition.yaml"
+                out.append(Scope(f"worker {goal_id}/{worker}", own, where, goal_id, worker))
+            shared = budgets.get(None)
+            if shared is not None:
+                where = f"{goal_id}/definition.yaml"
+                out.append(Scope(f"goal {goal_id}", shared, where, goal_id))
+        kb_budget = self.service.config().budget
+        if kb_budget is not None:
+            out.append(Scope("kb", kb_budget, "goalsui.yaml"))
+        return out
+
+    def lines(self, scope: Scope, tz: str, now: datetime | None = None) -> list[BudgetLine]:
+        """Every limit of ``scope`` with its spend in the current period."""
+        now = now or self.service.now()
+        out = []
+        for limit in scope.budget.limits():
+            window = period_window(limit.period, now, scope.budget.timezone or tz)
+            if window is None:
+                out.append(BudgetLine(scope.name, limit, 0.0, active=False))
+                continue
+            spent = self._spend(scope, *window)
+            amount = spent.usd if limit.unit == "usd" else float(spent.tokens)
+            out.append(BudgetLine(scope.name, limit, amount, active=True))
+        return out
+
+    def block(self, intent: Intent, now: datetime | None = None) -> Exhausted | None:
+        """The first spent budget that stops ``intent``'s next turn, or None."""
+        now = now or self.service.now()
+        for scope in self.scopes(intent):
+            tz = scope.budget.timezone or intent.timezone or "UTC"
+            for limit in scope.budget.limits():
+                window = period_window(limit.period, now, tz)
+                if window is None:
+                    continue
+                spent = exhausted(limit, self._spend(scope, *window))
+                if spent is not None:
+                    return Exhausted(scope.name, limit, spent, window[0], window[1], scope.where)
+        return None
+
+    def claim_alert(self, spent: Exhausted) -> bool:
+        """True once per budget and period (across processes): the caller alerts then."""
+        key = _ALERT_PREFIX + spent.key()
+        family = _ALERT_PREFIX + spent.key().rsplit("|", 1)[0] + "|"
+        try:
+            with self.service.store.write() as s:
+                s.add(Meta(key=key, value=spent.end.isoformat()))
+                s.flush()
+                # older periods of the same budget are forgotten (one row per budget)
+                s.execute(
+                    delete(Meta).where(col(Meta.key).startswith(family), col(Meta.key) != key)
+                )
+        except IntegrityError:
+            return False
+        return True
+
+    def goal_lines(self, goal_id: str, tz: str = "UTC") -> list[BudgetLine]:
+        """The goal's own budget lines (for the goal rows of the console)."""
+        budget = self._goal_budgets(goal_id).get(None)
+        if budget is None:
+            return []
+        return self.lines(Scope(f"goal {goal_id}", budget, "", goal_id), tz)
+
+    # -- spend -------------------------------------------------------------------------------------
+    def day_total(self, tz: str | None = None, now: datetime | None = None) -> Spend:
+        """What every run started today reported (from midnight in ``tz``; None: this
+        machine's local time)."""
+        now = now or self.service.now()
+        if tz is None:
+            start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+            window: tuple[datetime, datetime] | None = (start, start + timedelta(days=1))
+        else:
+            window = period_window("day", now, tz)
+        assert window is not None
+        return queries.spend(self.service.store.read_engine, *window)
+
+    def spend(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        goal_id: str | None = None,
+        worker: str | None = None,
+    ) -> Spend:
+        return queries.spend(
+            self.service.store.read_engine, start, end, goal_id=goal_id, worker=worker
+        )
+
+    def by_worker(
+        self, start: datetime | None = None, end: datetime | None = None
+    ) -> list[CostRow]:
+        """Spenders in the window, the most expensive first."""
+        rows = queries.spend_by_worker(self.service.store.read_engine, start, end)
+        out = [CostRow(g, w, i, s) for g, w, i, s in rows]
+        return sorted(out, key=lambda r: (-r.spend.usd, -r.spend.tokens, r.label))
+
+    def recent_runs(self, intent_id: int, limit: int = 30) -> list[RunPoint]:
+        return queries.recent_runs(self.service.store.read_engine, intent_id, limit)
+
+    def run_stats(
+        self, duration_bounds: tuple[float, ...], lateness_bounds: tuple[float, ...]
+    ) -> queries.RunStats:
+        return queries.run_stats(self.service.store.read_engine, duration_bounds, lateness_bounds)
+
+    def database_problem(self) -> str | None:
+        """None while the database answers; else one line (for readiness probes)."""
+        return queries.database_problem(self.service.store.engine)
+
+    # -- internals ----------------------------------------------------------------------------------
+    def _spend(self, scope: Scope, start: datetime, end: datetime) -> Spend:
+        return queries.spend(
+            self.service.store.read_engine,
+            start,
+            end,
+            goal_id=scope.goal_id,
+            worker=scope.worker,
+        )
+
+    def _goal_budgets(self, goal_id: str) -> dict[str | None, Budget | None]:
+        """{None: the goal's budget, worker: its budget}; cached until a definition changes."""
+        try:
+            root = self.service.kb.goal_dir(goal_id)
+        except GoalsuiError:
+            return {}
+        stamp = _stamp(root)
+        with self._lock:
+            cached = self._defs.get(goal_id)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+        loaded = self.service.kb.load_goal(goal_id)
+        budgets: dict[str | None, Budget | None] = {
+            None: loaded.definition.budget if loaded.definition else None
+        }
+        for name, wdef in loaded.workers.items():
+            budgets[name] = wdef.budget
+        with self._lock:
+            self._defs[goal_id] = (stamp, budgets)
+        return budgets
+
+
+def _stamp(goal_dir: Path) -> tuple[int, ...]:
+    """Modification times of the goal's definition files (and the workers folder)."""
+    out = []
+    paths = [goal_dir / "definition.yaml", goal_dir / "workers"]
+    workers = goal_dir / "workers"
+    if workers.is_dir():
+        paths += sorted(p / "definition.yaml" for p in workers.iterdir())
+    for path in paths:
+        try:
+            out.append(path.stat().st_mtime_ns)
+        except OSError:
+            out.append(-1)
+    return tuple(out)
+
+
+def meta_keys(service: Service) -> list[str]:
+    """The budget alerts remembered (for tests and doctor)."""
+    with service.store.read() as s:
+        return [m.key for m in s.exec(select(Meta).where(col(Meta.key).startswith(_ALERT_PREFIX)))]

@@ -1,0 +1,264 @@
+"""Spend and run-statistics queries (SQLite and PostgreSQL, Core statements).
+
+Only reported usage is summed: a run whose cost or tokens are NULL adds nothing and is
+counted as ``unknown``. Durations and lateness are computed in SQL so a scrape or a view
+never loads the run history into memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, case, func, literal, or_, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.sql.elements import ColumnElement
+
+from goalsui.domain.budget import Spend
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.states import RunStatus
+
+__all__ = [
+    "HistogramData",
+    "RunPoint",
+    "RunStats",
+    "database_problem",
+    "recent_runs",
+    "run_stats",
+    "spend",
+    "spend_by_worker",
+]
+
+_RUN = IntentRun.__table__  # type: ignore[attr-defined]
+_INTENT = Intent.__table__  # type: ignore[attr-defined]
+#: runs that executed a turn (the ones whose usage may be known)
+_EXECUTED = (
+    RunStatus.OK,
+    RunStatus.SILENT,
+    RunStatus.FAILED,
+    RunStatus.TIMEOUT,
+    RunStatus.CANCELLED,
+    RunStatus.INTERRUPTED,
+)
+
+
+def _known() -> ColumnElement[bool]:
+    return or_(
+        _RUN.c.cost_usd.is_not(None), _RUN.c.tokens_in.is_not(None), _RUN.c.tokens_out.is_not(None)
+    )
+
+
+def _spend_columns() -> list[Any]:
+    known = _known()
+    return [
+        func.coalesce(func.sum(_RUN.c.cost_usd), 0.0),
+        func.coalesce(
+            func.sum(func.coalesce(_RUN.c.tokens_in, 0) + func.coalesce(_RUN.c.tokens_out, 0)), 0
+        ),
+        func.coalesce(func.sum(case((known, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((and_(~known, _RUN.c.status.in_(_EXECUTED)), 1), else_=0)), 0),
+    ]
+
+
+def _spend_of(row: Sequence[Any]) -> Spend:
+    return Spend(
+        usd=float(row[0] or 0),
+        tokens=int(row[1] or 0),
+        runs=int(row[2] or 0),
+        unknown=int(row[3] or 0),
+    )
+
+
+def spend(
+    engine: Engine,
+    start: datetime,
+    end: datetime,
+    *,
+    goal_id: str | None = None,
+    worker: str | None = None,
+) -> Spend:
+    """What the runs started in [start, end) reported, for a goal, a worker or everyone."""
+    q = select(*_spend_columns()).select_from(_RUN)
+    if goal_id is not None:
+        q = q.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id).where(_INTENT.c.goal_id == goal_id)
+        if worker is not None:
+            q = q.where(_INTENT.c.worker == worker)
+    q = q.where(_RUN.c.started_at >= start, _RUN.c.started_at < end)
+    with engine.connect() as conn:
+        return _spend_of(conn.execute(q).one())
+
+
+def spend_by_worker(
+    engine: Engine, start: datetime | None = None, end: datetime | None = None
+) -> list[tuple[str | None, str | None, int | None, Spend]]:
+    """(goal_id, worker, intent_id for a thread intent, spend) for every spender."""
+    goal = _INTENT.c.goal_id
+    worker = _INTENT.c.worker
+    thread_intent = case((goal.is_(None), _INTENT.c.id), else_=literal(None))
+    q = (
+        select(goal, worker, thread_intent, *_spend_columns())
+        .select_from(_RUN.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id))
+        .group_by(goal, worker, thread_intent)
+    )
+    if start is not None:
+        q = q.where(_RUN.c.started_at >= start)
+    if end is not None:
+        q = q.where(_RUN.c.started_at < end)
+    with engine.connect() as conn:
+        return [(r[0], r[1], r[2], _spend_of(r[3:])) for r in conn.execute(q)]
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run of an intent, for a sparkline: when, how long, how it ended, what it cost."""
+
+    run_id: int
+    status: str
+    started_at: datetime
+    seconds: float | None
+    cost_usd: float | None
+    tokens: int | None
+
+
+def recent_runs(engine: Engine, intent_id: int, limit: int = 30) -> list[RunPoint]:
+    """The intent's last ``limit`` executed runs, oldest first."""
+    q = (
+        select(
+            _RUN.c.id,
+            _RUN.c.status,
+            _RUN.c.started_at,
+            _RUN.c.finished_at,
+            _RUN.c.cost_usd,
+            _RUN.c.tokens_in,
+            _RUN.c.tokens_out,
+        )
+        .where(_RUN.c.intent_id == intent_id, _RUN.c.status.in_(_EXECUTED))
+        .order_by(_RUN.c.id.desc())
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        rows = list(conn.execute(q))
+    points = []
+    for r in reversed(rows):
+        seconds = (r.finished_at - r.started_at).total_seconds() if r.finished_at else None
+        tokens = None
+        if r.tokens_in is not None or r.tokens_out is not None:
+            tokens = (r.tokens_in or 0) + (r.tokens_out or 0)
+        points.append(RunPoint(r.id, r.status, r.started_at, seconds, r.cost_usd, tokens))
+    return points
+
+
+@dataclass
+class HistogramData:
+    """Cumulative bucket counts (``le`` bounds, +Inf last), their sum and count."""
+
+    bounds: tuple[float, ...]
+    cumulative: list[int] = field(default_factory=list)
+    total: float = 0.0
+    count: int = 0
+
+
+@dataclass
+class RunStats:
+    """Everything the metrics endpoint reports, read in a few aggregate queries."""
+
+    runs: dict[tuple[str, str], int]  # (status, kind) -> runs
+    intents: dict[str, int]  # status -> intents
+    cost: dict[tuple[str, str], float]  # (goal, worker) -> USD reported
+    tokens_in: int
+    tokens_out: int
+    duration: HistogramData
+    lateness: HistogramData
+    budget_skips: int = 0  # runs skipped because a budget was spent
+
+
+def _seconds_between(engine: Engine, later: Any, earlier: Any) -> Any:
+    if engine.dialect.name == "sqlite":
+        return (func.julianday(later) - func.julianday(earlier)) * 86400.0
+    return func.extract("epoch", later - earlier)
+
+
+def _histogram(engine: Engine, value: Any, where: Any, bounds: tuple[float, ...]) -> HistogramData:
+    cols = [func.coalesce(func.sum(case((value <= b, 1), else_=0)), 0) for b in bounds]
+    q = select(*cols, func.coalesce(func.sum(value), 0.0), func.count()).where(where)
+    with engine.connect() as conn:
+        row = conn.execute(q).one()
+    count = int(row[-1] or 0)
+    return HistogramData(
+        bounds, [int(x or 0) for x in row[: len(bounds)]] + [count], float(row[-2] or 0), count
+    )
+
+
+def run_stats(
+    engine: Engine, duration_bounds: tuple[float, ...], lateness_bounds: tuple[float, ...]
+) -> RunStats:
+    """Run counts by status and kind, intents by status, spend, and the two histograms."""
+    kind = func.coalesce(_INTENT.c.kind, "unknown")
+    by_status = (
+        select(_RUN.c.status, kind, func.count())
+        .select_from(_RUN.outerjoin(_INTENT, _INTENT.c.id == _RUN.c.intent_id))
+        .group_by(_RUN.c.status, kind)
+    )
+    intents = select(_INTENT.c.status, func.count()).group_by(_INTENT.c.status)
+    goal, worker = func.coalesce(_INTENT.c.goal_id, ""), func.coalesce(_INTENT.c.worker, "")
+    cost = (
+        select(goal, worker, func.sum(_RUN.c.cost_usd))
+        .select_from(_RUN.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id))
+        .where(_RUN.c.cost_usd.is_not(None))
+        .group_by(goal, worker)
+    )
+    tokens = select(
+        func.coalesce(func.sum(_RUN.c.tokens_in), 0), func.coalesce(func.sum(_RUN.c.tokens_out), 0)
+    )
+    budget = select(func.count()).where(
+        _RUN.c.status == RunStatus.SKIPPED, _RUN.c.reason.like("budget:%")
+    )
+    with engine.connect() as conn:
+        budget_skips = int(conn.execute(budget).scalar() or 0)
+        runs = {(r[0], r[1]): int(r[2]) for r in conn.execute(by_status)}
+        by_intent = {r[0]: int(r[1]) for r in conn.execute(intents)}
+        spent = {(r[0], r[1]): float(r[2] or 0) for r in conn.execute(cost)}
+        tin, tout = conn.execute(tokens).one()
+    took = _seconds_between(engine, _RUN.c.finished_at, _RUN.c.started_at)
+    late = _seconds_between(engine, _RUN.c.started_at, _RUN.c.planned_at)
+    finished = and_(_RUN.c.finished_at.is_not(None), _RUN.c.status.in_(_EXECUTED))
+    planned = and_(_RUN.c.planned_at.is_not(None), _RUN.c.status.in_(_EXECUTED))
+    return RunStats(
+        runs=runs,
+        intents=by_intent,
+        cost=spent,
+        tokens_in=int(tin or 0),
+        tokens_out=int(tout or 0),
+        duration=_histogram(engine, took, finished, duration_bounds),
+        lateness=_histogram(engine, late, planned, lateness_bounds),
+        budget_skips=budget_skips,
+    )
+
+
+def database_problem(engine: Engine) -> str | None:
+    """None while the database answers a query; else one line saying why not.
+
+    SQLite: the file is opened afresh (read-only), so a file deleted, moved or replaced
+    under a running process is noticed (its open connections would still answer).
+    """
+    import sqlite3
+    from urllib.parse import quote
+
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    try:
+        if database and database != ":memory:":
+            uri = f"file:{quote(database)}?mode=ro"
+            probe = sqlite3.connect(uri, uri=True, timeout=2.0)
+            try:
+                probe.execute("SELECT count(*) FROM intent_run WHERE id = 0").fetchone()
+            finally:
+                probe.close()
+            return None
+        with engine.connect() as conn:
+            conn.execute(select(literal(1))).scalar()
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
+        detail = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+        return f"the database does not answer: {detail}"
