@@ -147,10 +147,11 @@ class Runtime:
         """A step failed and will be retried: log it, keep it in ``error``, tell subscribers.
 
         A :class:`~goalsui.errors.FatalError` (going on would do harm: the database file
-        was deleted) is fatal instead: the host stops the scheduler.
+        was deleted) is fatal instead, under its own message (it names what happened): the
+        host stops the scheduler.
         """
         if isinstance(exc, FatalError):
-            self.fatal(f"{what}: {exc}")
+            self.fatal(str(exc))
             return
         message = f"{what}: {describe(exc)}"
         log.warning("%s", message, exc_info=exc)
