@@ -167,6 +167,8 @@ async def test_every_tool_works_in_an_operator_session(svc, world):
 
 BAD_CALLS = [
     ("get_goal", {"goal_id": "../etc"}, "invalid goal id"),
+    ("nightshift_plan", {}, "is not a nightshift"),
+    ("nightshift_plan_add", {"worker": "writer", "task": "x", "reason": "y"}, "not a nightshift"),
     ("get_goal", {}, "goal_id"),
     (
         "setup_goal",

@@ -49,7 +49,7 @@ def night(tmp_path: Path) -> dict:
     run(env, "init", str(tmp_path / "kb"))
     out = run(
         env, "nightshift", "init", str(repo), "--tz", "Europe/Berlin", "--workers", "2",
-        "--command", f"{sys.executable} {AGENT}", "--check", f"{sys.executable} -c pass",
+        "--command", f"{sys.executable} {AGENT} --mcp-config {{mcp_config}}", "--check", f"{sys.executable} -c pass",
         "--json",
     )
     goal_id = json.loads(out.stdout)["goal_id"]
@@ -185,3 +185,53 @@ def test_a_broken_binding_is_a_doctor_problem_with_file_and_line(night: dict) ->
     assert proc.returncode == 1
     assert "nightshift.yaml" in proc.stdout + proc.stderr
     assert "unknown field 'push'" in proc.stdout + proc.stderr
+
+
+def test_the_commander_plans_through_the_tool_server_and_only_it_can(night: dict) -> None:
+    """``nightshift_plan_add`` is the commander's: idempotent per night, bad input refused."""
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def session_tools(worker: str, calls: list[tuple[str, dict]]) -> tuple[set, list]:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "goalsui", "mcp", "--goal", night["goal"], "--worker", worker],
+            env=night["env"],
+        )
+        answers = []
+        with open(os.devnull, "w") as quiet:
+            async with (
+                stdio_client(params, errlog=quiet) as (read, write),
+                ClientSession(read, write) as s,
+            ):
+                await s.initialize()
+                names = {t.name for t in (await s.list_tools()).tools}
+                for name, args in calls:
+                    res = await s.call_tool(name, args)
+                    text = "".join(getattr(c, "text", "") for c in res.content)
+                    answers.append((res.is_error, res.structured_content, text))
+        return names, answers
+
+    add = {"worker": "worker-2", "task": "Tidy the changelog", "reason": "it is stale",
+           "night": NIGHT}
+    names, answers = asyncio.run(session_tools("commander", [
+        ("nightshift_plan_add", add),
+        ("nightshift_plan_add", add),
+        ("nightshift_plan_add", {**add, "worker": "reporter"}),
+        ("nightshift_plan_add", {**add, "night": "tonight"}),
+        ("nightshift_plan", {"night": NIGHT}),
+    ]))
+    assert {"nightshift_plan", "nightshift_plan_add"} <= names
+    assert [a[1]["created"] for a in answers[:2]] == [True, False]
+    for is_error, _, text in answers[2:4]:
+        assert is_error and "\n" not in text.strip()
+    assert "not a task worker" in answers[2][2] and "not a date" in answers[3][2]
+    plan = answers[4][1]
+    assert plan["workers"] == ["worker-1", "worker-2"]
+    assert [(i["worker"], i["task"]) for i in plan["items"]] == [("worker-2", "Tidy the changelog")]
+    state = (night["dir"] / "state.yaml").read_text()
+    assert "it is stale" in state  # the reason is kept in decisions
+    worker_names, _ = asyncio.run(session_tools("worker-1", []))
+    assert not worker_names & {"nightshift_plan", "nightshift_plan_add"}

@@ -28,6 +28,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "todos": ("todo_list", "todo_add", "todo_complete", "todo_reopen"),
     "threads": ("thread_post",),
     "goals": ("setup_goal", "run_worker_now"),
+    "nightshift": ("nightshift_plan", "nightshift_plan_add"),
 }
 ALWAYS = ("list_goals", "get_goal")
 ALL_TOOLS = ALWAYS + tuple(t for tools in CAPABILITIES.values() for t in tools)

@@ -63,7 +63,8 @@ Plan tonight's work for the repository `{repo}` (base branch `{base}`).
    repository's open TODOs or issues.
 2. Choose at most one atomic task per task worker ({workers}): a bug fix, a doc update,
    or a small refactor that can be reviewed in a few minutes.
-3. Add each with `nightshift_plan_add` (worker, task, reason). Adding the same task twice
+3. Add each with the `nightshift_plan_add` tool (worker, task, reason); `nightshift_plan`
+   shows what is planned already. Adding the same task twice
    in one night has no effect, so a retried turn is safe.
 4. Answer with one line per planned task, or NOTHING_TO_REPORT when there is nothing to do.
 """
@@ -97,7 +98,7 @@ def worker_seeds(slots: list[str], tz: str, runner: dict[str, Any] | None) -> li
         data["capabilities"] = capabilities
         return data
 
-    seeds = [WorkerSeed("commander", definition(COMMANDER_CRON, ["read_kb", "write_kb"], runner))]
+    seeds = [WorkerSeed("commander", definition(COMMANDER_CRON, ["read_kb", "write_kb", "nightshift"], runner))]
     for index, cron in enumerate(slots, start=1):
         seeds.append(WorkerSeed(f"worker-{index}", definition(cron, ["read_kb"], runner)))
     seeds.append(

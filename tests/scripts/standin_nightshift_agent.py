@@ -2,39 +2,58 @@
 """A stand-in for an agent CLI on a nightshift (no model, real git).
 
 As the commander (GOALSUI_WORKER=commander, cwd = the goal's folder) it reads
-``backlog.md`` lines ``- WORKER: TASK`` and puts each into tonight's plan with
-``goalsui nightshift plan add``. As a task worker (cwd = the task's git worktree) it reads
+``backlog.md`` lines ``- WORKER: TASK`` and puts each into tonight's plan through
+goalsui's tool server (``nightshift_plan_add``), started from the MCP config named by
+``--mcp-config FILE``. As a task worker (cwd = the task's git worktree) it reads
 its task from the prompt on stdin, appends it to ``NIGHTSHIFT.md``, commits, and prints
 a one-line summary. A task containing FAIL commits and then exits 1; one containing
 SLEEP sleeps for a long time (for timeouts); one containing NOTHING commits nothing.
 """
 
+import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
 import time
 
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-def commander() -> int:
-    planned = 0
+
+async def plan_through_tools(config_file: str, tasks: list[tuple[str, str]]) -> list[str]:
+    with open(config_file, encoding="utf-8") as fh:
+        server = json.load(fh)["mcpServers"]["goalsui"]
+    params = StdioServerParameters(
+        command=server["command"], args=server["args"], env={**server.get("env", {})}
+    )
+    answers = []
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for worker_name, task in tasks:
+            args = {"worker": worker_name, "task": task, "reason": "it is at the top of backlog.md"}
+            res = await session.call_tool("nightshift_plan_add", args)
+            if res.is_error:
+                raise SystemExit(f"nightshift_plan_add refused: {res.content[0].text}")
+            answers.append("created" if res.structured_content["created"] else "already planned")
+    return answers
+
+
+def commander(argv: list[str]) -> int:
     backlog = "backlog.md"
     if not os.path.exists(backlog):
         print("NOTHING_TO_REPORT")
         return 0
     with open(backlog, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
+    tasks = []
     for line in lines:
         match = re.match(r"^- ([a-z0-9-]+): (.+)$", line.strip())
-        if not match:
-            continue
-        subprocess.run(
-            [sys.executable, "-m", "goalsui", "nightshift", "plan", "add", match[1], match[2],
-             "--reason", "it is at the top of backlog.md"],
-            check=True,
-        )
-        planned += 1
-    print(f"planned {planned} task(s)")
+        if match:
+            tasks.append((match[1], match[2]))
+    answers = asyncio.run(plan_through_tools(argv[argv.index("--mcp-config") + 1], tasks))
+    print(f"planned {len(tasks)} task(s): {', '.join(answers) or 'none'}")
     return 0
 
 
@@ -51,8 +70,17 @@ def worker(prompt: str) -> int:
             fh.write(f"- {task}\n")
         subprocess.run(["git", "add", "NIGHTSHIFT.md"], check=True)
         subprocess.run(
-            ["git", "-c", "user.name=Night Agent", "-c", "user.email=night@example.invalid",
-             "commit", "-q", "-m", f"nightshift: {task}"],
+            [
+                "git",
+                "-c",
+                "user.name=Night Agent",
+                "-c",
+                "user.email=night@example.invalid",
+                "commit",
+                "-q",
+                "-m",
+                f"nightshift: {task}",
+            ],
             check=True,
         )
     if "FAIL" in task:
@@ -65,7 +93,7 @@ def worker(prompt: str) -> int:
 def main() -> int:
     prompt = sys.stdin.read()
     if os.environ.get("GOALSUI_WORKER") == "commander":
-        return commander()
+        return commander(sys.argv[1:])
     return worker(prompt)
 
 

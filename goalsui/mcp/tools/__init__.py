@@ -67,7 +67,7 @@ class ToolContext:
 
 
 def register_all(ctx: ToolContext) -> None:
-    from goalsui.mcp.tools import goals, intents, kb, threads, todos
+    from goalsui.mcp.tools import goals, intents, kb, nightshift, threads, todos
 
-    for module in (goals, kb, todos, intents, threads):
+    for module in (goals, kb, todos, intents, threads, nightshift):
         module.register(ctx)
