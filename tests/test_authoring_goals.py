@@ -79,7 +79,7 @@ TWO_WORKERS = [
     "--worker", "scout", "--cron", "30 20 * * *", "--tz", "Europe/Berlin",
     "--instructions", "Find pages not edited for 90 days.",
     "--command", f"{sys.executable} {SCRIPTS / 'sched_ok.py'}",
-    "--capabilities", "kb_read,todos",
+    "--capabilities", "read_kb,todos",
     "--worker", "reporter", "--every", "30m", "--runner", "report",
 ]  # fmt: skip
 
@@ -111,7 +111,7 @@ async def test_two_workers_of_different_kinds_doctor_accepts_and_scheduler_runs(
     scout = yaml.safe_load((root / "workers" / "scout" / "definition.yaml").read_text())
     assert scout["schedule"] == {"cron": "30 20 * * *", "timezone": "Europe/Berlin"}
     assert scout["runner"] == {"command": [sys.executable, str(SCRIPTS / "sched_ok.py")]}
-    assert scout["capabilities"] == ["kb_read", "todos"]
+    assert scout["capabilities"] == ["read_kb", "todos"]
     reporter = yaml.safe_load((root / "workers" / "reporter" / "definition.yaml").read_text())
     assert reporter["schedule"]["every"] == "30m" and reporter["runner"] == {"builtin": "report"}
 

@@ -284,3 +284,52 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
     assert done.decision is not None and done.decision.needs_review
     assert svc.get_run(run_id).needs_review is True
     assert svc.get_intent(agent).status == "paused"
+
+
+def _claimed_by(svc, clock: FakeClock, owner: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    now = clock.now
+    res = claims.claim_due(
+        svc.store.engine,
+        owner=owner,
+        now=now,
+        lease_until=now + timedelta(seconds=30),
+        limit=50,
+        decide=lambda row: decide_claim(row, now),
+    )
+    return {c.intent["id"]: c.run["id"] for c in res.fired}
+
+
+def test_a_lapsed_lease_of_a_scheduler_that_still_lives_here_is_not_recovered(
+    empty_kb, make_service, clock: FakeClock, spawned
+):
+    """A slow scheduler (its lease lapsed, its process alive) keeps its run: recovering it
+    would run the job twice. Once that process is gone, the run is recovered."""
+    svc = make_service(empty_kb, clock=clock)
+    intent_id = _intent(svc, clock)
+    owner_proc = _spawn("goalsui-test-slow-scheduler")  # stands for the owner's process
+    spawned.append(owner_proc)
+    owner = f"{processes.this_host()[:40]}:{owner_proc.pid}:a1b2c3"
+    (run_id,) = _claimed_by(svc, clock, owner).values()
+
+    result = _recover(svc, clock)  # the lease lapsed 30 s ago
+    assert not result.interrupted and not result.orphans
+    assert svc.get_run(run_id).status == "running"
+    assert svc.get_intent(intent_id).status == "firing"
+
+    os.killpg(owner_proc.pid, signal.SIGKILL)
+    owner_proc.wait(timeout=10)
+    result = _recover(svc, clock)
+    assert [row["id"] for row, _, _ in result.interrupted] == [intent_id]
+    assert svc.get_run(run_id).status == "interrupted"
+
+
+def test_owner_alive_here_reads_host_pid_and_nonce() -> None:
+    host = processes.this_host()
+    me = f"{host[:40]}:{os.getpid()}:000001"
+    assert processes.owner_alive_here(me, me=me, host=host)  # the asking scheduler itself
+    # another scheduler of this very process (another nonce) has stopped
+    assert not processes.owner_alive_here(f"{host[:40]}:{os.getpid()}:000002", me=me, host=host)
+    assert processes.owner_alive_here(f"{host[:40]}:{os.getppid()}:abcdef", me=me, host=host)
+    assert not processes.owner_alive_here(f"elsewhere:{os.getppid()}:abcdef", me=me, host=host)
+    for junk in (None, "", "dead-scheduler", f"{host}:x:y", f"{host}:1:abc"):
+        assert not processes.owner_alive_here(junk, me=me, host=host)

@@ -19,7 +19,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["group_alive", "group_is_the_runs", "kill_group", "this_host"]
+__all__ = ["group_alive", "group_is_the_runs", "kill_group", "owner_alive_here", "this_host"]
 
 PROC = Path("/proc")
 #: Seconds between SIGTERM and SIGKILL, and how long to wait for the group to go after.
@@ -36,6 +36,41 @@ LATE = 15 * 60.0
 def this_host() -> str:
     """The name recorded on runs started here."""
     return socket.gethostname()
+
+
+def owner_alive_here(owner: str | None, *, me: str, host: str) -> bool:
+    """Whether the scheduler named ``owner`` (``host:pid:nonce``) still lives on this host.
+
+    A lease that lapsed while its owner lives means a slow scheduler (a starved CPU, a
+    long pause), not a dead one: recovering its runs would run them twice. ``me`` (the
+    asking scheduler) is alive by definition; another scheduler of this same process
+    (another nonce) is not: it stopped. A pid on another host cannot be checked.
+    """
+    if not owner:
+        return False
+    if owner == me:
+        return True
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or parts[0] != host[:40]:
+        return False
+    pid = int(parts[1])
+    if pid <= 1 or pid == os.getpid():
+        return False
+    try:
+        state = (PROC / str(pid) / "stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        state = ""
+    if state:
+        return state[state.rfind(")") + 2 :].split()[0] != "Z"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _members(pgid: int) -> list[tuple[int, str, int]] | None:

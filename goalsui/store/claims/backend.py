@@ -304,21 +304,26 @@ class SqlClaimBackend:
         :func:`socket.gethostname`); ``kill``: ends a process group (default
         :func:`goalsui.store.processes.kill_group`)."""
         result = RecoveryResult()
+        host = host or processes.this_host()
+        live = recovery.live_owners(self.engine, owner=owner, now=now, host=host)
         alive = recovery.end_live_groups(
             self.engine,
             result,
             owner=owner,
             now=now,
-            host=host or processes.this_host(),
+            host=host,
             kill=kill or processes.kill_group,
+            live=live,
         )
         journal: list[JournalEntry] = []
         with self.engine.begin() as conn:
             lock = partial(self.p.lock, skip_locked=True)
             recovery.recover_stale(
-                conn, result, journal, now=now, decide=decide, lock=lock, alive=alive
+                conn, result, journal, now=now, decide=decide, lock=lock, alive=alive, live=live
             )
-            recovery.close_orphans(conn, result, journal, owner=owner, now=now, alive=alive)
+            recovery.close_orphans(
+                conn, result, journal, owner=owner, now=now, alive=alive, live=live
+            )
             recovery.release_leases(conn, now)
             self._journal(conn, now, journal)
         return result

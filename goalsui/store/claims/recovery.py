@@ -5,14 +5,16 @@ across it): the runs to recover whose process group lives on THIS host are kille
 whole group, SIGTERM then SIGKILL (:mod:`goalsui.store.processes`); a run whose group
 survives is left as it is and its intent is not retried (the next sweep tries again).
 A group on another host cannot be checked from here: its run is recovered when its lease
-expires, as before. Second, in one transaction: each stale intent's open run is closed
+expires, as before. A lease that lapsed while its owner still lives on this host (a slow
+scheduler, not a dead one) is not recovered at all: its owner renews it or records the
+outcome itself. Second, in one transaction: each stale intent's open run is closed
 ``interrupted`` and the intent follows its interrupt policy
 (:func:`goalsui.domain.interrupts.interrupt_policy`): the retry rule, or held for review.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +29,14 @@ from goalsui.store.claims.planner import JournalEntry, after_outcome, new_run, s
 from goalsui.store.claims.shapes import AfterDecision, Completion, RecoveryResult, Row
 from goalsui.store.claims.statements import AFTER_COLUMNS
 
-__all__ = ["REASON", "close_orphans", "end_live_groups", "recover_stale", "release_leases"]
+__all__ = [
+    "REASON",
+    "close_orphans",
+    "end_live_groups",
+    "live_owners",
+    "recover_stale",
+    "release_leases",
+]
 
 REASON = "interrupted: the scheduler running it stopped (lease expired)"
 #: ``kill(pgid) -> gone``: ends a process group (tests pass a shorter grace).
@@ -52,13 +61,40 @@ def _orphaned(owner: str, now: datetime) -> Any:
     return and_(or_(RUN.c.owner.is_(None), RUN.c.owner != owner), not_(lease_ok))
 
 
+def live_owners(engine: Engine, *, owner: str, now: datetime, host: str) -> set[str]:
+    """The owners of lapsed leases and orphaned runs that still live on ``host``.
+
+    Their runs are not recovered: a lease lapses when its scheduler is slow as well as
+    when it is dead, and only a dead one's work may run again (see
+    :func:`goalsui.store.processes.owner_alive_here`).
+    """
+    stale = select(INTENT.c.lease_owner).where(_stale(now)).distinct()
+    orphaned = (
+        select(RUN.c.owner)
+        .select_from(RUN.join(INTENT, INTENT.c.id == RUN.c.intent_id))
+        .where(RUN.c.status == RunStatus.RUNNING, _orphaned(owner, now))
+        .distinct()
+    )
+    with engine.connect() as conn:
+        found = set(conn.execute(stale).scalars()) | set(conn.execute(orphaned).scalars())
+    return {o for o in found if processes.owner_alive_here(o, me=owner, host=host)}
+
+
 def end_live_groups(
-    engine: Engine, result: RecoveryResult, *, owner: str, now: datetime, host: str, kill: Killer
+    engine: Engine,
+    result: RecoveryResult,
+    *,
+    owner: str,
+    now: datetime,
+    host: str,
+    kill: Killer,
+    live: Collection[str] = (),
 ) -> set[int]:
     """Kill the live process groups on ``host`` of the runs about to be recovered; returns
-    the ids of the runs whose group survived (they must not be recovered yet)."""
+    the ids of the runs whose group survived (they must not be recovered yet). Runs of an
+    owner in ``live`` are not about to be recovered."""
     q = (
-        select(RUN.c.id, RUN.c.intent_id, RUN.c.host, RUN.c.pgid, RUN.c.started_at)
+        select(RUN.c.id, RUN.c.intent_id, RUN.c.host, RUN.c.pgid, RUN.c.started_at, RUN.c.owner)
         .select_from(RUN.join(INTENT, INTENT.c.id == RUN.c.intent_id))
         .where(
             RUN.c.status == RunStatus.RUNNING,
@@ -71,6 +107,8 @@ def end_live_groups(
         candidates = rows(conn.execute(q))
     alive: set[int] = set()
     for run in candidates:
+        if run["owner"] in live:
+            continue
         pgid = int(run["pgid"])
         if not processes.group_alive(pgid) or not processes.group_is_the_runs(
             pgid, run["started_at"]
@@ -93,16 +131,17 @@ def recover_stale(
     decide: Callable[[Row, Completion], AfterDecision],
     lock: Callable[[Any], Any],
     alive: set[int],
+    live: Collection[str] = (),
 ) -> None:
     """Close the open runs of stale intents ``interrupted`` and apply the policy.
 
     ``lock`` adds the engine's row locks (skipping rows another recovery holds); an
-    intent with a run in ``alive`` is left ``firing``.
+    intent with a run in ``alive``, or leased by an owner in ``live``, is left ``firing``.
     """
     stale = rows(conn.execute(lock(select(INTENT).where(_stale(now)))))
     held = _intents_of(conn, alive)
     for row in stale:
-        if row["id"] in held:
+        if row["id"] in held or row.get("lease_owner") in live:
             continue
         review = interrupt_policy(row.get("on_interrupt"), row.get("runner")) == REVIEW
         runs = rows(
@@ -166,9 +205,11 @@ def close_orphans(
     owner: str,
     now: datetime,
     alive: Sequence[int] | set[int],
+    live: Collection[str] = (),
 ) -> None:
     """Close runs left ``running`` whose owner lost its lease while their intent moved on
-    (``cancelled`` if the intent was cancelled, else ``interrupted``)."""
+    (``cancelled`` if the intent was cancelled, else ``interrupted``); not those of an
+    owner in ``live``."""
     found = rows(
         conn.execute(
             select(RUN.c.id, RUN.c.intent_id, RUN.c.owner, INTENT.c.status.label("intent_status"))
@@ -177,7 +218,7 @@ def close_orphans(
         )
     )
     for o in found:
-        if o["id"] in alive:
+        if o["id"] in alive or o["owner"] in live:
             continue
         cancelled = o["intent_status"] == IntentStatus.CANCELLED
         status = RunStatus.CANCELLED if cancelled else RunStatus.INTERRUPTED
