@@ -133,6 +133,9 @@ def test_a_real_daemon_serves_metrics_health_and_readiness(
         assert late is not None and late >= 5
         assert "# TYPE goalsui_run_duration_seconds histogram" in text
         assert "# TYPE goalsui_tokens_total counter" in text
+        # the usage the "ok" agent reported went through the daemon's outcome writer
+        assert sample(text, "goalsui_tokens_total", direction="in") == 10.0
+        assert sample(text, "goalsui_tokens_total", direction="out") == 2.0
         assert sample(text, "python_gc_objects_collected_total", generation="0") is None
         assert get(f"{base}/readyz") == (200, "ready\n")
 
