@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import stat
 import tomllib
 from pathlib import Path
@@ -134,7 +135,7 @@ def test_secrets_never_reach_a_stored_argv() -> None:
 def test_capabilities_select_tools_and_unknown_ones_are_kb_errors() -> None:
     assert "goal_kb_write" not in tools_for(["read_kb"], has_thread=True, private_thread=False)
     everything = tools_for(
-        ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"],
+        ["read_kb", "write_kb", "schedule", "todos", "threads", "goals", "nightshift"],
         has_thread=True,
         private_thread=False,
     )
@@ -175,3 +176,24 @@ def test_doctor_reports_an_unknown_capability(sample_kb: Path, make_service) -> 
     service: Service = make_service(sample_kb)
     problems = [p for p in service.doctor() if "teleport" in p.message]
     assert problems and problems[0].path.endswith("pulse/definition.yaml") and problems[0].line
+
+
+def test_the_goose_preset_adds_the_server_as_a_stdio_extension() -> None:
+    launch = McpLaunch(
+        "/opt/my python/bin/python3",
+        ("-m", "goalsui", "mcp", "--run", "7"),
+        {"GOALSUI_DB": "sqlite:////tmp/a b/x.db"},
+    )
+    argv = preset_argv("goose", launch, model="gpt-5", args=["--max-turns", "20"])
+    assert argv[:4] == ["goose", "run", "--no-session", "--quiet"]
+    assert argv[-2:] == ["-i", "-"]  # the prompt comes on stdin
+    assert argv[argv.index("--model") + 1] == "gpt-5"
+    assert argv[argv.index("--max-turns") + 1] == "20"
+    extension = shlex.split(argv[argv.index("--with-extension") + 1])
+    # ENV=value first, then the command; paths with spaces survive as one word each
+    assert extension == [
+        "GOALSUI_DB=sqlite:////tmp/a b/x.db",
+        "/opt/my python/bin/python3", "-m", "goalsui", "mcp", "--run", "7",
+    ]  # fmt: skip
+    text, usage = parse_agent_output("goose", "Done: scheduled the follow-up.\n")
+    assert (text, usage) == ("Done: scheduled the follow-up.\n", None)  # usage unknown

@@ -3,4 +3,4 @@
 from __future__ import annotations
 
 #: Names a runner may give as ``runner: {agent: NAME}``.
-AGENTS = ("claude", "codex")
+AGENTS = ("claude", "codex", "goose")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from string import Template
 
+from goalsui.domain.agents import AGENTS
 from goalsui.errors import KBError, ValidationError
 from goalsui.kb.yamlio import parse_yaml, read_text
 
@@ -39,7 +40,7 @@ _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$")
 
 
 #: Agent CLIs goalsui has presets for (``runner: {agent: NAME}``), by binary name.
-AGENT_PRESETS = ("claude", "codex", "gemini", "goose")
+AGENT_PRESETS = AGENTS
 
 
 def agents_on_path(path: str | None = None) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,6 +101,14 @@ def preset_argv(
         if model:
             argv += ["--model", model]
         return [*argv, *args, "-"]
+    if agent == "goose":
+        # goose takes a stdio extension as one command line: ENV=value ... command args
+        env = [f"{k}={shlex.quote(v)}" for k, v in launch.env.items()]
+        extension = " ".join([*env, *(shlex.quote(a) for a in (launch.command, *launch.args))])
+        argv = ["goose", "run", "--no-session", "--quiet", "--with-extension", extension]
+        if model:
+            argv += ["--model", model]
+        return [*argv, *args, "-i", "-"]
     raise ValueError(f"unknown agent preset {agent!r} (known: {', '.join(AGENTS)})")
 
 
