@@ -240,6 +240,7 @@ class Agents:
             "run_id": run_id,
             "intent_id": run.intent_id,
             "status": run.status,
+            "needs_review": bool(run.needs_review),
             "reason": run.reason,
             "started_at": run.started_at,
             "finished_at": run.finished_at,
