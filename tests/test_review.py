@@ -175,9 +175,7 @@ def test_the_command_line_decides_and_reports(empty_kb, make_service, clock):
     assert table.returncode == 0 and table.stdout.count("needs review") == 2
     shown = cli(svc, "runs", "show", str(runs[retried]))
     assert "needs review" in shown.stdout.splitlines()[0]
-    assert json.loads(cli(svc, "runs", "show", str(runs[retried]), "--json").stdout)[
-        "needs_review"
-    ]
+    assert json.loads(cli(svc, "runs", "show", str(runs[retried]), "--json").stdout)["needs_review"]
 
     out = cli(svc, "runs", "retry", str(runs[retried]))
     assert out.returncode == 0, out.stderr
