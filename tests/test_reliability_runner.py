@@ -185,11 +185,17 @@ class RunnerCensus:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids = pids_with(self.marker)
+            try:
+                pids = pids_with(self.marker)
+            except (OSError, IndexError):  # a process vanished in the middle of the scan
+                continue
             self.seen.update(pids)
             self.most = max(self.most, len(pids))
             self.samples += 1
             time.sleep(0.001)  # a scan of /proc takes longer: still no gap worth a process
+
+    def watching(self) -> bool:
+        return self._thread.is_alive()
 
     def stop(self) -> None:
         self._stop.set()
@@ -229,8 +235,10 @@ def test_kill_9_of_one_of_two_daemons_never_runs_the_intent_twice_at_once(
         (victim,) = [d for d in daemons if d.pid == _owner_pid(first.owner)]
         (survivor,) = [d for d in daemons if d is not victim]
         census = RunnerCensus(marker)
+        wait_until(lambda: first_runner in census.seen, timeout=30)  # watching before the kill
         victim.kill()  # kill -9: no chance to stop or record its run
         wait_until(lambda: svc.get_intent(intent_id).status == "done", timeout=90)
+        assert census.watching(), "the census stopped sampling"
         census.stop()
         assert survivor.proc.poll() is None, "\n".join(survivor.lines)
     finally:
