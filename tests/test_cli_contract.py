@@ -32,6 +32,7 @@ RUN_KEYS = {
     "attempt",
     "trigger",
     "status",
+    "needs_review",
     "reason",
     "started_at",
     "finished_at",

@@ -107,7 +107,9 @@ async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, 
         assert [t.done for t in svc.list_todos(thread.id) if t.id == todo.id] == [True]
         (follow_up,) = [i for i in svc.list_intents() if i.title == "build check"]
         assert (follow_up.thread_id, follow_up.goal_id, follow_up.worker) == (thread.id, goal, None)
-        assert (follow_up.operation_key or "").startswith(f"run:{run_id}:")
+        # derived from the turn's fire (intent + fire count), the same for a retried turn
+        fire = f"fire:{turn.id}.{svc.get_intent(turn.id).fires}:"
+        assert (follow_up.operation_key or "").startswith(fire)
         answer = [m for m in svc.messages(thread.id) if m.run_id == run_id]
         assert answer and answer[0].content.startswith("stand-in agent made 2 tool calls")
         assert answer[0].provenance == f"Came back about: {turn.title}"

@@ -331,13 +331,42 @@ async def test_schedule_intent_is_idempotent_within_a_run(svc, world):
     made = [i for i in svc.list_intents() if i.title in ("come back", "changed")]
     assert len(made) == 3
     key = svc.get_intent(first["intent"]["id"]).operation_key or ""
-    assert key.startswith(f"run:{run.id}:") and len(key) == len(f"run:{run.id}:") + 64
+    fire = f"fire:{run.intent_id}.{svc.get_intent(run.intent_id).fires}:"
+    assert key.startswith(fire) and len(key) == len(fire) + 64
     calls = tool_calls(svc, run.id)
     assert [c.name for c in calls] == ["schedule_intent"] * 5
     assert calls[0].arguments == call and not calls[0].is_error
     with svc.store.read() as db:
         journal = db.exec(select(Journal).where(Journal.action == "intent created")).all()
     assert {(j.run_id, j.tool) for j in journal} == {(run.id, "schedule_intent")}
+
+
+async def test_a_retried_turn_gets_the_same_follow_up_back(svc, world):
+    """Each attempt of a fire is a new run; the derived key stays that of the fire."""
+    first_run = run_of(svc, world)
+    at = (svc.now() + timedelta(hours=1)).isoformat()
+    call = {"title": "come back", "instruction": "check the build", "kind": "at", "schedule": at}
+    async with mcp_session(svc, "--run", str(first_run.id)) as s:
+        first = await ok(s, "schedule_intent", call)
+    end_run(svc, first_run.id, status="failed")
+    intent = svc.get_intent(first_run.intent_id)
+    retry = start_run(svc, intent)  # the retry: the fire count is unchanged
+    async with mcp_session(svc, "--run", str(retry.id)) as s:
+        again = await ok(s, "schedule_intent", call)
+    assert retry.id != first_run.id
+    assert first["created"] is True and again["created"] is False
+    assert again["intent"]["id"] == first["intent"]["id"]
+    end_run(svc, retry.id)
+    # The next fire of the same intent is another occurrence: a new follow-up.
+    with svc.store.write() as db:
+        row = db.get(Intent, first_run.intent_id)
+        row.fires += 1
+        db.add(row)
+    next_fire = start_run(svc, intent)
+    async with mcp_session(svc, "--run", str(next_fire.id)) as s:
+        fresh = await ok(s, "schedule_intent", call)
+    assert fresh["created"] is True and fresh["intent"]["id"] != first["intent"]["id"]
+    assert len([i for i in svc.list_intents() if i.title == "come back"]) == 2
 
 
 async def test_a_finished_run_cannot_be_replayed(svc, world):

@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -162,6 +164,98 @@ def test_kill_9_of_a_daemon_takes_its_runner_with_it(empty_kb, tmp_path, make_se
         if daemon.proc.poll() is None:
             daemon.kill()
         reap(pids_with(marker))
+
+
+def _owner_pid(owner: str | None) -> int:
+    """The pid in a scheduler owner ``host:pid:random``."""
+    return int(str(owner).rsplit(":", 2)[1])
+
+
+class RunnerCensus:
+    """Samples the process table in a thread: the most runners of one marker seen at once."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.most = 0
+        self.samples = 0
+        self.seen: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                pids = pids_with(self.marker)
+            except (OSError, IndexError):  # a process vanished in the middle of the scan
+                continue
+            self.seen.update(pids)
+            self.most = max(self.most, len(pids))
+            self.samples += 1
+            time.sleep(0.001)  # a scan of /proc takes longer: still no gap worth a process
+
+    def watching(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+@linux_only
+@pytest.mark.slow
+def test_kill_9_of_one_of_two_daemons_never_runs_the_intent_twice_at_once(
+    db_url, empty_kb, tmp_path, make_service
+) -> None:
+    """Two daemons on one database; the one running a sleeping intent gets ``kill -9``.
+
+    While the other recovers its lease and retries, the process table is sampled without
+    a pause: at no moment do two runner processes of the intent exist. The killed run is
+    recorded once (``interrupted``), the retry once (``ok``).
+    """
+    marker = f"goalsui-test-{uuid.uuid4().hex}"
+    flag = tmp_path / "first-attempt"
+    # The first attempt sleeps (to be killed with its daemon); a retry ends quickly.
+    script = (
+        "import os, sys, time; flag = sys.argv[1]; first = not os.path.exists(flag); "
+        "open(flag, 'a').close(); time.sleep(300 if first else 1)"
+    )
+    runner_config(empty_kb, ["{python}", "-c", script, str(flag), marker], "600s")
+    svc = make_service(empty_kb, db_url)
+    state = tmp_path / "state"
+    daemons = [Daemon(empty_kb, state, db=db_url) for _ in range(2)]
+    census = None
+    try:
+        for daemon in daemons:
+            daemon.wait_ready()
+        (intent_id,) = bulk_at(svc, 1, utcnow())
+        wait_until(lambda: len(pids_with(marker)) == 1, timeout=60)
+        (first_runner,) = pids_with(marker)
+        (first,) = svc.running_runs()
+        (victim,) = [d for d in daemons if d.pid == _owner_pid(first.owner)]
+        (survivor,) = [d for d in daemons if d is not victim]
+        census = RunnerCensus(marker)
+        wait_until(lambda: first_runner in census.seen, timeout=30)  # watching before the kill
+        victim.kill()  # kill -9: no chance to stop or record its run
+        wait_until(lambda: svc.get_intent(intent_id).status == "done", timeout=90)
+        assert census.watching(), "the census stopped sampling"
+        census.stop()
+        assert survivor.proc.poll() is None, "\n".join(survivor.lines)
+    finally:
+        if census is not None:
+            census.stop()
+        for daemon in daemons:
+            if daemon.proc.poll() is None:
+                daemon.stop()
+        reap(pids_with(marker))
+    assert census.samples > 100, census.samples  # the table was watched throughout
+    assert census.most == 1, f"{census.most} runners of one intent at once"
+    assert len(census.seen) == 2 and first_runner in census.seen  # the first, then the retry
+    assert not alive(first_runner)
+    runs = sorted(svc.list_runs(intent_id=intent_id), key=lambda r: r.id)
+    assert [(r.id, r.status) for r in runs] == [(first.id, "interrupted"), (runs[1].id, "ok")]
+    assert runs[1].trigger == "retry"
+    assert _owner_pid(runs[1].owner) == survivor.pid
 
 
 def _open_fds() -> int:

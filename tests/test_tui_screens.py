@@ -118,6 +118,68 @@ async def test_failures_screen_one_key_each(demo: Service, clock) -> None:  # ty
         assert app.screen.text == "oops\n"
 
 
+def hold_for_review(service: Service, intent_id: int, run_id: int) -> None:
+    """What recovery writes for an interrupted run of a ``review`` intent."""
+    from goalsui.domain.interrupts import needs_review_error
+    from goalsui.domain.models import IntentRun
+
+    with service.store.write() as s:
+        run = s.get(IntentRun, run_id)
+        run.needs_review = True
+        s.add(run)
+        row = s.get(Intent, intent_id)
+        row.status, row.next_run_at = "paused", None
+        row.last_error = needs_review_error(run_id, "lease expired")
+        s.add(row)
+
+
+async def test_failures_screen_decides_runs_that_need_review(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    pulse = worker_intent(demo, PULSE, "pulse")
+    scout = worker_intent(demo, NIGHT, "scout")
+    retried = add_run(
+        demo, pulse, "interrupted", clock.now - timedelta(minutes=10), reason="lease expired"
+    )
+    dismissed = add_run(
+        demo, scout, "interrupted", clock.now - timedelta(minutes=5), reason="lease expired"
+    )
+    hold_for_review(demo, pulse, retried)
+    hold_for_review(demo, scout, dismissed)
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("F")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, FailuresScreen)
+        table = screen.table
+        assert table.row_keys() == [f"run:{dismissed}", f"run:{retried}"]
+        assert all(table.items[k].status == "needs review" for k in table.row_keys())
+        table.move_to_key(f"run:{retried}")
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert text.count("needs review") >= 2
+        assert "R retry: start it again now" in text and "d dismiss: resume the schedule" in text
+        footer = {k: a.binding.description for k, a in screen.active_bindings.items()}
+        assert footer.get("R") == "Retry" and footer.get("d") == "Dismiss"
+
+        await pilot.press("R")
+        await settle(app, pilot)
+        intent = demo.get_intent(pulse)
+        assert (intent.status, intent.pending_trigger) == ("active", "retry")
+        assert demo.get_run(retried).needs_review is False
+        assert f"run:{retried}" not in table.row_keys()
+
+        table.move_to_key(f"run:{dismissed}")
+        await settle(app, pilot)
+        await pilot.press("d")
+        await settle(app, pilot)
+        intent = demo.get_intent(scout)
+        assert intent.status == "active" and intent.pending_trigger is None
+        assert intent.next_run_at is not None and intent.next_run_at > clock.now
+        assert demo.get_run(dismissed).needs_review is False
+        assert table.row_keys() == []
+
+
 async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
     reports = demo.kb.root / NIGHT / "reports"
     (reports / "2026-12-01.md").write_text("# Morning report 2026-12-01\n\nAn older night.\n")

@@ -81,10 +81,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     runs = sub.add_parser(
         "runs",
-        help="list runs (newest first); 'runs show ID' prints one run's transcript",
+        help=(
+            "list runs (newest first); 'runs show ID' prints one run's transcript; "
+            "'runs retry|dismiss ID' decides a run that needs review"
+        ),
     )
-    runs.add_argument("verb", nargs="?", choices=["show"], help="show: one run's transcript")
-    runs.add_argument("run_id", nargs="?", help="the run to show")
+    runs.add_argument(
+        "verb",
+        nargs="?",
+        choices=["show", "retry", "dismiss"],
+        help=(
+            "show: one run's transcript; retry: start an interrupted run's intent again now; "
+            "dismiss: resume its schedule from now without re-running it"
+        ),
+    )
+    runs.add_argument("run_id", nargs="?", help="the run to show, retry or dismiss")
     runs.add_argument(
         "--failed", action="store_true", help="failed, timed-out, interrupted and missed runs"
     )
@@ -215,13 +226,15 @@ def cmd_action(args: argparse.Namespace) -> int:
 
 
 def _runs_table(runs: list) -> str:
+    from goalsui.domain.shapes import run_status_label
+
     rows = [
         [
             r.id,
             r.intent_id,
             r.attempt,
             r.trigger,
-            r.status,
+            run_status_label(r),
             (r.reason or "")[:50],
             local(r.started_at),
             r.exit_code if r.exit_code is not None else "",
@@ -258,8 +271,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     if args.verb == "show":
         return _show_run(args)
+    if args.verb in ("retry", "dismiss"):
+        return _decide_review(args)
     if args.run_id is not None:
-        raise ValidationError("a run id goes with 'runs show ID'")
+        raise ValidationError("a run id goes with 'runs show|retry|dismiss ID'")
     service = open_service(args)
     runs = service.list_runs(
         failed=args.failed,
@@ -270,6 +285,30 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print_json([run_json(r) for r in runs])
     else:
         print(_runs_table(runs) if runs else "no runs")
+    return 0
+
+
+def _decide_review(args: argparse.Namespace) -> int:
+    """``goalsui runs retry|dismiss ID``: the operator's decision on a run awaiting review."""
+    from goalsui.domain.shapes import intent_json
+
+    if args.run_id is None:
+        raise ValidationError(f"runs {args.verb} needs a run id")
+    run_id = parse_id(args.run_id, "run")
+    service = open_service(args)
+    if args.verb == "retry":
+        intent = service.retry_review(run_id)
+        done = f"run {run_id}: retried, intent {intent.id} fires again now"
+    else:
+        intent = service.dismiss_review(run_id)
+        done = (
+            f"run {run_id}: dismissed, intent {intent.id} {intent.status}, "
+            f"next {local(intent.next_run_at)}"
+        )
+    if args.json:
+        print_json({"run_id": run_id, "decision": args.verb, "intent": intent_json(intent)})
+    else:
+        print(done)
     return 0
 
 

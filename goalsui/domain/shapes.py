@@ -31,6 +31,11 @@ def intent_json(i: Intent) -> dict[str, Any]:
     }
 
 
+def run_status_label(r: IntentRun) -> str:
+    """A run's status for people: ``needs review`` while it waits for the operator."""
+    return "needs review" if r.needs_review else r.status
+
+
 def run_json(r: IntentRun) -> dict[str, Any]:
     return {
         "id": r.id,
@@ -38,6 +43,7 @@ def run_json(r: IntentRun) -> dict[str, Any]:
         "attempt": r.attempt,
         "trigger": r.trigger,
         "status": r.status,
+        "needs_review": bool(r.needs_review),
         "reason": r.reason,
         "started_at": _iso(r.started_at),
         "finished_at": _iso(r.finished_at),

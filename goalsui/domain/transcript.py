@@ -32,6 +32,8 @@ def format_tool_call(call: dict[str, Any]) -> str:
 def format_transcript(t: dict[str, Any]) -> str:
     """Prompt, argv, tool calls and output of one run, safe for a terminal."""
     head = f"run {t['run_id']} of intent {t['intent_id']}: {t['status']}"
+    if t.get("needs_review"):
+        head += f", needs review ('goalsui runs retry|dismiss {t['run_id']}')"
     if t.get("reason"):
         head += f" ({plain(t['reason'], limit=200)})"
     argv = t.get("argv")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from goalsui.domain.models import IntentRun, Thread, ToolCall
+from goalsui.domain.models import Intent, IntentRun, Thread, ToolCall
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
@@ -33,7 +33,7 @@ from goalsui.kb.layout import check_kb_text
 from goalsui.service import intents
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent, Message
+    from goalsui.domain.models import Message
     from goalsui.service.core import Service
 
 __all__ = [
@@ -68,18 +68,26 @@ def acting_now() -> tuple[int | None, str | None]:
 
 
 def follow_up_key(
-    run_id: int,
+    intent_id: int,
+    fire: int,
     kind: str,
     schedule: str | None,
     timezone: str | None,
     title: str,
     instruction: str,
 ) -> str:
-    """``run:<id>:<sha256>`` of the call's content: same run and content, same key."""
+    """``fire:<intent>.<fire>:<sha256>`` of the call's content.
+
+    ``fire`` is the calling intent's fire count during the run: a retry does not count a
+    fire (:func:`goalsui.scheduler.rules.decide_claim`), so every attempt of one fire (a
+    failed turn retried, an interrupted one retried after review) derives the same key,
+    although each attempt is a run of its own with a new id.
+    """
     content = json.dumps(
         [kind, schedule or "", timezone or "", title, instruction], ensure_ascii=False
     )
-    return f"run:{run_id}:{hashlib.sha256(content.encode('utf-8')).hexdigest()}"
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    return f"fire:{intent_id}.{fire}:{digest}"
 
 
 def _is_definition(parts: tuple[str, ...]) -> bool:
@@ -240,6 +248,7 @@ class Agents:
             "run_id": run_id,
             "intent_id": run.intent_id,
             "status": run.status,
+            "needs_review": bool(run.needs_review),
             "reason": run.reason,
             "started_at": run.started_at,
             "finished_at": run.finished_at,
@@ -264,12 +273,15 @@ class Agents:
     ) -> tuple[Intent, bool]:
         """Create an intent once per key; returns (intent, created).
 
-        Without ``key`` a run's call gets :func:`follow_up_key`; outside a run no key
-        is derived (each call creates an intent).
+        Without ``key`` a run's call gets :func:`follow_up_key` (the same for every
+        attempt of the run's fire); outside a run no key is derived (each call creates
+        an intent).
         """
         if key is None and run_id is not None:
+            intent_id, fire = self._fire_of(run_id)
             key = follow_up_key(
-                run_id,
+                intent_id,
+                fire,
                 spec["kind"],
                 spec.get("schedule"),
                 spec.get("timezone"),
@@ -280,6 +292,15 @@ class Agents:
         if existed is not None:
             return existed, False
         return self.service.create_intent(operation_key=key, **spec), True
+
+    def _fire_of(self, run_id: int) -> tuple[int, int]:
+        """(intent id, fire count) of a run: which fire of its intent the run attempts."""
+        with self.service.store.read() as s:
+            run = s.get(IntentRun, run_id)
+            if run is None:
+                raise NotFound(f"no run {run_id}")
+            intent = s.get(Intent, run.intent_id)
+            return run.intent_id, intent.fires if intent is not None else 0
 
     def thread_post(
         self, thread_id: int, content: str, *, run_id: int | None, provenance: str

@@ -33,6 +33,7 @@ from goalsui.service import (
     intents,
     kbindex,
     overview,
+    review,
     runs,
     threads,
     todos,
@@ -309,7 +310,9 @@ class Service(ServiceContext):
         return intents.pause_intent(self, intent_id)
 
     def resume_intent(self, intent_id: int) -> Intent:
-        return intents.resume_intent(self, intent_id)
+        intent = intents.resume_intent(self, intent_id)
+        review.settle_intent(self, intent_id)
+        return intent
 
     def cancel_intent(self, intent_id: int) -> Intent:
         return intents.cancel_intent(self, intent_id)
@@ -320,7 +323,21 @@ class Service(ServiceContext):
         return intents.run_intent_now(self, intent_id, trigger=trigger)
 
     def retry_intent(self, intent_id: int) -> Intent:
-        return intents.retry_intent(self, intent_id)
+        intent = intents.retry_intent(self, intent_id)
+        review.settle_intent(self, intent_id)
+        return intent
+
+    # -- runs awaiting review (review.py) ----------------------------------------------------------
+    def runs_awaiting_review(self, *, limit: int = 1000) -> list[IntentRun]:
+        return review.awaiting_review(self, limit=limit)
+
+    def retry_review(self, run_id: int) -> Intent:
+        """Start an interrupted run's intent again now (the run awaits review)."""
+        return review.retry_run(self, run_id)
+
+    def dismiss_review(self, run_id: int) -> Intent:
+        """Resume an interrupted run's schedule from now without re-running it."""
+        return review.dismiss_run(self, run_id)
 
     # -- runs (runs.py) --------------------------------------------------------------------------
     def list_runs(
@@ -351,6 +368,11 @@ class Service(ServiceContext):
         return runs.run_log_path(self, run_id)
 
     def dismiss_run(self, run_id: int) -> IntentRun:
+        """Take a run off the Failures list; a run awaiting review is dismissed as a
+        review (its intent's schedule resumes from now)."""
+        if runs.get_run(self, run_id).needs_review:
+            review.dismiss_run(self, run_id)
+            return runs.get_run(self, run_id)
         return runs.dismiss_run(self, run_id)
 
     def replay_run(self, run_id: int) -> Intent:

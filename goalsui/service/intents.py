@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from goalsui.domain.intent_spec import IntentSpec
+from goalsui.domain.interrupts import NEEDS_REVIEW
 from goalsui.domain.models import Intent
 from goalsui.domain.runs import OVERLAP, skipped_run
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
@@ -180,7 +181,7 @@ def resume_intent(ctx: ServiceContext, intent_id: int) -> Intent:
         else:
             require(i, Action.RESUME)
         i.status = IntentStatus.ACTIVE
-        if i.last_error in kbindex.GOAL_HOLDS:
+        if i.last_error in kbindex.GOAL_HOLDS or (i.last_error or "").startswith(NEEDS_REVIEW):
             i.last_error = None
         i.consecutive_failures = 0
         i.next_run_at = first_due(i.kind, i.schedule, i.timezone, now)
@@ -238,6 +239,8 @@ def retry_intent(ctx: ServiceContext, intent_id: int) -> Intent:
 
     def apply(i: Intent, now: datetime) -> None:
         require(i, Action.RETRY)
+        if (i.last_error or "").startswith(NEEDS_REVIEW):
+            i.last_error = None
         i.status = IntentStatus.ACTIVE
         i.consecutive_failures = 0
         i.next_run_at = now

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -174,6 +175,10 @@ class GoalsApp(DeliverMixin, App[int]):
 
     def on_mount(self) -> None:
         self._ui_loop = asyncio.get_running_loop()
+        if not self.is_headless:  # SIGHUP (terminal closed) and SIGTERM quit cleanly
+            from goalsui.tui.signals import trap_stop_signals
+
+            self._unsubscribe.append(trap_stop_signals(self._ui_loop, self._on_stop_signal))
         self._setup_themes()
         self._setup_keymap()
         self.set_interval(POLL_S, self.poll_token)
@@ -933,6 +938,43 @@ class GoalsApp(DeliverMixin, App[int]):
             )
             return
         await self._quit_now()
+
+    def _on_stop_signal(self, signum: int) -> None:
+        """SIGTERM quits as ``q`` does; SIGHUP (the terminal closed): see :meth:`hang_up`."""
+        if signum == signal.SIGHUP:
+            self._go_dark()  # at once: nothing more may wait on the dead terminal
+            self.run_worker(self.hang_up(), group="quit")
+        else:
+            self.run_worker(self._quit_now(), group="quit")
+
+    def _go_dark(self) -> None:
+        """Draw nothing more: the streams go to ``/dev/null``, the driver writes nowhere."""
+        from goalsui.tui.signals import detach_terminal
+
+        with contextlib.suppress(OSError):
+            detach_terminal()
+        driver = self._driver
+        if driver is not None:
+            setattr(driver, "write", lambda data: None)  # noqa: B010 - mute the dead screen
+
+    async def hang_up(self) -> None:
+        """The terminal is gone: stop and record the runs, then end the process.
+
+        Textual's own shutdown is skipped: it waits to restore a terminal that cannot be
+        written any more.
+        """
+        self._go_dark()
+        self._stopping = True
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.hooks_listener is not None:
+            with contextlib.suppress(Exception):
+                await self.hooks_listener.close()
+        await self._stop_scheduler()
+        if self.service_ready:
+            with contextlib.suppress(Exception):
+                self.service.close()
+        os._exit(0)
 
     async def _quit_now(self) -> None:
         if self._stopping:

@@ -1,7 +1,9 @@
 """Failures: failed, timed-out, interrupted and missed runs, and auto-disabled intents.
 
 One key each: ``r`` replay a missed occurrence, ``R`` retry a failed run, ``d`` dismiss,
-``p`` resume an auto-disabled intent. Not bound at all in a read-only console.
+``p`` resume an auto-disabled intent. A run that "needs review" (interrupted, its intent
+held) takes ``R`` (start it again now) and ``d`` (resume the schedule from now without
+re-running it). Not bound at all in a read-only console.
 """
 
 from __future__ import annotations
@@ -86,6 +88,13 @@ class FailuresScreen(DataScreen):
                 text.append("read-only console: no actions", style="dim")
             elif item.status == "missed":
                 text.append("r replay this occurrence now   d dismiss", style="dim")
+            elif item.needs_review:
+                text.append(
+                    "The run was interrupted and may have had side effects: check them, then\n"
+                    "R retry: start it again now   d dismiss: resume the schedule from now "
+                    "without re-running it   o full output",
+                    style="dim",
+                )
             elif item.status == "auto-disabled":
                 text.append("p resume the intent (planned from now)   R retry at once", style="dim")
             else:
@@ -122,13 +131,23 @@ class FailuresScreen(DataScreen):
 
     def action_retry(self) -> None:
         item = self._item()
-        if item:
-            self.app.act(f"Retrying {item.title}", self.app.service.retry_intent, item.intent_id)  # type: ignore[attr-defined]
+        app: Any = self.app
+        if item and item.needs_review and item.run_id:
+            app.act(f"Retrying reviewed run {item.run_id}", app.service.retry_review, item.run_id)
+        elif item:
+            app.act(f"Retrying {item.title}", app.service.retry_intent, item.intent_id)
 
     def action_dismiss(self) -> None:
         item = self._item()
-        if item and item.run_id:
-            self.app.act(f"Dismissed run {item.run_id}", self.app.service.dismiss_run, item.run_id)  # type: ignore[attr-defined]
+        app: Any = self.app
+        if item and item.needs_review and item.run_id:
+            app.act(
+                f"Dismissed run {item.run_id}; {item.title} resumes from now",
+                app.service.dismiss_review,
+                item.run_id,
+            )
+        elif item and item.run_id:
+            app.act(f"Dismissed run {item.run_id}", app.service.dismiss_run, item.run_id)
 
     def action_resume(self) -> None:
         item = self._item()

@@ -16,9 +16,14 @@ if TYPE_CHECKING:
     from goalsui.domain.models import Intent, IntentRun
 
 
+#: the status shown for an interrupted run held for the operator's decision
+NEEDS_REVIEW = "needs review"
+
+
 @dataclass(frozen=True)
 class FailureItem:
-    """A failed/timeout/interrupted/missed run, or an auto-disabled intent."""
+    """A failed/timeout/interrupted/missed run, a run that needs review, or an
+    auto-disabled intent."""
 
     key: str
     when: datetime
@@ -28,6 +33,10 @@ class FailureItem:
     error: str
     run_id: int | None = None
     trigger: str = ""
+
+    @property
+    def needs_review(self) -> bool:
+        return self.status == NEEDS_REVIEW
 
 
 def run_error(run: IntentRun) -> str:
@@ -49,7 +58,7 @@ def failure_items(
             FailureItem(
                 key=f"run:{run.id}",
                 when=run.finished_at or run.started_at,
-                status=run.status,
+                status=NEEDS_REVIEW if run.needs_review else run.status,
                 intent_id=run.intent_id,
                 title=intent.title if intent else f"intent {run.intent_id}",
                 error=run_error(run),
@@ -124,9 +133,12 @@ class FailedTable(KeyedTable):
             if needle and needle not in f"{item.title} {item.status} {item.error}".lower():
                 continue
             self.items[item.key] = item
-            colour = palette.failed if item.status != "missed" else palette.warning
-            glyph = RUN_GLYPH.get(item.status, "✗")
-            status = "disabled" if self.narrow and item.status == "auto-disabled" else item.status
+            warn = item.status in ("missed", NEEDS_REVIEW)
+            colour = palette.warning if warn else palette.failed
+            glyph = "?" if item.needs_review else RUN_GLYPH.get(item.status, "✗")
+            status = item.status
+            if self.narrow:
+                status = {"auto-disabled": "disabled", NEEDS_REVIEW: "review"}.get(status, status)
             rows.append(
                 (
                     item.key,
