@@ -69,6 +69,8 @@ class Housekeeping:
             ),
             notify=True,
         )
+        if result.interrupted:
+            rt.wake()  # their retries are due in seconds: the alarm must know, not the idle poll
         for row, run, decision in result.interrupted:
             rt.emit(
                 SchedulerEvent(
