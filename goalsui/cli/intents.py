@@ -18,10 +18,11 @@ from goalsui.cli.common import (
     table,
 )
 from goalsui.domain.budget import format_tokens, format_usd
+from goalsui.domain.models import IntentRun
 from goalsui.errors import ValidationError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     intent = sub.add_parser("intent", help="persisted future wake-ups")
     isub = intent.add_subparsers(dest="intent_command", metavar="ACTION", required=True)
 
@@ -94,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     runs.set_defaults(func=cmd_runs)
 
 
-def _active_hours(value: str | None, tz: str) -> dict | None:
+def _active_hours(value: str | None, tz: str) -> dict[str, Any] | None:
     from goalsui.kb.config import active_hours_from_range
 
     return active_hours_from_range(value, tz) if value else None
@@ -214,7 +215,7 @@ def cmd_action(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runs_table(runs: list) -> str:
+def _runs_table(runs: list[IntentRun]) -> str:
     rows = [
         [
             r.id,

@@ -11,7 +11,7 @@ from goalsui.cli.common import kb_path, local, open_service, table
 from goalsui.errors import NotFound
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     console = sub.add_parser("console", help="open the console (the default command)")
     console.add_argument("--no-scheduler", action="store_true", help="only watch; run no intents")
     console.add_argument(
@@ -139,6 +139,7 @@ def _open_demo(args: argparse.Namespace) -> Any:
     from goalsui.demo import load_demo_records, replay_last_night
     from goalsui.domain.timeutil import utcnow
 
+    note: str | None
     try:
         replay_last_night(
             lambda clock: open_service(args, actor="scheduler", sync=False, clock=clock),

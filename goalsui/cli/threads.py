@@ -15,11 +15,12 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
+from goalsui.domain.models import Todo
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     thread = sub.add_parser("thread", help="conversations and their checklists")
     tsub = thread.add_subparsers(dest="thread_command", metavar="ACTION", required=True)
     new = tsub.add_parser("new", help="start a thread")
@@ -204,7 +205,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
     return 1
 
 
-def _print_todos(todos: list) -> None:
+def _print_todos(todos: list[Todo]) -> None:
     rows = [[t.id, "x" if t.done else " ", t.text] for t in todos]
     print(table(rows, ["id", "done", "text"]) if rows else "no todos")
 
