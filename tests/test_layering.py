@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 CONTRACTS = (
     "The core never imports Textual or the console",
-    "The CLI and the console reach the store only through the service",
+    "Console, CLI, bench and demo reach the store via the service",
     "Domain rules are pure",
 )
 
@@ -39,7 +39,7 @@ def test_import_linter_contracts_are_kept() -> None:
 
 def test_the_contracts_catch_a_violation(tmp_path: Path) -> None:
     """Not hoped for: a copy of the package where the service imports textual and the CLI
-    imports the store directly fails the lint."""
+    imports the store directly fails the lint; so does a benchmark importing the store."""
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copytree(
         REPO / "goalsui", tmp_path / "goalsui", ignore=shutil.ignore_patterns("__pycache__")
@@ -51,10 +51,22 @@ def test_the_contracts_catch_a_violation(tmp_path: Path) -> None:
     result = lint_imports(tmp_path, tmp_path)
     assert result.returncode == 1
     assert "The core never imports Textual or the console BROKEN" in result.stdout
-    assert (
-        "The CLI and the console reach the store only through the service BROKEN" in result.stdout
-    )
+    assert "Console, CLI, bench and demo reach the store via the service BROKEN" in result.stdout
     assert "Domain rules are pure KEPT" in result.stdout
+
+
+def test_the_bench_may_not_import_the_store(tmp_path: Path) -> None:
+    """bench/ seeds and counts through the service: importing the store breaks a contract."""
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(
+        REPO / "goalsui", tmp_path / "goalsui", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    bench = tmp_path / "goalsui" / "bench" / "multi.py"
+    bench.write_text(bench.read_text() + "\nimport goalsui.store.tables  # noqa\n")
+    result = lint_imports(tmp_path, tmp_path)
+    assert result.returncode == 1
+    assert "Console, CLI, bench and demo reach the store via the service BROKEN" in result.stdout
+    assert "The core never imports Textual or the console KEPT" in result.stdout
 
 
 CHECK = """

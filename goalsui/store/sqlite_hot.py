@@ -35,12 +35,13 @@ from sqlalchemy.engine import Connection
 
 from goalsui.domain.models import Intent, IntentRun, Journal, UTCDateTime
 from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.store.tables import table_of
 
 Row = dict[str, Any]
 
-INTENT: Any = Intent.__table__  # type: ignore[attr-defined]  # set by SQLModel at class creation
-RUN: Any = IntentRun.__table__  # type: ignore[attr-defined]
-JOURNAL: Any = Journal.__table__  # type: ignore[attr-defined]
+INTENT: Any = table_of(Intent)
+RUN: Any = table_of(IntentRun)
+JOURNAL: Any = table_of(Journal)
 #: A row of bound values (``v.column1`` is the id).
 Values = tuple[Any, ...]
 
