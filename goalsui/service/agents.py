@@ -34,7 +34,7 @@ from goalsui.service import intents
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Intent, Message
-    from goalsui.service.core import Service
+    from goalsui.service.facade import Service
 
 __all__ = [
     "Agents",
