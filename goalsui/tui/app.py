@@ -25,10 +25,11 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App, SuspendNotSupported
+from textual.binding import BindingType
 from textual.worker import get_current_worker
 
 from goalsui.domain.timeutil import utcnow
@@ -72,7 +73,7 @@ class GoalsApp(DeliverMixin, App[int]):
 
     CSS_PATH = "styles/app.tcss"
     TITLE = "goalsui"
-    BINDINGS = keys.APP
+    BINDINGS: ClassVar[list[BindingType]] = [*keys.APP]
     COMMANDS = App.COMMANDS | {GoalsCommands}
     NOTIFICATION_TIMEOUT = 5
 
@@ -122,7 +123,7 @@ class GoalsApp(DeliverMixin, App[int]):
         self.dashboard: Dashboard | None = None
         self.plan = PlanView()
         self._themes: list[str] = []
-        self._token_seen: tuple | None = None
+        self._token_seen: tuple[Any, ...] | None = None
         self._last_checked: datetime | None = None  # app clock: fixed in tests
         self._loading = False
         self._dirty = False
@@ -328,7 +329,8 @@ class GoalsApp(DeliverMixin, App[int]):
         if not self.service_ready:
             return dict(self._given_settings or {})
         try:
-            return self.service.ui_settings()
+            settings: dict[str, Any] = self.service.ui_settings()
+            return settings
         except Exception:  # noqa: BLE001 - settings are optional
             return {}
 
@@ -490,7 +492,7 @@ class GoalsApp(DeliverMixin, App[int]):
             return
         deliver(self, self._token_polled, token)
 
-    def _token_polled(self, token: tuple) -> None:
+    def _token_polled(self, token: tuple[Any, ...]) -> None:
         if token != self._token_seen:
             self._schedule_refresh(0)
         else:
@@ -726,7 +728,7 @@ class GoalsApp(DeliverMixin, App[int]):
     @property
     def scheduler_state(self) -> str:
         if self.scheduler is not None:
-            return self.scheduler.status_text
+            return str(self.scheduler.status_text)
         return self._scheduler_note
 
     # -- KB watcher -------------------------------------------------------------------------------------
@@ -978,9 +980,9 @@ def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
         shown = app.get_key_display(binding)
         if shown not in keys_for:
             keys_for.append(shown)
-    for (group, description), shown in rows.items():
+    for (group, description), displays in rows.items():
         target = {"This pane": pane, "Global": global_, "Navigation": nav}[group]
-        target.append((", ".join(shown), description))
+        target.append((", ".join(displays), description))
     return [("This pane", pane), ("Global", global_), ("Navigation", nav)]
 
 

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.failed_pane import FailedTable, FailureItem, failure_items
@@ -76,7 +77,7 @@ class FailuresScreen(DataScreen):
         else:
             text.append(f"{item.status}", style="bold")
             text.append(f"  {plain(item.title)}  ")
-            text.append(f"at {clock_time(item.when, self.app.clock())}", style="dim")  # type: ignore[attr-defined]
+            text.append(f"at {clock_time(item.when, goals_app(self).clock())}", style="dim")
             if item.run_id:
                 text.append(f"  run {item.run_id} ({item.trigger})", style="dim")
             text.append("\n\n")
@@ -114,33 +115,40 @@ class FailuresScreen(DataScreen):
     def action_replay(self) -> None:
         item = self._item()
         if item and item.run_id:
-            self.app.act(  # type: ignore[attr-defined]
+            goals_app(self).act(
                 f"Replaying missed run {item.run_id}",
-                self.app.service.replay_run,
-                item.run_id,  # type: ignore[attr-defined]
+                goals_app(self).service.replay_run,
+                item.run_id,
             )
 
     def action_retry(self) -> None:
         item = self._item()
         if item:
-            self.app.act(f"Retrying {item.title}", self.app.service.retry_intent, item.intent_id)  # type: ignore[attr-defined]
+            goals_app(self).act(
+                f"Retrying {item.title}", goals_app(self).service.retry_intent, item.intent_id
+            )
 
-    def action_dismiss(self) -> None:
+    # the 'dismiss run' key (keys.DISMISS) reuses the name of Screen's own dismiss action
+    def action_dismiss(self) -> None:  # type: ignore[override]
         item = self._item()
         if item and item.run_id:
-            self.app.act(f"Dismissed run {item.run_id}", self.app.service.dismiss_run, item.run_id)  # type: ignore[attr-defined]
+            goals_app(self).act(
+                f"Dismissed run {item.run_id}", goals_app(self).service.dismiss_run, item.run_id
+            )
 
     def action_resume(self) -> None:
         item = self._item()
         if item:
-            self.app.act(f"Resumed {item.title}", self.app.service.resume_intent, item.intent_id)  # type: ignore[attr-defined]
+            goals_app(self).act(
+                f"Resumed {item.title}", goals_app(self).service.resume_intent, item.intent_id
+            )
 
     def action_open_output(self) -> None:
         item = self._item()
         if item and item.run_id:
-            self.app.open_output(item.run_id, item.title)  # type: ignore[attr-defined]
+            goals_app(self).open_output(item.run_id, item.title)
 
     def action_copy_id(self) -> None:
         item = self._item()
         if item:
-            self.app.copy_id(item.key)  # type: ignore[attr-defined]
+            goals_app(self).copy_id(item.key)

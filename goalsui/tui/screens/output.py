@@ -12,6 +12,7 @@ from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, duration, elapsed
 from goalsui.tui.messages import DeliverMixin, deliver
 
@@ -53,7 +54,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
 
     @work(thread=True, exclusive=True, group="output", exit_on_error=False)
     def load(self) -> None:
-        service = self.app.service  # type: ignore[attr-defined]
+        service = goals_app(self).service
         try:
             run = service.get_run(self.run_id)
             text = service.run_output(self.run_id, tail_bytes=4 * 1024 * 1024)
@@ -63,7 +64,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
         deliver(self, self.apply, run, text)
 
     def apply(self, run, text: str) -> None:  # type: ignore[no-untyped-def]
-        now = self.app.clock()  # type: ignore[attr-defined]
+        now = goals_app(self).clock()
         live = run.status == "running"
         header = Text()
         header.append(f" run {run.id} ", style="bold reverse")
