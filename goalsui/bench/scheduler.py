@@ -194,7 +194,8 @@ def lateness_turn(lateness: list[float]) -> Callable[..., Awaitable[TurnOutcome]
     async def noop(
         service: Service, intent: Intent, run: IntentRun, *, event: Any = None, cancel: Any = None
     ) -> TurnOutcome:
-        lateness.append(time.time() - run.planned_at.timestamp())  # type: ignore[union-attr]
+        if run.planned_at is not None:  # a scheduled fire always has its planned time
+            lateness.append(time.time() - run.planned_at.timestamp())
         return TurnOutcome("ok")
 
     return noop

@@ -42,7 +42,7 @@ class SafeStream(io.TextIOBase):
         return self.raw.fileno()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares an attribute
         return getattr(self.raw, "encoding", "utf-8")
 
     def writable(self) -> bool:

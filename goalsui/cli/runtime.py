@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import kb_path, local, open_service, table
+from goalsui.domain.models import saved_id
 from goalsui.errors import NotFound
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo.set_defaults(func=cmd_demo, hooks_port=None, hooks_host="127.0.0.1")
 
 
-def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
+def print_dashboard(service: Service) -> None:
     """The plain-text dashboard summary."""
     summary = service.summary()
     print(f"KB {service.kb_root}")
@@ -60,7 +64,7 @@ def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
         print(table(rows, ["goal", "worker", "schedule", "tz", "status", "next run"]))
     threads = service.list_threads()
     for thread in threads:
-        todos = service.list_todos(thread.id)
+        todos = service.list_todos(saved_id(thread))
         open_items = [t for t in todos if not t.done]
         print(f"\nthread {thread.id} {thread.title}: {len(open_items)} open of {len(todos)}")
         for t in todos:

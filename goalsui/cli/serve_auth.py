@@ -80,8 +80,7 @@ class RedactToken(logging.Filter):
 def with_token(server_class: type[Any], token: str) -> type[Any]:
     """A subclass of textual-serve's ``Server`` whose web app checks ``token``."""
 
-    # server_class is textual-serve's Server, which ships no type information (Any)
-    class TokenServer(server_class):  # type: ignore[misc]
+    class TokenServer(server_class):  # type: ignore[misc]  # textual-serve ships no types: Any
         def initialize_logging(self) -> None:
             super().initialize_logging()
             for name in ("aiohttp.access", "aiohttp.server", "aiohttp.web"):

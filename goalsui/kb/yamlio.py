@@ -28,8 +28,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def _next_mark(self) -> yaml.Mark | None:
         """Where the next event starts (for an error message)."""
-        # types-PyYAML leaves Parser.peek_event unannotated
-        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]  # unannotated in types-PyYAML
         mark = event.start_mark  # always the pure-Python Mark: this loader is not libyaml's
         return mark if isinstance(mark, yaml.Mark) else None
 

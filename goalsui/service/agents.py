@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from goalsui.domain.models import IntentRun, Thread, ToolCall
+from goalsui.domain.models import IntentRun, Thread, ToolCall, saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
@@ -175,7 +175,7 @@ class Agents:
             caps = wdef.capabilities if wdef is not None else ()
         return RunScope(
             run_id=run_id,
-            intent_id=intent.id,  # type: ignore[arg-type]
+            intent_id=saved_id(intent),
             goal_id=intent.goal_id,
             worker=intent.worker,
             thread_id=intent.thread_id,

@@ -67,7 +67,10 @@ __all__ = [
 
 def cursor(conn: Connection) -> sqlite3.Cursor:
     """A DBAPI cursor on the connection of ``conn``'s open transaction."""
-    return conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr,return-value]
+    raw = conn.connection.dbapi_connection
+    if not isinstance(raw, sqlite3.Connection):  # pragma: no cover - always sqlite3 here
+        raise TypeError("the SQLite fast path needs a sqlite3 connection")
+    return raw.cursor()
 
 
 def stamp(value: Any) -> Any:

@@ -1,7 +1,7 @@
 """The SQLAlchemy ``Table`` behind a SQLModel table model, typed.
 
 SQLModel sets ``Model.__table__`` when the class is created, but declares no such
-attribute, so ``Intent.__table__`` would need a ``type: ignore`` at every use.
+attribute, so mypy refuses ``Intent.__table__``.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class GoalsApp(DeliverMixin, App[int]):
         #: False until the service is open (``opener`` mode): the panes show a preview.
         self.service_ready = service is not None
         self._opener = opener
-        self.kb_root = Path(kb_root) if kb_root is not None else service.kb_root  # type: ignore[union-attr]
+        self.kb_root = Path(kb_root) if kb_root is not None else service.kb_root  # type: ignore[union-attr]  # no kb_root: a service (checked above)
         self._given_settings = ui_settings
         self._preview = preview
         #: Why the service could not be opened (the CLI reports it after the app ends).
@@ -157,7 +157,7 @@ class GoalsApp(DeliverMixin, App[int]):
         return self.get_default_screen_instance()
 
     def get_default_screen_instance(self) -> MainScreen:
-        return self.screen_stack[0]  # type: ignore[return-value]
+        return self.screen_stack[0]  # type: ignore[return-value]  # the bottom screen is MainScreen
 
     @property
     def alive(self) -> bool:

@@ -128,8 +128,7 @@ class FailuresScreen(DataScreen):
                 f"Retrying {item.title}", goals_app(self).service.retry_intent, item.intent_id
             )
 
-    # the 'dismiss run' key (keys.DISMISS) reuses the name of Screen's own dismiss action
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
         item = self._item()
         if item and item.run_id:
             goals_app(self).act(

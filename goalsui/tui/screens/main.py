@@ -678,7 +678,7 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def set_filter(self, pane: str, text: str) -> None:
         widget = self.pane_widget(pane)
-        widget.filter_text = text  # type: ignore[attr-defined]
+        widget.filter_text = text  # type: ignore[attr-defined]  # every pane widget filters
         if self.dash is not None:
             self.apply(self.dash)
 
@@ -718,7 +718,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             and tab.rel
             and not tab.rel.endswith(("inbox", "outbox", "log"))
         ):
-            return tab.goal_id, tab.rel  # type: ignore[return-value]
+            return tab.goal_id, tab.rel  # type: ignore[return-value]  # an editable tab has a goal
         sel = self.selection
         if sel.kind == "goal" and sel.goal_id:
             return sel.goal_id, "protocol.md"
@@ -846,8 +846,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         if intent is not None:
             self.gapp.act(f"Retrying {intent.title}", self.gapp.service.retry_intent, intent.id)
 
-    # the 'dismiss run' key (keys.DISMISS) reuses the name of Screen's own dismiss action
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
         if self.selection.run_id is not None:
             self.gapp.act(
                 f"Dismissed run {self.selection.run_id}",

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, RichLog, Static
 
+from goalsui.domain.models import IntentRun
 from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -63,7 +64,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
             return
         deliver(self, self.apply, run, text)
 
-    def apply(self, run, text: str) -> None:  # type: ignore[no-untyped-def]
+    def apply(self, run: IntentRun, text: str) -> None:
         now = goals_app(self).clock()
         live = run.status == "running"
         header = Text()
