@@ -26,7 +26,7 @@ def _child(argv: list[str]) -> int:
     from goalsui.service import Service
 
     if op == "claim":  # import before the start line, like a running scheduler
-        import goalsui.scheduler.rules  # noqa: F401
+        import goalsui.scheduler.rules
         import goalsui.store.claims  # noqa: F401
     service = None
     if op != "open":  # "open" is the operation itself (schema creation on first use)

@@ -112,7 +112,7 @@ def _fast_load(text: str) -> tuple[bool, Any]:
                 return False, None
             elif isinstance(event, yaml.StreamEndEvent):
                 break
-        return True, yaml.load(text, Loader=_FastLoader)  # noqa: S506 - strict safe loader
+        return True, yaml.load(text, Loader=_FastLoader)  # strict safe loader
     except Exception:  # noqa: BLE001 - the strict loader says what is wrong
         return False, None
 
@@ -145,7 +145,7 @@ def parse_yaml(text: str, display: str) -> Any:
     if done:
         return data
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
+        return yaml.load(text, Loader=_StrictLoader)  # strict safe loader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

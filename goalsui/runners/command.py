@@ -317,7 +317,7 @@ def _announce(on_spawn: Callable[[int], None] | None, pgid: int) -> None:
         return
     try:
         on_spawn(pgid)
-    except Exception:  # noqa: BLE001 - the run goes on; recovery just knows less
+    except Exception:  # the run goes on; recovery just knows less
         log.exception("on_spawn callback failed for process group %s", pgid)
 
 

@@ -203,7 +203,7 @@ async def run_turn(
         outcome = await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a turn never crashes its host
+    except Exception as exc:  # a turn never crashes its host
         if isinstance(exc, OSError) and exc.errno in _NO_DESCRIPTORS:
             return _out_of_descriptors(str(exc))
         log.exception("run %s of intent %s: internal error", run.id, intent.id)

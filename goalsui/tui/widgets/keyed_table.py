@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from textual.widgets import DataTable
-from textual.widgets._data_table import RowKey  # noqa: PLC2701 - textual is pinned exactly
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 Row = tuple[str, Sequence[Any]]
 
