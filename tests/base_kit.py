@@ -38,6 +38,11 @@ class FakeClock:
         return self.now
 
 
+def clean_environ() -> dict[str, str]:
+    """This environment without any GOALSUI_* variable (the CLI then uses only its flags)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
+
+
 def cli_argv(
     *args: object, kb: Path | str | None = None, state: Path | str | None = None
 ) -> list[str]:

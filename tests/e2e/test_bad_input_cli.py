@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import clean_environ, cli_argv
 from hooks_kit import CI_ENV, SECRET, row_counts, tree_snapshot
 
 from goalsui.service import Service
@@ -20,14 +20,17 @@ def run_all(
     kb: Path, state: Path, commands: list[tuple[str, ...]]
 ) -> list[subprocess.CompletedProcess]:
     """Run the commands at once, as the operator would, with the CI hook secret set."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
+    env = clean_environ()
     env[CI_ENV] = SECRET
-    base = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
     procs = [
         (
             args,
             subprocess.Popen(
-                [*base, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+                cli_argv(*args, kb=kb, state=state),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
             ),
         )
         for args in commands

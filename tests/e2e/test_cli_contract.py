@@ -10,11 +10,11 @@ import json
 import re
 import sqlite3
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from base_kit import cli_argv
 
 from goalsui.domain.models import IntentRun
 from goalsui.service import Service
@@ -44,7 +44,7 @@ ISO_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")
 
 
 def start(kb: Path, state: Path, *args: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), *args]
+    cmd = cli_argv(*args, kb=kb, state=state)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

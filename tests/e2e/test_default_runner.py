@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from base_kit import run_cli
 from test_runner_turn import start_run
 
 from goalsui.kb.config import NO_RUNNER
@@ -21,14 +20,7 @@ from goalsui.service import Service
 
 
 def init(path: Path, env_path: str, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": env_path}
-    return subprocess.run(
-        [sys.executable, "-m", "goalsui", "init", str(path), *extra],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return run_cli("init", path, *extra, extra_env={"PATH": env_path})
 
 
 def fake_bin(folder: Path, name: str) -> None:

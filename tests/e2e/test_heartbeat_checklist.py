@@ -4,11 +4,11 @@ included; a checklist is the operator's instruction, so it reaches the runner un
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from test_runner_prompt import fenced_blocks
 
 from goalsui.scheduler import Scheduler
@@ -26,8 +26,7 @@ def kb(empty_kb: Path, tmp_path: Path) -> Path:
 
 
 def cli(kb: Path, state: Path, *args: str) -> dict:
-    base = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
-    done = subprocess.run([*base, *args, "--json"], capture_output=True, text=True, timeout=120)
+    done = run_cli(*args, "--json", kb=kb, state=state)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import clean_environ, cli_argv, run_cli
 from hooks_kit import CI_ENV, GITHUB_ENV, OTHER_SECRET, SECRET, ThreadedListener
 
 from goalsui.service import Service
@@ -20,17 +19,10 @@ from goalsui.service import Service
 def goalsui(
     kb: Path, state: Path, *args: str, secrets: bool = True, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
+    env = clean_environ()
     if secrets:
         env.update({CI_ENV: SECRET, GITHUB_ENV: OTHER_SECRET})
-    return subprocess.run(
-        [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=stdin,
-        timeout=60,
-    )
+    return run_cli(*args, kb=kb, state=state, env=env, input=stdin, timeout=60)
 
 
 @pytest.fixture
@@ -201,12 +193,11 @@ def test_daemon_with_hooks_port_runs_an_emitted_event(sample_kb: Path, tmp_path:
         )
     finally:
         service.close()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
+    env = clean_environ()
     env.update({CI_ENV: SECRET})
     port = _free_port()
-    base = [sys.executable, "-m", "goalsui", "--kb", str(sample_kb), "--state-dir", str(state)]
     daemon = subprocess.Popen(
-        [*base, "daemon", "--hooks-port", str(port), "--no-watch"],
+        cli_argv("daemon", "--hooks-port", port, "--no-watch", kb=sample_kb, state=state),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

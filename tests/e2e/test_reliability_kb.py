@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from base_kit import clean_environ, run_cli
 from daemon_kit import Daemon, wait_until
 
 from goalsui.errors import KBError
@@ -27,9 +27,7 @@ PROMPTLY = 60  # seconds; a hang is what is tested, not speed
 
 
 def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
-    base = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
-    return subprocess.run([*base, *args], capture_output=True, text=True, env=env, timeout=PROMPTLY)
+    return run_cli(*args, kb=kb, state=state, env=clean_environ(), timeout=PROMPTLY)
 
 
 def make_goal(svc: Service, every: str = "30m") -> tuple[str, Path]:

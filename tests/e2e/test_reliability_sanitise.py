@@ -8,13 +8,12 @@ forms show none of them; ``--json`` keeps the data exact but escapes them as ``\
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import clean_environ, run_cli
 
 from goalsui.domain.untrusted import json_escape
 from goalsui.kb.layout import WorkerSeed
@@ -26,11 +25,7 @@ RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u
 
 
 def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
-    base = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
-    return subprocess.run(
-        [*base, *args], capture_output=True, text=True, env=env, timeout=120, errors="strict"
-    )
+    return run_cli(*args, kb=kb, state=state, env=clean_environ())  # strict UTF-8 decoding
 
 
 @pytest.fixture

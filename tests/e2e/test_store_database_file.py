@@ -11,10 +11,10 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from daemon_kit import Daemon, wait_until
 
 from goalsui.domain.models import Journal
@@ -23,8 +23,7 @@ from goalsui.store.db import Store
 
 
 def _cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return run_cli(*args, kb=kb, state=state)
 
 
 def _remove_database(db: Path) -> None:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from daemon_kit import Daemon
 from test_runner_prompt import fenced_blocks
 from tui_kit import screen_text, settle
@@ -34,13 +35,7 @@ class Env:
         self.env = dict(os.environ, GOALSUI_KB=str(self.kb), GOALSUI_STATE_DIR=str(self.state))
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "goalsui", *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=self.env,
-        )
+        return run_cli(*args, env=self.env, timeout=300)
 
     def json(self, *args: str) -> dict | list:
         done = self.run(*args, "--json")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock
+from base_kit import FakeClock, run_cli
 from test_runner_turn import start_run
 from tui_kit import PULSE, label, open_demo, settle, wait_for, watching
 
@@ -25,8 +25,7 @@ BROKEN_STATE = "plan: []\ndecisions: []\nbaselines: note: unquoted colon\n"
 
 
 def doctor(kb: Path, state: Path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
-    return subprocess.run([*cmd, "doctor", "--json"], capture_output=True, text=True, timeout=120)
+    return run_cli("doctor", "--json", kb=kb, state=state)
 
 
 @pytest.fixture
