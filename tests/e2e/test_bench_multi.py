@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -16,13 +16,7 @@ N = 200
 
 
 def bench(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "goalsui", "bench", "scheduler", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=cwd,
-    )
+    return run_cli("bench", "scheduler", *args, cwd=cwd, timeout=180)
 
 
 def test_two_daemons_fire_every_intent_exactly_once(db_url: str, tmp_path: Path) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from cost_kit import agent_worker, record, start_run
 
 from goalsui.domain.budget import Budget, BudgetLimit, Spend, exhausted, period_window
@@ -151,9 +150,7 @@ def test_a_bad_budget_is_a_doctor_error_with_file_and_line(
     )
     (goal / "workers" / "w" / "definition.yaml").write_text(worker_def)
     (empty_kb / "goalsui.yaml").write_text("silent_token: QUIET\n" + text)
-    cmd = [sys.executable, "-m", "goalsui", "--kb", str(empty_kb)]
-    cmd += ["--state-dir", str(tmp_path / "s"), "doctor", "--json"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = run_cli("doctor", "--json", kb=empty_kb, state=tmp_path / "s")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     problems = {p["path"]: p for p in json.loads(proc.stdout)["problems"]}
     key, words = BAD_BUDGETS[text]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from cost_kit import agent_worker, record, start_run
 
 from goalsui.runners.base import TurnOutcome, Usage
@@ -137,9 +136,7 @@ async def test_usage_is_stored_and_shown_and_unknown_is_never_zero(svc: Service)
         0.125,
         "opus-y",
     )
-    base = [sys.executable, "-m", "goalsui", "--kb", str(svc.kb.root)]
-    base += ["--state-dir", str(svc.state_dir)]
-    listing = subprocess.run([*base, "runs", "--json"], capture_output=True, text=True, timeout=60)
+    listing = run_cli("runs", "--json", kb=svc.kb.root, state=svc.state_dir, timeout=60)
     assert listing.returncode == 0, listing.stderr
     runs = {r["id"]: r for r in json.loads(listing.stdout)}
     assert runs[first.id]["usage"] == {
@@ -155,7 +152,7 @@ async def test_usage_is_stored_and_shown_and_unknown_is_never_zero(svc: Service)
         "cost_usd": None,
         "model": None,
     }
-    table = subprocess.run([*base, "runs"], capture_output=True, text=True, timeout=60).stdout
+    table = run_cli("runs", kb=svc.kb.root, state=svc.state_dir, timeout=60).stdout
     rows = {line.split()[0]: line for line in table.splitlines()[1:] if line.strip()}
     assert "$0.1250" in rows[str(first.id)] and "1.1k" in rows[str(first.id)]
     assert rows[str(second.id)].rstrip().endswith("unknown  unknown")

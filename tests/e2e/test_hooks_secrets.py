@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import clean_environ, cli_argv
 from hooks_kit import (
     CI_ENV,
     GITHUB_ENV,
@@ -35,12 +34,15 @@ SNOOP = ["sh", "-c", f'cat; env; echo "ci=${CI_ENV} gh=${GITHUB_ENV}"']
 
 def cli_all(kb: Path, state: Path, *commands: tuple[str, ...]) -> list[tuple[int, str, str]]:
     """Run several goalsui commands at once (real processes); (exit code, stdout, stderr)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
+    env = clean_environ()
     env.update({CI_ENV: CI_SECRET, GITHUB_ENV: GH_SECRET})
-    base = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
     procs = [
         subprocess.Popen(
-            [*base, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            cli_argv(*args, kb=kb, state=state),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for args in commands
     ]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from base_kit import clean_environ, run_cli
 from mcp_kit import tree
 
 from goalsui.service import Service
@@ -17,10 +18,9 @@ GOAL = "nightshift-979afc6e"
 
 
 def kb_cli(service: Service, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
-    argv = [sys.executable, "-m", "goalsui", "--kb", str(service.kb.root)]
-    argv += ["--state-dir", str(service.state_dir), "kb", *args]
-    return subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=120)
+    return run_cli(
+        "kb", *args, kb=service.kb.root, state=service.state_dir, env=clean_environ(), input=stdin
+    )
 
 
 def test_ls_cat_and_write_use_the_confined_tree(service: Service, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from git_kit import git, make_repo
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -23,10 +24,7 @@ NIGHT = "2026-12-01"
 
 
 def run(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "goalsui", *args], env=env, capture_output=True, text=True,
-        timeout=300,
-    )
+    proc = run_cli(*args, env=env, timeout=300)
     if check and proc.returncode != 0:
         raise AssertionError(f"goalsui {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
     return proc

@@ -11,12 +11,12 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import aiohttp
 import pytest
+from base_kit import clean_environ, cli_argv
 from test_tui_serve import ANSI, REPO, free_port
 
 pytestmark = pytest.mark.slow
@@ -24,12 +24,11 @@ TOKEN = "operator-chosen-token-42abcdef"
 
 
 def serve(kb: Path, state: Path, port: int, *extra: str, token: str | None) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
+    env = clean_environ()
     if token is not None:
         env["GOALSUI_SERVE_TOKEN"] = token
-    argv = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
     return subprocess.Popen(
-        [*argv, "serve", "--no-daemon", "--port", str(port), *extra],
+        cli_argv("serve", "--no-daemon", "--port", port, *extra, kb=kb, state=state),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

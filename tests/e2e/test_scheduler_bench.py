@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from base_kit import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -84,13 +85,7 @@ def test_bench_scheduler_json(tmp_path):
     ],
 )
 def test_bench_rejects_bad_input_in_one_line(tmp_path, args, message):
-    res = subprocess.run(
-        [sys.executable, "-m", "goalsui", "bench", "scheduler", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    res = run_cli("bench", "scheduler", *args, cwd=tmp_path, timeout=60)
     assert res.returncode == 1
     assert res.stderr.strip() == f"goalsui: error: {message}"
 
@@ -137,13 +132,7 @@ def test_bench_refuses_a_database_that_holds_intents_and_leaves_it_alone(
     make_service(empty_kb, url).create_intent(
         title="keep me", kind="at", schedule="2030-01-01T00:00:00Z"
     )
-    res = subprocess.run(
-        [sys.executable, "-m", "goalsui", "bench", "scheduler", "--db", url, "--intents", "5"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    res = run_cli("bench", "scheduler", "--db", url, "--intents", "5", cwd=tmp_path, timeout=60)
     assert res.returncode == 1
     assert res.stderr.count("\n") == 1 and "already holds 1 intents" in res.stderr
     assert [i.title for i in make_service(empty_kb, url).list_intents()] == ["keep me"]
