@@ -1,6 +1,6 @@
 """Run store operations from several real processes released at the same instant.
 
-The contract tests (tests/test_contract_*.py) use :func:`run_together`. Each child
+The contract tests (tests/contract/test_contract_*.py) use :func:`run_together`. Each child
 imports goalsui, opens what it needs, prints ``ready``, waits for a "go" file, does one
 operation, and prints its result as JSON on the last line.
 

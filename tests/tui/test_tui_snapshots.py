@@ -1,7 +1,7 @@
 """Snapshots of the console (pytest-textual-snapshot): fixed clock, KB at a fixed path,
 no watchers, no scheduler, 160x48, times shown in UTC.
 
-Update after a reviewed change: ``pytest tests/test_tui_snapshots.py --snapshot-update``.
+Update after a reviewed change: ``pytest tests/tui/test_tui_snapshots.py --snapshot-update``.
 """
 
 from __future__ import annotations
