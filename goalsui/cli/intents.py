@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     add_json,
@@ -18,8 +18,10 @@ from goalsui.cli.common import (
     table,
 )
 from goalsui.domain.budget import format_tokens, format_usd
-from goalsui.domain.models import IntentRun
 from goalsui.errors import ValidationError
+
+if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
+    from goalsui.domain.models import IntentRun
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import kb_path, local, open_service, table
-from goalsui.domain.models import saved_id
 from goalsui.errors import NotFound
 
 if TYPE_CHECKING:
@@ -48,6 +47,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def print_dashboard(service: Service) -> None:
     """The plain-text dashboard summary."""
+    from goalsui.domain.models import saved_id
+
     summary = service.summary()
     print(f"KB {service.kb_root}")
     print(

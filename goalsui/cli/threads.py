@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     add_json,
@@ -15,9 +15,11 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
-from goalsui.domain.models import Todo
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
+
+if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
+    from goalsui.domain.models import Todo
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, RichLog, Static
 
-from goalsui.domain.models import IntentRun
 from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -23,6 +24,9 @@ def _line(line: str) -> Text:
     if line.startswith(TOOL_LINE):
         return Text(line, style="bold italic")
     return Text(line)
+
+if TYPE_CHECKING:  # the models import SQLAlchemy: not before the console paints
+    from goalsui.domain.models import IntentRun
 
 
 class OutputScreen(DeliverMixin, Screen[None]):
