@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.bundled import find_sample_kb
+from goalsui.domain.models import saved_id
 from goalsui.domain.timeutil import MovingClock
 from goalsui.errors import KBError
 from goalsui.kb.layout import copy_sample_kb
@@ -40,13 +41,13 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
             raise KBError(path.name, "each thread needs a title")
         existing = service.find_thread(spec["title"])
         if existing is not None:
-            threads[spec["title"]] = existing.id  # type: ignore[assignment]
+            threads[spec["title"]] = saved_id(existing)
             continue
         thread = service.create_thread(spec["title"], private=bool(spec.get("private")))
-        threads[spec["title"]] = thread.id  # type: ignore[assignment]
+        threads[spec["title"]] = saved_id(thread)
         counts["threads"] += 1
         for todo in spec.get("todos") or []:
-            service.add_todo(thread.id, todo["text"], done=bool(todo.get("done")))  # type: ignore[arg-type]
+            service.add_todo(saved_id(thread), todo["text"], done=bool(todo.get("done")))
             counts["todos"] += 1
         for message in spec.get("messages") or []:
             service.post_message(

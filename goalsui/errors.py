@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class GoalsuiError(Exception):
     """A problem the operator can fix; ``str(err)`` is a complete one-line message."""
@@ -37,7 +39,7 @@ class KBError(GoalsuiError):
         where = f"{self.path}:{line}" if line else self.path
         super().__init__(f"{where}: {self.reason}")
 
-    def as_problem(self) -> dict:
+    def as_problem(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "message": self.reason}
 
 

@@ -6,9 +6,10 @@
 #   2. unless GOALSUI_TEST_PG_URL is already set, starts ONE throwaway PostgreSQL
 #      server for the whole run (tests/pgserver.py) and exports its URL as
 #      GOALSUI_TEST_PG_URL; it is stopped and its directory deleted on exit;
-#   3. runs ruff and import-linter, then pytest with the given arguments.
+#   3. runs ruff, import-linter and mypy (pyproject.toml [tool.mypy]), then pytest with
+#      the given arguments.
 #
-# Exits with pytest's exit code; if pytest passed but a lint step failed, exits 1.
+# Exits with pytest's exit code; if pytest passed but a lint or type step failed, exits 1.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -61,12 +62,14 @@ echo "== ruff check goalsui tests"
 .venv/bin/ruff check --no-cache goalsui tests || lint_failed=1
 echo "== lint-imports"
 .venv/bin/lint-imports --no-logo --no-cache || lint_failed=1
+echo "== mypy"
+.venv/bin/mypy || lint_failed=1
 
 echo "== pytest $*"
 rc=0
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@" || rc=$?
 if [[ $rc -eq 0 && $lint_failed -ne 0 ]]; then
-    echo "FAILED: tests passed but ruff or import-linter reported problems (see above)" >&2
+    echo "FAILED: tests passed but ruff, import-linter or mypy reported problems (see above)" >&2
     rc=1
 fi
 exit "$rc"

@@ -1,47 +1,27 @@
-"""Shared fixtures: real KB folders, real SQLite files, a real PostgreSQL server."""
+"""Shared fixtures: real KB folders, real SQLite files, a real PostgreSQL server.
+
+The suite is in tiers, each a folder with its own conftest.py: ``unit`` (one process, no
+server), ``contract`` (the same behaviour on SQLite and PostgreSQL), ``tui`` (the real
+Textual app through its pilot), ``e2e`` (the CLI, daemons and agents as real processes).
+Helpers shared across tiers live in ``tests/*_kit.py`` (importable: ``pythonpath`` in
+pyproject.toml), never in a conftest.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pgserver
 import pytest
+from base_kit import NO_PG, REPO, TESTS, FakeClock
 
-TESTS = Path(__file__).resolve().parent
-REPO = TESTS.parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
-
-import pgserver  # noqa: E402
-
-from goalsui.service import Service  # noqa: E402
-
-NO_PG = "no PostgreSQL server available (set GOALSUI_TEST_PG_URL or install postgresql)"
-
-
-class FakeClock:
-    """An injectable clock: ``clock()`` returns the current fake instant (aware UTC)."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 0, **kwargs: float) -> datetime:
-        self.now = self.now + timedelta(seconds=seconds, **kwargs)
-        return self.now
-
-    def set(self, when: datetime) -> datetime:
-        self.now = when
-        return self.now
+from goalsui.service import Service
 
 
 @pytest.fixture
@@ -64,6 +44,7 @@ def empty_kb(tmp_path: Path) -> Path:
     return target
 
 
+# -- fixtures every tier shares -----------------------------------------------------------------
 @pytest.fixture(scope="session")
 def pg_url() -> str:
     url = os.environ.get("GOALSUI_TEST_PG_URL")
@@ -146,3 +127,33 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+# -- the console on a copy of the demo KB (tests/tui, and e2e tests that open a console) -------
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo KB and database, built once per module and copied by :func:`demo`."""
+    from tui_kit import build_template
+
+    return build_template(tmp_path_factory.mktemp("demo-template"), FakeClock())
+
+
+@pytest.fixture
+def demo(tmp_path: Path, clock: FakeClock, template: Path) -> Iterator[Service]:
+    """A service on a fresh copy of the demo template, on the fake clock."""
+    from tui_kit import open_demo
+
+    service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
+    yield service
+    service.close()
+
+
+# -- tiers: each test carries its folder's marker (pytest -m unit, -m "not e2e", ...) ----------
+TIERS = ("unit", "contract", "tui", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = item.path.parent.name
+        if tier in TIERS and item.path.parent.parent == TESTS:
+            item.add_marker(tier)

@@ -1,6 +1,6 @@
 """Run store operations from several real processes released at the same instant.
 
-The contract tests (tests/test_contract_*.py) use :func:`run_together`. Each child
+The contract tests (tests/contract/test_contract_*.py) use :func:`run_together`. Each child
 imports goalsui, opens what it needs, prints ``ready``, waits for a "go" file, does one
 operation, and prints its result as JSON on the last line.
 
@@ -26,7 +26,7 @@ def _child(argv: list[str]) -> int:
     from goalsui.service import Service
 
     if op == "claim":  # import before the start line, like a running scheduler
-        import goalsui.scheduler.rules  # noqa: F401
+        import goalsui.scheduler.rules
         import goalsui.store.claims  # noqa: F401
     service = None
     if op != "open":  # "open" is the operation itself (schema creation on first use)

@@ -6,11 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from base_kit import cli_argv
 
 
 class Daemon:
@@ -22,7 +23,7 @@ class Daemon:
 
     def __init__(self, kb: Path, state: Path, *options: str, db: str | None = None) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        head = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
+        head = cli_argv(kb=kb, state=state)
         if db is not None:
             head += ["--db", db]
         self.proc = subprocess.Popen(

@@ -241,13 +241,13 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
     figures = LatencyFigures()
     shown: dict[str, float] = {}
     raw_seen: dict[str, float] = {}
-    app.detail_listeners.append(
-        lambda tab, text: [
-            shown.setdefault(line, time.perf_counter())
-            for line in text.splitlines()
-            if line.startswith("bench-mark-")
-        ]
-    )
+
+    def note_shown(tab: object, text: str) -> None:
+        for line in text.splitlines():
+            if line.startswith("bench-mark-"):
+                shown.setdefault(line, time.perf_counter())
+
+    app.detail_listeners.append(note_shown)
     stop = asyncio.Event()
 
     async def raw_watch() -> None:

@@ -25,8 +25,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
-
 from goalsui.bench.scheduler import (
     _check_empty,
     _clear,
@@ -36,7 +34,7 @@ from goalsui.bench.scheduler import (
     intents_and_db,
     lateness_turn,
 )
-from goalsui.domain.models import IntentRun
+from goalsui.domain.states import RunStatus
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.scheduler.heap import settle_heap
 from goalsui.service import Service
@@ -179,26 +177,6 @@ class _Worker:
         self.err.close()
 
 
-def _ok_counts(service: Service) -> tuple[int, int, int]:
-    """(ok runs, intents with an ok run, intents with more than one)."""
-    t = IntentRun.__table__
-    per = (
-        select(t.c.intent_id, func.count().label("n"))
-        .where(t.c.status == "ok")
-        .group_by(t.c.intent_id)
-        .subquery()
-    )
-    with service.store.engine.connect() as conn:
-        row = conn.execute(
-            select(
-                func.coalesce(func.sum(per.c.n), 0),
-                func.count(),
-                func.count().filter(per.c.n > 1),
-            )
-        ).one()
-    return int(row[0]), int(row[1]), int(row[2])
-
-
 def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-multi-"))
     workers: list[_Worker] = []
@@ -214,7 +192,7 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
                 daemons=daemons,
                 database=svc.db_url_display()
                 if db_url
-                else f"SQLite (scratch file, {svc.store.dialect})",
+                else f"SQLite (scratch file, {svc.database_dialect})",
             )
             try:
                 _burst(svc, url, kb, state, n, daemons, workers, result)
@@ -253,12 +231,10 @@ def _burst(
     if datetime.now(UTC) > due:
         result.notes.append("the insert ended after the due time: lateness includes it")
     deadline = time.monotonic() + lead + 60 + n / 100
-    while (
-        svc.store.count_rows(IntentRun.__table__, status="ok") < n and time.monotonic() < deadline
-    ):
+    while svc.count_runs(RunStatus.OK) < n and time.monotonic() < deadline:
         time.sleep(0.1)
     reports = [w.finish() for w in workers]
-    ok, ran, dup = _ok_counts(svc)
+    ok, ran, dup = svc.ok_run_counts()
     result.runs_ok, result.lost, result.duplicates = ok, n - ran, ok - ran
     if dup:
         result.notes.append(f"{dup} intents ran ok more than once")

@@ -34,7 +34,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from goalsui.domain.models import Event, Intent, IntentRun, Journal
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.states import RunStatus
 from goalsui.errors import ValidationError
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler.heap import settle_heap
@@ -169,12 +170,12 @@ def _insert_at_intents(
         }
         for k, due in enumerate(dues)
     ]
-    service.store.insert_rows(Intent.__table__, rows)
+    service.insert_intent_rows(rows)
     return dues
 
 
 def _check_empty(service: Service) -> None:
-    count = service.store.count_rows(Intent.__table__)
+    count = service.count_intents()
     if count:
         raise ValidationError(
             f"bench: the database at {service.db_url_display()} already holds {count} intents; "
@@ -183,9 +184,7 @@ def _check_empty(service: Service) -> None:
 
 
 def _clear(service: Service) -> None:
-    service.store.delete_rows(
-        IntentRun.__table__, Event.__table__, Intent.__table__, Journal.__table__
-    )
+    service.clear_scheduling()
 
 
 # -- the scheduler ---------------------------------------------------------------------------
@@ -195,7 +194,8 @@ def lateness_turn(lateness: list[float]) -> Callable[..., Awaitable[TurnOutcome]
     async def noop(
         service: Service, intent: Intent, run: IntentRun, *, event: Any = None, cancel: Any = None
     ) -> TurnOutcome:
-        lateness.append(time.time() - run.planned_at.timestamp())  # type: ignore[union-attr]
+        if run.planned_at is not None:  # a scheduled fire always has its planned time
+            lateness.append(time.time() - run.planned_at.timestamp())
         return TurnOutcome("ok")
 
     return noop
@@ -234,7 +234,7 @@ async def _measure_fires(
         await asyncio.wait_for(done.wait(), timeout=lead + spread + 60 + n / 100)
     finally:
         await scheduler.stop()
-    ok = service.store.count_rows(IntentRun.__table__, status="ok")
+    ok = service.count_runs(RunStatus.OK)
     elapsed = last[0] - due.timestamp()
     return n / elapsed if elapsed > 0 else 0.0, lateness, int(ok or 0)
 
@@ -438,7 +438,7 @@ async def run_bench(
                 result.database = (
                     svc.db_url_display()
                     if db_url
-                    else f"SQLite (scratch file, {svc.store.dialect})"
+                    else f"SQLite (scratch file, {svc.database_dialect})"
                 )
                 _progress(
                     f"run {k + 1}/{repeat}: {n} no-op intents due at once on {result.database}"

@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # noqa: BLE001 - never a traceback for the operator
+    except Exception as exc:  # never a traceback for the operator
         if args.debug or os.environ.get("GOALSUI_DEBUG"):
             raise
         from goalsui.cli.failures import user_message

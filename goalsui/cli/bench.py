@@ -9,7 +9,7 @@ from goalsui.cli.common import add_json
 from goalsui.errors import GoalsuiError, ValidationError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser(
         "bench", help="measure the scheduler, the console or the tool server beside a reference"
     )

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from goalsui.errors import ValidationError
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with goalsui's error contract: one line on stderr, exit code 1."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(1, f"goalsui: error: {message} (see '{self.prog} --help')\n")
 
 

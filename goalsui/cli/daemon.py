@@ -20,7 +20,7 @@ from goalsui.ops.logging import LineWriter
 _SYNC_FILES = {"definition.yaml", "goalsui.yaml"}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("daemon", help="run the scheduler headless (no console)")
     p.add_argument(
         "--hooks-port",

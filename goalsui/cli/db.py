@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     db = sub.add_parser("db", help="the database schema: status and migrations")
     dsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     upgrade = dsub.add_parser(

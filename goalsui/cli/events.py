@@ -23,7 +23,7 @@ from goalsui.kb.paths import check_name
 HTTP_TIMEOUT_S = 15
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     event = sub.add_parser("event", help="send events to event intents")
     esub = event.add_subparsers(dest="event_command", metavar="ACTION", required=True)
     emit = esub.add_parser(
@@ -75,7 +75,7 @@ def _read_data(value: str) -> bytes:
 def _target_url(args: argparse.Namespace, source: str) -> str:
     path = f"/hooks/{source}"
     if args.url:
-        parts = urllib.parse.urlsplit(args.url)
+        parts = urllib.parse.urlsplit(str(args.url))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValidationError(
                 f"invalid --url {args.url!r}: use http://HOST:PORT[/hooks/SOURCE]"
@@ -175,7 +175,11 @@ def cmd_emit(args: argparse.Namespace) -> int:
             raise GoalsuiError(
                 f"delivery '{delivery}' was already received (event {result.event_id}); nothing fired"
             )
-        answer = {"event_id": result.event_id, "fired": list(result.fired), "duplicate": False}
+        answer: dict[str, Any] = {
+            "event_id": result.event_id,
+            "fired": list(result.fired),
+            "duplicate": False,
+        }
     else:
         answer = _emit_http(args, source, body, delivery)
     answer = {"source": source, "delivery_id": delivery, **answer}

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from goalsui.service import GoalView
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     goal = sub.add_parser("goal", help="create, list and steer goals")
     gsub = goal.add_subparsers(dest="goal_command", metavar="ACTION", required=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     add_json,
@@ -20,8 +20,11 @@ from goalsui.cli.common import (
 from goalsui.domain.budget import format_tokens, format_usd
 from goalsui.errors import ValidationError
 
+if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
+    from goalsui.domain.models import IntentRun
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     intent = sub.add_parser("intent", help="persisted future wake-ups")
     isub = intent.add_subparsers(dest="intent_command", metavar="ACTION", required=True)
 
@@ -105,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     runs.set_defaults(func=cmd_runs)
 
 
-def _active_hours(value: str | None, tz: str) -> dict | None:
+def _active_hours(value: str | None, tz: str) -> dict[str, Any] | None:
     from goalsui.kb.config import active_hours_from_range
 
     return active_hours_from_range(value, tz) if value else None
@@ -225,7 +228,7 @@ def cmd_action(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runs_table(runs: list) -> str:
+def _runs_table(runs: list[IntentRun]) -> str:
     from goalsui.domain.shapes import run_status_label
 
     rows = [

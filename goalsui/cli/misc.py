@@ -9,7 +9,7 @@ from pathlib import Path
 from goalsui.cli.common import add_json, open_service, print_json
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init = sub.add_parser("init", help="create an empty KB (or a copy of the sample with --sample)")
     init.add_argument("path")
     init.add_argument(
@@ -38,7 +38,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from goalsui.kb.layout import init_kb
 
     path = init_kb(Path(args.path), sample=args.sample)
-    result = {"kb": str(path)}
+    result: dict[str, object] = {"kb": str(path)}
     if args.sample:
         from goalsui.demo import load_demo_records
 

@@ -18,7 +18,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     night = sub.add_parser("nightshift", help="a nightshift on a git repository")
     nsub = night.add_subparsers(dest="nightshift_command", metavar="ACTION", required=True)
 

@@ -28,7 +28,7 @@ class SafeStream(io.TextIOBase):
         super().__init__()
         self.raw = raw
 
-    def write(self, text: str) -> int:  # type: ignore[override]
+    def write(self, text: str) -> int:
         self.raw.write(plain(text) if text else text)
         return len(text)
 
@@ -42,7 +42,7 @@ class SafeStream(io.TextIOBase):
         return self.raw.fileno()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares an attribute
         return getattr(self.raw, "encoding", "utf-8")
 
     def writable(self) -> bool:
@@ -54,9 +54,9 @@ def guard_streams() -> Iterator[None]:
     """Sanitise ``sys.stdout`` and ``sys.stderr`` for the duration (nested use is fine)."""
     saved = sys.stdout, sys.stderr
     if not isinstance(sys.stdout, SafeStream):
-        sys.stdout = SafeStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = SafeStream(sys.stdout)
     if not isinstance(sys.stderr, SafeStream):
-        sys.stderr = SafeStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = SafeStream(sys.stderr)
     try:
         yield
     finally:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from goalsui.cli.common import add_json, open_service, print_json
 from goalsui.domain.timeutil import load_zone
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("plan", help="what will fire until TIME, and which rule decides each fire")
     p.add_argument(
         "--until",
@@ -55,7 +55,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    zone = tz or now.astimezone().tzinfo
+    zone = tz or now.astimezone().tzinfo or UTC
     fires = sum(1 for f in timed if f.kind == "fire")
     scope = f" for goal {args.goal}" if args.goal else ""
     print(

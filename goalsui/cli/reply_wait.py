@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from goalsui.domain.models import saved_id
 from goalsui.domain.replies import is_reply
 from goalsui.domain.states import RunStatus
 from goalsui.errors import ValidationError
@@ -60,7 +61,7 @@ async def await_reply(
             runs = result.runs if result else service.list_runs(intent_id=intent_id, limit=50)
             for run in sorted(runs, key=lambda r: r.id or 0):
                 if run.status != RunStatus.RUNNING and run.id not in seen:
-                    seen.add(run.id)  # type: ignore[arg-type]
+                    seen.add(saved_id(run))
                     if on_run is not None:
                         on_run(run)
             if result is not None:

@@ -9,7 +9,7 @@ from goalsui.cli.common import add_json, open_service, print_json, table
 from goalsui.errors import NotFound, ValidationError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
         help="print a goal's morning report (compiled if missing), or list the reports",

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import kb_path, local, open_service, table
 from goalsui.errors import NotFound
 
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     console = sub.add_parser("console", help="open the console (the default command)")
     console.add_argument("--no-scheduler", action="store_true", help="only watch; run no intents")
     console.add_argument(
@@ -42,8 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.set_defaults(func=cmd_demo, hooks_port=None, hooks_host="127.0.0.1")
 
 
-def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
+def print_dashboard(service: Service) -> None:
     """The plain-text dashboard summary."""
+    from goalsui.domain.models import saved_id
+
     summary = service.summary()
     print(f"KB {service.kb_root}")
     print(
@@ -60,7 +65,7 @@ def print_dashboard(service) -> None:  # type: ignore[no-untyped-def]
         print(table(rows, ["goal", "worker", "schedule", "tz", "status", "next run"]))
     threads = service.list_threads()
     for thread in threads:
-        todos = service.list_todos(thread.id)
+        todos = service.list_todos(saved_id(thread))
         open_items = [t for t in todos if not t.done]
         print(f"\nthread {thread.id} {thread.title}: {len(open_items)} open of {len(todos)}")
         for t in todos:
@@ -139,6 +144,7 @@ def _open_demo(args: argparse.Namespace) -> Any:
     from goalsui.demo import load_demo_records, replay_last_night
     from goalsui.domain.timeutil import utcnow
 
+    note: str | None
     try:
         replay_last_night(
             lambda clock: open_service(args, actor="scheduler", sync=False, clock=clock),

@@ -32,7 +32,7 @@ LOCK_NAME = "serve-scheduler.lock"
 STOP_GRACE_S = 30
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", help="serve the console in a browser (textual-serve; a token guards it)"
     )

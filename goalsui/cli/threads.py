@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     add_json,
@@ -18,8 +18,11 @@ from goalsui.cli.common import (
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
+if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
+    from goalsui.domain.models import Todo
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     thread = sub.add_parser("thread", help="conversations and their checklists")
     tsub = thread.add_subparsers(dest="thread_command", metavar="ACTION", required=True)
     new = tsub.add_parser("new", help="start a thread")
@@ -204,7 +207,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
     return 1
 
 
-def _print_todos(todos: list) -> None:
+def _print_todos(todos: list[Todo]) -> None:
     rows = [[t.id, "x" if t.done else " ", t.text] for t in todos]
     print(table(rows, ["id", "done", "text"]) if rows else "no todos")
 

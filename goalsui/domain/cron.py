@@ -85,7 +85,7 @@ def _croniter_reason(exc: BaseException, fields: str) -> str:
             probe[index] = parts[index]
             try:
                 croniter.expand(" ".join(probe))
-            except Exception:
+            except Exception:  # noqa: BLE001 - croniter's errors on a bad field vary
                 return f"{name} field {quote(parts[index], 40)} is not valid (allowed {allowed})"
     text = " ".join(str(exc).split())
     text = re.sub(r"^\[[^\]]*\]\s*", "", text)  # croniter repeats the expression first
@@ -149,7 +149,7 @@ def _compile_text(expr: str) -> _Spec:
         expanded, _nth = croniter.expand(fields, strict=not dom_and_dow)
     except CroniterError as exc:
         raise _bad(expr, _croniter_reason(exc, fields)) from None
-    except Exception:  # croniter can leak TypeError/IndexError on odd input
+    except Exception:  # noqa: BLE001 - croniter can leak TypeError/IndexError on odd input
         raise _bad(expr, "not a valid cron expression") from None
     if len(expanded) != 5:
         raise _bad(expr, "use five fields: minute hour day-of-month month day-of-week")
@@ -159,7 +159,7 @@ def _compile_text(expr: str) -> _Spec:
         raise _bad(expr, "it can never fire") from None
     except CroniterError as exc:
         raise _bad(expr, _croniter_reason(exc, fields)) from None
-    except Exception:
+    except Exception:  # noqa: BLE001 - croniter can leak TypeError/IndexError on odd input
         raise _bad(expr, "not a valid cron expression") from None
     return _Spec(normalized=normalized, fields=fields, every_hour=expanded[1] == ["*"])
 

@@ -7,7 +7,7 @@ unambiguously (UTC) on every engine through :class:`UTCDateTime`.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
 from sqlalchemy.types import TypeDecorator
@@ -36,6 +36,22 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+class _Row(Protocol):
+    @property
+    def id(self) -> int | None: ...
+
+
+def saved_id(row: _Row) -> int:
+    """The id of a row read from or written to the database.
+
+    SQLModel types ``id`` as optional because a row has none until it is inserted;
+    every row the service hands out has one.
+    """
+    if row.id is None:
+        raise ValueError(f"this {type(row).__name__} has not been saved: it has no id")
+    return row.id
 
 
 def _now() -> datetime:

@@ -76,7 +76,7 @@ def load_zone(name: str | tzinfo) -> ZoneInfo:
         raise ScheduleError(f"unknown timezone {quote(name)}")
     try:
         return ZoneInfo(key)
-    except Exception:  # ZoneInfoNotFoundError, ValueError, OSError (a directory), ...
+    except Exception:  # noqa: BLE001 - ZoneInfoNotFoundError, ValueError, OSError (a directory), ...
         raise ScheduleError(f"unknown timezone {quote(name)}") from None
 
 

@@ -46,7 +46,7 @@ def _check_tree(data: Any, limit: int) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def parse_payload(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict | list:
+def parse_payload(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any] | list[Any]:
     """Parse a payload; ValidationError with a one-line reason when it is not usable.
 
     Refuses bodies over ``limit`` bytes, non-UTF-8 bytes, a byte-order mark, invalid

@@ -35,6 +35,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.typedefs import Handler
 
 from goalsui.errors import GoalsuiError
 from goalsui.hooks import signing
@@ -86,7 +87,7 @@ def _redact(text: str, secrets: list[str]) -> str:
 
 
 @web.middleware
-async def _guard(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every answer is small JSON; nothing unexpected escapes as a stack trace."""
     try:
         return await handler(request)

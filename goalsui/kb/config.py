@@ -113,7 +113,7 @@ class WorkerDef:
     runner: RunnerSpec | None = None
     timeout: timedelta | None = None
     capabilities: tuple[str, ...] = ()
-    active_hours: dict | None = None
+    active_hours: dict[str, Any] | None = None
     budget: Budget | None = None
 
 
@@ -140,14 +140,14 @@ class _Checker:
         line = line_of_key(self.text, key) if key else None
         return KBError(self.display, reason, line)
 
-    def only(self, data: dict, allowed: tuple[str, ...], where: str = "") -> None:
+    def only(self, data: dict[Any, Any], allowed: tuple[str, ...], where: str = "") -> None:
         for key in data:
             if key not in allowed:
                 raise self.fail(
                     str(key), f"unknown field '{where}{key}' (allowed: {', '.join(allowed)})"
                 )
 
-    def mapping(self, value: Any, key: str) -> dict:
+    def mapping(self, value: Any, key: str) -> dict[Any, Any]:
         if value is None:
             return {}
         if not isinstance(value, dict):
@@ -163,10 +163,10 @@ class _Checker:
             return ""
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise self.fail(key, f"'{key}' must be text, found {type(value).__name__}")
-        value = str(value)
-        if len(value) > limit:
-            raise self.fail(key, f"'{key}' is too long ({len(value)} characters)")
-        return value
+        text = str(value)
+        if len(text) > limit:
+            raise self.fail(key, f"'{key}' is too long ({len(text)} characters)")
+        return text
 
     def duration(self, value: Any, key: str) -> timedelta:
         try:
@@ -227,7 +227,7 @@ class _Checker:
             key, f"'{key}' needs 'command: [argv...]', 'agent: NAME' or 'builtin: report'"
         )
 
-    def agent_runner(self, data: dict) -> RunnerSpec:
+    def agent_runner(self, data: dict[Any, Any]) -> RunnerSpec:
         name = data["agent"]
         if name not in AGENTS:
             raise self.fail("agent", f"unknown agent {name!r} (known: {', '.join(AGENTS)})")
@@ -237,7 +237,7 @@ class _Checker:
         return RunnerSpec(agent=name, model=model, args=args, tools=tools)
 
 
-def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
+def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:
     """Validate ``<kb>/goalsui.yaml``."""
     c = _Checker(display, text)
     c.only(
@@ -305,7 +305,7 @@ def parse_kb_config(data: dict, text: str, display: str) -> KBConfig:
     )
 
 
-def _hook_sources(data: dict, c: _Checker) -> dict[str, HookSource]:
+def _hook_sources(data: dict[Any, Any], c: _Checker) -> dict[str, HookSource]:
     """``hooks.sources`` of goalsui.yaml: each source's secret variable and style."""
     hooks_data = c.mapping(data.get("hooks"), "hooks")
     c.only(hooks_data, ("sources",), "hooks.")
@@ -362,7 +362,7 @@ def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:
     return ScheduleSpec(kind="at", expr=text, timezone=tz, at=at)
 
 
-def parse_worker(name: str, data: dict, text: str, display: str) -> WorkerDef:
+def parse_worker(name: str, data: dict[Any, Any], text: str, display: str) -> WorkerDef:
     """Validate ``workers/<name>/definition.yaml``."""
     c = _Checker(display, text)
     c.only(
@@ -426,7 +426,7 @@ def parse_budget(value: Any, c: _Checker) -> Budget | None:
     )
 
 
-def parse_active_hours(value: Any, c: _Checker) -> dict:
+def parse_active_hours(value: Any, c: _Checker) -> dict[str, Any]:
     data = c.mapping(value, "active_hours")
     c.only(data, ("start", "end", "timezone"), "active_hours.")
     out = {}
@@ -449,7 +449,7 @@ def parse_active_hours(value: Any, c: _Checker) -> dict:
     return out
 
 
-def active_hours_from_range(value: str, tz: str) -> dict:
+def active_hours_from_range(value: str, tz: str) -> dict[str, Any]:
     """``"08:00-22:00"`` in ``tz`` as validated active hours (the worker-file rule)."""
     start, sep, end = value.partition("-")
     if not sep:
@@ -462,7 +462,7 @@ def active_hours_from_range(value: str, tz: str) -> dict:
         raise ValidationError(f"invalid active hours {value!r}: {exc.reason}") from None
 
 
-def parse_goal(data: dict, text: str, display: str, folder_name: str) -> GoalDef:
+def parse_goal(data: dict[Any, Any], text: str, display: str, folder_name: str) -> GoalDef:
     """Validate ``<goal>/definition.yaml``; its ``goal_id`` must match the folder."""
     c = _Checker(display, text)
     c.only(

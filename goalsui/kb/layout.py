@@ -338,9 +338,9 @@ class KB:
         fsync_dir(self.root)
         shutil.rmtree(trash, ignore_errors=True)
 
-    def _staging_entries(self) -> list[tuple[os.DirEntry, str, bool]]:
+    def _staging_entries(self) -> list[tuple[os.DirEntry[str], str, bool]]:
         """Staging folders as (entry, goal_id, still being written by a live process)."""
-        out = []
+        out: list[tuple[os.DirEntry[str], str, bool]] = []
         if not self.root.is_dir():
             return out
         for entry in os.scandir(self.root):
@@ -468,8 +468,8 @@ class KB:
         goal_id: str,
         worker: str,
         *,
-        schedule: dict | None = None,
-        runner: dict | None = None,
+        schedule: dict[str, Any] | None = None,
+        runner: dict[str, Any] | None = None,
         timeout: str | None = None,
         prompt: str | None = None,
     ) -> WorkerDef:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from goalsui.errors import KBError
 from goalsui.kb.regular import read_regular
+
+if TYPE_CHECKING:
+    from yaml._yaml import CParser
 
 MAX_YAML_BYTES = 256 * 1024
 MAX_DEPTH = 32
@@ -23,27 +26,33 @@ class _StrictLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def _next_mark(self) -> yaml.Mark | None:
+        """Where the next event starts (for an error message)."""
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]  # unannotated in types-PyYAML
+        mark = event.start_mark  # always the pure-Python Mark: this loader is not libyaml's
+        return mark if isinstance(mark, yaml.Mark) else None
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
             raise yaml.MarkedYAMLError(
                 problem="aliases (*name) are not allowed in goalsui files",
-                problem_mark=event.start_mark,
+                problem_mark=self._next_mark(),
             )
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                event = self.peek_event()
                 raise yaml.MarkedYAMLError(
                     problem=f"nested deeper than {MAX_DEPTH} levels",
-                    problem_mark=event.start_mark,
+                    problem_mark=self._next_mark(),
                 )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
 
-def _no_duplicate_keys(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+def _no_duplicate_keys(
+    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
     """A mapping constructor that refuses a key given twice (PyYAML keeps the last)."""
     seen: set[Any] = set()
     for key_node, _ in node.value:
@@ -62,13 +71,15 @@ def _no_duplicate_keys(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicate_keys)
 
+_CParser: type[CParser] | None
 try:  # libyaml, bundled with PyYAML's wheels: the same documents, parsed several times faster
-    from yaml._yaml import CParser as _CParser
+    from yaml._yaml import CParser as _LibyamlParser
 
-    class _FastLoader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
+    class _FastLoader(yaml.CSafeLoader):
         """libyaml's parser with the strict constructor (duplicate keys refused)."""
 
     _FastLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicate_keys)
+    _CParser = _LibyamlParser
 except (ImportError, AttributeError):  # pragma: no cover - PyYAML built without libyaml
     _CParser = None
 
@@ -101,7 +112,7 @@ def _fast_load(text: str) -> tuple[bool, Any]:
                 return False, None
             elif isinstance(event, yaml.StreamEndEvent):
                 break
-        return True, yaml.load(text, Loader=_FastLoader)  # noqa: S506 - strict safe loader
+        return True, yaml.load(text, Loader=_FastLoader)  # strict safe loader
     except Exception:  # noqa: BLE001 - the strict loader says what is wrong
         return False, None
 
@@ -134,7 +145,7 @@ def parse_yaml(text: str, display: str) -> Any:
     if done:
         return data
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
+        return yaml.load(text, Loader=_StrictLoader)  # strict safe loader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -148,7 +159,7 @@ def parse_yaml(text: str, display: str) -> Any:
         raise KBError(display, "YAML nested too deeply") from None
 
 
-def load_yaml_mapping(path: Path, display: str | None = None) -> tuple[dict, str]:
+def load_yaml_mapping(path: Path, display: str | None = None) -> tuple[dict[Any, Any], str]:
     """Load a YAML file that must hold a mapping; returns (data, text)."""
     shown = display or str(path)
     text = read_text(path, display=shown)
@@ -245,6 +256,6 @@ def roundtrip_update(
     return out.getvalue()
 
 
-def dump_yaml(data: dict, header: str | None = None) -> str:
+def dump_yaml(data: dict[str, Any], header: str | None = None) -> str:
     body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return (f"# {header}\n" if header else "") + body

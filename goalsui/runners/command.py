@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from io import FileIO
 from pathlib import Path
 
 from goalsui.domain.durations import format_duration
@@ -111,7 +112,7 @@ class _LogSink:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.tail = bytearray()
         self.lines = 0
-        self._fh = None
+        self._fh: FileIO | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def open(self, header: str) -> None:
@@ -120,7 +121,7 @@ class _LogSink:
         self._task = asyncio.create_task(self._run())
         self.put(header.encode("utf-8", "replace"), keep_tail=False)
 
-    def _open(self):  # type: ignore[no-untyped-def]
+    def _open(self) -> FileIO:
         assert self.path is not None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return self.path.open("ab", buffering=0)
@@ -237,8 +238,8 @@ def _group_alive(pgid: int) -> bool:
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """Signals the program's exit at once (``Process.wait`` also waits for the pipes)."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
         self.exited = asyncio.Event()
 
     def process_exited(self) -> None:
@@ -247,7 +248,7 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 
 
 async def _spawn(
-    args: list[str], **kwargs: object
+    args: list[str], *, cwd: str | None, env: dict[str, str] | None
 ) -> tuple[asyncio.subprocess.Process, asyncio.Event]:
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
@@ -258,7 +259,8 @@ async def _spawn(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
         preexec_fn=child_setup(),
-        **kwargs,
+        cwd=cwd,
+        env=env,
     )
     return asyncio.subprocess.Process(transport, protocol, loop), protocol.exited
 
@@ -315,7 +317,7 @@ def _announce(on_spawn: Callable[[int], None] | None, pgid: int) -> None:
         return
     try:
         on_spawn(pgid)
-    except Exception:  # noqa: BLE001 - the run goes on; recovery just knows less
+    except Exception:  # the run goes on; recovery just knows less
         log.exception("on_spawn callback failed for process group %s", pgid)
 
 
@@ -367,6 +369,7 @@ async def run_command(
     header = log_header or f"[goalsui] $ {' '.join(args)}\n"
     await sink.open(header if header.endswith("\n") else header + "\n")
     started = time.monotonic()
+    reason: str | None
     try:
         proc, exited = await _spawn(
             args,
@@ -421,8 +424,8 @@ async def run_command(
     except BaseException:
         # The awaiting task was cancelled (shutdown): never leave the tree running.
         await asyncio.shield(_stop_group(proc, exited, grace, sink))
-        for task in (out_task, err_task, feeder):
-            task.cancel()
+        for leftover in (out_task, err_task, feeder):
+            leftover.cancel()
         await sink.close("[goalsui] runner task cancelled\n")
         raise
     finally:

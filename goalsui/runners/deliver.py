@@ -84,6 +84,7 @@ def _goal_rel(service: Service, goal_id: str, path: Path) -> str:
 
 def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str) -> Delivery:
     """Deliver an ok run's stdout: silent token, or outbox + goal log + message."""
+    ref: tuple[Path, int] | None = None
     if is_silent(output, service.config().silent_token):
         if intent.goal_id:
             ref = service.append_goal_log(
@@ -92,7 +93,6 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
             return Delivery("silent", goal_log=ref)
         return Delivery("silent")
     if not output.strip():
-        ref = None
         if intent.goal_id:
             ref = service.append_goal_log(
                 intent.goal_id, f"run {run.id} {run_label(intent)} ok (no output)"
@@ -104,7 +104,6 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
         outbox = folder / outbox_name(run)
         text = output if output.endswith("\n") else output + "\n"
         atomic_write(outbox, text)
-    ref = None
     if intent.goal_id:
         where = f" -> {_goal_rel(service, intent.goal_id, outbox)}" if outbox else ""
         ref = service.append_goal_log(

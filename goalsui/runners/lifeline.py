@@ -30,7 +30,7 @@ def _prctl() -> Callable[..., int] | None:
         return None
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl  # type: ignore[no-any-return]
+        return libc.prctl
     except (OSError, AttributeError):
         return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from goalsui.domain.nightshift import PlanItem
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb import nightshift as files
@@ -57,7 +58,7 @@ def nightshift_section(service: Service, goal_id: str, day: date, since: datetim
     return lines
 
 
-def _diffstats(binding: files.Binding, items: list) -> list[str]:
+def _diffstats(binding: files.Binding, items: list[PlanItem]) -> list[str]:
     lines: list[str] = []
     try:
         repo = files.checked_repo(binding)

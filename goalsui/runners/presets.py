@@ -35,7 +35,7 @@ __all__ = [
     "runner_argv",
 ]
 
-from goalsui.domain.agents import AGENTS  # noqa: E402 - re-exported for callers
+from goalsui.domain.agents import AGENTS  # re-exported for callers
 
 SERVER_NAME = "goalsui"
 MCP_CONFIG = "{mcp_config}"

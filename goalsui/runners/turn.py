@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goalsui.domain.models import Event, Intent, IntentRun
+from goalsui.domain.models import Event, Intent, IntentRun, saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.replies import is_reply
 from goalsui.domain.untrusted import plain
@@ -170,7 +170,7 @@ def _prepare(
     )
     prompt = assemble_prompt(service, intent, event)
     env = turn_env(service, intent, run, outbox)
-    return prompt, cwd, env, service.run_log_path(run.id)  # type: ignore[arg-type]
+    return prompt, cwd, env, service.run_log_path(saved_id(run))
 
 
 def _header(intent: Intent, run: IntentRun, argv: list[str], cwd: Path) -> str:
@@ -203,7 +203,7 @@ async def run_turn(
         outcome = await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a turn never crashes its host
+    except Exception as exc:  # a turn never crashes its host
         if isinstance(exc, OSError) and exc.errno in _NO_DESCRIPTORS:
             return _out_of_descriptors(str(exc))
         log.exception("run %s of intent %s: internal error", run.id, intent.id)
@@ -227,7 +227,7 @@ _NO_DESCRIPTORS_TEXT = tuple(os.strerror(code) for code in _NO_DESCRIPTORS)
 
 def is_out_of_descriptors(reason: str | None) -> bool:
     """True when a failure reason says the process or system ran out of open files."""
-    return bool(reason) and any(text in reason for text in _NO_DESCRIPTORS_TEXT)  # type: ignore[operator]
+    return reason is not None and any(text in reason for text in _NO_DESCRIPTORS_TEXT)
 
 
 def _out_of_descriptors(detail: str) -> TurnOutcome:
@@ -438,7 +438,7 @@ def _report_blocking(
 async def _run_report(
     service: Service, intent: Intent, run: IntentRun, timeout: float, cancel: asyncio.Event
 ) -> TurnOutcome:
-    log_path = await asyncio.to_thread(service.run_log_path, run.id)  # type: ignore[arg-type]
+    log_path = await asyncio.to_thread(service.run_log_path, saved_id(run))
     work = asyncio.ensure_future(
         asyncio.to_thread(_report_blocking, service, intent, run, log_path)
     )

@@ -140,7 +140,7 @@ class Runtime:
         for callback in list(self.subscribers):
             try:
                 callback(event)
-            except Exception:  # noqa: BLE001 - a subscriber never breaks the scheduler
+            except Exception:  # a subscriber never breaks the scheduler
                 log.exception("scheduler subscriber failed")
 
     def fail(self, what: str, exc: BaseException) -> None:

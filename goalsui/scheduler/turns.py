@@ -213,7 +213,7 @@ class Launcher:
         except asyncio.CancelledError:
             outcome = TurnOutcome("cancelled", reason="stopped: the scheduler shut down")
             info.cancel_reason = info.cancel_reason or "shutdown"
-        except Exception as exc:  # noqa: BLE001 - a failing runner is a failed run
+        except Exception as exc:  # a failing runner is a failed run
             log.exception("run %s: the runner raised", info.run_id)
             outcome = TurnOutcome(
                 "failed",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from goalsui.domain.models import Intent, IntentRun, Thread, ToolCall
+from goalsui.domain.models import Intent, IntentRun, Thread, ToolCall, saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
@@ -34,7 +34,7 @@ from goalsui.service import intents
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Message
-    from goalsui.service.core import Service
+    from goalsui.service.facade import Service
 
 __all__ = [
     "Agents",
@@ -183,7 +183,7 @@ class Agents:
             caps = wdef.capabilities if wdef is not None else ()
         return RunScope(
             run_id=run_id,
-            intent_id=intent.id,  # type: ignore[arg-type]
+            intent_id=saved_id(intent),
             goal_id=intent.goal_id,
             worker=intent.worker,
             thread_id=intent.thread_id,

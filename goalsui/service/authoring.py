@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
+from goalsui.domain.models import saved_id
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.config import BUILTIN_RUNNERS
@@ -155,12 +156,12 @@ def remove_worker(service: Service, goal_id: str, worker: str) -> None:
 
 def pause_worker(service: Service, goal_id: str, worker: str) -> Intent:
     """Pause a worker's schedule (a running tick finishes first)."""
-    return service.pause_intent(service.worker_intent(goal_id, worker).id)  # type: ignore[arg-type]
+    return service.pause_intent(saved_id(service.worker_intent(goal_id, worker)))
 
 
 def resume_worker(service: Service, goal_id: str, worker: str) -> Intent:
     """Resume a paused (or auto-disabled) worker, planned from now."""
-    return service.resume_intent(service.worker_intent(goal_id, worker).id)  # type: ignore[arg-type]
+    return service.resume_intent(saved_id(service.worker_intent(goal_id, worker)))
 
 
 @dataclass(frozen=True)

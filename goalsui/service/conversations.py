@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from goalsui.domain.intent_spec import IntentSpec
-from goalsui.domain.models import IntentRun, Message
+from goalsui.domain.models import IntentRun, Message, saved_id
 from goalsui.domain.replies import is_reply, reply_key, reply_title
 from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
 from goalsui.errors import ValidationError
@@ -70,7 +70,7 @@ def say(service: Service, thread_id: int, text: str, *, reply: bool = True) -> S
     message = service.post_message(text, thread_id=thread_id, role="user")
     if not reply:
         return Said(message, None)
-    intent = create_reply(service, thread_id, message.id, text)  # type: ignore[arg-type]
+    intent = create_reply(service, thread_id, saved_id(message), text)
     return Said(message, intent)
 
 
@@ -119,8 +119,9 @@ def pending_replies(service: Service, thread_id: int) -> list[Intent]:
 
 def cancel_replies(service: Service, thread_id: int) -> list[int]:
     """Cancel the thread's pending replies (a running one's process is stopped)."""
-    cancelled = []
+    cancelled: list[int] = []
     for intent in pending_replies(service, thread_id):
-        service.cancel_intent(intent.id)  # type: ignore[arg-type]
-        cancelled.append(intent.id)
-    return cancelled  # type: ignore[return-value]
+        intent_id = saved_id(intent)
+        service.cancel_intent(intent_id)
+        cancelled.append(intent_id)
+    return cancelled

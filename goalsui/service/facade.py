@@ -10,7 +10,7 @@ See docs/architecture.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
 from pathlib import Path
@@ -20,13 +20,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from goalsui.domain.intent_spec import IntentSpec
 from goalsui.domain.models import Event, Intent, IntentRun, Journal, Message, Thread, Todo
-from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus, RunTrigger
+from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus, RunStatus, RunTrigger
 from goalsui.domain.timeutil import utcnow
 from goalsui.domain.views import EmitResult, GoalView, Problem, WorkerView
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.layout import KB, WorkerSeed
 from goalsui.kb.ui_settings import read_ui_settings
 from goalsui.service import (
+    bulk,
     events,
     files,
     goals,
@@ -115,6 +116,27 @@ class Service(ServiceContext):
     def kb_root(self) -> Path:
         """The KB folder (resolved)."""
         return self.kb.root
+
+    # -- bulk records for benchmarks (bulk.py) ----------------------------------------------
+    @property
+    def database_dialect(self) -> str:
+        """The database's SQLAlchemy dialect name (``sqlite``, ``postgresql``)."""
+        return self.store.dialect
+
+    def insert_intent_rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        bulk.insert_intent_rows(self, rows)
+
+    def count_intents(self) -> int:
+        return bulk.count_intents(self)
+
+    def count_runs(self, status: RunStatus | None = None) -> int:
+        return bulk.count_runs(self, status)
+
+    def ok_run_counts(self) -> tuple[int, int, int]:
+        return bulk.ok_run_counts(self)
+
+    def clear_scheduling(self) -> None:
+        bulk.clear_scheduling(self)
 
     # -- change notification (changes.py) ------------------------------------------------------
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:

@@ -129,7 +129,7 @@ def make_engine(url: str, *, reader: bool = False, file: SqliteFile | None = Non
         guard = None
         if parsed.database and parsed.database != ":memory:":
             guard = file or SqliteFile(Path(parsed.database).resolve())
-            engine._goalsui_file = guard  # type: ignore[attr-defined]
+            engine._goalsui_file = guard  # type: ignore[attr-defined]  # lives as long as the engine
         _configure_sqlite(engine, immediate=not reader, guard=guard)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)

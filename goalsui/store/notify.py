@@ -199,7 +199,7 @@ class ChangeListener:
     def _deliver(self, what: str) -> None:
         try:
             self.callback(what)
-        except Exception:  # noqa: BLE001 - a faulty callback must not kill the listener
+        except Exception:  # a faulty callback must not kill the listener
             log.exception("change listener callback failed")
 
 

@@ -11,8 +11,9 @@ from sqlalchemy.engine import Engine
 
 from goalsui.domain.models import IntentRun
 from goalsui.domain.states import RunStatus
+from goalsui.store.tables import table_of
 
-RUN = IntentRun.__table__
+RUN = table_of(IntentRun)
 
 
 def record_process_group(engine: Engine, run_id: int, host: str, pgid: int) -> bool:

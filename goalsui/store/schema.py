@@ -34,7 +34,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel
 
-from goalsui.domain import models  # noqa: F401 - registers the tables on SQLModel.metadata
+from goalsui.domain import models  # registers the tables on SQLModel.metadata
 from goalsui.errors import GoalsuiError
 from goalsui.store.engine import sqlite_file
 

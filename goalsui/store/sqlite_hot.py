@@ -35,12 +35,13 @@ from sqlalchemy.engine import Connection
 
 from goalsui.domain.models import Intent, IntentRun, Journal, UTCDateTime
 from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.store.tables import table_of
 
 Row = dict[str, Any]
 
-INTENT: Any = Intent.__table__  # type: ignore[attr-defined]  # set by SQLModel at class creation
-RUN: Any = IntentRun.__table__  # type: ignore[attr-defined]
-JOURNAL: Any = Journal.__table__  # type: ignore[attr-defined]
+INTENT: Any = table_of(Intent)
+RUN: Any = table_of(IntentRun)
+JOURNAL: Any = table_of(Journal)
 #: A row of bound values (``v.column1`` is the id).
 Values = tuple[Any, ...]
 
@@ -66,7 +67,10 @@ __all__ = [
 
 def cursor(conn: Connection) -> sqlite3.Cursor:
     """A DBAPI cursor on the connection of ``conn``'s open transaction."""
-    return conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr,return-value]
+    raw = conn.connection.dbapi_connection
+    if not isinstance(raw, sqlite3.Connection):  # pragma: no cover - always sqlite3 here
+        raise TypeError("the SQLite fast path needs a sqlite3 connection")
+    return raw.cursor()
 
 
 def stamp(value: Any) -> Any:

@@ -19,6 +19,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from goalsui.domain.budget import Spend
 from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import RunStatus
+from goalsui.store.tables import table_of
 
 __all__ = [
     "HistogramData",
@@ -31,8 +32,8 @@ __all__ = [
     "spend_by_worker",
 ]
 
-_RUN = IntentRun.__table__  # type: ignore[attr-defined]
-_INTENT = Intent.__table__  # type: ignore[attr-defined]
+_RUN = table_of(IntentRun)
+_INTENT = table_of(Intent)
 #: runs that executed a turn (the ones whose usage may be known)
 _EXECUTED = (
     RunStatus.OK,

@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App, SuspendNotSupported
+from textual.binding import BindingType
 from textual.worker import get_current_worker
 
 from goalsui.domain.timeutil import utcnow
@@ -73,7 +74,7 @@ class GoalsApp(DeliverMixin, App[int]):
 
     CSS_PATH = "styles/app.tcss"
     TITLE = "goalsui"
-    BINDINGS = keys.APP
+    BINDINGS: ClassVar[list[BindingType]] = [*keys.APP]
     COMMANDS = App.COMMANDS | {GoalsCommands}
     NOTIFICATION_TIMEOUT = 5
 
@@ -102,7 +103,7 @@ class GoalsApp(DeliverMixin, App[int]):
         #: False until the service is open (``opener`` mode): the panes show a preview.
         self.service_ready = service is not None
         self._opener = opener
-        self.kb_root = Path(kb_root) if kb_root is not None else service.kb_root  # type: ignore[union-attr]
+        self.kb_root = Path(kb_root) if kb_root is not None else service.kb_root  # type: ignore[union-attr]  # no kb_root: a service (checked above)
         self._given_settings = ui_settings
         self._preview = preview
         #: Why the service could not be opened (the CLI reports it after the app ends).
@@ -123,7 +124,7 @@ class GoalsApp(DeliverMixin, App[int]):
         self.dashboard: Dashboard | None = None
         self.plan = PlanView()
         self._themes: list[str] = []
-        self._token_seen: tuple | None = None
+        self._token_seen: tuple[Any, ...] | None = None
         self._last_checked: datetime | None = None  # app clock: fixed in tests
         self._loading = False
         self._dirty = False
@@ -157,7 +158,7 @@ class GoalsApp(DeliverMixin, App[int]):
         return self.get_default_screen_instance()
 
     def get_default_screen_instance(self) -> MainScreen:
-        return self.screen_stack[0]  # type: ignore[return-value]
+        return self.screen_stack[0]  # type: ignore[return-value]  # the bottom screen is MainScreen
 
     @property
     def alive(self) -> bool:
@@ -333,7 +334,8 @@ class GoalsApp(DeliverMixin, App[int]):
         if not self.service_ready:
             return dict(self._given_settings or {})
         try:
-            return self.service.ui_settings()
+            settings: dict[str, Any] = self.service.ui_settings()
+            return settings
         except Exception:  # noqa: BLE001 - settings are optional
             return {}
 
@@ -495,7 +497,7 @@ class GoalsApp(DeliverMixin, App[int]):
             return
         deliver(self, self._token_polled, token)
 
-    def _token_polled(self, token: tuple) -> None:
+    def _token_polled(self, token: tuple[Any, ...]) -> None:
         if token != self._token_seen:
             self._schedule_refresh(0)
         else:
@@ -731,7 +733,7 @@ class GoalsApp(DeliverMixin, App[int]):
     @property
     def scheduler_state(self) -> str:
         if self.scheduler is not None:
-            return self.scheduler.status_text
+            return str(self.scheduler.status_text)
         return self._scheduler_note
 
     # -- KB watcher -------------------------------------------------------------------------------------
@@ -1020,9 +1022,9 @@ def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
         shown = app.get_key_display(binding)
         if shown not in keys_for:
             keys_for.append(shown)
-    for (group, description), shown in rows.items():
+    for (group, description), displays in rows.items():
         target = {"This pane": pane, "Global": global_, "Navigation": nav}[group]
-        target.append((", ".join(shown), description))
+        target.append((", ".join(displays), description))
     return [("This pane", pane), ("Global", global_), ("Navigation", nav)]
 
 

@@ -118,7 +118,7 @@ def key_for(app: Any, binding_id: str | None) -> str:
     """The key a binding id is on now (after the keymap), for display."""
     if binding_id is None:
         return ""
-    keymap = getattr(app, "_keymap", {}) or {}
+    keymap: dict[str, str] = getattr(app, "_keymap", {}) or {}
     if binding_id in keymap:
         return keymap[binding_id].split(",")[0]
     for group in (
@@ -141,7 +141,7 @@ class GoalsCommands(Provider):
 
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         app: Any = self.app
-        out = []
+        out: list[tuple[str, str, Callable[[], Any]]] = []
         for cmd in COMMANDS:
             if cmd.changes_state and app.read_only:
                 continue

@@ -76,6 +76,7 @@ def fit_tables(markdown: str, width: int) -> str:
     lines = markdown.split("\n")
     for start, end, (header, *rows) in reversed(_tables(markdown)):
         if table_width(header, rows) > width:
-            prefix = _QUOTE.match(lines[start]).group(0)  # type: ignore[union-attr]
+            quote = _QUOTE.match(lines[start])
+            prefix = quote.group(0) if quote else ""
             lines[start:end] = _as_list(prefix, header, rows)
     return "\n".join(lines)

@@ -48,7 +48,7 @@ class Dashboard:
     disabled: list[Intent]
     threads: list[ThreadView]
     summary: dict[str, Any]
-    token: tuple = ()
+    token: tuple[Any, ...] = ()
     load_ms: float = 0.0
     #: True for the quick KB read painted before the records are loaded.
     preview: bool = False

@@ -82,7 +82,7 @@ def load_theme_file(path: Path) -> Theme:
     try:
         # the C loader when PyYAML has it: the same safe subset, parsed before the first frame
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read: {exc}") from None
     except yaml.YAMLError as exc:

@@ -255,7 +255,7 @@ class SqlClaimBackend:
             return self._complete(owner, now, items, decide)
         except GoalsuiError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - each outcome then goes on its own
             if len(items) == 1:
                 return self._complete_bare(owner, now, items[0], decide, exc)
             log.warning("recording %d outcomes at once failed (%s); one by one", len(items), exc)
@@ -265,7 +265,7 @@ class SqlClaimBackend:
                 results.extend(self._complete(owner, now, [c], decide))
             except GoalsuiError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - recorded with its status only
                 results.extend(self._complete_bare(owner, now, c, decide, exc))
         return results
 

@@ -19,11 +19,12 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from goalsui.domain.models import Event, Intent, IntentRun, Journal, UTCDateTime
 from goalsui.store.claims.shapes import Row
+from goalsui.store.tables import table_of
 
-INTENT: Any = Intent.__table__  # type: ignore[attr-defined]  # SQLModel sets it at class creation
-RUN: Any = IntentRun.__table__  # type: ignore[attr-defined]
-JOURNAL: Any = Journal.__table__  # type: ignore[attr-defined]
-EVENT: Any = Event.__table__  # type: ignore[attr-defined]
+INTENT: Any = table_of(Intent)
+RUN: Any = table_of(IntentRun)
+JOURNAL: Any = table_of(Journal)
+EVENT: Any = table_of(Event)
 
 __all__ = [
     "EVENT",

@@ -10,6 +10,7 @@ from textual.worker import get_current_worker
 
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.messages import DeliverMixin, deliver
 
 
@@ -30,7 +31,7 @@ class DataScreen(DeliverMixin, Screen[None]):
     @work(thread=True, exclusive=True, group="screen-data", exit_on_error=False)
     def reload(self) -> None:
         try:
-            data = self.fetch(self.app.service)  # type: ignore[attr-defined]
+            data = self.fetch(goals_app(self).service)
         except GoalsuiError as exc:
             deliver(self, self.notify, str(exc), severity="error")
             return

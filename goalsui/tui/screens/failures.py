@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.failed_pane import FailedTable, FailureItem, failure_items
@@ -78,7 +79,7 @@ class FailuresScreen(DataScreen):
         else:
             text.append(f"{item.status}", style="bold")
             text.append(f"  {plain(item.title)}  ")
-            text.append(f"at {clock_time(item.when, self.app.clock())}", style="dim")  # type: ignore[attr-defined]
+            text.append(f"at {clock_time(item.when, goals_app(self).clock())}", style="dim")
             if item.run_id:
                 text.append(f"  run {item.run_id} ({item.trigger})", style="dim")
             text.append("\n\n")
@@ -123,23 +124,23 @@ class FailuresScreen(DataScreen):
     def action_replay(self) -> None:
         item = self._item()
         if item and item.run_id:
-            self.app.act(  # type: ignore[attr-defined]
+            goals_app(self).act(
                 f"Replaying missed run {item.run_id}",
-                self.app.service.replay_run,
-                item.run_id,  # type: ignore[attr-defined]
+                goals_app(self).service.replay_run,
+                item.run_id,
             )
 
     def action_retry(self) -> None:
         item = self._item()
-        app: Any = self.app
+        app = goals_app(self)
         if item and item.needs_review and item.run_id:
             app.act(f"Retrying reviewed run {item.run_id}", app.service.retry_review, item.run_id)
         elif item:
             app.act(f"Retrying {item.title}", app.service.retry_intent, item.intent_id)
 
-    def action_dismiss(self) -> None:
+    def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
         item = self._item()
-        app: Any = self.app
+        app = goals_app(self)
         if item and item.needs_review and item.run_id:
             app.act(
                 f"Dismissed run {item.run_id}; {item.title} resumes from now",
@@ -152,14 +153,16 @@ class FailuresScreen(DataScreen):
     def action_resume(self) -> None:
         item = self._item()
         if item:
-            self.app.act(f"Resumed {item.title}", self.app.service.resume_intent, item.intent_id)  # type: ignore[attr-defined]
+            goals_app(self).act(
+                f"Resumed {item.title}", goals_app(self).service.resume_intent, item.intent_id
+            )
 
     def action_open_output(self) -> None:
         item = self._item()
         if item and item.run_id:
-            self.app.open_output(item.run_id, item.title)  # type: ignore[attr-defined]
+            goals_app(self).open_output(item.run_id, item.title)
 
     def action_copy_id(self) -> None:
         item = self._item()
         if item:
-            self.app.copy_id(item.key)  # type: ignore[attr-defined]
+            goals_app(self).copy_id(item.key)

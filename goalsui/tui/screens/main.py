@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
@@ -21,6 +22,7 @@ from textual.widgets import DataTable, Footer, Input, Label, Static, Tree
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, goal_log_count, load_boxes
@@ -90,7 +92,7 @@ class FilterBar(Horizontal):
 class MainScreen(DeliverMixin, Screen[None]):
     """Five panes, a status bar at the top and the footer at the bottom."""
 
-    BINDINGS = keys.MAIN  # class level: replaces Screen's own tab / shift+tab
+    BINDINGS: ClassVar[list[BindingType]] = [*keys.MAIN]  # replaces Screen's tab / shift+tab
 
     def __init__(self, *, read_only: bool = False) -> None:
         super().__init__()
@@ -102,12 +104,12 @@ class MainScreen(DeliverMixin, Screen[None]):
         self.filter_target: str | None = None
         self._live_timer: Any = None
         self._loading_boxes: set[str] = set()
-        self._last_key_state: tuple | None = None
+        self._last_key_state: tuple[Any, ...] | None = None
         self._filter_mount: Any = None
 
     @property
     def gapp(self) -> GoalsApp:
-        return self.app  # type: ignore[return-value]
+        return goals_app(self)
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -309,12 +311,12 @@ class MainScreen(DeliverMixin, Screen[None]):
             self._select_from(pane)
 
     @on(Tree.NodeHighlighted, "#goals")
-    def _tree_highlighted(self, event: Tree.NodeHighlighted) -> None:
+    def _tree_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
         if self.pane == "goals" or self.selection.kind == "none":
             self._select_from("goals")
 
     @on(Tree.NodeExpanded, "#goals")
-    def _tree_expanded(self, event: Tree.NodeExpanded) -> None:
+    def _tree_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
         ref = event.node.data
         if ref is not None and ref.kind == "goal" and self.dash is not None:
             goal = next((g for g in self.dash.goals if g.goal_id == ref.goal_id), None)
@@ -324,7 +326,7 @@ class MainScreen(DeliverMixin, Screen[None]):
                 self.load_boxes(ref.goal_id)
 
     @on(Tree.NodeSelected, "#goals")
-    def _tree_selected(self, event: Tree.NodeSelected) -> None:
+    def _tree_selected(self, event: Tree.NodeSelected[NodeRef]) -> None:
         ref = event.node.data
         if ref is not None and ref.kind in ("runs",):
             self.action_open_output()
@@ -352,7 +354,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             self._refresh_keys()
             self.update_detail()
 
-    def _key_state(self) -> tuple:
+    def _key_state(self) -> tuple[Any, ...]:
         """What decides which keys apply (the footer is rebuilt only when it changes)."""
         intent = self._intent()
         goal = self._goal() if self.selection.kind == "goal" else None
@@ -400,13 +402,14 @@ class MainScreen(DeliverMixin, Screen[None]):
                 intent_id = intent.id if intent else None
             run = dash.last_run(intent_id) if dash else None
             live = dash.running.get(intent_id or -1) if dash else None
+            shown = live or run
             return Selection(
                 kind=ref.kind,
                 pane=pane,
                 goal_id=ref.goal_id,
                 worker=ref.worker,
                 intent_id=intent_id,
-                run_id=(live or run).id if (live or run) else None,
+                run_id=shown.id if shown else None,
             )
         if pane == "threads":
             picked = self.threads.selected()
@@ -675,7 +678,7 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def set_filter(self, pane: str, text: str) -> None:
         widget = self.pane_widget(pane)
-        widget.filter_text = text  # type: ignore[attr-defined]
+        widget.filter_text = text  # type: ignore[attr-defined]  # every pane widget filters
         if self.dash is not None:
             self.apply(self.dash)
 
@@ -715,7 +718,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             and tab.rel
             and not tab.rel.endswith(("inbox", "outbox", "log"))
         ):
-            return tab.goal_id, tab.rel  # type: ignore[return-value]
+            return tab.goal_id, tab.rel  # type: ignore[return-value]  # an editable tab has a goal
         sel = self.selection
         if sel.kind == "goal" and sel.goal_id:
             return sel.goal_id, "protocol.md"
@@ -843,7 +846,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         if intent is not None:
             self.gapp.act(f"Retrying {intent.title}", self.gapp.service.retry_intent, intent.id)
 
-    def action_dismiss(self) -> None:
+    def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
         if self.selection.run_id is not None:
             self.gapp.act(
                 f"Dismissed run {self.selection.run_id}",
@@ -967,7 +970,8 @@ def _read_kb(service: Any, goal_id: str, rel: str) -> str:
     """A file's text; for a folder, its listing (newest first) and the newest file."""
     path = service.kb_path(goal_id, rel)
     if not path.is_dir():
-        return service.kb_read(goal_id, rel)
+        text: str = service.kb_read(goal_id, rel)
+        return text
     entries = [
         e for e in service.kb_list(goal_id, rel) if not e["dir"] and not e["name"].startswith(".")
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -12,6 +14,7 @@ from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, duration, elapsed
 from goalsui.tui.messages import DeliverMixin, deliver
 
@@ -21,6 +24,9 @@ def _line(line: str) -> Text:
     if line.startswith(TOOL_LINE):
         return Text(line, style="bold italic")
     return Text(line)
+
+if TYPE_CHECKING:  # the models import SQLAlchemy: not before the console paints
+    from goalsui.domain.models import IntentRun
 
 
 class OutputScreen(DeliverMixin, Screen[None]):
@@ -53,7 +59,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
 
     @work(thread=True, exclusive=True, group="output", exit_on_error=False)
     def load(self) -> None:
-        service = self.app.service  # type: ignore[attr-defined]
+        service = goals_app(self).service
         try:
             run = service.get_run(self.run_id)
             text = service.run_output(self.run_id, tail_bytes=4 * 1024 * 1024)
@@ -62,8 +68,8 @@ class OutputScreen(DeliverMixin, Screen[None]):
             return
         deliver(self, self.apply, run, text)
 
-    def apply(self, run, text: str) -> None:  # type: ignore[no-untyped-def]
-        now = self.app.clock()  # type: ignore[attr-defined]
+    def apply(self, run: IntentRun, text: str) -> None:
+        now = goals_app(self).clock()
         live = run.status == "running"
         header = Text()
         header.append(f" run {run.id} ", style="bold reverse")

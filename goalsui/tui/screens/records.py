@@ -15,6 +15,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.service import conversations
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, one_line
 from goalsui.tui.messages import deliver
 from goalsui.tui.screens.base import DataScreen
@@ -58,8 +59,8 @@ class EventsScreen(DataScreen):
         events, titles = data
         self.events = {f"event:{e.id}": e for e in events}
         self.titles = titles
-        now = self.app.clock()  # type: ignore[attr-defined]
-        palette = self.app.palette  # type: ignore[attr-defined]
+        now = goals_app(self).clock()
+        palette = goals_app(self).palette
         rows = []
         for e in events:
             fired = [titles.get(i, f"intent {i}") for i in (e.matched_intent_ids or [])]
@@ -148,7 +149,7 @@ class ThreadsScreen(DataScreen):
 
     def show(self, data: list[tuple[Any, list[Any], list[Any], list[Any]]]) -> None:
         self.thread_data = {f"thread:{row[0].id}": row for row in data}
-        palette = self.app.palette  # type: ignore[attr-defined]
+        palette = goals_app(self).palette
         rows = []
         for thread, todos, _, _ in data:
             title = Text(one_line(thread.title, 30))
@@ -175,10 +176,10 @@ class ThreadsScreen(DataScreen):
             self.query_one("#threads-text", Static).update(Text("No threads yet.", style="dim"))
             return
         thread, _todos, messages, pending = item
-        palette = self.app.palette  # type: ignore[attr-defined]
+        palette = goals_app(self).palette
         for compose in self.query(ComposeBox):
             compose.show_replies(pending, palette)
-        now = self.app.clock()  # type: ignore[attr-defined]
+        now = goals_app(self).clock()
         box.border_title = f"Messages · {plain(thread.title)}"
         text = Text()
         if not messages:
@@ -220,7 +221,7 @@ class ThreadsScreen(DataScreen):
     @work(thread=True, group="thread-actions", exit_on_error=False)
     def _call(self, call: Any, thread_id: int, *args: Any, done: str) -> None:
         try:
-            result = call(self.app.service, thread_id, *args)  # type: ignore[attr-defined]
+            result = call(goals_app(self).service, thread_id, *args)
         except GoalsuiError as exc:
             deliver(self, self.notify, str(exc), severity="error", timeout=8)
             return
@@ -252,11 +253,12 @@ class JournalScreen(DataScreen):
         super().on_mount()
 
     def fetch(self, service: Any) -> list[Any]:
-        return service.list_journal(limit=1000)
+        entries: list[Any] = service.list_journal(limit=1000)
+        return entries
 
     def show(self, entries: list[Any]) -> None:
-        now = self.app.clock()  # type: ignore[attr-defined]
-        palette = self.app.palette  # type: ignore[attr-defined]
+        now = goals_app(self).clock()
+        palette = goals_app(self).palette
         rows = [
             (
                 f"j:{e.id}",

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Markdown, Static
 
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, Palette, duration, one_line, short_span
 from goalsui.tui.md_tables import fit_tables
 from goalsui.tui.messages import deliver
@@ -174,7 +175,7 @@ class ReportsScreen(DataScreen):
 
     @work(thread=True, exclusive=True, group="report", exit_on_error=False)
     def load_report(self, goal_id: str, rel: str) -> None:
-        service = self.app.service  # type: ignore[attr-defined]
+        service = goals_app(self).service
         try:
             text = service.kb_read(goal_id, rel)
             day = date.fromisoformat(rel.rsplit("/", 1)[-1][:10])
@@ -192,7 +193,7 @@ class ReportsScreen(DataScreen):
         # but strip escape and control characters first.
         self._report_text = plain(text)
         self._render_report()
-        palette: Palette = self.app.palette  # type: ignore[attr-defined]
+        palette: Palette = goals_app(self).palette
         table = self.query_one("#reports-night", KeyedTable)
         rows = []
         for intent, run in night.rows:

@@ -14,6 +14,7 @@ from textual.widgets import Label, Static
 
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.screens.modals import ConfirmScreen
 from goalsui.tui.widgets.keyed_table import KeyedTable
@@ -70,7 +71,7 @@ class BranchesPane(DeliverMixin, Container):
 
     @property
     def service(self) -> Any:
-        return self.app.service  # type: ignore[attr-defined]
+        return goals_app(self).service
 
     def show_goal(self, goal_id: str) -> None:
         self.goal_id = goal_id

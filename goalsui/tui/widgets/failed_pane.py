@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.binding import Binding
+from textual.widgets.data_table import ColumnKey
 
 from goalsui.tui import keys
 from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, one_line
@@ -85,7 +87,7 @@ class FailedTable(KeyedTable):
     """Columns: when, status, intent, error."""
 
     def __init__(
-        self, *, read_only: bool = False, id: str | None = "failed", actions: list | None = None
+        self, *, read_only: bool = False, id: str | None = "failed", actions: list[Binding] | None = None
     ) -> None:
         super().__init__(id=id, flex_column="error")
         keys.bind(self, keys.FAILED_SAFE)
@@ -125,7 +127,7 @@ class FailedTable(KeyedTable):
         self._last = (items, now, palette)
         if not self.columns:
             return
-        title_width = self.columns["intent"].width  # type: ignore[index]
+        title_width = self.columns[ColumnKey("intent")].width
         needle = self.filter_text.lower()
         rows: list[Row] = []
         self.items = {}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from textual.widgets import DataTable
-from textual.widgets._data_table import RowKey  # noqa: PLC2701 - textual is pinned exactly
+from textual.widgets.data_table import ColumnKey, RowKey
 
 Row = tuple[str, Sequence[Any]]
 
@@ -14,7 +14,7 @@ Row = tuple[str, Sequence[Any]]
 REBUILD_THRESHOLD = 200
 
 
-class KeyedTable(DataTable):
+class KeyedTable(DataTable[Any]):
     """``sync_rows`` makes the table show exactly the given rows, in order.
 
     ``flex_column``: a column that takes the width the others leave (no sideways
@@ -43,7 +43,7 @@ class KeyedTable(DataTable):
             for key, column in self.columns.items()
             if key.value != self.flex_column
         )
-        column = self.columns[self.flex_column]  # type: ignore[index]
+        column = self.columns[ColumnKey(self.flex_column)]
         width = max(8, self.size.width - used - 2 * self.cell_padding - 1)
         if column.auto_width or column.width != width:
             column.auto_width = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.widgets.data_table import ColumnKey
 
 from goalsui.tui import keys
 from goalsui.tui.fmt import Palette, one_line
@@ -33,7 +34,8 @@ class ThreadsTable(KeyedTable):
 
     def sync(self, threads: list[ThreadView], palette: Palette) -> None:
         self._last = (threads, palette)
-        width = max(10, self.columns["item"].width) if "item" in self.columns else 200  # type: ignore[index]
+        item_column = ColumnKey("item")
+        width = max(10, self.columns[item_column].width) if item_column in self.columns else 200
         needle = self.filter_text.lower()
         rows: list[Row] = []
         self.todo_thread.clear()

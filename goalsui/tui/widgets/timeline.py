@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import events
 
 from goalsui.tui import keys
 from goalsui.tui.fmt import (
@@ -139,7 +138,7 @@ class TimelineTable(KeyedTable):
     def on_mount(self) -> None:
         self._layout_columns(force=True)
 
-    def on_resize(self, event: events.Resize) -> None:
+    def on_resize(self) -> None:
         self._layout_columns()
 
     def _wanted_widths(self) -> tuple[int, int]:

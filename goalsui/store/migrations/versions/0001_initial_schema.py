@@ -9,7 +9,7 @@ Timestamps: the models' ``UTCDateTime`` is a TypeDecorator over
 PostgreSQL, DATETIME holding UTC on SQLite), so this file does not depend on application
 code. ``AutoString`` (SQLModel's str) is rendered as ``String``.
 
-tests/test_migrations.py::test_models_and_migrations_agree fails when the models and
+tests/e2e/test_migrations.py::test_models_and_migrations_agree fails when the models and
 this schema drift apart.
 """
 from typing import Sequence, Union

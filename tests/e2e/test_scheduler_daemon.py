@@ -1,0 +1,165 @@
+"""Real ``goalsui daemon`` processes on one SQLite file: exactly once, kill -9 recovery, clean stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from daemon_kit import Daemon, alive, runner_config, wait_until
+from test_scheduler_claims import bulk_at
+
+from goalsui.domain.timeutil import utcnow
+from goalsui.service import Service
+
+pytestmark = pytest.mark.slow
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def test_two_daemons_run_500_intents_exactly_once(
+    empty_kb, state, make_service: Callable[..., Service]
+):
+    runner_config(empty_kb, ["true"])
+    svc = make_service(empty_kb)
+    daemons = [Daemon(empty_kb, state, "--max-concurrency", "8") for _ in range(2)]
+    try:
+        for d in daemons:
+            d.wait_ready()
+        ids = bulk_at(svc, 500, utcnow())  # written by this process: the daemons poll for it
+        wait_until(lambda: svc.summary()["intents"].get("done", 0) == 500)
+    finally:
+        codes = [d.stop() for d in daemons]
+    assert codes == [0, 0], "\n".join(daemons[0].lines + daemons[1].lines)
+    runs = svc.list_runs(limit=10_000)
+    assert Counter(r.intent_id for r in runs) == Counter(ids)  # one run per intent
+    assert {r.status for r in runs} == {"ok"}
+    assert len({r.owner for r in runs}) == 2, "both daemons took part"
+    started = [line for d in daemons for line in d.lines if " started: intent " in line]
+    finished = [line for d in daemons for line in d.lines if " ok in " in line]
+    assert len(started) == len(finished) == 500
+
+
+def test_kill_9_then_restart_recovers_in_flight_runs(empty_kb, state, tmp_path, make_service):
+    piddir = tmp_path / "pids"
+    piddir.mkdir()
+    runner_config(empty_kb, ["{python}", str(SCRIPTS / "sched_sleep.py"), str(piddir), "60"])
+    svc = make_service(empty_kb)
+    first = Daemon(empty_kb, state)
+    first.wait_ready()
+    ids = bulk_at(svc, 5, utcnow())
+    wait_until(lambda: len(svc.running_runs()) == 5 and len(list(piddir.glob("*.pid"))) == 5)
+    in_flight = {r.id: r.intent_id for r in svc.running_runs()}
+    first.kill()  # SIGKILL: no chance to record anything
+    assert {i.status for i in svc.list_intents()} == {"firing"}
+    runner_config(empty_kb, ["sleep", "0"])  # the restarted daemon's retries succeed
+    second = Daemon(empty_kb, state)
+    try:
+        second.wait_ready()
+        wait_until(lambda: {i.status for i in svc.list_intents()} == {"done"})
+    finally:
+        assert second.stop() == 0, "\n".join(second.lines)
+    for run_id, intent_id in in_flight.items():
+        run = svc.get_run(run_id)
+        assert run.status == "interrupted" and "lease expired" in run.reason
+        after = [r for r in svc.list_runs(intent_id=intent_id) if r.id != run_id]
+        assert [(r.status, r.trigger) for r in after] == [("ok", "retry")]
+    assert sorted(in_flight.values()) == sorted(ids)
+    assert not any(i.status == "firing" for i in svc.list_intents())
+    pids = [int(p.read_text()) for p in piddir.glob("*.pid")]
+    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=10)  # orphans exited
+
+
+def test_sigterm_gives_running_runs_their_grace_and_records_them(
+    empty_kb, state, tmp_path, make_service
+):
+    piddir = tmp_path / "pids"
+    piddir.mkdir()
+    runner_config(empty_kb, ["{python}", str(SCRIPTS / "sched_sleep.py"), str(piddir), "60"])
+    svc = make_service(empty_kb)
+    daemon = Daemon(empty_kb, state, "--grace-seconds", "1")
+    daemon.wait_ready()
+    (intent_id,) = bulk_at(svc, 1, utcnow())
+    wait_until(lambda: len(list(piddir.glob("*.pid"))) == 1)
+    (pid,) = [int(p.read_text()) for p in piddir.glob("*.pid")]
+    assert daemon.stop() == 0
+    (run,) = svc.list_runs(intent_id=intent_id)
+    assert (run.status, run.reason) == (
+        "interrupted",
+        "interrupted: the scheduler stopped (shutdown)",
+    )
+    assert svc.get_intent(intent_id).status == "active"  # the retry rule: it runs again later
+    assert not alive(pid)
+    assert any("stopping: 1 running run(s)" in line for line in daemon.lines)
+    assert daemon.lines[-1].endswith("stopped")
+
+
+def test_daemon_rejects_bad_options_in_one_line(empty_kb, state):
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "goalsui",
+            "--kb",
+            str(empty_kb),
+            "--state-dir",
+            str(state),
+            "daemon",
+            "--lease-seconds",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 1
+    assert res.stderr.strip().splitlines() == [
+        "goalsui: error: --lease-seconds must be between 0.1 and 3600"
+    ]
+
+
+def test_daemon_with_hooks_port_fires_event_intents(empty_kb, state, make_service):
+    import socket
+    import urllib.request
+
+    from goalsui.hooks.signing import signed_headers
+
+    (empty_kb / "goalsui.yaml").write_text(
+        'runner:\n  command: ["true"]\nhooks:\n  sources:\n    ci:\n      secret_env: SCHED_TEST_SECRET\n'
+    )
+    svc = make_service(empty_kb)
+    intent = svc.create_intent(title="on ci", instruction="look", kind="event", event_source="ci")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    os.environ["SCHED_TEST_SECRET"] = "s3cret"
+    try:
+        daemon = Daemon(empty_kb, state, "--hooks-port", str(port))
+    finally:
+        del os.environ["SCHED_TEST_SECRET"]
+    try:
+        daemon.wait_ready()
+        body = json.dumps({"branch": "main"}).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/hooks/ci",
+            data=body,
+            method="POST",
+            headers=signed_headers("s3cret", body, "delivery-1"),
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status in (200, 202)
+        wait_until(lambda: [r.status for r in svc.list_runs(intent_id=intent.id)] == ["ok"])
+    finally:
+        assert daemon.stop() == 0, "\n".join(daemon.lines)
+    (run,) = svc.list_runs(intent_id=intent.id)
+    assert run.trigger == "event" and run.event_id is not None
+    assert any("listening for event hooks" in line for line in daemon.lines)

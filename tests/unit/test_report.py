@@ -1,0 +1,264 @@
+"""The morning report: every run with its status, each statement with its source; the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from goalsui.cli import main
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.kb.layout import WorkerSeed
+from goalsui.runners.report import build_report, compile_report, list_reports
+from goalsui.runners.turn import run_turn
+from goalsui.service import Service
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+NIGHT = datetime(2026, 12, 2, 19, 0, tzinfo=UTC)  # 20:00 Berlin
+MORNING = datetime(2026, 12, 3, 6, 30, tzinfo=UTC)  # 07:30 Berlin
+
+
+def seed(name: str, runner: dict, cron: str) -> WorkerSeed:
+    return WorkerSeed(
+        name,
+        {
+            "schedule": {"cron": cron, "timezone": "Europe/Berlin"},
+            "runner": runner,
+            "timeout": "30s",
+        },
+        prompt=f"# {name}\n",
+    )
+
+
+def script(name: str, *args: str) -> dict:
+    return {"command": ["{python}", str(SCRIPTS / name), *args]}
+
+
+def record(service: Service, intent: Intent, status: str, at: datetime, **kw: object) -> IntentRun:
+    with service.store.write() as s:
+        run = IntentRun(
+            intent_id=intent.id,  # type: ignore[arg-type]
+            status=status,
+            planned_at=kw.pop("planned_at", at),  # type: ignore[arg-type]
+            started_at=at,
+            finished_at=kw.pop("finished_at", at + timedelta(seconds=3)),  # type: ignore[arg-type]
+            **kw,
+        )
+        s.add(run)
+        s.flush()
+    return run
+
+
+async def real_run(service: Service, clock, intent: Intent, at: datetime) -> IntentRun:  # type: ignore[no-untyped-def]
+    clock.set(at)
+    run = record(service, intent, "running", at, finished_at=None)
+    outcome = await run_turn(service, intent, run, cancel=asyncio.Event())
+    with service.store.write() as s:
+        row = s.get(IntentRun, run.id)
+        assert row is not None
+        row.status, row.reason, row.exit_code = outcome.status, outcome.reason, outcome.exit_code
+        row.output_path = str(outcome.output_path) if outcome.output_path else None
+        row.finished_at = at + timedelta(seconds=2)
+        s.add(row)
+    return service.get_run(run.id)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+    return make_service(empty_kb, clock=clock)
+
+
+@pytest.fixture
+async def night(svc: Service, clock):  # type: ignore[no-untyped-def]
+    view = svc.setup_goal(
+        "Night Crew",
+        "test the report",
+        [
+            seed("alpha", script("run_result.py", "alpha"), "0 20 * * *"),
+            seed("beta", script("run_fail.py", "3"), "0 21 * * *"),
+            seed("gamma", script("run_silent.py"), "0 22 * * *"),
+            seed("delta", script("run_result.py", "delta"), "0 23 * * *"),
+            seed("reporter", {"builtin": "report"}, "30 7 * * *"),
+        ],
+    )
+    other = svc.setup_goal(
+        "Other Goal", "x", [seed("alpha", script("run_result.py"), "0 20 * * *")]
+    )
+    goal = view.goal_id
+    w = {name: svc.worker_intent(goal, name) for name in ("alpha", "beta", "gamma", "delta")}
+    runs = {
+        "ok": await real_run(svc, clock, w["alpha"], NIGHT),
+        "failed": await real_run(svc, clock, w["beta"], NIGHT + timedelta(hours=1)),
+        "silent": await real_run(svc, clock, w["gamma"], NIGHT + timedelta(hours=2)),
+        "skipped": record(svc, w["delta"], "skipped", NIGHT + timedelta(hours=3), reason="overlap"),
+        "missed": record(
+            svc, w["delta"], "missed", NIGHT + timedelta(hours=4), reason="overdue by more than 24h"
+        ),
+        "interrupted": record(
+            svc, w["delta"], "interrupted", NIGHT + timedelta(hours=5), reason="lease expired"
+        ),
+        "timeout": record(
+            svc, w["delta"], "timeout", NIGHT + timedelta(hours=6), reason="timed out after 30s"
+        ),
+        "cancelled": record(
+            svc,
+            w["delta"],
+            "cancelled",
+            NIGHT + timedelta(hours=7),
+            reason="cancelled by the operator",
+        ),
+    }
+    before = record(
+        svc, w["alpha"], "ok", NIGHT - timedelta(days=1, hours=2)
+    )  # the night before: not in it
+    elsewhere = record(svc, svc.worker_intent(other.goal_id, "alpha"), "failed", NIGHT)
+    clock.set(MORNING)
+    return {"goal": goal, "runs": runs, "excluded": [before.id, elsewhere.id]}
+
+
+async def test_report_lists_every_run_with_status_and_source(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+    report = compile_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    text = report.markdown
+    assert report.path == svc.kb.goal_dir(night["goal"]) / "reports" / "2026-12-03.md"
+    assert report.path.read_text() == text
+    assert text.startswith("# Night Crew report 2026-12-03\n")
+    timeline = text[text.index("## Timeline") : text.index("## Findings")]
+    rows = {
+        int(m.group(1)): line
+        for line in timeline.splitlines()
+        if (m := re.match(r"\| \w+ \| (\d+) \|", line))
+    }
+    assert set(rows) == {r.id for r in night["runs"].values()}
+    for status, run in night["runs"].items():
+        assert f"| {status}" in rows[run.id], rows[run.id]
+        assert f"run {run.id}" in rows[run.id].rsplit("|", 2)[-2]  # the source column names the run
+    for run_id in night["excluded"]:
+        assert run_id not in rows
+    # planned vs actual, in the reporter's timezone (Berlin), and the duration
+    assert "| 20:00:00 | 20:00:00 | 2.0s | ok |" in rows[night["runs"]["ok"].id]
+    # ok -> its outbox file
+    ok = night["runs"]["ok"]
+    outbox = re.search(rf"workers/alpha/outbox/\d{{8}}T\d{{6}}Z-{ok.id}\.md", rows[ok.id]).group(0)  # type: ignore[union-attr]
+    assert (svc.kb.goal_dir(night["goal"]) / outbox).is_file()
+    assert f"### alpha (run {ok.id}, {outbox})" in text
+    assert "> ## alpha: 3 findings, 17 files" in text
+    # failed -> the line of its run log that holds the error
+    failed = night["runs"]["failed"]
+    ref = re.search(rf"{failed.id}\.log:(\d+)", rows[failed.id])
+    assert ref is not None
+    log_line = Path(failed.output_path).read_text().splitlines()[int(ref.group(1)) - 1]
+    assert log_line == "[stderr] disk quota exceeded on /data"
+    # silent -> the goal log line that recorded it
+    silent = night["runs"]["silent"]
+    log_ref = re.search(r"log/(\d{4}-\d{2}-\d{2}\.md):(\d+)", rows[silent.id])
+    assert log_ref is not None
+    entry = (
+        (svc.kb.goal_dir(night["goal"]) / "log" / log_ref.group(1))
+        .read_text()
+        .splitlines()[int(log_ref.group(2)) - 1]
+    )
+    assert f"run {silent.id} gamma silent" in entry
+    # skipped/missed have no file: the scheduler's record is the source
+    assert f"run {night['runs']['missed'].id}, scheduler record" in rows[night["runs"]["missed"].id]
+
+
+async def test_summary_failures_and_every_statement_has_a_source(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+    report = compile_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    text = report.markdown
+    assert report.counts == {
+        "ok": 1,
+        "failed": 1,
+        "silent": 1,
+        "skipped": 1,
+        "missed": 1,
+        "interrupted": 1,
+        "timeout": 1,
+        "cancelled": 1,
+    }
+    runs = night["runs"]
+    assert (
+        f"- 8 runs: 1 ok (run {runs['ok'].id}), 1 silent (run {runs['silent'].id}), 1 failed (run {runs['failed'].id})"
+        in text
+    )
+    failures = text[text.index("## Failures") : text.index("## Changes")]
+    for status in ("failed", "timeout", "interrupted", "cancelled", "missed"):
+        assert f"run {runs[status].id}, {status}" in failures
+    assert "exit 3: disk quota exceeded on /data" in failures
+    assert "partial result" in failures  # the last lines of the failed run's output
+    owner = text[text.index("## For the owner") :]
+    assert "workers/beta/prompt.md" in owner
+    for line in text.splitlines():
+        if (
+            line.startswith("- ")
+            or line.startswith("| ")
+            and not line.startswith(("| worker", "| ---"))
+        ):
+            assert re.search(r"runs? \d+|source:", line), f"statement without a source: {line}"
+    # The summary is what the reporter delivers.
+    assert report.summary.startswith("Night Crew report 2026-12-03: 8 runs:")
+    assert (
+        f"beta run {runs['failed'].id} failed: exit 3: disk quota exceeded on /data"
+        in report.summary
+    )
+    assert report.summary.rstrip().endswith("Report: reports/2026-12-03.md")
+
+
+async def test_window_is_a_parameter(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+    window = (NIGHT - timedelta(minutes=1), NIGHT + timedelta(minutes=30))
+    report = compile_report(
+        svc, night["goal"], date(2026, 12, 3), MORNING, window=window, write=False
+    )
+    assert [e.run.id for e in report.entries] == [night["runs"]["ok"].id]
+    assert not report.path.exists()
+
+
+async def test_snapshots_and_diff_between_reports(svc: Service, night, clock) -> None:  # type: ignore[no-untyped-def]
+    goal_dir = svc.kb.goal_dir(night["goal"])
+    path, first = build_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    assert "No earlier snapshot" in first
+    assert (goal_dir / "reports" / ".snapshots" / "2026-12-03" / "protocol.md").read_text() == (
+        goal_dir / "protocol.md"
+    ).read_text()
+    (goal_dir / "protocol.md").write_text(
+        (goal_dir / "protocol.md").read_text() + "\n## KPI\n- new rule: ticks under 1m\n"
+    )
+    _, second = build_report(svc, night["goal"], date(2026, 12, 4), MORNING + timedelta(days=1))
+    assert "`protocol.md`: +3 −0 lines since the report of 2026-12-03" in second
+    assert "+- new rule: ticks under 1m" in second
+    assert "`state.yaml`: unchanged since the report of 2026-12-03" in second
+    # Rebuilding a day diffs against the previous day, not against itself.
+    _, again = build_report(svc, night["goal"], date(2026, 12, 4), MORNING + timedelta(days=1))
+    assert "+- new rule: ticks under 1m" in again
+    assert [r.day for r in list_reports(svc, night["goal"])] == [
+        date(2026, 12, 3),
+        date(2026, 12, 4),
+    ]
+
+
+async def test_report_cli_lists_prints_and_json(
+    svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    build_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    base = ["--kb", str(empty_kb), "--state-dir", str(tmp_path / "state")]
+    assert main([*base, "report"]) == 0
+    listing = capsys.readouterr().out
+    assert night["goal"] in listing and "2026-12-03" in listing
+    assert "other-goal" not in listing  # no reporter, no reports
+    assert main([*base, "report", night["goal"], "--date", "2026-12-03"]) == 0
+    assert capsys.readouterr().out.startswith("# Night Crew report 2026-12-03\n")
+    assert main([*base, "report", night["goal"], "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["date"] == "2026-12-03" and data["compiled"] is False
+    assert data["markdown"].startswith("# Night Crew report")
+    assert main([*base, "report", night["goal"], "--list", "--json"]) == 0
+    assert [r["date"] for r in json.loads(capsys.readouterr().out)] == ["2026-12-03"]
+    assert main([*base, "report", night["goal"], "--date", "03/12/2026"]) == 1
+    assert "invalid --date" in capsys.readouterr().err
+    assert main([*base, "report", night["goal"], "--date", "2099-01-01"]) == 1
+    assert "no night to report" in capsys.readouterr().err
+    assert main([*base, "report", "no-such-goal"]) == 1
+    assert "no goal" in capsys.readouterr().err
