@@ -386,9 +386,7 @@ def test_plan_cli_summary_fits_one_screen(sample_kb: Path, tmp_path: Path) -> No
 
 def test_plan_cli_full_and_json(sample_kb: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     base = ["--kb", str(sample_kb), "--state-dir", str(tmp_path / "cli-state")]
-    assert (
-        main([*base, "plan", "--until", "24h", "--goal", "nightshift-979afc6e", "--full"]) == 0
-    )
+    assert main([*base, "plan", "--until", "24h", "--goal", "nightshift-979afc6e", "--full"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("Plan for goal nightshift-979afc6e from ") and out[0].endswith(
         ": 6 fires"

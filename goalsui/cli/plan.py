@@ -140,10 +140,14 @@ def _print_summary(items: list[PlannedFire], zone: tzinfo, shown_fires: int = 3)
     for row in rows:
         count = f"{len(row.fires)}{'+' if row.capped else ''}" if row.fires else "-"
         first = row.fires[0] if row.fires else None
-        nexts = ", ".join(
-            [_when(row.fires[0], zone, None)]
-            + [_when(at, zone, first) for at in row.fires[1:shown_fires]]
-        ) if first else "-"
+        nexts = (
+            ", ".join(
+                [_when(row.fires[0], zone, None)]
+                + [_when(at, zone, first) for at in row.fires[1:shown_fires]]
+            )
+            if first
+            else "-"
+        )
         if len(row.fires) > shown_fires:
             nexts += ", …"
         print(f"{row.label.ljust(width)}  {count:>5}  {nexts}  [{row.rule or 'no fire'}]".rstrip())

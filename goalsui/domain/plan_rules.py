@@ -24,9 +24,7 @@ def p95(values: Sequence[float]) -> float:
     return ordered[max(rank, 1) - 1]
 
 
-def expected_length(
-    durations_s: Sequence[float], timeout: timedelta
-) -> tuple[timedelta, str]:
+def expected_length(durations_s: Sequence[float], timeout: timedelta) -> tuple[timedelta, str]:
     """(length, basis): the observed p95 duration when there are runs, else the timeout."""
     if durations_s:
         value = timedelta(seconds=p95(durations_s))
