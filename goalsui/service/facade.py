@@ -46,6 +46,7 @@ from goalsui.service.context import ServiceContext
 
 if TYPE_CHECKING:
     from goalsui.service.costs import Costs
+    from goalsui.service.schedulers import SchedulerInfo, SchedulerRegistration
 
 
 class Service(ServiceContext):
@@ -114,6 +115,19 @@ class Service(ServiceContext):
     def kb_root(self) -> Path:
         """The KB folder (resolved)."""
         return self.kb.root
+
+    # -- live schedulers (schedulers.py) -----------------------------------------------------------
+    def register_scheduler(self, kind: str, owner: str = "") -> SchedulerRegistration:
+        """Announce this process as a scheduler of the KB until the registration is closed."""
+        from goalsui.service.schedulers import register_scheduler
+
+        return register_scheduler(self.state_dir, self.kb.root, kind, owner, self.now())
+
+    def live_schedulers(self) -> list[SchedulerInfo]:
+        """The live scheduler processes registered for this KB (``goalsui daemon``)."""
+        from goalsui.service.schedulers import live_schedulers
+
+        return live_schedulers(self.state_dir, self.kb.root)
 
     # -- change notification (changes.py) ------------------------------------------------------
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:

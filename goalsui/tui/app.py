@@ -91,6 +91,7 @@ class GoalsApp(DeliverMixin, App[int]):
         kb_root: Path | str | None = None,
         ui_settings: dict[str, Any] | None = None,
         preview: Dashboard | None = None,
+        force_scheduler: bool = False,
     ) -> None:
         super().__init__()
         if service is None and (opener is None or kb_root is None):
@@ -107,6 +108,8 @@ class GoalsApp(DeliverMixin, App[int]):
         #: Why the service could not be opened (the CLI reports it after the app ends).
         self.open_error: Exception | None = None
         self.want_scheduler = scheduler
+        #: start a scheduler even when a daemon serves the KB (``--scheduler``)
+        self.force_scheduler = force_scheduler
         self.read_only = read_only
         self.want_theme = theme
         self.clock: Callable[[], datetime] = clock or utcnow
@@ -591,6 +594,14 @@ class GoalsApp(DeliverMixin, App[int]):
         self.run_worker(self._scheduler_start(), group="scheduler", exit_on_error=False)
 
     async def _scheduler_start(self) -> None:
+        if not self.force_scheduler:
+            from goalsui.tui.scheduler_guard import serving_note
+
+            serving = await asyncio.to_thread(serving_note, self.service)
+            if serving is not None:  # one scheduler per KB: watch the daemon's work
+                self._scheduler_note = f"{serving} (watching)"
+                self.request_refresh(0)
+                return
         try:
             from goalsui.scheduler.loop import Scheduler
         except ModuleNotFoundError as exc:
@@ -1019,6 +1030,7 @@ def make_app(
     kb_root: Path | str | None = None,
     ui_settings: dict[str, Any] | None = None,
     preview: Dashboard | None = None,
+    force_scheduler: bool = False,
 ) -> GoalsApp:
     """Build the console (the CLI, snapshot tests and benchmarks all use this).
 
@@ -1030,6 +1042,7 @@ def make_app(
     return GoalsApp(
         service,
         scheduler=scheduler,
+        force_scheduler=force_scheduler,
         read_only=read_only,
         theme=theme,
         clock=clock,
@@ -1068,6 +1081,7 @@ def run_console(
     app = make_app(
         service,
         scheduler=not getattr(args, "no_scheduler", False),
+        force_scheduler=getattr(args, "force_scheduler", False),
         read_only=getattr(args, "read_only", False),
         theme=getattr(args, "theme", None),
         sync_on_start=getattr(args, "console_sync", False),
