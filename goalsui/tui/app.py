@@ -996,21 +996,25 @@ def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
 
 
 def _bench_marks(app: GoalsApp, marker: str) -> None:
-    """``goalsui bench console``: write the first-paint and records times, then exit."""
+    """``goalsui bench console``: write the first-paint and records times, then exit
+    (or stay, with ``GOALSUI_BENCH_STAY=1``, for the idle measurement)."""
     import json
-    import resource
+
+    from goalsui.tui.preview import peak_rss_kb
 
     marks: dict[str, float] = {}
+    stay = os.environ.get("GOALSUI_BENCH_STAY") == "1"
 
     def mark(name: str) -> None:
         marks[f"{name}_t"] = time.time()
-        marks[f"{name}_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        marks[f"{name}_rss_kb"] = peak_rss_kb()
 
     def records() -> None:
         mark("records")
         with open(marker, "w", encoding="utf-8") as fh:
             json.dump(marks, fh)
-        app.exit(0)
+        if not stay:
+            app.exit(0)
 
     app.first_paint_listeners.append(lambda: mark("paint"))
     app.records_listeners.append(records)
