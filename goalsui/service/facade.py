@@ -148,6 +148,10 @@ class Service(ServiceContext):
     def change_token(self) -> tuple[Any, ...]:
         return overview.change_token(self)
 
+    def change_stamp(self) -> tuple[Any, ...] | None:
+        """Cheap (no query) fingerprint of a SQLite database; None for PostgreSQL."""
+        return overview.change_stamp(self)
+
     # -- journal (journal.py) ------------------------------------------------------------------
     def list_journal(self, limit: int = 200) -> list[Journal]:
         return journal_log.recent(self.store, limit)

@@ -179,8 +179,9 @@ class GoalsApp(DeliverMixin, App[int]):
         self._ui_loop = asyncio.get_running_loop()
         self._setup_themes()
         self._setup_keymap()
-        self.set_interval(POLL_S, self.poll_token)
-        self.set_interval(TICK_S, self._tick)
+        # one timer for both (POLL_S == TICK_S): the look at the database comes first, so
+        # the age the tick shows is steady instead of flipping with two timers' phases
+        self.set_interval(TICK_S, self._poll_and_tick)
         if self.service_ready:
             self._use_service()
         self._mounted = True
@@ -482,11 +483,25 @@ class GoalsApp(DeliverMixin, App[int]):
                 timeout=12,
             )
 
-    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_token(self) -> None:
-        """Once a second: has anyone (another process included) changed the records?"""
+        """Once a second: has anyone (another process included) changed the records?
+
+        A SQLite file and its WAL that have not changed since the last look (two
+        ``stat`` calls) mean nothing changed: no query, no worker, at most every
+        ``TOKEN_EVERY_S`` the records' fingerprint is read anyway.
+        """
         if not self.service_ready:
             return
+        from goalsui.tui.idle import StampGate
+
+        gate = self.__dict__.setdefault("_stamp_gate", StampGate())
+        if gate.unchanged(self.service.change_stamp):
+            self._last_checked = self.clock()
+            return
+        self._read_token()
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def _read_token(self) -> None:
         try:
             token = self.service.change_token()
         except Exception:  # noqa: BLE001 - a busy database: try again next second
@@ -508,6 +523,10 @@ class GoalsApp(DeliverMixin, App[int]):
         self._plan_at = 0.0
         self._schedule_refresh(0)
         self.notify("Refreshing", timeout=1)
+
+    def _poll_and_tick(self) -> None:
+        self.poll_token()
+        self._tick()
 
     def _tick(self) -> None:
         if self.frozen or self.dashboard is None or not self.alive:
