@@ -1,0 +1,95 @@
+"""Quiet when idle: countdowns tick in place, nothing is re-read while nothing changed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import FakeClock
+from tui_kit import PULSE, build_template, open_demo, settle, worker_intent
+
+from goalsui.scheduler.runtime import did_something
+from goalsui.service import Service
+from goalsui.store.claims import ClaimResult
+from goalsui.tui.app import make_app
+from goalsui.tui.fmt import countdown
+from goalsui.tui.idle import StampGate
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_template(tmp_path_factory.mktemp("demo-template"), FakeClock())
+
+
+@pytest.fixture
+def demo(tmp_path: Path, clock, template: Path) -> Service:  # type: ignore[no-untyped-def]
+    service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
+    yield service
+    service.close()
+
+
+def test_countdowns_show_seconds_only_in_their_last_ten_minutes() -> None:
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    at = [now + timedelta(seconds=s) for s in (42, 252, 599, 600, 1513, 3599, 3600, 11520)]
+    assert [countdown(t, now) for t in at] == [
+        "in 42s",
+        "in 4m12s",
+        "in 9m59s",
+        "in 10m",
+        "in 25m",
+        "in 59m",
+        "in 1h00m",
+        "in 3h12m",
+    ]
+    assert countdown(now, now) == "due" and countdown(None, now) == "-"
+
+
+def test_an_idle_scheduler_step_announces_no_change() -> None:
+    empty = ClaimResult()
+    assert did_something((empty, [])) is False
+    assert did_something((empty, [object()])) is True
+    fired = ClaimResult(fired=[{"id": 1}])  # type: ignore[list-item]
+    assert did_something((fired, [])) is True
+
+
+def test_stamp_gate_lets_a_change_through_and_looks_again_after_a_while() -> None:
+    gate = StampGate(every_s=3600)
+    stamps = iter([(1, 2), (1, 2), (1, 3), (1, 3), None, None])
+    read = lambda: next(stamps)  # noqa: E731
+    assert gate.unchanged(read) is False  # first look
+    assert gate.unchanged(read) is True
+    assert gate.unchanged(read) is False  # the file changed
+    assert gate.unchanged(read) is True
+    assert gate.unchanged(read) is False  # no stamp (PostgreSQL): always look
+    assert gate.unchanged(read) is False
+    always = StampGate(every_s=0)
+    assert always.unchanged(lambda: 1) is False and always.unchanged(lambda: 1) is False
+
+
+def test_change_stamp_moves_with_a_write_and_only_then(demo: Service) -> None:
+    first = demo.change_stamp()
+    assert first is not None and first == demo.change_stamp()
+    demo.create_thread("a change")
+    assert demo.change_stamp() != first
+
+
+async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(demo, clock=clock, scheduler=False, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        timeline = app.main.timeline
+        key = f"intent:{worker_intent(demo, PULSE, 'pulse')}"
+        assert str(timeline.get_cell(key, "next")) == "in 1m00s"
+        updates, dash, status = timeline._update_count, app.dashboard, app.main.query_one("#status")
+        clock.advance(1)
+        app._poll_and_tick()
+        await pilot.pause()
+        assert str(timeline.get_cell(key, "next")) == "in 59s"
+        assert timeline._update_count == updates  # the table was not invalidated as a whole
+        assert app.dashboard is dash and app._refresh_timer is None  # nothing re-read
+        assert "refreshed 0s ago" in status.render_info().plain
+        demo.create_thread("now something changed")  # another write: the stamp moves
+        app._poll_and_tick()
+        await settle(app, pilot)
+        assert app.dashboard is not dash
