@@ -93,3 +93,22 @@ async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -
         app._poll_and_tick()
         await settle(app, pilot)
         assert app.dashboard is not dash
+
+
+def test_next_visible_change_waits_for_the_next_countdown_turn() -> None:
+    from goalsui.tui.idle import next_visible_change
+
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+    def after(*seconds: float, every_second: bool = False) -> float:
+        runs = [now + timedelta(seconds=s) for s in seconds]
+        return (next_visible_change(runs, now, every_second=every_second) - now).total_seconds()
+
+    assert after() == 60  # nothing counts down: look again in a minute
+    assert after(300) == 1  # seconds shown: every second
+    assert after(1513.5) == 13.5  # "in 25m" turns to "in 24m" in 13.5 s
+    assert after(1513.5, 7200 + 20) == 13.5
+    assert after(90000 + 125) == 60  # days away: the hour turns later than a minute
+    assert after(-5) == 60  # "due" stays "due"
+    assert after(1513.5, every_second=True) == 1  # a stopwatch or an age on screen
+    assert (next_visible_change([None], now, every_second=False) - now).total_seconds() == 60

@@ -494,7 +494,9 @@ class GoalsApp(DeliverMixin, App[int]):
             return
         from goalsui.tui.idle import StampGate
 
-        gate = self.__dict__.setdefault("_stamp_gate", StampGate())
+        gate = self.__dict__.get("_stamp_gate")
+        if gate is None:
+            gate = self._stamp_gate = StampGate()
         if gate.unchanged(self.service.change_stamp):
             self._last_checked = self.clock()
             return
@@ -531,7 +533,22 @@ class GoalsApp(DeliverMixin, App[int]):
     def _tick(self) -> None:
         if self.frozen or self.dashboard is None or not self.alive:
             return
-        self.main.tick(self.clock())
+        from goalsui.tui.idle import next_visible_change
+
+        now, dash = self.clock(), self.dashboard
+        quiet = self.__dict__.get("_quiet_until")
+        if quiet is not None and quiet[0] is dash and now < quiet[1]:
+            self.main.update_status()  # no countdown changes its text yet: no pane work
+            return
+        self.main.tick(now)
+        goals = self.main.goals
+        every_second = bool(dash.running) or any(
+            node.is_expanded for key, node in goals.child_nodes.items() if key.startswith("worker/")
+        )
+        # only active schedules show a countdown (a paused one says "paused")
+        runs = [i.next_run_at for i in dash.intents.values() if i.status == "active"]
+        runs += [w.next_run_at for g in dash.goals for w in g.workers if w.status == "active"]
+        self._quiet_until = (dash, next_visible_change(runs, now, every_second=every_second))
 
     # -- plan ----------------------------------------------------------------------------------------------
     def _maybe_plan(self, dash: Dashboard) -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
 from typing import Any
+
+from goalsui.tui.fmt import SECONDS_SHOWN_BELOW
 
 #: at most this long between two reads of the records' fingerprint, changed or not
 TOKEN_EVERY_S = 15.0
@@ -35,3 +38,31 @@ class StampGate:
             return True
         self.seen, self.at = stamp, now
         return False
+
+
+def next_visible_change(
+    next_runs: Iterable[datetime | None], now: datetime, *, every_second: bool
+) -> datetime:
+    """When the next countdown on screen changes its text (see ``fmt.countdown``).
+
+    ``every_second``: something on screen counts in seconds whatever the countdowns do
+    (a running run's stopwatch, an age such as "last ok 4m12s ago"): the next second.
+    Otherwise a countdown in its last ten minutes changes every second, one further away
+    when its minute (or, days away, its hour) turns. At most a minute ahead.
+    """
+    second = now + timedelta(seconds=1)
+    if every_second:
+        return second
+    soonest = now + timedelta(seconds=60)
+    for at in next_runs:
+        if at is None:
+            continue
+        left = (at - now).total_seconds()
+        if left <= 0:
+            continue  # "due" stays "due" until the records change
+        if left <= SECONDS_SHOWN_BELOW + 1:
+            return second
+        unit = 3600 if left >= 86400 else 60
+        turn = left - unit * (int(left) // unit)
+        soonest = min(soonest, now + timedelta(seconds=max(turn, 0.5)))
+    return soonest
