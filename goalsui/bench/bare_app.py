@@ -5,8 +5,10 @@ same number of tree nodes and table rows as the console shows for the KB, filled
 made-up text. It imports nothing of goalsui but this module, so the difference to the
 console is what goalsui adds: its imports, its database reads, its own rendering.
 
-Run: ``python -m goalsui.bench.bare_app GOALS WORKERS OUT_FILE``; it writes the first
-paint time and peak RSS to OUT_FILE as JSON (``paint_t``, ``paint_rss_kb``), then exits.
+Run: ``python -m goalsui.bench.bare_app GOALS WORKERS OUT_FILE [stay]``; it writes the
+first paint time and peak RSS (``VmHWM``, not ``ru_maxrss``, which survives ``exec``) to
+OUT_FILE as JSON (``paint_t``, ``paint_rss_kb``), then exits, or with ``stay`` keeps
+running (the idle CPU reference).
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ CSS = """
 class BareApp(App[None]):
     CSS = CSS
 
-    def __init__(self, goals: int, workers: int, out: str) -> None:
+    def __init__(self, goals: int, workers: int, out: str, stay: bool = False) -> None:
         super().__init__()
-        self.n_goals, self.n_workers, self.out = goals, workers, out
+        self.n_goals, self.n_workers, self.out, self.stay = goals, workers, out, stay
 
     def compose(self) -> ComposeResult:
         yield Static("status: scheduler off | 0 running | 0 due | 0 failed", id="status")
@@ -81,11 +83,24 @@ class BareApp(App[None]):
         self.call_after_refresh(self.painted)
 
     def painted(self) -> None:
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         with open(self.out, "w", encoding="utf-8") as fh:
-            json.dump({"paint_t": time.time(), "paint_rss_kb": rss}, fh)
-        self.exit()
+            json.dump({"paint_t": time.time(), "paint_rss_kb": peak_rss_kb()}, fh)
+        if not self.stay:
+            self.exit()
+
+
+def peak_rss_kb() -> int:
+    """Peak RSS of this process (VmHWM), KiB; ru_maxrss only where there is no /proc."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 if __name__ == "__main__":
-    BareApp(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]).run()
+    stay = sys.argv[4:5] == ["stay"]
+    BareApp(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], stay).run()

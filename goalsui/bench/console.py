@@ -13,6 +13,12 @@
   in a scratch folder (``PYTHONPYCACHEPREFIX``, even where ``PYTHONDONTWRITEBYTECODE``
   is set), and each is run once unmeasured first. ``GOALSUI_BENCH_NO_BYTECODE=1``
   measures with the environment as it is instead.
+- **Dashboard complete**: target <= 1.5x the bare app's first paint on the sample KB.
+- **Peak RSS** of the measured child itself (``VmHWM`` of ``/proc/self/status`` inside it;
+  ``ru_maxrss`` would report the bench's own peak, since it survives ``exec``).
+- **Idle CPU** (:mod:`goalsui.bench.console_idle`): the share of one core the console
+  uses over ``--idle-seconds`` (default 60) on the sample KB with its scheduler on and
+  no run due, beside the bare app. Target: <= 1 % of a core.
 - **Refresh**: latency from a ``prompt.md`` write to the refreshed detail pane (p50,
   p95), beside raw ``watchfiles.awatch`` latency for the same writes, observed in the
   same process. Target: p95 <= raw p95 + 50 ms.
@@ -38,6 +44,8 @@ from dataclasses import asdict, dataclass, field
 from fcntl import ioctl
 from pathlib import Path
 
+from goalsui.bench.console_idle import IDLE_TARGET_PCT, IdleFigures, measure_idle
+
 COLS, ROWS = 160, 48
 START_TIMEOUT_S = 180
 
@@ -51,6 +59,7 @@ class StartFigures:
     console_rss_mib: list[float] = field(default_factory=list)
     bare_rss_mib: list[float] = field(default_factory=list)
     target: float = 1.3
+    records_target: float | None = None  # dashboard complete vs the bare app's paint
 
     @property
     def ratio(self) -> float:
@@ -59,6 +68,10 @@ class StartFigures:
     @property
     def records_ratio(self) -> float:
         return statistics.median(self.console_records_s) / statistics.median(self.bare_s)
+
+    @property
+    def rss_ratio(self) -> float:
+        return max(self.console_rss_mib) / max(self.bare_rss_mib)
 
 
 @dataclass
@@ -196,8 +209,9 @@ def measure_start(
     repeat: int,
     target: float,
     tmp: Path,
+    records_target: float | None = None,
 ) -> StartFigures:
-    figures = StartFigures(label, target=target)
+    figures = StartFigures(label, target=target, records_target=records_target)
     marker = tmp / f"paint-{len(label)}.json"
     console = [
         sys.executable,
@@ -299,7 +313,9 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
 
 
 # -- report -----------------------------------------------------------------------------------
-def report(starts: list[StartFigures], latency: LatencyFigures) -> tuple[str, bool]:
+def report(
+    starts: list[StartFigures], latency: LatencyFigures, idle: IdleFigures | None = None
+) -> tuple[str, bool]:
     bytecode = (
         "every module compiled at every start"
         if os.environ.get("GOALSUI_BENCH_NO_BYTECODE") == "1"
@@ -321,19 +337,41 @@ def report(starts: list[StartFigures], latency: LatencyFigures) -> tuple[str, bo
             f"{f.ratio:>7.2f}x{'<=' + format(f.target, '.1f') + 'x':>9}  {'ok' if good else 'MISSED'}"
         )
     lines.append("")
-    lines.append(f"{'start to dashboard complete':<34}{'console':>10}{'bare':>10}{'ratio':>8}")
+    lines.append(
+        f"{'start to dashboard complete':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
+    )
     for f in starts:
+        verdict, target = "", ""
+        if f.records_target is not None:
+            good = f.records_ratio <= f.records_target
+            ok &= good
+            verdict = "  ok" if good else "  MISSED"
+            target = f"<={f.records_target:.1f}x"
         lines.append(
             f"{f.label:<34}{statistics.median(f.console_records_s):>9.3f}s"
-            f"{statistics.median(f.bare_s):>9.3f}s{f.records_ratio:>7.2f}x"
+            f"{statistics.median(f.bare_s):>9.3f}s{f.records_ratio:>7.2f}x{target:>9}{verdict}"
         )
     lines.append("")
-    lines.append(f"{'peak RSS, dashboard complete':<34}{'console':>10}{'bare':>10}")
+    lines.append(
+        f"{'peak RSS (VmHWM of the child)':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
+    )
     for f in starts:
         lines.append(
             f"{f.label:<34}{max(f.console_rss_mib):>7.1f}MiB{max(f.bare_rss_mib):>7.1f}MiB"
+            f"{f.rss_ratio:>7.2f}x{'(none)':>9}"
         )
     lines.append("")
+    if idle is not None:
+        lines.append(
+            f"{f'idle CPU over {idle.seconds:g}s (sample KB)':<34}{'console':>10}{'bare':>10}"
+            f"{'':>8}{'target':>9}"
+        )
+        ok &= idle.ok
+        lines.append(
+            f"{'share of one core, scheduler on':<34}{idle.console_pct:>9.2f}%{idle.bare_pct:>9.2f}%"
+            f"{'':>8}{'<=' + format(IDLE_TARGET_PCT, 'g') + '%':>9}  {'ok' if idle.ok else 'MISSED'}"
+        )
+        lines.append("")
     app50, app95 = pct(latency.app_ms, 0.5), pct(latency.app_ms, 0.95)
     raw50, raw95 = pct(latency.raw_ms, 0.5), pct(latency.raw_ms, 0.95)
     good = app95 <= raw95 + 50
@@ -353,6 +391,8 @@ def main(args: argparse.Namespace) -> int:
     workers = getattr(args, "workers", None) or 5
     repeat = getattr(args, "repeat", None) or 3
     samples = getattr(args, "samples", None) or 20
+    idle_s = getattr(args, "idle_seconds", None)
+    idle_s = 60.0 if idle_s is None else float(idle_s)
     as_json = bool(getattr(args, "json", False))
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-console-"))
     try:
@@ -367,7 +407,15 @@ def main(args: argparse.Namespace) -> int:
         # the bare reference gets the same shape: 4 goals of about 3 workers each
         starts = [
             measure_start(
-                "sample KB (4 goals, 11 workers)", sample_kb, sample_state, 4, 3, repeat, 1.3, tmp
+                "sample KB (4 goals, 11 workers)",
+                sample_kb,
+                sample_state,
+                4,
+                3,
+                repeat,
+                1.3,
+                tmp,
+                records_target=1.5,
             )
         ]
         say("measuring start-up (large KB) ...")
@@ -385,7 +433,12 @@ def main(args: argparse.Namespace) -> int:
         )
         say("measuring refresh latency ...")
         latency = asyncio.run(_latency(sample_kb, sample_state, samples))
-        text, ok = report(starts, latency)
+        idle = None
+        if idle_s > 0:
+            say(f"measuring idle CPU ({idle_s:g}s each, console and bare app) ...")
+            idle_kb, idle_state = prepare(tmp / "idle", large=None)
+            idle = measure_idle(idle_kb, idle_state, 4, 3, idle_s, tmp, bytecode_env(tmp))
+        text, ok = report(starts, latency, idle)
         if as_json:
             print(
                 json.dumps(
@@ -395,6 +448,7 @@ def main(args: argparse.Namespace) -> int:
                             for s in starts
                         ],
                         "latency": asdict(latency),
+                        "idle": asdict(idle) if idle is not None else None,
                         "ok": ok,
                     },
                     indent=2,
@@ -414,5 +468,6 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int)
     parser.add_argument("--repeat", type=int)
     parser.add_argument("--samples", type=int)
+    parser.add_argument("--idle-seconds", type=float)
     parser.add_argument("--json", action="store_true")
     raise SystemExit(main(parser.parse_args()))

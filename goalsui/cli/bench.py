@@ -63,12 +63,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sched.set_defaults(func=cmd_scheduler)
 
     console = bsub.add_parser(
-        "console", help="measure the console (start-up, refresh) beside a reference"
+        "console",
+        help="measure the console (start-up, memory, idle CPU, refresh) beside a reference",
     )
     console.add_argument("--goals", type=int, metavar="N", help="goals in the generated KB")
     console.add_argument("--workers", type=int, metavar="N", help="workers per goal")
     console.add_argument("--repeat", type=int, metavar="N", help="repetitions of each measurement")
     console.add_argument("--samples", type=int, metavar="N", help="samples per repetition")
+    console.add_argument(
+        "--idle-seconds",
+        type=float,
+        metavar="S",
+        help="idle CPU window for the console and the bare app (default 60; 0 skips it)",
+    )
     add_json(console)
     console.set_defaults(func=cmd_console)
 
@@ -96,6 +103,9 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
+    idle = getattr(args, "idle_seconds", None)
+    if idle is not None and not 0 <= idle <= 3600:
+        raise ValidationError("--idle-seconds must be between 0 and 3600")
     try:
         module = importlib.import_module("goalsui.bench.console")
     except ModuleNotFoundError as exc:

@@ -194,6 +194,7 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
 
 async def _start_ops(service: Any, scheduler: Any, args: argparse.Namespace) -> Any:
     from goalsui.ops.health import start_ops_server
+
     # ready while the loop's heartbeat (every poll interval, also when idle) is at most
     # two intervals old
     interval = getattr(scheduler, "heartbeat_interval", None) or scheduler.poll_interval
@@ -235,6 +236,8 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     Notifier(service).attach(scheduler)  # the notify: command of goalsui.yaml, if set
     await scheduler.start()
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
+    # consoles on this KB see it and watch instead of starting a second scheduler
+    registration = service.register_scheduler("daemon", scheduler.owner)
     listener = None
     watcher = None
     ops = None
@@ -273,6 +276,7 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
         await scheduler.stop()
+        registration.close()
     say("stopped")
     if fatal:
         raise FatalError(fatal[0])  # one line on stderr, exit 1

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, timedelta
+from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import add_json, open_service, print_json
 from goalsui.domain.timeutil import load_zone
+
+if TYPE_CHECKING:
+    from goalsui.scheduler.plan import PlannedFire
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,72 +22,142 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--goal", metavar="G", help="only this goal's intents")
     p.add_argument(
-        "--tz", metavar="ZONE", help="timezone for --until given as a time or naive timestamp"
+        "--tz",
+        metavar="ZONE",
+        help="timezone for every time shown and for --until given as a time (default: local)",
+    )
+    p.add_argument(
+        "--full", action="store_true", help="list every fire instead of one line per intent"
     )
     add_json(p)
     p.set_defaults(func=cmd_plan)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from goalsui.scheduler.plan import _local_text, parse_until, plan
+    from goalsui.scheduler.plan import parse_until, plan
 
     service = open_service(args)
     now = service.now()
-    tz = load_zone(args.tz) if args.tz else None
-    until = parse_until(args.until, now, tz) if args.until else now + timedelta(hours=24)
-    items = plan(service, now, until, args.goal)
+    zone = load_zone(args.tz) if args.tz else _local_zone(now)
+    until = parse_until(args.until, now, zone) if args.until else now + timedelta(hours=24)
+    items = plan(service, now, until, args.goal, zone)
+    if args.json:
+        print_json(_json(items, now, until))
+        return 0
+    print(_headline(items, now, until, zone, args))
+    if args.full:
+        _print_full(items, zone)
+    else:
+        _print_summary(items, zone)
+    return 0
+
+
+def _local_zone(now: datetime) -> tzinfo:
+    local = now.astimezone().tzinfo
+    assert local is not None  # astimezone() always sets one
+    return local
+
+
+def _zone_name(zone: tzinfo, now: datetime) -> str:
+    return getattr(zone, "key", None) or now.astimezone(zone).tzname() or "local"
+
+
+def _json(items: list[PlannedFire], now: datetime, until: datetime) -> dict[str, Any]:
+    timed = [f for f in items if f.kind != "note"]
+    return {
+        "from": now.isoformat(timespec="seconds"),
+        "until": until.isoformat(timespec="seconds"),
+        "fires": [f.as_json() for f in timed if f.kind == "fire"],
+        "skipped": [f.as_json() for f in timed if f.kind == "skip"],
+        "notes": [f.as_json() for f in items if f.kind == "note"],
+        "warnings": [
+            {
+                "at": f.at.isoformat(timespec="seconds") if f.at else None,
+                "intent_id": f.intent_id,
+                "label": f.label,
+                "warning": f.warning,
+            }
+            for f in timed
+            if f.warning
+        ],
+    }
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _headline(
+    items: list[PlannedFire], now: datetime, until: datetime, zone: tzinfo, args: argparse.Namespace
+) -> str:
+    from goalsui.scheduler.plan import _local_text
+
+    fires = sum(1 for f in items if f.kind == "fire")
+    conflicts = sum(1 for f in items if f.warning)
+    capped = any(f.kind == "note" and f.rule.startswith("more than") for f in items)
+    scope = f" for goal {args.goal}" if args.goal else ""
+    return (
+        f"Plan{scope} from {_local_text(now, zone)} until {_local_text(until, zone)} "
+        f"({_zone_name(zone, now)}): {'at least ' if capped else ''}{_plural(fires, 'fire')}"
+        + (f", {_plural(conflicts, 'conflict')}" if conflicts else "")
+    )
+
+
+def _print_full(items: list[PlannedFire], zone: tzinfo) -> None:
     notes = [f for f in items if f.kind == "note"]
     timed = [f for f in items if f.kind != "note"]
-    warnings = [f for f in timed if f.warning]
-    if args.json:
-        print_json(
-            {
-                "from": now.isoformat(timespec="seconds"),
-                "until": until.isoformat(timespec="seconds"),
-                "fires": [f.as_json() for f in timed if f.kind == "fire"],
-                "skipped": [f.as_json() for f in timed if f.kind == "skip"],
-                "notes": [f.as_json() for f in notes],
-                "warnings": [
-                    {
-                        "at": f.at.isoformat(timespec="seconds") if f.at else None,
-                        "intent_id": f.intent_id,
-                        "label": f.label,
-                        "warning": f.warning,
-                    }
-                    for f in warnings
-                ],
-            }
-        )
-        return 0
-    zone = tz or now.astimezone().tzinfo or UTC
-    fires = sum(1 for f in timed if f.kind == "fire")
-    scope = f" for goal {args.goal}" if args.goal else ""
-    print(
-        f"Plan{scope} from {_local_text(now, zone)} until {_local_text(until, zone)}: "
-        f"{fires} fire{'s' if fires != 1 else ''}"
-        + (
-            f", {len(warnings)} overlap warning{'s' if len(warnings) != 1 else ''}"
-            if warnings
-            else ""
-        )
-    )
     for note in notes:
-        print(f"  note  {note.label}: {note.rule}" + (f" ({note.local()})" if note.at else ""))
+        at = f" ({note.local(zone=zone)})" if note.at else ""
+        print(f"  note  {note.label}: {note.rule}{at}")
     if notes:
         print()
-    pairs: dict[tuple[int, int | None], int] = {}
-    for item in warnings:
-        key = (item.intent_id, item.overlaps_with)
-        pairs[key] = pairs.get(key, 0) + 1
-    shown: set[tuple[int, int | None]] = set()
     for item in timed:
-        print(("skip  " if item.kind == "skip" else "") + item.line())
+        print(("skip  " if item.kind == "skip" else "") + item.line(zone))
         if item.warning:
-            key = (item.intent_id, item.overlaps_with)
-            if key not in shown:
-                shown.add(key)
-                more = pairs[key] - 1
-                print(f"  ! {item.warning}" + (f" (and {more} more like this)" if more else ""))
+            print(f"  ! {item.warning}")
     if not timed:
         print("nothing fires in this window")
-    return 0
+
+
+def _when(at: datetime, zone: tzinfo, first: datetime | None) -> str:
+    from goalsui.scheduler.plan import _local_text
+
+    text = _local_text(at, zone)
+    if first is not None and at.astimezone(zone).date() == first.astimezone(zone).date():
+        return text[11:16]
+    return text[:16]
+
+
+def _print_summary(items: list[PlannedFire], zone: tzinfo, shown_fires: int = 3) -> None:
+    from goalsui.scheduler.plan import summarise
+
+    rows = summarise(items)
+    if not rows:
+        print("nothing is scheduled")
+        return
+    width = max(len(r.label) for r in rows)
+    print(f"{'intent'.ljust(width)}  {'fires':>5}  next fires  [schedule]")
+    for row in rows:
+        count = f"{len(row.fires)}{'+' if row.capped else ''}" if row.fires else "-"
+        first = row.fires[0] if row.fires else None
+        nexts = (
+            ", ".join(
+                [_when(row.fires[0], zone, None)]
+                + [_when(at, zone, first) for at in row.fires[1:shown_fires]]
+            )
+            if first
+            else "-"
+        )
+        if len(row.fires) > shown_fires:
+            nexts += ", …"
+        print(f"{row.label.ljust(width)}  {count:>5}  {nexts}  [{row.rule or 'no fire'}]".rstrip())
+        extra = row.notes[:1]
+        if row.skipped:
+            extra.append(f"{_plural(row.skipped, 'tick')} {row.skip_reason}")
+        if row.conflicts:
+            c = row.conflicts[0]
+            more = f" ({len(row.conflicts) - 1} more)" if len(row.conflicts) > 1 else ""
+            extra.append(f"! {_when(c.at, zone, None) if c.at else ''} {c.warning}{more}")
+        for text in extra:
+            print(f"{''.ljust(width)}  {'':>5}  {text}")
+    print("(--full lists every fire)")

@@ -1,4 +1,4 @@
-"""``goalsui report [GOAL] [--date YYYY-MM-DD]``: the nightshift morning reports."""
+"""``goalsui report [GOAL] [--date YYYY-MM-DD] [--write]``: the morning reports, read-only by default."""
 
 from __future__ import annotations
 
@@ -14,15 +14,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "report",
         help="print a goal's morning report (compiled if missing), or list the reports",
         description=(
-            "With GOAL: print its report for --date (default: the newest one; compiled now "
-            "when the goal has none for that date). Without GOAL: list the reports of every "
-            "goal that has a reporter or reports."
+            "With GOAL: print the report of the current night, compiled now from 12:00 "
+            "yesterday up to now; with --date, the stored report of that morning (compiled "
+            "when there is none). Nothing is written into the KB unless --write is given. "
+            "Without GOAL: list the reports of every goal that has a reporter or reports."
         ),
     )
     p.add_argument("goal", nargs="?", metavar="GOAL")
     p.add_argument("--date", metavar="YYYY-MM-DD", help="the morning of the report")
     p.add_argument(
-        "--build", action="store_true", help="compile the report again now (overwrites it)"
+        "--write",
+        "--build",
+        dest="write",
+        action="store_true",
+        help="compile the report now and write it into the goal's reports/ (overwrites it)",
     )
     p.add_argument(
         "--list", action="store_true", help="list GOAL's reports instead of printing one"
@@ -104,11 +109,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"goal {args.goal} has no reports yet")
         return 0
     chosen = None
-    if not args.build:
-        if day is None and reports:
-            chosen = reports[-1]
-        else:
-            chosen = next((r for r in reports if r.day == day), None)
+    if day is not None and not args.write:
+        chosen = next((r for r in reports if r.day == day), None)
     compiled = False
     if chosen is not None:
         path, text, report_day = (
@@ -117,7 +119,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             chosen.day,
         )
     else:
-        report = compile_report(service, args.goal, day, service.now())
+        report = compile_report(
+            service, args.goal, day, service.now(), write=args.write, to_now=day is None
+        )
         path, text, report_day, compiled = report.path, report.markdown, report.day, True
     if args.json:
         print_json(
@@ -126,6 +130,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 "date": report_day.isoformat(),
                 "path": str(path),
                 "compiled": compiled,
+                "written": bool(args.write),
                 "markdown": text,
             }
         )

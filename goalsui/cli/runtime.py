@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     console = sub.add_parser("console", help="open the console (the default command)")
-    console.add_argument("--no-scheduler", action="store_true", help="only watch; run no intents")
+    _scheduler_flags(console)
     console.add_argument(
         "--read-only", action="store_true", help="bind no action that changes state"
     )
@@ -28,14 +28,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     console.set_defaults(func=open_console)
 
     demo = sub.add_parser("demo", help="copy the sample KB to a scratch place and open the console")
-    demo.add_argument("--no-scheduler", action="store_true")
+    _scheduler_flags(demo)
     demo.add_argument("--read-only", action="store_true")
     demo.add_argument("--theme")
     demo.add_argument(
         "--print",
         dest="print_only",
         action="store_true",
-        help="print the dashboard summary and exit",
+        help="print the dashboard summary and exit (the scratch copy stays, at the path printed)",
     )
     demo.add_argument(
         "--keep",
@@ -43,6 +43,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="keep the scratch copy (KB, database, run logs) when the demo ends",
     )
     demo.set_defaults(func=cmd_demo, hooks_port=None, hooks_host="127.0.0.1")
+
+
+def _scheduler_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--no-scheduler", action="store_true", help="only watch; run no intents")
+    group.add_argument(
+        "--scheduler",
+        dest="force_scheduler",
+        action="store_true",
+        help="run a scheduler even when a goalsui daemon already serves this KB",
+    )
 
 
 def print_dashboard(service: Service) -> None:
@@ -113,10 +124,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     args.kb = str(kb)
     if not args.state_dir:
         args.state_dir = str(scratch / "state")
+    keep = bool(getattr(args, "keep", False) or args.print_only)  # --print names the path
+    print(
+        f"demo: scratch KB {kb}"
+        + ("" if keep else " (removed when the demo ends; --keep keeps it)"),
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         return _run_demo(args, kb)
     finally:
-        if getattr(args, "keep", False):
+        if keep:
             print(f"demo: the scratch copy stays in {scratch}", file=sys.stderr)
         else:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -278,6 +278,23 @@ def _diff_section(goal_dir: Path, day: date) -> list[str]:
     return out
 
 
+def _disabled_section(service: Service, goal_id: str) -> list[str]:
+    """The goal's auto-disabled intents: nothing fires until the operator resumes them."""
+    disabled = [i for i in service.list_intents(goal_id=goal_id) if i.status == "failed"]
+    if not disabled:
+        return []
+    lines = ["## Auto-disabled", ""]
+    for intent in disabled:
+        lines.append(
+            f"- {plain(_label(intent), limit=80)} is auto-disabled after "
+            f"{intent.consecutive_failures} consecutive failures: "
+            f"{plain(intent.last_error or 'no error recorded', limit=300)} "
+            f"(source: goalsui database, intent {intent.id}; resume with "
+            f"'goalsui intent resume {intent.id}')."
+        )
+    return [*lines, ""]
+
+
 def _save_snapshot(goal_dir: Path, day: date) -> None:
     folder = goal_dir / "reports" / SNAPSHOT_DIR / day.isoformat()
     for name in SNAPSHOT_FILES:
@@ -331,8 +348,12 @@ def compile_report(
     window: tuple[datetime, datetime] | None = None,
     exclude_run_id: int | None = None,
     write: bool = True,
+    to_now: bool = False,
 ) -> NightReport:
-    """Compile (and by default write) the report of ``goal_id`` for the morning of ``day``."""
+    """Compile (and by default write) the report of ``goal_id`` for the morning of ``day``.
+
+    ``to_now``: the window runs to ``now`` instead of stopping at 12:00 on ``day``.
+    """
     view = service.get_goal(goal_id)
     goal_dir = service.kb.goal_dir(goal_id)
     tz = tz or report_timezone(service, goal_id)
@@ -340,6 +361,8 @@ def compile_report(
     now = now or service.now()
     day = day or now.astimezone(zone).date()
     start, end = window or default_window(day, now, zone)
+    if to_now and window is None:
+        end = now
     if end <= start:
         raise ValidationError(
             f"no night to report for {day} yet (its window starts {start.astimezone(zone):%Y-%m-%d %H:%M %Z})"
@@ -463,6 +486,7 @@ def compile_report(
                 lines.append("")
                 lines.extend("  " + x for x in _fence(e.error_tail).splitlines())
             lines.append("")
+    lines += _disabled_section(service, goal_id)
     lines += nightshift_section(service, goal_id, day, start)
     lines += _diff_section(goal_dir, day)
     lines += ["", "## For the owner", ""]

@@ -5,8 +5,10 @@ without changing anything: cron occurrences with the DST rules, paused and
 auto-disabled intents (nothing fires; one note each), quiet hours (the tick is
 skipped), empty heartbeat checklists (skipped, zero runner calls), event cooldowns,
 ``max_fires``, ``expires_at``, pending retries, run-now and catch-up. Each predicted
-fire names the rule that decides it. Two runs of one goal whose predicted intervals
-(typical duration of recent runs, else the timeout) intersect get an overlap warning.
+fire names the rule that decides it. A fire that starts before the same intent's
+previous run is expected to end (its observed p95 duration, else its timeout) gets a
+conflict warning (:mod:`goalsui.domain.plan_rules`); different intents starting at
+once are not a conflict. :func:`summarise` folds the fires into one row per intent.
 
 Three database reads in all, so the console can call it for its timeline markers.
 """
@@ -14,11 +16,10 @@ Three database reads in all, so the console can call it for its timeline markers
 from __future__ import annotations
 
 import re
-import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from croniter import croniter
@@ -27,6 +28,7 @@ from goalsui.domain.checklist import checklist_is_empty
 from goalsui.domain.cron import ALIASES, is_every_hour, occurrences
 from goalsui.domain.durations import format_duration, parse_duration
 from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.plan_rules import expected_length, self_overlaps
 from goalsui.domain.states import IntentKind, IntentStatus
 from goalsui.domain.timeutil import ensure_utc, load_zone, localize, parse_instant, wall_instants
 from goalsui.domain.triggers import next_due
@@ -39,17 +41,19 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_FIRES_PER_INTENT",
     "MAX_PLAN_WINDOW",
+    "IntentPlan",
     "PlannedFire",
     "in_active_hours",
     "intent_label",
     "parse_until",
     "plan",
     "skips_empty_checklist",
+    "summarise",
 ]
 
 MAX_PLAN_WINDOW = timedelta(days=31)
 MAX_FIRES_PER_INTENT = 500
-TYPICAL_RUNS = 10
+TYPICAL_RUNS = 20
 HISTORY = timedelta(days=14)
 _GOAL_SUFFIX = re.compile(r"-[0-9a-f]{8}$")
 
@@ -78,18 +82,21 @@ class PlannedFire:
     def ends_at(self) -> datetime | None:
         return self.at + self.run_length if self.at is not None else None
 
-    def local(self, dt: datetime | None = None) -> str:
+    def local(self, dt: datetime | None = None, zone: tzinfo | None = None) -> str:
         dt = dt or self.at
         if dt is None:
             return "-"
-        return _local_text(dt, load_zone(self.timezone))
+        return _local_text(dt, zone or load_zone(self.timezone))
 
-    def line(self) -> str:
-        """``2026-12-02 20:30 +01:00  nightshift/scout  cron 30 20 * * * (Europe/Berlin)``."""
-        when = "-".ljust(22) if self.at is None else self.local()
+    def line(self, zone: tzinfo | None = None) -> str:
+        """``2026-12-02 20:30 +01:00  nightshift/scout  cron 30 20 * * * (Europe/Berlin)``.
+
+        Times in ``zone`` when given, else in the intent's own display zone.
+        """
+        when = "-".ljust(22) if self.at is None else self.local(zone=zone)
         text = f"{when}  {self.label}  {self.rule}"
         if self.kind == "skip" and self.count > 1 and self.last_at is not None:
-            text += f" ({self.count} ticks until {self.local(self.last_at)[11:16]})"
+            text += f" ({self.count} ticks until {self.local(self.last_at, zone)[11:16]})"
         return text
 
     def as_json(self) -> dict[str, Any]:
@@ -192,7 +199,8 @@ def parse_until(text: str, now: datetime, tz: str | tzinfo | None = None) -> dat
         ) from None
 
 
-def _typical_lengths(runs: list[IntentRun]) -> dict[int, tuple[timedelta, int]]:
+def _durations(runs: list[IntentRun]) -> dict[int, list[float]]:
+    """The durations (seconds) of each intent's recent finished runs, newest first."""
     by_intent: dict[int, list[float]] = defaultdict(list)
     for run in runs:  # newest first
         if run.finished_at is None or run.status in ("skipped", "missed", "running"):
@@ -200,11 +208,7 @@ def _typical_lengths(runs: list[IntentRun]) -> dict[int, tuple[timedelta, int]]:
         values = by_intent[run.intent_id]
         if len(values) < TYPICAL_RUNS:
             values.append(max(0.0, (run.finished_at - run.started_at).total_seconds()))
-    return {
-        intent_id: (timedelta(seconds=statistics.median(values)), len(values))
-        for intent_id, values in by_intent.items()
-        if values
-    }
+    return dict(by_intent)
 
 
 def _dst_note(expr: str, zone: tzinfo, at: datetime) -> str:
@@ -251,23 +255,19 @@ class _Planner:
     until: datetime
     catch_up_limit: timedelta
     default_timeout: timedelta
-    lengths: dict[int, tuple[timedelta, int]]
+    lengths: dict[int, list[float]]
+    display: tzinfo | None = None  # one zone for every time shown; None: each intent's own
     retry_base: float = 2
     retry_cap: float = 300
     read: Callable[[str, str], str] | None = None
     out: list[PlannedFire] = field(default_factory=list)
 
     def length(self, intent: Intent) -> tuple[timedelta, str]:
-        if intent.id in self.lengths:
-            value, n = self.lengths[intent.id]
-            shown = (
-                f"{value.total_seconds():.1f}s"
-                if value < timedelta(minutes=1)
-                else format_duration(value)
-            )
-            return value, f"typical {shown} of {n} recent run{'s' if n != 1 else ''}"
         timeout = timedelta(seconds=intent.timeout_s) if intent.timeout_s else self.default_timeout
-        return timeout, f"timeout {format_duration(timeout)}"
+        return expected_length(self.lengths.get(intent.id or 0, []), timeout)
+
+    def zone(self, intent: Intent) -> tzinfo:
+        return self.display or load_zone(_display_zone(intent))
 
     def base(self, intent: Intent) -> dict[str, Any]:
         length, basis = self.length(intent)
@@ -307,7 +307,7 @@ class _Planner:
         if intent.expires_at is not None and intent.expires_at <= self.now:
             self.note(
                 intent,
-                f"expired at {_local_text(intent.expires_at, load_zone(_display_zone(intent)))}: ends as done, nothing fires",
+                f"expired at {_local_text(intent.expires_at, self.zone(intent))}: ends as done, nothing fires",
             )
             return
         if intent.max_fires is not None and intent.fires >= intent.max_fires:
@@ -342,9 +342,9 @@ class _Planner:
             if intent.last_fired_at is not None:
                 free = intent.last_fired_at + timedelta(seconds=intent.cooldown_s)
                 if free > self.now:
-                    text += f" (events before {_local_text(free, load_zone(_display_zone(intent)))} fire nothing)"
+                    text += f" (events before {_local_text(free, self.zone(intent))} fire nothing)"
         if intent.expires_at is not None:
-            text += f"; expires {_local_text(intent.expires_at, load_zone(_display_zone(intent)))}"
+            text += f"; expires {_local_text(intent.expires_at, self.zone(intent))}"
         if intent.max_fires is not None:
             text += f"; {intent.max_fires - intent.fires} of {intent.max_fires} fires left"
         self.note(intent, text)
@@ -380,7 +380,7 @@ class _Planner:
         if first < self.now:
             overdue = self.now - first
             if overdue > self.catch_up_limit:
-                zone = load_zone(_display_zone(intent))
+                zone = self.zone(intent)
                 self.out.append(
                     PlannedFire(
                         at=self.now,
@@ -397,7 +397,7 @@ class _Planner:
                 return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
             return (
                 self.now,
-                f"overdue since {_local_text(first, load_zone(_display_zone(intent)))}: fires now (catch-up, "
+                f"overdue since {_local_text(first, self.zone(intent))}: fires now (catch-up, "
                 f"{_schedule_rule(intent)})",
                 "catch-up",
                 False,
@@ -419,7 +419,7 @@ class _Planner:
             if intent.expires_at is not None and at >= intent.expires_at:
                 self.note(
                     intent,
-                    f"expires at {_local_text(intent.expires_at, load_zone(_display_zone(intent)))}: ends as done",
+                    f"expires at {_local_text(intent.expires_at, self.zone(intent))}: ends as done",
                     at=intent.expires_at,
                 )
                 return
@@ -484,74 +484,53 @@ class _Planner:
 
 
 def _overlaps(
-    fires: list[PlannedFire], running: list[tuple[Intent, IntentRun, timedelta]]
+    fires: list[PlannedFire],
+    running: dict[int, tuple[IntentRun, datetime]],
+    zone: tzinfo | None = None,
 ) -> list[PlannedFire]:
-    """Mark fires that start while an earlier run of the same goal may still be running.
+    """Mark the fires that start while the same intent's previous run may still be running.
 
-    ``fires`` must be in time order (``plan`` sorts them).
+    ``fires`` are in time order (``plan`` sorts them); ``running`` maps an intent to its
+    live run and when that run is expected to end. Different intents are never compared.
     """
-    by_goal: dict[str, list[tuple[datetime, datetime, str, int, bool]]] = defaultdict(list)
-    for intent, run, length in running:
-        if intent.goal_id:
-            by_goal[intent.goal_id].append(
-                (
-                    run.started_at,
-                    run.started_at + length,
-                    f"{intent_label(intent)} (running since "
-                    f"{_local_text(run.started_at, load_zone(_display_zone(intent)))[11:]})",
-                    intent.id or 0,
-                    True,
-                )
+    by_intent: dict[int, list[int]] = defaultdict(list)
+    for index, fire in enumerate(fires):
+        if fire.kind == "fire" and fire.at is not None:
+            by_intent[fire.intent_id].append(index)
+    result = list(fires)
+    for intent_id, indexes in by_intent.items():
+        first = fires[indexes[0]]
+        live = running.get(intent_id)
+        starts = [at for i in indexes if (at := fires[i].at) is not None]
+        hits = self_overlaps(starts, first.run_length, live[1] if live else None)
+        for hit in hits:
+            fire = fires[indexes[hit]]
+            if live is not None and hit == 0:
+                since = fire.local(live[0].started_at, zone)[11:]
+                before = f"its run since {since} may still be running until {fire.local(live[1], zone)[11:]}"
+            else:
+                before = f"its previous run may still be running ({fire.length_basis})"
+            result[indexes[hit]] = replace(
+                fire,
+                warning=f"conflict: {before}; this fire would be skipped (overlap)",
+                overlaps_with=intent_id,
             )
-    result: list[PlannedFire] = []
-    for fire in fires:
-        if fire.kind != "fire" or fire.at is None or not fire.goal_id:
-            result.append(fire)
-            continue
-        start, end = fire.at, fire.at + fire.run_length
-        warning = None
-        other_intent = None
-        # Fires come in time order: a window that ended by this start cannot hold a later
-        # one either, so only the windows still open are kept (linear, not quadratic).
-        windows = by_goal[fire.goal_id]
-        windows[:] = [w for w in windows if w[1] > start]
-        for other_start, other_end, what, other_id, _ in windows:
-            if other_start <= start < other_end:
-                if other_id == fire.intent_id:
-                    warning = (
-                        f"overlap: the previous run of {fire.label} ({what}) may still be running "
-                        f"until {fire.local(other_end)[11:]}: this fire would be skipped (overlap)"
-                    )
-                else:
-                    warning = (
-                        f"overlap with {what}, which may run until {fire.local(other_end)[11:]} "
-                        f"({fire.length_basis} for this one)"
-                    )
-                other_intent = other_id
-                break
-        by_goal[fire.goal_id].append(
-            (
-                start,
-                end,
-                f"{fire.label} at {fire.local()[11:]} ({fire.length_basis})",
-                fire.intent_id,
-                False,
-            )
-        )
-        result.append(
-            replace(fire, warning=warning, overlaps_with=other_intent) if warning else fire
-        )
     return result
 
 
 def plan(
-    service: Service, now: datetime, until: datetime, goal_id: str | None = None
+    service: Service,
+    now: datetime,
+    until: datetime,
+    goal_id: str | None = None,
+    zone: tzinfo | None = None,
 ) -> list[PlannedFire]:
     """What fires from ``now`` until ``until`` (inclusive), and why; nothing is changed.
 
     Notes (paused, auto-disabled, event intents, expiry) come first, then fires and
-    skipped ticks in time order. A fire whose predicted run overlaps an earlier run of
-    the same goal carries a ``warning``.
+    skipped ticks in time order. A fire predicted to start while the same intent's
+    previous run still runs carries a ``warning``. Times in the rule texts are shown in
+    ``zone`` when given, else in each intent's own zone.
     """
     now, until = ensure_utc(now), ensure_utc(until)
     if until <= now:
@@ -568,7 +547,8 @@ def plan(
         until=until,
         catch_up_limit=config.catch_up_limit,
         default_timeout=config.timeout,
-        lengths=_typical_lengths(history),
+        lengths=_durations(history),
+        display=zone,
         retry_base=config.retry.base_seconds,
         retry_cap=config.retry.cap_seconds,
         read=service.kb.kb_read,
@@ -581,12 +561,52 @@ def plan(
     notes = [f for f in planner.out if f.at is None or f.kind == "note"]
     timed = sorted((f for f in planner.out if f.kind != "note"), key=lambda f: (f.at, f.label))
     ids = {i.id: i for i in intents}
-    running = []
+    running: dict[int, tuple[IntentRun, datetime]] = {}
     for run in service.running_runs():
         found = ids.get(run.intent_id)
         if found is not None:
-            running.append((found, run, planner.length(found)[0]))
-    return notes + _overlaps(timed, running)
+            running[run.intent_id] = (run, run.started_at + planner.length(found)[0])
+    return notes + _overlaps(timed, running, zone)
+
+
+@dataclass
+class IntentPlan:
+    """One intent's line in the plan summary."""
+
+    intent_id: int
+    label: str
+    rule: str = ""  # the schedule's rule (the first fire's when none is on schedule)
+    on_schedule: bool = False
+    fires: list[datetime] = field(default_factory=list)
+    capped: bool = False  # more fires than MAX_FIRES_PER_INTENT: the count is a floor
+    skipped: int = 0
+    skip_reason: str = ""
+    conflicts: list[PlannedFire] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def summarise(items: list[PlannedFire]) -> list[IntentPlan]:
+    """One row per intent, in order of its next fire (intents without one last)."""
+    rows: dict[int, IntentPlan] = {}
+    for item in items:
+        row = rows.setdefault(item.intent_id, IntentPlan(item.intent_id, item.label))
+        if item.kind == "note":
+            if item.rule.startswith(f"more than {MAX_FIRES_PER_INTENT} fires"):
+                row.capped = True
+            else:
+                row.notes.append(item.rule)
+        elif item.kind == "skip":
+            row.skipped += item.count
+            row.skip_reason = row.skip_reason or item.rule
+        elif item.at is not None:
+            row.fires.append(item.at)
+            scheduled = item.trigger == "schedule"
+            if not row.rule or (scheduled and not row.on_schedule):
+                row.rule, row.on_schedule = item.rule, scheduled
+            if item.warning:
+                row.conflicts.append(item)
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(rows.values(), key=lambda r: (r.fires[0] if r.fires else far, r.label))
 
 
 def plan_day(

@@ -185,6 +185,14 @@ def on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 def did_something(result: Any) -> bool:
+    """Whether a database step changed anything others should hear about.
+
+    A claim step returns ``(ClaimResult, completions)``: a tuple, which is truthy even
+    when both parts are empty, so each part is judged (an idle step announced a change,
+    and every console re-read its records and re-planned after each one).
+    """
+    if isinstance(result, tuple):
+        return any(did_something(part) for part in result)
     if isinstance(result, ClaimResult):
         return bool(result.fired or result.skipped or result.overlaps or result.ended)
     if isinstance(result, claims.RecoveryResult):

@@ -48,6 +48,7 @@ from goalsui.service.context import ServiceContext
 
 if TYPE_CHECKING:
     from goalsui.service.costs import Costs
+    from goalsui.service.schedulers import SchedulerInfo, SchedulerRegistration
 
 
 class Service(ServiceContext):
@@ -138,6 +139,19 @@ class Service(ServiceContext):
     def clear_scheduling(self) -> None:
         bulk.clear_scheduling(self)
 
+    # -- live schedulers (schedulers.py) -----------------------------------------------------------
+    def register_scheduler(self, kind: str, owner: str = "") -> SchedulerRegistration:
+        """Announce this process as a scheduler of the KB until the registration is closed."""
+        from goalsui.service.schedulers import register_scheduler
+
+        return register_scheduler(self.state_dir, self.kb.root, kind, owner, self.now())
+
+    def live_schedulers(self) -> list[SchedulerInfo]:
+        """The live scheduler processes registered for this KB (``goalsui daemon``)."""
+        from goalsui.service.schedulers import live_schedulers
+
+        return live_schedulers(self.state_dir, self.kb.root)
+
     # -- change notification (changes.py) ------------------------------------------------------
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Call ``callback(topic)`` after every change made through this service."""
@@ -156,6 +170,10 @@ class Service(ServiceContext):
 
     def change_token(self) -> tuple[Any, ...]:
         return overview.change_token(self)
+
+    def change_stamp(self) -> tuple[Any, ...] | None:
+        """Cheap (no query) fingerprint of a SQLite database; None for PostgreSQL."""
+        return overview.change_stamp(self)
 
     # -- journal (journal.py) ------------------------------------------------------------------
     def list_journal(self, limit: int = 200) -> list[Journal]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func
@@ -45,6 +46,30 @@ def schedule_preview(
             for t in occurrences(expr, tz, begin, count=count)
         ],
     }
+
+
+def change_stamp(ctx: ServiceContext) -> tuple[Any, ...] | None:
+    """A stat-only fingerprint of a SQLite database: size and mtime of the file and its WAL.
+
+    Any commit by any process changes it (the WAL grows, or is restarted by a
+    checkpoint, which writes the file). None for other databases: ask
+    :func:`change_token`. Costs two ``stat`` calls, no query.
+    """
+    from sqlalchemy.engine import make_url
+
+    url = make_url(ctx.db_url)
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    path = Path(url.database)
+    stamp: list[tuple[int, int] | None] = []
+    for part in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = part.stat()
+        except OSError:
+            stamp.append(None)
+        else:
+            stamp.append((st.st_size, st.st_mtime_ns))
+    return tuple(stamp)
 
 
 def change_token(ctx: ServiceContext) -> tuple[Any, ...]:

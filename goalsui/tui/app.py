@@ -93,6 +93,7 @@ class GoalsApp(DeliverMixin, App[int]):
         kb_root: Path | str | None = None,
         ui_settings: dict[str, Any] | None = None,
         preview: Dashboard | None = None,
+        force_scheduler: bool = False,
     ) -> None:
         super().__init__()
         if service is None and (opener is None or kb_root is None):
@@ -109,6 +110,8 @@ class GoalsApp(DeliverMixin, App[int]):
         #: Why the service could not be opened (the CLI reports it after the app ends).
         self.open_error: Exception | None = None
         self.want_scheduler = scheduler
+        #: start a scheduler even when a daemon serves the KB (``--scheduler``)
+        self.force_scheduler = force_scheduler
         self.read_only = read_only
         self.want_theme = theme
         self.clock: Callable[[], datetime] = clock or utcnow
@@ -182,8 +185,9 @@ class GoalsApp(DeliverMixin, App[int]):
             self._unsubscribe.append(trap_stop_signals(self._ui_loop, self._on_stop_signal))
         self._setup_themes()
         self._setup_keymap()
-        self.set_interval(POLL_S, self.poll_token)
-        self.set_interval(TICK_S, self._tick)
+        # one timer for both (POLL_S == TICK_S): the look at the database comes first, so
+        # the age the tick shows is steady instead of flipping with two timers' phases
+        self.set_interval(TICK_S, self._poll_and_tick)
         if self.service_ready:
             self._use_service()
         self._mounted = True
@@ -486,11 +490,27 @@ class GoalsApp(DeliverMixin, App[int]):
                 timeout=12,
             )
 
-    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_token(self) -> None:
-        """Once a second: has anyone (another process included) changed the records?"""
+        """Once a second: has anyone (another process included) changed the records?
+
+        A SQLite file and its WAL that have not changed since the last look (two
+        ``stat`` calls) mean nothing changed: no query, no worker, at most every
+        ``TOKEN_EVERY_S`` the records' fingerprint is read anyway.
+        """
         if not self.service_ready:
             return
+        from goalsui.tui.idle import StampGate
+
+        gate = self.__dict__.get("_stamp_gate")
+        if gate is None:
+            gate = self._stamp_gate = StampGate()
+        if gate.unchanged(self.service.change_stamp):
+            self._last_checked = self.clock()
+            return
+        self._read_token()
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def _read_token(self) -> None:
         try:
             token = self.service.change_token()
         except Exception:  # noqa: BLE001 - a busy database: try again next second
@@ -513,10 +533,29 @@ class GoalsApp(DeliverMixin, App[int]):
         self._schedule_refresh(0)
         self.notify("Refreshing", timeout=1)
 
+    def _poll_and_tick(self) -> None:
+        self.poll_token()
+        self._tick()
+
     def _tick(self) -> None:
         if self.frozen or self.dashboard is None or not self.alive:
             return
-        self.main.tick(self.clock())
+        from goalsui.tui.idle import next_visible_change
+
+        now, dash = self.clock(), self.dashboard
+        quiet = self.__dict__.get("_quiet_until")
+        if quiet is not None and quiet[0] is dash and now < quiet[1]:
+            self.main.update_status()  # no countdown changes its text yet: no pane work
+            return
+        self.main.tick(now)
+        goals = self.main.goals
+        every_second = bool(dash.running) or any(
+            node.is_expanded for key, node in goals.child_nodes.items() if key.startswith("worker/")
+        )
+        # only active schedules show a countdown (a paused one says "paused")
+        runs = [i.next_run_at for i in dash.intents.values() if i.status == "active"]
+        runs += [w.next_run_at for g in dash.goals for w in g.workers if w.status == "active"]
+        self._quiet_until = (dash, next_visible_change(runs, now, every_second=every_second))
 
     # -- plan ----------------------------------------------------------------------------------------------
     def _maybe_plan(self, dash: Dashboard) -> None:
@@ -598,6 +637,14 @@ class GoalsApp(DeliverMixin, App[int]):
         self.run_worker(self._scheduler_start(), group="scheduler", exit_on_error=False)
 
     async def _scheduler_start(self) -> None:
+        if not self.force_scheduler:
+            from goalsui.tui.scheduler_guard import serving_note
+
+            serving = await asyncio.to_thread(serving_note, self.service)
+            if serving is not None:  # one scheduler per KB: watch the daemon's work
+                self._scheduler_note = f"{serving} (watching)"
+                self.request_refresh(0)
+                return
         try:
             from goalsui.scheduler.loop import Scheduler
         except ModuleNotFoundError as exc:
@@ -1029,21 +1076,25 @@ def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
 
 
 def _bench_marks(app: GoalsApp, marker: str) -> None:
-    """``goalsui bench console``: write the first-paint and records times, then exit."""
+    """``goalsui bench console``: write the first-paint and records times, then exit
+    (or stay, with ``GOALSUI_BENCH_STAY=1``, for the idle measurement)."""
     import json
-    import resource
+
+    from goalsui.tui.preview import peak_rss_kb
 
     marks: dict[str, float] = {}
+    stay = os.environ.get("GOALSUI_BENCH_STAY") == "1"
 
     def mark(name: str) -> None:
         marks[f"{name}_t"] = time.time()
-        marks[f"{name}_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        marks[f"{name}_rss_kb"] = peak_rss_kb()
 
     def records() -> None:
         mark("records")
         with open(marker, "w", encoding="utf-8") as fh:
             json.dump(marks, fh)
-        app.exit(0)
+        if not stay:
+            app.exit(0)
 
     app.first_paint_listeners.append(lambda: mark("paint"))
     app.records_listeners.append(records)
@@ -1063,6 +1114,7 @@ def make_app(
     kb_root: Path | str | None = None,
     ui_settings: dict[str, Any] | None = None,
     preview: Dashboard | None = None,
+    force_scheduler: bool = False,
 ) -> GoalsApp:
     """Build the console (the CLI, snapshot tests and benchmarks all use this).
 
@@ -1074,6 +1126,7 @@ def make_app(
     return GoalsApp(
         service,
         scheduler=scheduler,
+        force_scheduler=force_scheduler,
         read_only=read_only,
         theme=theme,
         clock=clock,
@@ -1112,6 +1165,7 @@ def run_console(
     app = make_app(
         service,
         scheduler=not getattr(args, "no_scheduler", False),
+        force_scheduler=getattr(args, "force_scheduler", False),
         read_only=getattr(args, "read_only", False),
         theme=getattr(args, "theme", None),
         sync_on_start=getattr(args, "console_sync", False),

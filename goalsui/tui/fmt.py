@@ -110,13 +110,21 @@ RUN_SEVERITY = [
 ]
 
 
+#: countdowns further away than this show whole minutes, so they change once a minute
+SECONDS_SHOWN_BELOW = 600
+
+
 def countdown(target: datetime | None, now: datetime) -> str:
-    """``in 42s``, ``in 4m12s``, ``in 3h12m``, ``in 2d3h``; ``due`` when overdue; ``-`` if none."""
+    """``in 42s``, ``in 4m12s``, ``in 25m``, ``in 3h12m``, ``in 2d3h``; ``due`` when overdue;
+    ``-`` if none. Seconds only in the last ten minutes: an idle console repaints a
+    countdown once a minute, not once a second."""
     if target is None:
         return "-"
     seconds = int((target - now).total_seconds())
     if seconds <= 0:
         return "due"
+    if SECONDS_SHOWN_BELOW <= seconds < 3600:
+        return f"in {seconds // 60}m"
     return "in " + short_span(seconds)
 
 

@@ -92,14 +92,17 @@ def test_goalsui_demo_opens_with_a_morning_report(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_goalsui_demo_removes_its_scratch_copy_when_it_ends(tmp_path: Path) -> None:
-    out = subprocess.run(
+def test_goalsui_demo_print_names_a_path_that_still_exists(tmp_path: Path) -> None:
+    res = subprocess.run(
         [sys.executable, "-m", "goalsui", "demo", "--print"],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
         env={**os.environ, "TMPDIR": str(tmp_path)},
-    ).stdout
-    assert out.startswith(f"KB {tmp_path}")
-    assert list(tmp_path.iterdir()) == []
+    )
+    assert res.stdout.startswith(f"KB {tmp_path}")
+    kb = Path(res.stdout.splitlines()[0].removeprefix("KB "))
+    assert res.stderr.startswith(f"demo: scratch KB {kb}\n")  # said when it opens
+    assert kb.is_dir() and sorted(p.name for p in kb.iterdir())  # still there to look at
+    assert f"stays in {kb.parent}" in res.stderr

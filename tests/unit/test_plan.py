@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -260,34 +263,56 @@ def goal_with_two_workers(svc: Service) -> tuple[str, Intent, Intent]:
     )
 
 
-def test_overlap_warning_uses_timeout_then_typical_duration(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def add_runs(svc: Service, intent_id: int, seconds: list[float], clock) -> None:  # type: ignore[no-untyped-def]
+    with svc.store.write() as s:
+        for n, length in enumerate(seconds, start=1):
+            start = clock.now - timedelta(hours=n)
+            s.add(
+                IntentRun(
+                    intent_id=intent_id,
+                    status="ok",
+                    started_at=start,
+                    finished_at=start + timedelta(seconds=length),
+                )
+            )  # type: ignore[arg-type]
+
+
+def test_two_workers_starting_close_together_are_not_a_conflict(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
     goal, scout, auditor = goal_with_two_workers(svc)
     items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12), goal))
     assert [f.line()[:45] for f in items] == [
         "2026-12-02 20:00 +01:00  nightshift/scout  cr",
         "2026-12-02 20:05 +01:00  nightshift/auditor  ",
     ]
-    assert items[0].warning is None
-    assert items[1].warning is not None and "overlap with nightshift/scout" in items[1].warning
-    assert "timeout 10m" in items[1].warning and items[1].overlaps_with == scout.id
-    # With a record of short runs, the typical duration decides: no overlap.
-    with svc.store.write() as s:
-        for day in range(1, 4):
-            start = clock.now - timedelta(days=day)
-            s.add(
-                IntentRun(
-                    intent_id=scout.id,
-                    status="ok",
-                    started_at=start,
-                    finished_at=start + timedelta(seconds=40),
-                )
-            )  # type: ignore[arg-type]
-    items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12), goal))
     assert all(f.warning is None for f in items)
-    assert items[0].length_basis == "typical 40.0s of 3 recent runs"
+    assert items[1].length_basis == "timeout 10m"
 
 
-def test_overlap_with_a_running_run(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_an_intent_overlapping_itself_uses_timeout_then_p95(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    thread = svc.create_thread("Inbox")
+    hb = svc.create_intent(
+        title="poll",
+        instruction="look",
+        kind="heartbeat",
+        schedule="5m",
+        thread_id=thread.id,
+        timeout="12m",
+    )  # type: ignore[arg-type]
+    items = fires(plan(svc, clock.now, clock.now + timedelta(minutes=30)), hb.id)
+    flagged = [f for f in items if f.warning]
+    # a 12 min timeout: of fires every 5 min, the two after each kept one collide with it
+    assert len(items) == 6 and len(flagged) == 4
+    assert [items.index(f) for f in flagged] == [1, 2, 4, 5]
+    assert "conflict" in (flagged[0].warning or "") and "timeout 12m" in (flagged[0].warning or "")
+    assert flagged[0].overlaps_with == hb.id
+    # Observed runs decide once there are some: p95 of 19 short runs and one of 6 min.
+    add_runs(svc, hb.id, [30.0] * 19 + [360.0], clock)
+    items = fires(plan(svc, clock.now, clock.now + timedelta(minutes=30)), hb.id)
+    assert items[0].length_basis == "p95 30.0s of 20 runs"
+    assert all(f.warning is None for f in items)
+
+
+def test_a_live_run_of_the_same_intent_conflicts_only_with_itself(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
     goal, scout, auditor = goal_with_two_workers(svc)
     clock.set(datetime(2026, 12, 2, 19, 2, tzinfo=UTC))  # 20:02 Berlin: scout started at 20:00
     update(svc, scout.id, status="firing")  # type: ignore[arg-type]
@@ -301,8 +326,7 @@ def test_overlap_with_a_running_run(svc: Service, clock) -> None:  # type: ignor
     assert any(
         f.kind == "note" and f.intent_id == scout.id and "running now" in f.rule for f in items
     )
-    auditor_fire = fires(items, auditor.id)[0]
-    assert auditor_fire.warning is not None and "running since" in auditor_fire.warning
+    assert fires(items, auditor.id)[0].warning is None
 
 
 # -- --until and the command line -----------------------------------------------------------------
@@ -328,9 +352,41 @@ def test_plan_window_is_checked(svc: Service, clock) -> None:  # type: ignore[no
         plan(svc, clock.now, clock.now + timedelta(days=40))
 
 
-def test_plan_cli_text_and_json(sample_kb: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def run_cli(*args: str, tz: str = "UTC") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TZ": tz, "COLUMNS": "160"}
+    return subprocess.run(
+        [sys.executable, "-m", "goalsui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
+def test_plan_cli_summary_fits_one_screen(sample_kb: Path, tmp_path: Path) -> None:
     base = ["--kb", str(sample_kb), "--state-dir", str(tmp_path / "cli-state")]
-    assert main([*base, "plan", "--until", "24h", "--goal", "nightshift-979afc6e"]) == 0
+    done = run_cli(*base, "plan", tz="America/New_York")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert len(out) <= 48 and max(len(line) for line in out) <= 160
+    # one timezone for every time shown: local (TZ) by default
+    assert out[0].startswith("Plan from ") and out[0].count("-05:00") == 2
+    assert "at least 1006 fires" in out[0] and "conflict" not in out[0]
+    for worker, first in (("commander", "14:00"), ("reporter", "01:30")):
+        row = next(line for line in out if line.startswith(f"nightshift/{worker} "))
+        assert f"{first}  [cron " in row and row.split()[1] == "1"
+    pulse = next(line for line in out if line.startswith("demo-pulse/pulse "))
+    assert pulse.split()[1] == "500+" and "[heartbeat every 1m]" in pulse
+    assert out[-1] == "(--full lists every fire)"
+    berlin = run_cli(*base, "plan", "--tz", "Europe/Berlin", "--goal", "nightshift-979afc6e")
+    assert berlin.returncode == 0, berlin.stderr
+    assert "(Europe/Berlin): 6 fires" in berlin.stdout.splitlines()[0]
+    assert "nightshift/commander" in berlin.stdout and "20:00  [cron 0 20" in berlin.stdout
+
+
+def test_plan_cli_full_and_json(sample_kb: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    base = ["--kb", str(sample_kb), "--state-dir", str(tmp_path / "cli-state")]
+    assert main([*base, "plan", "--until", "24h", "--goal", "nightshift-979afc6e", "--full"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("Plan for goal nightshift-979afc6e from ") and out[0].endswith(
         ": 6 fires"

@@ -250,10 +250,13 @@ async def test_report_cli_lists_prints_and_json(
     assert "other-goal" not in listing  # no reporter, no reports
     assert main([*base, "report", night["goal"], "--date", "2026-12-03"]) == 0
     assert capsys.readouterr().out.startswith("# Night Crew report 2026-12-03\n")
-    assert main([*base, "report", night["goal"], "--json"]) == 0
+    assert main([*base, "report", night["goal"], "--date", "2026-12-03", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["date"] == "2026-12-03" and data["compiled"] is False
     assert data["markdown"].startswith("# Night Crew report")
+    assert main([*base, "report", night["goal"], "--json"]) == 0  # the night so far, compiled
+    data = json.loads(capsys.readouterr().out)
+    assert data["compiled"] is True and data["written"] is False
     assert main([*base, "report", night["goal"], "--list", "--json"]) == 0
     assert [r["date"] for r in json.loads(capsys.readouterr().out)] == ["2026-12-03"]
     assert main([*base, "report", night["goal"], "--date", "03/12/2026"]) == 1
@@ -262,3 +265,44 @@ async def test_report_cli_lists_prints_and_json(
     assert "no night to report" in capsys.readouterr().err
     assert main([*base, "report", "no-such-goal"]) == 1
     assert "no goal" in capsys.readouterr().err
+
+
+def kb_tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> bytes), folders included as b''."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"")
+        for p in sorted(root.rglob("*"))
+    }
+
+
+async def test_report_cli_only_reads_and_its_window_runs_to_now(
+    svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    goal = night["goal"]
+    beta = svc.worker_intent(goal, "beta")
+    real_now = datetime.now(UTC)
+    an_hour_ago = record(svc, beta, "failed", real_now - timedelta(hours=1), reason="exit 3: late")
+    with svc.store.write() as s:
+        row = s.get(Intent, beta.id)
+        assert row is not None
+        row.status, row.consecutive_failures, row.last_error = "failed", 5, "exit 3: late"
+        s.add(row)
+    base = ["--kb", str(empty_kb), "--state-dir", str(tmp_path / "state")]
+    before = kb_tree(empty_kb)
+    for args in (
+        [goal],
+        [goal, "--json"],
+        [goal, "--date", "2026-12-03"],
+        [goal, "--list"],
+        [],
+    ):
+        assert main([*base, "report", *args]) == 0, args
+    out = capsys.readouterr().out
+    assert kb_tree(empty_kb) == before  # not one file added, removed or changed
+    assert f"| beta | {an_hour_ago.id} |" in out and "exit 3: late" in out
+    assert "## Auto-disabled" in out and "beta is auto-disabled after 5 consecutive" in out
+    assert main([*base, "report", goal, "--write", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["written"] is True and data["compiled"] is True
+    assert Path(data["path"]).read_text(encoding="utf-8") == data["markdown"]
+    assert kb_tree(empty_kb) != before

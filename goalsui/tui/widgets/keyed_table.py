@@ -62,6 +62,22 @@ class KeyedTable(DataTable[Any]):
             return None
         return row_key.value
 
+    def set_cell_in_place(self, row_key: str, column_key: str, value: Any) -> None:
+        """Change one cell and repaint only its row (a countdown ticking).
+
+        ``update_cell`` bumps the table's update count, which keys every render cache:
+        the whole visible table is rendered again, once a second per ticking cell. Here
+        the render caches are dropped instead (cheap: a row is rendered again only when
+        its region is repainted) and only this row's region is refreshed. The width of
+        the column does not change.
+        """
+        key = RowKey(row_key)
+        self._data[key][ColumnKey(column_key)] = value
+        self._cell_render_cache.clear()
+        self._row_render_cache.clear()
+        self._line_cache.clear()
+        self.refresh_row(self.get_row_index(key))
+
     def row_keys(self) -> list[str]:
         return [row.key.value for row in self.ordered_rows if row.key.value is not None]
 

@@ -39,13 +39,24 @@ class StatusBar(Static):
         self.info = StatusInfo()
         self.palette = Palette()
         self.renderable_set = False
+        self._shown: Text | None = None
 
     def show(self, info: StatusInfo, palette: Palette) -> None:
         if info == self.info and palette == self.palette and self.renderable_set:
             return
         self.info, self.palette = info, palette
         self.renderable_set = True
-        self.update(self.render_info())
+        text = self.render_info()
+        if text != self._shown:  # the age is a float: the same line most seconds
+            self._shown = text
+            self.refresh()  # one line of fixed height: no layout pass
+
+    def render(self) -> Text:
+        return self.render_info()
+
+    def on_resize(self) -> None:
+        self._shown = None
+        self.refresh()
 
     def render_info(self) -> Text:
         text = self._compose_text(compact=False)
@@ -54,9 +65,6 @@ class StatusBar(Static):
         text.no_wrap = True
         text.overflow = "ellipsis"
         return text
-
-    def on_resize(self) -> None:
-        self.update(self.render_info())
 
     def _compose_text(self, *, compact: bool) -> Text:
         i, p = self.info, self.palette

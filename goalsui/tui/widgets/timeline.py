@@ -242,7 +242,7 @@ class TimelineTable(KeyedTable):
                 continue
             value = self._next(intent, dash, now)
             if self.get_cell(key, "next") != value:
-                self.update_cell(key, "next", value)
+                self.set_cell_in_place(key, "next", value)
 
     def _title_cell(self, intent: Intent, dash: Dashboard) -> Text:
         status = "firing" if intent.id in dash.running else intent.status

@@ -1,0 +1,136 @@
+"""Which schedulers serve a KB: one registration file per live scheduler process.
+
+A scheduler process (``goalsui daemon``) writes ``<state dir>/schedulers/<pid>.json``
+(its pid, host, KB, owner, kind and start time) and keeps an exclusive ``flock`` on it
+for as long as it lives. A reader asks for a shared lock: refused means the process is
+alive; granted means it died (the kernel releases the lock of a dead process), and the
+file is ignored. The console reads these files to avoid starting a second scheduler on a
+KB a daemon already serves.
+
+Locks are per open file, so a registration is seen as live from the very process that
+holds it as well (tests run both in one process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["SchedulerInfo", "SchedulerRegistration", "live_schedulers", "register_scheduler"]
+
+FOLDER = "schedulers"
+
+
+@dataclass(frozen=True)
+class SchedulerInfo:
+    """A live scheduler process serving a KB."""
+
+    pid: int
+    host: str
+    kind: str  # daemon | console
+    kb: str
+    owner: str = ""
+    started: str = ""
+
+    def describe(self) -> str:
+        """``daemon pid 4242`` (with the host when it is another machine's)."""
+        here = self.host == socket.gethostname()[:80]
+        return f"{self.kind} pid {self.pid}" + ("" if here else f" on {self.host}")
+
+
+class SchedulerRegistration:
+    """The open, locked registration file of this process; :meth:`close` removes it."""
+
+    def __init__(self, path: Path, handle: IO[str]) -> None:
+        self.path = path
+        self._handle: IO[str] | None = handle
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        handle.close()  # releases the lock
+
+    def __enter__(self) -> SchedulerRegistration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def register_scheduler(
+    state_dir: Path, kb_root: Path, kind: str, owner: str, now: datetime
+) -> SchedulerRegistration:
+    """Register this process as a live scheduler of ``kb_root`` until closed or dead."""
+    folder = state_dir / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{os.getpid()}.json"
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open: the lock lives with it
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        handle.seek(0)
+        handle.truncate()
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname()[:80],
+            "kind": kind,
+            "kb": str(kb_root),
+            "owner": owner,
+            "started": now.isoformat(timespec="seconds"),
+        }
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+    except BaseException:
+        handle.close()
+        raise
+    return SchedulerRegistration(path, handle)
+
+
+def live_schedulers(state_dir: Path, kb_root: Path) -> list[SchedulerInfo]:
+    """The live schedulers registered for ``kb_root`` (other processes and this one)."""
+    folder = state_dir / FOLDER
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        info = _read_live(path)
+        if info is not None and Path(info.kb) == kb_root:
+            found.append(info)
+    return found
+
+
+def _read_live(path: Path) -> SchedulerInfo | None:
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # held: the process is alive
+        except OSError:
+            return None
+        else:
+            return None  # nobody holds it: a leftover of a process that died
+        try:
+            data: dict[str, Any] = json.loads(handle.read() or "{}")
+            return SchedulerInfo(
+                pid=int(data["pid"]),
+                host=str(data.get("host", "")),
+                kind=str(data.get("kind", "scheduler")),
+                kb=str(data.get("kb", "")),
+                owner=str(data.get("owner", "")),
+                started=str(data.get("started", "")),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None

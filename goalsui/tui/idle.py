@@ -1,0 +1,68 @@
+"""Quiet when idle: skip re-reading the records when the database files did not change."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from goalsui.tui.fmt import SECONDS_SHOWN_BELOW
+
+#: at most this long between two reads of the records' fingerprint, changed or not
+TOKEN_EVERY_S = 15.0
+
+
+class StampGate:
+    """Says whether a cheap stamp (``Service.change_stamp``) is the same as last time.
+
+    ``unchanged(read)`` returns True while ``read()`` gives the stamp seen before and
+    the last full look is recent; otherwise it remembers the new stamp and returns False
+    (the caller then reads the fingerprint). A stamp of None (PostgreSQL) or an error
+    reading it is never "unchanged". The stamp is taken before the fingerprint is read,
+    so a change that lands in between shows as a new stamp on the next look.
+    """
+
+    def __init__(self, every_s: float = TOKEN_EVERY_S) -> None:
+        self.every_s = every_s
+        self.seen: Any = None
+        self.at = float("-inf")
+
+    def unchanged(self, read: Callable[[], Any]) -> bool:
+        try:
+            stamp = read()
+        except Exception:  # noqa: BLE001 - the full read decides, and reports
+            stamp = None
+        now = time.monotonic()
+        if stamp is not None and stamp == self.seen and now - self.at < self.every_s:
+            return True
+        self.seen, self.at = stamp, now
+        return False
+
+
+def next_visible_change(
+    next_runs: Iterable[datetime | None], now: datetime, *, every_second: bool
+) -> datetime:
+    """When the next countdown on screen changes its text (see ``fmt.countdown``).
+
+    ``every_second``: something on screen counts in seconds whatever the countdowns do
+    (a running run's stopwatch, an age such as "last ok 4m12s ago"): the next second.
+    Otherwise a countdown in its last ten minutes changes every second, one further away
+    when its minute (or, days away, its hour) turns. At most a minute ahead.
+    """
+    second = now + timedelta(seconds=1)
+    if every_second:
+        return second
+    soonest = now + timedelta(seconds=60)
+    for at in next_runs:
+        if at is None:
+            continue
+        left = (at - now).total_seconds()
+        if left <= 0:
+            continue  # "due" stays "due" until the records change
+        if left <= SECONDS_SHOWN_BELOW + 1:
+            return second
+        unit = 3600 if left >= 86400 else 60
+        turn = left - unit * (int(left) // unit)
+        soonest = min(soonest, now + timedelta(seconds=max(turn, 0.5)))
+    return soonest
