@@ -117,7 +117,7 @@ async def test_no_two_active_bindings_share_a_key(demo: Service, clock) -> None:
             assert app.screen is main
         main.goals.select_key(f"worker/{PULSE}/pulse")
         await settle(app, pilot)
-        for key in ("question_mark", *(() if read_only else ("x",))):
+        for key in ("question_mark", *(() if read_only else ("X",))):
             await pilot.press(key)
             await settle(app, pilot)
             problems += [f"{type(app.screen).__name__}: {p}" for p in clashes(app.screen)]

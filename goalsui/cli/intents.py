@@ -69,8 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     for action, help_text in (
         ("show", "show one intent and its recent runs"),
         ("pause", "stop future fires"),
-        ("resume", "resume, planned from now"),
-        ("cancel", "end the intent and stop its running process"),
+        ("resume", "resume, planned from now (also reinstates an ended schedule)"),
+        ("cancel", "end the schedule and stop its running process ('resume' reinstates it)"),
         ("run-now", "fire once now"),
         ("retry", "retry a failed intent now, failure count reset"),
     ):
@@ -81,10 +81,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     runs = sub.add_parser(
         "runs",
-        help="list runs (newest first); 'runs show ID' prints one run's transcript",
+        help=(
+            "list runs (newest first); 'runs show ID' prints one run's transcript; "
+            "'runs stop ID' stops one running run and keeps the schedule"
+        ),
     )
-    runs.add_argument("verb", nargs="?", choices=["show"], help="show: one run's transcript")
-    runs.add_argument("run_id", nargs="?", help="the run to show")
+    runs.add_argument(
+        "verb",
+        nargs="?",
+        choices=["show", "stop"],
+        help="show: one run's transcript; stop: stop a running run (the schedule goes on)",
+    )
+    runs.add_argument("run_id", nargs="?", help="the run to show or stop")
     runs.add_argument(
         "--failed", action="store_true", help="failed, timed-out, interrupted and missed runs"
     )
@@ -258,8 +266,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     if args.verb == "show":
         return _show_run(args)
+    if args.verb == "stop":
+        return _stop_run(args)
     if args.run_id is not None:
-        raise ValidationError("a run id goes with 'runs show ID'")
+        raise ValidationError("a run id goes with 'runs show ID' or 'runs stop ID'")
     service = open_service(args)
     runs = service.list_runs(
         failed=args.failed,
@@ -270,6 +280,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print_json([run_json(r) for r in runs])
     else:
         print(_runs_table(runs) if runs else "no runs")
+    return 0
+
+
+def _stop_run(args: argparse.Namespace) -> int:
+    """``goalsui runs stop ID``: the scheduler running it stops it; the schedule goes on."""
+    from goalsui.domain.shapes import run_json
+
+    if args.run_id is None:
+        raise ValidationError("runs stop needs a run id")
+    run_id = parse_id(args.run_id, "run")
+    run = open_service(args).stop_run(run_id)
+    if args.json:
+        print_json(run_json(run))
+    else:
+        print(
+            f"run {run.id}: stop requested; the scheduler running it stops it "
+            "(SIGTERM, then SIGKILL) and the schedule goes on"
+        )
     return 0
 
 

@@ -353,6 +353,9 @@ class Service(ServiceContext):
     def dismiss_run(self, run_id: int) -> IntentRun:
         return runs.dismiss_run(self, run_id)
 
+    def stop_run(self, run_id: int) -> IntentRun:
+        return runs.stop_run(self, run_id)
+
     def replay_run(self, run_id: int) -> Intent:
         return runs.replay_run(self, run_id)
 

@@ -37,7 +37,25 @@ COMMANDS = [
         True,
     ),
     PaletteCommand(
-        "Intent: Cancel", "End the selected intent (asks first)", "cancel", "cancel", True
+        "Run: Stop…",
+        "Stop the selected running run (SIGTERM, then SIGKILL); the schedule goes on",
+        "stop_run",
+        "stop_run",
+        True,
+    ),
+    PaletteCommand(
+        "Intent: End schedule…",
+        "End the selected intent's schedule (asks first; p reinstates it)",
+        "end_schedule",
+        "end_schedule",
+        True,
+    ),
+    PaletteCommand(
+        "Intent: Reinstate",
+        "Bring an ended schedule back, planned from now",
+        "pause",
+        "pause",
+        True,
     ),
     PaletteCommand(
         "Intent: Retry", "Retry the selected failed intent at once", "retry", "retry", True

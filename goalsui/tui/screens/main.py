@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Label, Static, Tree
 
+from goalsui.domain.transitions import Action, intent_actions, intent_allows
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
@@ -52,7 +53,8 @@ NEEDS_RECORDS = frozenset(
     {
         "pause",
         "run_now",
-        "cancel",
+        "stop_run",
+        "end_schedule",
         "retry",
         "dismiss",
         "edit",
@@ -731,17 +733,22 @@ class MainScreen(DeliverMixin, Screen[None]):
         if action == "pause":
             if sel.kind == "goal":
                 return self._goal() is not None
-            return intent is not None and intent.status not in ("cancelled", "done")
+            return intent is not None and bool(
+                intent_actions(intent.status, pause_pending=_pause_pending(intent))
+                & {Action.PAUSE, Action.RESUME, Action.REINSTATE}
+            )
         if action == "run_now":
             if sel.kind == "goal":
                 goal = self._goal()
                 return goal is not None and any(w.status == "active" for w in goal.workers)
             return intent is not None and intent.status in ("active", "firing")
-        if action == "cancel":
+        if action == "stop_run":
+            return self._running_run() is not None
+        if action == "end_schedule":
             return (
                 sel.kind != "goal"
                 and intent is not None
-                and intent.status not in ("cancelled", "done")
+                and intent_allows(intent.status, Action.END_SCHEDULE)
             )
         if action == "retry":
             if (
@@ -785,9 +792,10 @@ class MainScreen(DeliverMixin, Screen[None]):
         intent = self._intent()
         if intent is None:
             return
-        resume = intent.status in ("paused", "failed") or (
-            intent.status == "firing" and intent.pending_trigger == "pause"
-        )
+        if intent.status == "cancelled":
+            app.act(f"Reinstated {intent.title}", app.service.resume_intent, intent.id)
+            return
+        resume = intent.status in ("paused", "failed") or _pause_pending(intent)
         if resume:
             app.act(f"Resumed {intent.title}", app.service.resume_intent, intent.id)
         else:
@@ -813,7 +821,40 @@ class MainScreen(DeliverMixin, Screen[None]):
         if intent is not None:
             app.act(f"Run now: {intent.title}", app.service.run_intent_now, intent.id)
 
-    def action_cancel(self) -> None:
+    def _running_run(self) -> Any:
+        """The selected intent's run while it runs (what ``x`` stops), else None."""
+        intent = self._intent()
+        if intent is None or self.dash is None or self.selection.kind == "goal":
+            return None
+        return self.dash.running.get(intent.id)
+
+    def action_stop_run(self) -> None:
+        from goalsui.tui.screens.modals import ConfirmScreen
+
+        intent, run = self._intent(), self._running_run()
+        if intent is None or run is None:
+            return
+        app = self.gapp
+        detail = (
+            f"Run {run.id} is stopped (SIGTERM, then SIGKILL) and recorded cancelled. "
+            "The schedule goes on: the next run fires as planned."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app.act(f"Stopping run {run.id} of {intent.title}", app.service.stop_run, run.id)
+
+        app.push_screen(
+            ConfirmScreen(
+                f"Stop run {run.id} of '{intent.title}'?",
+                detail,
+                yes="Stop it",
+                no="Keep it running",
+            ),
+            answered,
+        )
+
+    def action_end_schedule(self) -> None:
         from goalsui.tui.screens.modals import ConfirmScreen
 
         intent = self._intent()
@@ -821,19 +862,19 @@ class MainScreen(DeliverMixin, Screen[None]):
             return
         app = self.gapp
         live = self.dash is not None and intent.id in self.dash.running
-        detail = "It will not fire again."
+        detail = "It will not fire again until it is reinstated (p here, or goalsui intent resume)."
         if live:
-            detail = (
-                "Its running process is stopped (SIGTERM, then SIGKILL) and it will not fire again."
-            )
+            detail = "Its running process is stopped (SIGTERM, then SIGKILL). " + detail
 
         def answered(yes: bool | None) -> None:
             if yes:
-                app.act(f"Cancelled {intent.title}", app.service.cancel_intent, intent.id)
+                app.act(
+                    f"Ended the schedule of {intent.title}", app.service.cancel_intent, intent.id
+                )
 
         app.push_screen(
             ConfirmScreen(
-                f"Cancel intent '{intent.title}'?", detail, yes="Cancel it", no="Keep it"
+                f"End the schedule of '{intent.title}'?", detail, yes="End it", no="Keep it"
             ),
             answered,
         )
@@ -916,8 +957,14 @@ class MainScreen(DeliverMixin, Screen[None]):
 _WELCOME = """Select a goal, worker, intent, run or todo to see its files here.
 
 Keys: tab / 1-5 move between panes · / filter · ? help · ctrl+p every command.
-On a worker or intent: p pause/resume · r run now · x cancel · R retry · e edit · o output.
+On a worker or intent: p pause/resume/reinstate · r run now · x stop the running run
+X end the schedule · R retry · e edit · o output.
 """
+
+
+def _pause_pending(intent: Any) -> bool:
+    """A pause was asked while the intent fires (it pauses after its run)."""
+    return intent.status == "firing" and intent.pending_trigger in ("pause", "pause+stop")
 
 
 def _problems_text(error: str) -> str:
