@@ -171,5 +171,5 @@ async def test_a_remap_onto_a_taken_key_is_reported(demo: Service, clock) -> Non
         await settle(app, pilot)
         assert not clashes(app.screen)
         assert app.screen.active_bindings["p"].binding.id == "run_now"
-        messages = [n.message for n in app._notifications]
+        messages = [n.message for n in app.notices]
         assert any("pause and run_now are both on 'p'" in m for m in messages), messages

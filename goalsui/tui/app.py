@@ -39,6 +39,7 @@ from goalsui.tui.commands import GoalsCommands
 from goalsui.tui.fmt import Palette
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
+from goalsui.tui.notices import ConsoleNotice, NoticeMixin
 from goalsui.tui.screens.main import MainScreen
 from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_files
 
@@ -67,7 +68,7 @@ class PendingService:
         return not_yet
 
 
-class GoalsApp(DeliverMixin, App[int]):
+class GoalsApp(NoticeMixin, DeliverMixin, App[int]):
     """The operator console."""
 
     CSS_PATH = "styles/app.tcss"
@@ -93,6 +94,7 @@ class GoalsApp(DeliverMixin, App[int]):
         preview: Dashboard | None = None,
     ) -> None:
         super().__init__()
+        self.init_notices()
         if service is None and (opener is None or kb_root is None):
             raise ValueError("GoalsApp needs a service, or an opener and the KB root")
         self.hooks = hooks
@@ -640,6 +642,11 @@ class GoalsApp(DeliverMixin, App[int]):
             await asyncio.wait_for(scheduler.stop(), STOP_GRACE_S)
         self._scheduler_note = "stopped"
         self.scheduler = None
+
+    def notice_changed(self, notice: ConsoleNotice) -> None:
+        """The notice line of the main screen shows the newest notice."""
+        if self._main_mounted:
+            self.main.show_notice(notice)
 
     def _on_scheduler_event(self, event: Any) -> None:
         """``SchedulerEvent``s (on this loop): refresh now; alerts and failures toast."""

@@ -29,6 +29,7 @@ from goalsui.tui.widgets.cost_panel import CostPanel, today_text
 from goalsui.tui.widgets.detail import DetailBody, DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items, run_error
 from goalsui.tui.widgets.goals_tree import GoalsTree, NodeRef
+from goalsui.tui.widgets.notice_bar import NoticeBar
 from goalsui.tui.widgets.status_bar import StatusBar, StatusInfo
 from goalsui.tui.widgets.threads_pane import ThreadsTable
 from goalsui.tui.widgets.timeline import TimelineTable
@@ -114,6 +115,7 @@ class MainScreen(DeliverMixin, Screen[None]):
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield StatusBar()
+        yield NoticeBar()
         with Horizontal(id="main-body"):
             with Vertical(id="left"):
                 with Container(id="goals-pane", classes="pane"):
@@ -154,7 +156,17 @@ class MainScreen(DeliverMixin, Screen[None]):
         self.query_one("#goals-empty").display = False
         self.query_one("#failed-empty").display = False
         self.goals.focus()
+        if self.gapp.notices:
+            self.show_notice(self.gapp.notices[-1])
+        else:
+            self.query_one(NoticeBar).update(
+                Text("no notifications yet · L: event log", style="dim")
+            )
         self.gapp.main_mounted()
+
+    def show_notice(self, notice: Any) -> None:
+        """The newest alert, result or message, on the line under the status bar."""
+        self.query_one(NoticeBar).show(notice, self.gapp.clock(), self.gapp.palette)
 
     def on_resize(self, event: Any) -> None:
         # Narrow terminals: the compact footer keeps every key of the pane on one line.

@@ -237,7 +237,7 @@ class JournalScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield _title("Event log")
         with Container(id="journal-box", classes="pane") as box:
-            box.border_title = "Operator and scheduler actions (newest first)"
+            box.border_title = "Operator, scheduler and console notices (newest first)"
             yield KeyedTable(id="journal-table")
         yield Footer()
 
@@ -272,5 +272,21 @@ class JournalScreen(DataScreen):
             )
             for e in entries
         ]
+        notices = list(getattr(self.app, "notices", ()))
+        rows += [
+            (
+                f"n:{n.seq}",
+                (
+                    Text(clock_time(n.at, now), style=palette.muted),
+                    Text("console", style=palette.warning if n.severity != "information" else ""),
+                    Text(one_line(n.title or n.severity, 26)),
+                    Text(""),
+                    Text(one_line(n.message, 300)),
+                ),
+            )
+            for n in notices
+        ]
+        times = {f"j:{e.id}": e.at for e in entries} | {f"n:{n.seq}": n.at for n in notices}
+        rows.sort(key=lambda row: times[row[0]], reverse=True)  # newest first, stable
         self.query_one(KeyedTable).sync_rows(rows)
         self.query_one("#journal-box").border_subtitle = str(len(rows))
