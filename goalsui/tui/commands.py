@@ -77,6 +77,12 @@ COMMANDS = [
         "Todo: Complete or reopen", "Toggle the selected todo", "todo.toggle", "toggle_todo", True
     ),
     PaletteCommand("Pane: Filter", "Filter the focused pane as you type", "filter", "filter"),
+    PaletteCommand(
+        "Pane: Maximise or restore",
+        "Fill the screen with the focused pane, and back",
+        "maximize",
+        "toggle_maximize",
+    ),
     PaletteCommand("Pane: Goals", "Focus the goals pane", "pane.goals", "focus_pane('goals')"),
     PaletteCommand(
         "Pane: Threads", "Focus the threads pane", "pane.threads", "focus_pane('threads')"

@@ -38,6 +38,7 @@ MAIN = [
     Binding("4", "focus_pane('failed')", "Failed runs pane", id="pane.failed", show=False),
     Binding("5", "focus_pane('detail')", "Detail pane", id="pane.detail", show=False),
     Binding("slash", "filter", "Filter", id="filter", key_display="/"),
+    Binding("m", "toggle_maximize", "Maximise pane", id="maximize", show=False),
     Binding("escape", "clear_filter", "Clear filter", id="clear_filter", show=False),
     Binding("F", "open_screen('failures')", "Failures screen", id="screen.failures", show=False),
     Binding("M", "open_screen('reports')", "Morning reports", id="screen.reports", show=False),

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Label, Static, Tree
+from textual.widgets import DataTable, Footer, Input, Label, Static, Tabs, Tree
 
 from goalsui.domain.transitions import Action, intent_actions, intent_allows
 from goalsui.domain.untrusted import plain
@@ -29,6 +29,7 @@ from goalsui.tui.widgets.cost_panel import CostPanel, today_text
 from goalsui.tui.widgets.detail import DetailBody, DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items, run_error
 from goalsui.tui.widgets.goals_tree import GoalsTree, NodeRef
+from goalsui.tui.widgets.layout_tabs import NARROW_WIDTH, TAB_PANES, PaneTabs, tab_of
 from goalsui.tui.widgets.notice_bar import NoticeBar
 from goalsui.tui.widgets.status_bar import StatusBar, StatusInfo
 from goalsui.tui.widgets.threads_pane import ThreadsTable
@@ -102,6 +103,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         self.dash: Dashboard | None = None
         self.plan = PlanView()
         self.pane = "goals"
+        self.tab = "goals"  # the narrow layout's tab
         self.filter_target: str | None = None
         self._live_timer: Any = None
         self._loading_boxes: set[str] = set()
@@ -116,6 +118,7 @@ class MainScreen(DeliverMixin, Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield NoticeBar()
+        yield PaneTabs()
         with Horizontal(id="main-body"):
             with Vertical(id="left"):
                 with Container(id="goals-pane", classes="pane"):
@@ -155,6 +158,7 @@ class MainScreen(DeliverMixin, Screen[None]):
                 self.query_one(f"#{pane}-pane").border_subtitle = LOADING
         self.query_one("#goals-empty").display = False
         self.query_one("#failed-empty").display = False
+        self.set_class(True, "-tab-goals")
         self.goals.focus()
         if self.gapp.notices:
             self.show_notice(self.gapp.notices[-1])
@@ -169,8 +173,39 @@ class MainScreen(DeliverMixin, Screen[None]):
         self.query_one(NoticeBar).show(notice, self.gapp.clock(), self.gapp.palette)
 
     def on_resize(self, event: Any) -> None:
-        # Narrow terminals: the compact footer keeps every key of the pane on one line.
-        self.query_one(Footer).compact = event.size.width < 120
+        # Narrow terminals: the compact footer keeps every key of the pane on one line,
+        # and tabs show fewer panes at a time instead of shrinking all of them.
+        narrow = event.size.width < NARROW_WIDTH
+        self.query_one(Footer).compact = narrow
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            if narrow:
+                self.show_tab(tab_of(self.pane, self.tab), focus=True)
+
+    def show_tab(self, name: str, *, focus: bool = False) -> None:
+        """The narrow layout's tab ``name`` (its panes show; focus moves into it)."""
+        self.tab = name
+        for other in TAB_PANES:
+            self.set_class(other == name, f"-tab-{other}")
+        tabs = self.query_one(PaneTabs)
+        if tabs.active != f"tab-{name}":
+            tabs.active = f"tab-{name}"
+        if focus and self.has_class("-narrow") and self.pane not in TAB_PANES[name]:
+            self.call_after_refresh(self.pane_widget(TAB_PANES[name][0]).focus)
+
+    @on(Tabs.TabActivated, "#pane-tabs")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        name = (event.tab.id or "tab-goals").removeprefix("tab-")
+        if name != self.tab:
+            self.show_tab(name, focus=True)
+
+    def action_toggle_maximize(self) -> None:
+        """Maximise the focused pane, or bring the layout back."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        pane = self.pane_of(self.focused) or self.pane
+        self.maximized = self.query_one(f"#{pane}-pane")
 
     @property
     def goals(self) -> GoalsTree:
@@ -278,6 +313,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         self.query_one("#failed-pane").border_subtitle = with_filter(
             self.failed, f"{failures} need you"
         )
+        self.query_one(PaneTabs).counts(failures=failures, open_todos=open_todos)
 
     def tick(self, now: datetime) -> None:
         """Every second: countdowns, running timers, refresh age."""
@@ -319,6 +355,8 @@ class MainScreen(DeliverMixin, Screen[None]):
         if pane is None or pane == self.pane:
             return
         self.pane = pane
+        if self.has_class("-narrow") and pane not in TAB_PANES[self.tab]:
+            self.show_tab(tab_of(pane, self.tab))
         if pane != "detail":
             self._select_from(pane)
 
@@ -650,6 +688,10 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     # -- panes and filter ---------------------------------------------------------------------------
     def action_focus_pane(self, pane: str) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        if self.has_class("-narrow"):
+            self.show_tab(tab_of(pane, self.tab))
         self.pane_widget(pane).focus()
 
     def mount_filter_bar(self) -> Any:

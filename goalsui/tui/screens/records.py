@@ -117,7 +117,7 @@ class ThreadsScreen(DataScreen):
         with Horizontal(classes="split"):
             with Container(id="threads-box", classes="pane") as box:
                 box.border_title = "Threads"
-                yield KeyedTable(id="threads-list")
+                yield KeyedTable(id="threads-list", flex_column="title")
             with Vertical(id="threads-right"):
                 with VerticalScroll(id="threads-messages", classes="pane") as box:
                     box.border_title = "Messages"
@@ -128,8 +128,8 @@ class ThreadsScreen(DataScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(KeyedTable)
+        table.add_column("open", key="open", width=5)
         table.add_column("thread", key="title", width=30)
-        table.add_column("open", key="open", width=7)
         table.focus()
         super().on_mount()
 
@@ -155,7 +155,7 @@ class ThreadsScreen(DataScreen):
             if thread.private:
                 title.append(" (private)", style=palette.warning)
             open_items = sum(1 for t in todos if not t.done)
-            rows.append((f"thread:{thread.id}", (title, f"{open_items}/{len(todos)}")))
+            rows.append((f"thread:{thread.id}", (f"{open_items}/{len(todos)}", title)))
         table = self.query_one(KeyedTable)
         table.sync_rows(rows)
         if self.select is not None:

@@ -86,6 +86,7 @@ class FailedTable(KeyedTable):
         self.items: dict[str, FailureItem] = {}
         self.narrow = False
         self._last: tuple[list[FailureItem], datetime, Palette] | None = None
+        self._error_width = 0
 
     def on_mount(self) -> None:
         self._layout(force=True)
@@ -93,6 +94,9 @@ class FailedTable(KeyedTable):
     def on_resize(self) -> None:
         self._layout()
         super().on_resize()
+        error = self.columns.get("error")  # type: ignore[call-overload]
+        if self._last is not None and error is not None and error.width != self._error_width:
+            self.sync(*self._last)  # the error text is clipped (with "…") to its column
 
     def _layout(self, force: bool = False) -> None:
         """Narrow panes give the error column the room: shorter status and intent."""
@@ -117,6 +121,7 @@ class FailedTable(KeyedTable):
         if not self.columns:
             return
         title_width = self.columns["intent"].width  # type: ignore[index]
+        error_width = self._error_width = max(8, self.columns["error"].width)  # type: ignore[index]
         needle = self.filter_text.lower()
         rows: list[Row] = []
         self.items = {}
@@ -134,7 +139,7 @@ class FailedTable(KeyedTable):
                         Text(compact_time(item.when, now), style=palette.muted),
                         Text(f"{glyph} {status}", style=f"bold {colour}"),
                         Text(one_line(item.title, title_width)),
-                        Text(one_line(item.error, 300)),
+                        Text(one_line(item.error, error_width)),
                     ),
                 )
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.widgets import Tree
@@ -75,6 +75,17 @@ class GoalsTree(Tree[NodeRef]):
         self._initial = True
 
     # -- navigation ---------------------------------------------------------------------
+    def render_label(self, node: TreeNode[NodeRef], base_style: Any, style: Any) -> Text:
+        """The label, clipped with "…" to the room left beside its guides."""
+        text = super().render_label(node, base_style, style)
+        depth, parent = 0, node.parent
+        while parent is not None:
+            depth, parent = depth + 1, parent.parent
+        room = self.scrollable_content_region.width - max(0, depth - 1) * self.guide_depth
+        if room > 1 and text.cell_len > room:
+            text.truncate(room, overflow="ellipsis")
+        return text
+
     def action_scroll_top(self) -> None:
         self.action_scroll_home()
 
