@@ -112,10 +112,20 @@ async def test_run_now_marks_the_worker_due(demo: Service, clock) -> None:  # ty
         assert intent.next_run_at == clock.now and intent.pending_trigger == "run-now"
         assert " due" in worker_label(app, "flaky")
         assert app.main.timeline.get_cell(f"intent:{intent_id}", "next").plain == "due"
-        # on a goal: every active worker of it
+        # on a goal: every active worker of it, after a confirmation
         app.main.goals.select_key(f"goal/{PULSE}")
         await settle(app, pilot)
         await pilot.press("r")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Run all 2 workers" in app.screen.question
+        assert app.screen.focused is not None and app.screen.focused.id == "no"
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert demo.worker_intent(PULSE, "pulse").pending_trigger is None
+        await pilot.press("r")
+        await settle(app, pilot)
+        await pilot.press("y")
         await settle(app, pilot)
         assert demo.worker_intent(PULSE, "pulse").pending_trigger == "run-now"
 

@@ -988,7 +988,12 @@ def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
     for (group, description), shown in rows.items():
         target = {"This pane": pane, "Global": global_, "Navigation": nav}[group]
         target.append((", ".join(shown), description))
-    return [("This pane", pane), ("Global", global_), ("Navigation", nav)]
+    groups = [("This pane", pane), ("Global", global_), ("Navigation", nav)]
+    if isinstance(screen, MainScreen):  # every pane's keys and every symbol, too
+        from goalsui.tui.help_keys import legend_section, pane_sections
+
+        groups += [*pane_sections(app), legend_section()]
+    return groups
 
 
 def _bench_marks(app: GoalsApp, marker: str) -> None:

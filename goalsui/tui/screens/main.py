@@ -285,33 +285,42 @@ class MainScreen(DeliverMixin, Screen[None]):
         text = f"±{hours}h · ● ok ✗ failed ! missed ◆ next"
         if overlaps:
             text += f" · ▲ overlap predicted ({overlaps} intent{'s' if overlaps > 1 else ''})"
-        if self.timeline.filter_text:
-            text = f"filter '{self.timeline.filter_text}' · " + text
+        if self.timeline.filter_text and self.dash is not None:
+            total = len(self.timeline.shown_intents(self.dash, filtered=False))
+            shown = self.timeline.row_count
+            text = f"filter '{self.timeline.filter_text}' · {shown} of {total} intents · " + text
         return text
 
     def _subtitles(self, dash: Dashboard, failures: int) -> None:
-        def with_filter(widget: Any, text: str) -> str:
-            return f"filter '{widget.filter_text}' · {text}" if widget.filter_text else text
+        def counted(widget: Any, shown: int, total: int, noun: str) -> str:
+            """``11 goals``, or ``filter 'x' · 3 of 11 goals`` while filtered."""
+            if not widget.filter_text:
+                return f"{total} {noun}"
+            return f"filter '{widget.filter_text}' · {shown} of {total} {noun}"
 
         workers = sum(len(g.workers) for g in dash.goals)
-        self.query_one("#goals-pane").border_subtitle = with_filter(
-            self.goals,
-            f"{len(dash.goals)} goals · {workers} workers"
-            + (f" · from the KB, records {LOADING}" if dash.preview else ""),
+        shown_goals = self.goals._visible_goals(dash)
+        goals = counted(self.goals, len(shown_goals), len(dash.goals), "goals")
+        if not self.goals.filter_text:
+            goals += f" · {workers} workers"
+        self.query_one("#goals-pane").border_subtitle = goals + (
+            f" · from the KB, records {LOADING}" if dash.preview else ""
         )
         if dash.preview:
             for pane in ("threads", "timeline", "failed"):
                 self.query_one(f"#{pane}-pane").border_subtitle = LOADING
             return
         open_todos = sum(t.open_count for t in dash.threads)
-        self.query_one("#threads-pane").border_subtitle = with_filter(
-            self.threads, f"{len(dash.threads)} threads · {open_todos} open"
-        )
+        shown_threads = sum(1 for k in self.threads.row_keys() if k.startswith("thread:"))
+        threads = counted(self.threads, shown_threads, len(dash.threads), "threads")
+        self.query_one("#threads-pane").border_subtitle = f"{threads} · {open_todos} open"
         self.query_one("#timeline-pane").border_subtitle = self._timeline_subtitle(
             len(self.plan.overlaps)
         )
-        self.query_one("#failed-pane").border_subtitle = with_filter(
-            self.failed, f"{failures} need you"
+        self.query_one("#failed-pane").border_subtitle = (
+            counted(self.failed, len(self.failed.items), failures, "need you")
+            if self.failed.filter_text
+            else f"{failures} need you"
         )
         self.query_one(PaneTabs).counts(failures=failures, open_todos=open_todos)
 
@@ -446,7 +455,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             ref = self.goals.selected_ref
             if ref is None:
                 return Selection(pane=pane)
-            intent_id = None
+            intent_id = ref.intent_id  # a goal-level intent's node
             if ref.worker and dash is not None:
                 intent = dash.intent_of(ref.goal_id, ref.worker)
                 intent_id = intent.id if intent else None
@@ -867,8 +876,22 @@ class MainScreen(DeliverMixin, Screen[None]):
                 for intent_id in ids:
                     app.service.run_intent_now(intent_id)
 
-            app.act(
-                f"Run now: {len(ids)} worker{'s' if len(ids) != 1 else ''} of {goal.name}", run_all
+            what = f"{len(ids)} worker{'s' if len(ids) != 1 else ''} of {goal.name}"
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    app.act(f"Run now: {what}", run_all)
+
+            from goalsui.tui.screens.modals import ConfirmScreen
+
+            app.push_screen(
+                ConfirmScreen(
+                    f"Run all {what} now?",
+                    "Each active worker of the goal fires once, now; their schedules stay.",
+                    yes="Run them",
+                    no="Cancel",
+                ),
+                answered,
             )
             return
         intent = self._intent()
