@@ -252,8 +252,8 @@ class TimelineTable(KeyedTable):
             title = intent.title
         elif intent.worker:
             title = f"{intent.goal_id.rsplit('-', 1)[0]}/{intent.worker}"
-        else:  # a goal-level intent: its goal and its title
-            title = f"{intent.goal_id.rsplit('-', 1)[0]}: {intent.title}"
+        else:  # a goal-level intent: by its title (its goal's rows sort beside it)
+            title = intent.title
         text.append(one_line(title, self.label_width - 2))
         text.truncate(self.label_width, overflow="ellipsis")
         return text
