@@ -11,13 +11,26 @@ import pytest
 from test_tui_snapshots import add_night, console, run_before, scene  # noqa: F401 - fixture
 from tui_kit import PULSE
 
+def threads_at_end():  # type: ignore[no-untyped-def]
+    """The Threads screen, its messages scrolled to the end once the layout settled."""
+    first = run_before(keys=("T",))
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await first(pilot)
+        box = pilot.app.screen.query_one("#threads-messages")
+        box.scroll_end(animate=False, immediate=True)
+        await pilot.pause(0.1)
+
+    return before
+
+
 SIZES = [(160, 48), (100, 30), (80, 24)]
 SCREENS = {
     "main": run_before(f"worker/{PULSE}/flaky"),
     "main_runs": run_before(f"worker/{PULSE}/flaky", keys=("4",)),
     "failures": run_before(keys=("F",)),
     "reports": run_before(keys=("M",)),
-    "threads": run_before(keys=("T",)),
+    "threads": threads_at_end(),
     "help": run_before(f"worker/{PULSE}/flaky", keys=("question_mark",)),
 }
 
