@@ -11,6 +11,7 @@ import pytest
 from test_tui_snapshots import add_night, console, run_before, scene  # noqa: F401 - fixture
 from tui_kit import PULSE
 
+
 def threads_at_end():  # type: ignore[no-untyped-def]
     """The Threads screen, its messages scrolled to the end once the layout settled."""
     first = run_before(keys=("T",))

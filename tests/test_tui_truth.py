@@ -91,7 +91,9 @@ async def test_one_disabled_worker_marks_the_worker_not_the_goal(demo: Service, 
         assert "auto-disabled" not in label(main.goals.child_nodes[f"worker/{PULSE}/pulse"])
 
 
-async def test_help_lists_every_pane_key_every_symbol_and_how_to_close(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_help_lists_every_pane_key_every_symbol_and_how_to_close(
+    demo: Service, clock
+) -> None:  # type: ignore[no-untyped-def]
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
