@@ -6,7 +6,7 @@ worker threads). It never reads the database itself: the app hands it dashboards
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from goalsui.tui import keys
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, goal_log_count, load_boxes
+from goalsui.tui.selection import Selection, SelectionKind
 from goalsui.tui.widgets.cost_panel import CostPanel, today_text
 from goalsui.tui.widgets.detail import DetailBody, DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items, run_error
@@ -65,22 +66,6 @@ NEEDS_RECORDS = frozenset(
         "open_output",
     }
 )
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What the keys act on: the item under the cursor of the focused pane."""
-
-    kind: str = (
-        "none"  # goal | worker | inbox | outbox | runs | goal-log | intent | run | thread | todo
-    )
-    pane: str = ""
-    goal_id: str | None = None
-    worker: str | None = None
-    intent_id: int | None = None
-    run_id: int | None = None
-    thread_id: int | None = None
-    todo_id: int | None = None
 
 
 class FilterBar(Horizontal):
@@ -371,7 +356,7 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     @on(Tree.NodeHighlighted, "#goals")
     def _tree_highlighted(self, event: Tree.NodeHighlighted) -> None:
-        if self.pane == "goals" or self.selection.kind == "none":
+        if self.pane == "goals" or self.selection.kind == SelectionKind.NONE:
             self._select_from("goals")
 
     @on(Tree.NodeExpanded, "#goals")
@@ -393,7 +378,7 @@ class MainScreen(DeliverMixin, Screen[None]):
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         pane = self.pane_of(event.data_table)
-        if pane is not None and (pane == self.pane or self.selection.kind == "none"):
+        if pane is not None and (pane == self.pane or self.selection.kind == SelectionKind.NONE):
             self._select_from(pane)
 
     @on(DataTable.RowSelected)
@@ -401,14 +386,14 @@ class MainScreen(DeliverMixin, Screen[None]):
         pane = self.pane_of(event.data_table)
         if pane in ("timeline", "failed"):
             self.action_open_output()
-        elif pane == "threads" and not self.read_only and self.selection.kind == "todo":
+        elif pane == "threads" and not self.read_only and self.selection.kind == SelectionKind.TODO:
             self.action_toggle_todo()
 
     def _select_from(self, pane: str) -> None:
         sel = self._selection_for(pane)
         if sel != self.selection:
             self.selection = sel
-            if sel.kind == "outbox":
+            if sel.kind == SelectionKind.OUTBOX:
                 self.goals.mark_seen(NodeRef("outbox", sel.goal_id or "", sel.worker))
             self._refresh_keys()
             self.update_detail()
@@ -416,7 +401,7 @@ class MainScreen(DeliverMixin, Screen[None]):
     def _key_state(self) -> tuple:
         """What decides which keys apply (the footer is rebuilt only when it changes)."""
         intent = self._intent()
-        goal = self._goal() if self.selection.kind == "goal" else None
+        goal = self._goal() if self.selection.kind == SelectionKind.GOAL else None
         last = (
             self.dash.last_run(intent.id) if self.dash is not None and intent is not None else None
         )
@@ -515,7 +500,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         )
         intent = dash.intents.get(sel.intent_id) if dash and sel.intent_id else None
         tabs: list[DetailTab] = []
-        if sel.kind == "goal" and goal is not None:
+        if sel.kind == SelectionKind.GOAL and goal is not None:
             if goal.error:
                 tabs.append(DetailTab("⚠ KB error", text=_problems_text(goal.error)))
             tabs += [
@@ -524,12 +509,12 @@ class MainScreen(DeliverMixin, Screen[None]):
                 DetailTab("definition.yaml", goal.goal_id, "definition.yaml"),
             ]
             return f"goal {goal.goal_id} · {goal.path}", tabs
-        if sel.kind in ("inbox", "outbox") and sel.goal_id and sel.worker:
+        if sel.kind in (SelectionKind.INBOX, SelectionKind.OUTBOX) and sel.goal_id and sel.worker:
             rel = f"workers/{sel.worker}/{sel.kind}"
             return f"{sel.goal_id}/{rel}", [DetailTab(sel.kind, sel.goal_id, rel)]
-        if sel.kind == "goal-log" and sel.goal_id:
+        if sel.kind == SelectionKind.GOAL_LOG and sel.goal_id:
             return f"{sel.goal_id}/log", [DetailTab("log", sel.goal_id, "log")]
-        if sel.kind == "runs" and dash is not None:
+        if sel.kind == SelectionKind.RUNS and dash is not None:
             runs = list(reversed(dash.recent.get(sel.intent_id or -1, [])))[:6]
             for run in runs:
                 tabs.append(
@@ -538,11 +523,11 @@ class MainScreen(DeliverMixin, Screen[None]):
             if not tabs:
                 tabs.append(DetailTab("runs", text="No runs in the last 24 h."))
             return f"runs of {sel.goal_id}/{sel.worker}", tabs
-        if sel.kind in ("worker", "intent", "run") and (
+        if sel.kind in (SelectionKind.WORKER, SelectionKind.INTENT, SelectionKind.RUN) and (
             sel.worker or intent is not None or sel.run_id
         ):
             title = ""
-            if sel.kind == "run" and sel.run_id:
+            if sel.kind == SelectionKind.RUN and sel.run_id:
                 tabs.append(DetailTab(f"run {sel.run_id} output", run_id=sel.run_id))
             if intent is not None and intent.status == "failed":
                 tabs.append(
@@ -564,13 +549,13 @@ class MainScreen(DeliverMixin, Screen[None]):
                 tabs.append(DetailTab("instruction", text=_intent_text(intent)))
                 if intent.checklist:
                     tabs.append(DetailTab("checklist", text=intent.checklist))
-            if sel.kind != "run" and sel.run_id:
+            if sel.kind != SelectionKind.RUN and sel.run_id:
                 live = dash is not None and sel.intent_id in dash.running
                 tabs.append(
                     DetailTab("▶ live output" if live else "last output", run_id=sel.run_id)
                 )
             return title or f"run {sel.run_id}", tabs
-        if sel.kind in ("thread", "todo") and sel.thread_id:
+        if sel.kind in (SelectionKind.THREAD, SelectionKind.TODO) and sel.thread_id:
             thread = (
                 next((t for t in dash.threads if t.thread.id == sel.thread_id), None)
                 if dash
@@ -782,7 +767,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         ):
             return tab.goal_id, tab.rel  # type: ignore[return-value]
         sel = self.selection
-        if sel.kind == "goal" and sel.goal_id:
+        if sel.kind == SelectionKind.GOAL and sel.goal_id:
             return sel.goal_id, "protocol.md"
         if sel.goal_id and sel.worker:
             return sel.goal_id, f"workers/{sel.worker}/prompt.md"
@@ -794,14 +779,14 @@ class MainScreen(DeliverMixin, Screen[None]):
         sel = self.selection
         intent = self._intent()
         if action == "pause":
-            if sel.kind == "goal":
+            if sel.kind == SelectionKind.GOAL:
                 return self._goal() is not None
             return intent is not None and bool(
                 intent_actions(intent.status, pause_pending=_pause_pending(intent))
                 & {Action.PAUSE, Action.RESUME, Action.REINSTATE}
             )
         if action == "run_now":
-            if sel.kind == "goal":
+            if sel.kind == SelectionKind.GOAL:
                 goal = self._goal()
                 return goal is not None and any(w.status == "active" for w in goal.workers)
             return intent is not None and intent.status in ("active", "firing")
@@ -809,13 +794,13 @@ class MainScreen(DeliverMixin, Screen[None]):
             return self._running_run() is not None
         if action == "end_schedule":
             return (
-                sel.kind != "goal"
+                sel.kind != SelectionKind.GOAL
                 and intent is not None
                 and intent_allows(intent.status, Action.END_SCHEDULE)
             )
         if action == "retry":
             if (
-                sel.kind == "goal"
+                sel.kind == SelectionKind.GOAL
                 or intent is None
                 or intent.status not in ("active", "failed", "paused")
             ):
@@ -829,13 +814,15 @@ class MainScreen(DeliverMixin, Screen[None]):
             )
             return intent.status == "failed" or intent.consecutive_failures > 0 or failing
         if action == "dismiss":
-            return sel.kind == "run" and sel.run_id is not None
+            return sel.kind == SelectionKind.RUN and sel.run_id is not None
         if action == "edit":
             return self._edit_target() is not None
         if action == "add_todo":
-            return sel.kind in ("thread", "todo") and sel.thread_id is not None
+            return (
+                sel.kind in (SelectionKind.THREAD, SelectionKind.TODO) and sel.thread_id is not None
+            )
         if action == "toggle_todo":
-            return sel.kind == "todo"
+            return sel.kind == SelectionKind.TODO
         if action == "open_output":
             tab = self.detail.current if self.is_mounted else None
             return sel.run_id is not None or bool(tab and tab.run_id)
@@ -843,7 +830,7 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def action_pause(self) -> None:
         app, sel = self.gapp, self.selection
-        if sel.kind == "goal":
+        if sel.kind == SelectionKind.GOAL:
             goal = self._goal()
             if goal is None:
                 return
@@ -866,7 +853,7 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def action_run_now(self) -> None:
         app, sel = self.gapp, self.selection
-        if sel.kind == "goal":
+        if sel.kind == SelectionKind.GOAL:
             goal = self._goal()
             if goal is None:
                 return
@@ -901,7 +888,7 @@ class MainScreen(DeliverMixin, Screen[None]):
     def _running_run(self) -> Any:
         """The selected intent's run while it runs (what ``x`` stops), else None."""
         intent = self._intent()
-        if intent is None or self.dash is None or self.selection.kind == "goal":
+        if intent is None or self.dash is None or self.selection.kind == SelectionKind.GOAL:
             return None
         return self.dash.running.get(intent.id)
 
@@ -992,7 +979,12 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def action_toggle_todo(self) -> None:
         sel = self.selection
-        if sel.kind != "todo" or sel.thread_id is None or sel.todo_id is None or self.dash is None:
+        if (
+            sel.kind != SelectionKind.TODO
+            or sel.thread_id is None
+            or sel.todo_id is None
+            or self.dash is None
+        ):
             return
         todo = next(
             (t for view in self.dash.threads for t in view.todos if t.id == sel.todo_id),
