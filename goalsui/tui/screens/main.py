@@ -789,7 +789,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             if sel.kind == SelectionKind.GOAL:
                 goal = self._goal()
                 return goal is not None and any(w.status == "active" for w in goal.workers)
-            return intent is not None and intent.status in ("active", "firing")
+            return intent is not None and intent_allows(intent.status, Action.RUN_NOW)
         if action == "stop_run":
             return self._running_run() is not None
         if action == "end_schedule":
@@ -802,7 +802,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             if (
                 sel.kind == SelectionKind.GOAL
                 or intent is None
-                or intent.status not in ("active", "failed", "paused")
+                or not intent_allows(intent.status, Action.RETRY)
             ):
                 return False
             last = self.dash.last_run(intent.id) if self.dash else None
