@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from goalsui.bench.pty_child import PtyChild
+from goalsui.domain.models import saved_id
 
 IDLE_TARGET_PCT = 1.0
 WARMUP_S = 5.0
@@ -47,7 +48,7 @@ def quiet_kb(kb: Path, state: Path, window_s: float) -> int:
         paused = 0
         for intent in service.list_intents(status="active"):
             if intent.next_run_at is None or intent.next_run_at <= horizon:
-                service.pause_intent(intent.id)  # type: ignore[arg-type]
+                service.pause_intent(saved_id(intent))
                 paused += 1
         return paused
     finally:

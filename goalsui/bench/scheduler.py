@@ -476,9 +476,7 @@ async def run_bench(
             setattr(result, key, statistics.median(values))
         _progress(f"idle CPU over {idle_seconds:g}s with {n} future intents")
         with service("idle") as svc:
-            result.idle_cpu_pct, result.wake_latency_ms = await _measure_idle(
-                svc, n, idle_seconds
-            )
+            result.idle_cpu_pct, result.wake_latency_ms = await _measure_idle(svc, n, idle_seconds)
             result.idle_seconds = idle_seconds
         if not result.wake_latency_ms:
             result.notes.append(f"the wake row's intent did not fire within {WAKE_TIMEOUT:g}s")

@@ -72,8 +72,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for action, help_text in (
         ("show", "show one intent and its recent runs"),
         ("pause", "stop future fires"),
-        ("resume", "resume, planned from now"),
-        ("cancel", "end the intent and stop its running process"),
+        ("resume", "resume, planned from now (also reinstates an ended schedule)"),
+        ("cancel", "end the schedule and stop its running process ('resume' reinstates it)"),
         ("run-now", "fire once now"),
         ("retry", "retry a failed intent now, failure count reset"),
     ):
@@ -86,19 +86,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "runs",
         help=(
             "list runs (newest first); 'runs show ID' prints one run's transcript; "
+            "'runs stop ID' stops one running run and keeps the schedule; "
             "'runs retry|dismiss ID' decides a run that needs review"
         ),
     )
     runs.add_argument(
         "verb",
         nargs="?",
-        choices=["show", "retry", "dismiss"],
+        choices=["show", "stop", "retry", "dismiss"],
         help=(
-            "show: one run's transcript; retry: start an interrupted run's intent again now; "
+            "show: one run's transcript; stop: stop a running run (the schedule goes on); "
+            "retry: start an interrupted run's intent again now; "
             "dismiss: resume its schedule from now without re-running it"
         ),
     )
-    runs.add_argument("run_id", nargs="?", help="the run to show, retry or dismiss")
+    runs.add_argument("run_id", nargs="?", help="the run to show, stop, retry or dismiss")
     runs.add_argument(
         "--failed", action="store_true", help="failed, timed-out, interrupted and missed runs"
     )
@@ -274,10 +276,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     if args.verb == "show":
         return _show_run(args)
+    if args.verb == "stop":
+        return _stop_run(args)
     if args.verb in ("retry", "dismiss"):
         return _decide_review(args)
     if args.run_id is not None:
-        raise ValidationError("a run id goes with 'runs show|retry|dismiss ID'")
+        raise ValidationError("a run id goes with 'runs show|stop|retry|dismiss ID'")
     service = open_service(args)
     runs = service.list_runs(
         failed=args.failed,
@@ -312,6 +316,24 @@ def _decide_review(args: argparse.Namespace) -> int:
         print_json({"run_id": run_id, "decision": args.verb, "intent": intent_json(intent)})
     else:
         print(done)
+    return 0
+
+
+def _stop_run(args: argparse.Namespace) -> int:
+    """``goalsui runs stop ID``: the scheduler running it stops it; the schedule goes on."""
+    from goalsui.domain.shapes import run_json
+
+    if args.run_id is None:
+        raise ValidationError("runs stop needs a run id")
+    run_id = parse_id(args.run_id, "run")
+    run = open_service(args).stop_run(run_id)
+    if args.json:
+        print_json(run_json(run))
+    else:
+        print(
+            f"run {run.id}: stop requested; the scheduler running it stops it "
+            "(SIGTERM, then SIGKILL) and the schedule goes on"
+        )
     return 0
 
 

@@ -282,13 +282,29 @@ async def _run_turn(
     try:
         await asyncio.to_thread(service.agents.set_run_inputs, run_id, prompt, argv)
         outcome = await run_nightshift_turn(
-            service, intent, run, argv=argv, prompt=prompt, env=env, timeout=timeout,
-            cancel=cancel, grace=grace, log_path=log_path,
+            service,
+            intent,
+            run,
+            argv=argv,
+            prompt=prompt,
+            env=env,
+            timeout=timeout,
+            cancel=cancel,
+            grace=grace,
+            log_path=log_path,
         )
         if outcome is None:
             outcome = await _run_argv(
-                service, intent, run, spec, argv, (prompt, cwd, env, log_path),
-                timeout, cancel, grace, on_spawn,
+                service,
+                intent,
+                run,
+                spec,
+                argv,
+                (prompt, cwd, env, log_path),
+                timeout,
+                cancel,
+                grace,
+                on_spawn,
             )
     finally:
         if config is not None:

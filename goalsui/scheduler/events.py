@@ -40,5 +40,7 @@ class RunningInfo:
     trigger: str
     planned_at: datetime | None = None
     next_run_at: datetime | None = None  # the intent's next due time (overlaps are recorded)
-    cancel_reason: str | None = field(default=None, repr=False)  # cancelled | lost | shutdown
+    cancel_reason: str | None = field(
+        default=None, repr=False
+    )  # cancelled | stopped | lost | shutdown
     pgid: int | None = None  # the runner's process group, once it has spawned

@@ -11,6 +11,7 @@ from datetime import timedelta
 from functools import partial
 
 from goalsui.domain.states import IntentStatus
+from goalsui.scheduler.rules import STOP_REQUESTS
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.turns import Launcher
 
@@ -59,7 +60,8 @@ class Leases:
         self._check(ids, statuses)
 
     async def watch(self) -> None:
-        """A cheap read: stop turns whose intent was cancelled; notice passed occurrences.
+        """A cheap read: stop turns whose intent was cancelled or whose run the operator
+        stopped (only the run: the schedule goes on); notice passed occurrences.
 
         Only turns still running are looked at: an ended one waits only to be recorded
         (its completion applies the overlap rule).
@@ -79,6 +81,9 @@ class Leases:
                 if row["next_run_at"] is not None and row["next_run_at"] <= now:
                     rt.wake()  # an occurrence passed during the run: record the overlap
         self._check(ids, statuses)
+        for intent_id, row in rows.items():
+            if row["lease_owner"] == rt.owner and row.get("pending_trigger") in STOP_REQUESTS:
+                launcher.cancel(ids[intent_id], "stopped")
 
     def _check(self, ids: dict[int, int], statuses: dict[int, str]) -> None:
         """Stop the turns whose intent is no longer ``firing`` with our lease."""

@@ -33,6 +33,10 @@ TextReader = Callable[[str, str], str]
 
 #: Triggers a user (or an event) sets on an intent to make it due.
 PENDING_TRIGGERS = frozenset({"run-now", "retry", "event", "catch-up"})
+#: ``pending_trigger`` of a firing intent: the operator asked to pause it after its run.
+PAUSE_REQUESTS = frozenset({"pause", "pause+stop"})
+#: ``pending_trigger`` of a firing intent: the operator asked to stop its running run.
+STOP_REQUESTS = frozenset({"stop", "pause+stop"})
 #: Triggers to which active hours apply (an operator's run-now always runs).
 QUIET_HOURS_TRIGGERS = frozenset({"schedule", "catch-up"})
 #: Recorded missed runs per intent at start (older ones are only counted).
@@ -178,7 +182,7 @@ def _overlapping(
 
 def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> AfterDecision:
     """How an intent changes after a run ended with ``c.status`` (the row is ours, firing)."""
-    pause = row.get("pending_trigger") == "pause"
+    pause = row.get("pending_trigger") in PAUSE_REQUESTS
     values: Row = {
         "lease_owner": None,
         "lease_until": None,

@@ -301,7 +301,7 @@ class Launcher:
                 await asyncio.wait(left, timeout=margin + 1)
 
     def cancel(self, run_id: int, reason: str) -> None:
-        """Stop a running turn (its intent was cancelled, or the lease lost)."""
+        """Stop a running turn (its intent was cancelled, its run stopped, or the lease lost)."""
         info = self.info.get(run_id)
         if info is None or info.cancel_reason:
             return
@@ -326,6 +326,8 @@ def completion(
         status, reason = RunStatus.INTERRUPTED, "interrupted: this scheduler lost its lease"
     elif info.cancel_reason == "cancelled" and status == RunStatus.CANCELLED:
         reason = reason or "the intent was cancelled"
+    elif info.cancel_reason == "stopped" and status == RunStatus.CANCELLED:
+        reason = "stopped by the operator; the schedule goes on"
     return Completion(
         run_id=info.run_id,
         intent_id=info.intent_id,

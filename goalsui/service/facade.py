@@ -415,6 +415,9 @@ class Service(ServiceContext):
             return runs.get_run(self, run_id)
         return runs.dismiss_run(self, run_id)
 
+    def stop_run(self, run_id: int) -> IntentRun:
+        return runs.stop_run(self, run_id)
+
     def replay_run(self, run_id: int) -> Intent:
         return runs.replay_run(self, run_id)
 

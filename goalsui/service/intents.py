@@ -26,6 +26,16 @@ from goalsui.service.context import ServiceContext
 
 #: ``pending_trigger`` of a firing intent whose pause waits for the run to end.
 PAUSE_PENDING = "pause"
+#: ``pending_trigger`` of a firing intent whose running run the operator stopped
+#: (the scheduler owning the run notices it, see goalsui/scheduler/leases.py).
+STOP_PENDING = "stop"
+#: Both: the run is stopped, then the intent stays paused.
+STOP_PAUSE_PENDING = "pause+stop"
+
+
+def stop_pending(pending: str | None) -> str:
+    """The ``pending_trigger`` after a stop request on a firing intent."""
+    return STOP_PAUSE_PENDING if pending in (PAUSE_PENDING, STOP_PAUSE_PENDING) else STOP_PENDING
 
 
 def create_intent(ctx: ServiceContext, spec: IntentSpec, *, reply: bool = False) -> Intent:
@@ -116,7 +126,14 @@ def search_intents(ctx: ServiceContext, text: str) -> list[Intent]:
 
 def require(intent: Intent, action: Action) -> None:
     """Raise :class:`Conflict` unless the intent's state allows ``action``."""
-    allowed = intent_actions(intent.status, pause_pending=intent.pending_trigger == PAUSE_PENDING)
+    pending = intent.pending_trigger in (PAUSE_PENDING, STOP_PAUSE_PENDING)
+    allowed = intent_actions(intent.status, pause_pending=pending)
+    if action not in allowed and kbindex.removed_from_kb(intent):
+        # resuming cannot bring it back either: say what does
+        raise Conflict(
+            f"intent {intent.id} ended because its {intent.last_error}; "
+            "restore its files in the KB to bring it back"
+        )
     if action not in allowed:
         raise Conflict(
             refusal(
@@ -153,7 +170,9 @@ def pause_intent(ctx: ServiceContext, intent_id: int) -> Intent:
     def apply(i: Intent, now: datetime) -> None:
         require(i, Action.PAUSE)
         if i.status == IntentStatus.FIRING:
-            i.pending_trigger = PAUSE_PENDING  # the scheduler leaves it paused afterwards
+            # the scheduler leaves it paused afterwards (a stop asked meanwhile still holds)
+            stopping = i.pending_trigger in (STOP_PENDING, STOP_PAUSE_PENDING)
+            i.pending_trigger = STOP_PAUSE_PENDING if stopping else PAUSE_PENDING
         elif i.status != IntentStatus.PAUSED:
             i.status = IntentStatus.PAUSED
 
@@ -167,8 +186,13 @@ def resume_intent(ctx: ServiceContext, intent_id: int) -> Intent:
     """
 
     def apply(i: Intent, now: datetime) -> None:
-        if i.status == IntentStatus.FIRING and i.pending_trigger == PAUSE_PENDING:
-            i.pending_trigger = None  # the pause asked during the run is taken back
+        if i.status == IntentStatus.FIRING and i.pending_trigger in (
+            PAUSE_PENDING,
+            STOP_PAUSE_PENDING,
+        ):
+            # the pause asked during the run is taken back (a stop asked still holds)
+            stopping = i.pending_trigger == STOP_PAUSE_PENDING
+            i.pending_trigger = STOP_PENDING if stopping else None
             return
         if i.status == IntentStatus.CANCELLED:
             require(i, Action.REINSTATE)

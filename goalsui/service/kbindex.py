@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func
@@ -147,7 +148,10 @@ def _index_goal(
     if any(p.path == prefix.rstrip("/") for p in loaded.problems):
         broken = set(existing)  # the workers folder itself is unreadable: keep them all
     for name, wdef in loaded.workers.items():
-        upsert_worker_intent(s, goal, wdef, existing.get(name), goal_active, now)
+        intent = existing.get(name)
+        if intent is not None and _touched_since_ended(loaded.path, name, intent):
+            reinstate_worker_intent(intent)
+        upsert_worker_intent(s, goal, wdef, intent, goal_active, now)
     for name, intent in existing.items():
         if (
             name not in loaded.workers
@@ -158,6 +162,29 @@ def _index_goal(
             intent.last_error = "worker removed from the KB"
             intent.updated_at = now
             s.add(intent)
+
+
+def _touched_since_ended(goal_path: Path, worker: str, intent: Intent) -> bool:
+    """True when an ended worker intent's definition.yaml was edited or touched after it
+    ended (an operator's way to bring the schedule back)."""
+    if intent.status != IntentStatus.CANCELLED or removed_from_kb(intent):
+        return False
+    try:
+        mtime = (goal_path / "workers" / worker / "definition.yaml").stat().st_mtime
+    except OSError:
+        return False
+    ended = intent.updated_at
+    if ended.tzinfo is None:
+        ended = ended.replace(tzinfo=UTC)
+    return mtime > ended.timestamp()
+
+
+def reinstate_worker_intent(intent: Intent) -> None:
+    """An ended worker intent comes back: ``upsert_worker_intent`` plans it from now."""
+    intent.status = IntentStatus.ACTIVE
+    intent.last_error = None
+    intent.consecutive_failures = 0
+    intent.definition_hash = None  # re-applied (and planned) from the definition
 
 
 def _goal_row(s: Session, loaded: LoadedGoal, now: datetime, goal: Goal | None) -> Goal:

@@ -90,7 +90,9 @@ diffstat and check result, the failures, and what was skipped and why.
 def worker_seeds(slots: list[str], tz: str, runner: dict[str, Any] | None) -> list[WorkerSeed]:
     """The commander, one task worker per slot, and the reporter."""
 
-    def definition(cron: str, capabilities: list[str], run: dict[str, Any] | None) -> dict[str, Any]:
+    def definition(
+        cron: str, capabilities: list[str], run: dict[str, Any] | None
+    ) -> dict[str, Any]:
         data: dict[str, Any] = {"schedule": {"cron": cron, "timezone": tz}}
         if run:
             data["runner"] = run
@@ -98,7 +100,11 @@ def worker_seeds(slots: list[str], tz: str, runner: dict[str, Any] | None) -> li
         data["capabilities"] = capabilities
         return data
 
-    seeds = [WorkerSeed("commander", definition(COMMANDER_CRON, ["read_kb", "write_kb", "nightshift"], runner))]
+    seeds = [
+        WorkerSeed(
+            "commander", definition(COMMANDER_CRON, ["read_kb", "write_kb", "nightshift"], runner)
+        )
+    ]
     for index, cron in enumerate(slots, start=1):
         seeds.append(WorkerSeed(f"worker-{index}", definition(cron, ["read_kb"], runner)))
     seeds.append(

@@ -8,7 +8,13 @@ from pathlib import Path
 from sqlmodel import col, select
 
 from goalsui.domain.models import Intent, IntentRun
-from goalsui.domain.states import ATTENTION_RUNS, ChangeTopic, RunStatus, RunTrigger
+from goalsui.domain.states import (
+    ATTENTION_RUNS,
+    ChangeTopic,
+    IntentStatus,
+    RunStatus,
+    RunTrigger,
+)
 from goalsui.domain.transitions import Action, refusal, run_actions
 from goalsui.errors import Conflict, NotFound, ValidationError
 from goalsui.service import intents
@@ -93,6 +99,29 @@ def replay_run(ctx: ServiceContext, run_id: int) -> Intent:
     result = intents.run_intent_now(ctx, run.intent_id, trigger=trigger)
     dismiss_run(ctx, run_id)
     return result
+
+
+def stop_run(ctx: ServiceContext, run_id: int) -> IntentRun:
+    """Ask the scheduler running ``run_id`` to stop it (SIGTERM, then SIGKILL).
+
+    Only the run stops: it is recorded ``cancelled`` and its intent keeps its schedule
+    (the next occurrence fires as planned). Asking twice changes nothing.
+    """
+    with ctx.store.write() as s:
+        run = s.get(IntentRun, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        _require(run, Action.STOP_RUN)
+        intent = s.get(Intent, run.intent_id)
+        if intent is None or intent.status != IntentStatus.FIRING:
+            raise Conflict(f"run {run_id} is finishing; there is nothing left to stop")
+        intent.pending_trigger = intents.stop_pending(intent.pending_trigger)
+        intent.updated_at = ctx.now()
+        s.add(intent)
+        title = intent.title
+    ctx.journal("run stop requested", f"run {run_id}", title)
+    ctx.changed(ChangeTopic.INTENTS)
+    return run
 
 
 def _require(run: IntentRun, action: Action) -> None:

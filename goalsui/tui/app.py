@@ -41,6 +41,7 @@ from goalsui.tui.commands import GoalsCommands
 from goalsui.tui.fmt import Palette
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
+from goalsui.tui.notices import ConsoleNotice, NoticeMixin
 from goalsui.tui.screens.main import MainScreen
 from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_files
 
@@ -69,7 +70,7 @@ class PendingService:
         return not_yet
 
 
-class GoalsApp(DeliverMixin, App[int]):
+class GoalsApp(NoticeMixin, DeliverMixin, App[int]):
     """The operator console."""
 
     CSS_PATH = "styles/app.tcss"
@@ -96,6 +97,7 @@ class GoalsApp(DeliverMixin, App[int]):
         force_scheduler: bool = False,
     ) -> None:
         super().__init__()
+        self.init_notices()
         if service is None and (opener is None or kb_root is None):
             raise ValueError("GoalsApp needs a service, or an opener and the KB root")
         self.hooks = hooks
@@ -695,6 +697,11 @@ class GoalsApp(DeliverMixin, App[int]):
         self._scheduler_note = "stopped"
         self.scheduler = None
 
+    def notice_changed(self, notice: ConsoleNotice) -> None:
+        """The notice line of the main screen shows the newest notice."""
+        if self._main_mounted:
+            self.main.show_notice(notice)
+
     def _on_scheduler_event(self, event: Any) -> None:
         """``SchedulerEvent``s (on this loop): refresh now; alerts and failures toast."""
         kind = getattr(event, "kind", "")
@@ -1072,7 +1079,12 @@ def help_groups(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
     for (group, description), displays in rows.items():
         target = {"This pane": pane, "Global": global_, "Navigation": nav}[group]
         target.append((", ".join(displays), description))
-    return [("This pane", pane), ("Global", global_), ("Navigation", nav)]
+    groups = [("This pane", pane), ("Global", global_), ("Navigation", nav)]
+    if isinstance(screen, MainScreen):  # every pane's keys and every symbol, too
+        from goalsui.tui.help_keys import legend_section, pane_sections
+
+        groups += [*pane_sections(app), legend_section()]
+    return groups
 
 
 def _bench_marks(app: GoalsApp, marker: str) -> None:

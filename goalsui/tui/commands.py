@@ -37,7 +37,25 @@ COMMANDS = [
         True,
     ),
     PaletteCommand(
-        "Intent: Cancel", "End the selected intent (asks first)", "cancel", "cancel", True
+        "Run: Stop…",
+        "Stop the selected running run (SIGTERM, then SIGKILL); the schedule goes on",
+        "stop_run",
+        "stop_run",
+        True,
+    ),
+    PaletteCommand(
+        "Intent: End schedule…",
+        "End the selected intent's schedule (asks first; p reinstates it)",
+        "end_schedule",
+        "end_schedule",
+        True,
+    ),
+    PaletteCommand(
+        "Intent: Reinstate",
+        "Bring an ended schedule back, planned from now",
+        "pause",
+        "pause",
+        True,
     ),
     PaletteCommand(
         "Intent: Retry", "Retry the selected failed intent at once", "retry", "retry", True
@@ -59,6 +77,12 @@ COMMANDS = [
         "Todo: Complete or reopen", "Toggle the selected todo", "todo.toggle", "toggle_todo", True
     ),
     PaletteCommand("Pane: Filter", "Filter the focused pane as you type", "filter", "filter"),
+    PaletteCommand(
+        "Pane: Maximise or restore",
+        "Fill the screen with the focused pane, and back",
+        "maximize",
+        "toggle_maximize",
+    ),
     PaletteCommand("Pane: Goals", "Focus the goals pane", "pane.goals", "focus_pane('goals')"),
     PaletteCommand(
         "Pane: Threads", "Focus the threads pane", "pane.threads", "focus_pane('threads')"

@@ -38,6 +38,7 @@ MAIN = [
     Binding("4", "focus_pane('failed')", "Failed runs pane", id="pane.failed", show=False),
     Binding("5", "focus_pane('detail')", "Detail pane", id="pane.detail", show=False),
     Binding("slash", "filter", "Filter", id="filter", key_display="/"),
+    Binding("m", "toggle_maximize", "Maximise pane", id="maximize", show=False),
     Binding("escape", "clear_filter", "Clear filter", id="clear_filter", show=False),
     Binding("F", "open_screen('failures')", "Failures screen", id="screen.failures", show=False),
     Binding("M", "open_screen('reports')", "Morning reports", id="screen.reports", show=False),
@@ -57,9 +58,10 @@ LIST_NAV = [
 COPY = Binding("y", "screen.copy_id", "Copy id", id="copy_id", show=False)
 OUTPUT = Binding("o", "screen.open_output", "Output", id="open_output")
 
-PAUSE = Binding("p", "screen.pause", "Pause/Resume", id="pause")
+PAUSE = Binding("p", "screen.pause", "Pause/Resume", id="pause")  # reinstates an ended one
 RUN_NOW = Binding("r", "screen.run_now", "Run now", id="run_now")
-CANCEL = Binding("x", "screen.cancel", "Cancel…", id="cancel")
+STOP = Binding("x", "screen.stop_run", "Stop run…", id="stop_run")
+END = Binding("X", "screen.end_schedule", "End schedule…", id="end_schedule")
 RETRY = Binding("R", "screen.retry", "Retry", id="retry")
 EDIT = Binding("e", "screen.edit", "Edit", id="edit")
 DISMISS = Binding("d", "screen.dismiss", "Dismiss", id="dismiss")
@@ -69,7 +71,7 @@ TODO_TOGGLE = Binding(
 )
 
 GOALS_SAFE = [*LIST_NAV, OUTPUT, COPY]
-GOALS_ACTIONS = [PAUSE, RUN_NOW, CANCEL, RETRY, EDIT]
+GOALS_ACTIONS = [PAUSE, RUN_NOW, STOP, END, RETRY, EDIT]
 THREADS_SAFE = [*LIST_NAV, COPY]
 THREADS_ACTIONS = [TODO_ADD, TODO_TOGGLE]
 TIMELINE_SAFE = [
@@ -86,7 +88,7 @@ TIMELINE_SAFE = [
     ),
     Binding("minus", "zoom(1)", "Zoom out", id="timeline.zoom_out", show=False, key_display="-"),
 ]
-TIMELINE_ACTIONS = [PAUSE, RUN_NOW, CANCEL, RETRY]
+TIMELINE_ACTIONS = [PAUSE, RUN_NOW, STOP, END, RETRY]
 FAILED_SAFE = [*LIST_NAV, OUTPUT, COPY]
 FAILED_ACTIONS = [RETRY, DISMISS, PAUSE]
 DETAIL_SAFE = [

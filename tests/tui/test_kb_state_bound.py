@@ -139,7 +139,7 @@ async def test_the_console_badges_a_goal_whose_state_yaml_breaks(
             assert "error in KB" not in label(goal_node)
             (demo.kb.root / PULSE / "state.yaml").write_text(BROKEN_STATE)
             await wait_for(pilot, lambda: "error in KB" in label(goal_node), what="error badge")
-            toasts = [n.message for n in app._notifications if n.title == "KB error"]
+            toasts = [n.message for n in app.notices if n.title == "KB error"]
             assert any(f"{PULSE}/state.yaml:3" in m for m in toasts), toasts
             (demo.kb.root / PULSE / "state.yaml").write_text("plan: []\n")
             await wait_for(pilot, lambda: "error in KB" not in label(goal_node), what="badge gone")

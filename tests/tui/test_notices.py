@@ -106,11 +106,11 @@ async def test_the_console_toast_names_the_thread_and_j_jumps_there(svc: Service
         await settle(app, pilot)
         await wait_for(
             pilot,
-            lambda: any(n.title == "Result" for n in app._notifications),
+            lambda: any(n.title == "Result" for n in app.notices),
             timeout=60,
             what="the result toast",
         )
-        [toast] = [n for n in app._notifications if n.title == "Result"]
+        [toast] = [n for n in app.notices if n.title == "Result"]
         assert "Visa application: done for run" in toast.message and "J: go there" in toast.message
         await pilot.press("J")
         await settle(app, pilot)
@@ -130,11 +130,11 @@ async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, cloc
         await settle(app, pilot)
         await wait_for(
             pilot,
-            lambda: any(n.title == "Alert" for n in app._notifications),
+            lambda: any(n.title == "Alert" for n in app.notices),
             timeout=60,
             what="the alert toast",
         )
-        [toast] = [n for n in app._notifications if n.title == "Alert"]
+        [toast] = [n for n in app.notices if n.title == "Alert"]
         assert f"{goal.goal_id}/probe:" in toast.message and "J: go there" in toast.message
         await pilot.press("J")
         await settle(app, pilot)

@@ -95,16 +95,64 @@ async def test_run_now_marks_the_worker_due(demo: Service, clock) -> None:  # ty
         assert intent.next_run_at == clock.now and intent.pending_trigger == "run-now"
         assert " due" in worker_label(app, "flaky")
         assert app.main.timeline.get_cell(f"intent:{intent_id}", "next").plain == "due"
-        # on a goal: every active worker of it
+        # on a goal: every active worker of it, after a confirmation
         app.main.goals.select_key(f"goal/{PULSE}")
         await settle(app, pilot)
         await pilot.press("r")
         await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Run all 2 workers" in app.screen.question
+        assert app.screen.focused is not None and app.screen.focused.id == "no"
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert demo.worker_intent(PULSE, "pulse").pending_trigger is None
+        await pilot.press("r")
+        await settle(app, pilot)
+        await pilot.press("y")
+        await settle(app, pilot)
         assert demo.worker_intent(PULSE, "pulse").pending_trigger == "run-now"
 
 
-async def test_cancel_asks_first_with_focus_on_no(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_end_schedule_asks_first_and_p_reinstates(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
     intent_id = worker_intent(demo, PULSE, "flaky")
+    app = console(demo, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pick_worker(app, pilot, "flaky")
+        await pilot.press("x")  # nothing runs: x (stop the run) does nothing
+        await settle(app, pilot)
+        assert app.screen is app.main
+        await pilot.press("X")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "End the schedule" in app.screen.question
+        assert app.screen.focused is not None and app.screen.focused.id == "no"
+        await pilot.press("enter")  # the safe choice
+        await settle(app, pilot)
+        assert demo.get_intent(intent_id).status == "active"
+        await pilot.press("X")
+        await settle(app, pilot)
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert demo.get_intent(intent_id).status == "cancelled"
+        assert "cancelled" in worker_label(app, "flaky")
+        assert not app.main.check_action("end_schedule", ())
+        assert app.main.check_action("pause", ())  # p reinstates an ended schedule
+        await pilot.press("p")
+        await settle(app, pilot)
+        intent = demo.get_intent(intent_id)
+        assert intent.status == "active" and intent.next_run_at is not None
+        assert "cancelled" not in worker_label(app, "flaky")
+
+
+async def test_x_on_a_running_run_asks_to_stop_only_the_run(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    intent_id = worker_intent(demo, PULSE, "flaky")
+    with demo.store.write() as s:
+        from goalsui.domain.models import Intent
+
+        row = s.get(Intent, intent_id)
+        row.status = "firing"
+    run_id = add_run(demo, intent_id, "running", clock.now)
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -112,16 +160,13 @@ async def test_cancel_asks_first_with_focus_on_no(demo: Service, clock) -> None:
         await pilot.press("x")
         await settle(app, pilot)
         assert isinstance(app.screen, ConfirmScreen)
-        assert app.screen.focused is not None and app.screen.focused.id == "no"
-        await pilot.press("enter")  # the safe choice
-        await settle(app, pilot)
-        assert demo.get_intent(intent_id).status == "active"
-        await pilot.press("x")
-        await settle(app, pilot)
+        assert f"Stop run {run_id}" in app.screen.question
         await pilot.press("y")
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).status == "cancelled"
-        assert "cancelled" in worker_label(app, "flaky")
+        intent = demo.get_intent(intent_id)
+        # the scheduler owning the run stops it; the schedule is untouched
+        assert intent.status == "firing" and intent.pending_trigger == "stop"
+        assert intent.next_run_at is not None
 
 
 async def test_retry_resumes_an_auto_disabled_intent(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
@@ -437,7 +482,7 @@ async def test_read_only_binds_no_action(demo: Service, clock) -> None:  # type:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pick_worker(app, pilot)
-        for key in ("p", "r", "x", "R", "e"):
+        for key in ("p", "r", "x", "X", "R", "e"):
             await pilot.press(key)
             await settle(app, pilot)
         assert app.screen is app.main
@@ -447,7 +492,8 @@ async def test_read_only_binds_no_action(demo: Service, clock) -> None:  # type:
         state_ids = {
             "pause",
             "run_now",
-            "cancel",
+            "stop_run",
+            "end_schedule",
             "retry",
             "edit",
             "dismiss",
@@ -476,3 +522,18 @@ async def test_keymap_from_goalsui_yaml_remaps_run_now(demo: Service, clock) -> 
         await pilot.press("n")
         await settle(app, pilot)
         assert demo.get_intent(intent_id).pending_trigger == "run-now"
+
+
+async def test_end_schedule_dialog_shows_its_whole_text_at_80x24(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    app = console(demo, clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pick_worker(app, pilot, "flaky")
+        await pilot.press("X")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        text = " ".join(screen_text(app).split())
+        for part in (app.screen.question, app.screen.detail):
+            for word in part.split():
+                assert word in text, word
+        assert "[y]" in text and "[n]" in text

@@ -155,7 +155,7 @@ async def test_broken_yaml_shows_a_badge_and_keeps_the_last_good_version(
         definition.write_text("schedule:\n  every: 1m\n  bogus: [unclosed\n")
         goal_node = app.main.goals.goal_nodes[PULSE]
         await wait_for(pilot, lambda: "error in KB" in label(goal_node), what="error badge")
-        toasts = [n for n in app._notifications if n.title == "KB error"]
+        toasts = [n for n in app.notices if n.title == "KB error"]
         assert toasts, "a notification names the file"
         message = toasts[-1].message
         assert "demo-pulse-05c0f5ca/workers/flaky/definition.yaml" in message and ":" in message

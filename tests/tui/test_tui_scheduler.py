@@ -70,3 +70,38 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
     assert runs and runs[0].status in ("cancelled", "interrupted", "failed")
     assert runs[0].finished_at is not None
     assert demo.get_intent(intent_id).status != "firing"
+
+
+async def test_x_stops_the_running_run_and_the_schedule_goes_on(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    intent_id = worker_intent(demo, PULSE, "flaky")
+    app = make_app(demo, scheduler=True, watch=False, clock=clock)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(app, pilot)
+        await wait_for(pilot, lambda: app.scheduler_state == "running", what="scheduler running")
+        main = app.main
+        main.goals.select_key(f"worker/{PULSE}/flaky")
+        await settle(app, pilot)
+        assert not app.screen.check_action("stop_run", ())  # nothing runs yet
+        await pilot.press("r")
+        node = main.goals.child_nodes[f"worker/{PULSE}/flaky"]
+        await wait_for(pilot, lambda: "▶ running" in label(node), what="running indicator")
+        await wait_for(pilot, lambda: main.check_action("stop_run", ()), what="x enabled")
+        await pilot.press("x")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "schedule goes on" in app.screen.detail
+        await pilot.press("y")
+        await wait_for(
+            pilot,
+            lambda: demo.list_runs(intent_id=intent_id)[0].status == "cancelled",
+            timeout=30,
+            what="the run recorded cancelled",
+        )
+        run = demo.list_runs(intent_id=intent_id)[0]
+        assert run.finished_at is not None and "stopped by the operator" in (run.reason or "")
+        await wait_for(
+            pilot, lambda: demo.get_intent(intent_id).status == "active", what="intent active"
+        )
+        intent = demo.get_intent(intent_id)
+        assert intent.next_run_at is not None and intent.pending_trigger is None
+        assert "stop requested" in " ".join(j.action for j in demo.list_journal())

@@ -63,7 +63,7 @@ async def test_user_themes_are_picked_up_and_broken_ones_toasted(
         await settle(app, pilot)
         assert app.theme == "night-owl"
         assert app.palette.ok == "#addb67"
-        toasts = [n for n in app._notifications if n.title == "Theme files skipped"]
+        toasts = [n for n in app.notices if n.title == "Theme files skipped"]
         assert len(toasts) == 1
         assert "broken-1.yaml" in toasts[0].message and "broken-2.yaml" in toasts[0].message
         assert "night-owl" in app.theme_names()
@@ -76,5 +76,5 @@ async def test_unknown_theme_falls_back(tmp_path: Path, clock, template: Path) -
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot)
         assert app.theme == DEFAULT_THEME
-        assert any("no-such-theme" in n.message for n in app._notifications)
+        assert any("no-such-theme" in n.message for n in app.notices)
     service.close()

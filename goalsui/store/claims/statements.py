@@ -35,7 +35,7 @@ __all__ = [
 SOONEST = select(func.min(INTENT.c.next_run_at)).where(INTENT.c.status == IntentStatus.ACTIVE)
 
 #: What ``check_running`` reads of an intent.
-RUNNING_READ = ("id", "status", "lease_owner", "next_run_at")
+RUNNING_READ = ("id", "status", "lease_owner", "next_run_at", "pending_trigger")
 
 _RUN_COLUMNS = [c.name for c in RUN.c if c.name != "id"]
 #: Inserts a run row (every column but the id, timestamps through :class:`Stamp`).

@@ -6,7 +6,7 @@ worker threads). It never reads the database itself: the app hands it dashboards
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,8 +17,9 @@ from textual.binding import BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Label, Static, Tree
+from textual.widgets import DataTable, Footer, Input, Label, Static, Tabs, Tree
 
+from goalsui.domain.transitions import Action, intent_actions, intent_allows
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
@@ -26,10 +27,13 @@ from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
 from goalsui.tui.messages import DeliverMixin, deliver
 from goalsui.tui.model import Dashboard, PlanView, goal_log_count, load_boxes
+from goalsui.tui.selection import Selection, SelectionKind
 from goalsui.tui.widgets.cost_panel import CostPanel, today_text
 from goalsui.tui.widgets.detail import DetailBody, DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items, run_error
 from goalsui.tui.widgets.goals_tree import GoalsTree, NodeRef
+from goalsui.tui.widgets.layout_tabs import NARROW_WIDTH, TAB_PANES, PaneTabs, tab_of
+from goalsui.tui.widgets.notice_bar import NoticeBar
 from goalsui.tui.widgets.status_bar import StatusBar, StatusInfo
 from goalsui.tui.widgets.threads_pane import ThreadsTable
 from goalsui.tui.widgets.timeline import TimelineTable
@@ -54,7 +58,8 @@ NEEDS_RECORDS = frozenset(
     {
         "pause",
         "run_now",
-        "cancel",
+        "stop_run",
+        "end_schedule",
         "retry",
         "dismiss",
         "edit",
@@ -63,22 +68,6 @@ NEEDS_RECORDS = frozenset(
         "open_output",
     }
 )
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What the keys act on: the item under the cursor of the focused pane."""
-
-    kind: str = (
-        "none"  # goal | worker | inbox | outbox | runs | goal-log | intent | run | thread | todo
-    )
-    pane: str = ""
-    goal_id: str | None = None
-    worker: str | None = None
-    intent_id: int | None = None
-    run_id: int | None = None
-    thread_id: int | None = None
-    todo_id: int | None = None
 
 
 class FilterBar(Horizontal):
@@ -101,6 +90,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         self.dash: Dashboard | None = None
         self.plan = PlanView()
         self.pane = "goals"
+        self.tab = "goals"  # the narrow layout's tab
         self.filter_target: str | None = None
         self._live_timer: Any = None
         self._loading_boxes: set[str] = set()
@@ -114,6 +104,8 @@ class MainScreen(DeliverMixin, Screen[None]):
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield StatusBar()
+        yield NoticeBar()
+        yield PaneTabs()
         with Horizontal(id="main-body"):
             with Vertical(id="left"):
                 with Container(id="goals-pane", classes="pane"):
@@ -153,12 +145,54 @@ class MainScreen(DeliverMixin, Screen[None]):
                 self.query_one(f"#{pane}-pane").border_subtitle = LOADING
         self.query_one("#goals-empty").display = False
         self.query_one("#failed-empty").display = False
+        self.set_class(True, "-tab-goals")
         self.goals.focus()
+        if self.gapp.notices:
+            self.show_notice(self.gapp.notices[-1])
+        else:
+            self.query_one(NoticeBar).update(
+                Text("no notifications yet · L: event log", style="dim")
+            )
         self.gapp.main_mounted()
 
+    def show_notice(self, notice: Any) -> None:
+        """The newest alert, result or message, on the line under the status bar."""
+        self.query_one(NoticeBar).show(notice, self.gapp.clock(), self.gapp.palette)
+
     def on_resize(self, event: Any) -> None:
-        # Narrow terminals: the compact footer keeps every key of the pane on one line.
-        self.query_one(Footer).compact = event.size.width < 120
+        # Narrow terminals: the compact footer keeps every key of the pane on one line,
+        # and tabs show fewer panes at a time instead of shrinking all of them.
+        narrow = event.size.width < NARROW_WIDTH
+        self.query_one(Footer).compact = narrow
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            if narrow:
+                self.show_tab(tab_of(self.pane, self.tab), focus=True)
+
+    def show_tab(self, name: str, *, focus: bool = False) -> None:
+        """The narrow layout's tab ``name`` (its panes show; focus moves into it)."""
+        self.tab = name
+        for other in TAB_PANES:
+            self.set_class(other == name, f"-tab-{other}")
+        tabs = self.query_one(PaneTabs)
+        if tabs.active != f"tab-{name}":
+            tabs.active = f"tab-{name}"
+        if focus and self.has_class("-narrow") and self.pane not in TAB_PANES[name]:
+            self.call_after_refresh(self.pane_widget(TAB_PANES[name][0]).focus)
+
+    @on(Tabs.TabActivated, "#pane-tabs")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        name = (event.tab.id or "tab-goals").removeprefix("tab-")
+        if name != self.tab:
+            self.show_tab(name, focus=True)
+
+    def action_toggle_maximize(self) -> None:
+        """Maximise the focused pane, or bring the layout back."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        pane = self.pane_of(self.focused) or self.pane
+        self.maximized = self.query_one(f"#{pane}-pane")
 
     @property
     def goals(self) -> GoalsTree:
@@ -238,34 +272,44 @@ class MainScreen(DeliverMixin, Screen[None]):
         text = f"±{hours}h · ● ok ✗ failed ! missed ◆ next"
         if overlaps:
             text += f" · ▲ overlap predicted ({overlaps} intent{'s' if overlaps > 1 else ''})"
-        if self.timeline.filter_text:
-            text = f"filter '{self.timeline.filter_text}' · " + text
+        if self.timeline.filter_text and self.dash is not None:
+            total = len(self.timeline.shown_intents(self.dash, filtered=False))
+            shown = self.timeline.row_count
+            text = f"filter '{self.timeline.filter_text}' · {shown} of {total} intents · " + text
         return text
 
     def _subtitles(self, dash: Dashboard, failures: int) -> None:
-        def with_filter(widget: Any, text: str) -> str:
-            return f"filter '{widget.filter_text}' · {text}" if widget.filter_text else text
+        def counted(widget: Any, shown: int, total: int, noun: str) -> str:
+            """``11 goals``, or ``filter 'x' · 3 of 11 goals`` while filtered."""
+            if not widget.filter_text:
+                return f"{total} {noun}"
+            return f"filter '{widget.filter_text}' · {shown} of {total} {noun}"
 
         workers = sum(len(g.workers) for g in dash.goals)
-        self.query_one("#goals-pane").border_subtitle = with_filter(
-            self.goals,
-            f"{len(dash.goals)} goals · {workers} workers"
-            + (f" · from the KB, records {LOADING}" if dash.preview else ""),
+        shown_goals = self.goals._visible_goals(dash)
+        goals = counted(self.goals, len(shown_goals), len(dash.goals), "goals")
+        if not self.goals.filter_text:
+            goals += f" · {workers} workers"
+        self.query_one("#goals-pane").border_subtitle = goals + (
+            f" · from the KB, records {LOADING}" if dash.preview else ""
         )
         if dash.preview:
             for pane in ("threads", "timeline", "failed"):
                 self.query_one(f"#{pane}-pane").border_subtitle = LOADING
             return
         open_todos = sum(t.open_count for t in dash.threads)
-        self.query_one("#threads-pane").border_subtitle = with_filter(
-            self.threads, f"{len(dash.threads)} threads · {open_todos} open"
-        )
+        shown_threads = sum(1 for k in self.threads.row_keys() if k.startswith("thread:"))
+        threads = counted(self.threads, shown_threads, len(dash.threads), "threads")
+        self.query_one("#threads-pane").border_subtitle = f"{threads} · {open_todos} open"
         self.query_one("#timeline-pane").border_subtitle = self._timeline_subtitle(
             len(self.plan.overlaps)
         )
-        self.query_one("#failed-pane").border_subtitle = with_filter(
-            self.failed, f"{failures} need you"
+        self.query_one("#failed-pane").border_subtitle = (
+            counted(self.failed, len(self.failed.items), failures, "need you")
+            if self.failed.filter_text
+            else f"{failures} need you"
         )
+        self.query_one(PaneTabs).counts(failures=failures, open_todos=open_todos)
 
     def tick(self, now: datetime) -> None:
         """Every second: countdowns, running timers, refresh age."""
@@ -307,12 +351,14 @@ class MainScreen(DeliverMixin, Screen[None]):
         if pane is None or pane == self.pane:
             return
         self.pane = pane
+        if self.has_class("-narrow") and pane not in TAB_PANES[self.tab]:
+            self.show_tab(tab_of(pane, self.tab))
         if pane != "detail":
             self._select_from(pane)
 
     @on(Tree.NodeHighlighted, "#goals")
     def _tree_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
-        if self.pane == "goals" or self.selection.kind == "none":
+        if self.pane == "goals" or self.selection.kind == SelectionKind.NONE:
             self._select_from("goals")
 
     @on(Tree.NodeExpanded, "#goals")
@@ -334,7 +380,7 @@ class MainScreen(DeliverMixin, Screen[None]):
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         pane = self.pane_of(event.data_table)
-        if pane is not None and (pane == self.pane or self.selection.kind == "none"):
+        if pane is not None and (pane == self.pane or self.selection.kind == SelectionKind.NONE):
             self._select_from(pane)
 
     @on(DataTable.RowSelected)
@@ -342,14 +388,14 @@ class MainScreen(DeliverMixin, Screen[None]):
         pane = self.pane_of(event.data_table)
         if pane in ("timeline", "failed"):
             self.action_open_output()
-        elif pane == "threads" and not self.read_only and self.selection.kind == "todo":
+        elif pane == "threads" and not self.read_only and self.selection.kind == SelectionKind.TODO:
             self.action_toggle_todo()
 
     def _select_from(self, pane: str) -> None:
         sel = self._selection_for(pane)
         if sel != self.selection:
             self.selection = sel
-            if sel.kind == "outbox":
+            if sel.kind == SelectionKind.OUTBOX:
                 self.goals.mark_seen(NodeRef("outbox", sel.goal_id or "", sel.worker))
             self._refresh_keys()
             self.update_detail()
@@ -357,7 +403,7 @@ class MainScreen(DeliverMixin, Screen[None]):
     def _key_state(self) -> tuple[Any, ...]:
         """What decides which keys apply (the footer is rebuilt only when it changes)."""
         intent = self._intent()
-        goal = self._goal() if self.selection.kind == "goal" else None
+        goal = self._goal() if self.selection.kind == SelectionKind.GOAL else None
         last = (
             self.dash.last_run(intent.id) if self.dash is not None and intent is not None else None
         )
@@ -396,7 +442,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             ref = self.goals.selected_ref
             if ref is None:
                 return Selection(pane=pane)
-            intent_id = None
+            intent_id = ref.intent_id  # a goal-level intent's node
             if ref.worker and dash is not None:
                 intent = dash.intent_of(ref.goal_id, ref.worker)
                 intent_id = intent.id if intent else None
@@ -404,7 +450,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             live = dash.running.get(intent_id or -1) if dash else None
             shown = live or run
             return Selection(
-                kind=ref.kind,
+                kind=SelectionKind(ref.kind),
                 pane=pane,
                 goal_id=ref.goal_id,
                 worker=ref.worker,
@@ -416,7 +462,9 @@ class MainScreen(DeliverMixin, Screen[None]):
             if picked is None:
                 return Selection(pane=pane)
             kind, thread_id, todo_id = picked
-            return Selection(kind=kind, pane=pane, thread_id=thread_id, todo_id=todo_id)
+            return Selection(
+                kind=SelectionKind(kind), pane=pane, thread_id=thread_id, todo_id=todo_id
+            )
         if pane == "timeline":
             intent_id = self.timeline.selected_intent()
             if intent_id is None or dash is None:
@@ -425,7 +473,7 @@ class MainScreen(DeliverMixin, Screen[None]):
             live = dash.running.get(intent_id)
             run = live or dash.last_run(intent_id)
             return Selection(
-                kind="intent",
+                kind=SelectionKind.INTENT,
                 pane=pane,
                 goal_id=intent.goal_id if intent else None,
                 worker=intent.worker if intent else None,
@@ -438,7 +486,7 @@ class MainScreen(DeliverMixin, Screen[None]):
                 return Selection(pane=pane)
             intent = dash.intents.get(item.intent_id) if dash else None
             return Selection(
-                kind="run" if item.run_id else "intent",
+                kind=SelectionKind.RUN if item.run_id else SelectionKind.INTENT,
                 pane=pane,
                 goal_id=intent.goal_id if intent else None,
                 worker=intent.worker if intent else None,
@@ -457,7 +505,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         )
         intent = dash.intents.get(sel.intent_id) if dash and sel.intent_id else None
         tabs: list[DetailTab] = []
-        if sel.kind == "goal" and goal is not None:
+        if sel.kind == SelectionKind.GOAL and goal is not None:
             if goal.error:
                 tabs.append(DetailTab("⚠ KB error", text=_problems_text(goal.error)))
             tabs += [
@@ -466,12 +514,12 @@ class MainScreen(DeliverMixin, Screen[None]):
                 DetailTab("definition.yaml", goal.goal_id, "definition.yaml"),
             ]
             return f"goal {goal.goal_id} · {goal.path}", tabs
-        if sel.kind in ("inbox", "outbox") and sel.goal_id and sel.worker:
+        if sel.kind in (SelectionKind.INBOX, SelectionKind.OUTBOX) and sel.goal_id and sel.worker:
             rel = f"workers/{sel.worker}/{sel.kind}"
             return f"{sel.goal_id}/{rel}", [DetailTab(sel.kind, sel.goal_id, rel)]
-        if sel.kind == "goal-log" and sel.goal_id:
+        if sel.kind == SelectionKind.GOAL_LOG and sel.goal_id:
             return f"{sel.goal_id}/log", [DetailTab("log", sel.goal_id, "log")]
-        if sel.kind == "runs" and dash is not None:
+        if sel.kind == SelectionKind.RUNS and dash is not None:
             runs = list(reversed(dash.recent.get(sel.intent_id or -1, [])))[:6]
             for run in runs:
                 tabs.append(
@@ -480,11 +528,11 @@ class MainScreen(DeliverMixin, Screen[None]):
             if not tabs:
                 tabs.append(DetailTab("runs", text="No runs in the last 24 h."))
             return f"runs of {sel.goal_id}/{sel.worker}", tabs
-        if sel.kind in ("worker", "intent", "run") and (
+        if sel.kind in (SelectionKind.WORKER, SelectionKind.INTENT, SelectionKind.RUN) and (
             sel.worker or intent is not None or sel.run_id
         ):
             title = ""
-            if sel.kind == "run" and sel.run_id:
+            if sel.kind == SelectionKind.RUN and sel.run_id:
                 tabs.append(DetailTab(f"run {sel.run_id} output", run_id=sel.run_id))
             if intent is not None and intent.status == "failed":
                 tabs.append(
@@ -506,13 +554,13 @@ class MainScreen(DeliverMixin, Screen[None]):
                 tabs.append(DetailTab("instruction", text=_intent_text(intent)))
                 if intent.checklist:
                     tabs.append(DetailTab("checklist", text=intent.checklist))
-            if sel.kind != "run" and sel.run_id:
+            if sel.kind != SelectionKind.RUN and sel.run_id:
                 live = dash is not None and sel.intent_id in dash.running
                 tabs.append(
                     DetailTab("▶ live output" if live else "last output", run_id=sel.run_id)
                 )
             return title or f"run {sel.run_id}", tabs
-        if sel.kind in ("thread", "todo") and sel.thread_id:
+        if sel.kind in (SelectionKind.THREAD, SelectionKind.TODO) and sel.thread_id:
             thread = (
                 next((t for t in dash.threads if t.thread.id == sel.thread_id), None)
                 if dash
@@ -639,6 +687,10 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     # -- panes and filter ---------------------------------------------------------------------------
     def action_focus_pane(self, pane: str) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        if self.has_class("-narrow"):
+            self.show_tab(tab_of(pane, self.tab))
         self.pane_widget(pane).focus()
 
     def mount_filter_bar(self) -> Any:
@@ -720,7 +772,7 @@ class MainScreen(DeliverMixin, Screen[None]):
         ):
             return tab.goal_id, tab.rel  # type: ignore[return-value]  # an editable tab has a goal
         sel = self.selection
-        if sel.kind == "goal" and sel.goal_id:
+        if sel.kind == SelectionKind.GOAL and sel.goal_id:
             return sel.goal_id, "protocol.md"
         if sel.goal_id and sel.worker:
             return sel.goal_id, f"workers/{sel.worker}/prompt.md"
@@ -732,25 +784,30 @@ class MainScreen(DeliverMixin, Screen[None]):
         sel = self.selection
         intent = self._intent()
         if action == "pause":
-            if sel.kind == "goal":
+            if sel.kind == SelectionKind.GOAL:
                 return self._goal() is not None
-            return intent is not None and intent.status not in ("cancelled", "done")
+            return intent is not None and bool(
+                intent_actions(intent.status, pause_pending=_pause_pending(intent))
+                & {Action.PAUSE, Action.RESUME, Action.REINSTATE}
+            )
         if action == "run_now":
-            if sel.kind == "goal":
+            if sel.kind == SelectionKind.GOAL:
                 goal = self._goal()
                 return goal is not None and any(w.status == "active" for w in goal.workers)
-            return intent is not None and intent.status in ("active", "firing")
-        if action == "cancel":
+            return intent is not None and intent_allows(intent.status, Action.RUN_NOW)
+        if action == "stop_run":
+            return self._running_run() is not None
+        if action == "end_schedule":
             return (
-                sel.kind != "goal"
+                sel.kind != SelectionKind.GOAL
                 and intent is not None
-                and intent.status not in ("cancelled", "done")
+                and intent_allows(intent.status, Action.END_SCHEDULE)
             )
         if action == "retry":
             if (
-                sel.kind == "goal"
+                sel.kind == SelectionKind.GOAL
                 or intent is None
-                or intent.status not in ("active", "failed", "paused")
+                or not intent_allows(intent.status, Action.RETRY)
             ):
                 return False
             last = self.dash.last_run(intent.id) if self.dash else None
@@ -762,13 +819,15 @@ class MainScreen(DeliverMixin, Screen[None]):
             )
             return intent.status == "failed" or intent.consecutive_failures > 0 or failing
         if action == "dismiss":
-            return sel.kind == "run" and sel.run_id is not None
+            return sel.kind == SelectionKind.RUN and sel.run_id is not None
         if action == "edit":
             return self._edit_target() is not None
         if action == "add_todo":
-            return sel.kind in ("thread", "todo") and sel.thread_id is not None
+            return (
+                sel.kind in (SelectionKind.THREAD, SelectionKind.TODO) and sel.thread_id is not None
+            )
         if action == "toggle_todo":
-            return sel.kind == "todo"
+            return sel.kind == SelectionKind.TODO
         if action == "open_output":
             tab = self.detail.current if self.is_mounted else None
             return sel.run_id is not None or bool(tab and tab.run_id)
@@ -776,7 +835,7 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def action_pause(self) -> None:
         app, sel = self.gapp, self.selection
-        if sel.kind == "goal":
+        if sel.kind == SelectionKind.GOAL:
             goal = self._goal()
             if goal is None:
                 return
@@ -788,9 +847,10 @@ class MainScreen(DeliverMixin, Screen[None]):
         intent = self._intent()
         if intent is None:
             return
-        resume = intent.status in ("paused", "failed") or (
-            intent.status == "firing" and intent.pending_trigger == "pause"
-        )
+        if intent.status == "cancelled":
+            app.act(f"Reinstated {intent.title}", app.service.resume_intent, intent.id)
+            return
+        resume = intent.status in ("paused", "failed") or _pause_pending(intent)
         if resume:
             app.act(f"Resumed {intent.title}", app.service.resume_intent, intent.id)
         else:
@@ -798,7 +858,7 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def action_run_now(self) -> None:
         app, sel = self.gapp, self.selection
-        if sel.kind == "goal":
+        if sel.kind == SelectionKind.GOAL:
             goal = self._goal()
             if goal is None:
                 return
@@ -808,15 +868,62 @@ class MainScreen(DeliverMixin, Screen[None]):
                 for intent_id in ids:
                     app.service.run_intent_now(intent_id)
 
-            app.act(
-                f"Run now: {len(ids)} worker{'s' if len(ids) != 1 else ''} of {goal.name}", run_all
+            what = f"{len(ids)} worker{'s' if len(ids) != 1 else ''} of {goal.name}"
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    app.act(f"Run now: {what}", run_all)
+
+            from goalsui.tui.screens.modals import ConfirmScreen
+
+            app.push_screen(
+                ConfirmScreen(
+                    f"Run all {what} now?",
+                    "Each active worker of the goal fires once, now; their schedules stay.",
+                    yes="Run them",
+                    no="Cancel",
+                ),
+                answered,
             )
             return
         intent = self._intent()
         if intent is not None:
             app.act(f"Run now: {intent.title}", app.service.run_intent_now, intent.id)
 
-    def action_cancel(self) -> None:
+    def _running_run(self) -> Any:
+        """The selected intent's run while it runs (what ``x`` stops), else None."""
+        intent = self._intent()
+        if intent is None or self.dash is None or self.selection.kind == SelectionKind.GOAL:
+            return None
+        return self.dash.running.get(intent.id)
+
+    def action_stop_run(self) -> None:
+        from goalsui.tui.screens.modals import ConfirmScreen
+
+        intent, run = self._intent(), self._running_run()
+        if intent is None or run is None:
+            return
+        app = self.gapp
+        detail = (
+            f"Run {run.id} is stopped (SIGTERM, then SIGKILL) and recorded cancelled. "
+            "The schedule goes on: the next run fires as planned."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app.act(f"Stopping run {run.id} of {intent.title}", app.service.stop_run, run.id)
+
+        app.push_screen(
+            ConfirmScreen(
+                f"Stop run {run.id} of '{intent.title}'?",
+                detail,
+                yes="Stop it",
+                no="Keep it running",
+            ),
+            answered,
+        )
+
+    def action_end_schedule(self) -> None:
         from goalsui.tui.screens.modals import ConfirmScreen
 
         intent = self._intent()
@@ -824,19 +931,19 @@ class MainScreen(DeliverMixin, Screen[None]):
             return
         app = self.gapp
         live = self.dash is not None and intent.id in self.dash.running
-        detail = "It will not fire again."
+        detail = "It will not fire again until it is reinstated (p here, or goalsui intent resume)."
         if live:
-            detail = (
-                "Its running process is stopped (SIGTERM, then SIGKILL) and it will not fire again."
-            )
+            detail = "Its running process is stopped (SIGTERM, then SIGKILL). " + detail
 
         def answered(yes: bool | None) -> None:
             if yes:
-                app.act(f"Cancelled {intent.title}", app.service.cancel_intent, intent.id)
+                app.act(
+                    f"Ended the schedule of {intent.title}", app.service.cancel_intent, intent.id
+                )
 
         app.push_screen(
             ConfirmScreen(
-                f"Cancel intent '{intent.title}'?", detail, yes="Cancel it", no="Keep it"
+                f"End the schedule of '{intent.title}'?", detail, yes="End it", no="Keep it"
             ),
             answered,
         )
@@ -877,7 +984,12 @@ class MainScreen(DeliverMixin, Screen[None]):
 
     def action_toggle_todo(self) -> None:
         sel = self.selection
-        if sel.kind != "todo" or sel.thread_id is None or sel.todo_id is None or self.dash is None:
+        if (
+            sel.kind != SelectionKind.TODO
+            or sel.thread_id is None
+            or sel.todo_id is None
+            or self.dash is None
+        ):
             return
         todo = next(
             (t for view in self.dash.threads for t in view.todos if t.id == sel.todo_id),
@@ -919,8 +1031,14 @@ class MainScreen(DeliverMixin, Screen[None]):
 _WELCOME = """Select a goal, worker, intent, run or todo to see its files here.
 
 Keys: tab / 1-5 move between panes · / filter · ? help · ctrl+p every command.
-On a worker or intent: p pause/resume · r run now · x cancel · R retry · e edit · o output.
+On a worker or intent: p pause/resume/reinstate · r run now · x stop the running run
+X end the schedule · R retry · e edit · o output.
 """
+
+
+def _pause_pending(intent: Any) -> bool:
+    """A pause was asked while the intent fires (it pauses after its run)."""
+    return intent.status == "firing" and intent.pending_trigger in ("pause", "pause+stop")
 
 
 def _problems_text(error: str) -> str:

@@ -93,7 +93,13 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box", classes="modal-box"):
-            yield Label(Text(self.title_text, style="bold"), id="help-title")
+            yield Label(
+                Text.assemble(
+                    (self.title_text, "bold"),
+                    ("   escape, q or ? closes this · ctrl+p: every command by name", "dim"),
+                ),
+                id="help-title",
+            )
             with VerticalScroll(id="help-scroll"):
                 for name, rows in self.groups:
                     if not rows:
@@ -104,7 +110,7 @@ class HelpScreen(ModalScreen[None]):
                         text.append(f"  {key:>12}  ", style="bold")
                         text.append(description + "\n")
                     yield Static(text, classes="help-group")
-            yield Label(Text("escape / q: close   ctrl+p: every command by name", style="dim"))
+            yield Label(Text("escape / q / ?: close", style="dim"), id="help-close")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -25,6 +25,7 @@ def _line(line: str) -> Text:
         return Text(line, style="bold italic")
     return Text(line)
 
+
 if TYPE_CHECKING:  # the models import SQLAlchemy: not before the console paints
     from goalsui.domain.models import IntentRun
 

@@ -118,7 +118,7 @@ class ThreadsScreen(DataScreen):
         with Horizontal(classes="split"):
             with Container(id="threads-box", classes="pane") as box:
                 box.border_title = "Threads"
-                yield KeyedTable(id="threads-list")
+                yield KeyedTable(id="threads-list", flex_column="title")
             with Vertical(id="threads-right"):
                 with VerticalScroll(id="threads-messages", classes="pane") as box:
                     box.border_title = "Messages"
@@ -129,8 +129,8 @@ class ThreadsScreen(DataScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(KeyedTable)
+        table.add_column("open", key="open", width=5)
         table.add_column("thread", key="title", width=30)
-        table.add_column("open", key="open", width=7)
         table.focus()
         super().on_mount()
 
@@ -156,7 +156,7 @@ class ThreadsScreen(DataScreen):
             if thread.private:
                 title.append(" (private)", style=palette.warning)
             open_items = sum(1 for t in todos if not t.done)
-            rows.append((f"thread:{thread.id}", (title, f"{open_items}/{len(todos)}")))
+            rows.append((f"thread:{thread.id}", (f"{open_items}/{len(todos)}", title)))
         table = self.query_one(KeyedTable)
         table.sync_rows(rows)
         if self.select is not None:
@@ -238,7 +238,7 @@ class JournalScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield _title("Event log")
         with Container(id="journal-box", classes="pane") as box:
-            box.border_title = "Operator and scheduler actions (newest first)"
+            box.border_title = "Operator, scheduler and console notices (newest first)"
             yield KeyedTable(id="journal-table")
         yield Footer()
 
@@ -274,5 +274,21 @@ class JournalScreen(DataScreen):
             )
             for e in entries
         ]
+        notices = list(getattr(self.app, "notices", ()))
+        rows += [
+            (
+                f"n:{n.seq}",
+                (
+                    Text(clock_time(n.at, now), style=palette.muted),
+                    Text("console", style=palette.warning if n.severity != "information" else ""),
+                    Text(one_line(n.title or n.severity, 26)),
+                    Text(""),
+                    Text(one_line(n.message, 300)),
+                ),
+            )
+            for n in notices
+        ]
+        times = {f"j:{e.id}": e.at for e in entries} | {f"n:{n.seq}": n.at for n in notices}
+        rows.sort(key=lambda row: times[row[0]], reverse=True)  # newest first, stable
         self.query_one(KeyedTable).sync_rows(rows)
         self.query_one("#journal-box").border_subtitle = str(len(rows))

@@ -87,7 +87,11 @@ class FailedTable(KeyedTable):
     """Columns: when, status, intent, error."""
 
     def __init__(
-        self, *, read_only: bool = False, id: str | None = "failed", actions: list[Binding] | None = None
+        self,
+        *,
+        read_only: bool = False,
+        id: str | None = "failed",
+        actions: list[Binding] | None = None,
     ) -> None:
         super().__init__(id=id, flex_column="error")
         keys.bind(self, keys.FAILED_SAFE)
@@ -97,6 +101,7 @@ class FailedTable(KeyedTable):
         self.items: dict[str, FailureItem] = {}
         self.narrow = False
         self._last: tuple[list[FailureItem], datetime, Palette] | None = None
+        self._error_width = 0
 
     def on_mount(self) -> None:
         self._layout(force=True)
@@ -104,6 +109,9 @@ class FailedTable(KeyedTable):
     def on_resize(self) -> None:
         self._layout()
         super().on_resize()
+        error = self.columns.get(ColumnKey("error"))
+        if self._last is not None and error is not None and error.width != self._error_width:
+            self.sync(*self._last)  # the error text is clipped (with "…") to its column
 
     def _layout(self, force: bool = False) -> None:
         """Narrow panes give the error column the room: shorter status and intent."""
@@ -128,6 +136,7 @@ class FailedTable(KeyedTable):
         if not self.columns:
             return
         title_width = self.columns[ColumnKey("intent")].width
+        error_width = self._error_width = max(8, self.columns[ColumnKey("error")].width)
         needle = self.filter_text.lower()
         rows: list[Row] = []
         self.items = {}
@@ -148,7 +157,7 @@ class FailedTable(KeyedTable):
                         Text(compact_time(item.when, now), style=palette.muted),
                         Text(f"{glyph} {status}", style=f"bold {colour}"),
                         Text(one_line(item.title, title_width)),
-                        Text(one_line(item.error, 300)),
+                        Text(one_line(item.error, error_width)),
                     ),
                 )
             )

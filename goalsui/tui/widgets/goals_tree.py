@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.widgets import Tree
@@ -19,6 +19,7 @@ from goalsui.tui.fmt import (
     countdown,
     describe_schedule,
     elapsed,
+    one_line,
 )
 from goalsui.tui.model import BoxCounts, Dashboard
 from goalsui.tui.widgets.cost_panel import budget_label
@@ -35,13 +36,15 @@ EXPAND_ALL_UP_TO = 40
 class NodeRef:
     """What a tree node stands for."""
 
-    kind: str  # goal | worker | inbox | outbox | runs | goal-log
+    kind: str  # goal | worker | inbox | outbox | runs | goal-log | intent (goal-level)
     goal_id: str
     worker: str | None = None
+    intent_id: int | None = None  # a goal-level intent (no worker)
 
     @property
     def key(self) -> str:
-        return "/".join(p for p in (self.kind, self.goal_id, self.worker or "") if p)
+        parts = (self.kind, self.goal_id, self.worker or "", str(self.intent_id or ""))
+        return "/".join(p for p in parts if p)
 
 
 class GoalsTree(Tree[NodeRef]):
@@ -75,6 +78,17 @@ class GoalsTree(Tree[NodeRef]):
         self._initial = True
 
     # -- navigation ---------------------------------------------------------------------
+    def render_label(self, node: TreeNode[NodeRef], base_style: Any, style: Any) -> Text:
+        """The label, clipped with "…" to the room left beside its guides."""
+        text = super().render_label(node, base_style, style)
+        depth, parent = 0, node.parent
+        while parent is not None:
+            depth, parent = depth + 1, parent.parent
+        room = self.scrollable_content_region.width - max(0, depth - 1) * self.guide_depth
+        if room > 1 and text.cell_len > room:
+            text.truncate(room, overflow="ellipsis")
+        return text
+
     def action_scroll_top(self) -> None:
         self.action_scroll_home()
 
@@ -186,6 +200,8 @@ class GoalsTree(Tree[NodeRef]):
         wanted: list[NodeRef] = []
         for w in goal.workers:
             wanted.append(NodeRef("worker", goal.goal_id, w.name))
+        for intent in self._goal_intents(goal.goal_id):
+            wanted.append(NodeRef("intent", goal.goal_id, intent_id=intent.id))
         wanted.append(NodeRef("goal-log", goal.goal_id))
         have = [child.data for child in node.children]
         if have != wanted:
@@ -203,8 +219,41 @@ class GoalsTree(Tree[NodeRef]):
                     for box in ("inbox", "outbox", "runs"):
                         bref = NodeRef(box, goal.goal_id, ref.worker)
                         self.child_nodes[bref.key] = wnode.add_leaf(box, data=bref)
+                elif ref.kind == "intent":
+                    self.child_nodes[ref.key] = node.add_leaf("intent", data=ref)
                 else:
                     self.child_nodes[ref.key] = node.add_leaf("log", data=ref)
+
+    def _goal_intents(self, goal_id: str) -> list[Intent]:
+        """The goal's own intents (a reminder with ``--goal``, not a worker's schedule)."""
+        dash = self._dash
+        if dash is None:
+            return []
+        return sorted(
+            (
+                i
+                for i in dash.intents.values()
+                if i.goal_id == goal_id
+                and not i.worker
+                and (i.status not in ("cancelled", "done") or dash.recent.get(i.id or -1))
+            ),
+            key=lambda i: (i.title.lower(), i.id or 0),
+        )
+
+    def _intent_label(self, intent: Intent, now: datetime) -> Text:
+        p = self._palette
+        live = self._dash is not None and intent.id in self._dash.running
+        status = "firing" if live else intent.status
+        text = Text(INTENT_GLYPH.get(status, "?") + " ", style=p.intent(status))
+        text.append(one_line(intent.title, 60), style="bold")
+        if intent.status == "active":
+            text.append(f"  {countdown(intent.next_run_at, now)}", style=p.accent)
+        else:
+            text.append(f"  {intent.status}", style=p.muted)
+        text.append(
+            "  " + describe_schedule(intent.kind, intent.schedule, intent.timezone), style=p.muted
+        )
+        return text
 
     def set_boxes(self, goal_id: str, boxes: dict[str, BoxCounts], log_count: int) -> None:
         for worker, counts in boxes.items():
@@ -243,6 +292,10 @@ class GoalsTree(Tree[NodeRef]):
                         bnode = self.child_nodes.get(NodeRef(box, goal_id, w.name).key)
                         if bnode is not None:
                             self._relabel(bnode, self._box_label(goal, w, box, now))
+            for intent in self._goal_intents(goal_id):
+                inode = self.child_nodes.get(NodeRef("intent", goal_id, intent_id=intent.id).key)
+                if inode is not None:
+                    self._relabel(inode, self._intent_label(intent, now))
             lnode = self.child_nodes.get(NodeRef("goal-log", goal_id).key)
             if lnode is not None:
                 count = self.log_counts.get(goal_id)
@@ -284,10 +337,12 @@ class GoalsTree(Tree[NodeRef]):
             return text
         if goal.status != "active":
             text.append(goal.status, style=p.warning if goal.status == "paused" else p.muted)
-        elif failed:
-            text.append("failed", style=f"bold {p.failed}")
+        elif failed and len(failed) == len(goal.workers):
+            text.append("failed", style=f"bold {p.failed}")  # every worker auto-disabled
         else:
             text.append("active", style=p.ok)
+            if failed:  # the worker carries the mark; the goal only counts it
+                text.append(f"  {len(failed)} of {len(goal.workers)} disabled", style=p.muted)
         if self._dash is not None and goal.goal_id in self._dash.budgets:
             text.append_text(budget_label(self._dash.budgets[goal.goal_id], p))
         if now is None:

@@ -178,8 +178,8 @@ class TimelineTable(KeyedTable):
         hours = int(self.span.total_seconds() // 3600)
         self.notify(f"Timeline: the last and the next {hours} h", timeout=2)
 
-    def shown_intents(self, dash: Dashboard) -> list[Intent]:
-        needle = self.filter_text.lower()
+    def shown_intents(self, dash: Dashboard, *, filtered: bool = True) -> list[Intent]:
+        needle = self.filter_text.lower() if filtered else ""
         out = []
         for intent in dash.intents.values():
             ended = intent.status in ("cancelled", "done")
@@ -247,11 +247,12 @@ class TimelineTable(KeyedTable):
     def _title_cell(self, intent: Intent, dash: Dashboard) -> Text:
         status = "firing" if intent.id in dash.running else intent.status
         text = Text(INTENT_GLYPH.get(status, "?") + " ", style=self._palette.intent(status))
-        title = (
-            intent.title
-            if not intent.goal_id
-            else f"{intent.goal_id.rsplit('-', 1)[0]}/{intent.worker}"
-        )
+        if not intent.goal_id:
+            title = intent.title
+        elif intent.worker:
+            title = f"{intent.goal_id.rsplit('-', 1)[0]}/{intent.worker}"
+        else:  # a goal-level intent: by its title (its goal's rows sort beside it)
+            title = intent.title
         text.append(one_line(title, self.label_width - 2))
         text.truncate(self.label_width, overflow="ellipsis")
         return text

@@ -1,0 +1,94 @@
+"""Console notices: every ``notify`` goes to the notice line and the event log; toasts
+are a courtesy on wide terminals only (at most one at a time, away from the panes that
+matter, see ``app.tcss``: Toast).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from goalsui.domain.untrusted import plain
+from goalsui.tui.messages import deliver
+
+#: No toasts below this width: the panes need every column.
+TOAST_MIN_WIDTH = 120
+#: How many notices the event log keeps (in memory, this console only).
+KEEP = 500
+_SEQ = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ConsoleNotice:
+    """One notification: what it said, how bad, when (the app's clock)."""
+
+    message: str  # plain text (markup removed)
+    title: str
+    severity: str  # information | warning | error
+    at: datetime
+    seq: int = field(default_factory=lambda: next(_SEQ))
+
+    @property
+    def one_line(self) -> str:
+        text = " ".join(self.message.split())
+        return f"{self.title}: {text}" if self.title else text
+
+
+def _plain_message(message: str, markup: bool) -> str:
+    if not markup:
+        return plain(message)
+    try:
+        return plain(Text.from_markup(message).plain)
+    except Exception:  # noqa: BLE001 - bad markup: show it as it is
+        return plain(message)
+
+
+class NoticeMixin:
+    """Mixed into the app before ``App``: ``notify`` records, then maybe toasts."""
+
+    notices: deque[ConsoleNotice]
+
+    def init_notices(self) -> None:
+        self.notices = deque(maxlen=KEEP)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Thread-safe like ``App.notify``: the notice is applied on the app's loop."""
+        app: Any = self
+        notice = ConsoleNotice(_plain_message(message, markup), title, str(severity), app.clock())
+        toast = {
+            "title": title,
+            "severity": severity,
+            "timeout": timeout,
+            "markup": markup,
+        }
+        deliver(app, self.apply_notice, notice, message, toast)
+
+    def apply_notice(self, notice: ConsoleNotice, message: str, toast: dict[str, Any]) -> None:
+        app: Any = self
+        self.notices.append(notice)
+        self.notice_changed(notice)
+        if app.size.width < TOAST_MIN_WIDTH:
+            return
+        super().notify(message, **toast)  # type: ignore[misc]  # App.notify, past the mixin
+
+    def _on_notify(self, event: Any) -> None:
+        """At most one toast at a time: a new one replaces the one shown."""
+        app: Any = self
+        app._notifications.clear()
+        super()._on_notify(event)  # type: ignore[misc]  # App._on_notify, past the mixin
+
+    def notice_changed(self, notice: ConsoleNotice) -> None:
+        """Show ``notice`` in the notice line (the app overrides it)."""

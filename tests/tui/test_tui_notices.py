@@ -1,0 +1,92 @@
+"""Notifications never cover the work: the notice line and the event log get every one;
+at most one toast, away from Failed runs and Detail, and none below 120 columns."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from textual.widgets._toast import Toast
+from tui_kit import PULSE, add_run, screen_text, settle, worker_intent
+
+from goalsui.service import Service
+from goalsui.tui.app import make_app
+from goalsui.tui.screens.records import JournalScreen
+from goalsui.tui.widgets.notice_bar import NoticeBar
+
+
+def toasts(app) -> list[Toast]:  # type: ignore[no-untyped-def]
+    return list(app.screen.query(Toast))
+
+
+def overlaps(app, toast: Toast) -> list[str]:  # type: ignore[no-untyped-def]
+    main = app.main
+    return [
+        pane
+        for pane in ("#failed-pane", "#detail-pane")
+        if toast.region.overlaps(main.query_one(pane).region)
+    ]
+
+
+async def burst(app, pilot) -> None:  # type: ignore[no-untyped-def]
+    app.notify("the probe failed: exit 3", title="Run failed", severity="warning")
+    app.notify("pulse: done for run 7\nJ: go there", title="Result")
+    app.notify("upstream unreachable", title="Alert", severity="error")
+    await settle(app, pilot)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+async def test_no_toasts_below_120_columns(demo: Service, clock, size) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(app, pilot)
+        await burst(app, pilot)
+        assert [t for t in toasts(app) if overlaps(app, t)] == []
+        assert toasts(app) == []
+        assert [n.title for n in app.notices][-3:] == ["Run failed", "Result", "Alert"]
+        bar = app.main.query_one(NoticeBar)
+        assert bar.notice is app.notices[-1]
+        assert "Alert: upstream unreachable" in screen_text(app)
+        await pilot.press("L")
+        await settle(app, pilot)
+        assert isinstance(app.screen, JournalScreen)
+        text = screen_text(app)
+        assert "Alert" in text and "Run failed" in text and "console" in text
+
+
+async def test_one_toast_at_a_time_away_from_failed_runs_and_detail(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(app, pilot)
+        await burst(app, pilot)
+        shown = toasts(app)
+        assert len(shown) == 1
+        assert "upstream unreachable" in str(shown[0].render())
+        assert overlaps(app, shown[0]) == []
+
+
+async def test_newest_failure_is_selected_and_detail_shows_its_whole_error(
+    demo: Service, clock
+) -> None:  # type: ignore[no-untyped-def]
+    intent_id = worker_intent(demo, PULSE, "flaky")
+    long = "upstream https://api.example.com/v2/inventory answered 503 Service Unavailable after 3 retries (circuit open)"
+    add_run(demo, intent_id, "failed", clock.now - timedelta(hours=2), reason="older: exit 1")
+    newest = add_run(
+        demo, intent_id, "failed", clock.now - timedelta(minutes=5), reason=long + "\nsecond line"
+    )
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("4")
+        await settle(app, pilot)
+        main = app.main
+        items = sorted(main.failed.items.values(), key=lambda i: i.when, reverse=True)
+        assert items, "the demo has failures"
+        assert main.failed.selected_item() == items[0] and items[0].run_id == newest
+        first_line = items[0].error.splitlines()[0]
+        text = " ".join(screen_text(app).split())
+        words = " ".join(first_line.split())
+        assert words == long
+        detail = main.detail.shown[1]  # what the Detail pane shows (wrapped on screen)
+        assert long in detail
+        assert all(word in text for word in long.split())

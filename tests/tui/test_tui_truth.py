@@ -1,0 +1,99 @@
+"""Views tell the truth: filter counts, goal-level intents, one disabled worker, help
+with every pane's keys and every symbol, and r on a goal asks first (see test_tui_actions)."""
+
+from __future__ import annotations
+
+from tui_kit import PULSE, label, screen_text, settle, worker_intent
+
+from goalsui.service import Service
+from goalsui.tui import keys
+from goalsui.tui.app import make_app
+from goalsui.tui.fmt import INTENT_GLYPH, RUN_GLYPH
+from goalsui.tui.help_keys import legend
+from goalsui.tui.screens.modals import HelpScreen
+
+SIZE = (160, 48)
+
+
+def console(service: Service, clock):  # type: ignore[no-untyped-def]
+    return make_app(service, scheduler=False, watch=False, clock=clock)
+
+
+async def test_filter_counts_say_how_many_of_all(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    app = console(demo, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        total = len(main.dash.goals)
+        main.set_filter("goals", "pulse")
+        await settle(app, pilot)
+        assert f"1 of {total} goals" in main.query_one("#goals-pane").border_subtitle
+        intents = len(main.timeline.shown_intents(main.dash, filtered=False))
+        main.set_filter("timeline", "pulse")
+        await settle(app, pilot)
+        shown = main.timeline.row_count
+        assert 0 < shown < intents
+        assert f"{shown} of {intents} intents" in main.query_one("#timeline-pane").border_subtitle
+        main.set_filter("threads", "visa")
+        await settle(app, pilot)
+        threads = len(main.dash.threads)
+        assert f"1 of {threads} threads" in main.query_one("#threads-pane").border_subtitle
+
+
+async def test_goal_level_intent_shows_under_its_goal_by_title(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    intent = demo.create_intent(
+        title="Check the pulse board", instruction="look", kind="cron",
+        schedule="0 9 * * *", goal_id=PULSE,
+    )  # fmt: skip
+    app = console(demo, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        node = main.goals.child_nodes[f"intent/{PULSE}/{intent.id}"]
+        assert "Check the pulse board" in label(node)
+        cell = main.timeline.get_cell(f"intent:{intent.id}", "intent").plain
+        assert "Check the pulse board" in cell and "None" not in cell
+        assert main.goals.select_key(f"intent/{PULSE}/{intent.id}")
+        await settle(app, pilot)
+        assert main.selection.intent_id == intent.id
+
+
+async def test_one_disabled_worker_marks_the_worker_not_the_goal(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    flaky = worker_intent(demo, PULSE, "flaky")
+    with demo.store.write() as s:
+        from goalsui.domain.models import Intent
+
+        row = s.get(Intent, flaky)
+        row.status, row.last_error = "failed", "upstream unreachable"
+    app = console(demo, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        goal = label(main.goals.goal_nodes[PULSE])
+        assert "active" in goal and "failed" not in goal and "1 of 2 disabled" in goal
+        assert "auto-disabled" in label(main.goals.child_nodes[f"worker/{PULSE}/flaky"])
+        assert "auto-disabled" not in label(main.goals.child_nodes[f"worker/{PULSE}/pulse"])
+
+
+async def test_help_lists_every_pane_key_every_symbol_and_how_to_close(
+    demo: Service, clock
+) -> None:  # type: ignore[no-untyped-def]
+    app = console(demo, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        await settle(app, pilot)
+        assert isinstance(app.screen, HelpScreen)
+        groups = dict(app.screen.groups)
+        described = {d for rows in groups.values() for _, d in rows}
+        for chain in (keys.GOALS_SAFE, keys.GOALS_ACTIONS, keys.THREADS_ACTIONS,
+                      keys.TIMELINE_SAFE, keys.FAILED_ACTIONS, keys.DETAIL_SAFE):  # fmt: skip
+            for binding in chain:
+                assert binding.description in described, binding.id
+        symbols = " ".join(g for g, _ in legend())
+        for glyph in {*RUN_GLYPH.values(), *INTENT_GLYPH.values(), "◆", "▲", "⚠"}:
+            assert glyph in symbols, glyph
+        assert "escape, q or ? closes this" in screen_text(app)
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert app.screen is app.main
