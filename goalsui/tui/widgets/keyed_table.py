@@ -73,6 +73,7 @@ class KeyedTable(DataTable[Any]):
         """
         key = RowKey(row_key)
         self._data[key][ColumnKey(column_key)] = value
+        self._row_renderable_cache.clear()  # the cells' renderables, by update count
         self._cell_render_cache.clear()
         self._row_render_cache.clear()
         self._line_cache.clear()
