@@ -17,7 +17,7 @@ from daemon_kit import Daemon, alive, runner_config, wait_until
 from goalsui.service import Service
 
 pytestmark = pytest.mark.slow
-SCRIPTS = Path(__file__).resolve().parent / "scripts"
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
 def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:

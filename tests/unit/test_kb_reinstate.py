@@ -10,7 +10,7 @@ from pathlib import Path
 
 from goalsui.service import Service
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 PULSE = "demo-pulse-05c0f5ca"
 
 
