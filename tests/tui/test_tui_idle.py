@@ -8,7 +8,7 @@ from tui_kit import PULSE, settle, worker_intent
 
 from goalsui.scheduler.runtime import did_something
 from goalsui.service import Service
-from goalsui.store.claims import ClaimResult
+from goalsui.store.claims import ClaimResult, RecoveryResult
 from goalsui.tui.app import make_app
 from goalsui.tui.fmt import countdown
 from goalsui.tui.idle import StampGate
@@ -30,12 +30,13 @@ def test_countdowns_show_seconds_only_in_their_last_ten_minutes() -> None:
     assert countdown(now, now) == "due" and countdown(None, now) == "-"
 
 
-def test_an_idle_scheduler_step_announces_no_change() -> None:
-    empty = ClaimResult()
-    assert did_something((empty, [])) is False
-    assert did_something((empty, [object()])) is True
-    fired = ClaimResult(fired=[{"id": 1}])  # type: ignore[list-item]
-    assert did_something((fired, [])) is True
+def test_what_a_scheduler_step_announces() -> None:
+    # a claim step always announces (other schedulers wake on it); recovery only when
+    # it changed something
+    assert did_something((ClaimResult(), [])) is True
+    assert did_something(RecoveryResult()) is False
+    assert did_something(ClaimResult()) is False
+    assert did_something(ClaimResult(fired=[{"id": 1}])) is True  # type: ignore[list-item]
 
 
 def test_stamp_gate_lets_a_change_through_and_looks_again_after_a_while() -> None:
