@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,12 @@ class McpLaunch:
         args: tuple[str, ...] = ("-m", "goalsui", "--kb", str(kb_root))
         args += ("--state-dir", str(state_dir), "mcp", "--run", str(run_id))
         return cls(python or sys.executable, args, {"GOALSUI_DB": db_url})
+
+    def hosted(self, socket: Path | None) -> McpLaunch:
+        """This launch, told to try the warm host at ``socket`` first (None: unchanged)."""
+        if socket is None:
+            return self
+        return replace(self, env={**self.env, "GOALSUI_MCP_HOST": str(socket)})
 
     def config(self) -> dict[str, Any]:
         """The standard ``mcpServers`` document (Claude Code's --mcp-config shape)."""
