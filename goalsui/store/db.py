@@ -51,6 +51,10 @@ class Store:
 
     def ensure_schema(self) -> None:
         """Create the schema on first use (migrations upgrade existing databases)."""
+        from goalsui.store.revision import is_current
+
+        if is_current(self.engine):
+            return  # one SELECT; Alembic is not even imported
         from goalsui.store.schema import ensure_schema
 
         ensure_schema(self.engine)

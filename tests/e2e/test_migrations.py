@@ -16,7 +16,7 @@ from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 
 from goalsui.cli import main as cli_main
-from goalsui.store import schema
+from goalsui.store import revision, schema
 from goalsui.store.engine import make_engine
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -63,6 +63,7 @@ def newer_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     shutil.copytree(schema.MIGRATIONS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "versions" / "9001_test_extra.py").write_text(EXTRA_REVISION.format(head=head))
     monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
+    monkeypatch.setattr(revision, "HEAD", "9001")  # kept equal to the shipped head
     return head
 
 
