@@ -12,6 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from base_kit import cli_argv
+from test_scheduler_claims import bulk_at
+
+from goalsui.domain.states import ChangeTopic
+from goalsui.domain.timeutil import utcnow
+from goalsui.service import Service
+
+
+def add_due_now(svc: Service, n: int) -> list[int]:
+    """``n`` one-shot intents due now, written straight to the database, then announced
+    as every goalsui writer announces (the wake file, or NOTIFY): idle daemons sleep
+    until a change or their 30 s cap, they do not poll."""
+    ids = bulk_at(svc, n, utcnow())
+    svc.changed(ChangeTopic.INTENTS)
+    return ids
 
 
 class Daemon:

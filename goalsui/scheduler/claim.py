@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain.states import IntentStatus
 from goalsui.scheduler import rules, tuning
 from goalsui.scheduler.runtime import Runtime
+from goalsui.scheduler.tuning import HEARTBEAT_EVERY
 from goalsui.scheduler.writer import OutcomeWriter, decide_after
 from goalsui.store.claims import (
     BurstProbe,
@@ -266,15 +267,16 @@ def _overlap_next(now: datetime, row: Row) -> datetime | None:
 
 
 async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
-    """The ``claim`` task: tick when woken (a change, the alarm), note the heartbeat
-    every ``poll_interval``, and, while ``polls()`` (nothing else hears other processes'
-    changes), take a cheap look at the database every ``poll_interval``."""
+    """The ``claim`` task: tick when woken (a change, the alarm), and, while ``polls()``
+    (nothing else hears other processes' changes), take a cheap look at the database
+    every ``poll_interval``. The heartbeat is noted on every round: at least every
+    ``poll_interval`` while polling, every ``HEARTBEAT_EVERY`` otherwise."""
     rt = claimer.rt
     wake = rt.wake_event
     assert wake is not None
     interval = rt.settings.poll_interval
     need_tick = True
-    next_poll = time.monotonic() + interval
+    next_poll = time.monotonic() + (interval if polls() else HEARTBEAT_EVERY)
     while not rt.closing:
         rt.beat()
         if need_tick:
@@ -292,9 +294,10 @@ async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
             continue
         except TimeoutError:
             pass
-        next_poll = time.monotonic() + interval
         if not polls():
+            next_poll = time.monotonic() + HEARTBEAT_EVERY
             continue  # the alarm and the cross-process wakes cover it
+        next_poll = time.monotonic() + interval
         try:
             need_tick = await claimer.poll()
         except Exception as exc:  # noqa: BLE001

@@ -49,7 +49,7 @@ from goalsui.scheduler.monitor import Monitor
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.settings import Settings
 from goalsui.scheduler.state import Heartbeat, SchedulerState
-from goalsui.scheduler.tuning import LOOKAHEAD, PRUNE_AFTER, STOP_MARGIN
+from goalsui.scheduler.tuning import HEARTBEAT_EVERY, LOOKAHEAD, PRUNE_AFTER, STOP_MARGIN
 from goalsui.scheduler.turns import Launcher, TurnFunc
 from goalsui.scheduler.waking import CrossProcessWake
 from goalsui.scheduler.writer import OutcomeWriter
@@ -167,7 +167,7 @@ class Scheduler:
     @property
     def heartbeat_interval(self) -> float:
         """Seconds between two heartbeats of a healthy claim loop (at most)."""
-        return self.rt.settings.poll_interval
+        return max(self.rt.settings.poll_interval, HEARTBEAT_EVERY)
 
     @property
     def running(self) -> dict[int, RunningInfo]:

@@ -99,6 +99,10 @@ class Runtime:
             result = fn()
             if notify and did_something(result):
                 self.service.changed("runs")
+            elif notify and isinstance(result, tuple):
+                # an empty claim step: this process hears it (as before), other daemons
+                # do not (they would step in turn and answer back, for ever)
+                self.service.changed("runs", here_only=True)
             return result
 
         return await self.loop.run_in_executor(self._executor, call)
@@ -185,15 +189,17 @@ def on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 def did_something(result: Any) -> bool:
-    """Whether a database step changed anything others should hear about.
+    """Whether a database step changed anything other processes should hear about.
 
-    A claim step (a ``(ClaimResult, completions)`` tuple) always announces: other
-    schedulers of the KB wake on it, and judging its parts (so that an idle step stays
-    silent) measured 2.5x slower on two daemons sharing a 500-intent burst (16 s against
-    49 s). An idle scheduler steps at most every 30 s, so the cost is small.
+    A claim step (a ``(ClaimResult, completions)`` tuple) counts when it claimed,
+    skipped or ended rows or recorded outcomes. An empty step does not: two idle
+    daemons would otherwise wake each other for ever (each answering the other's
+    step with one of its own), which measured 1.6 % of a core each instead of 0.2 %.
+    Writers announce their own changes, so nothing due is missed by this.
     """
     if isinstance(result, tuple):
-        return True
+        claim, completions = result
+        return did_something(claim) or bool(completions)
     if isinstance(result, ClaimResult):
         return bool(result.fired or result.skipped or result.overlaps or result.ended)
     if isinstance(result, claims.RecoveryResult):

@@ -38,10 +38,12 @@ class ChangeHub:
 
         return unsubscribe
 
-    def publish(self, topic: ChangeTopic | str) -> None:
-        """Tell other processes (NOTIFY on PostgreSQL), then this process's listeners."""
+    def publish(self, topic: ChangeTopic | str, *, here_only: bool = False) -> None:
+        """Tell other processes (NOTIFY on PostgreSQL, the wake file on SQLite), then
+        this process's listeners; ``here_only``: this process's listeners only."""
         what = str(topic)
-        change_notify.publish_now(self.engine, what, self.origin)
+        if not here_only:
+            change_notify.publish_now(self.engine, what, self.origin)
         for callback in list(self.listeners):
             with contextlib.suppress(Exception):  # a listener never breaks the caller
                 callback(what)

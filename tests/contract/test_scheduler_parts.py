@@ -149,7 +149,9 @@ async def test_an_idle_scheduler_keeps_its_heartbeat_without_polling(
         # The heartbeat goes on (the console's and the daemon's readiness read it) ...
         await until(lambda: s.last_tick is not None and s.last_tick.monotonic > first.monotonic)
         assert s.last_tick.wall >= first.wall
-        await until(lambda: s.last_tick.monotonic > first.monotonic + 2 * s.heartbeat_interval)
+        await until(
+            lambda: s.last_tick.monotonic > first.monotonic + 2 * s.heartbeat_interval, timeout=30
+        )
         # ... while nothing looked at the database: no poll, no claim (the alarm is a day,
         # capped at 30 s, away; other processes' changes wake it instead).
         assert backend.calls["soonest_burst"] == 0

@@ -17,9 +17,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from daemon_kit import Daemon, runner_config, wait_until
+from daemon_kit import Daemon, add_due_now, runner_config, wait_until
 from test_kb_create import cli
-from test_scheduler_claims import bulk_at
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.service import Service
@@ -122,7 +121,7 @@ def test_three_daemons_on_postgres_survive_a_kill_9_with_no_duplicate_and_none_l
     try:
         for d in daemons:
             d.wait_ready()
-        burst = bulk_at(svc, BURST, utcnow())
+        burst = add_due_now(svc, BURST)
         svc.changed("intents")  # NOTIFY: the daemons wake at once (they would poll anyway)
         stream.start()
 

@@ -20,11 +20,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from daemon_kit import Daemon, runner_config, wait_until
+from daemon_kit import Daemon, add_due_now, runner_config, wait_until
 from test_runner_turn import CONFIG, SCRIPTS, start_run, worker
-from test_scheduler_claims import bulk_at
 
-from goalsui.domain.timeutil import utcnow
 from goalsui.runners.command import run_command
 from goalsui.runners.lifeline import pdeathsig_supported
 from goalsui.runners.turn import run_turn
@@ -154,7 +152,7 @@ def test_kill_9_of_a_daemon_takes_its_runner_with_it(empty_kb, tmp_path, make_se
     daemon = Daemon(empty_kb, tmp_path / "state")
     try:
         daemon.wait_ready()
-        bulk_at(svc, 1, utcnow())
+        add_due_now(svc, 1)
         wait_until(lambda: len(pids_with(marker)) == 1, timeout=60)
         (runner,) = pids_with(marker)
         daemon.kill()
@@ -228,7 +226,7 @@ def test_kill_9_of_one_of_two_daemons_never_runs_the_intent_twice_at_once(
     try:
         for daemon in daemons:
             daemon.wait_ready()
-        (intent_id,) = bulk_at(svc, 1, utcnow())
+        (intent_id,) = add_due_now(svc, 1)
         wait_until(lambda: len(pids_with(marker)) == 1, timeout=60)
         (first_runner,) = pids_with(marker)
         (first,) = svc.running_runs()

@@ -6,15 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from daemon_kit import Daemon, alive, runner_config, wait_until
-from test_scheduler_claims import bulk_at
+from daemon_kit import Daemon, add_due_now, alive, runner_config, wait_until
 
-from goalsui.domain.timeutil import utcnow
 from goalsui.service import Service
 
 pytestmark = pytest.mark.slow
@@ -35,7 +34,7 @@ def test_two_daemons_run_500_intents_exactly_once(
     try:
         for d in daemons:
             d.wait_ready()
-        ids = bulk_at(svc, 500, utcnow())  # written by this process: the daemons poll for it
+        ids = add_due_now(svc, 500)
         wait_until(lambda: svc.summary()["intents"].get("done", 0) == 500)
     finally:
         codes = [d.stop() for d in daemons]
@@ -56,7 +55,7 @@ def test_kill_9_then_restart_recovers_in_flight_runs(empty_kb, state, tmp_path, 
     svc = make_service(empty_kb)
     first = Daemon(empty_kb, state)
     first.wait_ready()
-    ids = bulk_at(svc, 5, utcnow())
+    ids = add_due_now(svc, 5)
     wait_until(lambda: len(svc.running_runs()) == 5 and len(list(piddir.glob("*.pid"))) == 5)
     in_flight = {r.id: r.intent_id for r in svc.running_runs()}
     first.kill()  # SIGKILL: no chance to record anything
@@ -88,7 +87,7 @@ def test_sigterm_gives_running_runs_their_grace_and_records_them(
     svc = make_service(empty_kb)
     daemon = Daemon(empty_kb, state, "--grace-seconds", "1")
     daemon.wait_ready()
-    (intent_id,) = bulk_at(svc, 1, utcnow())
+    (intent_id,) = add_due_now(svc, 1)
     wait_until(lambda: len(list(piddir.glob("*.pid"))) == 1)
     (pid,) = [int(p.read_text()) for p in piddir.glob("*.pid")]
     assert daemon.stop() == 0
@@ -101,6 +100,29 @@ def test_sigterm_gives_running_runs_their_grace_and_records_them(
     assert not alive(pid)
     assert any("stopping: 1 running run(s)" in line for line in daemon.lines)
     assert daemon.lines[-1].endswith("stopped")
+
+
+def test_two_idle_daemons_leave_each_other_asleep(empty_kb, state, make_service):
+    """An empty claim step announces nothing, so idle daemons do not answer each other's
+    steps with their own (the wake file of the shared SQLite file stays untouched)."""
+    runner_config(empty_kb, ["true"])
+    svc = make_service(empty_kb)
+    svc.create_intent(title="far", instruction="x", kind="at", schedule="2099-01-01T00:00:00Z")
+    wake = Path(svc.db_url.removeprefix("sqlite:///") + "-wake") / "wake"
+    daemons = [Daemon(empty_kb, state) for _ in range(2)]
+    try:
+        for d in daemons:
+            d.wait_ready()
+        time.sleep(3)  # start-up steps and their announcements are over
+        before = wake.stat().st_mtime_ns if wake.exists() else None
+        time.sleep(8)  # several heartbeats and sweeps of each daemon
+        after = wake.stat().st_mtime_ns if wake.exists() else None
+        assert after == before, "an idle daemon announced a change"
+        add_due_now(svc, 1)  # a writer's announcement still wakes them
+        wait_until(lambda: svc.summary()["intents"].get("done", 0) == 1, timeout=20)
+    finally:
+        codes = [d.stop() for d in daemons]
+    assert codes == [0, 0]
 
 
 def test_daemon_rejects_bad_options_in_one_line(empty_kb, state):

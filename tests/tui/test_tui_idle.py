@@ -31,9 +31,10 @@ def test_countdowns_show_seconds_only_in_their_last_ten_minutes() -> None:
 
 
 def test_what_a_scheduler_step_announces() -> None:
-    # a claim step always announces (other schedulers wake on it); recovery only when
-    # it changed something
-    assert did_something((ClaimResult(), [])) is True
+    # only a step or a recovery that changed something (an idle step is silent: two idle
+    # daemons would wake each other for ever)
+    assert did_something((ClaimResult(), [])) is False
+    assert did_something((ClaimResult(), [object()])) is True
     assert did_something(RecoveryResult()) is False
     assert did_something(ClaimResult()) is False
     assert did_something(ClaimResult(fired=[{"id": 1}])) is True  # type: ignore[list-item]

@@ -304,6 +304,8 @@ class SqlClaimBackend:
         :func:`socket.gethostname`); ``kill``: ends a process group (default
         :func:`goalsui.store.processes.kill_group`)."""
         result = RecoveryResult()
+        if recovery.nothing_to_recover(self.engine, owner=owner, now=now):
+            return result
         host = host or processes.this_host()
         live = recovery.live_owners(self.engine, owner=owner, now=now, host=host)
         alive = recovery.end_live_groups(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, not_, or_, select, update
+from sqlalchemy import and_, bindparam, not_, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from goalsui.domain.interrupts import REVIEW, interrupt_policy
@@ -34,6 +34,7 @@ __all__ = [
     "close_orphans",
     "end_live_groups",
     "live_owners",
+    "nothing_to_recover",
     "recover_stale",
     "release_leases",
 ]
@@ -43,7 +44,7 @@ REASON = "interrupted: the scheduler running it stopped (lease expired)"
 Killer = Callable[[int], bool]
 
 
-def _stale(now: datetime) -> Any:
+def _stale(now: Any) -> Any:
     """Intents left ``firing`` whose lease expired."""
     return and_(
         INTENT.c.status == IntentStatus.FIRING,
@@ -51,7 +52,7 @@ def _stale(now: datetime) -> Any:
     )
 
 
-def _orphaned(owner: str, now: datetime) -> Any:
+def _orphaned(owner: Any, now: Any) -> Any:
     """Runs of another owner whose lease lapsed while their intent moved on."""
     lease_ok = and_(
         INTENT.c.lease_owner == RUN.c.owner,
@@ -235,15 +236,40 @@ def close_orphans(
             journal.append((f"run {status}", f"intent {o['intent_id']}", f"run {o['id']}: {why}"))
 
 
-def release_leases(conn: Connection, now: datetime) -> None:
-    """Drop leases left on rows that are no longer firing (cancelled while running, owner
-    gone)."""
-    conn.execute(
-        update(INTENT)
-        .where(
-            INTENT.c.status != IntentStatus.FIRING,
-            INTENT.c.lease_owner.is_not(None),
-            INTENT.c.lease_until < now,
-        )
-        .values(lease_owner=None, lease_until=None)
+def _lapsed(now: datetime) -> Any:
+    """Leases left on rows that are no longer firing (cancelled while running, owner gone)."""
+    return and_(
+        INTENT.c.status != IntentStatus.FIRING,
+        INTENT.c.lease_owner.is_not(None),
+        INTENT.c.lease_until < now,
     )
+
+
+def release_leases(conn: Connection, now: datetime) -> None:
+    """Drop leases left on rows that are no longer firing."""
+    conn.execute(update(INTENT).where(_lapsed(now)).values(lease_owner=None, lease_until=None))
+
+
+def _exists(where: Any, *, join: bool) -> Any:
+    source = RUN.join(INTENT, INTENT.c.id == RUN.c.intent_id) if join else INTENT
+    column = RUN.c.id if join else INTENT.c.id
+    return select(select(column).select_from(source).where(where).exists())
+
+
+# Built once, with bound parameters: building them per sweep costs more than running them.
+_NOW = bindparam("now", type_=INTENT.c.lease_until.type)
+_ANY_STALE = _exists(_stale(_NOW), join=False)
+_ANY_ORPHANED = _exists(
+    and_(RUN.c.status == RunStatus.RUNNING, _orphaned(bindparam("owner"), _NOW)), join=True
+)
+
+
+def nothing_to_recover(engine: Engine, *, owner: str, now: datetime) -> bool:
+    """True when no intent is firing past its lease and no run is orphaned: then a sweep
+    is two indexed reads, with no write transaction (an idle scheduler sweeps every few
+    seconds). Leases left on rows no longer firing do not count: claims ignore them, and
+    the next recovery that does run releases them."""
+    with engine.connect() as conn:
+        if conn.execute(_ANY_STALE, {"now": now}).scalar():
+            return False
+        return not conn.execute(_ANY_ORPHANED, {"now": now, "owner": owner}).scalar()
