@@ -37,6 +37,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
+from goalsui.domain.views import EmitResult
 from goalsui.errors import GoalsuiError
 from goalsui.hooks import signing
 from goalsui.hooks.limits import ConnectionCap, QuietLog, quiet_aiohttp
@@ -52,6 +53,7 @@ HEADER_TIMEOUT_S = 5.0
 BODY_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 128
 LOG_INTERVAL_S = 60.0
+Payload = dict[str, Any] | list[Any]
 
 
 @dataclass
@@ -135,97 +137,36 @@ def _is_json_type(content_type: str) -> bool:
     )
 
 
+class _Refusal(Exception):
+    """A delivery refused at one of the checks: its status, error and extra fields."""
+
+    def __init__(self, status: int, error: str, **data: Any) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.data = data
+
+
+_TOO_LARGE = f"body too large (limit {signing.MAX_BODY_BYTES} bytes)"
+
+
 async def _receive(request: web.Request) -> web.Response:
+    """``POST /hooks/<source>``: the checks of the module docstring, in order; the first
+    that fails answers."""
     service = request.app[SERVICE_KEY]
     state = request.app[STATE_KEY]
     source = request.match_info.get("source", "")
     if not NAME_RE.fullmatch(source):
         return _refuse(request, 404, "unknown hook source", "?")
-    config = await asyncio.to_thread(service.config)
-    spec = config.hooks.get(source)
-    if spec is None:
-        return _refuse(request, 404, "unknown hook source", source)
-    secret = state.environ.get(spec.secret_env, "")
-    if not secret:
-        log.warning(
-            "hook %s: refused: environment variable %s is unset or empty", source, spec.secret_env
-        )
-        return _refuse(request, 503, "hook source is not ready: its secret is not set", source)
-
-    if request.content_length is not None and request.content_length > signing.MAX_BODY_BYTES:
-        return _refuse(
-            request, 413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source
-        )
-    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        return _refuse(
-            request, 400, "content encodings are not accepted; send the body as is", source
-        )
     try:
-        body = await asyncio.wait_for(request.read(), state.body_timeout)
-    except TimeoutError:
-        return _refuse(request, 408, f"body not received within {state.body_timeout:g} s", source)
-    except web.HTTPRequestEntityTooLarge:
-        return _refuse(
-            request, 413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source
-        )
-    except (ConnectionResetError, HttpProcessingError):
-        return _refuse(request, 400, "incomplete body", source)
-    if len(body) > signing.MAX_BODY_BYTES:
-        return _refuse(
-            request, 413, f"body too large (limit {signing.MAX_BODY_BYTES} bytes)", source
-        )
-
-    headers = request.headers
-    if spec.style == "github":
-        signature = headers.get(signing.GITHUB_SIGNATURE)
-        if not signature:
-            return _refuse(request, 401, f"missing {signing.GITHUB_SIGNATURE} header", source)
-        if not signing.verify_github(secret, body, signature):
-            return _refuse(request, 401, "bad signature", source)
-    else:
-        signature = headers.get(signing.SIGNATURE)
-        raw_ts = headers.get(signing.TIMESTAMP)
-        if not signature or raw_ts is None:
-            return _refuse(
-                request, 401, f"missing {signing.SIGNATURE} or {signing.TIMESTAMP} header", source
-            )
-        timestamp = signing.parse_timestamp(raw_ts)
-        if timestamp is None:
-            return _refuse(request, 401, "bad timestamp: expected Unix seconds", source)
-        if not signing.verify(secret, raw_ts.strip(), body, signature):
-            return _refuse(request, 401, "bad signature", source)
-        if not signing.timestamp_fresh(timestamp, state.clock()):
-            return _refuse(
-                request,
-                401,
-                f"stale timestamp (more than {signing.TOLERANCE_S} s from now)",
-                source,
-            )
-
-    # The request is authentic from here on.
-    delivery = headers.get(signing.delivery_header(spec.style))
-    if delivery is None:
-        return _refuse(
-            request, 400, f"missing {signing.delivery_header(spec.style)} header", source
-        )
-    if not signing.valid_delivery_id(delivery):
-        return _refuse(
-            request, 400, "bad delivery id: 1-200 printable characters, no spaces", source
-        )
-    content_type = headers.get("Content-Type")
-    if content_type is not None and not _is_json_type(request.content_type):
-        return _refuse(request, 400, "body must be JSON (Content-Type: application/json)", source)
-    try:
-        payload = parse_payload(body)
-    except GoalsuiError as exc:
-        return _refuse(request, 400, str(exc), source)
-    try:
-        result = await asyncio.to_thread(service.emit_event, source, payload, delivery)
-    except GoalsuiError as exc:
-        return _refuse(request, 400, str(exc), source)
-    if result.duplicate:
-        return _refuse(request, 409, "duplicate delivery", source, event_id=result.event_id)
+        style, secret = await _configured(service, state, source)
+        body = await _read_body(request, state)
+        _check_signature(request, style, secret, body, state.clock())
+        # The request is authentic from here on.
+        delivery, payload = _delivery(request, style, body)
+        result = await _store(service, source, payload, delivery)
+    except _Refusal as refusal:
+        return _refuse(request, refusal.status, refusal.error, source, **refusal.data)
     log.info(
         "hook %s: delivery %s stored as event %s, fired %s",
         source,
@@ -234,6 +175,94 @@ async def _receive(request: web.Request) -> web.Response:
         result.fired,
     )
     return _answer(202, None, event_id=result.event_id, fired=list(result.fired))
+
+
+async def _configured(service: Any, state: _State, source: str) -> tuple[str, str]:
+    """Step 1: the source's signing style and secret (404 unknown, 503 secret unset)."""
+    config = await asyncio.to_thread(service.config)
+    spec = config.hooks.get(source)
+    if spec is None:
+        raise _Refusal(404, "unknown hook source")
+    secret = state.environ.get(spec.secret_env, "")
+    if not secret:
+        log.warning(
+            "hook %s: refused: environment variable %s is unset or empty", source, spec.secret_env
+        )
+        raise _Refusal(503, "hook source is not ready: its secret is not set")
+    return spec.style, secret
+
+
+async def _read_body(request: web.Request, state: _State) -> bytes:
+    """Step 2: the body, at most 1 MiB, not content-encoded, received in time."""
+    if request.content_length is not None and request.content_length > signing.MAX_BODY_BYTES:
+        raise _Refusal(413, _TOO_LARGE)
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise _Refusal(400, "content encodings are not accepted; send the body as is")
+    try:
+        body = await asyncio.wait_for(request.read(), state.body_timeout)
+    except TimeoutError:
+        raise _Refusal(408, f"body not received within {state.body_timeout:g} s") from None
+    except web.HTTPRequestEntityTooLarge:
+        raise _Refusal(413, _TOO_LARGE) from None
+    except (ConnectionResetError, HttpProcessingError):
+        raise _Refusal(400, "incomplete body") from None
+    if len(body) > signing.MAX_BODY_BYTES:
+        raise _Refusal(413, _TOO_LARGE)
+    return body
+
+
+def _check_signature(
+    request: web.Request, style: str, secret: str, body: bytes, now: float
+) -> None:
+    """Step 3: the signature, and for goalsui-style sources the timestamp (401)."""
+    headers = request.headers
+    if style == "github":
+        signature = headers.get(signing.GITHUB_SIGNATURE)
+        if not signature:
+            raise _Refusal(401, f"missing {signing.GITHUB_SIGNATURE} header")
+        if not signing.verify_github(secret, body, signature):
+            raise _Refusal(401, "bad signature")
+        return
+    signature = headers.get(signing.SIGNATURE)
+    raw_ts = headers.get(signing.TIMESTAMP)
+    if not signature or raw_ts is None:
+        raise _Refusal(401, f"missing {signing.SIGNATURE} or {signing.TIMESTAMP} header")
+    timestamp = signing.parse_timestamp(raw_ts)
+    if timestamp is None:
+        raise _Refusal(401, "bad timestamp: expected Unix seconds")
+    if not signing.verify(secret, raw_ts.strip(), body, signature):
+        raise _Refusal(401, "bad signature")
+    if not signing.timestamp_fresh(timestamp, now):
+        raise _Refusal(401, f"stale timestamp (more than {signing.TOLERANCE_S} s from now)")
+
+
+def _delivery(request: web.Request, style: str, body: bytes) -> tuple[str, Payload]:
+    """Step 4: the delivery id and the JSON payload (400)."""
+    headers = request.headers
+    delivery = headers.get(signing.delivery_header(style))
+    if delivery is None:
+        raise _Refusal(400, f"missing {signing.delivery_header(style)} header")
+    if not signing.valid_delivery_id(delivery):
+        raise _Refusal(400, "bad delivery id: 1-200 printable characters, no spaces")
+    content_type = headers.get("Content-Type")
+    if content_type is not None and not _is_json_type(request.content_type):
+        raise _Refusal(400, "body must be JSON (Content-Type: application/json)")
+    try:
+        return delivery, parse_payload(body)
+    except GoalsuiError as exc:
+        raise _Refusal(400, str(exc)) from None
+
+
+async def _store(service: Any, source: str, payload: Payload, delivery: str) -> EmitResult:
+    """Step 5: the event stored once per delivery id (400 refused, 409 repeated)."""
+    try:
+        result: EmitResult = await asyncio.to_thread(service.emit_event, source, payload, delivery)
+    except GoalsuiError as exc:
+        raise _Refusal(400, str(exc)) from None
+    if result.duplicate:
+        raise _Refusal(409, "duplicate delivery", event_id=result.event_id)
+    return result
 
 
 def make_app(

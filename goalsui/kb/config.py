@@ -237,25 +237,26 @@ class _Checker:
         return RunnerSpec(agent=name, model=model, args=args, tools=tools)
 
 
+#: the top-level keys of goalsui.yaml
+KB_CONFIG_KEYS = (
+    "runner",
+    "silent_token",
+    "retry",
+    "catch_up_limit",
+    "alerts",
+    "hooks",
+    "keymap",
+    "theme",
+    "budget",
+    "state_max_bytes",
+    "notify",
+)
+
+
 def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:
     """Validate ``<kb>/goalsui.yaml``."""
     c = _Checker(display, text)
-    c.only(
-        data,
-        (
-            "runner",
-            "silent_token",
-            "retry",
-            "catch_up_limit",
-            "alerts",
-            "hooks",
-            "keymap",
-            "theme",
-            "budget",
-            "state_max_bytes",
-            "notify",
-        ),
-    )
+    c.only(data, KB_CONFIG_KEYS)
     runner_data = c.mapping(data.get("runner"), "runner")
     runner = c.runner(runner_data) if set(runner_data) - {"timeout"} else None
     timeout = (
@@ -264,28 +265,9 @@ def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:
         else timedelta(minutes=10)
     )
     token = c.text_field(data.get("silent_token", "NOTHING_TO_REPORT"), "silent_token", limit=200)
-    retry_data = c.mapping(data.get("retry"), "retry")
-    c.only(retry_data, ("base_seconds", "cap_seconds", "max_consecutive_failures"), "retry.")
-    retry = RetryPolicy(
-        base_seconds=c.number(retry_data.get("base_seconds", 2), "base_seconds", minimum=1),
-        cap_seconds=c.number(retry_data.get("cap_seconds", 300), "cap_seconds", minimum=1),
-        max_consecutive_failures=int(
-            c.number(
-                retry_data.get("max_consecutive_failures", 5),
-                "max_consecutive_failures",
-                minimum=1,
-                integer=True,
-            )
-        ),
-    )
+    retry = _retry_policy(data, c)
     catch_up = c.duration(data.get("catch_up_limit", "24h"), "catch_up_limit")
-    alerts_data = c.mapping(data.get("alerts"), "alerts")
-    c.only(alerts_data, ("after", "cooldown", "command"), "alerts.")
-    alerts = AlertPolicy(
-        after=int(c.number(alerts_data.get("after", 2), "after", minimum=1, integer=True)),
-        cooldown=c.duration(alerts_data.get("cooldown", "1h"), "cooldown"),
-        command=c.argv(alerts_data["command"], "command") if "command" in alerts_data else None,
-    )
+    alerts = _alert_policy(data, c)
     state_max = int(
         c.number(
             data.get("state_max_bytes", STATE_MAX_BYTES), "state_max_bytes", minimum=1, integer=True
@@ -302,6 +284,35 @@ def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:
         state_max_bytes=state_max,
         notify=c.argv(data["notify"], "notify") if data.get("notify") is not None else None,
         budget=parse_budget(data.get("budget"), c),
+    )
+
+
+def _retry_policy(data: dict[Any, Any], c: _Checker) -> RetryPolicy:
+    """``retry`` of goalsui.yaml: the backoff and the failures before auto-disable."""
+    retry_data = c.mapping(data.get("retry"), "retry")
+    c.only(retry_data, ("base_seconds", "cap_seconds", "max_consecutive_failures"), "retry.")
+    return RetryPolicy(
+        base_seconds=c.number(retry_data.get("base_seconds", 2), "base_seconds", minimum=1),
+        cap_seconds=c.number(retry_data.get("cap_seconds", 300), "cap_seconds", minimum=1),
+        max_consecutive_failures=int(
+            c.number(
+                retry_data.get("max_consecutive_failures", 5),
+                "max_consecutive_failures",
+                minimum=1,
+                integer=True,
+            )
+        ),
+    )
+
+
+def _alert_policy(data: dict[Any, Any], c: _Checker) -> AlertPolicy:
+    """``alerts`` of goalsui.yaml: after how many failures, how often, and the command."""
+    alerts_data = c.mapping(data.get("alerts"), "alerts")
+    c.only(alerts_data, ("after", "cooldown", "command"), "alerts.")
+    return AlertPolicy(
+        after=int(c.number(alerts_data.get("after", 2), "after", minimum=1, integer=True)),
+        cooldown=c.duration(alerts_data.get("cooldown", "1h"), "cooldown"),
+        command=c.argv(alerts_data["command"], "command") if "command" in alerts_data else None,
     )
 
 

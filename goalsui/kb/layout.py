@@ -190,27 +190,7 @@ class KB:
             loaded.definition = parse_goal(data, text, self.display(def_path), goal_id)
         except KBError as exc:
             loaded.problems.append(exc)
-        workers_root = path / "workers"
-        if workers_root.is_symlink() and not _inside(workers_root.resolve(), self.root):
-            loaded.problems.append(
-                KBError(f"{goal_id}/workers", "a symlink here leads outside the KB")
-            )
-        elif workers_root.is_dir():
-            for entry in sorted(os.scandir(workers_root), key=lambda e: e.name):
-                if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
-                    continue
-                wpath = Path(entry.path) / "definition.yaml"
-                shown = self.display(wpath) if wpath.exists() else f"{goal_id}/workers/{entry.name}"
-                try:
-                    check_name(entry.name, "worker name")
-                    self.check_inside(wpath, shown, below=path)
-                    data, text = load_yaml_mapping(wpath, shown)
-                    loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
-                    self._check_prompt(Path(entry.path) / "prompt.md", path)
-                except KBError as exc:
-                    loaded.problems.append(exc)
-                except GoalsuiError as exc:
-                    loaded.problems.append(KBError(shown, str(exc)))
+        self._load_workers(loaded)
         with contextlib.suppress(OSError):
             try:
                 load_binding(path, display=f"{goal_id}/{BINDING_FILE}")
@@ -219,6 +199,33 @@ class KB:
         limit = self.state_limit() if state_limit is None else state_limit
         loaded.problems.extend(yaml_problems(path, goal_id, limit, skip=(BINDING_FILE,)))
         return loaded
+
+    def _load_workers(self, loaded: LoadedGoal) -> None:
+        """Read and validate every ``workers/<name>/`` of a goal being loaded."""
+        goal_id, path = loaded.goal_id, loaded.path
+        workers_root = path / "workers"
+        if workers_root.is_symlink() and not _inside(workers_root.resolve(), self.root):
+            loaded.problems.append(
+                KBError(f"{goal_id}/workers", "a symlink here leads outside the KB")
+            )
+            return
+        if not workers_root.is_dir():
+            return
+        for entry in sorted(os.scandir(workers_root), key=lambda e: e.name):
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+            wpath = Path(entry.path) / "definition.yaml"
+            shown = self.display(wpath) if wpath.exists() else f"{goal_id}/workers/{entry.name}"
+            try:
+                check_name(entry.name, "worker name")
+                self.check_inside(wpath, shown, below=path)
+                data, text = load_yaml_mapping(wpath, shown)
+                loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
+                self._check_prompt(Path(entry.path) / "prompt.md", path)
+            except KBError as exc:
+                loaded.problems.append(exc)
+            except GoalsuiError as exc:
+                loaded.problems.append(KBError(shown, str(exc)))
 
     def _check_prompt(self, prompt: Path, goal_path: Path) -> None:
         """A worker's prompt.md, when there is one, must be readable UTF-8 text."""
@@ -280,9 +287,8 @@ class KB:
         staging = safe_join(
             self.root, f"{STAGING_PREFIX}{goal_id}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
-        undo: Callable[[], None] | None = None
-        try:
-            staging.mkdir()
+
+        def write() -> None:
             _write_goal_tree(
                 staging,
                 {"goal_id": goal_id, "name": name, "task": task, "owner": owner},
@@ -291,7 +297,29 @@ class KB:
                 files=files,
                 fail_after_workers=_fail_after_workers,
             )
-            loaded = self._load_staged(staging, goal_id)
+
+        loaded = self._stage_and_place(goal_id, staging, final, write, register)
+        with contextlib.suppress(
+            OSError, GoalsuiError
+        ):  # the goal exists; a log hiccup is no failure
+            self.append_log(goal_id, f"goal created: {name}")
+        return loaded
+
+    def _stage_and_place(
+        self,
+        goal_id: str,
+        staging: Path,
+        final: Path,
+        write: Callable[[], None],
+        register: Callable[[LoadedGoal], Callable[[], None]] | None,
+    ) -> LoadedGoal:
+        """``write`` the tree into ``staging``, validate and register it, rename it to
+        ``final``; on any failure the registration is undone and the staging removed."""
+        undo: Callable[[], None] | None = None
+        try:
+            staging.mkdir()
+            write()
+            loaded = _load_staged(staging, goal_id)
             if loaded.problems:
                 raise loaded.problems[0]
             if register is not None:
@@ -309,25 +337,6 @@ class KB:
                 ) from exc
             raise
         loaded.path = final
-        with contextlib.suppress(
-            OSError, GoalsuiError
-        ):  # the goal exists; a log hiccup is no failure
-            self.append_log(goal_id, f"goal created: {name}")
-        return loaded
-
-    def _load_staged(self, staging: Path, goal_id: str) -> LoadedGoal:
-        loaded = LoadedGoal(goal_id=goal_id, path=staging, definition=None)
-        data, text = load_yaml_mapping(staging / "definition.yaml", f"{goal_id}/definition.yaml")
-        loaded.definition = parse_goal(data, text, f"{goal_id}/definition.yaml", goal_id)
-        wroot = staging / "workers"
-        if wroot.is_dir():
-            for entry in sorted(os.scandir(wroot), key=lambda e: e.name):
-                shown = f"{goal_id}/workers/{entry.name}/definition.yaml"
-                try:
-                    data, text = load_yaml_mapping(Path(entry.path) / "definition.yaml", shown)
-                    loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
-                except KBError as exc:
-                    loaded.problems.append(exc)
         return loaded
 
     def delete_goal(self, goal_id: str) -> None:
@@ -338,28 +347,9 @@ class KB:
         fsync_dir(self.root)
         shutil.rmtree(trash, ignore_errors=True)
 
-    def _staging_entries(self) -> list[tuple[os.DirEntry[str], str, bool]]:
-        """Staging folders as (entry, goal_id, still being written by a live process)."""
-        out: list[tuple[os.DirEntry[str], str, bool]] = []
-        if not self.root.is_dir():
-            return out
-        for entry in os.scandir(self.root):
-            if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir(follow_symlinks=False):
-                continue
-            parts = entry.name[len(STAGING_PREFIX) :].rsplit("-", 2)
-            live = False
-            if len(parts) == 3 and parts[1].isdigit():
-                live = _pid_alive(int(parts[1]))
-                try:
-                    live = live and time.time() - entry.stat().st_mtime < STAGING_MAX_AGE_S
-                except OSError:
-                    live = False
-            out.append((entry, parts[0], live))
-        return out
-
     def creating(self, goal_id: str) -> bool:
         """True while a live process is creating ``goal_id`` in a staging folder."""
-        return any(gid == goal_id and live for _, gid, live in self._staging_entries())
+        return any(gid == goal_id and live for _, gid, live in _staging_entries(self.root))
 
     def cleanup_leftovers(self) -> list[str]:
         """Remove staging and trash folders left by a crash; returns their names.
@@ -367,7 +357,7 @@ class KB:
         A staging folder of a creation still in progress (its process is alive) is kept.
         """
         removed = []
-        for entry, _, live in self._staging_entries():
+        for entry, _, live in _staging_entries(self.root):
             if not live:
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.name)
@@ -402,28 +392,7 @@ class KB:
         path = self.resolve(goal_id, rel)
         if not path.is_dir():
             raise NotFound(f"not a folder: {goal_id}/{rel}")
-        root = self.goal_dir(goal_id).resolve()
-        out = []
-        for entry in sorted(os.scandir(path), key=lambda e: e.name):
-            if entry.name.startswith(".") and entry.name.endswith(".tmp"):
-                continue
-            p = Path(entry.path)
-            if p.is_symlink() and not _inside(p.resolve(), root):
-                continue
-            try:
-                st = p.stat()
-            except OSError:  # a dangling symlink or a file removed meanwhile
-                continue
-            out.append(
-                {
-                    "name": entry.name,
-                    "path": str(p.relative_to(root)),
-                    "dir": entry.is_dir(),
-                    "size": st.st_size,
-                    "modified": datetime.fromtimestamp(st.st_mtime, UTC),
-                }
-            )
-        return out
+        return _listing(path, self.goal_dir(goal_id).resolve())
 
     def kb_read(self, goal_id: str, rel: str, *, limit: int = MAX_TEXT_BYTES) -> str:
         path = self.resolve(goal_id, rel)
@@ -451,10 +420,7 @@ class KB:
         """Append one entry to ``log/YYYY-MM-DD.md``; returns the file and line number."""
         when = (when or datetime.now(UTC)).astimezone(UTC)
         path = safe_join(self.goal_dir(goal_id), "log", f"{when:%Y-%m-%d}.md")
-        lines = text.replace("\x00", "").rstrip().splitlines() or [""]
-        entry = f"- {when:%H:%M:%SZ} {lines[0]}".rstrip()
-        if len(lines) > 1:
-            entry += "\n" + "\n".join(f"  {line}".rstrip() for line in lines[1:])
+        entry = _log_entry(text, when)
         lines_before = 0
         if path.exists():
             with os.fdopen(open_regular(path, self.display(path)), "rb") as fh:
@@ -484,13 +450,8 @@ class KB:
                 raise ValidationError("prompt is too large")
         data, text = load_yaml_mapping(path, shown)
         parse_worker(worker, data, text, shown)  # a broken file is never rewritten
-        updates: dict[str, Any] = {}
-        if schedule is not None:
-            updates["schedule"] = schedule
-        if runner is not None:
-            updates["runner"] = runner
-        if timeout is not None:
-            updates["timeout"] = timeout
+        given = {"schedule": schedule, "runner": runner, "timeout": timeout}
+        updates = {key: value for key, value in given.items() if value is not None}
         new_text = roundtrip_update(text, updates, display=shown) if updates else text
         new_data = parse_yaml(new_text, shown)
         definition = parse_worker(worker, new_data or {}, new_text, shown)
@@ -521,6 +482,44 @@ def _checked_seeds(name: str, workers: Iterable[WorkerSeed]) -> tuple[str, list[
             raise ValidationError(f"worker '{seed.name}' given twice")
         seen.add(seed.name)
     return name, seeds
+
+
+def _load_staged(staging: Path, goal_id: str) -> LoadedGoal:
+    """A goal tree just written to its staging folder, read back and validated."""
+    loaded = LoadedGoal(goal_id=goal_id, path=staging, definition=None)
+    data, text = load_yaml_mapping(staging / "definition.yaml", f"{goal_id}/definition.yaml")
+    loaded.definition = parse_goal(data, text, f"{goal_id}/definition.yaml", goal_id)
+    wroot = staging / "workers"
+    if wroot.is_dir():
+        for entry in sorted(os.scandir(wroot), key=lambda e: e.name):
+            shown = f"{goal_id}/workers/{entry.name}/definition.yaml"
+            try:
+                data, text = load_yaml_mapping(Path(entry.path) / "definition.yaml", shown)
+                loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
+            except KBError as exc:
+                loaded.problems.append(exc)
+    return loaded
+
+
+def _staging_entries(root: Path) -> list[tuple[os.DirEntry[str], str, bool]]:
+    """Staging folders in ``root`` as (entry, goal_id, still being written by a live
+    process)."""
+    out: list[tuple[os.DirEntry[str], str, bool]] = []
+    if not root.is_dir():
+        return out
+    for entry in os.scandir(root):
+        if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir(follow_symlinks=False):
+            continue
+        parts = entry.name[len(STAGING_PREFIX) :].rsplit("-", 2)
+        live = False
+        if len(parts) == 3 and parts[1].isdigit():
+            live = _pid_alive(int(parts[1]))
+            try:
+                live = live and time.time() - entry.stat().st_mtime < STAGING_MAX_AGE_S
+            except OSError:
+                live = False
+        out.append((entry, parts[0], live))
+    return out
 
 
 def _write_goal_tree(
@@ -560,6 +559,41 @@ def _write_goal_tree(
         target = safe_join(staging, rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, text)
+
+
+def _listing(path: Path, root: Path) -> list[dict[str, Any]]:
+    """The entries of the folder ``path`` of the goal tree ``root``, by name; temporary
+    files, symlinks leading out of the tree and entries gone meanwhile are left out."""
+    out = []
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+            continue
+        p = Path(entry.path)
+        if p.is_symlink() and not _inside(p.resolve(), root):
+            continue
+        try:
+            st = p.stat()
+        except OSError:  # a dangling symlink or a file removed meanwhile
+            continue
+        out.append(
+            {
+                "name": entry.name,
+                "path": str(p.relative_to(root)),
+                "dir": entry.is_dir(),
+                "size": st.st_size,
+                "modified": datetime.fromtimestamp(st.st_mtime, UTC),
+            }
+        )
+    return out
+
+
+def _log_entry(text: str, when: datetime) -> str:
+    """A goal-log entry: ``- HH:MM:SSZ first line``, further lines indented."""
+    lines = text.replace("\x00", "").rstrip().splitlines() or [""]
+    entry = f"- {when:%H:%M:%SZ} {lines[0]}".rstrip()
+    if len(lines) > 1:
+        entry += "\n" + "\n".join(f"  {line}".rstrip() for line in lines[1:])
+    return entry
 
 
 def _pid_alive(pid: int) -> bool:

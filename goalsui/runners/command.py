@@ -355,111 +355,28 @@ async def run_command(
     record it on the run, so a recovery can find the group); its errors are logged.
     """
     args = expand_argv(argv)
-    if not args:
-        return CommandResult("failed", None, "", reason="cannot start: the runner command is empty")
-    program = args[0]
-    if cwd is not None and not Path(cwd).is_dir():
-        return CommandResult(
-            "failed",
-            None,
-            "",
-            reason=f"cannot start '{plain(program, limit=80)}': working directory {cwd} does not exist",
-        )
+    refused = _refuse_start(args, cwd)
+    if refused is not None:
+        return refused
     sink = _LogSink(log_path)
     header = log_header or f"[goalsui] $ {' '.join(args)}\n"
     await sink.open(header if header.endswith("\n") else header + "\n")
     started = time.monotonic()
-    reason: str | None
-    try:
-        proc, exited = await _spawn(
-            args,
-            cwd=str(cwd) if cwd is not None else None,
-            env=dict(env) if env is not None else None,
-        )
-    except OSError as exc:
-        reason = _start_error(program, exc, Path(cwd) if cwd is not None else None)
-        await sink.close(f"[goalsui] {reason}\n")
-        return CommandResult("failed", None, "", reason=reason)
-    except (ValueError, TypeError) as exc:  # e.g. a NUL byte in an argument
-        reason = f"cannot start '{plain(program, limit=80)}': {plain(str(exc), limit=120)}"
-        await sink.close(f"[goalsui] {reason}\n")
-        return CommandResult("failed", None, "", reason=reason)
-
+    spawned = await _start(args, cwd, env, sink)
+    if isinstance(spawned, CommandResult):
+        return spawned
+    proc, exited = spawned
     _announce(on_spawn, proc.pid)
-    assert proc.stdout is not None and proc.stderr is not None
-    kept = bytearray()
-    last_err: list[bytes] = []
-    feeder = asyncio.create_task(_feed_stdin(proc, stdin.encode("utf-8", "replace")))
-    out_task = asyncio.create_task(_pump(proc.stdout, sink, keep=kept))
-    err_task = asyncio.create_task(
-        _pump(proc.stderr, sink, prefix=b"[stderr] ", last_line=last_err)
-    )
-    wait_task = asyncio.create_task(exited.wait())
-    cancel_task = asyncio.create_task(cancel.wait()) if cancel is not None else None
-    ended_by: str | None = None
-    try:
-        waiters = {wait_task} | ({cancel_task} if cancel_task else set())
-        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if wait_task not in done:
-            ended_by = "cancelled" if cancel_task is not None and cancel_task in done else "timeout"
-            note = (
-                "cancel requested"
-                if ended_by == "cancelled"
-                else f"timed out after {format_timeout(timeout or 0)}"
-            )
-            sink.put(f"[goalsui] {note}: SIGTERM to the process group\n".encode(), keep_tail=False)
-            await _stop_group(proc, exited, grace, sink)
-        # The program has exited; its pipes close unless something it left behind holds them.
-        _, pending = await asyncio.wait({out_task, err_task}, timeout=_PIPE_DRAIN_AFTER_EXIT)
-        if pending:
-            sink.put(
-                b"[goalsui] processes left behind still hold the output: stopping them\n",
-                keep_tail=False,
-            )
-            await _stop_group(proc, exited, min(grace, 1.0), sink)
-            _, pending = await asyncio.wait(pending, timeout=_PIPE_DRAIN_AFTER_EXIT)
-            for task in pending:
-                task.cancel()
-        await _stop_leftovers(proc, exited, sink)
-    except BaseException:
-        # The awaiting task was cancelled (shutdown): never leave the tree running.
-        await asyncio.shield(_stop_group(proc, exited, grace, sink))
-        for leftover in (out_task, err_task, feeder):
-            leftover.cancel()
-        await sink.close("[goalsui] runner task cancelled\n")
-        raise
-    finally:
-        if cancel_task is not None:
-            cancel_task.cancel()
-        if not feeder.done():
-            feeder.cancel()
-        with contextlib.suppress(BaseException):
-            await feeder
+    running = _Running.start(proc, exited, stdin, sink)
+    ended_by = await _supervise(running, sink, timeout=timeout, cancel=cancel, grace=grace)
+    out_task = running.out_task
     over = out_task.result() if out_task.done() and not out_task.cancelled() else False
     with contextlib.suppress(Exception):
         await asyncio.wait_for(proc.wait(), timeout=_PIPE_DRAIN_AFTER_EXIT)  # close the transport
     code = proc.returncode
     elapsed = time.monotonic() - started
-    stdout = bytes(kept).decode("utf-8", "replace")
-    if ended_by == "timeout":
-        status, reason = "timeout", f"timed out after {format_timeout(timeout or 0)}"
-    elif ended_by == "cancelled":
-        status, reason = "cancelled", "cancelled by the operator"
-    elif code == 0:
-        status, reason = "ok", None
-    else:
-        status = "failed"
-        if code is not None and code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            reason = f"killed by {name}"
-        else:
-            reason = f"exit {code}"
-        if last_err:
-            line = plain(last_err[-1].decode("utf-8", "replace").strip(), limit=200)
-            reason += f": {line}"
+    stdout = bytes(running.kept).decode("utf-8", "replace")
+    status, reason = _ending(ended_by, code, timeout, running.last_err)
     await sink.close(
         f"[goalsui] {status}{' (' + reason + ')' if reason else ''}, exit {code}, {elapsed:.2f}s\n"
     )
@@ -472,3 +389,165 @@ async def run_command(
         pid=proc.pid,
         truncated=over,
     )
+
+
+def _refuse_start(args: list[str], cwd: Path | None) -> CommandResult | None:
+    """A failed result for a command that cannot even be tried (no argv, no cwd)."""
+    if not args:
+        return CommandResult("failed", None, "", reason="cannot start: the runner command is empty")
+    if cwd is not None and not Path(cwd).is_dir():
+        return CommandResult(
+            "failed",
+            None,
+            "",
+            reason=f"cannot start '{plain(args[0], limit=80)}': working directory {cwd} does not exist",
+        )
+    return None
+
+
+async def _start(
+    args: list[str], cwd: Path | None, env: Mapping[str, str] | None, sink: _LogSink
+) -> tuple[asyncio.subprocess.Process, asyncio.Event] | CommandResult:
+    """Spawn the program; a failed result (logged and the log closed) when it cannot start."""
+    program = args[0]
+    try:
+        return await _spawn(
+            args,
+            cwd=str(cwd) if cwd is not None else None,
+            env=dict(env) if env is not None else None,
+        )
+    except OSError as exc:
+        reason = _start_error(program, exc, Path(cwd) if cwd is not None else None)
+    except (ValueError, TypeError) as exc:  # e.g. a NUL byte in an argument
+        reason = f"cannot start '{plain(program, limit=80)}': {plain(str(exc), limit=120)}"
+    await sink.close(f"[goalsui] {reason}\n")
+    return CommandResult("failed", None, "", reason=reason)
+
+
+@dataclass
+class _Running:
+    """A started program and the tasks feeding its stdin and draining its pipes."""
+
+    proc: asyncio.subprocess.Process
+    exited: asyncio.Event
+    feeder: asyncio.Task[None]
+    out_task: asyncio.Task[bool]
+    err_task: asyncio.Task[bool]
+    kept: bytearray  # stdout, up to MAX_RESULT_BYTES
+    last_err: list[bytes]  # the last non-blank stderr line
+
+    @classmethod
+    def start(
+        cls, proc: asyncio.subprocess.Process, exited: asyncio.Event, stdin: str, sink: _LogSink
+    ) -> _Running:
+        assert proc.stdout is not None and proc.stderr is not None
+        kept = bytearray()
+        last_err: list[bytes] = []
+        feeder = asyncio.create_task(_feed_stdin(proc, stdin.encode("utf-8", "replace")))
+        out_task = asyncio.create_task(_pump(proc.stdout, sink, keep=kept))
+        err_task = asyncio.create_task(
+            _pump(proc.stderr, sink, prefix=b"[stderr] ", last_line=last_err)
+        )
+        return cls(proc, exited, feeder, out_task, err_task, kept, last_err)
+
+
+async def _supervise(
+    running: _Running,
+    sink: _LogSink,
+    *,
+    timeout: float | None,
+    cancel: asyncio.Event | None,
+    grace: float,
+) -> str | None:
+    """Wait for the program to end (stopping its group on timeout or cancel), drain its
+    pipes and stop what it left behind; returns ``timeout``, ``cancelled`` or None.
+
+    If the awaiting task is cancelled (shutdown), the tree is stopped before that
+    propagates: it is never left running.
+    """
+    proc, exited = running.proc, running.exited
+    wait_task = asyncio.create_task(exited.wait())
+    cancel_task = asyncio.create_task(cancel.wait()) if cancel is not None else None
+    try:
+        ended_by = await _wait_or_stop(running, sink, wait_task, cancel_task, timeout, grace)
+        await _drain_pipes(running, sink, grace)
+        await _stop_leftovers(proc, exited, sink)
+    except BaseException:
+        await asyncio.shield(_stop_group(proc, exited, grace, sink))
+        for leftover in (running.out_task, running.err_task, running.feeder):
+            leftover.cancel()
+        await sink.close("[goalsui] runner task cancelled\n")
+        raise
+    finally:
+        if cancel_task is not None:
+            cancel_task.cancel()
+        if not running.feeder.done():
+            running.feeder.cancel()
+        with contextlib.suppress(BaseException):
+            await running.feeder
+    return ended_by
+
+
+async def _wait_or_stop(
+    running: _Running,
+    sink: _LogSink,
+    wait_task: asyncio.Task[bool],
+    cancel_task: asyncio.Task[bool] | None,
+    timeout: float | None,
+    grace: float,
+) -> str | None:
+    """Wait for the exit; on timeout or cancel stop the group and say which it was."""
+    waiters = {wait_task} | ({cancel_task} if cancel_task else set())
+    done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if wait_task in done:
+        return None
+    ended_by = "cancelled" if cancel_task is not None and cancel_task in done else "timeout"
+    note = (
+        "cancel requested"
+        if ended_by == "cancelled"
+        else f"timed out after {format_timeout(timeout or 0)}"
+    )
+    sink.put(f"[goalsui] {note}: SIGTERM to the process group\n".encode(), keep_tail=False)
+    await _stop_group(running.proc, running.exited, grace, sink)
+    return ended_by
+
+
+async def _drain_pipes(running: _Running, sink: _LogSink, grace: float) -> None:
+    """The program has exited; its pipes close unless something it left behind holds
+    them: then that is stopped, and a pipe still open after it is given up."""
+    pipes = {running.out_task, running.err_task}
+    _, pending = await asyncio.wait(pipes, timeout=_PIPE_DRAIN_AFTER_EXIT)
+    if not pending:
+        return
+    sink.put(
+        b"[goalsui] processes left behind still hold the output: stopping them\n",
+        keep_tail=False,
+    )
+    await _stop_group(running.proc, running.exited, min(grace, 1.0), sink)
+    _, pending = await asyncio.wait(pending, timeout=_PIPE_DRAIN_AFTER_EXIT)
+    for task in pending:
+        task.cancel()
+
+
+def _ending(
+    ended_by: str | None, code: int | None, timeout: float | None, last_err: list[bytes]
+) -> tuple[str, str | None]:
+    """The result's status and reason, from what ended the run and its exit code."""
+    if ended_by == "timeout":
+        return "timeout", f"timed out after {format_timeout(timeout or 0)}"
+    if ended_by == "cancelled":
+        return "cancelled", "cancelled by the operator"
+    if code == 0:
+        return "ok", None
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        reason = f"killed by {name}"
+    else:
+        reason = f"exit {code}"
+    if last_err:
+        line = plain(last_err[-1].decode("utf-8", "replace").strip(), limit=200)
+        reason += f": {line}"
+    return "failed", reason

@@ -21,9 +21,9 @@ from goalsui.domain import nightshift as rules
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb import nightshift as files
-from goalsui.kb.repo import Repo
+from goalsui.kb.repo import Commit, Repo
 from goalsui.runners.base import TurnOutcome
-from goalsui.runners.command import run_command
+from goalsui.runners.command import CommandResult, run_command
 from goalsui.runners.deliver import deliver_result, headline
 from goalsui.service import nightshift as ns
 
@@ -160,17 +160,53 @@ async def _run_item(
         failed = replace(running, status=rules.FAILED, reason=f"worktree: {exc}")
         await asyncio.to_thread(ns.set_item, service, intent.goal_id, failed)
         return failed, TurnOutcome("failed", reason=f"cannot start the task: {exc}")
+    header = f"[goalsui] run {run.id}: task {plain(item.task, limit=80)} on {branch}\n"
+    done = await _work_in_worktree(
+        shared,
+        _task_prompt(shared.prompt, item, branch, binding),
+        header,
+        worktree,
+        branch,
+        binding,
+        repo,
+    )
+    moved = await asyncio.to_thread(repo.head_of, binding.base) != base_head
+    recorded, failure = _recorded(running, done, moved)
+    await asyncio.to_thread(ns.set_item, service, intent.goal_id, recorded)
+    return recorded, failure
+
+
+@dataclass(frozen=True)
+class _Done:
+    """What a task's runner did in its worktree: its result, commits and check."""
+
+    result: CommandResult
+    commits: list[Commit]
+    check: str | None
+
+
+async def _work_in_worktree(
+    shared: _Run,
+    prompt: str,
+    header: str,
+    worktree: Path,
+    branch: str,
+    binding: Binding,
+    repo: Repo,
+) -> _Done:
+    """Run the runner in the task's worktree, count its commits, run the goal's check
+    (after an ok run), and remove the worktree however that went (never the branch)."""
     try:
         result = await run_command(
             shared.argv,
-            stdin=_task_prompt(shared.prompt, item, branch, binding),
+            stdin=prompt,
             cwd=worktree,
             env={**shared.env, "GOALSUI_BRANCH": branch, "GOALSUI_WORKTREE": str(worktree)},
             timeout=shared.timeout,
             cancel=shared.cancel,
             log_path=shared.log_path,
             grace=shared.grace,
-            log_header=f"[goalsui] run {run.id}: task {plain(item.task, limit=80)} on {branch}\n",
+            log_header=header,
         )
         commits = await asyncio.to_thread(repo.commits, binding.base, branch)
         check = None
@@ -179,22 +215,29 @@ async def _run_item(
     finally:
         with contextlib.suppress(GoalsuiError, OSError):
             await asyncio.to_thread(repo.remove_worktree, worktree)
-    moved = await asyncio.to_thread(repo.head_of, binding.base) != base_head
+    return _Done(result, commits, check)
+
+
+def _recorded(
+    running: rules.PlanItem, done: _Done, moved: bool
+) -> tuple[rules.PlanItem, TurnOutcome | None]:
+    """The plan item as the task left it, and the turn's failure if it failed (its
+    runner did not end ok, or the base branch moved meanwhile)."""
+    result = done.result
     status = (
         rules.FAILED
         if result.status != "ok" or moved
-        else (rules.DONE if commits else rules.NO_COMMITS)
+        else (rules.DONE if done.commits else rules.NO_COMMITS)
     )
     reason = result.reason or ("the base branch moved during the turn" if moved else None)
     recorded = replace(
         running,
         status=status,
-        commits=len(commits),
-        check=check,
+        commits=len(done.commits),
+        check=done.check,
         summary=plain(headline(result.stdout) or "", limit=200) or None,
         reason=reason,
     )
-    await asyncio.to_thread(ns.set_item, service, intent.goal_id, recorded)
     if status != rules.FAILED:
         return recorded, None
     return recorded, TurnOutcome(

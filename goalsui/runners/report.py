@@ -338,6 +338,44 @@ def _collect(
     return entries
 
 
+@dataclass(frozen=True)
+class _Night:
+    """The night a report is about: its goal, window and runs, and how times are shown."""
+
+    service: Service
+    goal_id: str
+    name: str  # the goal's name
+    day: date
+    tz: str
+    zone: ZoneInfo
+    now: datetime
+    start: datetime
+    end: datetime
+    compiled_by: int | None  # the report's own run
+    entries: list[RunEntry]
+
+    @property
+    def problems(self) -> list[RunEntry]:
+        return [e for e in self.entries if e.run.status in PROBLEM_STATUSES]
+
+    @property
+    def counts(self) -> Counter[str]:
+        return Counter(str(e.run.status) for e in self.entries)
+
+    def count_text(self) -> str:
+        """``3 ok (runs 1, 2, 4), 1 failed (run 3)``, in STATUS_ORDER."""
+        counts = self.counts
+        ids_by_status: dict[str, list[int]] = {}
+        for e in self.entries:
+            ids_by_status.setdefault(str(e.run.status), []).append(e.run.id or 0)
+
+        def ids(status: str) -> str:
+            values = ids_by_status.get(status, [])
+            return ("run " if len(values) == 1 else "runs ") + ", ".join(str(v) for v in values)
+
+        return ", ".join(f"{counts[s]} {s} ({ids(s)})" for s in STATUS_ORDER if counts.get(s))
+
+
 def compile_report(
     service: Service,
     goal_id: str,
@@ -368,157 +406,10 @@ def compile_report(
             f"no night to report for {day} yet (its window starts {start.astimezone(zone):%Y-%m-%d %H:%M %Z})"
         )
     entries = _collect(service, goal_id, goal_dir, start, end, exclude_run_id)
-    counts = Counter(str(e.run.status) for e in entries)
-    ids_by_status: dict[str, list[int]] = {}
-    for e in entries:
-        ids_by_status.setdefault(str(e.run.status), []).append(e.run.id or 0)
-    problems = [e for e in entries if e.run.status in PROBLEM_STATUSES]
-    rel_path = f"reports/{day.isoformat()}.md"
-
-    def ids(status: str) -> str:
-        values = ids_by_status.get(status, [])
-        return ("run " if len(values) == 1 else "runs ") + ", ".join(str(v) for v in values)
-
-    count_text = ", ".join(f"{counts[s]} {s} ({ids(s)})" for s in STATUS_ORDER if counts.get(s))
-    lines: list[str] = [f"# {plain(view.name, limit=80)} report {day.isoformat()}", ""]
-    lines.append(
-        f"Night of {start.astimezone(zone):%Y-%m-%d %H:%M} to {end.astimezone(zone):%Y-%m-%d %H:%M} "
-        f"({tz}); compiled {now.astimezone(zone):%Y-%m-%d %H:%M %z}"
-        + (f" by run {exclude_run_id}" if exclude_run_id else "")
-        + ". Sources: run ids from the goalsui database; files relative to the goal directory; "
-        f"run logs in `{service.runs_dir}`."
+    night = _Night(
+        service, goal_id, view.name, day, tz, zone, now, start, end, exclude_run_id, entries
     )
-    lines += ["", "## Summary", ""]
-    if not entries:
-        lines.append(
-            "- No runs of this goal's workers in the window (source: goalsui database, intent_run)."
-        )
-    else:
-        lines.append(f"- {len(entries)} runs: {count_text}.")
-        finished = [e for e in entries if e.run.status not in ("skipped", "missed", "running")]
-        good = [e for e in finished if e.run.status in ("ok", "silent")]
-        if finished:
-            good_ids = ", ".join(str(e.run.id) for e in good) or "none"
-            lines.append(
-                f"- {len(good)} of {len(finished)} finished ticks ended ok or silent "
-                f"({100 * len(good) // len(finished)} %) (runs {good_ids})."
-            )
-        if problems:
-            first = problems[0]
-            lines.append(
-                f"- Most important: {first.label} {first.run.status}: {plain(first.run.reason or 'no reason recorded', limit=200)} "
-                f"({first.source})."
-            )
-        else:
-            top = next((e for e in entries if e.finding), None)
-            if top is not None:
-                head = headline("\n".join(top.finding))
-                if not head.lower().startswith(top.label.lower()):
-                    head = f"{top.label}: {head}"
-                lines.append(f"- Headline: {head} ({top.source}).")
-        lines.append(cost_summary(entries))
-    lines += [""] + cost_lines(service, goal_id, entries, (start, end), zone)
-    lines += ["## Timeline", ""]
-    if entries:
-        lines.append("| worker | run | trigger | planned | started | duration | status | source |")
-        lines.append("| --- | ---: | --- | --- | --- | ---: | --- | --- |")
-        for e in entries:
-            r = e.run
-            status = str(r.status) + (
-                f": {_cell(r.reason)}" if r.reason and r.status != "ok" else ""
-            )
-            lines.append(
-                f"| {_cell(e.label)} | {r.id} | {r.trigger} | {_fmt(r.planned_at, zone)} | "
-                f"{_fmt(r.started_at, zone)} | {_duration(r)} | {status} | {_cell(e.source)} |"
-            )
-    else:
-        lines.append("No runs (source: goalsui database, intent_run).")
-    lines += ["", "## Findings", ""]
-    shown_any = False
-    for e in entries:
-        if e.run.status == "ok" and e.finding:
-            shown_any = True
-            lines.append(f"### {plain(e.label, limit=80)} (run {e.run.id}, {e.outbox})")
-            lines.append("")
-            body = e.finding[:FINDING_LINES]
-            lines.extend(f"> {x}" if x else ">" for x in body)
-            if len(e.finding) > FINDING_LINES:
-                lines.append(f"> … (more in {e.outbox})")
-            lines.append("")
-        elif e.run.status == "silent":
-            shown_any = True
-            lines.append(
-                f"### {plain(e.label, limit=80)} (run {e.run.id}, {e.goal_log or 'silent token'})"
-            )
-            lines.append("")
-            lines.append(
-                f"Silent: nothing to report (run {e.run.id}, {e.goal_log or 'silent token'})."
-            )
-            lines.append("")
-        elif e.run.status == "ok":
-            shown_any = True
-            lines.append(
-                f"### {plain(e.label, limit=80)} (run {e.run.id}, {e.goal_log or e.run_log or 'no output'})"
-            )
-            lines.append("")
-            lines.append(
-                f"Ok without output (run {e.run.id}, {e.goal_log or e.run_log or 'no output'})."
-            )
-            lines.append("")
-    if not shown_any:
-        lines += ["No findings: no run delivered a result in the window.", ""]
-    if problems:
-        lines += ["## Failures", ""]
-        for e in problems:
-            r = e.run
-            lines.append(
-                f"- {plain(e.label, limit=80)}, run {r.id}, {r.status}"
-                + (
-                    f" (exit {r.exit_code})"
-                    if r.exit_code is not None and not (r.reason or "").startswith("exit ")
-                    else ""
-                )
-                + f": {plain(r.reason or 'no reason recorded', limit=300)} ({e.source})"
-            )
-            if e.error_tail:
-                lines.append("")
-                lines.append(f"  Last lines of {e.run_log or 'the run output'}:")
-                lines.append("")
-                lines.extend("  " + x for x in _fence(e.error_tail).splitlines())
-            lines.append("")
-    lines += _disabled_section(service, goal_id)
-    lines += nightshift_section(service, goal_id, day, start)
-    lines += _diff_section(goal_dir, day)
-    lines += ["", "## For the owner", ""]
-    if problems:
-        seen: set[str] = set()
-        for e in problems:
-            if e.label in seen or len(seen) >= 3:
-                continue
-            seen.add(e.label)
-            where = (
-                f"workers/{e.intent.worker}/prompt.md"
-                if e.intent.worker
-                else f"intent {e.intent.id}"
-            )
-            lines.append(
-                f"- Look at {e.label} ({where}): {e.run.status}: {plain(e.run.reason or '-', limit=160)} ({e.source})."
-            )
-    else:
-        n = len(entries)
-        lines.append(
-            f"- Nothing to act on: {n} run{'s' if n != 1 else ''}, none failed (source: the timeline above)."
-        )
-    markdown = "\n".join(lines).rstrip() + "\n"
-    summary_lines = [
-        f"{plain(view.name, limit=80)} report {day.isoformat()}: "
-        + (f"{len(entries)} runs: {count_text}." if entries else "no runs in the window.")
-    ]
-    for e in problems[:5]:
-        summary_lines.append(
-            f"- {e.label} run {e.run.id} {e.run.status}: {plain(e.run.reason or '-', limit=160)} ({e.source})"
-        )
-    summary_lines.append(f"Report: {rel_path}")
+    markdown = _markdown(night, goal_dir)
     path = goal_dir / "reports" / f"{day.isoformat()}.md"
     if write:
         atomic_write(path, markdown)
@@ -531,10 +422,187 @@ def compile_report(
         window_end=end,
         path=path,
         markdown=markdown,
-        summary="\n".join(summary_lines) + "\n",
-        counts=dict(counts),
+        summary=_summary_text(night),
+        counts=dict(night.counts),
         entries=entries,
     )
+
+
+def _markdown(night: _Night, goal_dir: Path) -> str:
+    """The report's text, section by section."""
+    service, goal_id = night.service, night.goal_id
+    lines = _head(night) + _summary_section(night)
+    lines += [""] + cost_lines(
+        service, goal_id, night.entries, (night.start, night.end), night.zone
+    )
+    lines += _timeline_section(night)
+    lines += _findings_section(night.entries)
+    lines += _failures_section(night.problems)
+    lines += _disabled_section(service, goal_id)
+    lines += nightshift_section(service, goal_id, night.day, night.start)
+    lines += _diff_section(goal_dir, night.day)
+    lines += _owner_section(night)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _head(night: _Night) -> list[str]:
+    """The title, and the window and sources of the report."""
+    zone = night.zone
+    return [
+        f"# {plain(night.name, limit=80)} report {night.day.isoformat()}",
+        "",
+        f"Night of {night.start.astimezone(zone):%Y-%m-%d %H:%M} to {night.end.astimezone(zone):%Y-%m-%d %H:%M} "
+        f"({night.tz}); compiled {night.now.astimezone(zone):%Y-%m-%d %H:%M %z}"
+        + (f" by run {night.compiled_by}" if night.compiled_by else "")
+        + ". Sources: run ids from the goalsui database; files relative to the goal directory; "
+        f"run logs in `{night.service.runs_dir}`.",
+    ]
+
+
+def _summary_section(night: _Night) -> list[str]:
+    """Counts per status, the share of good ticks, the one thing to know, the cost."""
+    entries, problems = night.entries, night.problems
+    lines = ["", "## Summary", ""]
+    if not entries:
+        lines.append(
+            "- No runs of this goal's workers in the window (source: goalsui database, intent_run)."
+        )
+        return lines
+    lines.append(f"- {len(entries)} runs: {night.count_text()}.")
+    finished = [e for e in entries if e.run.status not in ("skipped", "missed", "running")]
+    good = [e for e in finished if e.run.status in ("ok", "silent")]
+    if finished:
+        good_ids = ", ".join(str(e.run.id) for e in good) or "none"
+        lines.append(
+            f"- {len(good)} of {len(finished)} finished ticks ended ok or silent "
+            f"({100 * len(good) // len(finished)} %) (runs {good_ids})."
+        )
+    if problems:
+        first = problems[0]
+        lines.append(
+            f"- Most important: {first.label} {first.run.status}: {plain(first.run.reason or 'no reason recorded', limit=200)} "
+            f"({first.source})."
+        )
+    else:
+        top = next((e for e in entries if e.finding), None)
+        if top is not None:
+            head = headline("\n".join(top.finding))
+            if not head.lower().startswith(top.label.lower()):
+                head = f"{top.label}: {head}"
+            lines.append(f"- Headline: {head} ({top.source}).")
+    lines.append(cost_summary(entries))
+    return lines
+
+
+def _timeline_section(night: _Night) -> list[str]:
+    """One table row per run: planned and actual start, duration, status, source."""
+    lines = ["## Timeline", ""]
+    if not night.entries:
+        lines.append("No runs (source: goalsui database, intent_run).")
+        return lines
+    zone = night.zone
+    lines.append("| worker | run | trigger | planned | started | duration | status | source |")
+    lines.append("| --- | ---: | --- | --- | --- | ---: | --- | --- |")
+    for e in night.entries:
+        r = e.run
+        status = str(r.status) + (f": {_cell(r.reason)}" if r.reason and r.status != "ok" else "")
+        lines.append(
+            f"| {_cell(e.label)} | {r.id} | {r.trigger} | {_fmt(r.planned_at, zone)} | "
+            f"{_fmt(r.started_at, zone)} | {_duration(r)} | {status} | {_cell(e.source)} |"
+        )
+    return lines
+
+
+def _findings_section(entries: list[RunEntry]) -> list[str]:
+    """What each ok or silent run delivered (quoted from its outbox file)."""
+    lines = ["", "## Findings", ""]
+    shown_any = False
+    for e in entries:
+        label = plain(e.label, limit=80)
+        if e.run.status == "ok" and e.finding:
+            shown_any = True
+            lines += [f"### {label} (run {e.run.id}, {e.outbox})", ""]
+            lines.extend(f"> {x}" if x else ">" for x in e.finding[:FINDING_LINES])
+            if len(e.finding) > FINDING_LINES:
+                lines.append(f"> … (more in {e.outbox})")
+            lines.append("")
+        elif e.run.status == "silent":
+            shown_any = True
+            where = e.goal_log or "silent token"
+            lines += [f"### {label} (run {e.run.id}, {where})", ""]
+            lines += [f"Silent: nothing to report (run {e.run.id}, {where}).", ""]
+        elif e.run.status == "ok":
+            shown_any = True
+            where = e.goal_log or e.run_log or "no output"
+            lines += [f"### {label} (run {e.run.id}, {where})", ""]
+            lines += [f"Ok without output (run {e.run.id}, {where}).", ""]
+    if not shown_any:
+        lines += ["No findings: no run delivered a result in the window.", ""]
+    return lines
+
+
+def _failures_section(problems: list[RunEntry]) -> list[str]:
+    """Each failed run: its reason, source and last lines of output."""
+    if not problems:
+        return []
+    lines = ["## Failures", ""]
+    for e in problems:
+        r = e.run
+        lines.append(
+            f"- {plain(e.label, limit=80)}, run {r.id}, {r.status}"
+            + (
+                f" (exit {r.exit_code})"
+                if r.exit_code is not None and not (r.reason or "").startswith("exit ")
+                else ""
+            )
+            + f": {plain(r.reason or 'no reason recorded', limit=300)} ({e.source})"
+        )
+        if e.error_tail:
+            lines.append("")
+            lines.append(f"  Last lines of {e.run_log or 'the run output'}:")
+            lines.append("")
+            lines.extend("  " + x for x in _fence(e.error_tail).splitlines())
+        lines.append("")
+    return lines
+
+
+def _owner_section(night: _Night) -> list[str]:
+    """What the owner should look at: up to three failing workers, or nothing."""
+    lines = ["", "## For the owner", ""]
+    problems = night.problems
+    if not problems:
+        n = len(night.entries)
+        lines.append(
+            f"- Nothing to act on: {n} run{'s' if n != 1 else ''}, none failed (source: the timeline above)."
+        )
+        return lines
+    seen: set[str] = set()
+    for e in problems:
+        if e.label in seen or len(seen) >= 3:
+            continue
+        seen.add(e.label)
+        where = (
+            f"workers/{e.intent.worker}/prompt.md" if e.intent.worker else f"intent {e.intent.id}"
+        )
+        lines.append(
+            f"- Look at {e.label} ({where}): {e.run.status}: {plain(e.run.reason or '-', limit=160)} ({e.source})."
+        )
+    return lines
+
+
+def _summary_text(night: _Night) -> str:
+    """The few lines a report run leaves in its log and on the console."""
+    entries = night.entries
+    lines = [
+        f"{plain(night.name, limit=80)} report {night.day.isoformat()}: "
+        + (f"{len(entries)} runs: {night.count_text()}." if entries else "no runs in the window.")
+    ]
+    for e in night.problems[:5]:
+        lines.append(
+            f"- {e.label} run {e.run.id} {e.run.status}: {plain(e.run.reason or '-', limit=160)} ({e.source})"
+        )
+    lines.append(f"Report: reports/{night.day.isoformat()}.md")
+    return "\n".join(lines) + "\n"
 
 
 def build_report(

@@ -13,9 +13,10 @@ import errno
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from goalsui.domain.models import Event, Intent, IntentRun, saved_id
 from goalsui.domain.redact import redact_argv
@@ -159,9 +160,16 @@ def turn_env(
     return build_env(extra, strip=secrets)
 
 
-def _prepare(
-    service: Service, intent: Intent, run: IntentRun, event: Event | None
-) -> tuple[str, Path, dict[str, str], Path]:
+class _Prepared(NamedTuple):
+    """What a turn's program gets: its stdin, working folder and environment, and its log."""
+
+    prompt: str
+    cwd: Path
+    env: dict[str, str]
+    log_path: Path
+
+
+def _prepare(service: Service, intent: Intent, run: IntentRun, event: Event | None) -> _Prepared:
     """Blocking preparation: prompt, cwd, env and the log path."""
     cwd = service.kb.goal_dir(intent.goal_id) if intent.goal_id else service.kb.root
     outbox = (
@@ -171,7 +179,7 @@ def _prepare(
     )
     prompt = assemble_prompt(service, intent, event)
     env = turn_env(service, intent, run, outbox)
-    return prompt, cwd, env, service.run_log_path(saved_id(run))
+    return _Prepared(prompt, cwd, env, service.run_log_path(saved_id(run)))
 
 
 def _header(intent: Intent, run: IntentRun, argv: list[str], cwd: Path) -> str:
@@ -236,6 +244,19 @@ def _out_of_descriptors(detail: str) -> TurnOutcome:
     return TurnOutcome("failed", reason=reason, infrastructure=True)
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """One claimed run and how to run it: what every step of a turn needs."""
+
+    service: Service
+    intent: Intent
+    run: IntentRun
+    timeout: float
+    cancel: asyncio.Event
+    grace: float
+    on_spawn: Callable[[int], None] | None
+
+
 async def _run_turn(
     service: Service,
     intent: Intent,
@@ -258,6 +279,14 @@ async def _run_turn(
     skipped = await budget_outcome(service, intent, run)
     if skipped is not None:
         return skipped
+    turn = _Turn(service, intent, run, timeout, cancel, grace, on_spawn)
+    return await _run_program(turn, spec, event)
+
+
+async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -> TurnOutcome:
+    """The runner's argv, prompt, folder and environment, then the turn itself; the
+    outcome carries the prompt and the (redacted) argv for the transcript."""
+    service, intent, run = turn.service, turn.intent, turn.run
     run_id = run.id
     assert run_id is not None  # the scheduler inserted the run before the turn
     launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run_id)
@@ -271,8 +300,8 @@ async def _run_turn(
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
     try:
-        prompt, cwd, env, log_path = await asyncio.to_thread(_prepare, service, intent, run, event)
-        env["GOALSUI_MODEL"] = model
+        prepared = await asyncio.to_thread(_prepare, service, intent, run, event)
+        prepared.env["GOALSUI_MODEL"] = model
     except GoalsuiError as exc:
         program = argv[0] if argv else "runner"
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
@@ -283,51 +312,37 @@ async def _run_turn(
         config = await asyncio.to_thread(write_mcp_config, service.runs_dir, run_id, launch)
     argv = expand_placeholders(argv, mcp_config=str(config) if config else None, run_id=run_id)
     try:
-        await asyncio.to_thread(service.agents.set_run_inputs, run_id, prompt, argv)
-        outcome = await run_nightshift_turn(
-            service,
-            intent,
-            run,
-            argv=argv,
-            prompt=prompt,
-            env=env,
-            timeout=timeout,
-            cancel=cancel,
-            grace=grace,
-            log_path=log_path,
-        )
-        if outcome is None:
-            outcome = await _run_argv(
-                service,
-                intent,
-                run,
-                spec,
-                argv,
-                (prompt, cwd, env, log_path),
-                timeout,
-                cancel,
-                grace,
-                on_spawn,
-            )
+        await asyncio.to_thread(service.agents.set_run_inputs, run_id, prepared.prompt, argv)
+        outcome = await _run_runner(turn, argv, prepared)
     finally:
         if config is not None:
             await asyncio.to_thread(remove_mcp_config, config)
-    return replace(outcome, prompt=prompt, argv=tuple(redact_argv(argv)))
+    return replace(outcome, prompt=prepared.prompt, argv=tuple(redact_argv(argv)))
 
 
-async def _run_argv(
-    service: Service,
-    intent: Intent,
-    run: IntentRun,
-    spec: dict[str, Any],
-    argv: list[str],
-    prepared: tuple[str, Path, dict[str, str], Path],
-    timeout: float,
-    cancel: asyncio.Event,
-    grace: float,
-    on_spawn: Callable[[int], None] | None,
-) -> TurnOutcome:
+async def _run_runner(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOutcome:
+    """A nightshift task worker's tasks, else the program once."""
+    prompt, _, env, log_path = prepared
+    outcome = await run_nightshift_turn(
+        turn.service,
+        turn.intent,
+        turn.run,
+        argv=argv,
+        prompt=prompt,
+        env=env,
+        timeout=turn.timeout,
+        cancel=turn.cancel,
+        grace=turn.grace,
+        log_path=log_path,
+    )
+    if outcome is None:
+        outcome = await _run_argv(turn, argv, prepared)
+    return outcome
+
+
+async def _run_argv(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOutcome:
     """Run the program and deliver its result (an agent preset's answer is parsed)."""
+    service, intent, run = turn.service, turn.intent, turn.run
     prompt, cwd, env, log_path = prepared
     state_limit = service.config().state_max_bytes
     before = await asyncio.to_thread(_state_before, service, intent, state_limit)
@@ -336,38 +351,30 @@ async def _run_argv(
         stdin=prompt,
         cwd=cwd,
         env=env,
-        timeout=timeout,
-        cancel=cancel,
+        timeout=turn.timeout,
+        cancel=turn.cancel,
         log_path=log_path,
-        grace=grace,
+        grace=turn.grace,
         log_header=_header(intent, run, redact_argv(argv), cwd),
-        on_spawn=on_spawn,
+        on_spawn=turn.on_spawn,
     )
-    tail = result.output_tail or None
     parsed = parse_output(result.stdout)
+    ended = partial(
+        TurnOutcome,
+        exit_code=result.exit_code,
+        output_tail=result.output_tail or None,
+        output_path=log_path,
+        usage=parsed.usage,
+    )
     if result.status != "ok":
         await asyncio.to_thread(
             _safe_log_failure, service, intent, run, result.status, result.reason
         )
-        return TurnOutcome(
-            result.status,
-            reason=result.reason,
-            exit_code=result.exit_code,
-            output_tail=tail,
-            output_path=log_path,
-            usage=parsed.usage,
-        )
+        return ended(result.status, reason=result.reason)
     over = await asyncio.to_thread(_state_after, service, intent, before, state_limit)
     if over:
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", over)
-        return TurnOutcome(
-            "failed",
-            reason=over,
-            exit_code=result.exit_code,
-            output_tail=tail,
-            output_path=log_path,
-            usage=parsed.usage,
-        )
+        return ended("failed", reason=over)
     output = parsed.text
     if result.truncated:
         output += f"\n\n… (output cut at 1 MiB; the whole output is in {log_path})\n"
@@ -375,23 +382,8 @@ async def _run_argv(
         delivery = await asyncio.to_thread(deliver_result, service, intent, run, output)
     except (GoalsuiError, OSError) as exc:
         reason = f"result could not be delivered: {plain(str(exc), limit=200)}"
-        return TurnOutcome(
-            "failed",
-            reason=reason,
-            exit_code=result.exit_code,
-            output_tail=tail,
-            output_path=log_path,
-            usage=parsed.usage,
-        )
-    return TurnOutcome(
-        delivery.status,
-        reason=None,
-        exit_code=result.exit_code,
-        output_tail=tail,
-        output_path=log_path,
-        outbox_path=delivery.outbox_path,
-        usage=parsed.usage,
-    )
+        return ended("failed", reason=reason)
+    return ended(delivery.status, reason=None, outbox_path=delivery.outbox_path)
 
 
 def _state_before(service: Service, intent: Intent, limit: int) -> bytes | None:

@@ -1,7 +1,8 @@
 """The embedded scheduler: an asyncio service inside whatever loop hosts it.
 
 The database is the only truth. The scheduler claims due intents with a
-compare-and-set (through its claim backend, :mod:`goalsui.scheduler.backend`), runs each
+compare-and-set (through its injected claim backend, the store's
+:class:`~goalsui.store.claims.ClaimBackend`), runs each
 claimed occurrence as an isolated turn (:func:`goalsui.runners.turn.run_turn`, or an
 injected coroutine), and records the outcome with the rules of
 :mod:`goalsui.scheduler.rules`. See docs/architecture.md, "The scheduler".
@@ -40,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 from goalsui.runners.mcp_host import stop_host
 from goalsui.scheduler.alarm import Alarm
 from goalsui.scheduler.alerting import Alerter
-from goalsui.scheduler.backend import ClaimBackend, EngineClaimBackend
 from goalsui.scheduler.claim import Claimer, claim_loop
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
 from goalsui.scheduler.housekeeping import Housekeeping
@@ -53,7 +53,13 @@ from goalsui.scheduler.tuning import HEARTBEAT_EVERY, LOOKAHEAD, PRUNE_AFTER, ST
 from goalsui.scheduler.turns import Launcher, TurnFunc
 from goalsui.scheduler.waking import CrossProcessWake
 from goalsui.scheduler.writer import OutcomeWriter
-from goalsui.store.claims import BurstProbe, CatchUpPlan, RecoveryResult
+from goalsui.store.claims import (
+    BurstProbe,
+    CatchUpPlan,
+    ClaimBackend,
+    RecoveryResult,
+    claim_backend_for,
+)
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -110,7 +116,7 @@ class Scheduler:
         )
         if backend is None:
             store = service.store
-            backend = EngineClaimBackend(store.engine, store.read_engine)
+            backend = claim_backend_for(store.engine, store.read_engine)
         rt = self.rt = Runtime(
             service, backend, owner or default_owner(), clock or service.now, settings
         )

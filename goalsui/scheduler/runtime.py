@@ -17,12 +17,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from goalsui.errors import FatalError
-from goalsui.scheduler.backend import ClaimBackend
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.settings import Settings
 from goalsui.scheduler.state import Heartbeat, SchedulerState
 from goalsui.store import claims
-from goalsui.store.claims import ClaimResult
+from goalsui.store.claims import ClaimBackend, ClaimResult
 
 if TYPE_CHECKING:
     from goalsui.service import Service

@@ -16,15 +16,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from goalsui.domain.intent_spec import IntentSpec
 from goalsui.domain.models import Event, Intent, IntentRun, Journal, Message, Thread, Todo
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus, RunStatus, RunTrigger
 from goalsui.domain.timeutil import utcnow
 from goalsui.domain.views import EmitResult, GoalView, Problem, WorkerView
-from goalsui.errors import GoalsuiError, NotFound, ValidationError
-from goalsui.kb.layout import KB, WorkerSeed
+from goalsui.kb.layout import WorkerSeed
 from goalsui.kb.ui_settings import read_ui_settings
 from goalsui.service import (
     bulk,
@@ -33,6 +30,7 @@ from goalsui.service import (
     goals,
     intents,
     kbindex,
+    lifecycle,
     overview,
     review,
     runs,
@@ -65,25 +63,9 @@ class Service(ServiceContext):
         sync: bool = True,
         clock: Callable[[], datetime] = utcnow,
     ) -> Service:
-        """Open a service: schema on first use, leftovers cleaned, KB index synced."""
-        root = KB(kb).root
-        if not root.is_dir():  # checked first: a missing KB creates no state folder
-            raise NotFound(
-                f"no KB at {root} (create one with 'goalsui init PATH', "
-                "or pass --kb / set GOALSUI_KB)"
-            )
-        try:
-            service = cls(kb, db_url, state_dir, actor=actor, clock=clock)
-        except OSError as exc:
-            raise ValidationError(f"cannot prepare the state folder: {exc}") from None
-        try:
-            service.store.ensure_schema()
-        except (SQLAlchemyError, OSError) as exc:
-            service.close()
-            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
-            raise GoalsuiError(
-                f"cannot open the database {service.db_url_display()}: {reason}"
-            ) from None
+        """Open a service: schema on first use, leftovers cleaned, KB index synced
+        (:func:`goalsui.service.lifecycle.open_service`)."""
+        service = lifecycle.open_service(cls, kb, db_url, state_dir, actor=actor, clock=clock)
         if sync:
             service.refresh_kb()
         return service
@@ -95,19 +77,12 @@ class Service(ServiceContext):
 
         return Costs(self)
 
-    # -- schema and settings ---------------------------------------------------------------
+    # -- schema and settings (lifecycle.py) --------------------------------------------------
     def schema_status(self) -> dict[str, Any]:
-        """``goalsui db status``: the database's schema revision against this goalsui's."""
-        from goalsui.store import schema
-
-        return schema.status(self.store.engine).as_json()
+        return lifecycle.schema_status(self)
 
     def upgrade_schema(self) -> dict[str, Any]:
-        """``goalsui db upgrade``: apply pending migrations (works on an outdated database)."""
-        from goalsui.store import schema
-
-        before, after = schema.upgrade(self.store.engine)
-        return {"before": before.as_json(), "after": after.as_json()}
+        return lifecycle.upgrade_schema(self)
 
     def ui_settings(self) -> dict[str, Any]:
         """The console's raw settings from goalsui.yaml; empty when absent or broken."""
@@ -350,9 +325,7 @@ class Service(ServiceContext):
         return intents.pause_intent(self, intent_id)
 
     def resume_intent(self, intent_id: int) -> Intent:
-        intent = intents.resume_intent(self, intent_id)
-        review.settle_intent(self, intent_id)
-        return intent
+        return review.resume_intent(self, intent_id)
 
     def cancel_intent(self, intent_id: int) -> Intent:
         return intents.cancel_intent(self, intent_id)
@@ -363,9 +336,7 @@ class Service(ServiceContext):
         return intents.run_intent_now(self, intent_id, trigger=trigger)
 
     def retry_intent(self, intent_id: int) -> Intent:
-        intent = intents.retry_intent(self, intent_id)
-        review.settle_intent(self, intent_id)
-        return intent
+        return review.retry_intent(self, intent_id)
 
     # -- runs awaiting review (review.py) ----------------------------------------------------------
     def runs_awaiting_review(self, *, limit: int = 1000) -> list[IntentRun]:
@@ -408,12 +379,7 @@ class Service(ServiceContext):
         return runs.run_log_path(self, run_id)
 
     def dismiss_run(self, run_id: int) -> IntentRun:
-        """Take a run off the Failures list; a run awaiting review is dismissed as a
-        review (its intent's schedule resumes from now)."""
-        if runs.get_run(self, run_id).needs_review:
-            review.dismiss_run(self, run_id)
-            return runs.get_run(self, run_id)
-        return runs.dismiss_run(self, run_id)
+        return review.dismiss_failure(self, run_id)
 
     def stop_run(self, run_id: int) -> IntentRun:
         return runs.stop_run(self, run_id)

@@ -26,10 +26,18 @@ from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrig
 from goalsui.domain.transitions import Action
 from goalsui.domain.triggers import first_due
 from goalsui.errors import Conflict, NotFound
-from goalsui.service import intents
+from goalsui.service import intents, runs
 from goalsui.service.context import ServiceContext
 
-__all__ = ["awaiting_review", "dismiss_run", "retry_run", "settle_intent"]
+__all__ = [
+    "awaiting_review",
+    "dismiss_failure",
+    "dismiss_run",
+    "resume_intent",
+    "retry_intent",
+    "retry_run",
+    "settle_intent",
+]
 
 
 def awaiting_review(ctx: ServiceContext, *, limit: int = 1000) -> list[IntentRun]:
@@ -136,3 +144,28 @@ def settle_intent(ctx: ServiceContext, intent_id: int) -> int:
         ctx.journal("review settled", f"intent {intent_id}", f"{len(runs)} run(s)")
         ctx.changed(ChangeTopic.RUNS)
     return len(runs)
+
+
+def resume_intent(ctx: ServiceContext, intent_id: int) -> Intent:
+    """Resume an intent (:func:`goalsui.service.intents.resume_intent`); its runs
+    awaiting review are settled."""
+    intent = intents.resume_intent(ctx, intent_id)
+    settle_intent(ctx, intent_id)
+    return intent
+
+
+def retry_intent(ctx: ServiceContext, intent_id: int) -> Intent:
+    """Retry an intent (:func:`goalsui.service.intents.retry_intent`); its runs
+    awaiting review are settled."""
+    intent = intents.retry_intent(ctx, intent_id)
+    settle_intent(ctx, intent_id)
+    return intent
+
+
+def dismiss_failure(ctx: ServiceContext, run_id: int) -> IntentRun:
+    """Take a run off the Failures list; a run awaiting review is dismissed as a
+    review (its intent's schedule resumes from now)."""
+    if runs.get_run(ctx, run_id).needs_review:
+        dismiss_run(ctx, run_id)
+        return runs.get_run(ctx, run_id)
+    return runs.dismiss_run(ctx, run_id)

@@ -15,6 +15,7 @@ from goalsui.scheduler import Scheduler
 from goalsui.scheduler.rules import decide_claim
 from goalsui.service import Service
 from goalsui.store import claims
+from goalsui.store.claims import SqlClaimBackend
 
 
 def bulk_at(svc: Service, n: int, when: datetime, prefix: str = "i") -> list[int]:
@@ -133,13 +134,13 @@ async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_be
 
     monkeypatch.setattr(OutcomeWriter, "run", no_writer)
     folded: list[int] = []
-    step = claims.step
+    step = SqlClaimBackend.step  # the SQLite backend's too
 
-    def spy(*args: object, **kwargs: object) -> object:
+    def spy(self: SqlClaimBackend, **kwargs: object) -> object:
         folded.append(len(kwargs.get("completions") or ()))  # type: ignore[arg-type]
-        return step(*args, **kwargs)  # type: ignore[arg-type]
+        return step(self, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(claims, "step", spy)
+    monkeypatch.setattr(SqlClaimBackend, "step", spy)
     svc = make_service(empty_kb, clock=clock)
     turn = FakeTurn()
     big = tuning.FOLD_FIRST_MAX + 20

@@ -21,25 +21,24 @@ from test_scheduler_rules import FakeTurn
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.scheduler import Scheduler, SchedulerEvent
-from goalsui.scheduler.backend import EngineClaimBackend
 from goalsui.scheduler.state import SchedulerState
 from goalsui.service import Service
 from goalsui.store import wakefile
+from goalsui.store.claims import ClaimBackend, claim_backend_for
 
 
-class CountingBackend(EngineClaimBackend):
-    """The real claim backend, counting the calls the scheduler makes of it."""
-
-    calls: Counter[str]
+class CountingBackend:
+    """The store's real claim backend, counting the calls the scheduler makes of it."""
 
     def __init__(self, service: Service) -> None:
-        super().__init__(service.store.engine, service.store.read_engine)
-        object.__setattr__(self, "calls", Counter())
+        store = service.store
+        self.inner: ClaimBackend = claim_backend_for(store.engine, store.read_engine)
+        self.calls: Counter[str] = Counter()
 
-    def __getattribute__(self, name: str) -> Any:
-        value = object.__getattribute__(self, name)
-        if not name.startswith("_") and name not in ("calls", "engine", "read_engine"):
-            object.__getattribute__(self, "calls")[name] += 1
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.inner, name)
+        if not name.startswith("_"):
+            self.calls[name] += 1
         return value
 
 

@@ -4,7 +4,8 @@
 runs it on any SQLAlchemy engine; whether the engine has row locks (PostgreSQL's ``FOR
 UPDATE SKIP LOCKED``) is decided once, from the dialect, by its primitives.
 :class:`SqliteClaimBackend` sends the hot statements straight through the DBAPI cursor.
-:func:`claim_backend_for` gives the one backend of an engine.
+:func:`claim_backend_for` gives the backend of an engine; the scheduler's also reads
+through the store's reader engine.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ DecideAfter = Callable[[Row, Completion], AfterDecision]
 
 
 class ClaimBackend(Protocol):
-    """What the scheduler asks of the database (each call one short transaction)."""
+    """What the scheduler asks of the database (each call one short transaction).
+
+    The scheduler gets one injected and calls it only from its database thread.
+    """
 
     def step(
         self,
@@ -105,12 +109,14 @@ class ClaimBackend(Protocol):
 
 class SqlClaimBackend:
     """The claim backend on any SQLAlchemy engine (generic SQL, row locks if the
-    dialect has them)."""
+    dialect has them). Writes go to ``engine``; the cheap reads (:meth:`check_running`,
+    :meth:`soonest_burst`) to ``read_engine`` (default: ``engine``)."""
 
     primitives: type[SqlPrimitives] = SqlPrimitives
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, read_engine: Engine | None = None) -> None:
         self.engine = engine
+        self.read_engine = engine if read_engine is None else read_engine
         self.p = self.primitives(engine.dialect)
 
     def _journal(self, conn: Connection, now: datetime, entries: list[JournalEntry]) -> None:
@@ -351,14 +357,14 @@ class SqlClaimBackend:
         """Status, lease owner and next due time of the given intents (a cheap read)."""
         if not intent_ids:
             return {}
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             found = self.p.read_intents(conn, list(intent_ids), RUNNING_READ)
         return {r["id"]: r for r in found}
 
     def soonest_burst(self, probe: BurstProbe | None = None) -> tuple[datetime | None, int]:
         """``min(next_run_at)`` of the active intents (one index probe), and the burst due
         with it (0 without a ``probe``)."""
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             soonest = self.p.soonest(conn)
             return soonest, burst_size(conn, soonest, probe)
 
@@ -412,10 +418,16 @@ class SqliteClaimBackend(SqlClaimBackend):
 _backends: weakref.WeakKeyDictionary[Engine, SqlClaimBackend] = weakref.WeakKeyDictionary()
 
 
-def claim_backend_for(engine: Engine) -> SqlClaimBackend:
-    """The claim backend of ``engine`` (made once per engine, from its dialect)."""
+def claim_backend_for(engine: Engine, read_engine: Engine | None = None) -> SqlClaimBackend:
+    """The claim backend of ``engine``, its kind chosen from the dialect.
+
+    Without a separate ``read_engine`` it is made once per engine; with one (the
+    scheduler's, reading through the store's reader engine) it is a new backend.
+    """
+    cls = SqliteClaimBackend if engine.dialect.name == "sqlite" else SqlClaimBackend
+    if read_engine is not None and read_engine is not engine:
+        return cls(engine, read_engine)
     backend = _backends.get(engine)
     if backend is None:
-        cls = SqliteClaimBackend if engine.dialect.name == "sqlite" else SqlClaimBackend
         backend = _backends[engine] = cls(engine)
     return backend

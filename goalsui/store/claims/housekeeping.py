@@ -45,7 +45,7 @@ def record_process_group(conn: Connection, run_id: int, host: str, pgid: int) ->
     hit = conn.execute(
         update(RUN)
         .where(RUN.c.id == run_id, RUN.c.status == RunStatus.RUNNING)
-        .values(host=host, pgid=pgid)
+        .values(host=host[:255], pgid=int(pgid))
         .returning(RUN.c.id)
     ).first()
     return hit is not None

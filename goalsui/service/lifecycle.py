@@ -1,0 +1,67 @@
+"""Opening a service on a KB and its database, and the database's schema (``goalsui db``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from goalsui.errors import GoalsuiError, NotFound, ValidationError
+from goalsui.kb.layout import KB
+from goalsui.service.context import ServiceContext
+
+__all__ = ["open_service", "schema_status", "upgrade_schema"]
+
+S = TypeVar("S", bound=ServiceContext)
+
+
+def open_service(
+    cls: type[S],
+    kb: Path | str,
+    db_url: str | None,
+    state_dir: Path | str | None,
+    *,
+    actor: str,
+    clock: Callable[[], datetime],
+) -> S:
+    """A ``cls`` on an existing KB, its state folder prepared and its schema in place.
+
+    Each failure is one line: no KB (nothing created then), a state folder that cannot
+    be made, a database that cannot be opened (its password hidden).
+    """
+    root = KB(kb).root
+    if not root.is_dir():  # checked first: a missing KB creates no state folder
+        raise NotFound(
+            f"no KB at {root} (create one with 'goalsui init PATH', or pass --kb / set GOALSUI_KB)"
+        )
+    try:
+        service = cls(kb, db_url, state_dir, actor=actor, clock=clock)
+    except OSError as exc:
+        raise ValidationError(f"cannot prepare the state folder: {exc}") from None
+    try:
+        service.store.ensure_schema()
+    except (SQLAlchemyError, OSError) as exc:
+        service.close()
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+        raise GoalsuiError(
+            f"cannot open the database {service.db_url_display()}: {reason}"
+        ) from None
+    return service
+
+
+def schema_status(ctx: ServiceContext) -> dict[str, Any]:
+    """``goalsui db status``: the database's schema revision against this goalsui's."""
+    from goalsui.store import schema
+
+    return schema.status(ctx.store.engine).as_json()
+
+
+def upgrade_schema(ctx: ServiceContext) -> dict[str, Any]:
+    """``goalsui db upgrade``: apply pending migrations (works on an outdated database)."""
+    from goalsui.store import schema
+
+    before, after = schema.upgrade(ctx.store.engine)
+    return {"before": before.as_json(), "after": after.as_json()}
