@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 
 from goalsui.scheduler.runtime import Runtime, describe
+from goalsui.scheduler.tuning import IDLE_CAP
 from goalsui.store import wakefile
 
 log = logging.getLogger("goalsui.scheduler")
@@ -89,6 +90,9 @@ class CrossProcessWake:
             folder,
             watch_filter=None,
             step=WATCH_STEP_MS,
+            # the watcher thread hands back to the loop only on a change or every
+            # IDLE_CAP (stopping is still noticed within a step)
+            rust_timeout=int(IDLE_CAP * 1000),
             stop_event=self._stop,
             recursive=False,
         ):
