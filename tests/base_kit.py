@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -44,21 +45,33 @@ def clean_environ() -> dict[str, str]:
 
 
 def cli_argv(
-    *args: object, kb: Path | str | None = None, state: Path | str | None = None
+    *args: object,
+    kb: Path | str | None = None,
+    state: Path | str | None = None,
+    db: str | None = None,
 ) -> list[str]:
-    """``python -m goalsui [--kb KB] [--state-dir STATE] ARGS...``."""
+    """``python -m goalsui [--kb KB] [--state-dir STATE] [--db DB] ARGS...``."""
     argv = [sys.executable, "-m", "goalsui"]
     if kb is not None:
         argv += ["--kb", str(kb)]
     if state is not None:
         argv += ["--state-dir", str(state)]
+    if db is not None:
+        argv += ["--db", db]
     return argv + [str(a) for a in args]
+
+
+def _environ(env: Mapping[str, str] | None, extra_env: Mapping[str, str] | None) -> dict[str, str]:
+    environ = dict(os.environ if env is None else env)
+    environ.update(extra_env or {})
+    return environ
 
 
 def run_cli(
     *args: object,
     kb: Path | str | None = None,
     state: Path | str | None = None,
+    db: str | None = None,
     env: Mapping[str, str] | None = None,
     extra_env: Mapping[str, str] | None = None,
     input: str | None = None,
@@ -69,14 +82,34 @@ def run_cli(
 
     ``env`` replaces the environment (default: this one); ``extra_env`` adds to it.
     """
-    environ = dict(os.environ if env is None else env)
-    environ.update(extra_env or {})
     return subprocess.run(
-        cli_argv(*args, kb=kb, state=state),
-        env=environ,
+        cli_argv(*args, kb=kb, state=state, db=db),
+        env=_environ(env, extra_env),
         input=input,
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
+    )
+
+
+def cli_popen(
+    *args: object,
+    kb: Path | str | None = None,
+    state: Path | str | None = None,
+    db: str | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    **popen: Any,
+) -> subprocess.Popen[str]:
+    """Start the real CLI in a new process (text mode) and return it, still running.
+
+    ``env`` and ``extra_env`` as for :func:`run_cli`; ``popen``: more ``subprocess.Popen``
+    arguments (``stdout=subprocess.PIPE``, ``start_new_session=True``, ...).
+    """
+    return subprocess.Popen(
+        cli_argv(*args, kb=kb, state=state, db=db),
+        env=_environ(env, extra_env),
+        text=True,
+        **popen,
     )

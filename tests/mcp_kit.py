@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from base_kit import cli_argv
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from sqlmodel import select
@@ -21,9 +21,9 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 def server_params(service: Service, *args: str) -> StdioServerParameters:
     """``python -m goalsui --kb KB --state-dir STATE mcp ARGS`` on the service's database."""
-    argv = ["-m", "goalsui", "--kb", str(service.kb.root), "--state-dir", str(service.state_dir)]
+    python, *argv = cli_argv("mcp", *args, kb=service.kb.root, state=service.state_dir)
     env = {"GOALSUI_DB": service.db_url, "PATH": os.environ.get("PATH", "")}
-    return StdioServerParameters(command=sys.executable, args=[*argv, "mcp", *args], env=env)
+    return StdioServerParameters(command=python, args=argv, env=env)
 
 
 @contextlib.asynccontextmanager

@@ -40,9 +40,11 @@ import tempfile
 import termios
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from fcntl import ioctl
 from pathlib import Path
+from typing import Any
 
 from goalsui.bench.console_idle import IDLE_TARGET_PCT, IdleFigures, measure_idle
 
@@ -241,9 +243,62 @@ def measure_start(
 
 
 # -- refresh latency --------------------------------------------------------------------------
-async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
+async def _raw_watch(kb: Path, prompt: Path, stop: asyncio.Event, seen: dict[str, float]) -> None:
+    """Note when raw ``watchfiles.awatch`` first sees each bench mark in ``prompt``."""
     from watchfiles import awatch
 
+    async for changes in awatch(kb, step=50, stop_event=stop):
+        now = time.perf_counter()
+        if any(path.endswith("prompt.md") for _, path in changes):
+            text = prompt.read_text(encoding="utf-8")
+            for line in text.splitlines():
+                if line.startswith("bench-mark-"):
+                    seen.setdefault(line, now)
+
+
+async def _show_prompt(app: Any, pilot: Any, goal_id: str, rel: str) -> None:
+    """Wait for the console's watcher, then select the worker until its prompt is shown."""
+    deadline = time.monotonic() + 60
+    while app.watcher is None or not app.watcher.healthy or app.dashboard is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the console's watcher did not start")
+        await pilot.pause(0.05)
+    deadline = time.monotonic() + 30
+    while app.main.detail.current is None or app.main.detail.current.rel != rel:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the detail pane never showed {goal_id}/{rel}")
+        node = app.main.goals.goal_nodes.get(goal_id)
+        if node is not None and not node.is_expanded:
+            node.expand()
+        app.main.goals.select_key(f"worker/{goal_id}/pulse")
+        await pilot.pause(0.05)
+
+
+async def _write_samples(
+    prompt: Path, samples: int, shown: dict[str, float], raw_seen: dict[str, float]
+) -> LatencyFigures:
+    """Save ``prompt`` ``samples`` times, each with a new mark, and time both sightings."""
+    figures = LatencyFigures()
+    base = prompt.read_text(encoding="utf-8")
+    for n in range(samples):
+        mark = f"bench-mark-{n}"
+        tmp = prompt.with_name(f".prompt.md.bench{n}.tmp")
+        tmp.write_text(f"{base}\n{mark}\n", encoding="utf-8")
+        written = time.perf_counter()
+        os.replace(tmp, prompt)  # how editors save: temp file, then rename
+        deadline = time.monotonic() + 10
+        while mark not in shown or mark not in raw_seen:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"write {n} was not seen within 10 s")
+            await asyncio.sleep(0.002)
+        figures.app_ms.append((shown[mark] - written) * 1000)
+        figures.raw_ms.append((raw_seen[mark] - written) * 1000)
+        await asyncio.sleep(0.25)
+    prompt.write_text(base, encoding="utf-8")
+    return figures
+
+
+async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
     from goalsui.service import Service
     from goalsui.tui.app import make_app
 
@@ -252,7 +307,6 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
     rel = "workers/pulse/prompt.md"
     prompt = kb / goal_id / rel
     app = make_app(service, scheduler=False, watch=True)
-    figures = LatencyFigures()
     shown: dict[str, float] = {}
     raw_seen: dict[str, float] = {}
 
@@ -263,49 +317,11 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
 
     app.detail_listeners.append(note_shown)
     stop = asyncio.Event()
-
-    async def raw_watch() -> None:
-        async for changes in awatch(kb, step=50, stop_event=stop):
-            now = time.perf_counter()
-            if any(path.endswith("prompt.md") for _, path in changes):
-                text = prompt.read_text(encoding="utf-8")
-                for line in text.splitlines():
-                    if line.startswith("bench-mark-"):
-                        raw_seen.setdefault(line, now)
-
     async with app.run_test(size=(COLS, ROWS)) as pilot:
-        deadline = time.monotonic() + 60
-        while app.watcher is None or not app.watcher.healthy or app.dashboard is None:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the console's watcher did not start")
-            await pilot.pause(0.05)
-        deadline = time.monotonic() + 30
-        while app.main.detail.current is None or app.main.detail.current.rel != rel:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the detail pane never showed {goal_id}/{rel}")
-            node = app.main.goals.goal_nodes.get(goal_id)
-            if node is not None and not node.is_expanded:
-                node.expand()
-            app.main.goals.select_key(f"worker/{goal_id}/pulse")
-            await pilot.pause(0.05)
-        raw = asyncio.create_task(raw_watch())
+        await _show_prompt(app, pilot, goal_id, rel)
+        raw = asyncio.create_task(_raw_watch(kb, prompt, stop, raw_seen))
         await asyncio.sleep(0.5)
-        base = prompt.read_text(encoding="utf-8")
-        for n in range(samples):
-            mark = f"bench-mark-{n}"
-            tmp = prompt.with_name(f".prompt.md.bench{n}.tmp")
-            tmp.write_text(f"{base}\n{mark}\n", encoding="utf-8")
-            written = time.perf_counter()
-            os.replace(tmp, prompt)  # how editors save: temp file, then rename
-            deadline = time.monotonic() + 10
-            while mark not in shown or mark not in raw_seen:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"write {n} was not seen within 10 s")
-                await asyncio.sleep(0.002)
-            figures.app_ms.append((shown[mark] - written) * 1000)
-            figures.raw_ms.append((raw_seen[mark] - written) * 1000)
-            await asyncio.sleep(0.25)
-        prompt.write_text(base, encoding="utf-8")
+        figures = await _write_samples(prompt, samples, shown, raw_seen)
         stop.set()
         await asyncio.wait_for(raw, 5)
     service.close()
@@ -313,6 +329,77 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
 
 
 # -- report -----------------------------------------------------------------------------------
+def _paint_lines(starts: list[StartFigures]) -> tuple[list[str], bool]:
+    """Start to first paint, console beside bare, with its target."""
+    ok = True
+    lines = [f"{'start to first paint':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}  "]
+    for f in starts:
+        good = f.ratio <= f.target
+        ok &= good
+        lines.append(
+            f"{f.label:<34}{statistics.median(f.console_s):>9.3f}s{statistics.median(f.bare_s):>9.3f}s"
+            f"{f.ratio:>7.2f}x{'<=' + format(f.target, '.1f') + 'x':>9}  {'ok' if good else 'MISSED'}"
+        )
+    return lines, ok
+
+
+def _complete_lines(starts: list[StartFigures]) -> tuple[list[str], bool]:
+    """Start to dashboard complete, beside the bare app's paint (a target where set)."""
+    ok = True
+    lines = [
+        f"{'start to dashboard complete':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
+    ]
+    for f in starts:
+        verdict, target = "", ""
+        if f.records_target is not None:
+            good = f.records_ratio <= f.records_target
+            ok &= good
+            verdict = "  ok" if good else "  MISSED"
+            target = f"<={f.records_target:.1f}x"
+        lines.append(
+            f"{f.label:<34}{statistics.median(f.console_records_s):>9.3f}s"
+            f"{statistics.median(f.bare_s):>9.3f}s{f.records_ratio:>7.2f}x{target:>9}{verdict}"
+        )
+    return lines, ok
+
+
+def _rss_lines(starts: list[StartFigures]) -> list[str]:
+    """Peak RSS of each child (no target)."""
+    lines = [
+        f"{'peak RSS (VmHWM of the child)':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
+    ]
+    for f in starts:
+        lines.append(
+            f"{f.label:<34}{max(f.console_rss_mib):>7.1f}MiB{max(f.bare_rss_mib):>7.1f}MiB"
+            f"{f.rss_ratio:>7.2f}x{'(none)':>9}"
+        )
+    return lines
+
+
+def _idle_lines(idle: IdleFigures) -> list[str]:
+    """Idle CPU of the console beside the bare app."""
+    return [
+        f"{f'idle CPU over {idle.seconds:g}s (sample KB)':<34}{'console':>10}{'bare':>10}"
+        f"{'':>8}{'target':>9}",
+        f"{'share of one core, scheduler on':<34}{idle.console_pct:>9.2f}%{idle.bare_pct:>9.2f}%"
+        f"{'':>8}{'<=' + format(IDLE_TARGET_PCT, 'g') + '%':>9}  {'ok' if idle.ok else 'MISSED'}",
+    ]
+
+
+def _latency_lines(latency: LatencyFigures) -> tuple[list[str], bool]:
+    """Refresh latency p50/p95 of the console beside raw awatch, with its target."""
+    app50, app95 = pct(latency.app_ms, 0.5), pct(latency.app_ms, 0.95)
+    raw50, raw95 = pct(latency.raw_ms, 0.5), pct(latency.raw_ms, 0.95)
+    good = app95 <= raw95 + 50
+    lines = [
+        f"{'prompt.md write -> refreshed pane':<34}{'p50':>10}{'p95':>10}",
+        f"{'console detail pane':<34}{app50:>8.1f}ms{app95:>8.1f}ms",
+        f"{'raw watchfiles.awatch (step 50)':<34}{raw50:>8.1f}ms{raw95:>8.1f}ms",
+        f"{'target: p95 <= raw p95 + 50 ms':<34}{'':>10}{raw95 + 50:>8.1f}ms  {'ok' if good else 'MISSED'}",
+    ]
+    return lines, good
+
+
 def report(
     starts: list[StartFigures], latency: LatencyFigures, idle: IdleFigures | None = None
 ) -> tuple[str, bool]:
@@ -325,135 +412,116 @@ def report(
         f"goalsui bench console ({COLS}x{ROWS} pseudo-terminal; {bytecode}; medians of the runs)",
         "",
     ]
-    ok = True
-    lines.append(
-        f"{'start to first paint':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}  "
-    )
-    for f in starts:
-        good = f.ratio <= f.target
-        ok &= good
-        lines.append(
-            f"{f.label:<34}{statistics.median(f.console_s):>9.3f}s{statistics.median(f.bare_s):>9.3f}s"
-            f"{f.ratio:>7.2f}x{'<=' + format(f.target, '.1f') + 'x':>9}  {'ok' if good else 'MISSED'}"
-        )
-    lines.append("")
-    lines.append(
-        f"{'start to dashboard complete':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
-    )
-    for f in starts:
-        verdict, target = "", ""
-        if f.records_target is not None:
-            good = f.records_ratio <= f.records_target
-            ok &= good
-            verdict = "  ok" if good else "  MISSED"
-            target = f"<={f.records_target:.1f}x"
-        lines.append(
-            f"{f.label:<34}{statistics.median(f.console_records_s):>9.3f}s"
-            f"{statistics.median(f.bare_s):>9.3f}s{f.records_ratio:>7.2f}x{target:>9}{verdict}"
-        )
-    lines.append("")
-    lines.append(
-        f"{'peak RSS (VmHWM of the child)':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
-    )
-    for f in starts:
-        lines.append(
-            f"{f.label:<34}{max(f.console_rss_mib):>7.1f}MiB{max(f.bare_rss_mib):>7.1f}MiB"
-            f"{f.rss_ratio:>7.2f}x{'(none)':>9}"
-        )
-    lines.append("")
+    paint, paint_ok = _paint_lines(starts)
+    complete, complete_ok = _complete_lines(starts)
+    lines += [*paint, "", *complete, "", *_rss_lines(starts), ""]
+    ok = paint_ok and complete_ok
     if idle is not None:
-        lines.append(
-            f"{f'idle CPU over {idle.seconds:g}s (sample KB)':<34}{'console':>10}{'bare':>10}"
-            f"{'':>8}{'target':>9}"
+        lines += [*_idle_lines(idle), ""]
+        ok = ok and idle.ok
+    refresh, refresh_ok = _latency_lines(latency)
+    lines += refresh
+    return "\n".join(lines), ok and refresh_ok
+
+
+@dataclass
+class _Options:
+    """``bench console``'s options, defaults filled in."""
+
+    goals: int
+    workers: int
+    repeat: int
+    samples: int
+    idle_s: float
+    as_json: bool
+
+    @classmethod
+    def read(cls, args: argparse.Namespace) -> _Options:
+        idle_s = getattr(args, "idle_seconds", None)
+        return cls(
+            goals=getattr(args, "goals", None) or 1000,
+            workers=getattr(args, "workers", None) or 5,
+            repeat=getattr(args, "repeat", None) or 3,
+            samples=getattr(args, "samples", None) or 20,
+            idle_s=60.0 if idle_s is None else float(idle_s),
+            as_json=bool(getattr(args, "json", False)),
         )
-        ok &= idle.ok
-        lines.append(
-            f"{'share of one core, scheduler on':<34}{idle.console_pct:>9.2f}%{idle.bare_pct:>9.2f}%"
-            f"{'':>8}{'<=' + format(IDLE_TARGET_PCT, 'g') + '%':>9}  {'ok' if idle.ok else 'MISSED'}"
-        )
-        lines.append("")
-    app50, app95 = pct(latency.app_ms, 0.5), pct(latency.app_ms, 0.95)
-    raw50, raw95 = pct(latency.raw_ms, 0.5), pct(latency.raw_ms, 0.95)
-    good = app95 <= raw95 + 50
-    ok &= good
-    lines.append(f"{'prompt.md write -> refreshed pane':<34}{'p50':>10}{'p95':>10}")
-    lines.append(f"{'console detail pane':<34}{app50:>8.1f}ms{app95:>8.1f}ms")
-    lines.append(f"{'raw watchfiles.awatch (step 50)':<34}{raw50:>8.1f}ms{raw95:>8.1f}ms")
-    lines.append(
-        f"{'target: p95 <= raw p95 + 50 ms':<34}{'':>10}{raw95 + 50:>8.1f}ms  {'ok' if good else 'MISSED'}"
+
+
+def _measure_starts(
+    opts: _Options, tmp: Path, say: Callable[[str], None]
+) -> tuple[list[StartFigures], Path, Path]:
+    """Start-up on the sample KB and a generated large KB; the sample KB and state too."""
+    say("preparing the sample KB ...")
+    sample_kb, sample_state = prepare(tmp / "sample", large=None)
+    say(
+        f"generating a KB of {opts.goals} goals x {opts.workers} workers and indexing it (slow, not measured) ..."
     )
-    return "\n".join(lines), ok
+    large_kb, large_state = prepare(tmp / "large", large=(opts.goals, opts.workers))
+    say("measuring start-up (sample KB) ...")
+    # the bare reference gets the same shape: 4 goals of about 3 workers each
+    starts = [
+        measure_start(
+            "sample KB (4 goals, 11 workers)",
+            sample_kb,
+            sample_state,
+            4,
+            3,
+            opts.repeat,
+            1.3,
+            tmp,
+            records_target=1.5,
+        )
+    ]
+    say("measuring start-up (large KB) ...")
+    starts.append(
+        measure_start(
+            f"large KB ({opts.goals} goals x {opts.workers} workers)",
+            large_kb,
+            large_state,
+            opts.goals,
+            opts.workers,
+            opts.repeat,
+            2.0,
+            tmp,
+        )
+    )
+    return starts, sample_kb, sample_state
+
+
+def _as_json(
+    starts: list[StartFigures], latency: LatencyFigures, idle: IdleFigures | None, ok: bool
+) -> str:
+    return json.dumps(
+        {
+            "start": [
+                asdict(s) | {"ratio": s.ratio, "records_ratio": s.records_ratio} for s in starts
+            ],
+            "latency": asdict(latency),
+            "idle": asdict(idle) if idle is not None else None,
+            "ok": ok,
+        },
+        indent=2,
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``goalsui bench console`` (options read with defaults)."""
-    goals = getattr(args, "goals", None) or 1000
-    workers = getattr(args, "workers", None) or 5
-    repeat = getattr(args, "repeat", None) or 3
-    samples = getattr(args, "samples", None) or 20
-    idle_s = getattr(args, "idle_seconds", None)
-    idle_s = 60.0 if idle_s is None else float(idle_s)
-    as_json = bool(getattr(args, "json", False))
+    opts = _Options.read(args)
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-console-"))
     try:
-        say = (lambda text: print(text, file=sys.stderr, flush=True)) if as_json else print
-        say("preparing the sample KB ...")
-        sample_kb, sample_state = prepare(tmp / "sample", large=None)
-        say(
-            f"generating a KB of {goals} goals x {workers} workers and indexing it (slow, not measured) ..."
-        )
-        large_kb, large_state = prepare(tmp / "large", large=(goals, workers))
-        say("measuring start-up (sample KB) ...")
-        # the bare reference gets the same shape: 4 goals of about 3 workers each
-        starts = [
-            measure_start(
-                "sample KB (4 goals, 11 workers)",
-                sample_kb,
-                sample_state,
-                4,
-                3,
-                repeat,
-                1.3,
-                tmp,
-                records_target=1.5,
-            )
-        ]
-        say("measuring start-up (large KB) ...")
-        starts.append(
-            measure_start(
-                f"large KB ({goals} goals x {workers} workers)",
-                large_kb,
-                large_state,
-                goals,
-                workers,
-                repeat,
-                2.0,
-                tmp,
-            )
-        )
+        say = (lambda text: print(text, file=sys.stderr, flush=True)) if opts.as_json else print
+        starts, sample_kb, sample_state = _measure_starts(opts, tmp, say)
         say("measuring refresh latency ...")
-        latency = asyncio.run(_latency(sample_kb, sample_state, samples))
+        latency = asyncio.run(_latency(sample_kb, sample_state, opts.samples))
         idle = None
-        if idle_s > 0:
-            say(f"measuring idle CPU ({idle_s:g}s each, console and bare app) ...")
+        if opts.idle_s > 0:
+            say(f"measuring idle CPU ({opts.idle_s:g}s each, console and bare app) ...")
             idle_kb, idle_state = prepare(tmp / "idle", large=None)
-            idle = measure_idle(idle_kb, idle_state, 4, 3, idle_s, tmp, bytecode_env(tmp))
+            idle = measure_idle(idle_kb, idle_state, 4, 3, opts.idle_s, tmp, bytecode_env(tmp))
         text, ok = report(starts, latency, idle)
-        if as_json:
-            print(
-                json.dumps(
-                    {
-                        "start": [
-                            asdict(s) | {"ratio": s.ratio, "records_ratio": s.records_ratio}
-                            for s in starts
-                        ],
-                        "latency": asdict(latency),
-                        "idle": asdict(idle) if idle is not None else None,
-                        "ok": ok,
-                    },
-                    indent=2,
-                )
-            )
+        if opts.as_json:
+            print(_as_json(starts, latency, idle, ok))
         else:
             print()
             print(text)

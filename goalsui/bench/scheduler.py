@@ -398,6 +398,83 @@ def _note(runs: dict[str, list[float]], key: str, value: float) -> None:
     runs.setdefault(key, []).append(value)
 
 
+@contextlib.contextmanager
+def _phase_service(tmp: Path, db_url: str | None, phase: str) -> Iterator[Service]:
+    """A service on an empty database for one phase, emptied and closed after it."""
+    url = db_url or f"sqlite:///{tmp / f'{phase}.db'}"
+    svc = Service.open(tmp / "kb", url, tmp / "state", actor="bench", sync=False)
+    try:
+        _check_empty(svc)  # a database that holds data is never cleared
+    except BaseException:
+        svc.close()
+        raise
+    try:
+        yield svc
+    finally:
+        if db_url:
+            _clear(svc)
+        svc.close()
+
+
+async def _burst_run(k: int, result: BenchResult, tmp: Path, db_url: str | None) -> None:
+    """Run ``k`` of the burst (N intents due at once) beside the raw loop and APScheduler."""
+    n, repeat, runs = result.intents, result.repeat, result.runs
+    with _phase_service(tmp, db_url, f"fire{k}") as svc:
+        result.database = (
+            svc.db_url_display() if db_url else f"SQLite (scratch file, {svc.database_dialect})"
+        )
+        _progress(f"run {k + 1}/{repeat}: {n} no-op intents due at once on {result.database}")
+        fires, lateness, ok = await _measure_fires(svc, n)
+    if ok != n:
+        result.notes.append(f"run {k + 1}: only {ok} of {n} runs were recorded ok")
+    result.runs_ok = min(ok, result.runs_ok) if k else ok
+    _note(runs, "fires_per_s", fires)
+    _note(runs, "lateness_p50_ms", 1000 * _pct(lateness, 0.50))
+    _note(runs, "lateness_p99_ms", 1000 * _pct(lateness, 0.99))
+    _progress(f"run {k + 1}/{repeat}: reference: raw sqlite3 compare-and-set loop")
+    _note(runs, "raw_claims_per_s", raw_sqlite_claims(tmp / f"raw{k}.db", n))
+    _progress(
+        f"run {k + 1}/{repeat}: reference: APScheduler AsyncIOScheduler, date jobs due at once"
+    )
+    aps_late, aps_rate = await aps_lateness(n)
+    _note(runs, "aps_lateness_p50_ms", 1000 * _pct(aps_late, 0.50))
+    _note(runs, "aps_lateness_p99_ms", 1000 * _pct(aps_late, 0.99))
+    _note(runs, "aps_jobs_per_s", aps_rate)
+
+
+async def _spread_run(k: int, result: BenchResult, tmp: Path, db_url: str | None) -> None:
+    """Run ``k`` of the spread (N intents due evenly over the window) beside APScheduler."""
+    n, repeat, runs, spread = result.intents, result.repeat, result.runs, result.spread_seconds
+    _progress(f"run {k + 1}/{repeat}: {n} no-op intents due evenly over {spread:g}s")
+    with _phase_service(tmp, db_url, f"spread{k}") as svc:
+        _, lateness, _ = await _measure_fires(svc, n, spread)
+    _note(runs, "spread_p50_ms", 1000 * _pct(lateness, 0.50))
+    _note(runs, "spread_p99_ms", 1000 * _pct(lateness, 0.99))
+    _progress(
+        f"run {k + 1}/{repeat}: reference: APScheduler, date jobs due evenly over {spread:g}s"
+    )
+    aps_late, _ = await aps_lateness(n, spread)
+    _note(runs, "aps_spread_p50_ms", 1000 * _pct(aps_late, 0.50))
+    _note(runs, "aps_spread_p99_ms", 1000 * _pct(aps_late, 0.99))
+
+
+async def _idle_run(
+    result: BenchResult, tmp: Path, db_url: str | None, idle_seconds: float
+) -> None:
+    """Idle CPU and wake latency with N future intents, beside APScheduler idling."""
+    n = result.intents
+    _progress(f"idle CPU over {idle_seconds:g}s with {n} future intents")
+    with _phase_service(tmp, db_url, "idle") as svc:
+        result.idle_cpu_pct, result.wake_latency_ms = await _measure_idle(svc, n, idle_seconds)
+        result.idle_seconds = idle_seconds
+    if not result.wake_latency_ms:
+        result.notes.append(f"the wake row's intent did not fire within {WAKE_TIMEOUT:g}s")
+    ref_seconds = min(idle_seconds, 10.0)
+    _progress(f"reference: APScheduler idle over {ref_seconds:g}s with {n} far-future jobs")
+    result.aps_idle_cpu_pct = await aps_idle(n, ref_seconds)
+    result.aps_idle_seconds = ref_seconds
+
+
 async def run_bench(
     n: int,
     db_url: str | None,
@@ -407,102 +484,38 @@ async def run_bench(
 ) -> BenchResult:
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-"))
     try:
-        kb = tmp / "kb"
-        kb.mkdir()
-
-        @contextlib.contextmanager
-        def service(phase: str) -> Iterator[Service]:
-            """A service on an empty database for one phase, emptied and closed after it."""
-            url = db_url or f"sqlite:///{tmp / f'{phase}.db'}"
-            svc = Service.open(kb, url, tmp / "state", actor="bench", sync=False)
-            try:
-                _check_empty(svc)  # a database that holds data is never cleared
-            except BaseException:
-                svc.close()
-                raise
-            try:
-                yield svc
-            finally:
-                if db_url:
-                    _clear(svc)
-                svc.close()
-
+        (tmp / "kb").mkdir()
         result = BenchResult(intents=n, database="", repeat=repeat)
-        runs: dict[str, list[float]] = result.runs
-        spread = spread_window(n) if spread is None else spread
-        result.spread_seconds = spread
+        result.spread_seconds = spread_window(n) if spread is None else spread
         for k in range(repeat):
             # Interleaved: each run beside its own references, so that the machine's drift
             # over the whole bench touches all of them alike.
-            with service(f"fire{k}") as svc:
-                result.database = (
-                    svc.db_url_display()
-                    if db_url
-                    else f"SQLite (scratch file, {svc.database_dialect})"
-                )
-                _progress(
-                    f"run {k + 1}/{repeat}: {n} no-op intents due at once on {result.database}"
-                )
-                fires, lateness, ok = await _measure_fires(svc, n)
-            if ok != n:
-                result.notes.append(f"run {k + 1}: only {ok} of {n} runs were recorded ok")
-            result.runs_ok = min(ok, result.runs_ok) if k else ok
-            _note(runs, "fires_per_s", fires)
-            _note(runs, "lateness_p50_ms", 1000 * _pct(lateness, 0.50))
-            _note(runs, "lateness_p99_ms", 1000 * _pct(lateness, 0.99))
-            _progress(f"run {k + 1}/{repeat}: reference: raw sqlite3 compare-and-set loop")
-            _note(runs, "raw_claims_per_s", raw_sqlite_claims(tmp / f"raw{k}.db", n))
-            _progress(
-                f"run {k + 1}/{repeat}: reference: APScheduler AsyncIOScheduler, date jobs due at once"
-            )
-            aps_late, aps_rate = await aps_lateness(n)
-            _note(runs, "aps_lateness_p50_ms", 1000 * _pct(aps_late, 0.50))
-            _note(runs, "aps_lateness_p99_ms", 1000 * _pct(aps_late, 0.99))
-            _note(runs, "aps_jobs_per_s", aps_rate)
+            await _burst_run(k, result, tmp, db_url)
             # A few milliseconds at p99 either side: one run decides nothing, so the spread
             # row is repeated (and its median reported) like the burst.
-            _progress(f"run {k + 1}/{repeat}: {n} no-op intents due evenly over {spread:g}s")
-            with service(f"spread{k}") as svc:
-                _, lateness, _ = await _measure_fires(svc, n, spread)
-            _note(runs, "spread_p50_ms", 1000 * _pct(lateness, 0.50))
-            _note(runs, "spread_p99_ms", 1000 * _pct(lateness, 0.99))
-            _progress(
-                f"run {k + 1}/{repeat}: reference: APScheduler, date jobs due evenly over {spread:g}s"
-            )
-            aps_late, _ = await aps_lateness(n, spread)
-            _note(runs, "aps_spread_p50_ms", 1000 * _pct(aps_late, 0.50))
-            _note(runs, "aps_spread_p99_ms", 1000 * _pct(aps_late, 0.99))
-        for key, values in runs.items():
+            await _spread_run(k, result, tmp, db_url)
+        for key, values in result.runs.items():
             setattr(result, key, statistics.median(values))
-        _progress(f"idle CPU over {idle_seconds:g}s with {n} future intents")
-        with service("idle") as svc:
-            result.idle_cpu_pct, result.wake_latency_ms = await _measure_idle(svc, n, idle_seconds)
-            result.idle_seconds = idle_seconds
-        if not result.wake_latency_ms:
-            result.notes.append(f"the wake row's intent did not fire within {WAKE_TIMEOUT:g}s")
-        ref_seconds = min(idle_seconds, 10.0)
-        _progress(f"reference: APScheduler idle over {ref_seconds:g}s with {n} far-future jobs")
-        result.aps_idle_cpu_pct = await aps_idle(n, ref_seconds)
-        result.aps_idle_seconds = ref_seconds
+        await _idle_run(result, tmp, db_url, idle_seconds)
         return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def render(r: BenchResult) -> str:
+def _mark(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def _burst_rows(r: BenchResult) -> list[tuple[str, str, str, str, str]]:
+    """The fire rate and the lateness of the burst."""
     met = r.targets
-
-    def mark(ok: bool) -> str:
-        return "ok" if ok else "MISSED"
-
-    rows = [
-        ("metric", "goalsui", "reference (same run)", "target", "result"),
+    return [
         (
             "fires per second",
             f"{r.fires_per_s:,.0f}",
             f"raw sqlite3 CAS loop {r.raw_claims_per_s:,.0f}/s",
             f">= {THROUGHPUT_TARGET}x = {THROUGHPUT_TARGET * r.raw_claims_per_s:,.0f}",
-            mark(met["throughput"]),
+            _mark(met["throughput"]),
         ),
         (
             "lateness p50, at once",
@@ -516,8 +529,15 @@ def render(r: BenchResult) -> str:
             f"{r.lateness_p99_ms:,.1f} ms",
             f"APScheduler {r.aps_lateness_p99_ms:,.1f} ms",
             f"<= {LATENESS_TARGET}x = {LATENESS_TARGET * r.aps_lateness_p99_ms:,.1f} ms",
-            mark(met["lateness"]),
+            _mark(met["lateness"]),
         ),
+    ]
+
+
+def _later_rows(r: BenchResult) -> list[tuple[str, str, str, str, str]]:
+    """The spread's lateness, idle CPU and wake latency."""
+    met = r.targets
+    return [
         (
             f"lateness p50, spread {r.spread_seconds:g}s",
             f"{r.spread_p50_ms:,.1f} ms",
@@ -530,22 +550,30 @@ def render(r: BenchResult) -> str:
             f"{r.spread_p99_ms:,.1f} ms",
             f"APScheduler {r.aps_spread_p99_ms:,.1f} ms",
             f"<= {LATENESS_TARGET}x = {LATENESS_TARGET * r.aps_spread_p99_ms:,.1f} ms",
-            mark(met["lateness_spread"]),
+            _mark(met["lateness_spread"]),
         ),
         (
             f"idle CPU ({r.idle_seconds:g}s)",
             f"{r.idle_cpu_pct:.3f} %",
             f"APScheduler {r.aps_idle_cpu_pct:.3f} % ({r.aps_idle_seconds:g}s)",
             f"< {IDLE_TARGET} % of a core",
-            mark(met["idle_cpu"]),
+            _mark(met["idle_cpu"]),
         ),
         (
             "wake latency (intent add)",
             f"{r.wake_latency_ms:,.0f} ms",
             "another process adds an intent due now",
             f"<= {WAKE_TARGET_MS:,.0f} ms",
-            mark(met["wake_latency"]),
+            _mark(met["wake_latency"]),
         ),
+    ]
+
+
+def render(r: BenchResult) -> str:
+    rows = [
+        ("metric", "goalsui", "reference (same run)", "target", "result"),
+        *_burst_rows(r),
+        *_later_rows(r),
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [

@@ -14,7 +14,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "bench", help="measure the scheduler, the console or the tool server beside a reference"
     )
     bsub = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
+    _register_scheduler(bsub)
+    _register_console(bsub)
+    _register_mcp(bsub)
 
+
+def _register_scheduler(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``bench scheduler``."""
     sched = bsub.add_parser(
         "scheduler",
         help="fires per second, fire lateness and idle CPU of the scheduler (no-op turns)",
@@ -62,6 +68,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json(sched)
     sched.set_defaults(func=cmd_scheduler)
 
+
+def _register_console(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``bench console``."""
     console = bsub.add_parser(
         "console",
         help="measure the console (start-up, memory, idle CPU, refresh) beside a reference",
@@ -79,6 +88,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json(console)
     console.set_defaults(func=cmd_console)
 
+
+def _register_mcp(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``bench mcp``."""
     mcp = bsub.add_parser(
         "mcp",
         help="time from starting goalsui mcp to its tools list (sample KB), beside references",

@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -207,23 +208,71 @@ async def _start_ops(service: Any, scheduler: Any, args: argparse.Namespace) -> 
     return ops
 
 
-async def run_daemon(service: Any, args: argparse.Namespace) -> int:
-    from goalsui.scheduler import Scheduler
-    from goalsui.scheduler.heap import settle_heap
-    from goalsui.scheduler.notices import Notifier
+@dataclass
+class _Extras:
+    """What the daemon starts beside the scheduler, each closed again on the way out."""
 
+    ops: Any = None
+    listener: Any = None
+    watcher: asyncio.Task[None] | None = None
+
+    async def start(
+        self, service: Any, scheduler: Any, args: argparse.Namespace, stop: asyncio.Event
+    ) -> None:
+        """The metrics server, the hook listener and the KB watcher, as asked."""
+        if args.metrics_port is not None:
+            self.ops = await _start_ops(service, scheduler, args)
+        if args.hooks_port is not None:
+            self.listener = await _hooks_server().start_listener(
+                service, args.hooks_host, args.hooks_port
+            )
+            say(
+                f"listening for event hooks on http://{args.hooks_host}:{args.hooks_port}/hooks/<source>"
+            )
+        if not args.no_watch:
+            self.watcher = asyncio.get_running_loop().create_task(_watch_kb(service, stop))
+
+    async def close(self) -> None:
+        """Close whatever was started (a failing close does not stop the others)."""
+        if self.listener is not None:
+            with contextlib.suppress(Exception):
+                await self.listener.close()
+        if self.ops is not None:
+            with contextlib.suppress(Exception):
+                await self.ops.close()
+        if self.watcher is not None:
+            self.watcher.cancel()
+            await asyncio.gather(self.watcher, return_exceptions=True)
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event that SIGTERM and SIGINT set."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    scheduler = Scheduler(
+    return stop
+
+
+def _new_scheduler(service: Any, args: argparse.Namespace) -> Any:
+    from goalsui.scheduler import Scheduler
+
+    return Scheduler(
         service,
         poll_interval=args.poll_interval,
         lease_seconds=args.lease_seconds,
         grace_seconds=args.grace_seconds,
         max_concurrency=args.max_concurrency,
     )
+
+
+async def run_daemon(service: Any, args: argparse.Namespace) -> int:
+    from goalsui.scheduler.heap import settle_heap
+    from goalsui.scheduler.notices import Notifier
+
+    stop = _stop_on_signals()
+    scheduler = _new_scheduler(service, args)
     fatal: list[str] = []
 
     def on_fatal(message: str) -> None:  # runs on the loop: the scheduler emits there
@@ -238,21 +287,9 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
     # consoles on this KB see it and watch instead of starting a second scheduler
     registration = service.register_scheduler("daemon", scheduler.owner)
-    listener = None
-    watcher = None
-    ops = None
+    extras = _Extras()
     try:
-        if args.metrics_port is not None:
-            ops = await _start_ops(service, scheduler, args)
-        if args.hooks_port is not None:
-            listener = await _hooks_server().start_listener(
-                service, args.hooks_host, args.hooks_port
-            )
-            say(
-                f"listening for event hooks on http://{args.hooks_host}:{args.hooks_port}/hooks/<source>"
-            )
-        if not args.no_watch:
-            watcher = loop.create_task(_watch_kb(service, stop))
+        await extras.start(service, scheduler, args, stop)
         say(
             f"goalsui daemon: scheduler {scheduler.owner} {scheduler.status_text}; KB {service.kb_root}; "
             f"database {service.db_url_display()}; stop with Ctrl-C or SIGTERM"
@@ -266,15 +303,7 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         )
     finally:
         stop.set()
-        if listener is not None:
-            with contextlib.suppress(Exception):
-                await listener.close()
-        if ops is not None:
-            with contextlib.suppress(Exception):
-                await ops.close()
-        if watcher is not None:
-            watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
+        await extras.close()
         await scheduler.stop()
         registration.close()
     say("stopped")

@@ -27,7 +27,14 @@ if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     intent = sub.add_parser("intent", help="persisted future wake-ups")
     isub = intent.add_subparsers(dest="intent_command", metavar="ACTION", required=True)
+    _register_add(isub)
+    _register_list(isub)
+    _register_actions(isub)
+    _register_runs(sub)
 
+
+def _register_add(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``intent add``."""
     add = isub.add_parser("add", help="create an intent")
     add.add_argument("--title", required=True)
     add.add_argument("--instruction", required=True, help="text, @FILE or - for stdin")
@@ -63,12 +70,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json(add)
     add.set_defaults(func=cmd_add)
 
+
+def _register_list(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``intent list``."""
     lst = isub.add_parser("list", help="list intents")
     lst.add_argument("--status")
     lst.add_argument("--goal")
     add_json(lst)
     lst.set_defaults(func=cmd_list)
 
+
+def _register_actions(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``intent show|pause|resume|cancel|run-now|retry ID``."""
     for action, help_text in (
         ("show", "show one intent and its recent runs"),
         ("pause", "stop future fires"),
@@ -82,6 +95,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         add_json(p)
         p.set_defaults(func=cmd_action, action=action)
 
+
+def _register_runs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``runs [show|stop|retry|dismiss ID]``."""
     runs = sub.add_parser(
         "runs",
         help=(

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import add_json, open_service, print_json, table
 from goalsui.errors import NotFound, ValidationError
+
+if TYPE_CHECKING:
+    from goalsui.runners.report import ReportFile
+    from goalsui.service import Service
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,68 +51,87 @@ def _day(text: str | None) -> date | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from goalsui.runners.report import compile_report, list_reports
-
     service = open_service(args)
     day = _day(args.date)
     if not args.goal:
-        rows = []
-        data = []
-        for goal in service.list_goals():
-            reporter = any((w.runner or {}).get("builtin") == "report" for w in goal.workers)
-            try:
-                reports = list_reports(service, goal.goal_id)
-            except NotFound:
-                continue
-            if not reporter and not reports:
-                continue
-            if day is not None:
-                reports = [r for r in reports if r.day == day]
-            data.append(
-                {
-                    "goal_id": goal.goal_id,
-                    "name": goal.name,
-                    "reporter": reporter,
-                    "reports": [
-                        {"date": r.day.isoformat(), "path": str(r.path), "size": r.size}
-                        for r in reports
-                    ],
-                }
-            )
-            latest = reports[-1] if reports else None
-            rows.append(
-                [
-                    goal.goal_id,
-                    "yes" if reporter else "no",
-                    len(reports),
-                    latest.day.isoformat() if latest else "-",
-                    str(latest.path) if latest else "-",
-                ]
-            )
-        if args.json:
-            print_json(data)
-        elif rows:
-            print(table(rows, ["goal", "reporter", "reports", "latest", "path"]))
-        else:
-            print("no goal has a reporter or reports")
-        return 0
+        return _list_all(args, service, day)
     service.get_goal(args.goal)
-    reports = list_reports(service, args.goal)
     if args.list:
-        if args.json:
-            print_json(
-                [{"date": r.day.isoformat(), "path": str(r.path), "size": r.size} for r in reports]
+        return _list_goal(args, service)
+    return _print_report(args, service, day)
+
+
+def _report_json(report: ReportFile) -> dict[str, Any]:
+    return {"date": report.day.isoformat(), "path": str(report.path), "size": report.size}
+
+
+def _list_all(args: argparse.Namespace, service: Service, day: date | None) -> int:
+    """Without GOAL: every goal that has a reporter or reports, and its reports."""
+    from goalsui.runners.report import list_reports
+
+    rows = []
+    data = []
+    for goal in service.list_goals():
+        reporter = any((w.runner or {}).get("builtin") == "report" for w in goal.workers)
+        try:
+            reports = list_reports(service, goal.goal_id)
+        except NotFound:
+            continue
+        if not reporter and not reports:
+            continue
+        if day is not None:
+            reports = [r for r in reports if r.day == day]
+        data.append(
+            {
+                "goal_id": goal.goal_id,
+                "name": goal.name,
+                "reporter": reporter,
+                "reports": [_report_json(r) for r in reports],
+            }
+        )
+        latest = reports[-1] if reports else None
+        rows.append(
+            [
+                goal.goal_id,
+                "yes" if reporter else "no",
+                len(reports),
+                latest.day.isoformat() if latest else "-",
+                str(latest.path) if latest else "-",
+            ]
+        )
+    if args.json:
+        print_json(data)
+    elif rows:
+        print(table(rows, ["goal", "reporter", "reports", "latest", "path"]))
+    else:
+        print("no goal has a reporter or reports")
+    return 0
+
+
+def _list_goal(args: argparse.Namespace, service: Service) -> int:
+    """``report GOAL --list``: that goal's stored reports."""
+    from goalsui.runners.report import list_reports
+
+    reports = list_reports(service, args.goal)
+    if args.json:
+        print_json([_report_json(r) for r in reports])
+    elif reports:
+        print(
+            table(
+                [[r.day.isoformat(), r.size, str(r.path)] for r in reports],
+                ["date", "bytes", "path"],
             )
-        elif reports:
-            print(
-                table(
-                    [[r.day.isoformat(), r.size, str(r.path)] for r in reports],
-                    ["date", "bytes", "path"],
-                )
-            )
-        else:
-            print(f"goal {args.goal} has no reports yet")
-        return 0
+        )
+    else:
+        print(f"goal {args.goal} has no reports yet")
+    return 0
+
+
+def _print_report(args: argparse.Namespace, service: Service, day: date | None) -> int:
+    """``report GOAL``: the stored report of --date, else one compiled now."""
+    from goalsui.runners.report import compile_report, list_reports
+
+    reports = list_reports(service, args.goal)
     chosen = None
     if day is not None and not args.write:
         chosen = next((r for r in reports if r.day == day), None)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from base_kit import cli_popen
 
 from goalsui.service import Service
 
@@ -20,13 +20,12 @@ def test_twenty_processes_one_key_one_intent(empty_kb: Path, tmp_path: Path) -> 
     """Twenty real ``goalsui intent add --key K`` processes, started together on a fresh
     SQLite file: every one succeeds and prints the same id, and one row exists."""
     state = tmp_path / "state"
-    cmd = [
-        sys.executable, "-m", "goalsui", "--kb", str(empty_kb), "--state-dir", str(state),
+    args = [
         "intent", "add", "--title", "Friday reminder", "--instruction", "check the list",
         "--cron", "0 16 * * 5", "--tz", "Europe/Berlin", "--key", "friday-K", "--json",
     ]  # fmt: skip
     procs = [
-        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cli_popen(*args, kb=empty_kb, state=state, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(PROCESSES)
     ]
     results = [(p.wait(timeout=120), *p.communicate()) for p in procs]

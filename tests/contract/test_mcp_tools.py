@@ -6,12 +6,11 @@ Real KB folder, real SQLite file; every tool, bad input, confinement and narrowi
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from mcp_kit import counts, end_run, error, mcp_session, ok, start_run, tool_calls, tool_names, tree
 from sqlmodel import select
 
@@ -378,24 +377,9 @@ async def test_a_finished_run_cannot_be_replayed(svc, world):
         message = await error(s, "todo_add", {"text": "sneaky"})
     assert "not running" in message
     assert counts(svc) == before
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "--kb",
-            str(svc.kb.root),
-            "--state-dir",
-            str(svc.state_dir),
-            "mcp",
-            "--run",
-            str(run.id),
-        ],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "GOALSUI_DB": svc.db_url},
-        timeout=60,
-    )
+    proc = run_cli(
+        "mcp", "--run", run.id, kb=svc.kb.root, state=svc.state_dir,
+        extra_env={"GOALSUI_DB": svc.db_url}, input="", timeout=60,
+    )  # fmt: skip
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "not running" in proc.stderr

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import queue
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from sqlalchemy import text
 
 from goalsui.service import Service
@@ -114,24 +112,8 @@ def test_a_change_from_another_process_wakes_the_listener(
     a, _ = two_services
     inbox = Inbox()
     a.listen_changes(inbox)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "--kb",
-            str(empty_kb),
-            "--db",
-            pg_db,
-            "thread",
-            "new",
-            "x",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    res = run_cli(
+        "thread", "new", "x", kb=empty_kb, db=pg_db, extra_env={"PYTHONPATH": str(REPO)}, timeout=60
     )
     assert res.returncode == 0, res.stderr
     assert "threads" in inbox.until("threads")

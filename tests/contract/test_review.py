@@ -10,13 +10,11 @@ real recovery, as in ``test_store_recovery.py``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from base_kit import FakeClock
+from base_kit import FakeClock, run_cli
 
 from goalsui.domain.models import Intent
 from goalsui.scheduler.rules import decide_after, decide_claim
@@ -72,11 +70,12 @@ def _held(svc: Service, clock: FakeClock) -> dict[int, int]:
 
 
 def cli(svc: Service, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "goalsui", "--kb", str(svc.kb.root)]
-    argv += ["--state-dir", str(svc.state_dir), *args]
-    env = {**os.environ, "GOALSUI_DB": svc.db_url}
-    return subprocess.run(
-        argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    return run_cli(
+        *args,
+        kb=svc.kb.root,
+        state=svc.state_dir,
+        extra_env={"GOALSUI_DB": svc.db_url},
+        input="",  # no terminal: stdin at its end
     )
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from test_scheduler_rules import FakeTurn
 
 from goalsui.domain.timeutil import utcnow
@@ -81,31 +80,11 @@ async def test_a_change_made_by_another_process_is_seen(db_url, empty_kb, make_s
     s = Scheduler(svc, turn=turn)
     await s.start()
     try:
-        cli = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "goalsui",
-                "--kb",
-                str(empty_kb),
-                "--db",
-                db_url,
-                "--state-dir",
-                str(tmp_path / "state"),
-                "intent",
-                "add",
-                "--title",
-                "from the CLI",
-                "--instruction",
-                "x",
-                "--at",
-                utcnow().isoformat(),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        cli = run_cli(
+            "intent", "add", "--title", "from the CLI", "--instruction", "x",
+            "--at", utcnow().isoformat(), "--json",
+            kb=empty_kb, db=db_url, state=tmp_path / "state", timeout=60,
+        )  # fmt: skip
         assert cli.returncode == 0, cli.stderr
         await until(lambda: len(turn.calls) == 1)
         assert turn.calls[0].intent.title == "from the CLI"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from base_kit import run_cli
 from test_scheduler_loop import until
 from test_scheduler_rules import FakeTurn
 
@@ -49,30 +49,10 @@ def svc(empty_kb: Path, make_service: Callable[..., Service]) -> Service:
 
 def cli_intent_add(kb: Path, db_url: str, state: Path, title: str) -> None:
     """``goalsui intent add --at <now>`` in a process of its own."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "--kb",
-            str(kb),
-            "--db",
-            db_url,
-            "--state-dir",
-            str(state),
-            "intent",
-            "add",
-            "--title",
-            title,
-            "--instruction",
-            "x",
-            "--at",
-            utcnow().isoformat(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli(
+        "intent", "add", "--title", title, "--instruction", "x", "--at", utcnow().isoformat(),
+        kb=kb, db=db_url, state=state, timeout=60,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
 
 

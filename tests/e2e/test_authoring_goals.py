@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from base_kit import run_cli
 
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
@@ -36,12 +37,11 @@ sys.exit(main(sys.argv[2:]))
 def cli(
     kb: Path, state: Path, *args: str, fail_on: str | None = None
 ) -> subprocess.CompletedProcess:
+    if not fail_on:
+        return run_cli(*args, kb=kb, state=state)
+    # the CLI with its writes to paths containing fail_on failing
     base = ["--kb", str(kb), "--state-dir", str(state), *args]
-    cmd = (
-        [sys.executable, "-c", FAIL_ON_WRITE, fail_on, *base]
-        if fail_on
-        else [sys.executable, "-m", "goalsui", *base]
-    )
+    cmd = [sys.executable, "-c", FAIL_ON_WRITE, fail_on, *base]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 

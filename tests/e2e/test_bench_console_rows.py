@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from base_kit import run_cli
 
 from goalsui.bench.console_idle import cpu_seconds
 from goalsui.tui.preview import peak_rss_kb
@@ -38,30 +39,11 @@ def test_cpu_seconds_reads_a_live_process() -> None:
 
 @pytest.mark.slow
 def test_bench_console_prints_its_rows_and_targets(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "bench",
-            "console",
-            "--goals",
-            "3",
-            "--workers",
-            "2",
-            "--repeat",
-            "1",
-            "--samples",
-            "2",
-            "--idle-seconds",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        check=False,
-    )
+    done = run_cli(
+        "bench", "console", "--goals", "3", "--workers", "2", "--repeat", "1",
+        "--samples", "2", "--idle-seconds", "1",
+        extra_env={"TMPDIR": str(tmp_path)}, timeout=600,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
     for row in (

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from base_kit import cli_popen
 from test_kb_files import BROKEN_FILES, break_kb
 
 
 def doctor(kb: Path, state: Path, *extra: str) -> subprocess.Popen:
-    cmd = [
-        sys.executable,
-        "-m",
-        "goalsui",
-        "--kb",
-        str(kb),
-        "--state-dir",
-        str(state),
-        "doctor",
-        *extra,
-    ]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return cli_popen(
+        "doctor", *extra, kb=kb, state=state, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def test_doctor_passes_on_the_sample_and_lists_every_problem_of_a_broken_copy(

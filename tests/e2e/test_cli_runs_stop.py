@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from daemon_kit import Daemon, alive, runner_config, wait_until
 
 from goalsui.service import Service
@@ -21,12 +22,7 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
 def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(*args, kb=kb, state=state, timeout=60)
 
 
 def test_runs_stop_stops_the_process_and_keeps_the_schedule(

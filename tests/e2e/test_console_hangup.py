@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from base_kit import cli_argv
 from daemon_kit import runner_config, wait_until
 from test_reliability_runner import alive, pids_with, reap
 from test_scheduler_claims import bulk_at
@@ -40,8 +41,7 @@ class PtyConsole:
     """``goalsui console`` in a pseudo-terminal; its screen output is drained meanwhile."""
 
     def __init__(self, kb: Path, state: Path) -> None:
-        argv = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
-        argv.append("console")
+        argv = cli_argv("console", kb=kb, state=state)
         env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
         pid, master = pty.fork()
         if pid == 0:  # the child: the pty is its controlling terminal

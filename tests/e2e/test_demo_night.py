@@ -3,14 +3,12 @@ workers, the builtin reporter on a moving clock) so a newcomer has a morning rep
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 
 from goalsui.demo import replay_last_night
 from goalsui.runners.report import list_reports
@@ -72,14 +70,8 @@ def test_a_demo_before_dawn_replays_up_to_now(sample_kb: Path, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_goalsui_demo_opens_with_a_morning_report(tmp_path: Path) -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "goalsui", "demo", "--print", "--keep"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-    )
+    res = run_cli("demo", "--print", "--keep", extra_env={"TMPDIR": str(tmp_path)})
+    assert res.returncode == 0, res.stderr
     out = res.stdout
     kb = Path(out.splitlines()[0].removeprefix("KB "))
     try:
@@ -93,14 +85,8 @@ def test_goalsui_demo_opens_with_a_morning_report(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_goalsui_demo_print_names_a_path_that_still_exists(tmp_path: Path) -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "goalsui", "demo", "--print"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-    )
+    res = run_cli("demo", "--print", extra_env={"TMPDIR": str(tmp_path)})
+    assert res.returncode == 0, res.stderr
     assert res.stdout.startswith(f"KB {tmp_path}")
     kb = Path(res.stdout.splitlines()[0].removeprefix("KB "))
     assert res.stderr.startswith(f"demo: scratch KB {kb}\n")  # said when it opens

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
+from base_kit import run_cli
 
 from goalsui.domain.intent_spec import MAX_INSTRUCTION, MAX_TITLE, IntentSpec
 from goalsui.domain.states import IntentKind
@@ -102,13 +101,12 @@ def test_the_service_stores_a_spec(service) -> None:  # type: ignore[no-untyped-
 
 
 def test_cli_bad_input_exits_1_with_one_line(tmp_path, empty_kb) -> None:  # type: ignore[no-untyped-def]
-    argv = [sys.executable, "-m", "goalsui", "--kb", str(empty_kb), "--state-dir",
-            str(tmp_path / "state"), "intent", "add", "--title", "t", "--instruction", "i",
-            "--cron", "0 9 * * *", "--cooldown", "soon"]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    state = tmp_path / "state"
+    done = run_cli(
+        "intent", "add", "--title", "t", "--instruction", "i", "--cron", "0 9 * * *",
+        "--cooldown", "soon", kb=empty_kb, state=state,
+    )  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "soon" in done.stderr
-    listed = subprocess.run(
-        argv[:7] + ["intent", "list", "--json"], capture_output=True, text=True, timeout=120
-    )
+    listed = run_cli("intent", "list", "--json", kb=empty_kb, state=state)
     assert listed.returncode == 0 and listed.stdout.strip() == "[]"  # nothing was created

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 
 from goalsui.errors import GoalsuiError
 from goalsui.kb import layout
@@ -156,12 +157,10 @@ sys.exit(main(sys.argv[2:]))
 
 
 def cli(kb: Path, state: Path, *args: str, wrap: str | None = None) -> subprocess.CompletedProcess:
-    base = ["--kb", str(kb), "--state-dir", str(state), *args]
-    cmd = (
-        [sys.executable, "-c", WRAPPER, wrap, *base]
-        if wrap
-        else [sys.executable, "-m", "goalsui", *base]
-    )
+    if not wrap:
+        return run_cli(*args, kb=kb, state=state, timeout=60)
+    # the CLI with its staging rename failing (or killed there)
+    cmd = [sys.executable, "-c", WRAPPER, wrap, "--kb", str(kb), "--state-dir", str(state), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 

@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from mcp_kit import SCRIPTS
 
 from goalsui.kb.layout import WorkerSeed
@@ -25,11 +26,12 @@ STANDIN = SCRIPTS / "standin_agent.py"
 
 
 def goalsui_cli(svc: Service, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "goalsui", "--kb", str(svc.kb.root)]
-    argv += ["--state-dir", str(svc.state_dir), *args]
-    env = {**os.environ, "GOALSUI_DB": svc.db_url}
-    return subprocess.run(
-        argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    return run_cli(
+        *args,
+        kb=svc.kb.root,
+        state=svc.state_dir,
+        extra_env={"GOALSUI_DB": svc.db_url},
+        input="",  # no terminal: stdin at its end
     )
 
 

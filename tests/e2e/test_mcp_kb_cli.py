@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -96,11 +94,8 @@ def test_a_symlink_out_of_the_goal_is_refused(service: Service, tmp_path: Path) 
 def test_runs_show_and_mcp_refuse_bad_input_in_one_line(
     service: Service, args: tuple[str, ...], reason: str
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOALSUI_")}
-    argv = [sys.executable, "-m", "goalsui", "--kb", str(service.kb.root)]
-    argv += ["--state-dir", str(service.state_dir), *args]
-    done = subprocess.run(
-        argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    done = run_cli(
+        *args, kb=service.kb.root, state=service.state_dir, env=clean_environ(), input=""
     )
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and reason in done.stderr, done.stderr

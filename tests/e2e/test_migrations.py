@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 
@@ -178,9 +179,7 @@ def test_unversioned_database_that_differs_is_not_stamped(engine) -> None:
 def _goalsui(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("GOALSUI_DB", None)
-    return subprocess.run(
-        [PY, "-m", "goalsui", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
-    )
+    return run_cli(*args, env=env, cwd=cwd, timeout=60)
 
 
 def test_cli_db_status_and_upgrade(

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
+from base_kit import cli_argv, run_cli
 from git_kit import git, make_repo
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -193,11 +193,8 @@ def test_the_commander_plans_through_the_tool_server_and_only_it_can(night: dict
     from mcp.client.stdio import stdio_client
 
     async def session_tools(worker: str, calls: list[tuple[str, dict]]) -> tuple[set, list]:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "goalsui", "mcp", "--goal", night["goal"], "--worker", worker],
-            env=night["env"],
-        )
+        python, *argv = cli_argv("mcp", "--goal", night["goal"], "--worker", worker)
+        params = StdioServerParameters(command=python, args=argv, env=night["env"])
         answers = []
         with open(os.devnull, "w") as quiet:
             async with (

@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from cost_kit import AGENT, SCRIPTS, agent_worker, record, start_run
 from daemon_kit import Daemon, wait_until
 
@@ -213,15 +214,12 @@ async def test_readiness_needs_a_running_scheduler_that_ticked_lately(
 
 
 def test_daemon_json_logs_and_bad_flags(empty_kb: Path, tmp_path: Path) -> None:
-    import subprocess
-
-    base = [PY, "-m", "goalsui", "--kb", str(empty_kb), "--state-dir", str(tmp_path / "s")]
     for bad, words in (
         (["--metrics-port", "0"], "--metrics-port must be between 1 and 65535"),
         (["--metrics-port", "7000", "--hooks-port", "7000"], "must differ"),
         (["--log-format", "xml"], "invalid choice"),
     ):
-        proc = subprocess.run([*base, "daemon", *bad], capture_output=True, text=True, timeout=60)
+        proc = run_cli("daemon", *bad, kb=empty_kb, state=tmp_path / "s", timeout=60)
         assert proc.returncode != 0 and words in proc.stderr and "Traceback" not in proc.stderr
     daemon = Daemon(empty_kb, tmp_path / "s", "--log-format", "json")
     try:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 
 import pytest
 from base_kit import run_cli
@@ -14,28 +12,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_bench_scheduler_json(tmp_path):
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "bench",
-            "scheduler",
-            "--intents",
-            "60",
-            "--idle-seconds",
-            "0.2",
-            "--spread-seconds",
-            "0.3",
-            "--repeat",
-            "3",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    res = run_cli(
+        "bench", "scheduler", "--intents", "60", "--idle-seconds", "0.2",
+        "--spread-seconds", "0.3", "--repeat", "3", "--json", cwd=tmp_path,
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["intents"] == 60 and data["runs_ok"] == 60

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from base_kit import run_cli
 from daemon_kit import Daemon, add_due_now, alive, runner_config, wait_until
 
 from goalsui.service import Service
@@ -126,23 +125,7 @@ def test_two_idle_daemons_leave_each_other_asleep(empty_kb, state, make_service)
 
 
 def test_daemon_rejects_bad_options_in_one_line(empty_kb, state):
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "--kb",
-            str(empty_kb),
-            "--state-dir",
-            str(state),
-            "daemon",
-            "--lease-seconds",
-            "0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    res = run_cli("daemon", "--lease-seconds", "0", kb=empty_kb, state=state, timeout=60)
     assert res.returncode == 1
     assert res.stderr.strip().splitlines() == [
         "goalsui: error: --lease-seconds must be between 0.1 and 3600"

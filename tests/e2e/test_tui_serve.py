@@ -9,12 +9,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import aiohttp
 import pytest
+from base_kit import cli_popen
 
 from goalsui.cli.serve import LOCK_NAME, acquire_lock
 
@@ -32,25 +32,11 @@ def free_port() -> int:
 
 
 def start_serve(kb: Path, state: Path, port: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "--kb",
-            str(kb),
-            "--state-dir",
-            str(state),
-            "serve",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "GOALSUI_SERVE_TOKEN": TOKEN},
-    )
+    return cli_popen(
+        "serve", "--port", port, kb=kb, state=state,
+        extra_env={"GOALSUI_SERVE_TOKEN": TOKEN},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
 
 
 def stop(process: subprocess.Popen[str]) -> str:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
+from base_kit import run_cli
 
 from goalsui.cli import main
 from goalsui.domain.models import Intent, IntentRun
@@ -352,20 +351,14 @@ def test_plan_window_is_checked(svc: Service, clock) -> None:  # type: ignore[no
         plan(svc, clock.now, clock.now + timedelta(days=40))
 
 
-def run_cli(*args: str, tz: str = "UTC") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TZ": tz, "COLUMNS": "160"}
-    return subprocess.run(
-        [sys.executable, "-m", "goalsui", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+def plan_cli(kb: Path, state: Path, *args: str, tz: str = "UTC") -> CompletedProcess[str]:
+    """``goalsui plan ARGS`` in a process of its own, in ``tz`` on a 160-column screen."""
+    return run_cli("plan", *args, kb=kb, state=state, extra_env={"TZ": tz, "COLUMNS": "160"})
 
 
 def test_plan_cli_summary_fits_one_screen(sample_kb: Path, tmp_path: Path) -> None:
-    base = ["--kb", str(sample_kb), "--state-dir", str(tmp_path / "cli-state")]
-    done = run_cli(*base, "plan", tz="America/New_York")
+    state = tmp_path / "cli-state"
+    done = plan_cli(sample_kb, state, tz="America/New_York")
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
     assert len(out) <= 48 and max(len(line) for line in out) <= 160
@@ -378,7 +371,7 @@ def test_plan_cli_summary_fits_one_screen(sample_kb: Path, tmp_path: Path) -> No
     pulse = next(line for line in out if line.startswith("demo-pulse/pulse "))
     assert pulse.split()[1] == "500+" and "[heartbeat every 1m]" in pulse
     assert out[-1] == "(--full lists every fire)"
-    berlin = run_cli(*base, "plan", "--tz", "Europe/Berlin", "--goal", "nightshift-979afc6e")
+    berlin = plan_cli(sample_kb, state, "--tz", "Europe/Berlin", "--goal", "nightshift-979afc6e")
     assert berlin.returncode == 0, berlin.stderr
     assert "(Europe/Berlin): 6 fires" in berlin.stdout.splitlines()[0]
     assert "nightshift/commander" in berlin.stdout and "20:00  [cron 0 20" in berlin.stdout
