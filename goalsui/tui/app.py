@@ -4,16 +4,13 @@
 ``run_console(service, args)`` runs it for ``goalsui``/``goalsui demo``.
 
 The parts: :class:`~goalsui.tui.base.ConsoleBase` (themes, keymap, help) under
-:class:`GoalsApp` (start-up, screens, operator actions, quitting); the
+:class:`GoalsApp` (screens, operator actions, freeze, quitting); the
+:class:`~goalsui.tui.startup.Startup` paces the start (the KB preview in ``opener``
+mode, the first paint, the first records); the
 :class:`~goalsui.tui.feed.DashboardFeed` reads the records in workers and posts them to
 the screens as messages; the :class:`~goalsui.tui.runtime.ConsoleRuntime` hosts the
 scheduler, the hooks listener and the KB watcher. The main screen
 (:mod:`goalsui.tui.screens.main`) reacts to those messages; it never imports the app.
-
-Start-up: given an ``opener`` instead of a service, the console paints its first frame
-from a quick read of the KB folders (:mod:`goalsui.tui.preview`, marked "loading"), then
-opens the service (and with it the database stack, which costs more to import than
-Textual) in a worker, and replaces the preview with the records as soon as they load.
 """
 
 from __future__ import annotations
@@ -39,7 +36,6 @@ from goalsui.tui.messages import (
     DisplayFrozen,
     MainMounted,
     NoticeAdded,
-    ServiceOpened,
     ShowGoal,
     Tick,
     deliver,
@@ -49,6 +45,7 @@ from goalsui.tui.notices import ConsoleNotice
 from goalsui.tui.runtime import ConsoleRuntime
 from goalsui.tui.screens.main import MainScreen
 from goalsui.tui.signals import go_dark
+from goalsui.tui.startup import Startup
 from goalsui.tui.widgets.timeline import TimelineTable
 
 if TYPE_CHECKING:
@@ -98,30 +95,30 @@ class GoalsApp(ConsoleBase):
         self.service: Any = service if service is not None else PendingService()
         #: False until the service is open (``opener`` mode): the panes show a preview.
         self.service_ready = service is not None
-        self._opener = opener
         self.kb_root = Path(kb_root) if kb_root is not None else service.kb_root  # type: ignore[union-attr]  # no kb_root: a service (checked above)
-        self._preview = preview
-        #: Why the service could not be opened (the CLI reports it after the app ends).
-        self.open_error: Exception | None = None
         self.read_only = read_only
         self.clock: Callable[[], datetime] = clock or utcnow
         self.frozen = False
-        self.feed = DashboardFeed(self, on_failed=self._read_failed)
+        self.feed = DashboardFeed(self, on_failed=lambda: self.startup.read_failed())
         self.runtime = ConsoleRuntime(
-            self, self.feed, scheduler=scheduler, force_scheduler=force_scheduler,
-            watch=watch, sync_on_start=sync_on_start, hooks=hooks,
-        )  # fmt: skip
-        self._after_paint: list[Callable[[], Any]] = []
-        self._mounted = self._main_mounted = self._loading_started = False
-        self._stopping = False
-        self.first_paint_at: float | None = None
-        self.records_at: float | None = None
+            self,
+            self.feed,
+            scheduler=scheduler,
+            force_scheduler=force_scheduler,
+            watch=watch,
+            sync_on_start=sync_on_start,
+            hooks=hooks,
+        )
+        self.startup = Startup(
+            self, self.feed, self.runtime, opener=opener, kb_root=self.kb_root, preview=preview
+        )
+        # the start-up's lists, shared: listeners are added before the app runs
+        self.first_paint_listeners = self.startup.first_paint_listeners
+        self.records_listeners = self.startup.records_listeners
+        self._after_paint = self.startup.after_paint  # read by the test kit's busy()
+        self._main_mounted = self._stopping = False
         #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
         self.detail_listeners: list[Callable[[Any, str], None]] = []
-        #: Called once after the first dashboard is painted (the KB preview in opener mode).
-        self.first_paint_listeners: list[Callable[[], None]] = []
-        #: Called once after the first dashboard with the records is painted.
-        self.records_listeners: list[Callable[[], None]] = []
         self.choose_theme()
 
     # -- the parts, as tests, benchmarks and screens reach them -----------------------------------
@@ -160,6 +157,19 @@ class GoalsApp(ConsoleBase):
     def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
         self.runtime.sync_goals(goal_ids, config)
 
+    @property
+    def first_paint_at(self) -> float | None:
+        return self.startup.first_paint_at
+
+    @property
+    def records_at(self) -> float | None:
+        return self.startup.records_at
+
+    @property
+    def open_error(self) -> Exception | None:
+        """Why the service could not be opened (the CLI reports it after the app ends)."""
+        return self.startup.open_error
+
     # What the test kit's ``busy()`` reads (tests/tui_kit.py): is a read due or under way?
     _refresh_timer = property(lambda self: self.feed.refresh_timer)
     _loading = property(lambda self: self.feed.loading)
@@ -188,124 +198,17 @@ class GoalsApp(ConsoleBase):
         # one timer for both (the poll's interval is the tick's): the look at the database
         # comes first, so the age the tick shows is steady instead of flipping with phases
         self.set_interval(TICK_S, self._poll_and_tick)
-        if self.service_ready:
-            self._use_service()
-        self._mounted = True
-        self._start_loading()
+        self.startup.app_mounted()
 
     def on_main_mounted(self, message: MainMounted) -> None:
-        """The main screen has its panes (it mounts after the app): data may come."""
         self._main_mounted = True
-        self._start_loading()
-
-    def _start_loading(self) -> None:
-        if not (self._mounted and self._main_mounted) or self._loading_started:
-            return
-        self._loading_started = True
-        if self.service_ready:
-            self.feed.schedule(0)
-        elif self._preview is not None:  # read before the app started: in the first frame
-            self._apply_preview(self._preview)
-        else:
-            self.load_preview()
-
-    def _use_service(self) -> None:
-        """The service is open: listen to it and line up what starts after the records."""
-        self.runtime.subscribe(self.service.subscribe(self.feed.on_service_change))
-        self._after_paint += self.runtime.service_opened()
+        self.startup.main_mounted()
 
     async def on_unmount(self) -> None:
         await self.runtime.close()
 
-    # -- start-up in opener mode ------------------------------------------------------------------
-    @work(thread=True, group="startup", exit_on_error=False)
-    def load_preview(self) -> None:
-        """The goal tree from a quick read of the KB folders, for the first frame."""
-        from goalsui.tui.preview import preview_dashboard
-
-        try:
-            dash: Dashboard | None = preview_dashboard(self.kb_root, self.clock())
-        except Exception:  # noqa: BLE001 - the preview is optional: the panes say "loading"
-            dash = None
-        deliver(self, self._apply_preview, dash)
-
-    def _apply_preview(self, dash: Dashboard | None) -> None:
-        if not self.alive or self.first_paint_at is not None or self.dashboard is not None:
-            return  # the records came first
-        if dash is not None:
-            self.feed.show_preview(dash)  # painted: DashboardShown comes back
-        else:
-            self.call_after_refresh(self._first_paint)
-
-    @work(thread=True, group="startup", exit_on_error=False)
-    def open_service(self) -> None:
-        """Open the service (database stack, schema check) off the UI thread."""
-        assert self._opener is not None
-        try:
-            service = self._opener()
-        except Exception as exc:  # noqa: BLE001 - reported by the CLI after the app ends
-            deliver(self, self._open_failed, exc)
-            return
-        deliver(self, self._service_opened, service)
-
-    def _open_failed(self, exc: Exception) -> None:
-        self.open_error = exc
-        self.exit(1, return_code=1)
-
-    def _service_opened(self, service: Service) -> None:
-        if self._exit or self.service_ready:
-            service.close()
-            return
-        self.service = service
-        self.service_ready = True
-        self._use_service()
-        self.feed.schedule(0)
-        if self.alive:
-            self.broadcast(ServiceOpened)
-
-    # -- first paint, first records ----------------------------------------------------------------
     def on_dashboard_shown(self, message: DashboardShown) -> None:
-        """The main screen painted a dashboard: the first paint, then the first records."""
-        if self.first_paint_at is None:
-            self.call_after_refresh(self._first_paint)
-        elif self.records_at is None:
-            self.call_after_refresh(self._records_painted)
-
-    def _read_failed(self) -> None:
-        """A read of the records failed: start-up goes on as if they were painted."""
-        if self.first_paint_at is None:
-            self._first_paint()
-        elif self.records_at is None:
-            self._records_painted()
-
-    def _first_paint(self) -> None:
-        if self.first_paint_at is not None:
-            return
-        self.first_paint_at = time.monotonic()
-        for listener in self.first_paint_listeners:
-            listener()
-        if self._exit:  # a listener ended the app (benchmarks): start nothing more
-            return
-        self.load_deferred_themes()
-        if not self.service_ready:
-            self.open_service()
-            return
-        self._records_painted()
-
-    def _records_painted(self) -> None:
-        """The first records are on screen: start the watch, the re-read, the scheduler."""
-        if self.records_at is not None or self._exit:
-            return
-        self.records_at = time.monotonic()
-        for listener in self.records_listeners:
-            listener()
-        after, self._after_paint = self._after_paint, []
-        if self._exit:  # a listener ended the app (benchmarks): start nothing more
-            return
-        for start in after:
-            start()
-        self.feed.start_planning()
-        self.runtime.report_goal_errors(self.dashboard)
+        self.startup.dashboard_shown()
 
     # -- once a second ------------------------------------------------------------------------------
     def _poll_and_tick(self) -> None:

@@ -59,7 +59,12 @@ class ConsoleBase(NoticeMixin, DeliverMixin, App[int]):
         ``is_running`` turns False when shutdown starts, before the screens are taken
         apart (``run_test`` shuts down without ``exit()``; timers fire meanwhile).
         """
-        return bool(self.screen_stack) and self.is_running and not self._exit
+        return bool(self.screen_stack) and self.is_running and not self.ending
+
+    @property
+    def ending(self) -> bool:
+        """``exit()`` was called: the app is on its way out."""
+        return self._exit
 
     def broadcast(self, build: Callable[[], Message]) -> None:
         """Post a message (a new one from ``build()`` for each) to every screen in the stack."""

@@ -149,9 +149,13 @@ class DashboardFeed:
             self._last_checked = self.app.clock()
             return
         self.app.run_worker(
-            self._read_token, name="read_token", group="poll", thread=True,
-            exclusive=True, exit_on_error=False,
-        )  # fmt: skip
+            self._read_token,
+            name="read_token",
+            group="poll",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def _read_token(self) -> None:
         """Worker thread: the records' fingerprint."""
@@ -224,9 +228,13 @@ class DashboardFeed:
     def _load_plan(self) -> None:
         span = self.span
         self.app.run_worker(
-            lambda: self._read_plan(span), name="load_plan", group="plan", thread=True,
-            exclusive=True, exit_on_error=False,
-        )  # fmt: skip
+            lambda: self._read_plan(span),
+            name="load_plan",
+            group="plan",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def _read_plan(self, span: timedelta) -> None:
         """Worker thread: the plan of the next ``span``."""

@@ -225,7 +225,9 @@ class ConsoleRuntime:
         try:
             problems = self.app.service.refresh_kb()
         except Exception as exc:  # noqa: BLE001
-            deliver(self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=10)
+            deliver(
+                self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=10
+            )
             problems = []
         deliver(self.app, self._after_initial_sync, problems)
 
@@ -265,16 +267,21 @@ class ConsoleRuntime:
     def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
         """Index the goals' changed files (a worker); toast new problems, forget fixed ones."""
         self.app.run_worker(
-            lambda: self._sync(goal_ids, config), name="sync_goals", group="sync",
-            thread=True, exit_on_error=False,
-        )  # fmt: skip
+            lambda: self._sync(goal_ids, config),
+            name="sync_goals",
+            group="sync",
+            thread=True,
+            exit_on_error=False,
+        )
 
     def _sync(self, goal_ids: list[str], config: bool) -> None:
         """Worker thread: the goals' files into the index."""
         try:
             problems = self.app.service.sync_kb(goal_ids) if goal_ids or config else []
         except Exception as exc:  # noqa: BLE001 - a vanished file mid-sync: try on the next event
-            deliver(self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=8)
+            deliver(
+                self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=8
+            )
             return
         deliver(self.app, self._report_problems, problems, scope=set(goal_ids), config=config)
 

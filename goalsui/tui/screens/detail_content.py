@@ -67,7 +67,9 @@ def _goal_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
 def _box_tabs(sel: Selection) -> Tabs | None:
     """A worker's inbox or outbox folder, or the goal's log."""
     if sel.kind == SelectionKind.GOAL_LOG:
-        return (f"{sel.goal_id}/log", [DetailTab("log", sel.goal_id, "log")]) if sel.goal_id else None
+        return (
+            (f"{sel.goal_id}/log", [DetailTab("log", sel.goal_id, "log")]) if sel.goal_id else None
+        )
     if not (sel.goal_id and sel.worker):
         return None
     rel = f"workers/{sel.worker}/{sel.kind}"
@@ -78,7 +80,9 @@ def _runs_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
     if dash is None:
         return None
     runs = list(reversed(dash.recent.get(sel.intent_id or -1, [])))[:6]
-    tabs = [DetailTab(f"run {run.id} {RUN_GLYPH.get(run.status, '?')}", run_id=run.id) for run in runs]
+    tabs = [
+        DetailTab(f"run {run.id} {RUN_GLYPH.get(run.status, '?')}", run_id=run.id) for run in runs
+    ]
     if not tabs:
         tabs.append(DetailTab("runs", text="No runs in the last 24 h."))
     return f"runs of {sel.goal_id}/{sel.worker}", tabs
@@ -121,7 +125,9 @@ def _thread_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
     if not sel.thread_id:
         return None
     thread = next((t for t in dash.threads if t.thread.id == sel.thread_id), None) if dash else None
-    title = f"thread {sel.thread_id} · {thread.thread.title}" if thread else f"thread {sel.thread_id}"
+    title = (
+        f"thread {sel.thread_id} · {thread.thread.title}" if thread else f"thread {sel.thread_id}"
+    )
     return title, [DetailTab("checklist and messages", thread_id=sel.thread_id)]
 
 
