@@ -116,7 +116,7 @@ class GoalsApp(ConsoleBase):
         self.first_paint_listeners = self.startup.first_paint_listeners
         self.records_listeners = self.startup.records_listeners
         self._after_paint = self.startup.after_paint  # read by the test kit's busy()
-        self._main_mounted = self._stopping = False
+        self._stopping = False
         #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
         self.detail_listeners: list[Callable[[Any, str], None]] = []
         self.choose_theme()
@@ -201,7 +201,6 @@ class GoalsApp(ConsoleBase):
         self.startup.app_mounted()
 
     def on_main_mounted(self, message: MainMounted) -> None:
-        self._main_mounted = True
         self.startup.main_mounted()
 
     async def on_unmount(self) -> None:
@@ -237,8 +236,11 @@ class GoalsApp(ConsoleBase):
 
     # -- notices ------------------------------------------------------------------------------------
     def notice_changed(self, notice: ConsoleNotice) -> None:
-        """The notice line of the main screen shows the newest notice."""
-        if self._main_mounted:
+        """The notice line of the main screen shows the newest notice.
+
+        Queued until the main screen has mounted (its mount shows the newest, too).
+        """
+        if self.screen_stack and isinstance(self.screen_stack[0], MainScreen):
             self.main.post_message(NoticeAdded(notice))
 
     def action_jump_notice(self) -> None:
