@@ -1,17 +1,61 @@
-"""The console's app, typed: Textual types ``widget.app`` as ``App[Any]``."""
+"""What the screens and widgets may ask of the console's app, typed.
+
+Textual types ``widget.app`` as ``App[Any]``; :func:`goals_app` gives the console's own
+side of it as :class:`ConsoleHost`, a protocol, so no screen imports ``goalsui.tui.app``
+(the app imports the screens; data reaches them as messages, see ``messages.py``).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual.dom import DOMNode
 
 if TYPE_CHECKING:
-    from goalsui.tui.app import GoalsApp
+    from goalsui.tui.fmt import Palette
+    from goalsui.tui.notices import ConsoleNotice
 
-__all__ = ["goals_app"]
+__all__ = ["ConsoleHost", "goals_app"]
 
 
-def goals_app(node: DOMNode) -> GoalsApp:
+class ConsoleHost(Protocol):
+    """The console's state and services as the screens see them (``GoalsApp`` has them)."""
+
+    service: Any
+    #: False while the console shows the KB preview and the service is still opening
+    service_ready: bool
+    read_only: bool
+    #: ``Z``: the panes keep what they show (the scheduler goes on)
+    frozen: bool
+    palette: Palette
+    clock: Callable[[], datetime]
+    notices: deque[ConsoleNotice]
+
+    @property
+    def scheduler_state(self) -> str: ...
+
+    def refresh_age(self) -> float | None: ...
+
+    def watcher_status(self) -> str: ...
+
+    def request_refresh(self, delay: float = ...) -> None: ...
+
+    def sync_goals(self, goal_ids: list[str], config: bool = False) -> None: ...
+
+    def act(self, done: str, call: Callable[..., Any], *args: Any) -> None: ...
+
+    def open_screen(self, name: str) -> None: ...
+
+    def open_output(self, run_id: int, title: str = "") -> None: ...
+
+    def copy_id(self, value: str) -> None: ...
+
+    def detail_shown(self, tab: Any, text: str) -> None: ...
+
+
+def goals_app(node: DOMNode) -> ConsoleHost:
     """``node.app``: every screen and widget of the console runs inside a ``GoalsApp``."""
-    return cast("GoalsApp", node.app)
+    return cast("ConsoleHost", node.app)

@@ -1,9 +1,12 @@
-"""The help screen's per-pane sections: every key each main-screen pane accepts."""
+"""The help screen's contents: the keys active now, every key each main-screen pane
+accepts, and the symbols the panes draw.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from textual.app import App
 from textual.binding import Binding
 
 from goalsui.tui import keys
@@ -62,3 +65,41 @@ def pane_sections(app: Any, skip: str = "") -> list[tuple[str, list[tuple[str, s
 
 def legend_section() -> tuple[str, list[tuple[str, str]]]:
     return ("Symbols", legend())
+
+
+def help_groups(app: App[Any], *, every_pane: bool) -> list[tuple[str, list[tuple[str, str]]]]:
+    """This pane / global / navigation, from the bindings active now.
+
+    ``every_pane`` (the main screen): every pane's keys and every symbol, too.
+    """
+    pane: list[tuple[str, str]] = []
+    global_: list[tuple[str, str]] = []
+    nav: list[tuple[str, str]] = []
+    screen = app.screen
+    rows: dict[tuple[str, str], list[str]] = {}  # (group, description) -> keys
+    for _key, active in screen.active_bindings.items():
+        binding, node = active.binding, active.node
+        if not binding.description or binding.system:
+            continue
+        if binding.id is None and node in (app, screen):
+            continue  # Textual's own screen/app keys (copy text, ...)
+        bid = binding.id or ""
+        if bid.startswith(("nav.", "pane.")) or binding.action.startswith(
+            ("cursor_", "scroll_", "page_", "app.focus")
+        ):
+            group = "Navigation"
+        elif node is app or node is screen:
+            group = "Global"
+        else:
+            group = "This pane"
+        keys_for = rows.setdefault((group, binding.description), [])
+        shown = app.get_key_display(binding)
+        if shown not in keys_for:
+            keys_for.append(shown)
+    for (group, description), displays in rows.items():
+        target = {"This pane": pane, "Global": global_, "Navigation": nav}[group]
+        target.append((", ".join(displays), description))
+    groups = [("This pane", pane), ("Global", global_), ("Navigation", nav)]
+    if every_pane:
+        groups += [*pane_sections(app), legend_section()]
+    return groups

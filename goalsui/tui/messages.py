@@ -1,12 +1,20 @@
-"""Messages that carry results from worker threads to the UI (post_message is thread-safe)."""
+"""The console's messages: worker results to the UI (post_message is thread-safe), and
+what the app, the feed and the runtime tell the screens instead of calling them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 from textual.message_pump import MessagePump
+
+if TYPE_CHECKING:
+    from goalsui.kb.watcher import KBChanges
+    from goalsui.tui.model import Dashboard, PlanView
+    from goalsui.tui.notices import ConsoleNotice
 
 
 class Deliver(Message, bubble=False):
@@ -32,9 +40,88 @@ class DeliverMixin:
         message.callback(*message.args, **message.kwargs)
 
 
-class DashboardReady(Message, bubble=False):
-    """A fresh dashboard (and maybe a plan) for the main screen."""
+class Coalescing(Message, bubble=False):
+    """A message made moot by a newer one of the same type queued right behind it.
 
-    def __init__(self, dashboard: Any) -> None:
+    Textual asks ``can_replace`` before handling a message: a burst of reloads costs
+    the screen one repaint, with the newest data.
+    """
+
+    def can_replace(self, message: Message) -> bool:
+        return type(message) is type(self)
+
+
+class DashboardReady(Coalescing):
+    """Fresh records (or the KB preview) for the screens; from the feed."""
+
+    def __init__(self, dashboard: Dashboard) -> None:
         super().__init__()
         self.dashboard = dashboard
+
+
+class PlanReady(Coalescing):
+    """A fresh plan of the next fires for the timeline; from the feed."""
+
+    def __init__(self, plan: PlanView) -> None:
+        super().__init__()
+        self.plan = plan
+
+
+class MainMounted(Message):
+    """The main screen has its panes; bubbles up to the app, which may send data now."""
+
+
+class DashboardShown(Message):
+    """The main screen painted a dashboard; bubbles up to the app (first paint, records)."""
+
+    def __init__(self, preview: bool) -> None:
+        super().__init__()
+        self.preview = preview
+
+
+class Tick(Coalescing):
+    """The once-a-second tick: countdowns, running timers, the refresh age."""
+
+    def __init__(self, now: datetime) -> None:
+        super().__init__()
+        self.now = now
+
+
+class PaletteChanged(Coalescing):
+    """The theme changed: repaint what carries the palette's colours."""
+
+
+class DisplayFrozen(Message, bubble=False):
+    """``Z``: the display froze (or thawed: show what came meanwhile)."""
+
+    def __init__(self, frozen: bool) -> None:
+        super().__init__()
+        self.frozen = frozen
+
+
+class NoticeAdded(Message, bubble=False):
+    """A notification was recorded: the notice line shows the newest."""
+
+    def __init__(self, notice: ConsoleNotice) -> None:
+        super().__init__()
+        self.notice = notice
+
+
+class WatcherBatch(Message, bubble=False):
+    """A batch of KB file changes from the watcher: reload what shows them."""
+
+    def __init__(self, batch: KBChanges) -> None:
+        super().__init__()
+        self.batch = batch
+
+
+class ServiceOpened(Message, bubble=False):
+    """The service is open (the console started on the KB preview): load what waited."""
+
+
+class ShowGoal(Message, bubble=False):
+    """Select and focus a goal in the goals pane (``J`` on a goal's notification)."""
+
+    def __init__(self, goal_id: str) -> None:
+        super().__init__()
+        self.goal_id = goal_id

@@ -22,8 +22,9 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["STOP_SIGNALS", "detach_terminal", "trap_stop_signals"]
+__all__ = ["STOP_SIGNALS", "detach_terminal", "go_dark", "trap_stop_signals"]
 
 #: the terminal hung up; the service manager (or ``goalsui serve``) asked to stop
 STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
@@ -74,3 +75,11 @@ def _isatty(fd: int) -> bool:
         return os.isatty(fd)
     except OSError:
         return False
+
+
+def go_dark(driver: Any) -> None:
+    """Draw nothing more: the streams go to ``/dev/null``, the driver writes nowhere."""
+    with contextlib.suppress(OSError):
+        detach_terminal()
+    if driver is not None:
+        setattr(driver, "write", lambda data: None)  # noqa: B010 - mute the dead screen

@@ -11,7 +11,7 @@ from textual.worker import get_current_worker
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
-from goalsui.tui.messages import DeliverMixin, deliver
+from goalsui.tui.messages import DashboardReady, DeliverMixin, deliver
 
 
 class DataScreen(DeliverMixin, Screen[None]):
@@ -24,8 +24,8 @@ class DataScreen(DeliverMixin, Screen[None]):
     def on_mount(self) -> None:
         self.reload()
 
-    def data_changed(self) -> None:
-        """Called by the app when the records changed (poll or in-process event)."""
+    def on_dashboard_ready(self, message: DashboardReady) -> None:
+        """The records changed (the feed read them again): read this screen's again."""
         self.reload()
 
     @work(thread=True, exclusive=True, group="screen-data", exit_on_error=False)

@@ -69,6 +69,25 @@ class StatusBar(Static):
     def _compose_text(self, *, compact: bool) -> Text:
         i, p = self.info, self.palette
         sep = (" │ " if compact else "  │  ", p.muted)
+        parts = self._counts(compact, sep)
+        parts.append(sep)
+        parts += self._freshness(compact, sep)
+        parts += [
+            sep,
+            ("watch ", p.muted),
+            (i.watcher, p.ok if i.watcher in ("ok", "polling") else p.warning),
+        ]
+        if i.filter:
+            parts += [sep, ("filter ", p.muted), (i.filter, f"bold {p.accent}")]
+        if i.frozen:
+            parts += [sep, (" FROZEN ", f"bold reverse {p.warning}")]
+        if i.read_only:
+            parts += [sep, (" READ-ONLY ", f"bold reverse {p.accent}")]
+        return Text.assemble(*parts)
+
+    def _counts(self, compact: bool, sep: tuple[str, str]) -> list[tuple[str, str]]:
+        """The scheduler's state, then running, due, failed and KB-error counts."""
+        i, p = self.info, self.palette
         sched_colour = (
             p.ok
             if i.scheduler == "running"
@@ -101,31 +120,25 @@ class StatusBar(Static):
                 "" if compact else f" KB error{'s' if i.goal_errors > 1 else ''}"
             )
             parts += [("  ", ""), (label, f"bold {p.failed}")]
-        parts.append(sep)
+        return parts
+
+    def _freshness(self, compact: bool, sep: tuple[str, str]) -> list[tuple[str, str]]:
+        """The refresh age (or "loading…" in its slot) and today's spend."""
+        i, p = self.info, self.palette
         age = (
             "-"
             if i.refreshed_s is None
             else short_span(i.refreshed_s) + ("" if compact else " ago")
         )
         stale = i.refreshed_s is not None and i.refreshed_s > 5
+        parts: list[tuple[str, str]]
         if i.loading:  # in the slot of the refresh age, so the line keeps its length
-            parts += [("↻ " if compact else "records ", p.muted), ("loading…", p.warning)]
+            parts = [("↻ " if compact else "records ", p.muted), ("loading…", p.warning)]
         else:
-            parts += [
+            parts = [
                 ("↻ " if compact else "refreshed ", p.muted),
                 (age, p.warning if stale else p.text),
             ]
         if i.today:
             parts += [sep, ("today " if not compact else "", p.muted), (i.today, p.text)]
-        parts += [
-            sep,
-            ("watch ", p.muted),
-            (i.watcher, p.ok if i.watcher in ("ok", "polling") else p.warning),
-        ]
-        if i.filter:
-            parts += [sep, ("filter ", p.muted), (i.filter, f"bold {p.accent}")]
-        if i.frozen:
-            parts += [sep, (" FROZEN ", f"bold reverse {p.warning}")]
-        if i.read_only:
-            parts += [sep, (" READ-ONLY ", f"bold reverse {p.accent}")]
-        return Text.assemble(*parts)
+        return parts

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.message import Message
 
 from goalsui.tui import keys
 from goalsui.tui.fmt import (
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from goalsui.domain.models import Intent, IntentRun
 
 ZOOM_HOURS = (1, 3, 6, 12, 24, 72)
+#: the window shown at start: the last and the next 24 hours
+DEFAULT_SPAN = timedelta(hours=24)
 EMPTY = "─"
 NOW = "┃"
 FIRE = "◆"
@@ -63,33 +66,8 @@ def render_axis(
     palette: Palette,
 ) -> Text:
     """One intent's lane: past runs by status (worst per cell), future fires, overlaps."""
-    start = now - span
-    step = (2 * span) / max(1, width)
+    past, future = _lane_cells(now, span, width, runs, fires, overlaps)
     half = width // 2
-    past: dict[int, str] = {}
-    future: dict[int, str] = {}
-
-    def index(when: datetime) -> int | None:
-        i = int((when - start) / step)
-        return i if 0 <= i < width else None
-
-    rank = {status: n for n, status in enumerate(RUN_SEVERITY)}
-    for run in runs:
-        i = index(run.started_at)
-        if i is None:
-            continue
-        i = min(i, half)
-        old = past.get(i)
-        if old is None or rank.get(run.status, 99) < rank.get(old, 99):
-            past[i] = run.status
-    for when in fires:
-        i = index(when)
-        if i is not None and when >= now:
-            future.setdefault(max(i, half + 1) if i <= half else i, FIRE)
-    for when in overlaps:
-        i = index(when)
-        if i is not None:
-            future[max(i, half + 1) if i <= half else i] = OVERLAP
     # One string for the lane, styled in a few spans: thousands of lanes stay cheap.
     chars = [EMPTY] * width
     marks: dict[int, str] = {}
@@ -118,15 +96,61 @@ def render_axis(
     return text
 
 
+def _lane_cells(
+    now: datetime,
+    span: timedelta,
+    width: int,
+    runs: list[IntentRun],
+    fires: list[datetime],
+    overlaps: list[datetime],
+) -> tuple[dict[int, str], dict[int, str]]:
+    """The lane's cells: past runs' statuses (worst per cell) and future marks."""
+    start = now - span
+    step = (2 * span) / max(1, width)
+    half = width // 2
+    past: dict[int, str] = {}
+    future: dict[int, str] = {}
+
+    def index(when: datetime) -> int | None:
+        i = int((when - start) / step)
+        return i if 0 <= i < width else None
+
+    rank = {status: n for n, status in enumerate(RUN_SEVERITY)}
+    for run in runs:
+        i = index(run.started_at)
+        if i is None:
+            continue
+        i = min(i, half)
+        old = past.get(i)
+        if old is None or rank.get(run.status, 99) < rank.get(old, 99):
+            past[i] = run.status
+    for when in fires:
+        i = index(when)
+        if i is not None and when >= now:
+            future.setdefault(max(i, half + 1) if i <= half else i, FIRE)
+    for when in overlaps:
+        i = index(when)
+        if i is not None:
+            future[max(i, half + 1) if i <= half else i] = OVERLAP
+    return past, future
+
+
 class TimelineTable(KeyedTable):
     """One row per intent: title, what comes next, and the lane on the time axis."""
+
+    class Zoomed(Message):
+        """The window changed (``+``/``-``): the plan must cover the new ``span``."""
+
+        def __init__(self, span: timedelta) -> None:
+            super().__init__()
+            self.span = span
 
     def __init__(self, *, read_only: bool = False, id: str | None = "timeline") -> None:
         super().__init__(id=id)
         keys.bind(self, keys.TIMELINE_SAFE)
         if not read_only:
             keys.bind(self, keys.TIMELINE_ACTIONS)
-        self.span = timedelta(hours=24)
+        self.span = DEFAULT_SPAN
         self.filter_text = ""
         self.axis_width = 0
         self.label_width = 26
@@ -172,9 +196,7 @@ class TimelineTable(KeyedTable):
 
     def action_zoom(self, delta: int) -> None:
         self.zoom(delta)
-        replan = getattr(self.app, "replan", None)
-        if replan is not None:
-            replan()
+        self.post_message(self.Zoomed(self.span))  # the console plans the new window
         hours = int(self.span.total_seconds() // 3600)
         self.notify(f"Timeline: the last and the next {hours} h", timeout=2)
 

@@ -1,0 +1,182 @@
+"""The console's ``App`` base: stylesheet, app-wide keys, commands, themes, keymap, help.
+
+:class:`ConsoleBase` knows nothing of records or processes; ``GoalsApp``
+(``goalsui.tui.app``) adds the service, the feed and the runtime on top of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import BindingType
+from textual.message import Message
+
+from goalsui.tui import keys
+from goalsui.tui.commands import GoalsCommands
+from goalsui.tui.fmt import Palette
+from goalsui.tui.messages import DeliverMixin, PaletteChanged, deliver
+from goalsui.tui.notices import NoticeMixin
+from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_files
+
+Notes = list[tuple[str, dict[str, Any]]]
+
+
+class ConsoleBase(NoticeMixin, DeliverMixin, App[int]):
+    """Looks and keys: the theme files, the wanted theme, the KB's keymap, ``?``."""
+
+    CSS_PATH = "styles/app.tcss"
+    TITLE = "goalsui"
+    BINDINGS: ClassVar[list[BindingType]] = [*keys.APP]
+    COMMANDS = App.COMMANDS | {GoalsCommands}
+    NOTIFICATION_TIMEOUT = 5
+
+    #: What the feed, the runtime and the screens share; the subclass sets them.
+    service: Any
+    service_ready: bool
+    read_only: bool
+    frozen: bool
+    clock: Callable[[], datetime]
+
+    def __init__(self, *, theme: str | None, ui_settings: dict[str, Any] | None) -> None:
+        super().__init__()
+        self.init_notices()
+        self.want_theme = theme
+        #: theme and keymap until the service is open (``opener`` mode)
+        self._given_settings = ui_settings
+        self.palette = Palette()
+        self._themes: list[str] = []
+        self._themes_deferred = False
+        self._theme_notes: Notes = []
+
+    @property
+    def alive(self) -> bool:
+        """False once the app is closing: late worker results and ticks are dropped.
+
+        ``is_running`` turns False when shutdown starts, before the screens are taken
+        apart (``run_test`` shuts down without ``exit()``; timers fire meanwhile).
+        """
+        return bool(self.screen_stack) and self.is_running and not self.ending
+
+    @property
+    def ending(self) -> bool:
+        """``exit()`` was called: the app is on its way out."""
+        return self._exit
+
+    def broadcast(self, build: Callable[[], Message]) -> None:
+        """Post a message (a new one from ``build()`` for each) to every screen in the stack."""
+        for screen in list(self.screen_stack):
+            screen.post_message(build())
+
+    # -- themes ------------------------------------------------------------------------------
+    def choose_theme(self) -> None:
+        """Register the theme files and set the wanted theme; toasts wait for the mount.
+
+        Before the app runs, so the stylesheet is built once with the theme's colours.
+        """
+        settings = self.ui_settings()
+        wanted = self.want_theme or settings.get("theme") or DEFAULT_THEME
+        if not self.service_ready and wanted == DEFAULT_THEME and not user_theme_files():
+            # The default theme is built in: the files (and YAML) wait for the first frame.
+            self.register_theme(FALLBACK)
+            self._themes = [DEFAULT_THEME]
+            self._themes_deferred = True
+            self.theme = DEFAULT_THEME
+            self.stylesheet.set_variables(self.get_css_variables())
+            return
+        notes = self._register_themes(load_themes())
+        if not isinstance(wanted, str) or wanted not in self.available_themes:
+            notes.append(
+                (f"No theme named {wanted!r}; using {DEFAULT_THEME}", {"severity": "warning"})
+            )
+            wanted = DEFAULT_THEME
+        self._theme_notes = notes
+        self.theme = wanted
+        self.stylesheet.set_variables(self.get_css_variables())
+
+    def load_deferred_themes(self) -> None:
+        """After the first frame: read the theme files the built-in default stood in for."""
+        if self._themes_deferred:
+            self.load_theme_files()
+
+    @work(thread=True, group="startup", exit_on_error=False)
+    def load_theme_files(self) -> None:
+        """The theme files, after the first frame (the default theme was built in)."""
+        deliver(self, self._themes_loaded, load_themes())
+
+    def _themes_loaded(self, loaded: Any) -> None:
+        for message, options in self._register_themes(loaded):
+            self.notify(message, **options)
+
+    def _register_themes(self, loaded: Any) -> Notes:
+        """Register loaded theme files; the toast to show for the files skipped, if any."""
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        self._themes = loaded.names
+        if not loaded.problems:
+            return []
+        options = {"title": "Theme files skipped", "severity": "warning", "timeout": 12}
+        return [("\n".join(loaded.problems), options)]
+
+    def setup_looks(self) -> None:
+        """At mount: the theme toasts, the palette, the KB's keymap."""
+        for message, options in self._theme_notes:
+            self.notify(message, **options)
+        self.palette = Palette.from_theme(self.current_theme)
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        self.setup_keymap()
+
+    def ui_settings(self) -> dict[str, Any]:
+        """The KB's ``goalsui.yaml`` console settings (theme, keymap); {} when unreadable."""
+        if not self.service_ready:
+            return dict(self._given_settings or {})
+        try:
+            settings: dict[str, Any] = self.service.ui_settings()
+            return settings
+        except Exception:  # noqa: BLE001 - settings are optional
+            return {}
+
+    def theme_names(self) -> list[str]:
+        return list(self._themes)
+
+    def set_theme(self, name: str) -> None:
+        self.theme = name
+
+    def _theme_changed(self, theme: Any) -> None:
+        self.palette = Palette.from_theme(theme)
+        if self.alive:
+            self.broadcast(PaletteChanged)
+
+    def action_next_theme(self) -> None:
+        names = self._themes or [DEFAULT_THEME]
+        index = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(index + 1) % len(names)]
+        self.notify(f"Theme: {self.theme}", timeout=2)
+
+    # -- keys ----------------------------------------------------------------------------------
+    def setup_keymap(self) -> None:
+        """Apply ``keymap:`` of goalsui.yaml (again when the file changes)."""
+        keymap, problems = keys.clean_keymap(self.ui_settings().get("keymap"))
+        problems += keys.keymap_conflicts(keymap)
+        if problems:
+            self.notify(
+                "\n".join(problems), title="goalsui.yaml keymap", severity="warning", timeout=10
+            )
+        if keymap:
+            self.set_keymap(keymap)
+
+    def handle_bindings_clash(self, clashed_bindings: set[Any], node: Any) -> None:
+        names = ", ".join(sorted(f"{b.id or b.action} ({b.key})" for b in clashed_bindings))
+        self.notify(f"Keymap: these keys were taken over: {names}", severity="warning", timeout=8)
+
+    def action_help(self) -> None:
+        from goalsui.tui.help_keys import help_groups
+        from goalsui.tui.screens.modals import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        every_pane = self.screen is self.screen_stack[0]  # the main screen: every pane's keys
+        self.push_screen(HelpScreen("Keys", help_groups(self, every_pane=every_pane)))

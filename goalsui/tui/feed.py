@@ -1,0 +1,252 @@
+"""The dashboard feed: reads the records and the plan in workers and posts them.
+
+Every screen in the stack gets a :class:`~goalsui.tui.messages.DashboardReady` for each
+dashboard and a :class:`~goalsui.tui.messages.PlanReady` for each plan; a newer one
+queued behind an older one replaces it (``can_replace``), so a burst costs one repaint.
+
+What triggers a read: a service or scheduler event (any thread, through
+:meth:`DashboardFeed.request_refresh`, coalesced into one read per burst), the poll of
+the records' fingerprint once a second (changes by other processes), ``ctrl+r``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from textual.timer import Timer
+from textual.worker import get_current_worker
+
+from goalsui.tui.idle import StampGate
+from goalsui.tui.messages import DashboardReady, PlanReady, deliver
+from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
+from goalsui.tui.widgets.timeline import DEFAULT_SPAN
+
+if TYPE_CHECKING:
+    from goalsui.tui.base import ConsoleBase
+
+COALESCE_S = 0.03
+PLAN_EVERY_S = 30.0
+PLAN_DEBOUNCE_S = 1.0
+
+
+class DashboardFeed:
+    """Loads dashboards and plans off the UI thread and posts them to the screens."""
+
+    def __init__(self, app: ConsoleBase, *, on_failed: Callable[[], None]) -> None:
+        self.app = app
+        #: called (UI loop) when a read failed: the start-up steps go on regardless
+        self._on_failed = on_failed
+        self.dashboard: Dashboard | None = None
+        self.plan = PlanView()
+        #: the timeline's window: the plan covers [now, now + span]
+        self.span = DEFAULT_SPAN
+        #: plans start once the first records are on screen (see :meth:`start_planning`)
+        self.planning = False
+        self.loading = False
+        self.dirty = False
+        self.refresh_timer: Timer | None = None
+        self._ui_loop: asyncio.AbstractEventLoop | None = None
+        self._token_seen: tuple[Any, ...] | None = None
+        self._last_checked: datetime | None = None  # app clock: fixed in tests
+        self._stamp_gate = StampGate()
+        self._plan_inputs: Any = None
+        self._plan_at = 0.0
+        self._plan_timer: Timer | None = None
+
+    def attach(self) -> None:
+        """On the UI loop (the app's mount): thread-safe refresh requests may come."""
+        self._ui_loop = asyncio.get_running_loop()
+
+    # -- reading the records -----------------------------------------------------------------
+    def on_service_change(self, what: str) -> None:
+        """Service listener: any thread. Schedules one coalesced reload."""
+        self.request_refresh()
+
+    def request_refresh(self, delay: float = COALESCE_S) -> None:
+        """Thread-safe: reload the dashboard soon (bursts become one reload)."""
+        loop = self._ui_loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self.schedule(delay)
+        else:
+            deliver(self.app, self.schedule, delay)
+
+    def schedule(self, delay: float = COALESCE_S) -> None:
+        """On the UI loop: read the records after ``delay`` (once, however often asked)."""
+        if self.refresh_timer is None:
+            self.refresh_timer = self.app.set_timer(max(delay, 0.001), self._refresh_due)
+
+    def refresh_now(self) -> None:
+        """``ctrl+r``: read the records and plan again at once."""
+        self._plan_at = 0.0
+        self.schedule(0)
+
+    def _refresh_due(self) -> None:
+        self.refresh_timer = None
+        if self.loading:
+            self.dirty = True
+            return
+        self.loading = True
+        self.app.run_worker(
+            self._read, name="load_dashboard", group="dashboard", thread=True, exit_on_error=False
+        )
+
+    def _read(self) -> None:
+        """Worker thread: one dashboard."""
+        try:
+            dash = load_dashboard(self.app.service, self.app.clock())
+        except Exception as exc:  # noqa: BLE001 - shown as a toast, never a crash
+            deliver(self.app, self._read_failed, exc)
+            return
+        deliver(self.app, self._loaded, dash)
+
+    def _read_failed(self, exc: Exception) -> None:
+        self.loading = False
+        self.app.notify(
+            f"Refresh failed: {' '.join(str(exc).split())[:200]}", severity="error", timeout=8
+        )
+        self._on_failed()
+
+    def _loaded(self, dash: Dashboard) -> None:
+        self.loading = False
+        if not self.app.alive:
+            return
+        self._token_seen = dash.token
+        self._last_checked = self.app.clock()
+        self.dashboard = dash
+        self.app.broadcast(lambda: DashboardReady(dash))
+        if self.planning:
+            self._maybe_plan(dash)
+        if self.dirty:
+            self.dirty = False
+            self.schedule()
+
+    def show_preview(self, dash: Dashboard) -> None:
+        """The KB preview (opener mode): shown like records until the records come."""
+        self.dashboard = dash
+        self.app.broadcast(lambda: DashboardReady(dash))
+
+    # -- the once-a-second look at the records ------------------------------------------------
+    def poll(self) -> None:
+        """Has anyone (another process included) changed the records?
+
+        A SQLite file and its WAL that have not changed since the last look (two
+        ``stat`` calls) mean nothing changed: no query, no worker, at most every
+        ``TOKEN_EVERY_S`` the records' fingerprint is read anyway.
+        """
+        if not self.app.service_ready:
+            return
+        if self._stamp_gate.unchanged(self.app.service.change_stamp):
+            self._last_checked = self.app.clock()
+            return
+        self.app.run_worker(
+            self._read_token,
+            name="read_token",
+            group="poll",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _read_token(self) -> None:
+        """Worker thread: the records' fingerprint."""
+        try:
+            token = self.app.service.change_token()
+        except Exception:  # noqa: BLE001 - a busy database: try again next second
+            return
+        deliver(self.app, self._token_polled, token)
+
+    def _token_polled(self, token: tuple[Any, ...]) -> None:
+        if token != self._token_seen:
+            self.schedule(0)
+        else:
+            self._last_checked = self.app.clock()
+
+    def refresh_age(self) -> float | None:
+        """Seconds since the records were last known to be current (None: not yet)."""
+        if self._last_checked is None:
+            return None
+        return max(0.0, (self.app.clock() - self._last_checked).total_seconds())
+
+    # -- the plan -----------------------------------------------------------------------------
+    def start_planning(self) -> None:
+        """The first records are on screen: plan now, and after each change from now on."""
+        self.planning = True
+        if self.dashboard is not None and not self.dashboard.preview:
+            self._maybe_plan(self.dashboard)
+
+    def replan(self, span: timedelta | None = None) -> None:
+        """Plan again at once (the timeline's window changed to ``span``)."""
+        if span is not None:
+            self.span = span
+        self._plan_inputs = None
+        if self.dashboard is not None and self.planning:
+            self._maybe_plan(self.dashboard)
+
+    def _maybe_plan(self, dash: Dashboard) -> None:
+        """Re-plan when what decides the plan changes (not on every fire), else twice a minute.
+
+        The first plan runs at once; later ones wait for a quiet second, so a burst of
+        operator actions or runs costs one plan (it is the heaviest read of the console).
+        """
+        inputs = (
+            tuple(
+                sorted(
+                    (i.id, i.status, i.kind, i.schedule, i.timezone) for i in dash.intents.values()
+                )
+            ),
+            len(dash.running),
+        )
+        now = time.monotonic()
+        if inputs == self._plan_inputs and now - self._plan_at <= PLAN_EVERY_S:
+            return
+        first = self._plan_inputs is None
+        self._plan_inputs = inputs
+        self._plan_at = now
+        if self._plan_timer is not None:
+            self._plan_timer.stop()
+            self._plan_timer = None
+        if first:
+            self._load_plan()
+        else:
+            self._plan_timer = self.app.set_timer(PLAN_DEBOUNCE_S, self._plan_due)
+
+    def _plan_due(self) -> None:
+        self._plan_timer = None
+        if self.app.alive:
+            self._load_plan()
+
+    def _load_plan(self) -> None:
+        span = self.span
+        self.app.run_worker(
+            lambda: self._read_plan(span),
+            name="load_plan",
+            group="plan",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _read_plan(self, span: timedelta) -> None:
+        """Worker thread: the plan of the next ``span``."""
+        now = self.app.clock()
+        try:
+            plan = load_plan(self.app.service, now, now + span)
+        except Exception as exc:  # noqa: BLE001 - the timeline keeps its last plan
+            plan = PlanView(warnings=[f"plan failed: {exc}"], source="error")
+        if not get_current_worker().is_cancelled:
+            deliver(self.app, self._plan_loaded, plan)
+
+    def _plan_loaded(self, plan: PlanView) -> None:
+        self.plan = plan
+        if self.app.alive:
+            self.app.broadcast(lambda: PlanReady(plan))

@@ -1,0 +1,360 @@
+"""What the console runs besides its screens: the scheduler, the hooks listener and the
+KB watcher, with their start (after the first records are painted) and their stop.
+
+Their news reaches the screens as messages or through the feed: scheduler events and
+KB syncs ask the feed to reload, a watcher batch is posted as ``WatcherBatch``, problems
+and failed runs become notifications.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from goalsui.domain.untrusted import escape_markup, plain
+from goalsui.errors import GoalsuiError
+from goalsui.tui import keys
+from goalsui.tui.messages import WatcherBatch, deliver
+
+if TYPE_CHECKING:
+    from goalsui.service import Problem
+    from goalsui.tui.base import ConsoleBase
+    from goalsui.tui.feed import DashboardFeed
+    from goalsui.tui.model import Dashboard
+
+STOP_GRACE_S = 20.0
+
+
+class ConsoleRuntime:
+    """Starts, reports on and stops the console's scheduler, hooks listener and watcher."""
+
+    def __init__(
+        self,
+        app: ConsoleBase,
+        feed: DashboardFeed,
+        *,
+        scheduler: bool,
+        force_scheduler: bool,
+        watch: bool,
+        sync_on_start: bool,
+        hooks: tuple[str, int] | None,
+    ) -> None:
+        self.app = app
+        self.feed = feed
+        self.want_scheduler = scheduler
+        #: start a scheduler even when a daemon serves the KB (``--scheduler``)
+        self.force_scheduler = force_scheduler
+        self.want_watch = watch
+        self.sync_on_start = sync_on_start
+        self.hooks = hooks
+        self.scheduler: Any = None
+        self.hooks_listener: Any = None
+        self.watcher: Any = None
+        self.notifier: Any = None
+        #: the last result or alert (``J`` goes to its thread or goal)
+        self.last_notice: Any = None
+        self._note = "off (watching)" if not scheduler else "starting"
+        self._failed_burst: list[Any] = []
+        self._known_problems: set[tuple[str, int | None, str]] = set()
+        self._unsubscribe: list[Callable[[], Any]] = []
+
+    def service_opened(self) -> list[Callable[[], None]]:
+        """The service is open: start the hooks listener; what starts after the first paint.
+
+        Paint first; what competes for the CPU (setting up the KB watch, re-reading the
+        KB, the scheduler) starts once the first records are on screen. The watch
+        starts before the re-read, so no edit falls between the two.
+        """
+        later: list[Callable[[], None]] = []
+        if self.want_watch:
+            later.append(self.start_watch)
+        if self.sync_on_start:
+            self._note = "waiting for the KB read" if self.want_scheduler else self._note
+            later.append(self.initial_sync)
+        elif self.want_scheduler:
+            later.append(self.start_scheduler)
+        if self.hooks is not None:
+            self.app.run_worker(self._start_hooks(), group="hooks", exit_on_error=False)
+        return later
+
+    # -- the scheduler -----------------------------------------------------------------------
+    @property
+    def scheduler_state(self) -> str:
+        if self.scheduler is not None:
+            return str(self.scheduler.status_text)
+        return self._note
+
+    def live_runs(self) -> int:
+        """Runs started by this console's scheduler that are still going."""
+        if self.scheduler is None:
+            return 0
+        return len(self.scheduler.running)
+
+    def start_scheduler(self) -> None:
+        self.app.run_worker(self._scheduler_start(), group="scheduler", exit_on_error=False)
+
+    async def _scheduler_start(self) -> None:
+        if not self.force_scheduler:
+            from goalsui.tui.scheduler_guard import serving_note
+
+            serving = await asyncio.to_thread(serving_note, self.app.service)
+            if serving is not None:  # one scheduler per KB: watch the daemon's work
+                self._note = f"{serving} (watching)"
+                self.feed.request_refresh(0)
+                return
+        try:
+            from goalsui.scheduler.loop import Scheduler
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("goalsui.scheduler", "goalsui.scheduler.loop"):
+                raise
+            self._note = "not available"
+            return
+        except Exception as exc:  # noqa: BLE001 - a broken install: say so, keep watching
+            self._note = f"error: {' '.join(str(exc).split())[:60]}"
+            self.app.notify(f"The scheduler cannot be loaded: {exc}", severity="error", timeout=15)
+            return
+        scheduler = Scheduler(self.app.service)
+        self._unsubscribe.append(scheduler.subscribe(self._on_scheduler_event))
+        self._attach_notices(scheduler)
+        self.scheduler = scheduler
+        try:
+            await scheduler.start()
+        except Exception as exc:  # noqa: BLE001 - the console keeps watching
+            self.scheduler = None
+            self._note = f"error: {' '.join(str(exc).split())[:60]}"
+            self.app.notify(f"The scheduler did not start: {exc}", severity="error", timeout=15)
+        self.feed.request_refresh(0)
+
+    async def stop_scheduler(self) -> None:
+        scheduler = self.scheduler
+        if scheduler is None or scheduler.state == "stopped":
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(scheduler.stop(), STOP_GRACE_S)
+        self._note = "stopped"
+        self.scheduler = None
+
+    def _on_scheduler_event(self, event: Any) -> None:
+        """``SchedulerEvent``s (on this loop): refresh now; alerts and failures toast."""
+        kind = getattr(event, "kind", "")
+        if kind == "error":  # alerts and results toast as notices (see _show_notice)
+            self.app.notify(
+                plain(getattr(event, "message", ""), limit=300),
+                title="Scheduler",
+                severity="warning",
+                timeout=8,
+            )
+        elif kind == "run-finished" and getattr(event, "status", None) in (
+            "failed",
+            "timeout",
+            "interrupted",
+        ):
+            self._failed_burst.append(event)
+            if len(self._failed_burst) == 1:
+                self.app.set_timer(1.0, self._toast_failures)
+        self.feed.request_refresh()
+
+    def _toast_failures(self) -> None:
+        """A burst of failed runs becomes one toast."""
+        burst, self._failed_burst = self._failed_burst, []
+        if not burst:
+            return
+        if len(burst) == 1:
+            event = burst[0]
+            what = plain(getattr(event, "title", "") or f"intent {event.intent_id}", limit=80)
+            reason = plain(getattr(event, "message", ""), limit=240)
+            self.app.notify(
+                reason or f"{what}: {event.status}",
+                title=f"Run {event.status}",
+                severity="warning",
+                timeout=6,
+            )
+        else:
+            self.app.notify(
+                f"{len(burst)} runs failed; F shows the failures", severity="warning", timeout=6
+            )
+
+    def _attach_notices(self, scheduler: Any) -> None:
+        from goalsui.scheduler.notices import Notifier
+
+        self.notifier = Notifier(self.app.service, self._show_notice)
+        self._unsubscribe.append(self.notifier.attach(scheduler))
+
+    def _show_notice(self, notice: Any) -> None:
+        """A result or an alert: a toast naming the thread or goal; J jumps there."""
+        self.last_notice = notice
+        alert = notice.kind == "alert"
+        jump = f"\n{keys.JUMP.key_display or keys.JUMP.key}: go there" if notice.target else ""
+        self.app.notify(
+            escape_markup(f"{notice.where}: {notice.text}", limit=400) + jump,
+            title="Alert" if alert else "Result",
+            severity="error" if alert else "information",
+            timeout=15 if alert else 8,
+        )
+
+    # -- the hooks listener ------------------------------------------------------------------
+    async def _start_hooks(self) -> None:
+        if self.hooks is None:
+            return
+        try:
+            from goalsui.hooks.server import start_listener
+        except ImportError:
+            self.app.notify("Event hooks are not available in this build", severity="warning")
+            return
+        host, port = self.hooks
+        try:
+            self.hooks_listener = await start_listener(self.app.service, host, port)
+        except GoalsuiError as exc:
+            self.app.notify(str(exc), title="Event hooks", severity="error", timeout=15)
+            return
+        self.app.notify(
+            f"Listening for event hooks on {self.hooks_listener.url}/hooks/<source>", timeout=6
+        )
+
+    # -- the KB: initial re-read, watcher, syncs ------------------------------------------------
+    def initial_sync(self) -> None:
+        """Re-read the KB behind the first paint (from the last index), then start."""
+        self.app.run_worker(
+            self._initial_sync, name="initial_sync", group="sync", thread=True, exit_on_error=False
+        )
+
+    def _initial_sync(self) -> None:
+        """Worker thread: the whole KB into the index."""
+        try:
+            problems = self.app.service.refresh_kb()
+        except Exception as exc:  # noqa: BLE001
+            deliver(
+                self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=10
+            )
+            problems = []
+        deliver(self.app, self._after_initial_sync, problems)
+
+    def _after_initial_sync(self, problems: list[Problem]) -> None:
+        if not self.app.alive:
+            return
+        self._report_problems(problems, initial=True)
+        self.feed.request_refresh(0)
+        if self.want_scheduler:
+            self.start_scheduler()
+
+    def start_watch(self) -> None:
+        self.app.run_worker(self._watch_kb(), group="watch", exclusive=True, exit_on_error=False)
+
+    async def _watch_kb(self) -> None:
+        from goalsui.kb.watcher import KBWatcher
+
+        self.watcher = KBWatcher(self.app.service.kb_root)
+        async for batch in self.watcher.batches():
+            self._kb_batch(batch)
+
+    def watcher_status(self) -> str:
+        if not self.want_watch:
+            return "off"
+        return self.watcher.status if self.watcher is not None else "starting"
+
+    def _kb_batch(self, batch: Any) -> None:
+        if not self.app.alive:
+            return
+        if batch.config_changed:
+            self.app.setup_keymap()
+            self.sync_goals([], config=True)
+        if batch.goals_to_sync:
+            self.sync_goals(sorted(batch.goals_to_sync))
+        self.app.broadcast(lambda: WatcherBatch(batch))
+
+    def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
+        """Index the goals' changed files (a worker); toast new problems, forget fixed ones."""
+        self.app.run_worker(
+            lambda: self._sync(goal_ids, config),
+            name="sync_goals",
+            group="sync",
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def _sync(self, goal_ids: list[str], config: bool) -> None:
+        """Worker thread: the goals' files into the index."""
+        try:
+            problems = self.app.service.sync_kb(goal_ids) if goal_ids or config else []
+        except Exception as exc:  # noqa: BLE001 - a vanished file mid-sync: try on the next event
+            deliver(
+                self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=8
+            )
+            return
+        deliver(self.app, self._report_problems, problems, scope=set(goal_ids), config=config)
+
+    def report_goal_errors(self, dash: Dashboard | None) -> None:
+        """The first records are on screen: one toast for the goals with KB errors."""
+        errors = [g for g in dash.goals if g.error] if dash else []
+        if errors:
+            first = errors[0]
+            more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
+            self.app.notify(
+                f"{first.error}{more}\nThe last good version keeps running.",
+                title="KB error",
+                severity="error",
+                timeout=12,
+            )
+
+    def _report_problems(
+        self,
+        problems: list[Problem],
+        *,
+        initial: bool = False,
+        scope: set[str] | None = None,
+        config: bool = False,
+    ) -> None:
+        """Toast new problems (file, line, reason); forget fixed ones."""
+        found = {(p.path, p.line, p.message) for p in problems}
+        if scope is not None and not initial:
+
+            def in_scope(key: tuple[str, int | None, str]) -> bool:
+                head = key[0].split("/", 1)[0]
+                return head in scope or (config and key[0].endswith("goalsui.yaml"))
+
+            stale = {k for k in self._known_problems if in_scope(k)}
+            fixed = stale - found
+            self._known_problems -= fixed
+            if fixed and not found:
+                self.app.notify(
+                    "KB files fixed: " + ", ".join(sorted({k[0] for k in fixed})), timeout=4
+                )
+        new = found - self._known_problems
+        self._known_problems |= found
+        for path, line, message in sorted(new, key=lambda k: (k[0], k[1] or 0)):
+            where = f"{path}:{line}" if line else path
+            self.app.notify(
+                f"{where}: {message}\nThe last good version keeps running.",
+                title="KB error",
+                severity="error",
+                timeout=12,
+            )
+        self.feed.request_refresh(0)
+
+    # -- stopping ------------------------------------------------------------------------------
+    def subscribe(self, unsubscribe: Callable[[], Any]) -> None:
+        """Call ``unsubscribe`` when the console closes."""
+        self._unsubscribe.append(unsubscribe)
+
+    async def _close_hooks(self) -> None:
+        if self.hooks_listener is not None:
+            with contextlib.suppress(Exception):
+                await self.hooks_listener.close()
+
+    async def stop(self, *, hooks: bool = False) -> None:
+        """Quitting: no more KB events; the scheduler stops its runs and records them."""
+        if self.watcher is not None:
+            self.watcher.stop()
+        if hooks:
+            await self._close_hooks()
+        await self.stop_scheduler()
+
+    async def close(self) -> None:
+        """The app unmounts: the listener, the scheduler, every subscription."""
+        await self._close_hooks()
+        await self.stop_scheduler()
+        for unsubscribe in self._unsubscribe:
+            with contextlib.suppress(Exception):
+                unsubscribe()

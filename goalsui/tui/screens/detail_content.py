@@ -1,0 +1,243 @@
+"""What the detail pane shows for a selection: its tabs, and each tab's text.
+
+Pure functions over the dashboard and the service, no widgets: the main screen picks
+the tabs on the UI thread (:func:`detail_tabs`) and reads a tab's text in a worker
+(:func:`read_tab`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
+from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
+from goalsui.tui.model import Dashboard
+from goalsui.tui.selection import Selection, SelectionKind
+from goalsui.tui.widgets.detail import DetailTab
+from goalsui.tui.widgets.failed_pane import run_error
+
+#: how much of a run's output the detail pane reads (the tail)
+DETAIL_TAIL_BYTES = 64 * 1024
+
+WELCOME = """Select a goal, worker, intent, run or todo to see its files here.
+
+Keys: tab / 1-5 move between panes · / filter · ? help · ctrl+p every command.
+On a worker or intent: p pause/resume/reinstate · r run now · x stop the running run
+X end the schedule · R retry · e edit · o output.
+"""
+
+Tabs = tuple[str, list[DetailTab]]
+
+
+def detail_tabs(dash: Dashboard | None, sel: Selection) -> Tabs:
+    """The detail pane's title and tabs for ``sel`` (the welcome text for nothing)."""
+    kind = sel.kind
+    if kind == SelectionKind.GOAL:
+        tabs = _goal_tabs(dash, sel)
+    elif kind in (SelectionKind.INBOX, SelectionKind.OUTBOX, SelectionKind.GOAL_LOG):
+        tabs = _box_tabs(sel)
+    elif kind == SelectionKind.RUNS:
+        tabs = _runs_tabs(dash, sel)
+    elif kind in (SelectionKind.WORKER, SelectionKind.INTENT, SelectionKind.RUN):
+        tabs = _schedule_tabs(dash, sel)
+    elif kind in (SelectionKind.THREAD, SelectionKind.TODO):
+        tabs = _thread_tabs(dash, sel)
+    else:
+        tabs = None
+    return tabs or ("", [DetailTab("help", text=WELCOME)])
+
+
+def _goal_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
+    goal = _goal(dash, sel.goal_id)
+    if goal is None:
+        return None
+    tabs: list[DetailTab] = []
+    if goal.error:
+        tabs.append(DetailTab("⚠ KB error", text=problems_text(goal.error)))
+    tabs += [
+        DetailTab("protocol.md", goal.goal_id, "protocol.md"),
+        DetailTab("state.yaml", goal.goal_id, "state.yaml"),
+        DetailTab("definition.yaml", goal.goal_id, "definition.yaml"),
+    ]
+    return f"goal {goal.goal_id} · {goal.path}", tabs
+
+
+def _box_tabs(sel: Selection) -> Tabs | None:
+    """A worker's inbox or outbox folder, or the goal's log."""
+    if sel.kind == SelectionKind.GOAL_LOG:
+        return (
+            (f"{sel.goal_id}/log", [DetailTab("log", sel.goal_id, "log")]) if sel.goal_id else None
+        )
+    if not (sel.goal_id and sel.worker):
+        return None
+    rel = f"workers/{sel.worker}/{sel.kind}"
+    return f"{sel.goal_id}/{rel}", [DetailTab(sel.kind, sel.goal_id, rel)]
+
+
+def _runs_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
+    if dash is None:
+        return None
+    runs = list(reversed(dash.recent.get(sel.intent_id or -1, [])))[:6]
+    tabs = [
+        DetailTab(f"run {run.id} {RUN_GLYPH.get(run.status, '?')}", run_id=run.id) for run in runs
+    ]
+    if not tabs:
+        tabs.append(DetailTab("runs", text="No runs in the last 24 h."))
+    return f"runs of {sel.goal_id}/{sel.worker}", tabs
+
+
+def _schedule_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
+    """A worker, an intent or a run: output, files or instruction, the last output."""
+    intent = dash.intents.get(sel.intent_id) if dash and sel.intent_id else None
+    if not (sel.worker or intent is not None or sel.run_id):
+        return None
+    title = ""
+    tabs: list[DetailTab] = []
+    if sel.kind == SelectionKind.RUN and sel.run_id:
+        tabs.append(DetailTab(f"run {sel.run_id} output", run_id=sel.run_id))
+    if intent is not None and intent.status == "failed":
+        tabs.append(
+            DetailTab(
+                "⚠ disabled",
+                text=f"Auto-disabled after repeated failures.\n\nLast error:\n{intent.last_error or '-'}",
+            )
+        )
+    if sel.goal_id and sel.worker:
+        title = f"worker {sel.goal_id}/{sel.worker}"
+        tabs.append(DetailTab("prompt.md", sel.goal_id, f"workers/{sel.worker}/prompt.md"))
+        tabs.append(
+            DetailTab("definition.yaml", sel.goal_id, f"workers/{sel.worker}/definition.yaml")
+        )
+    elif intent is not None:
+        title = f"intent {intent.id} · {intent.title}"
+        tabs.append(DetailTab("instruction", text=intent_text(intent)))
+        if intent.checklist:
+            tabs.append(DetailTab("checklist", text=intent.checklist))
+    if sel.kind != SelectionKind.RUN and sel.run_id:
+        live = dash is not None and sel.intent_id in dash.running
+        tabs.append(DetailTab("▶ live output" if live else "last output", run_id=sel.run_id))
+    return title or f"run {sel.run_id}", tabs
+
+
+def _thread_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
+    if not sel.thread_id:
+        return None
+    thread = next((t for t in dash.threads if t.thread.id == sel.thread_id), None) if dash else None
+    title = (
+        f"thread {sel.thread_id} · {thread.thread.title}" if thread else f"thread {sel.thread_id}"
+    )
+    return title, [DetailTab("checklist and messages", thread_id=sel.thread_id)]
+
+
+def _goal(dash: Dashboard | None, goal_id: str | None) -> Any:
+    if dash is None or not goal_id:
+        return None
+    return next((g for g in dash.goals if g.goal_id == goal_id), None)
+
+
+# -- a tab's text (blocking: in a worker) ---------------------------------------------------------
+def read_tab(service: Any, tab: DetailTab, now: datetime) -> tuple[str, bool]:
+    """A tab's text, and whether to follow it (a run's output grows at the end)."""
+    try:
+        if tab.run_id is not None:
+            run = service.get_run(tab.run_id)
+            body = service.run_output(tab.run_id, tail_bytes=DETAIL_TAIL_BYTES)
+            empty = "(no output yet)" if run.status == "running" else "(no output)"
+            return run_header(run, now) + (body or empty), True
+        if tab.thread_id is not None:
+            return thread_text(service, tab.thread_id), False
+        if tab.text is not None:
+            return tab.text, False
+        if tab.goal_id is not None and tab.rel is not None:
+            return read_kb(service, tab.goal_id, tab.rel), False
+        return "", False
+    except GoalsuiError as exc:
+        return f"(cannot show this: {exc})", False
+
+
+def problems_text(error: str) -> str:
+    lines = [p.strip() for p in error.split("; ") if p.strip()]
+    return (
+        "This goal has files that fail validation. The last good version keeps running;\n"
+        "fix the file and it is picked up at once.\n\n" + "\n".join(f"• {line}" for line in lines)
+    )
+
+
+def intent_text(intent: Any) -> str:
+    from goalsui.tui.fmt import describe_schedule
+
+    lines = [
+        f"{intent.title}",
+        f"kind {intent.kind} · {describe_schedule(intent.kind, intent.schedule, intent.timezone)} · status {intent.status}",
+        f"fires {intent.fires}" + (f" of {intent.max_fires}" if intent.max_fires else ""),
+    ]
+    if intent.event_source:
+        lines.append(f"event source {intent.event_source} filter {intent.event_filter or {}}")
+    if intent.last_error:
+        lines.append(f"last error: {intent.last_error}")
+    lines += ["", intent.instruction or "(no instruction)"]
+    return "\n".join(lines)
+
+
+def run_header(run: Any, now: datetime) -> str:
+    parts = [
+        f"run {run.id} · {run.status} · trigger {run.trigger} · started {clock_time(run.started_at, now)}"
+    ]
+    if run.finished_at:
+        parts.append(f"took {duration(run.started_at, run.finished_at)}")
+    if run.exit_code is not None:
+        parts.append(f"exit {run.exit_code}")
+    header = " · ".join(parts)
+    error = (
+        run_error(run)
+        if run.status in ("failed", "timeout", "interrupted", "missed", "skipped")
+        else ""
+    )
+    if error:
+        header += f"\nreason: {error}"
+    return header + "\n" + "─" * 40 + "\n"
+
+
+def read_kb(service: Any, goal_id: str, rel: str) -> str:
+    """A file's text; for a folder, its listing (newest first) and the newest file."""
+    path = service.kb_path(goal_id, rel)
+    if not path.is_dir():
+        text: str = service.kb_read(goal_id, rel)
+        return text
+    entries = [
+        e for e in service.kb_list(goal_id, rel) if not e["dir"] and not e["name"].startswith(".")
+    ]
+    entries.sort(key=lambda e: (e["modified"], e["name"]), reverse=True)
+    if not entries:
+        return f"{goal_id}/{rel} is empty."
+    lines = [f"{len(entries)} file{'s' if len(entries) != 1 else ''}, newest first:"]
+    for e in entries[:20]:
+        lines.append(
+            f"  {e['modified'].astimezone():%Y-%m-%d %H:%M:%S}  {e['size']:>7}  {e['name']}"
+        )
+    newest = entries[0]
+    lines += ["", f"── {newest['name']} " + "─" * 20]
+    try:
+        lines.append(service.kb_read(goal_id, newest["path"]))
+    except GoalsuiError as exc:
+        lines.append(f"(cannot read: {exc})")
+    return "\n".join(lines)
+
+
+def thread_text(service: Any, thread_id: int) -> str:
+    thread = service.get_thread(thread_id)
+    todos = service.list_todos(thread_id)
+    messages = service.messages(thread_id, limit=30)
+    lines = [f"{thread.title}{'  (private)' if thread.private else ''}", ""]
+    for todo in todos:
+        lines.append(f"  [{'x' if todo.done else ' '}] {todo.text}")
+    lines += ["", f"── last {len(messages)} messages (T: all threads) " + "─" * 10]
+    for m in messages:
+        lines.append(f"{m.role} · {m.created_at.astimezone():%Y-%m-%d %H:%M}")
+        if m.provenance:
+            lines.append(f"↩ {m.provenance}")
+        lines.append(plain(m.content).rstrip())
+        lines.append("")
+    return "\n".join(lines)

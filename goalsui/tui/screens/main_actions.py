@@ -1,0 +1,335 @@
+"""The main screen's operator actions on the selection: pause, run now, stop, end,
+retry, dismiss, edit, todos, output, copy. Each goes through the app to the service in
+a worker; which ones apply is asked of the domain's transition table
+(:mod:`goalsui.domain.transitions`), so a key that shows is a key that works.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import SuspendNotSupported
+
+from goalsui.domain.transitions import Action, intent_actions, intent_allows, run_allows
+from goalsui.errors import GoalsuiError
+from goalsui.tui.screens.main_panes import PanesScreen
+from goalsui.tui.selection import SelectionKind
+
+#: Actions that need the service (and the records): off until the records are loaded.
+NEEDS_RECORDS = frozenset(
+    {
+        "pause",
+        "run_now",
+        "stop_run",
+        "end_schedule",
+        "retry",
+        "dismiss",
+        "edit",
+        "add_todo",
+        "toggle_todo",
+        "open_output",
+    }
+)
+#: Run statuses that make a retry worth offering (the last run did not succeed).
+FAILING = ("failed", "timeout", "interrupted", "missed")
+
+
+def pause_pending(intent: Any) -> bool:
+    """A pause was asked while the intent fires (it pauses after its run)."""
+    return intent.status == "firing" and intent.pending_trigger in ("pause", "pause+stop")
+
+
+class ActionsPart(PanesScreen):
+    """``check_action`` and the ``action_*`` methods the pane bindings name."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in NEEDS_RECORDS and not self.gapp.service_ready:
+            return False
+        check = self._checks().get(action)
+        return True if check is None else check()
+
+    def _checks(self) -> dict[str, Callable[[], bool]]:
+        sel = self.selection
+        return {
+            "pause": self._can_pause,
+            "run_now": self._can_run_now,
+            "stop_run": lambda: self._running_run() is not None,
+            "end_schedule": lambda: self._intent_allows(Action.END_SCHEDULE),
+            "retry": self._can_retry,
+            "dismiss": lambda: sel.kind == SelectionKind.RUN and sel.run_id is not None,
+            "edit": lambda: self._edit_target() is not None,
+            "add_todo": lambda: (
+                sel.kind in (SelectionKind.THREAD, SelectionKind.TODO) and sel.thread_id is not None
+            ),
+            "toggle_todo": lambda: sel.kind == SelectionKind.TODO,
+            "open_output": self._can_open_output,
+        }
+
+    def _intent_allows(self, action: Action) -> bool:
+        """The selected intent (not a goal) allows ``action`` in its state."""
+        intent = self.intent()
+        if self.selection.kind == SelectionKind.GOAL or intent is None:
+            return False
+        return intent_allows(intent.status, action)
+
+    def _can_pause(self) -> bool:
+        if self.selection.kind == SelectionKind.GOAL:
+            return self.goal() is not None
+        intent = self.intent()
+        return intent is not None and bool(
+            intent_actions(intent.status, pause_pending=pause_pending(intent))
+            & {Action.PAUSE, Action.RESUME, Action.REINSTATE}
+        )
+
+    def _can_run_now(self) -> bool:
+        if self.selection.kind == SelectionKind.GOAL:
+            goal = self.goal()
+            return goal is not None and any(w.status == "active" for w in goal.workers)
+        intent = self.intent()
+        return intent is not None and intent_allows(intent.status, Action.RUN_NOW)
+
+    def _can_retry(self) -> bool:
+        if not self._intent_allows(Action.RETRY):
+            return False
+        intent = self.intent()
+        last = self.dash.last_run(intent.id) if self.dash else None
+        failing = last is not None and last.status in FAILING
+        return intent.status == "failed" or intent.consecutive_failures > 0 or failing
+
+    def _can_open_output(self) -> bool:
+        tab = self.detail.current if self.is_mounted else None
+        return self.selection.run_id is not None or bool(tab and tab.run_id)
+
+    def _running_run(self) -> Any:
+        """The selected intent's run while it runs (what ``x`` stops), else None."""
+        intent = self.intent()
+        if intent is None or self.dash is None or self.selection.kind == SelectionKind.GOAL:
+            return None
+        run = self.dash.running.get(intent.id)
+        return run if run is not None and run_allows(run.status, Action.STOP_RUN) else None
+
+    def _edit_target(self) -> tuple[str, str] | None:
+        tab = self.detail.current
+        if (
+            tab is not None
+            and tab.editable
+            and tab.rel
+            and not tab.rel.endswith(("inbox", "outbox", "log"))
+        ):
+            return tab.goal_id, tab.rel  # type: ignore[return-value]  # an editable tab has a goal
+        sel = self.selection
+        if sel.kind == SelectionKind.GOAL and sel.goal_id:
+            return sel.goal_id, "protocol.md"
+        if sel.goal_id and sel.worker:
+            return sel.goal_id, f"workers/{sel.worker}/prompt.md"
+        return None
+
+    # -- the actions -----------------------------------------------------------------------------
+    def action_pause(self) -> None:
+        app = self.gapp
+        if self.selection.kind == SelectionKind.GOAL:
+            goal = self.goal()
+            if goal is None:
+                return
+            if goal.status == "paused":
+                app.act(f"Resumed goal {goal.name}", app.service.resume_goal, goal.goal_id)
+            else:
+                app.act(f"Paused goal {goal.name}", app.service.pause_goal, goal.goal_id)
+            return
+        intent = self.intent()
+        if intent is None:
+            return
+        if intent.status == "cancelled":
+            app.act(f"Reinstated {intent.title}", app.service.resume_intent, intent.id)
+            return
+        resume = intent.status in ("paused", "failed") or pause_pending(intent)
+        if resume:
+            app.act(f"Resumed {intent.title}", app.service.resume_intent, intent.id)
+        else:
+            app.act(f"Paused {intent.title}", app.service.pause_intent, intent.id)
+
+    def action_run_now(self) -> None:
+        app = self.gapp
+        if self.selection.kind != SelectionKind.GOAL:
+            intent = self.intent()
+            if intent is not None:
+                app.act(f"Run now: {intent.title}", app.service.run_intent_now, intent.id)
+            return
+        goal = self.goal()
+        if goal is None:
+            return
+        ids = [w.intent_id for w in goal.workers if w.status == "active" and w.intent_id]
+
+        def run_all() -> None:
+            for intent_id in ids:
+                app.service.run_intent_now(intent_id)
+
+        what = f"{len(ids)} worker{'s' if len(ids) != 1 else ''} of {goal.name}"
+        self._confirm(
+            f"Run all {what} now?",
+            "Each active worker of the goal fires once, now; their schedules stay.",
+            ("Run them", "Cancel"),
+            lambda: app.act(f"Run now: {what}", run_all),
+        )
+
+    def action_stop_run(self) -> None:
+        intent, run = self.intent(), self._running_run()
+        if intent is None or run is None:
+            return
+        app = self.gapp
+        self._confirm(
+            f"Stop run {run.id} of '{intent.title}'?",
+            f"Run {run.id} is stopped (SIGTERM, then SIGKILL) and recorded cancelled. "
+            "The schedule goes on: the next run fires as planned.",
+            ("Stop it", "Keep it running"),
+            lambda: app.act(
+                f"Stopping run {run.id} of {intent.title}", app.service.stop_run, run.id
+            ),
+        )
+
+    def action_end_schedule(self) -> None:
+        intent = self.intent()
+        if intent is None:
+            return
+        app = self.gapp
+        live = self.dash is not None and intent.id in self.dash.running
+        detail = "It will not fire again until it is reinstated (p here, or goalsui intent resume)."
+        if live:
+            detail = "Its running process is stopped (SIGTERM, then SIGKILL). " + detail
+        self._confirm(
+            f"End the schedule of '{intent.title}'?",
+            detail,
+            ("End it", "Keep it"),
+            lambda: app.act(
+                f"Ended the schedule of {intent.title}", app.service.cancel_intent, intent.id
+            ),
+        )
+
+    def _confirm(
+        self, question: str, detail: str, answers: tuple[str, str], then: Callable[[], None]
+    ) -> None:
+        """Ask first; ``then()`` on yes."""
+        from goalsui.tui.screens.modals import ConfirmScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        yes, no = answers
+        self.app.push_screen(ConfirmScreen(question, detail, yes=yes, no=no), answered)
+
+    def action_retry(self) -> None:
+        intent = self.intent()
+        if intent is not None:
+            self.gapp.act(f"Retrying {intent.title}", self.gapp.service.retry_intent, intent.id)
+
+    def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
+        if self.selection.run_id is not None:
+            self.gapp.act(
+                f"Dismissed run {self.selection.run_id}",
+                self.gapp.service.dismiss_run,
+                self.selection.run_id,
+            )
+
+    def action_edit(self) -> None:
+        target = self._edit_target()
+        if target is not None:
+            self.edit_file(*target)
+
+    def edit_file(self, goal_id: str, rel: str) -> None:
+        """Open a KB file in $VISUAL/$EDITOR; the app suspends and resumes."""
+        app = self.gapp
+        if self.read_only:
+            return
+        try:
+            path = app.service.kb_path(goal_id, rel)
+        except GoalsuiError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        argv = [*shlex.split(editor), str(path)]
+        try:
+            with self.app.suspend():
+                code = subprocess.call(argv)
+        except SuspendNotSupported:
+            if os.environ.get("GOALSUI_EDITOR_NO_SUSPEND") != "1":
+                self.notify(
+                    f"Cannot open an editor here; edit {path} in a terminal", severity="warning"
+                )
+                return
+            code = subprocess.call(argv, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.notify(f"Cannot run {editor!r}: {exc}", severity="error")
+            return
+        if code != 0:
+            self.notify(f"{editor} exited with {code}", severity="warning")
+        app.service.journal("file edited", f"{goal_id}/{rel}", actor="operator")
+        if rel.endswith("definition.yaml"):
+            app.sync_goals([goal_id])
+        self.load_detail()
+        app.request_refresh(0)
+
+    def action_add_todo(self) -> None:
+        from goalsui.tui.screens.modals import TextInputScreen
+
+        thread_id = self.selection.thread_id
+        if thread_id is None:
+            return
+        app = self.gapp
+
+        def added(text: str | None) -> None:
+            if text:
+                app.act(f"Added: {text}", app.service.add_todo, thread_id, text)
+
+        self.app.push_screen(
+            TextInputScreen(f"New todo in thread {thread_id}", "what needs doing?"), added
+        )
+
+    def action_toggle_todo(self) -> None:
+        sel = self.selection
+        if (
+            sel.kind != SelectionKind.TODO
+            or sel.thread_id is None
+            or sel.todo_id is None
+            or self.dash is None
+        ):
+            return
+        todo = next(
+            (t for view in self.dash.threads for t in view.todos if t.id == sel.todo_id),
+            None,
+        )
+        if todo is None:
+            return
+        app = self.gapp
+        if todo.done:
+            app.act(f"Reopened: {todo.text}", app.service.reopen_todo, sel.thread_id, sel.todo_id)
+        else:
+            app.act(f"Done: {todo.text}", app.service.complete_todo, sel.thread_id, sel.todo_id)
+
+    def action_open_output(self) -> None:
+        tab = self.detail.current
+        run_id = self.selection.run_id
+        if self.pane == "detail" and tab is not None and tab.run_id:
+            run_id = tab.run_id
+        if run_id is None:
+            self.notify("No run to show here yet", severity="warning", timeout=3)
+            return
+        intent = self.intent()
+        self.gapp.open_output(run_id, intent.title if intent else "")
+
+    def action_copy_id(self) -> None:
+        sel = self.selection
+        value = {
+            "goal": sel.goal_id,
+            "worker": f"{sel.goal_id}/{sel.worker}",
+            "intent": str(sel.intent_id),
+            "run": str(sel.run_id),
+            "thread": str(sel.thread_id),
+            "todo": str(sel.todo_id),
+        }.get(sel.kind)
+        if value:
+            self.gapp.copy_id(value)

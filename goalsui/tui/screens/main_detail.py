@@ -1,0 +1,125 @@
+"""The main screen's detail pane and what it reads in workers: the selected item's tabs
+and their text (a live run's output is polled), the cost panel's runs, and the counts
+of an expanded goal's boxes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+
+from goalsui.errors import GoalsuiError
+from goalsui.tui.messages import WatcherBatch, deliver
+from goalsui.tui.model import goal_log_count, load_boxes
+from goalsui.tui.screens.detail_content import detail_tabs, read_tab
+from goalsui.tui.screens.main_panes import LOADING, PanesScreen
+from goalsui.tui.widgets.cost_panel import CostPanel
+from goalsui.tui.widgets.detail import DetailTab, DetailView
+
+LIVE_POLL_S = 0.5
+
+
+class DetailPart(PanesScreen):
+    """Fills the detail pane for the selection, off the UI thread."""
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        super().__init__(read_only=read_only)
+        self._live_timer: Any = None
+
+    def update_detail(self, *, force: bool = False) -> None:
+        if not self.is_mounted:
+            return
+        title, tabs = detail_tabs(self.dash, self.selection)
+        changed = self.detail.set_tabs(title, tabs)
+        if changed or force:
+            self.load_detail()
+            self.load_costs(self.selection.intent_id)
+        self.ensure_live_poll()
+
+    @work(thread=True, exclusive=True, group="costs", exit_on_error=False)
+    def load_costs(self, intent_id: int | None) -> None:
+        """The selected intent's last runs for the cost panel (off the UI thread)."""
+        points = None
+        if intent_id is not None and self.gapp.service_ready:
+            try:
+                points = self.gapp.service.costs.recent_runs(intent_id)
+            except GoalsuiError:
+                points = None
+        deliver(self, self.query_one(CostPanel).show, intent_id, points)
+
+    @on(DetailView.TabChanged)
+    def _tab_changed(self) -> None:
+        self.refresh_keys()
+        self.load_detail()
+
+    def _current_live(self) -> bool:
+        tab = self.detail.current
+        return bool(
+            tab
+            and tab.run_id
+            and self.dash
+            and any(r.id == tab.run_id for r in self.dash.running.values())
+        )
+
+    def ensure_live_poll(self) -> None:
+        """Poll the shown run's output while it runs; stop when it ends or another shows."""
+        live = self._current_live()
+        if live and self._live_timer is None:
+            self._live_timer = self.set_interval(LIVE_POLL_S, self.load_detail)
+        elif not live and self._live_timer is not None:
+            self._live_timer.stop()
+            self._live_timer = None
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def load_detail(self) -> None:
+        tab = self.detail.current
+        if tab is None:
+            return
+        if not self.gapp.service_ready and tab.text is None:
+            deliver(self, self._show_detail, tab, LOADING, False)
+            return
+        text, follow = read_tab(self.gapp.service, tab, self.gapp.clock())
+        deliver(self, self._show_detail, tab, text, follow)
+
+    def _show_detail(self, tab: DetailTab, text: str, follow: bool) -> None:
+        if tab != self.detail.current:
+            return
+        self.detail.set_body(tab, text, follow=follow)
+        self.gapp.detail_shown(tab, text)
+        self.ensure_live_poll()
+
+    def on_watcher_batch(self, message: WatcherBatch) -> None:
+        """A watcher batch: reload what shows the changed files (not while frozen)."""
+        if self.gapp.frozen:
+            return
+        batch = message.batch
+        tab = self.detail.current
+        if tab is not None and tab.goal_id is not None and tab.rel is not None:
+            for goal_id, rel in batch.files:
+                if goal_id == tab.goal_id and (rel == tab.rel or rel.startswith(tab.rel + "/")):
+                    self.load_detail()
+                    break
+        counted = {c.goal_id for c in batch.changes if c.kind in ("box", "log") and c.goal_id}
+        for goal_id in counted:
+            node = self.goals.goal_nodes.get(goal_id)
+            if node is not None and node.is_expanded:
+                self.load_boxes(goal_id)
+
+    @work(thread=True, group="boxes", exit_on_error=False)
+    def load_boxes(self, goal_id: str) -> None:
+        dash = self.dash
+        goal = next((g for g in dash.goals if g.goal_id == goal_id), None) if dash else None
+        if goal is None:
+            return
+        try:
+            boxes = load_boxes(self.gapp.service, goal)
+            _, count = goal_log_count(self.gapp.service, goal_id)
+        except GoalsuiError:
+            return
+        deliver(self, self._show_boxes, goal_id, boxes, count)
+
+    def _show_boxes(self, goal_id: str, boxes: Any, count: int) -> None:
+        self.goals.set_boxes(goal_id, boxes, count)
+        if not self.gapp.frozen:
+            self.goals.tick(self.gapp.clock())

@@ -1,0 +1,190 @@
+"""The console's start: first paint, then the records, then everything else.
+
+Given a service, the first dashboard is read at once. Given an ``opener`` instead, the
+first frame shows the goal tree from a quick read of the KB folders
+(:mod:`goalsui.tui.preview`, marked "loading"), then the service (and with it the
+database stack, which costs more to import than Textual) is opened in a worker and the
+records replace the preview. Once the first records are on screen, what competes for
+the CPU starts: the KB watch, the re-read of the KB, the scheduler, the plan.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goalsui.tui.messages import ServiceOpened, deliver
+from goalsui.tui.model import Dashboard
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+    from goalsui.tui.base import ConsoleBase
+    from goalsui.tui.feed import DashboardFeed
+    from goalsui.tui.runtime import ConsoleRuntime
+
+
+class Startup:
+    """Paces the start-up steps; tells listeners of the first paint and first records."""
+
+    def __init__(
+        self,
+        app: ConsoleBase,
+        feed: DashboardFeed,
+        runtime: ConsoleRuntime,
+        *,
+        opener: Callable[[], Service] | None,
+        kb_root: Path,
+        preview: Dashboard | None,
+    ) -> None:
+        self.app = app
+        self.feed = feed
+        self.runtime = runtime
+        self._opener = opener
+        self._kb_root = kb_root
+        self._preview = preview
+        #: Why the service could not be opened (the CLI reports it after the app ends).
+        self.open_error: Exception | None = None
+        self.first_paint_at: float | None = None
+        self.records_at: float | None = None
+        #: Called once after the first dashboard is painted (the KB preview in opener mode).
+        self.first_paint_listeners: list[Callable[[], None]] = []
+        #: Called once after the first dashboard with the records is painted.
+        self.records_listeners: list[Callable[[], None]] = []
+        #: What starts once the first records are on screen.
+        self.after_paint: list[Callable[[], Any]] = []
+        self._app_mounted = self._main_mounted = self._started = False
+
+    def app_mounted(self) -> None:
+        if self.app.service_ready:
+            self._use_service()
+        self._app_mounted = True
+        self._begin()
+
+    def main_mounted(self) -> None:
+        """The main screen has its panes (it mounts after the app): data may come."""
+        self._main_mounted = True
+        self._begin()
+
+    def _begin(self) -> None:
+        if not (self._app_mounted and self._main_mounted) or self._started:
+            return
+        self._started = True
+        if self.app.service_ready:
+            self.feed.schedule(0)
+        elif self._preview is not None:  # read before the app started: in the first frame
+            self._apply_preview(self._preview)
+        else:
+            self.app.run_worker(
+                self._read_preview,
+                name="load_preview",
+                group="startup",
+                thread=True,
+                exit_on_error=False,
+            )
+
+    def _use_service(self) -> None:
+        """The service is open: the feed listens to it; the runtime lines up its starts."""
+        self.runtime.subscribe(self.app.service.subscribe(self.feed.on_service_change))
+        self.after_paint += self.runtime.service_opened()
+
+    # -- opener mode -------------------------------------------------------------------------
+    def _read_preview(self) -> None:
+        """Worker thread: the goal tree from a quick read of the KB folders."""
+        from goalsui.tui.preview import preview_dashboard
+
+        try:
+            dash: Dashboard | None = preview_dashboard(self._kb_root, self.app.clock())
+        except Exception:  # noqa: BLE001 - the preview is optional: the panes say "loading"
+            dash = None
+        deliver(self.app, self._apply_preview, dash)
+
+    def _apply_preview(self, dash: Dashboard | None) -> None:
+        if not self.app.alive or self.first_paint_at is not None or self.feed.dashboard is not None:
+            return  # the records came first
+        if dash is not None:
+            self.feed.show_preview(dash)  # painted: DashboardShown comes back
+        else:
+            self.app.call_after_refresh(self._first_paint)
+
+    def _open_service(self) -> None:
+        """Worker thread: open the service (database stack, schema check)."""
+        assert self._opener is not None
+        try:
+            service = self._opener()
+        except Exception as exc:  # noqa: BLE001 - reported by the CLI after the app ends
+            deliver(self.app, self._open_failed, exc)
+            return
+        deliver(self.app, self._service_opened, service)
+
+    def _open_failed(self, exc: Exception) -> None:
+        self.open_error = exc
+        self.app.exit(1, return_code=1)
+
+    def _service_opened(self, service: Service) -> None:
+        app = self.app
+        if app.ending or app.service_ready:
+            service.close()  # the console is ending already
+            return
+        app.service = service
+        app.service_ready = True
+        self._use_service()
+        self.feed.schedule(0)
+        if app.alive:
+            app.broadcast(ServiceOpened)
+
+    # -- first paint, first records ------------------------------------------------------------
+    def dashboard_shown(self) -> None:
+        """The main screen painted a dashboard: the first paint, then the first records."""
+        if self.first_paint_at is None:
+            self.app.call_after_refresh(self._first_paint)
+        elif self.records_at is None:
+            self.app.call_after_refresh(self._records_painted)
+
+    def read_failed(self) -> None:
+        """A read of the records failed: start-up goes on as if they were painted."""
+        if self.first_paint_at is None:
+            self._first_paint()
+        elif self.records_at is None:
+            self._records_painted()
+
+    def _ending(self) -> bool:
+        """A listener ended the app (benchmarks): start nothing more."""
+        return self.app.ending
+
+    def _first_paint(self) -> None:
+        if self.first_paint_at is not None:
+            return
+        self.first_paint_at = time.monotonic()
+        for listener in self.first_paint_listeners:
+            listener()
+        if self._ending():
+            return
+        self.app.load_deferred_themes()
+        if not self.app.service_ready:
+            self.app.run_worker(
+                self._open_service,
+                name="open_service",
+                group="startup",
+                thread=True,
+                exit_on_error=False,
+            )
+            return
+        self._records_painted()
+
+    def _records_painted(self) -> None:
+        """The first records are on screen: start the watch, the re-read, the scheduler."""
+        if self.records_at is not None or self._ending():
+            return
+        self.records_at = time.monotonic()
+        for listener in self.records_listeners:
+            listener()
+        after = list(self.after_paint)
+        self.after_paint.clear()
+        if self._ending():
+            return
+        for start in after:
+            start()
+        self.feed.start_planning()
+        self.runtime.report_goal_errors(self.feed.dashboard)
