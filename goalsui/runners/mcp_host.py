@@ -26,7 +26,11 @@ from typing import Any
 from goalsui.runners.lifeline import child_setup
 from goalsui.runners.presets import McpLaunch
 
-__all__ = ["McpHost", "host_for", "stop_host"]
+__all__ = ["WARM_ENV", "McpHost", "host_for", "stop_host", "warm_host_enabled"]
+
+#: ``GOALSUI_MCP_WARM=0`` turns the warm host off (every session starts cold): for
+#: machines short of memory, and for test suites whose schedulers live a second.
+WARM_ENV = "GOALSUI_MCP_WARM"
 
 _RESTART_AFTER = 30.0  # seconds between attempts to restart a host that died
 
@@ -117,6 +121,11 @@ def _global_options(args: tuple[str, ...]) -> list[str]:
     """The ``--kb``/``--state-dir`` options of ``-m goalsui [OPTIONS] mcp ...``."""
     options = list(args[2:]) if args[:2] == ("-m", "goalsui") else []
     return options[: options.index("mcp")] if "mcp" in options else []
+
+
+def warm_host_enabled() -> bool:
+    """Whether schedulers keep a warm host (``GOALSUI_MCP_WARM`` is not ``0``)."""
+    return os.environ.get(WARM_ENV, "1").strip() != "0"
 
 
 _HOSTS: weakref.WeakKeyDictionary[Any, McpHost] = weakref.WeakKeyDictionary()

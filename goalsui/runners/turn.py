@@ -29,7 +29,7 @@ from goalsui.runners.base import TurnOutcome
 from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, log_failure
-from goalsui.runners.mcp_host import host_for
+from goalsui.runners.mcp_host import host_for, warm_host_enabled
 from goalsui.runners.nightshift import run_nightshift_turn
 from goalsui.runners.presets import (
     McpLaunch,
@@ -290,7 +290,8 @@ async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -
     run_id = run.id
     assert run_id is not None  # the scheduler inserted the run before the turn
     launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run_id)
-    if spec.get("agent") or needs_config([str(x) for x in spec.get("command") or ()]):
+    speaks_mcp = spec.get("agent") or needs_config([str(x) for x in spec.get("command") or ()])
+    if speaks_mcp and warm_host_enabled():
         launch = launch.hosted(host_for(service).ensure(launch))  # a warm `goalsui mcp`
     model = str(spec["model"]) if spec.get("model") else ""
     argv = [model if x == "{model}" else x for x in runner_argv(spec, launch)]
