@@ -7,7 +7,7 @@
 #      server for the whole run (tests/pgserver.py) and exports its URL as
 #      GOALSUI_TEST_PG_URL; it is stopped and its directory deleted on exit;
 #   3. runs ruff, import-linter and mypy (pyproject.toml [tool.mypy]), then pytest with
-#      the given arguments.
+#      the given arguments, on GOALSUI_TEST_WORKERS (default 2) pytest-xdist workers.
 #
 # Exits with pytest's exit code; if pytest passed but a lint or type step failed, exits 1.
 set -euo pipefail
@@ -67,7 +67,14 @@ echo "== mypy"
 
 echo "== pytest $*"
 rc=0
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@" || rc=$?
+# Two workers, each taking whole files (the snapshot tests of one file share a fixed
+# folder); GOALSUI_TEST_WORKERS=0 runs everything in this process.
+workers="${GOALSUI_TEST_WORKERS:-2}"
+parallel=()
+if [[ $workers != 0 ]]; then
+    parallel=(-n "$workers" --dist loadfile)
+fi
+.venv/bin/python -m pytest -q -p no:cacheprovider "${parallel[@]}" "$@" || rc=$?
 if [[ $rc -eq 0 && $lint_failed -ne 0 ]]; then
     echo "FAILED: tests passed but ruff, import-linter or mypy reported problems (see above)" >&2
     rc=1
