@@ -11,14 +11,18 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
+from base_kit import FakeClock, run_cli
 from mcp_kit import SCRIPTS
+from test_mcp_host import alive, children
 
 from goalsui.kb.layout import WorkerSeed
+from goalsui.runners.mcp_host import host_for
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
 
@@ -181,3 +185,75 @@ async def test_an_argv_runner_gets_the_mcp_config_and_run_id_placeholders(svc, c
     assert seen["run_id"] == str(run_id)
     assert server["args"][-3:] == ["mcp", "--run", str(run_id)]
     assert server["env"]["GOALSUI_DB"] == svc.db_url
+
+
+async def test_a_schedulers_agent_turns_use_its_warm_host(
+    svc: Service, clock: FakeClock, fake_claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first agent turn starts the host; a later turn's session is served by a forked
+    child of it; stopping the scheduler ends the host and removes its folder."""
+    monkeypatch.setenv("GOALSUI_MCP_WARM", "1")  # the suite turns it off elsewhere
+    goal = svc.setup_goal(
+        "Agent Goal",
+        "let an agent act",
+        [
+            WorkerSeed(
+                "agent",
+                {
+                    "schedule": {"cron": "0 3 * * *"},
+                    "capabilities": ["read_kb", "todos", "schedule"],
+                },
+                prompt=agent_prompt((clock.now + timedelta(days=1)).isoformat()),
+            )
+        ],
+    ).goal_id
+    thread = svc.create_thread("build watch")
+
+    def turn(title: str) -> None:
+        svc.add_todo(thread.id, f"todo for {title}")
+        svc.create_intent(
+            title=title,
+            instruction="",
+            kind="at",
+            schedule=clock.now.isoformat(),
+            goal_id=goal,
+            worker="agent",
+            thread_id=thread.id,
+            runner={"agent": "claude"},
+        )
+
+    sched = Scheduler(svc, clock=clock, grace_seconds=1)
+    try:
+        turn("first")
+        (first,) = await sched.tick()
+        await sched.drain(timeout=180)
+        assert svc.get_run(first).status == "ok", svc.run_output(first)
+        host = host_for(svc)
+        assert host.pid is not None and alive(host.pid)
+        assert host.ready(timeout=60)
+        served: set[int] = set()
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.is_set():
+                served.update(children(host.pid or 0))
+                time.sleep(0.005)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            turn("second")
+            clock.advance(1)
+            (second,) = await sched.tick()
+            await sched.drain(timeout=180)
+        finally:
+            sampling.set()
+            sampler.join()
+        assert svc.get_run(second).status == "ok", svc.run_output(second)
+        assert "[tool] → todo_complete(" in svc.run_output(second)
+        assert served, "the second turn's session was not served by the warm host"
+        pid, folder = host.pid, host.socket.parent if host.socket else None
+    finally:
+        await sched.stop(grace=1)
+    assert not alive(pid)
+    assert folder is not None and not folder.exists()

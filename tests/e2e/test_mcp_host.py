@@ -11,28 +11,19 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import test_mcp_end_to_end as agent_e2e
-from base_kit import FakeClock, cli_argv, run_cli
+from base_kit import cli_argv, run_cli
 from mcp_kit import mcp_session, server_params
 
-from goalsui.kb.layout import WorkerSeed
-from goalsui.runners.mcp_host import McpHost, host_for
+from goalsui.runners.mcp_host import McpHost
 from goalsui.runners.presets import McpLaunch
-from goalsui.scheduler import Scheduler
 from goalsui.service import Service
 
 GOAL = "nightshift-979afc6e"
-# the agent tests' fixtures ("svc": a service whose runner echoes; "fake_claude": the
-# stand-in agent as ``claude`` on PATH), registered here under their own names
-_agent_svc = agent_e2e.svc
-_agent_claude = agent_e2e.fake_claude
 
 
 def children(pid: int) -> set[int]:
@@ -163,8 +154,7 @@ def test_the_host_dies_with_whoever_started_it(service: Service, tmp_path: Path)
             textwrap.dedent(
                 """
                 import sys, time
-                from goalsui.kb.layout import WorkerSeed
-from goalsui.runners.mcp_host import McpHost, host_for
+                from goalsui.runners.mcp_host import McpHost
                 host = McpHost()
                 host.ensure()
                 print(host.pid, host.socket.parent, flush=True)
@@ -213,72 +203,3 @@ def test_a_run_launch_names_the_host() -> None:
     assert hosted.env["GOALSUI_MCP_HOST"] == "/tmp/goalsui-mcp-x/host.sock"
     assert hosted.env["GOALSUI_DB"] == "sqlite:///x" and hosted.args == launch.args
     assert launch.hosted(None) is launch
-
-
-async def test_a_schedulers_agent_turns_use_its_warm_host(
-    svc: Service, clock: FakeClock, fake_claude: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The first agent turn starts the host; a later turn's session is served by a forked
-    child of it; stopping the scheduler ends the host and removes its folder."""
-    monkeypatch.setenv("GOALSUI_MCP_WARM", "1")  # the suite turns it off elsewhere
-    goal = svc.setup_goal(
-        "Agent Goal",
-        "let an agent act",
-        [
-            WorkerSeed(
-                "agent",
-                {"capabilities": ["read_kb", "todos", "schedule"]},
-                prompt=agent_e2e.agent_prompt((clock.now + timedelta(days=1)).isoformat()),
-            )
-        ],
-    ).goal_id
-    thread = svc.create_thread("build watch")
-
-    def turn(title: str) -> None:
-        svc.add_todo(thread.id, f"todo for {title}")
-        svc.create_intent(
-            title=title,
-            instruction="",
-            kind="at",
-            schedule=clock.now.isoformat(),
-            goal_id=goal,
-            worker="agent",
-            thread_id=thread.id,
-            runner={"agent": "claude"},
-        )
-
-    sched = Scheduler(svc, clock=clock, grace_seconds=1)
-    try:
-        turn("first")
-        (first,) = await sched.tick()
-        await sched.drain(timeout=180)
-        assert svc.get_run(first).status == "ok", svc.run_output(first)
-        host = host_for(svc)
-        assert host.pid is not None and alive(host.pid)
-        assert host.ready(timeout=60)
-        served: set[int] = set()
-        sampling = threading.Event()
-
-        def sample() -> None:
-            while not sampling.is_set():
-                served.update(children(host.pid or 0))
-                time.sleep(0.005)
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
-        try:
-            turn("second")
-            clock.advance(1)
-            (second,) = await sched.tick()
-            await sched.drain(timeout=180)
-        finally:
-            sampling.set()
-            sampler.join()
-        assert svc.get_run(second).status == "ok", svc.run_output(second)
-        assert "[tool] → todo_complete(" in svc.run_output(second)
-        assert served, "the second turn's session was not served by the warm host"
-        pid, folder = host.pid, host.socket.parent if host.socket else None
-    finally:
-        await sched.stop(grace=1)
-    assert not alive(pid)
-    assert folder is not None and not folder.exists()
