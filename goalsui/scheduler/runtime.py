@@ -98,10 +98,6 @@ class Runtime:
             result = fn()
             if notify and did_something(result):
                 self.service.changed("runs")
-            elif notify and isinstance(result, tuple):
-                # an empty claim step: this process hears it (as before), other daemons
-                # do not (they would step in turn and answer back, for ever)
-                self.service.changed("runs", here_only=True)
             return result
 
         return await self.loop.run_in_executor(self._executor, call)

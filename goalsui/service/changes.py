@@ -38,12 +38,10 @@ class ChangeHub:
 
         return unsubscribe
 
-    def publish(self, topic: ChangeTopic | str, *, here_only: bool = False) -> None:
-        """Tell other processes (NOTIFY on PostgreSQL, the wake file on SQLite), then
-        this process's listeners; ``here_only``: this process's listeners only."""
+    def publish(self, topic: ChangeTopic | str) -> None:
+        """Tell other processes (NOTIFY on PostgreSQL), then this process's listeners."""
         what = str(topic)
-        if not here_only:
-            change_notify.publish_now(self.engine, what, self.origin)
+        change_notify.publish_now(self.engine, what, self.origin)
         for callback in list(self.listeners):
             with contextlib.suppress(Exception):  # a listener never breaks the caller
                 callback(what)

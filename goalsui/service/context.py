@@ -76,10 +76,9 @@ class ServiceContext:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def changed(self, what: ChangeTopic | str, *, here_only: bool = False) -> None:
-        """Announce a change to this process's listeners and (unless ``here_only``) to
-        the other processes on the database."""
-        self.changes.publish(what, here_only=here_only)
+    def changed(self, what: ChangeTopic | str) -> None:
+        """Announce a change to this process's listeners and (PostgreSQL) to the others."""
+        self.changes.publish(what)
 
     def journal(
         self,

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from base_kit import FakeClock, run_cli
 from mcp_kit import SCRIPTS
 from test_mcp_host import alive, children
 
+from goalsui.domain.models import Intent
 from goalsui.kb.layout import WorkerSeed
 from goalsui.runners.mcp_host import host_for
 from goalsui.scheduler import Scheduler
@@ -74,35 +75,37 @@ def agent_prompt(follow_up_at: str) -> str:
     )
 
 
-async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, fake_claude):
-    follow_up_at = clock.now + timedelta(hours=2)
-    goal = svc.setup_goal(
-        "Agent Goal",
-        "let an agent act",
-        [
-            WorkerSeed(
-                "agent",
-                {
-                    "schedule": {"cron": "0 3 * * *"},
-                    "capabilities": ["read_kb", "todos", "schedule"],
-                },
-                prompt=agent_prompt(follow_up_at.isoformat()),
-            )
-        ],
-    ).goal_id
-    thread = svc.create_thread("build watch")
-    todo = svc.add_todo(thread.id, "check the build")
-    svc.add_todo(thread.id, "write the notes")
-    turn = svc.create_intent(
-        title="agent turn",
+def agent_goal(svc: Service, follow_up_at: datetime) -> str:
+    """A goal whose worker ``agent`` may read the KB, tick todos and schedule."""
+    worker = WorkerSeed(
+        "agent",
+        {"schedule": {"cron": "0 3 * * *"}, "capabilities": ["read_kb", "todos", "schedule"]},
+        prompt=agent_prompt(follow_up_at.isoformat()),
+    )
+    return svc.setup_goal("Agent Goal", "let an agent act", [worker]).goal_id
+
+
+def agent_turn(svc: Service, clock: FakeClock, goal: str, thread_id: int, title: str) -> Intent:
+    """An ``at`` intent due now: worker ``agent``'s turn through the claude preset."""
+    return svc.create_intent(
+        title=title,
         instruction="",
         kind="at",
         schedule=clock.now.isoformat(),
         goal_id=goal,
         worker="agent",
-        thread_id=thread.id,
+        thread_id=thread_id,
         runner={"agent": "claude"},
     )
+
+
+async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, fake_claude):
+    follow_up_at = clock.now + timedelta(hours=2)
+    goal = agent_goal(svc, follow_up_at)
+    thread = svc.create_thread("build watch")
+    todo = svc.add_todo(thread.id, "check the build")
+    svc.add_todo(thread.id, "write the notes")
+    turn = agent_turn(svc, clock, goal, thread.id, "agent turn")
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
         (run_id,) = await sched.tick()
@@ -193,34 +196,12 @@ async def test_a_schedulers_agent_turns_use_its_warm_host(
     """The first agent turn starts the host; a later turn's session is served by a forked
     child of it; stopping the scheduler ends the host and removes its folder."""
     monkeypatch.setenv("GOALSUI_MCP_WARM", "1")  # the suite turns it off elsewhere
-    goal = svc.setup_goal(
-        "Agent Goal",
-        "let an agent act",
-        [
-            WorkerSeed(
-                "agent",
-                {
-                    "schedule": {"cron": "0 3 * * *"},
-                    "capabilities": ["read_kb", "todos", "schedule"],
-                },
-                prompt=agent_prompt((clock.now + timedelta(days=1)).isoformat()),
-            )
-        ],
-    ).goal_id
+    goal = agent_goal(svc, clock.now + timedelta(days=1))
     thread = svc.create_thread("build watch")
 
     def turn(title: str) -> None:
         svc.add_todo(thread.id, f"todo for {title}")
-        svc.create_intent(
-            title=title,
-            instruction="",
-            kind="at",
-            schedule=clock.now.isoformat(),
-            goal_id=goal,
-            worker="agent",
-            thread_id=thread.id,
-            runner={"agent": "claude"},
-        )
+        agent_turn(svc, clock, goal, thread.id, title)
 
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:

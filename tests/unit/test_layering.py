@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md is enforced: import-linter contracts, and a clean core import."""
+"""The layering of docs/architecture.md is enforced: import-linter contracts, and a clean core import."""
 
 from __future__ import annotations
 
