@@ -114,7 +114,11 @@ class Message(SQLModel, table=True):
 class Intent(SQLModel, table=True):
     """A persisted future wake-up."""
 
-    __table_args__ = (Index("ix_intent_due", "status", "next_run_at"),)
+    __table_args__ = (
+        Index("ix_intent_due", "status", "next_run_at"),
+        # the minutely expiry scan reads only the rows past their expiry
+        Index("ix_intent_expiry", "status", "expires_at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     thread_id: int | None = Field(default=None, foreign_key="thread.id", index=True)

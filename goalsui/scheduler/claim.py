@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain.states import IntentStatus
 from goalsui.scheduler import rules, tuning
 from goalsui.scheduler.runtime import Runtime
-from goalsui.scheduler.tuning import HEARTBEAT_EVERY
+from goalsui.scheduler.tuning import IDLE_CAP
 from goalsui.scheduler.writer import OutcomeWriter, decide_after
 from goalsui.store.claims import (
     BurstProbe,
@@ -269,14 +269,19 @@ def _overlap_next(now: datetime, row: Row) -> datetime | None:
 async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
     """The ``claim`` task: tick when woken (a change, the alarm), and, while ``polls()``
     (nothing else hears other processes' changes), take a cheap look at the database
-    every ``poll_interval``. The heartbeat is noted on every round: at least every
-    ``poll_interval`` while polling, every ``HEARTBEAT_EVERY`` otherwise."""
+    every ``poll_interval``. Otherwise it sleeps until woken, at most ``IDLE_CAP``: while
+    it waits it is parked, which readiness counts as a current heartbeat, so an idle loop
+    needs no timer."""
     rt = claimer.rt
     wake = rt.wake_event
     assert wake is not None
     interval = rt.settings.poll_interval
+
+    def next_look() -> float:
+        return time.monotonic() + (interval if polls() else IDLE_CAP)
+
     need_tick = True
-    next_poll = time.monotonic() + (interval if polls() else HEARTBEAT_EVERY)
+    next_poll = next_look()
     while not rt.closing:
         rt.beat()
         if need_tick:
@@ -288,16 +293,17 @@ async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
             except Exception as exc:  # noqa: BLE001 - keep going; report it
                 rt.fail("claiming due intents failed", exc)
                 await asyncio.sleep(interval)
+        rt.beat(parked=True)
         try:
             await asyncio.wait_for(wake.wait(), max(0.0, next_poll - time.monotonic()))
             need_tick = True
             continue
         except TimeoutError:
             pass
+        next_poll = next_look()
         if not polls():
-            next_poll = time.monotonic() + HEARTBEAT_EVERY
             continue  # the alarm and the cross-process wakes cover it
-        next_poll = time.monotonic() + interval
+        rt.beat()
         try:
             need_tick = await claimer.poll()
         except Exception as exc:  # noqa: BLE001

@@ -85,8 +85,9 @@ class Scheduler:
     ``stopping``, ``failed``); ``error``: the last problem, if any.
     ``running``: ``{run_id: RunningInfo}`` of the turns this instance runs now.
     ``subscribe(callback)``: ``callback(SchedulerEvent)`` on the host loop's thread.
-    ``last_tick``: the claim loop's heartbeat (:class:`Heartbeat`), refreshed at least
-    every ``heartbeat_interval`` seconds while it runs.
+    ``last_tick``: the claim loop's heartbeat (:class:`Heartbeat`): now while the loop
+    waits for work, else when its current step began (a healthy step ends within
+    ``heartbeat_interval`` seconds).
     """
 
     def __init__(
@@ -168,11 +169,11 @@ class Scheduler:
 
     @property
     def last_tick(self) -> Heartbeat | None:
-        return self.rt.last_tick
+        return self.rt.heartbeat()
 
     @property
     def heartbeat_interval(self) -> float:
-        """Seconds between two heartbeats of a healthy claim loop (at most)."""
+        """Seconds a healthy claim step (or poll) takes at most."""
         return max(self.rt.settings.poll_interval, HEARTBEAT_EVERY)
 
     @property

@@ -51,6 +51,8 @@ class Runtime:
         self.started = False  # the timed loop runs (start() .. stop())
         self.closing = False
         self.last_tick: Heartbeat | None = None
+        #: the claim loop waits for a wake (between steps): alive, and nothing to do
+        self.parked = False
         self.subscribers: list[Callable[[SchedulerEvent], None]] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.wake_event: asyncio.Event | None = None
@@ -84,9 +86,18 @@ class Runtime:
     def on_db_thread(self) -> bool:
         return threading.get_ident() == self._db_thread
 
-    def beat(self) -> None:
-        """The claim loop went round: note the heartbeat readiness checks read."""
+    def beat(self, *, parked: bool = False) -> None:
+        """The claim loop went round (``parked``: and now waits for a wake): note the
+        heartbeat readiness checks read."""
         self.last_tick = Heartbeat(time.monotonic(), time.time())
+        self.parked = parked
+
+    def heartbeat(self) -> Heartbeat | None:
+        """The claim loop's heartbeat: now while it waits for a wake (an idle loop needs
+        no timer to prove it is alive), else when its current step began."""
+        if self.parked and self.started and not self.closing:
+            return Heartbeat(time.monotonic(), time.time())
+        return self.last_tick
 
     # -- the database thread -----------------------------------------------------------------
     async def db(self, fn: Callable[[], T], *, notify: bool = False) -> T:

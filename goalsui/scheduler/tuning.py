@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 IDLE_CAP = 30.0  # seconds: the longest sleep when nothing is due
-#: seconds: the claim loop's heartbeat (readiness reads it) while it does not poll
+#: seconds: a claim step (or poll) lasting over twice this (or twice the poll interval)
+#: makes the scheduler not ready; a loop waiting for work is always current
 HEARTBEAT_EVERY = 3.0
 OVERDUE_FLOOR = 0.5  # seconds: the shortest sleep while something overdue stays unclaimed
 LOOKAHEAD = 0.25  # seconds: claim this far ahead, then start each turn on time on a loop timer

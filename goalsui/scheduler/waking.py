@@ -1,6 +1,6 @@
-"""Waking on other processes' changes: PostgreSQL ``NOTIFY``, or on SQLite the wake file
-(:mod:`goalsui.store.wakefile`) watched with ``watchfiles`` (see docs/architecture.md,
-"Waking").
+"""Waking on other processes' changes: PostgreSQL ``NOTIFY``, or on SQLite a bell in the
+wake folder (:mod:`goalsui.store.doorbell`), with the wake file watched by ``watchfiles``
+as the fallback (see docs/architecture.md, "Waking").
 
 While one of them is live, an idle scheduler does not poll the database: it sleeps
 until the soonest due time or ``IDLE_CAP``. Without either it polls every
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from goalsui.scheduler.runtime import Runtime, describe
 from goalsui.scheduler.tuning import IDLE_CAP
-from goalsui.store import wakefile
+from goalsui.store import doorbell, wakefile
 
 log = logging.getLogger("goalsui.scheduler")
 
@@ -32,6 +32,7 @@ class CrossProcessWake:
         self.live = False
         self._unlisten: object = None
         self._folder: Path | None = None
+        self._bell: doorbell.Bell | None = None
         self._stop = asyncio.Event()
 
     async def start(self) -> None:
@@ -58,10 +59,39 @@ class CrossProcessWake:
             return
         self._folder = folder
         self.live = True
+        bell = doorbell.Bell(folder)
+        try:
+            sock = bell.open()
+        except OSError as exc:
+            log.info("no bell in %s (%s): watching the wake file", folder, exc)
+            return
+        assert self.rt.loop is not None
+        try:
+            self.rt.loop.add_reader(sock.fileno(), self._on_ring)
+        except (NotImplementedError, RuntimeError) as exc:  # a loop without readers
+            log.info("cannot wait on a bell (%s): watching the wake file", exc)
+            bell.close()
+            return
+        self._bell = bell
+
+    def _on_ring(self) -> None:
+        """The bell's socket is readable (UI-less loop callback): wake unless only our own
+        changes rang."""
+        bell = self._bell
+        if bell is None:
+            return
+        own = self.rt.service.origin
+        if any(origin != own for origin in bell.origins()):
+            self.rt.wake()
 
     async def stop(self) -> None:
         """Stop listening (the watcher task ends by itself once told)."""
         self._stop.set()
+        bell, self._bell = self._bell, None
+        if bell is not None and bell.sock is not None:
+            assert self.rt.loop is not None
+            self.rt.loop.remove_reader(bell.sock.fileno())
+            bell.close()
         unlisten, self._unlisten = self._unlisten, None
         if callable(unlisten):
             try:
@@ -71,10 +101,11 @@ class CrossProcessWake:
         self.live = False
 
     async def run(self) -> None:
-        """The ``wake-watch`` task: wake the scheduler when another process wrote the
-        wake file; if watching fails, say so and fall back to polling."""
+        """The ``wake-watch`` task: with a bell, just wait (its reader wakes the
+        scheduler); without, wake the scheduler when another process wrote the wake file;
+        if watching fails, say so and fall back to polling."""
         folder = self._folder
-        if folder is not None:
+        if folder is not None and self._bell is None:
             try:
                 await self._watch(folder)
             except Exception as exc:  # noqa: BLE001 - polling still works

@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 __all__ = ["HEAD", "is_current"]
 
 #: The newest revision in ``goalsui/store/migrations/versions``.
-HEAD = "0002"
+HEAD = "0003"
 
 
 def is_current(engine: Engine) -> bool:

@@ -1,11 +1,11 @@
 """The wake file: how a process that changed a SQLite database tells the others at once.
 
 PostgreSQL carries change notifications itself (:mod:`goalsui.store.notify`). SQLite
-has nothing of the kind, so every committed change made through the service also
-rewrites a small file in a folder beside the database file (``<db>-wake/wake``), with
-the writer's origin as its content; a scheduler watches that folder (``watchfiles``)
-and wakes when someone else wrote it, instead of polling the database every second
-(see docs/architecture.md, "Waking").
+has nothing of the kind, so every committed change made through the service also rings
+the bells in a folder beside the database file (``<db>-wake/``, see
+:mod:`goalsui.store.doorbell`) and rewrites a small file there (``<db>-wake/wake``) with
+the writer's origin as its content, for listeners that watch it with ``watchfiles``
+where a bell cannot be bound (see docs/architecture.md, "Waking").
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
+
+from goalsui.store import doorbell
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +35,13 @@ def wake_dir(engine: Engine) -> Path | None:
 
 
 def touch(engine: Engine, origin: str) -> bool:
-    """Rewrite the wake file with ``origin`` (never raises: a lost wake only delays readers
-    until their next poll); returns whether it was written."""
+    """Ring the bells in the wake folder and rewrite the wake file with ``origin`` (never
+    raises: a lost wake only delays readers until their next poll); returns whether the
+    file was written."""
     folder = wake_dir(engine)
     if folder is None:
         return False
+    doorbell.ring(folder, origin)
     path = folder / FILE_NAME
     data = origin.encode("utf-8", "replace")[:200]
     try:

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import socket
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -156,6 +157,56 @@ async def test_another_processs_intent_add_wakes_an_idle_scheduler(
         assert backend.calls["soonest_burst"] == 0
     finally:
         await s.stop()
+
+
+async def test_a_claim_step_that_hangs_lets_the_heartbeat_age(db_url, empty_kb, make_service):
+    # An idle loop is current without a timer; a loop stuck in a step is not.
+    import threading
+
+    svc = make_service(empty_kb, db_url)
+    release = threading.Event()
+
+    class HangingBackend(CountingBackend):
+        def __getattr__(self, name: str) -> Any:
+            value = super().__getattr__(name)
+            if name != "step" or self.calls["step"] < 2:
+                return value
+
+            def hang(*args: Any, **kwargs: Any) -> Any:
+                release.wait(30)
+                return value(*args, **kwargs)
+
+            return hang
+
+    s = Scheduler(svc, turn=FakeTurn(), backend=HangingBackend(svc))
+    await s.start()
+    try:
+        await until(lambda: s.last_tick is not None)
+        await asyncio.sleep(0.3)  # parked: the heartbeat is now
+        assert s.last_tick is not None and s.last_tick.monotonic >= time.monotonic() - 0.05
+        svc.create_intent(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
+        await asyncio.sleep(0.6)  # the second step hangs on the database thread
+        assert s.last_tick is not None
+        assert time.monotonic() - s.last_tick.monotonic >= 0.5
+    finally:
+        release.set()
+        await s.stop()
+
+
+async def test_an_idle_scheduler_on_sqlite_rings_a_bell_of_its_own(svc):
+    from goalsui.store import doorbell
+
+    folder = wakefile.wake_dir(svc.store.engine)
+    assert folder is not None
+    s = Scheduler(svc, turn=FakeTurn())
+    await s.start()
+    try:
+        bells = list(folder.glob(f"*{doorbell.SUFFIX}"))
+        assert len(bells) == 1 and bells[0].is_socket()
+        assert bells[0].stat().st_mode & 0o777 == 0o600
+    finally:
+        await s.stop()
+    assert list(folder.glob(f"*{doorbell.SUFFIX}")) == []
 
 
 def test_a_change_on_sqlite_rewrites_the_wake_file_with_its_origin(svc):

@@ -68,6 +68,12 @@ async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -
         timeline = app.main.timeline
         key = f"intent:{worker_intent(demo, PULSE, 'pulse')}"
         assert str(timeline.get_cell(key, "next")) == "in 1m00s"
+        # the first look takes the stamp (and reads the fingerprint once); the fingerprint's
+        # periodic look (every 15 s of real time) must not fall into the step below on a
+        # slow machine: only the stamp decides there
+        app.feed._stamp_gate.every_s = 3600
+        app._poll_and_tick()
+        await settle(app, pilot)
         updates, dash, status = timeline._update_count, app.dashboard, app.main.query_one("#status")
         clock.advance(1)
         app._poll_and_tick()
