@@ -27,6 +27,14 @@ def kb_path(args: argparse.Namespace) -> Path:
     return Path(args.kb or os.environ.get("GOALSUI_KB") or "kb")
 
 
+def db_settings(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The database URL and state folder given (``--db``, ``--state-dir``, or their
+    environment variables); None: the service's default."""
+    db = args.db or os.environ.get("GOALSUI_DB")
+    state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
+    return db, state
+
+
 def open_service(
     args: argparse.Namespace,
     *,
@@ -36,8 +44,7 @@ def open_service(
 ) -> Service:
     from goalsui.service import Service
 
-    db = args.db or os.environ.get("GOALSUI_DB")
-    state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
+    db, state = db_settings(args)
     extra = {"clock": clock} if clock is not None else {}
     return Service.open(kb_path(args), db, state, actor=actor, sync=sync, **extra)
 

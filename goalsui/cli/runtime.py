@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import kb_path, local, open_service, table
+from goalsui.cli.common import db_settings, kb_path, local, open_service, table
 from goalsui.errors import NotFound
 
 if TYPE_CHECKING:
@@ -84,20 +84,21 @@ def print_dashboard(service: Service) -> None:
 
 
 def open_console(args: argparse.Namespace) -> int:
-    # The console paints its first frame from a quick read of the KB folders (started
-    # here, so it overlaps importing Textual), then opens the service (importing the
-    # database stack costs more than Textual) in a worker and shows the last index;
-    # sync_kb re-reads the KB behind it (seconds on thousands of workers) and the
-    # scheduler starts after that.
+    # The console paints its first frame from the records of a SQLite database read with
+    # the standard library, or else from a quick read of the KB folders (started here, so
+    # it overlaps importing Textual); then it opens the service (importing the database
+    # stack costs more than Textual) in a worker and shows its read; sync_kb re-reads the
+    # KB behind it (seconds on thousands of workers) and the scheduler starts after that.
     root = Path(kb_path(args)).expanduser().resolve()
     if not root.is_dir():  # the same check and words as Service.open, before any paint
         raise NotFound(
             f"no KB at {root} (create one with 'goalsui init PATH', or pass --kb / set GOALSUI_KB)"
         )
     from goalsui.domain.timeutil import utcnow
+    from goalsui.service.quick import sqlite_file
     from goalsui.tui.preview import read_in_background
 
-    preview = read_in_background(root, utcnow())
+    preview = read_in_background(root, utcnow(), sqlite_file(root, *db_settings(args)))
     try:
         from goalsui.tui.app import run_console
     except ImportError:

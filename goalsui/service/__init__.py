@@ -3,15 +3,43 @@
 :class:`Service` (``facade.py``) over one module per aggregate; the views it returns
 come from ``views.py``; intents are created from a
 :class:`~goalsui.domain.intent_spec.IntentSpec`. See docs/architecture.md.
+
+The names below load on first use (PEP 562), so that a light module of this package
+(:mod:`goalsui.service.quick`, :mod:`goalsui.service.state_dir`) can be imported
+without the database stack the facade brings.
 """
 
-from goalsui.domain.intent_spec import MAX_INSTRUCTION, MAX_TITLE, IntentSpec
-from goalsui.domain.states import ChangeTopic
-from goalsui.service.context import default_state_dir
-from goalsui.service.facade import Service
-from goalsui.service.kbindex import GOAL_HOLDS, REMOVED_FROM_KB, WORKER_KEY, worker_intent_key
-from goalsui.service.overview import schedule_preview
-from goalsui.service.views import EmitResult, GoalView, Problem, WorkerView
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from goalsui.domain.intent_spec import MAX_INSTRUCTION, MAX_TITLE, IntentSpec
+    from goalsui.domain.states import ChangeTopic
+    from goalsui.service.facade import Service
+    from goalsui.service.kbindex import GOAL_HOLDS, REMOVED_FROM_KB, WORKER_KEY, worker_intent_key
+    from goalsui.service.overview import schedule_preview
+    from goalsui.service.state_dir import default_state_dir
+    from goalsui.service.views import EmitResult, GoalView, Problem, WorkerView
+
+_WHERE = {
+    "ChangeTopic": "goalsui.domain.states",
+    "EmitResult": "goalsui.service.views",
+    "GOAL_HOLDS": "goalsui.service.kbindex",
+    "GoalView": "goalsui.service.views",
+    "IntentSpec": "goalsui.domain.intent_spec",
+    "MAX_INSTRUCTION": "goalsui.domain.intent_spec",
+    "MAX_TITLE": "goalsui.domain.intent_spec",
+    "Problem": "goalsui.service.views",
+    "REMOVED_FROM_KB": "goalsui.service.kbindex",
+    "Service": "goalsui.service.facade",
+    "WORKER_KEY": "goalsui.service.kbindex",
+    "WorkerView": "goalsui.service.views",
+    "default_state_dir": "goalsui.service.state_dir",
+    "schedule_preview": "goalsui.service.overview",
+    "worker_intent_key": "goalsui.service.kbindex",
+}
 
 __all__ = [
     "ChangeTopic",
@@ -30,3 +58,16 @@ __all__ = [
     "schedule_preview",
     "worker_intent_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'goalsui.service' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

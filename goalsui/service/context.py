@@ -6,7 +6,6 @@ aggregate modules (goals, intents, runs, ...) are functions that take it first.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -18,17 +17,10 @@ from goalsui.kb.config import KBConfig
 from goalsui.kb.layout import KB
 from goalsui.service import journal as journal_log
 from goalsui.service.changes import ChangeHub
+from goalsui.service.state_dir import default_state_dir as default_state_dir
 from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
-
-
-def default_state_dir(kb_root: Path) -> Path:
-    """Per-KB state folder under the user's state directory (platformdirs)."""
-    from platformdirs import user_state_path
-
-    digest = hashlib.sha1(str(kb_root).encode()).hexdigest()[:8]
-    return user_state_path("goalsui") / f"{kb_root.name or 'kb'}-{digest}"
 
 
 class ServiceContext:

@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable, Mapping
 
 from sqlmodel import col, select
 
+from goalsui.domain.goal_views import by_goal, goal_view
 from goalsui.domain.models import Goal, Intent
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus
-from goalsui.domain.views import GoalView, WorkerView
+from goalsui.domain.views import GoalView
 from goalsui.errors import NotFound
 from goalsui.kb.layout import LoadedGoal, WorkerSeed
 from goalsui.kb.paths import check_name
@@ -94,22 +95,13 @@ def _register(ctx: ServiceContext, loaded: LoadedGoal, task: str, owner: str) ->
     return undo
 
 
-def _by_goal(intents: Iterable[Intent]) -> dict[str, list[Intent]]:
-    """Goal intents grouped by goal id."""
-    by_goal: dict[str, list[Intent]] = {}
-    for intent in intents:
-        if intent.goal_id is not None:
-            by_goal.setdefault(intent.goal_id, []).append(intent)
-    return by_goal
-
-
 def list_goals(ctx: ServiceContext) -> list[GoalView]:
     """Every goal of the index with its workers, in the console's order."""
     with ctx.store.read() as s:
         goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
         intents = s.exec(select(Intent).where(col(Intent.goal_id).is_not(None))).all()
-    by_goal = _by_goal(intents)
-    return [goal_view(g, by_goal.get(g.goal_id, [])) for g in goals]
+    grouped = by_goal(intents)
+    return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals]
 
 
 def goals_and_intents(ctx: ServiceContext) -> tuple[list[GoalView], list[Intent]]:
@@ -117,8 +109,8 @@ def goals_and_intents(ctx: ServiceContext) -> tuple[list[GoalView], list[Intent]
     with ctx.store.read() as s:
         goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
         intents = list(s.exec(select(Intent).order_by(col(Intent.id))).all())
-    by_goal = _by_goal(intents)
-    return [goal_view(g, by_goal.get(g.goal_id, [])) for g in goals], intents
+    grouped = by_goal(intents)
+    return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals], intents
 
 
 def get_goal(ctx: ServiceContext, goal_id: str) -> GoalView:
@@ -130,35 +122,6 @@ def get_goal(ctx: ServiceContext, goal_id: str) -> GoalView:
             raise NotFound(f"no goal '{goal_id}'")
         intents = s.exec(select(Intent).where(Intent.goal_id == goal_id)).all()
     return goal_view(goal, list(intents))
-
-
-def goal_view(goal: Goal, intents: list[Intent]) -> GoalView:
-    """The view of a goal row and its intents (workers removed from the KB left out)."""
-    workers = [
-        WorkerView(
-            name=i.worker or "",
-            schedule=i.schedule,
-            timezone=i.timezone,
-            kind=i.kind,
-            intent_id=i.id,
-            next_run_at=i.next_run_at,
-            status=i.status,
-            runner=i.runner,
-        )
-        for i in sorted(intents, key=lambda i: i.worker or "")
-        if kbindex.is_worker_schedule(i)
-        and not (i.status == IntentStatus.CANCELLED and i.last_error and "removed" in i.last_error)
-    ]
-    return GoalView(
-        goal_id=goal.goal_id,
-        name=goal.name,
-        task=goal.task,
-        status=goal.status,
-        path=goal.kb_path,
-        error=goal.error,
-        sort_order=goal.sort_order,
-        workers=workers,
-    )
 
 
 def delete_goal(ctx: ServiceContext, goal_id: str) -> None:

@@ -16,6 +16,9 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from goalsui.domain.goal_views import WORKER_KEY as WORKER_KEY
+from goalsui.domain.goal_views import is_worker_schedule as is_worker_schedule
+from goalsui.domain.goal_views import worker_intent_key as worker_intent_key
 from goalsui.domain.models import Goal, Intent, IntentRun
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus
 from goalsui.domain.triggers import first_due
@@ -25,26 +28,10 @@ from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal
 from goalsui.service.context import ServiceContext
 
-WORKER_KEY = "worker:{goal_id}/{worker}"
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
 REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")
 #: ``last_error`` of a worker intent paused because its goal is not active.
 GOAL_HOLDS = ("goal paused", "goal completed", "goal archived")
-
-
-def is_worker_schedule(intent: Intent) -> bool:
-    """True for the intent the KB owns for a worker (not another intent naming the worker,
-    e.g. a follow-up a worker's turn scheduled)."""
-    return bool(
-        intent.worker
-        and intent.goal_id
-        and intent.operation_key == worker_intent_key(intent.goal_id, intent.worker)
-    )
-
-
-def worker_intent_key(goal_id: str, worker: str) -> str:
-    """The operation key of a worker's intent (one per goal and worker)."""
-    return WORKER_KEY.format(goal_id=goal_id, worker=worker)
 
 
 def removed_from_kb(intent: Intent) -> bool:

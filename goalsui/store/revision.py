@@ -1,4 +1,5 @@
-"""The schema revision this goalsui writes, checked without importing Alembic.
+"""The schema revision this goalsui writes, checked without importing Alembic (and,
+for :data:`HEAD` alone, importable without SQLAlchemy: see :mod:`goalsui.store.snapshot`).
 
 Every start checks the database's schema. When the database already carries
 :data:`HEAD` (the common case) one ``SELECT`` says so, and Alembic, whose import costs
@@ -9,9 +10,10 @@ older, newer or unversioned database, or a failed read) goes to the full check i
 
 from __future__ import annotations
 
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = ["HEAD", "is_current"]
 
@@ -21,6 +23,9 @@ HEAD = "0003"
 
 def is_current(engine: Engine) -> bool:
     """True if the database's only recorded revision is :data:`HEAD`."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
         with engine.connect() as conn:
             rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()

@@ -18,7 +18,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from goalsui.domain.budget import Spend
 from goalsui.domain.models import Intent, IntentRun
-from goalsui.domain.states import RunStatus
+from goalsui.domain.states import EXECUTED_RUNS, RunStatus
 from goalsui.store.tables import table_of
 
 __all__ = [
@@ -34,15 +34,7 @@ __all__ = [
 
 _RUN = table_of(IntentRun)
 _INTENT = table_of(Intent)
-#: runs that executed a turn (the ones whose usage may be known)
-_EXECUTED = (
-    RunStatus.OK,
-    RunStatus.SILENT,
-    RunStatus.FAILED,
-    RunStatus.TIMEOUT,
-    RunStatus.CANCELLED,
-    RunStatus.INTERRUPTED,
-)
+_EXECUTED = EXECUTED_RUNS
 
 
 def _known() -> ColumnElement[bool]:

@@ -115,6 +115,7 @@ class GoalsApp(ConsoleBase):
         # the start-up's lists, shared: listeners are added before the app runs
         self.first_paint_listeners = self.startup.first_paint_listeners
         self.records_listeners = self.startup.records_listeners
+        self.serving_listeners = self.startup.serving_listeners
         self._after_paint = self.startup.after_paint  # read by the test kit's busy()
         self._stopping = False
         #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
@@ -207,7 +208,7 @@ class GoalsApp(ConsoleBase):
         await self.runtime.close()
 
     def on_dashboard_shown(self, message: DashboardShown) -> None:
-        self.startup.dashboard_shown()
+        self.startup.dashboard_shown(records=not message.preview)
 
     # -- once a second ------------------------------------------------------------------------------
     def _poll_and_tick(self) -> None:
@@ -379,8 +380,9 @@ if TYPE_CHECKING:
 
 
 def _bench_marks(app: GoalsApp, marker: str) -> None:
-    """``goalsui bench console``: write the first-paint and records times, then exit
-    (or stay, with ``GOALSUI_BENCH_STAY=1``, for the idle measurement)."""
+    """``goalsui bench console``: write the first-paint, records and service-open times
+    (with the peak RSS at each), then exit (or stay, with ``GOALSUI_BENCH_STAY=1``, for
+    the idle measurement)."""
     import json
 
     from goalsui.tui.preview import peak_rss_kb
@@ -392,15 +394,16 @@ def _bench_marks(app: GoalsApp, marker: str) -> None:
         marks[f"{name}_t"] = time.time()
         marks[f"{name}_rss_kb"] = peak_rss_kb()
 
-    def records() -> None:
-        mark("records")
+    def serving() -> None:
+        mark("serving")
         with open(marker, "w", encoding="utf-8") as fh:
             json.dump(marks, fh)
         if not stay:
             app.exit(0)
 
     app.first_paint_listeners.append(lambda: mark("paint"))
-    app.records_listeners.append(records)
+    app.records_listeners.append(lambda: mark("records"))
+    app.serving_listeners.append(serving)
 
 
 def make_app(

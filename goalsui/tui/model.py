@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from goalsui.service.costs import BudgetLine
 
 ENDED = (IntentStatus.CANCELLED, IntentStatus.DONE)
+#: how far back the dashboard reads runs (the panes' sparklines and last runs)
+RECENT_SPAN = timedelta(hours=24)
 
 
 @dataclass
@@ -52,6 +54,9 @@ class Dashboard:
     load_ms: float = 0.0
     #: True for the quick KB read painted before the records are loaded.
     preview: bool = False
+    #: True for records read before the service opened (:mod:`goalsui.service.quick`):
+    #: shown like any records; budget lines come with the service's first read.
+    early: bool = False
     #: what today's runs reported (None: not loaded) and each goal's budget lines
     spend_today: Spend | None = None
     budgets: dict[str, list[BudgetLine]] = field(default_factory=dict)
@@ -86,9 +91,7 @@ class BoxCounts:
     newest_outbox: float = 0.0  # mtime, for "new since you looked"
 
 
-def load_dashboard(
-    service: Service, now: datetime, span: timedelta = timedelta(hours=24)
-) -> Dashboard:
+def load_dashboard(service: Service, now: datetime, span: timedelta = RECENT_SPAN) -> Dashboard:
     """Everything the main screen needs, in a handful of reads."""
     started = time.perf_counter()
     token = service.change_token()

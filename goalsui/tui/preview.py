@@ -1,8 +1,10 @@
-"""The console's first frame: the KB's goal tree from a quick read of its folders
-(:mod:`goalsui.kb.quick`), before the database is open.
+"""The console's first frame, before the service is open.
 
-Nothing here imports the service or the database stack: the console paints this
-preview at once and replaces it with the records as soon as they are loaded.
+On a SQLite database at the current schema the first frame has the records already,
+read with the standard library (:mod:`goalsui.service.quick`). Otherwise it shows the
+KB's goal tree from a quick read of its folders (:mod:`goalsui.kb.quick`), marked as a
+preview. Nothing here imports the database stack: the service's first read replaces
+this one as soon as the service is open.
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ from datetime import datetime
 from pathlib import Path
 
 from goalsui.kb.quick import read_goals
-from goalsui.tui.model import Dashboard
+from goalsui.tui.model import RECENT_SPAN, Dashboard, ThreadView
 
 
-def preview_dashboard(root: Path, now: datetime) -> Dashboard:
-    """A dashboard with the KB's goal tree only, marked as a preview."""
+def preview_dashboard(root: Path, now: datetime, records: Path | None = None) -> Dashboard:
+    """The records of the SQLite file ``records`` if they can be read without the
+    database stack, else a dashboard with the KB's goal tree only, marked as a preview."""
+    if records is not None:
+        early = early_dashboard(records, now)
+        if early is not None:
+            return early
     goals = read_goals(Path(root))
     return Dashboard(
         at=now,
@@ -34,7 +41,33 @@ def preview_dashboard(root: Path, now: datetime) -> Dashboard:
     )
 
 
-def read_in_background(root: Path, now: datetime) -> Callable[[], Dashboard]:
+def early_dashboard(path: Path, now: datetime) -> Dashboard | None:
+    """The records of the SQLite file at ``path``, read without the database stack
+    (None: they cannot be, and the service's read is the first)."""
+    from goalsui.service.quick import read_records
+
+    quick = read_records(path, now, RECENT_SPAN)
+    if quick is None:
+        return None
+    return Dashboard(
+        at=now,
+        goals=quick.goals,
+        intents=quick.intents,
+        running=quick.running,
+        recent=quick.recent,
+        attention=quick.attention,
+        disabled=quick.disabled,
+        threads=[ThreadView(thread, todos) for thread, todos in quick.threads],
+        summary=quick.summary,
+        load_ms=quick.load_ms,
+        spend_today=quick.spend_today,
+        early=True,
+    )
+
+
+def read_in_background(
+    root: Path, now: datetime, records: Path | None = None
+) -> Callable[[], Dashboard]:
     """Start :func:`preview_dashboard` in a thread (its file system calls overlap the
     console's imports); the returned function waits for it."""
     result: list[Dashboard] = []
@@ -42,14 +75,14 @@ def read_in_background(root: Path, now: datetime) -> Callable[[], Dashboard]:
     def read() -> None:
         # on an error, the caller reads again (and sees the error)
         with contextlib.suppress(Exception):
-            result.append(preview_dashboard(root, now))
+            result.append(preview_dashboard(root, now, records))
 
     thread = threading.Thread(target=read, name="goalsui-preview", daemon=True)
     thread.start()
 
     def wait() -> Dashboard:
         thread.join()
-        return result[0] if result else preview_dashboard(root, now)
+        return result[0] if result else preview_dashboard(root, now)  # the KB alone
 
     return wait
 

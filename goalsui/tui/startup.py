@@ -52,9 +52,12 @@ class Startup:
         self.first_paint_listeners: list[Callable[[], None]] = []
         #: Called once after the first dashboard with the records is painted.
         self.records_listeners: list[Callable[[], None]] = []
+        #: Called once when the service is open and its first read is on screen.
+        self.serving_listeners: list[Callable[[], None]] = []
         #: What starts once the first records are on screen.
         self.after_paint: list[Callable[[], Any]] = []
         self._app_mounted = self._main_mounted = self._started = False
+        self._after_started = False
 
     def app_mounted(self) -> None:
         if self.app.service_ready:
@@ -106,7 +109,7 @@ class Startup:
         if dash is not None:
             self.feed.show_preview(dash)  # painted: DashboardShown comes back
         else:
-            self.app.call_after_refresh(self._first_paint)
+            self.app.call_after_refresh(self._painted, False)
 
     def _open_service(self) -> None:
         """Worker thread: open the service (database stack, schema check)."""
@@ -135,27 +138,34 @@ class Startup:
             app.broadcast(ServiceOpened)
 
     # -- first paint, first records ------------------------------------------------------------
-    def dashboard_shown(self) -> None:
-        """The main screen painted a dashboard: the first paint, then the first records."""
-        if self.first_paint_at is None:
-            self.app.call_after_refresh(self._first_paint)
-        elif self.records_at is None:
-            self.app.call_after_refresh(self._records_painted)
+    def dashboard_shown(self, *, records: bool = True) -> None:
+        """The main screen painted a dashboard (``records``: not the KB preview): the
+        first paint, the first records, and once the service is open, the rest."""
+        self.app.call_after_refresh(self._painted, records)
 
     def read_failed(self) -> None:
         """A read of the records failed: start-up goes on as if they were painted."""
-        if self.first_paint_at is None:
-            self._first_paint()
-        elif self.records_at is None:
-            self._records_painted()
+        self._painted(True)
 
     def _ending(self) -> bool:
         """A listener ended the app (benchmarks): start nothing more."""
         return self.app.ending
 
-    def _first_paint(self) -> None:
-        if self.first_paint_at is not None:
+    def _painted(self, records: bool) -> None:
+        if self.first_paint_at is None:
+            self._first_paint()
+        if not records or self._ending():
             return
+        if self.records_at is None:
+            self.records_at = time.monotonic()
+            for listener in self.records_listeners:
+                listener()
+            if self._ending():
+                return
+        if self.app.service_ready and not self._after_started:
+            self._start_after()
+
+    def _first_paint(self) -> None:
         self.first_paint_at = time.monotonic()
         for listener in self.first_paint_listeners:
             listener()
@@ -170,20 +180,17 @@ class Startup:
                 thread=True,
                 exit_on_error=False,
             )
-            return
-        self._records_painted()
 
-    def _records_painted(self) -> None:
-        """The first records are on screen: start the watch, the re-read, the scheduler."""
-        if self.records_at is not None or self._ending():
-            return
-        self.records_at = time.monotonic()
-        for listener in self.records_listeners:
+    def _start_after(self) -> None:
+        """Records are on screen and the service is open: start the watch, the re-read,
+        the scheduler, the plan."""
+        self._after_started = True
+        for listener in self.serving_listeners:
             listener()
-        after = list(self.after_paint)
-        self.after_paint.clear()
         if self._ending():
             return
+        after = list(self.after_paint)
+        self.after_paint.clear()
         for start in after:
             start()
         self.feed.start_planning()

@@ -262,7 +262,7 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             self._subtitles(dash, len(items))
             self.update_status()
             self.reselect()
-        if dash.preview:
+        if dash.preview or dash.early:  # the service's own read follows
             return
         self.load_costs(self.selection.intent_id)  # the selected intent's runs may have changed
         for goal_id, node in self.goals.goal_nodes.items():

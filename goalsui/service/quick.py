@@ -1,0 +1,176 @@
+"""The console's first records, read before the database stack is imported.
+
+Opening the service imports SQLAlchemy and SQLModel, which cost a cold process more
+than Textual does. On the default SQLite database this module reads what the main
+screen shows (the same reads as the console's dashboard, through
+:mod:`goalsui.store.snapshot`) with the standard library alone, so the first frame can
+show the records. The service opens behind it and its first read replaces this one.
+Only what needs no KB parsing is here: budget lines come with the service's read.
+
+Import nothing from the service's other modules here: they load the ORM.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from goalsui.domain.budget import Spend
+from goalsui.domain.goal_views import by_goal, goal_view
+from goalsui.domain.states import ATTENTION_RUNS, EXECUTED_RUNS, IntentStatus, RunStatus
+from goalsui.domain.views import GoalView
+from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
+
+#: the same limits as the console's dashboard read
+RECENT_LIMIT = 20_000
+ATTENTION_LIMIT = 300
+DB_FILE = "goalsui.db"
+
+
+@dataclass
+class QuickRecords:
+    """The main screen's records, as plain rows with the records' field names."""
+
+    goals: list[GoalView]
+    intents: dict[int, Any]
+    running: dict[int, Any]
+    recent: dict[int, list[Any]]
+    attention: list[Any]
+    disabled: list[Any]
+    threads: list[tuple[Any, list[Any]]]
+    summary: dict[str, Any]
+    spend_today: Spend | None = None
+    load_ms: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None) -> Path | None:
+    """The SQLite file the service would open for these settings (None: not SQLite, or
+    not a plain file URL)."""
+    if db_url:
+        prefix = "sqlite:///"
+        if not db_url.startswith(prefix) or "?" in db_url:
+            return None
+        rest = db_url[len(prefix) :]
+        if not rest or rest == ":memory:" or rest.startswith("file:"):
+            return None
+        return Path(rest)
+    if state_dir:
+        return Path(state_dir).expanduser().resolve() / DB_FILE
+    from goalsui.service.state_dir import default_state_dir
+
+    return default_state_dir(Path(kb_root).expanduser().resolve()) / DB_FILE
+
+
+def read_records(path: Path, now: datetime, span: timedelta) -> QuickRecords | None:
+    """The records from the SQLite file at ``path`` (None: no file, another schema
+    revision, or a failed read: the service's read follows either way)."""
+    import sqlite3
+    import time
+
+    started = time.perf_counter()
+    snap = open_snapshot(path)
+    if snap is None:
+        return None
+    try:
+        records = _read(snap, now, span)
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        snap.close()
+    records.load_ms = (time.perf_counter() - started) * 1000
+    return records
+
+
+def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
+    goal_rows = snap.rows("goal", "ORDER BY sort_order, name")
+    intent_rows = snap.rows("intent", "ORDER BY id")
+    grouped = by_goal(intent_rows)
+    newest_first = "ORDER BY started_at DESC, id DESC LIMIT ?"
+    recent: dict[int, list[Any]] = defaultdict(list)
+    for run in snap.rows("intent_run", f"WHERE started_at >= ? {newest_first}",
+                         (stamp(now - span), RECENT_LIMIT)):  # fmt: skip
+        recent[run.intent_id].append(run)
+    for runs in recent.values():
+        runs.sort(key=lambda r: (r.started_at, r.id or 0))
+    attention_statuses = sorted(str(s) for s in ATTENTION_RUNS)
+    marks = ", ".join("?" for _ in attention_statuses)
+    attention = snap.rows(
+        "intent_run",
+        f"WHERE status IN ({marks}) AND dismissed = 0 {newest_first}",
+        (*attention_statuses, ATTENTION_LIMIT),
+    )
+    return QuickRecords(
+        goals=[goal_view(g, grouped.get(g.goal_id, [])) for g in goal_rows],
+        intents={i.id: i for i in intent_rows},
+        running={
+            r.intent_id: r
+            for r in snap.rows("intent_run", "WHERE status = ?", (str(RunStatus.RUNNING),))
+        },
+        recent=dict(recent),
+        attention=attention,
+        disabled=[i for i in intent_rows if i.status == IntentStatus.FAILED],
+        threads=_threads(snap),
+        summary=_summary(snap, now),
+        spend_today=_spend_today(snap, now),
+    )
+
+
+def _threads(snap: Snapshot) -> list[tuple[Any, list[Any]]]:
+    todos: dict[int, list[SimpleNamespace]] = defaultdict(list)
+    for todo in snap.rows("todo", ""):
+        todos[todo.thread_id].append(todo)
+    return [
+        (t, sorted(todos.get(t.id, []), key=lambda d: (d.done, d.position, d.id or 0)))
+        for t in snap.rows("thread", "ORDER BY id")
+    ]
+
+
+def _summary(snap: Snapshot, now: datetime) -> dict[str, Any]:
+    """The counts of the service's summary, from the same moment."""
+    marks = ", ".join("?" for _ in ATTENTION_RUNS)
+    by_status = dict(snap.conn.execute("SELECT status, count(*) FROM intent GROUP BY status"))
+    return {
+        "goals": snap.scalar("SELECT count(*) FROM goal"),
+        "goal_errors": snap.scalar("SELECT count(*) FROM goal WHERE error IS NOT NULL"),
+        "intents": by_status,
+        "due": snap.scalar(
+            "SELECT count(*) FROM intent WHERE status = ? AND next_run_at <= ?",
+            (str(IntentStatus.ACTIVE), stamp(now)),
+        ),
+        "running": snap.scalar(
+            "SELECT count(*) FROM intent_run WHERE status = ?", (str(RunStatus.RUNNING),)
+        ),
+        "failed_24h": snap.scalar(
+            f"SELECT count(*) FROM intent_run WHERE status IN ({marks}) AND dismissed = 0 "
+            "AND started_at >= ?",
+            (*sorted(str(s) for s in ATTENTION_RUNS), stamp(now - timedelta(hours=24))),
+        ),
+        "upcoming": snap.rows(
+            "intent",
+            "WHERE status = ? AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 10",
+            (str(IntentStatus.ACTIVE),),
+        ),
+    }
+
+
+def _spend_today(snap: Snapshot, now: datetime) -> Spend:
+    """What the runs started today (from this machine's local midnight) reported, as
+    the service's day total counts it."""
+    start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+    known = "(cost_usd IS NOT NULL OR tokens_in IS NOT NULL OR tokens_out IS NOT NULL)"
+    executed = [str(s) for s in EXECUTED_RUNS]
+    marks = ", ".join("?" for _ in executed)
+    row = snap.conn.execute(
+        "SELECT coalesce(sum(cost_usd), 0.0),"
+        " coalesce(sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)), 0),"
+        f" coalesce(sum(CASE WHEN {known} THEN 1 ELSE 0 END), 0),"
+        f" coalesce(sum(CASE WHEN NOT {known} AND status IN ({marks}) THEN 1 ELSE 0 END), 0)"
+        " FROM intent_run WHERE started_at >= ? AND started_at < ?",
+        (*executed, stamp(start), stamp(start + timedelta(days=1))),
+    ).fetchone()
+    return Spend(usd=float(row[0]), tokens=int(row[1]), runs=int(row[2]), unknown=int(row[3]))

@@ -1,0 +1,122 @@
+"""A read-only look at a SQLite database with the standard library alone.
+
+The console's first frame wants the records before SQLAlchemy and SQLModel, which
+take longer to import than Textual, are loaded. This module opens the database file
+read-only with :mod:`sqlite3` and returns rows as plain namespaces with the records'
+field names and Python types: it converts each column by its declared type (``DATETIME``
+to an aware UTC datetime, ``JSON`` parsed, ``BOOLEAN`` to bool), so nothing here
+restates the schema. It answers only for a database at the schema revision this
+goalsui writes (:data:`goalsui.store.revision.HEAD`); anything else is left to the full
+open, which upgrades or explains.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from goalsui.store.revision import HEAD
+
+#: seconds a read waits for a writer's lock before it gives up (the full read follows)
+BUSY_TIMEOUT_S = 0.5
+
+
+def stamp(moment: datetime) -> str:
+    """An instant as SQLAlchemy stores it in SQLite (naive UTC), for comparisons."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(str(value))
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _json(value: Any) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def _bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "DATETIME": _timestamp,
+    "JSON": _json,
+    "BOOLEAN": _bool,
+}
+
+
+class Snapshot:
+    """One read-only connection; :meth:`rows` and :meth:`scalar` read through it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._converters: dict[str, dict[str, Callable[[Any], Any]]] = {}
+
+    def _columns(self, table: str) -> dict[str, Callable[[Any], Any]]:
+        known = self._converters.get(table)
+        if known is None:
+            info = self.conn.execute(f"PRAGMA table_info({table})").fetchall()
+            known = {
+                str(name): _CONVERTERS[kind.upper()]
+                for _, name, kind, *_ in info
+                if kind and kind.upper() in _CONVERTERS
+            }
+            self._converters[table] = known
+        return known
+
+    def rows(self, table: str, sql: str, params: Sequence[Any] = ()) -> list[SimpleNamespace]:
+        """``SELECT * FROM table ...`` (``sql`` is the rest of the statement) as namespaces."""
+        converters = self._columns(table)
+        cursor = self.conn.execute(f"SELECT * FROM {table} {sql}", tuple(params))
+        names = [d[0] for d in cursor.description]
+        out = []
+        for raw in cursor:
+            fields = dict(zip(names, raw, strict=True))
+            for name, convert in converters.items():
+                if name in fields:
+                    fields[name] = convert(fields[name])
+            out.append(SimpleNamespace(**fields))
+        return out
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = self.conn.execute(sql, tuple(params)).fetchone()
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_snapshot(path: Path) -> Snapshot | None:
+    """A read-only snapshot of the SQLite file at ``path`` at the current schema revision;
+    None when there is no such file, it is not at :data:`HEAD`, or it cannot be read.
+    One read transaction: every row read through it comes from the same moment."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro",
+            uri=True,
+            timeout=BUSY_TIMEOUT_S,
+            check_same_thread=False,
+            isolation_level=None,
+        )
+    except sqlite3.Error:
+        return None
+    try:
+        versions = [r[0] for r in conn.execute("SELECT version_num FROM alembic_version")]
+        if versions != [HEAD]:
+            conn.close()
+            return None
+        conn.execute("BEGIN")  # one consistent view for every read that follows
+    except sqlite3.Error:
+        conn.close()
+        return None
+    return Snapshot(conn)
