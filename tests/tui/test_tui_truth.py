@@ -97,3 +97,22 @@ async def test_help_lists_every_pane_key_every_symbol_and_how_to_close(
         await pilot.press("escape")
         await settle(app, pilot)
         assert app.screen is app.main
+
+
+def test_the_failures_screens_keys_follow_the_domains_transitions() -> None:
+    from datetime import UTC, datetime
+
+    from goalsui.domain.transitions import Action
+    from goalsui.tui.screens.failures import allows
+    from goalsui.tui.widgets.failed_pane import NEEDS_REVIEW, FailureItem
+
+    def item(status: str, run_id: int | None = 1) -> FailureItem:
+        return FailureItem("k", datetime(2026, 12, 5, tzinfo=UTC), status, 1, "t", "e", run_id)
+
+    for status in ("failed", "timeout", "interrupted", "missed", NEEDS_REVIEW):
+        assert allows(item(status), Action.RETRY) and allows(item(status), Action.DISMISS)
+        assert not allows(item(status), Action.RESUME)
+    disabled = item("auto-disabled", None)
+    assert allows(disabled, Action.RESUME) and allows(disabled, Action.RETRY)
+    assert not allows(disabled, Action.DISMISS)  # nothing to dismiss: resume or retry it
+    assert not allows(item("running"), Action.DISMISS)  # a live run is stopped, not dismissed

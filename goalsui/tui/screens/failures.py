@@ -16,12 +16,25 @@ from textual.app import ComposeResult
 from textual.containers import Container, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
+from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.domain.transitions import Action, intent_allows, run_allows
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.failed_pane import FailedTable, FailureItem, failure_items
+
+
+def allows(item: FailureItem, action: Action) -> bool:
+    """What the domain's transitions table says of ``action`` on this row: an
+    auto-disabled intent is an intent in ``failed``; a run held for review is an
+    interrupted run."""
+    if item.run_id is None:
+        return intent_allows(IntentStatus.FAILED, action)
+    if action == Action.RESUME:
+        return False  # resuming is an intent's action; a run row offers retry or dismiss
+    return run_allows(RunStatus.INTERRUPTED if item.needs_review else item.status, action)
 
 
 class FailuresScreen(DataScreen):
@@ -113,12 +126,8 @@ class FailuresScreen(DataScreen):
         item = self.table.selected_item() if self.is_mounted and self.query(FailedTable) else None
         if action == "replay":
             return item is not None and item.run_id is not None and item.status == "missed"
-        if action == "dismiss":
-            return item is not None and item.run_id is not None
-        if action == "resume":
-            return item is not None and item.status == "auto-disabled"
-        if action == "retry":
-            return item is not None
+        if action in ("dismiss", "resume", "retry"):
+            return item is not None and allows(item, Action(action))
         return True
 
     def action_replay(self) -> None:
