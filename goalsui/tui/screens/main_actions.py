@@ -14,6 +14,7 @@ from typing import Any
 
 from textual.app import SuspendNotSupported
 
+from goalsui.domain.states import ATTENTION_RUNS
 from goalsui.domain.transitions import Action, intent_actions, intent_allows, run_allows
 from goalsui.errors import GoalsuiError
 from goalsui.tui.screens.main_panes import PanesScreen
@@ -34,10 +35,9 @@ NEEDS_RECORDS = frozenset(
         "open_output",
     }
 )
+
+
 #: Run statuses that make a retry worth offering (the last run did not succeed).
-FAILING = ("failed", "timeout", "interrupted", "missed")
-
-
 def pause_pending(intent: Any) -> bool:
     """A pause was asked while the intent fires (it pauses after its run)."""
     return intent.status == "firing" and intent.pending_trigger in ("pause", "pause+stop")
@@ -60,7 +60,7 @@ class ActionsPart(PanesScreen):
             "stop_run": lambda: self._running_run() is not None,
             "end_schedule": lambda: self._intent_allows(Action.END_SCHEDULE),
             "retry": self._can_retry,
-            "dismiss": lambda: sel.kind == SelectionKind.RUN and sel.run_id is not None,
+            "dismiss": self._can_dismiss,
             "edit": lambda: self._edit_target() is not None,
             "add_todo": lambda: (
                 sel.kind in (SelectionKind.THREAD, SelectionKind.TODO) and sel.thread_id is not None
@@ -97,8 +97,19 @@ class ActionsPart(PanesScreen):
             return False
         intent = self.intent()
         last = self.dash.last_run(intent.id) if self.dash else None
-        failing = last is not None and last.status in FAILING
+        failing = last is not None and last.status in ATTENTION_RUNS
         return intent.status == "failed" or intent.consecutive_failures > 0 or failing
+
+    def _can_dismiss(self) -> bool:
+        """A selected run whose status allows dismissing it (a live run is stopped)."""
+        sel = self.selection
+        if sel.kind != SelectionKind.RUN or sel.run_id is None or self.dash is None:
+            return False
+        dash = self.dash
+        runs = [*dash.attention, *dash.running.values()]
+        runs += [r for rs in dash.recent.values() for r in rs]
+        run = next((r for r in runs if r.id == sel.run_id), None)
+        return run is not None and run_allows(run.status, Action.DISMISS)
 
     def _can_open_output(self) -> bool:
         tab = self.detail.current if self.is_mounted else None
