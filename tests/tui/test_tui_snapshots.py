@@ -6,6 +6,7 @@ Update after a reviewed change: ``pytest tests/tui/test_tui_snapshots.py --snaps
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -51,7 +52,20 @@ Night of 2026-12-01 12:00 to 2026-12-02 07:30 (Europe/Berlin); compiled 2026-12-
 
 @pytest.fixture
 def scene(utc: None) -> Iterator[tuple[Service, FakeClock]]:
-    """The demo KB at a fixed path with a morning's worth of runs."""
+    """The demo KB at a fixed path with a morning's worth of runs.
+
+    The path is shared by this file and test_tui_snapshots_sizes.py, which pytest-xdist
+    may run at the same time on two workers: a lock beside it lets one scene at a time
+    exist."""
+    with open(f"{ROOT}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield from _scene()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _scene() -> Iterator[tuple[Service, FakeClock]]:
     shutil.rmtree(ROOT, ignore_errors=True)
     clock = FakeClock(NOW)
     service = open_demo(ROOT / "kb", ROOT / "state", clock)
