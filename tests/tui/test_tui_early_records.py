@@ -6,17 +6,13 @@ order), or the console would show one thing for half a second and then another.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from base_kit import FakeClock, run_cli
-from test_tui_startup import CONSOLE_RUN, HEAVY
+from test_tui_startup import traced_console
 from tui_kit import NIGHT, PULSE, REPO, add_run, worker_intent
 
 from goalsui.service import Service
@@ -115,27 +111,12 @@ def test_a_console_on_an_existing_database_paints_its_records_first(tmp_path: Pa
     has the records, before SQLAlchemy or SQLModel is imported."""
     kb = tmp_path / "kb"
     shutil.copytree(REPO / "sample_kb", kb)
-    script = tmp_path / "console_run.py"
-    script.write_text(CONSOLE_RUN.format(heavy=HEAVY), encoding="utf-8")
-
-    def console() -> dict[str, Any]:
-        out = subprocess.run(
-            [sys.executable, str(script), str(kb), str(tmp_path / "state")],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"},
-        )
-        assert out.returncode == 0, out.stderr[-2000:]
-        seen: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-        assert seen["code"] == 0
-        return seen
-
-    first = console()  # no database yet: the KB preview, then the service's records
+    # no database yet: the KB preview, then the service's records
+    first = traced_console(kb, tmp_path / "state", tmp_path)
     assert first["paint_preview"] is True and "sqlalchemy" in first["records"]
     # the KB indexed into the database (as any earlier session leaves it)
     assert run_cli("goal", "list", kb=kb, state=tmp_path / "state").returncode == 0
-    second = console()
+    second = traced_console(kb, tmp_path / "state", tmp_path)
     assert second["paint_preview"] is False and second["paint_goals"] == 4
     assert second["paint"] == [] and second["records"] == [], "the records waited for the ORM"
     assert second["records_preview"] is False

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from base_kit import FakeClock
@@ -134,22 +135,29 @@ print(json.dumps({{"code": code, **seen}}))
 """
 
 
-def test_console_paints_before_the_database_stack_is_imported(tmp_path: Path) -> None:
-    """A real ``goalsui console`` run (headless driver): the first paint comes first."""
-    kb = tmp_path / "kb"
-    shutil.copytree(REPO / "sample_kb", kb)
+def traced_console(kb: Path, state: Path, tmp_path: Path) -> dict[str, Any]:
+    """Run a real ``goalsui console`` (headless driver) on ``kb``; what it saw at its
+    first paint and its first records (see ``CONSOLE_RUN``)."""
     script = tmp_path / "console_run.py"
     script.write_text(CONSOLE_RUN.format(heavy=HEAVY), encoding="utf-8")
     out = subprocess.run(
-        [sys.executable, str(script), str(kb), str(tmp_path / "state")],
+        [sys.executable, str(script), str(kb), str(state)],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"},
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["code"] == 0
+    return seen
+
+
+def test_console_paints_before_the_database_stack_is_imported(tmp_path: Path) -> None:
+    """A real ``goalsui console`` run (headless driver): the first paint comes first."""
+    kb = tmp_path / "kb"
+    shutil.copytree(REPO / "sample_kb", kb)
+    seen = traced_console(kb, tmp_path / "state", tmp_path)
     assert seen["paint"] == [], "the first frame waited for the database stack"
     assert seen["paint_preview"] and seen["paint_goals"] == 4
     assert "sqlalchemy" in seen["records"] and seen["records_preview"] is False
