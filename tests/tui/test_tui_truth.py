@@ -3,7 +3,9 @@ with every pane's keys and every symbol, and r on a goal asks first (see test_tu
 
 from __future__ import annotations
 
-from tui_kit import PULSE, label, screen_text, settle, worker_intent
+from datetime import timedelta
+
+from tui_kit import PULSE, add_run, label, screen_text, settle, worker_intent
 
 from goalsui.service import Service
 from goalsui.tui import keys
@@ -116,3 +118,40 @@ def test_the_failures_screens_keys_follow_the_domains_transitions() -> None:
     assert allows(disabled, Action.RESUME) and allows(disabled, Action.RETRY)
     assert not allows(disabled, Action.DISMISS)  # nothing to dismiss: resume or retry it
     assert not allows(item("running"), Action.DISMISS)  # a live run is stopped, not dismissed
+
+
+async def test_d_on_the_main_screen_is_offered_only_on_a_dismissable_run(
+    demo: Service, clock
+) -> None:  # type: ignore[no-untyped-def]
+    """In Failed runs, ``d`` dismisses a failed run; on an auto-disabled intent's row (no
+    run to dismiss: resume or retry it) the key is not offered and pressing it does nothing."""
+    flaky = worker_intent(demo, PULSE, "flaky")
+    run_id = add_run(demo, flaky, "failed", clock.now - timedelta(minutes=3), reason="exit 1")
+    pulse = worker_intent(demo, PULSE, "pulse")
+    with demo.store.write() as s:
+        from goalsui.domain.models import Intent
+
+        row = s.get(Intent, pulse)
+        row.status, row.consecutive_failures, row.last_error = "failed", 5, "quota"
+        s.add(row)
+    app = console(demo, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main, failed = app.main, app.main.failed
+        await pilot.press("4")
+        failed.move_to_key(f"intent:{pulse}")
+        await settle(app, pilot)
+        assert main.selection.kind == "intent"
+        assert not main.check_action("dismiss", ())
+        await pilot.press("d")
+        await settle(app, pilot)
+        assert demo.get_intent(pulse).status == "failed"
+        assert f"intent:{pulse}" in failed.row_keys()
+
+        failed.move_to_key(f"run:{run_id}")
+        await settle(app, pilot)
+        assert main.selection.kind == "run" and main.check_action("dismiss", ())
+        await pilot.press("d")
+        await settle(app, pilot)
+        assert demo.get_run(run_id).dismissed
+        assert f"run:{run_id}" not in failed.row_keys()
