@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Container, VerticalScroll
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.transitions import Action, intent_allows, run_allows
@@ -24,6 +24,7 @@ from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.failed_pane import FailedTable, FailureItem, failure_items
+from goalsui.tui.widgets.footer import Footer
 
 
 def allows(item: FailureItem, action: Action) -> bool:

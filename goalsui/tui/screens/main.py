@@ -21,7 +21,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Container, Horizontal, Vertical
-from textual.widgets import Footer, Static, Tabs
+from textual.widgets import Static, Tabs
 
 from goalsui.tui import keys
 from goalsui.tui.idle import next_visible_change
@@ -46,6 +46,7 @@ from goalsui.tui.screens.main_selection import SelectionPart
 from goalsui.tui.widgets.cost_panel import today_text
 from goalsui.tui.widgets.detail import DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items
+from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.goals_tree import GoalsTree
 from goalsui.tui.widgets.layout_tabs import NARROW_WIDTH, TAB_PANES, PaneTabs, tab_of
 from goalsui.tui.widgets.notice_bar import NoticeBar
@@ -77,6 +78,8 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
 
     def __init__(self, *, read_only: bool = False) -> None:
         super().__init__(read_only=read_only)
+        # set before mounting: a class added after restyles every widget of the screen
+        self.add_class("-tab-goals", update=False)
         #: a dashboard that came while the display was frozen (shown on thaw)
         self._pending: Dashboard | None = None
         #: (dashboard, until): no countdown on screen changes its text before ``until``
@@ -112,7 +115,6 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
                 self.query_one(f"#{pane}-pane").border_subtitle = LOADING
         self.query_one("#goals-empty").display = False
         self.query_one("#failed-empty").display = False
-        self.set_class(True, "-tab-goals")
         self.goals.focus()
         if self.gapp.notices:
             self.show_notice(self.gapp.notices[-1])

@@ -9,9 +9,10 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Label
+from textual.widgets import Input, Label
 
 from goalsui.tui.screens.main_panes import PanesScreen
+from goalsui.tui.widgets.footer import Footer
 
 
 class FilterBar(Horizontal):

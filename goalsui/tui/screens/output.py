@@ -8,7 +8,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, RichLog, Static
+from textual.widgets import RichLog, Static
 
 from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
@@ -17,6 +17,7 @@ from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, duration, elapsed
 from goalsui.tui.messages import DeliverMixin, deliver
+from goalsui.tui.widgets.footer import Footer
 
 
 def _line(line: str) -> Text:

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -20,6 +20,7 @@ from goalsui.tui.fmt import clock_time, one_line
 from goalsui.tui.messages import deliver
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.compose_box import ComposeBox
+from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
 
 

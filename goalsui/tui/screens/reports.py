@@ -11,7 +11,7 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Markdown, Static
+from textual.widgets import DataTable, Markdown, Static
 
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -22,6 +22,7 @@ from goalsui.tui.messages import deliver
 from goalsui.tui.model import list_reports
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane
+from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
