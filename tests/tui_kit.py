@@ -15,7 +15,7 @@ from sqlmodel import select
 from textual.worker import WorkerState
 
 from goalsui.demo import load_demo_records
-from goalsui.domain.models import Goal, IntentRun
+from goalsui.domain.models import Goal, Intent, IntentRun
 from goalsui.service import Service
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,6 +89,14 @@ def add_run(
         service.run_log_path(run_id).write_text(output, encoding="utf-8")  # type: ignore[arg-type]
     service.changed("runs")
     return run_id  # type: ignore[return-value]
+
+
+def auto_disable(service: Service, intent_id: int, error: str) -> None:
+    """Leave an intent auto-disabled after five failures, as the scheduler does."""
+    with service.store.write() as s:
+        row = s.get(Intent, intent_id)
+        row.status, row.consecutive_failures, row.last_error = "failed", 5, error
+        s.add(row)
 
 
 def worker_intent(service: Service, goal_id: str, worker: str) -> int:

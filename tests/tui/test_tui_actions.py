@@ -11,6 +11,7 @@ from textual.command import CommandList, CommandPalette
 from tui_kit import (
     PULSE,
     add_run,
+    auto_disable,
     label,
     screen_text,
     settle,
@@ -171,12 +172,7 @@ async def test_x_on_a_running_run_asks_to_stop_only_the_run(demo: Service, clock
 
 async def test_retry_resumes_an_auto_disabled_intent(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
     intent_id = worker_intent(demo, PULSE, "flaky")
-    with demo.store.write() as s:
-        from goalsui.domain.models import Intent
-
-        row = s.get(Intent, intent_id)
-        row.status, row.consecutive_failures, row.last_error = "failed", 5, "upstream unreachable"
-        s.add(row)
+    auto_disable(demo, intent_id, "upstream unreachable")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)

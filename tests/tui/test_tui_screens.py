@@ -8,6 +8,7 @@ from tui_kit import (
     NIGHT,
     PULSE,
     add_run,
+    auto_disable,
     screen_text,
     settle,
     worker_intent,
@@ -20,13 +21,6 @@ from goalsui.tui.screens.failures import FailuresScreen
 from goalsui.tui.screens.reports import ReportsScreen, night_window
 
 SIZE = (110, 36)
-
-
-def disable(service: Service, intent_id: int, error: str) -> None:
-    with service.store.write() as s:
-        row = s.get(Intent, intent_id)
-        row.status, row.consecutive_failures, row.last_error = "failed", 5, error
-        s.add(row)
 
 
 async def test_failures_screen_one_key_each(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
@@ -47,7 +41,7 @@ async def test_failures_screen_one_key_each(demo: Service, clock) -> None:  # ty
     interrupted = add_run(
         demo, pulse, "interrupted", clock.now - timedelta(minutes=10), reason="lease expired"
     )
-    disable(demo, flaky, "flaky: upstream status endpoint unreachable")
+    auto_disable(demo, flaky, "flaky: upstream status endpoint unreachable")
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)

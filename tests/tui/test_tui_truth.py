@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tui_kit import PULSE, add_run, label, screen_text, settle, worker_intent
+from tui_kit import PULSE, add_run, auto_disable, label, screen_text, settle, worker_intent
 
 from goalsui.service import Service
 from goalsui.tui import keys
@@ -128,12 +128,7 @@ async def test_d_on_the_main_screen_is_offered_only_on_a_dismissable_run(
     flaky = worker_intent(demo, PULSE, "flaky")
     run_id = add_run(demo, flaky, "failed", clock.now - timedelta(minutes=3), reason="exit 1")
     pulse = worker_intent(demo, PULSE, "pulse")
-    with demo.store.write() as s:
-        from goalsui.domain.models import Intent
-
-        row = s.get(Intent, pulse)
-        row.status, row.consecutive_failures, row.last_error = "failed", 5, "quota"
-        s.add(row)
+    auto_disable(demo, pulse, "quota")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
