@@ -195,6 +195,10 @@ class IntentRun(SQLModel, table=True):
     # the transcript: what the turn was given (tool calls live in ToolCall)
     prompt: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     argv: list[Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # the agent's goalsui tool session: {"opened_at": ISO, "tools": [names] | None}
+    tool_session: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
 
 
 class Event(SQLModel, table=True):
