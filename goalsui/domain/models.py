@@ -82,11 +82,17 @@ class Goal(SQLModel, table=True):
 
 
 class Thread(SQLModel, table=True):
+    """A conversation with a checklist; a worker's home thread names its goal and worker."""
+
+    __table_args__ = (Index("ux_thread_home", "goal_id", "worker", unique=True),)
+
     id: int | None = Field(default=None, primary_key=True)
     title: str
     private: bool = False
     revision: int = 0  # the checklist revision, bumped on every todo change
     created_at: datetime = _created()
+    goal_id: str | None = None  # set (with worker) on a worker's home thread only
+    worker: str | None = None
 
 
 class Todo(SQLModel, table=True):

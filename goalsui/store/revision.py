@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["HEAD", "is_current"]
 
 #: The newest revision in ``goalsui/store/migrations/versions``.
-HEAD = "0004"
+HEAD = "0005"
 
 
 def is_current(engine: Engine) -> bool:
