@@ -23,11 +23,6 @@ from base_kit import NO_PG, REPO, TESTS, FakeClock
 
 from goalsui.service import Service
 
-# Schedulers in tests live seconds: a warm tool-server host (one more process importing
-# everything) would only compete with them for the CPU. tests/e2e/test_mcp_host.py turns
-# it on where it is under test.
-os.environ["GOALSUI_MCP_WARM"] = "0"
-
 
 @pytest.fixture
 def clock() -> FakeClock:

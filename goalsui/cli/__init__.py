@@ -113,12 +113,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnknownCommand as exc:
         sys.stderr.write(exc.message())
         return 1  # a user error (the command-line contract)
-    if command == "mcp" and os.environ.get("GOALSUI_MCP_HOST"):
-        from goalsui.mcp.handoff import delegate
-
-        code = delegate(argv)  # a scheduler's warm host runs it (docs/agents.md)
-        if code is not None:
-            return code
     if command in RAW_OUTPUT:  # they own the terminal (Textual, textual-serve)
         return _run(build_parser(command).parse_args(argv))
     from goalsui.cli.output import guard_streams

@@ -6,6 +6,7 @@ still be running) and recorded in ``tool_call`` afterwards, errors included.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -84,6 +85,21 @@ class ToolServer(MCPServer):
             known = ", ".join(allowed) or "none"
             raise ToolError(f"unknown argument {extra[0]!r} (this tool takes: {known})")
 
+    async def list_tools(self) -> Any:
+        """The scope's tools; a run's session records that its agent was offered them."""
+        tools = await super().list_tools()
+        if self.scope.run_id is not None:
+            names = [tool.name for tool in tools]
+            await anyio.to_thread.run_sync(self._note_session, names)
+        return tools
+
+    def _note_session(self, tools: list[str] | None) -> None:
+        if self.scope.run_id is None:
+            return
+        # a run that ended meanwhile has nothing to note: its calls are refused anyway
+        with contextlib.suppress(GoalsuiError):
+            self.service.agents.record_tool_session(self.scope.run_id, tools)
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             self._check_arguments(name, arguments)
@@ -109,4 +125,6 @@ def build_server(service: Service, scope: Scope) -> ToolServer:
 
 def serve(service: Service, scope: Scope) -> None:
     """Serve over stdio until the client closes the pipe."""
-    build_server(service, scope).run("stdio")
+    server = build_server(service, scope)
+    server._note_session(None)  # the agent started this process: its session is open
+    server.run("stdio")

@@ -1,10 +1,22 @@
-"""Agent CLI presets: ``runner: {agent: claude}`` becomes an argv wired to ``goalsui mcp``.
+"""Agent CLI presets: ``runner: {agent: claude}`` becomes an argv wired to goalsui's tools.
 
-A preset's argv gives the agent goalsui's tool server for this run and nothing else it
-did not ask for. Any argv runner may use two placeholders inside its arguments:
-``{mcp_config}`` (the path of a per-run JSON file ``{"mcpServers": {"goalsui": ...}}``,
-written before the run and removed after it) and ``{run_id}``. docs/agents.md lists
-each flag and where it is documented.
+A turn's tools are served by the scheduler that launches it, over MCP Streamable HTTP on
+127.0.0.1 (:mod:`goalsui.mcp.http`): a preset's config points the agent at that URL with
+the run's bearer token, and sets the CLI's own wait-for-servers and approval settings so
+a slow start delays the turn instead of emptying it. ``goalsui mcp --run ID`` over stdio
+(:class:`McpLaunch`) remains for agents that speak only stdio (goose) and for the
+``{mcp_stdio_config}`` placeholder.
+
+Any argv runner may use these placeholders inside its arguments:
+
+- ``{mcp_config}``: the path of a per-run JSON file (mode 0600, removed after the run)
+  in the usual ``{"mcpServers": {"goalsui": …}}`` shape, naming the run's HTTP endpoint
+  (``type``, ``url``, ``headers``);
+- ``{mcp_stdio_config}``: the same file with a stdio entry (``command``, ``args``,
+  ``env``) that starts ``goalsui mcp --run ID``;
+- ``{run_id}``: the run's id.
+
+docs/agents.md lists each flag, what the model is offered, and where it was checked.
 """
 
 from __future__ import annotations
@@ -15,7 +27,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,27 +36,39 @@ from goalsui.runners.base import Usage
 __all__ = [
     "AGENTS",
     "MCP_CONFIG",
+    "MCP_STDIO_CONFIG",
     "RUN_ID",
     "McpLaunch",
+    "ToolEndpoint",
+    "TurnTools",
+    "config_placeholders",
     "expand_placeholders",
     "needs_config",
-    "remove_mcp_config",
-    "write_mcp_config",
     "parse_agent_output",
     "preset_argv",
+    "preset_env",
+    "remove_mcp_config",
     "runner_argv",
+    "speaks_mcp",
+    "write_mcp_config",
 ]
 
 from goalsui.domain.agents import AGENTS  # re-exported for callers
 
 SERVER_NAME = "goalsui"
 MCP_CONFIG = "{mcp_config}"
+MCP_STDIO_CONFIG = "{mcp_stdio_config}"
 RUN_ID = "{run_id}"
+#: the environment variable that carries the run's bearer token (Codex reads it by name)
+TOKEN_ENV = "GOALSUI_MCP_TOKEN"
+URL_ENV = "GOALSUI_MCP_URL"
+#: how long an agent may wait for goalsui's tools before its first request (ms)
+CONNECT_TIMEOUT_MS = 30_000
 
 
 @dataclass(frozen=True)
 class McpLaunch:
-    """How an agent starts ``goalsui mcp --run ID``: program, arguments, environment."""
+    """How an agent starts ``goalsui mcp --run ID`` over stdio: program, arguments, env."""
 
     command: str
     args: tuple[str, ...]
@@ -58,20 +82,46 @@ class McpLaunch:
         args += ("--state-dir", str(state_dir), "mcp", "--run", str(run_id))
         return cls(python or sys.executable, args, {"GOALSUI_DB": db_url})
 
-    def hosted(self, socket: Path | None) -> McpLaunch:
-        """This launch, told to try the warm host at ``socket`` first (None: unchanged)."""
-        if socket is None:
-            return self
-        return replace(self, env={**self.env, "GOALSUI_MCP_HOST": str(socket)})
+    def entry(self) -> dict[str, Any]:
+        return {"command": self.command, "args": list(self.args), "env": dict(self.env)}
 
-    def config(self) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class ToolEndpoint:
+    """A live run's tools over Streamable HTTP: the URL and the run's bearer token."""
+
+    url: str
+    token: str = field(repr=False)
+
+    def entry(self) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "url": self.url,
+            "headers": {"Authorization": f"Bearer {self.token}"},
+        }
+
+
+@dataclass(frozen=True)
+class TurnTools:
+    """Both ways a turn's agent can reach its tools; ``http`` is None when not served."""
+
+    stdio: McpLaunch
+    http: ToolEndpoint | None = None
+
+    def config(self, *, stdio: bool = False, always_load: bool = False) -> dict[str, Any]:
         """The standard ``mcpServers`` document (Claude Code's --mcp-config shape)."""
-        server = {"command": self.command, "args": list(self.args), "env": dict(self.env)}
-        return {"mcpServers": {SERVER_NAME: server}}
+        entry = self.stdio.entry() if stdio or self.http is None else self.http.entry()
+        if always_load:
+            entry["alwaysLoad"] = True  # Claude Code: wait for this server before the turn
+        return {"mcpServers": {SERVER_NAME: entry}}
 
 
 def _toml(value: Any) -> str:
     """A TOML value for codex ``-c key=value`` (strings, lists and tables of strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
     if isinstance(value, str):
         return json.dumps(value)  # a JSON string is a valid TOML basic string
     if isinstance(value, list | tuple):
@@ -81,34 +131,60 @@ def _toml(value: Any) -> str:
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
+def _codex_overrides(tools: TurnTools) -> list[str]:
+    """``-c`` pairs: goalsui's server (required, calls approved) and Codex's own tools off."""
+    prefix = f"mcp_servers.{SERVER_NAME}"
+    pairs: list[tuple[str, Any]] = []
+    if tools.http is not None:
+        pairs += [(f"{prefix}.url", tools.http.url), (f"{prefix}.bearer_token_env_var", TOKEN_ENV)]
+    else:
+        launch = tools.stdio
+        pairs += [
+            (f"{prefix}.command", launch.command),
+            (f"{prefix}.args", list(launch.args)),
+            (f"{prefix}.env", dict(launch.env)),
+        ]
+    pairs += [
+        (f"{prefix}.required", True),
+        (f"{prefix}.default_tools_approval_mode", "approve"),
+        (f"{prefix}.startup_timeout_sec", CONNECT_TIMEOUT_MS // 1000),
+        *CODEX_NARROWING,
+    ]
+    argv: list[str] = []
+    for key, value in pairs:
+        argv += ["-c", f"{key}={_toml(value)}"]
+    return argv
+
+
+#: Codex settings that take its own tools away from the model (docs/agents.md)
+CODEX_NARROWING: tuple[tuple[str, Any], ...] = (("tools.web_search", False),)
+
+
 def preset_argv(
     agent: str,
-    launch: McpLaunch,
+    tools: TurnTools,
     *,
     model: str | None = None,
     args: Sequence[str] = (),
-    tools: Sequence[str] = (),
+    allowed: Sequence[str] = (),
 ) -> list[str]:
-    """The argv of an agent preset; ``tools`` are extra tools the worker allows."""
+    """The argv of an agent preset; ``allowed`` are tools of the CLI's own the worker allows."""
     if agent == "claude":
-        allowed = ",".join([f"mcp__{SERVER_NAME}__*", *tools])
+        permitted = ",".join([f"mcp__{SERVER_NAME}__*", *allowed])
         argv = ["claude", "-p", "--output-format", "json"]
         argv += ["--mcp-config", MCP_CONFIG, "--strict-mcp-config"]
-        argv += ["--tools", ",".join(tools), "--allowedTools", allowed]
+        argv += ["--tools", ",".join(allowed), "--allowedTools", permitted]
         if model:
             argv += ["--model", model]
         return argv + list(args)
     if agent == "codex":
-        prefix = f"mcp_servers.{SERVER_NAME}"
-        argv = ["codex", "exec", "--json", "--skip-git-repo-check"]
-        argv += ["-c", f"{prefix}.command={_toml(launch.command)}"]
-        argv += ["-c", f"{prefix}.args={_toml(list(launch.args))}"]
-        argv += ["-c", f"{prefix}.env={_toml(dict(launch.env))}"]
+        argv = ["codex", "exec", "--json", "--skip-git-repo-check", *_codex_overrides(tools)]
         if model:
             argv += ["--model", model]
         return [*argv, *args, "-"]
     if agent == "goose":
         # goose takes a stdio extension as one command line: ENV=value ... command args
+        launch = tools.stdio
         env = [f"{k}={shlex.quote(v)}" for k, v in launch.env.items()]
         extension = " ".join([*env, *(shlex.quote(a) for a in (launch.command, *launch.args))])
         argv = ["goose", "run", "--no-session", "--quiet", "--with-extension", extension]
@@ -118,43 +194,70 @@ def preset_argv(
     raise ValueError(f"unknown agent preset {agent!r} (known: {', '.join(AGENTS)})")
 
 
-def runner_argv(spec: Mapping[str, Any], launch: McpLaunch) -> list[str]:
+def preset_env(agent: str | None, tools: TurnTools) -> dict[str, str]:
+    """Environment a turn's agent gets for its tools: the endpoint, and each CLI's own
+    wait-for-servers settings (a slow start delays the turn instead of emptying it)."""
+    env: dict[str, str] = {}
+    if tools.http is not None:
+        env[URL_ENV] = tools.http.url
+        env[TOKEN_ENV] = tools.http.token
+    if agent == "claude":
+        env["MCP_CONNECTION_NONBLOCKING"] = "0"
+        env["MCP_CONNECT_TIMEOUT_MS"] = str(CONNECT_TIMEOUT_MS)
+    return env
+
+
+def speaks_mcp(spec: Mapping[str, Any]) -> bool:
+    """Whether a runner's agent reaches goalsui's tools (a preset, or an MCP placeholder)."""
+    if spec.get("agent"):
+        return True
+    return needs_config([str(x) for x in spec.get("command") or ()])
+
+
+def runner_argv(spec: Mapping[str, Any], tools: TurnTools) -> list[str]:
     """A runner's argv before placeholders: its ``command``, or its preset's."""
     if spec.get("agent"):
         return preset_argv(
             str(spec["agent"]),
-            launch,
+            tools,
             model=spec.get("model"),
             args=[str(a) for a in spec.get("args") or ()],
-            tools=[str(t) for t in spec.get("tools") or ()],
+            allowed=[str(t) for t in spec.get("tools") or ()],
         )
     return [str(x) for x in spec.get("command") or []]
 
 
-def expand_placeholders(argv: Sequence[str], *, mcp_config: str | None, run_id: int) -> list[str]:
-    """``{run_id}`` and ``{mcp_config}`` replaced inside every argument."""
+def expand_placeholders(
+    argv: Sequence[str], *, configs: Mapping[str, str] | None = None, run_id: int
+) -> list[str]:
+    """``{run_id}`` and the config placeholders (``configs``: placeholder -> path)."""
     out = []
     for arg in argv:
         arg = arg.replace(RUN_ID, str(run_id))
-        if mcp_config is not None:
-            arg = arg.replace(MCP_CONFIG, mcp_config)
+        for placeholder, path in (configs or {}).items():
+            arg = arg.replace(placeholder, path)
         out.append(arg)
     return out
 
 
 def needs_config(argv: Sequence[str]) -> bool:
-    return any(MCP_CONFIG in arg for arg in argv)
+    return any(MCP_CONFIG in arg or MCP_STDIO_CONFIG in arg for arg in argv)
 
 
-def write_mcp_config(folder: Path, run_id: int, launch: McpLaunch) -> Path:
-    """Write the run's MCP config (mode 0600: it names the database); returns its path."""
+def config_placeholders(argv: Sequence[str]) -> list[str]:
+    """The config placeholders ``argv`` uses, in a fixed order."""
+    return [p for p in (MCP_CONFIG, MCP_STDIO_CONFIG) if any(p in arg for arg in argv)]
+
+
+def write_mcp_config(folder: Path, name: str, document: Mapping[str, Any]) -> Path:
+    """Write a run's MCP config (mode 0600: it holds the run's token); returns its path."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{run_id}.mcp.json"
+    path = folder / f"{name}.mcp.json"
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a leftover of a crashed attempt: created afresh with our mode
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(launch.config(), fh, indent=2)
+        json.dump(document, fh, indent=2)
     return path
 
 

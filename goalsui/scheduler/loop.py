@@ -38,7 +38,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from goalsui.runners.mcp_host import stop_host
+from goalsui.runners.tool_access import stop_tool_host
 from goalsui.scheduler.alarm import Alarm
 from goalsui.scheduler.alerting import Alerter
 from goalsui.scheduler.claim import Claimer, claim_loop
@@ -255,7 +255,7 @@ class Scheduler:
         await self.launcher.stop_all(grace, STOP_MARGIN)
         await self.monitor.stop(list(TIMED_TASKS), timeout=0.5)
         await self.writer.flush()
-        await asyncio.to_thread(stop_host, self.service)  # the agents' warm tool server
+        await stop_tool_host(self.service)  # the turns' tool listener
         await self.monitor.cancel_all()
         if rt.side_tasks:
             await asyncio.wait(list(rt.side_tasks), timeout=grace + STOP_MARGIN)

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
-import threading
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from base_kit import FakeClock, run_cli
 from mcp_kit import SCRIPTS
-from test_mcp_host import alive, children
 
 from goalsui.domain.models import Intent
 from goalsui.kb.layout import WorkerSeed
-from goalsui.runners.mcp_host import host_for
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
 
@@ -153,6 +150,8 @@ async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, 
 
 
 async def test_an_argv_runner_gets_the_mcp_config_and_run_id_placeholders(svc, clock):
+    """``{mcp_config}`` names the run's HTTP endpoint, ``{mcp_stdio_config}`` a stdio
+    ``goalsui mcp --run``; a runner given its tools that never opens them fails no-tools."""
     thread = svc.create_thread("plain")
     svc.create_intent(
         title="plain argv",
@@ -165,6 +164,7 @@ async def test_an_argv_runner_gets_the_mcp_config_and_run_id_placeholders(svc, c
                 "{python}",
                 str(SCRIPTS / "run_print_config.py"),
                 "--config={mcp_config}",
+                "--stdio={mcp_stdio_config}",
                 "{run_id}",
             ]
         },
@@ -176,65 +176,59 @@ async def test_an_argv_runner_gets_the_mcp_config_and_run_id_placeholders(svc, c
     finally:
         await sched.stop(grace=1)
     run = svc.get_run(run_id)
-    assert run.status == "ok", run.reason
+    assert run.status == "failed" and run.reason is not None
+    assert run.reason.startswith("no-tools: the agent never opened its goalsui tool session")
     assert run.argv is not None and run.argv[-1] == str(run_id)
-    config_arg = run.argv[-2]
-    path = Path(config_arg.removeprefix("--config="))
-    assert path.parent == svc.runs_dir and path.name == f"{run_id}.mcp.json"
-    assert not path.exists()  # removed after the run
-    (message,) = [m for m in svc.messages(thread.id) if m.run_id == run_id]
-    seen = json.loads(message.content)
-    server = seen["config"]["mcpServers"]["goalsui"]
+    (line,) = [x for x in svc.run_output(run_id).splitlines() if x.startswith('{"configs"')]
+    seen = json.loads(line)
     assert seen["run_id"] == str(run_id)
+    http, stdio = seen["configs"]["config"], seen["configs"]["stdio"]
+    for config in (http, stdio):
+        path = Path(config["path"])
+        assert path.parent == svc.runs_dir and not path.exists()  # removed after the run
+    assert Path(http["path"]).name == f"{run_id}.mcp.json"
+    entry = http["document"]["mcpServers"]["goalsui"]
+    assert entry["type"] == "http" and entry["url"].startswith("http://127.0.0.1:")
+    assert entry["headers"]["Authorization"].startswith("Bearer ")
+    assert entry["headers"]["Authorization"][7:] not in " ".join(run.argv)  # never in argv
+    server = stdio["document"]["mcpServers"]["goalsui"]
     assert server["args"][-3:] == ["mcp", "--run", str(run_id)]
     assert server["env"]["GOALSUI_DB"] == svc.db_url
 
 
-async def test_a_schedulers_agent_turns_use_its_warm_host(
-    svc: Service, clock: FakeClock, fake_claude: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_schedulers_agent_turns_get_their_tools_over_its_http_listener(
+    svc: Service, clock: FakeClock, fake_claude: Path
 ) -> None:
-    """The first agent turn starts the host; a later turn's session is served by a forked
-    child of it; stopping the scheduler ends the host and removes its folder."""
-    monkeypatch.setenv("GOALSUI_MCP_WARM", "1")  # the suite turns it off elsewhere
+    """The claude preset's config names the scheduler's listener (not a process to start);
+    the run records the tools its agent was offered; the listener closes with the
+    scheduler."""
     goal = agent_goal(svc, clock.now + timedelta(days=1))
     thread = svc.create_thread("build watch")
-
-    def turn(title: str) -> None:
-        svc.add_todo(thread.id, f"todo for {title}")
-        agent_turn(svc, clock, goal, thread.id, title)
-
+    svc.add_todo(thread.id, "todo for the turn")
+    agent_turn(svc, clock, goal, thread.id, "over http")
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
-        turn("first")
-        (first,) = await sched.tick()
+        (run_id,) = await sched.tick()
         await sched.drain(timeout=180)
-        assert svc.get_run(first).status == "ok", svc.run_output(first)
-        host = host_for(svc)
-        assert host.pid is not None and alive(host.pid)
-        assert host.ready(timeout=60)
-        served: set[int] = set()
-        sampling = threading.Event()
-
-        def sample() -> None:
-            while not sampling.is_set():
-                served.update(children(host.pid or 0))
-                time.sleep(0.005)
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
-        try:
-            turn("second")
-            clock.advance(1)
-            (second,) = await sched.tick()
-            await sched.drain(timeout=180)
-        finally:
-            sampling.set()
-            sampler.join()
-        assert svc.get_run(second).status == "ok", svc.run_output(second)
-        assert "[tool] → todo_complete(" in svc.run_output(second)
-        assert served, "the second turn's session was not served by the warm host"
-        pid, folder = host.pid, host.socket.parent if host.socket else None
+        run = svc.get_run(run_id)
+        assert run.status == "ok", (run.reason, svc.run_output(run_id))
+        (answer,) = [m for m in svc.messages(thread.id) if m.run_id == run_id]
+        assert answer.content.startswith("stand-in agent made 2 tool calls")
+        session = svc.agents.tool_session(run_id)
+        assert session is not None and "todo_complete" in session["tools"]
+        assert "schedule_intent" in session["tools"] and "goal_kb_write" not in session["tools"]
+        (message,) = [m for m in svc.messages(thread.id) if m.run_id == run_id]
+        url = run_output_url(svc.run_output(run_id))
     finally:
         await sched.stop(grace=1)
-    assert not alive(pid)
-    assert folder is not None and not folder.exists()
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    with pytest.raises(OSError):  # the listener went with the scheduler
+        socket.create_connection(("127.0.0.1", int(url.split(":")[2].split("/")[0])), timeout=2)
+
+
+def run_output_url(output: str) -> str:
+    """The tool URL the stand-in agent says it connected to."""
+    for line in output.splitlines():
+        if '"goalsui_standin"' in line:
+            return str(json.loads(line)["goalsui_standin"]["url"])
+    raise AssertionError(f"no stand-in answer in {output!r}")

@@ -1,9 +1,13 @@
-"""Print the MCP config named by ``--config=PATH`` and the run id argument (stdin drained)."""
+"""Print the MCP configs named by ``--config=PATH`` and ``--stdio=PATH`` and the run id
+argument (stdin drained); it never opens its tools."""
 
 import json
 import sys
 
 sys.stdin.read()
-path = sys.argv[1].removeprefix("--config=")
-with open(path, encoding="utf-8") as fh:
-    print(json.dumps({"config": json.load(fh), "run_id": sys.argv[2]}))
+configs = {}
+for arg in sys.argv[1:-1]:
+    name, _, path = arg.removeprefix("--").partition("=")
+    with open(path, encoding="utf-8") as fh:
+        configs[name] = {"path": path, "document": json.load(fh)}
+print(json.dumps({"configs": configs, "run_id": sys.argv[-1]}))

@@ -11,14 +11,18 @@ and acts "as a model would": it reads the worker's ``prompt.md`` through
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 CALL = re.compile(r"^CALL (\w+) (.*)$", re.MULTILINE)
 
@@ -33,13 +37,29 @@ def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
-async def act(prompt: str, config: dict[str, Any]) -> dict[str, Any]:
-    server = config["mcpServers"]["goalsui"]
+@contextlib.asynccontextmanager
+async def connect(server: dict[str, Any]) -> AsyncIterator[ClientSession]:
+    """A session on the config's entry: Streamable HTTP (``url``) or stdio (``command``)."""
+    if "url" in server:
+        headers = server.get("headers") or {}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            streamable_http_client(server["url"], http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            yield session
+        return
     params = StdioServerParameters(
         command=server["command"], args=server["args"], env={**server.get("env", {})}
     )
-    calls: list[dict[str, Any]] = []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        yield session
+
+
+async def act(prompt: str, config: dict[str, Any]) -> dict[str, Any]:
+    server = config["mcpServers"]["goalsui"]
+    calls: list[dict[str, Any]] = []
+    async with connect(server) as session:
         await session.initialize()
         tools = sorted(t.name for t in (await session.list_tools()).tools)
         worker = os.environ.get("GOALSUI_WORKER") or ""
@@ -54,7 +74,8 @@ async def act(prompt: str, config: dict[str, Any]) -> dict[str, Any]:
                 raw = raw.replace("{first_open_todo}", str(open_ids[0]))
             res = await session.call_tool(name, json.loads(raw))
             calls.append({"name": name, "is_error": res.is_error, "text": text_of(res)})
-    return {"tools": tools, "calls": calls, "prompt_chars": len(prompt)}
+    url = server.get("url")
+    return {"tools": tools, "calls": calls, "prompt_chars": len(prompt), "url": url}
 
 
 def main() -> int:

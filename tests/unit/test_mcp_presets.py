@@ -16,9 +16,12 @@ from goalsui.errors import KBError
 from goalsui.kb.config import parse_worker
 from goalsui.runners.presets import (
     McpLaunch,
+    ToolEndpoint,
+    TurnTools,
     expand_placeholders,
     parse_agent_output,
     preset_argv,
+    preset_env,
     remove_mcp_config,
     runner_argv,
     write_mcp_config,
@@ -28,39 +31,68 @@ from goalsui.service import Service
 LAUNCH = McpLaunch(
     "/usr/bin/python3", ("-m", "goalsui", "mcp", "--run", "7"), {"GOALSUI_DB": "sqlite:///x.db"}
 )
+ENDPOINT = ToolEndpoint("http://127.0.0.1:4321/mcp", "tok-secret")
+TOOLS = TurnTools(LAUNCH, ENDPOINT)
 
 
 def test_the_claude_preset_restricts_the_agent_to_goalsui_tools() -> None:
-    argv = preset_argv("claude", LAUNCH, model="sonnet", args=["--max-turns", "8"])
+    argv = preset_argv("claude", TOOLS, model="sonnet", args=["--max-turns", "8"])
     assert argv == [
         "claude", "-p", "--output-format", "json",
         "--mcp-config", "{mcp_config}", "--strict-mcp-config",
         "--tools", "", "--allowedTools", "mcp__goalsui__*",
         "--model", "sonnet", "--max-turns", "8",
     ]  # fmt: skip
-    with_tools = preset_argv("claude", LAUNCH, tools=["Read", "Grep"])
+    with_tools = preset_argv("claude", TOOLS, allowed=["Read", "Grep"])
     assert with_tools[with_tools.index("--tools") + 1] == "Read,Grep"
     assert with_tools[with_tools.index("--allowedTools") + 1] == "mcp__goalsui__*,Read,Grep"
+    # the config names the scheduler's endpoint, and Claude waits for it before its turn
+    entry = TOOLS.config(always_load=True)["mcpServers"]["goalsui"]
+    assert entry == {
+        "type": "http",
+        "url": ENDPOINT.url,
+        "headers": {"Authorization": "Bearer tok-secret"},
+        "alwaysLoad": True,
+    }
+    env = preset_env("claude", TOOLS)
+    assert env["MCP_CONNECTION_NONBLOCKING"] == "0" and int(env["MCP_CONNECT_TIMEOUT_MS"]) >= 10_000
+    assert "tok-secret" not in " ".join(argv)
 
 
-def test_the_codex_preset_configures_the_server_with_toml_overrides() -> None:
-    argv = preset_argv("codex", LAUNCH, model="o4-mini")
+def test_the_codex_preset_requires_the_server_and_approves_its_calls() -> None:
+    argv = preset_argv("codex", TOOLS, model="o4-mini")
     assert argv[:4] == ["codex", "exec", "--json", "--skip-git-repo-check"] and argv[-1] == "-"
     overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
     parsed = tomllib.loads("\n".join(overrides))
-    assert parsed["mcp_servers"]["goalsui"] == {
-        "command": LAUNCH.command,
-        "args": list(LAUNCH.args),
-        "env": dict(LAUNCH.env),
-    }
+    server = parsed["mcp_servers"]["goalsui"]
+    assert server["url"] == ENDPOINT.url
+    assert server["bearer_token_env_var"] == "GOALSUI_MCP_TOKEN"  # the token is not in argv
+    assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
+    assert "tok-secret" not in " ".join(argv)
+    assert preset_env("codex", TOOLS)["GOALSUI_MCP_TOKEN"] == "tok-secret"
     assert argv[argv.index("--model") + 1] == "o4-mini"
+    stdio = preset_argv("codex", TurnTools(LAUNCH))  # no listener: goalsui mcp over stdio
+    server = tomllib.loads("\n".join(stdio[i + 1] for i, a in enumerate(stdio) if a == "-c"))[
+        "mcp_servers"
+    ]["goalsui"]
+    assert server["command"] == LAUNCH.command and server["args"] == list(LAUNCH.args)
+    assert server["required"] is True
 
 
 def test_placeholders_and_the_config_file(tmp_path: Path) -> None:
-    argv = runner_argv({"command": ["agent", "--mcp={mcp_config}", "run-{run_id}"]}, LAUNCH)
-    path = write_mcp_config(tmp_path / "runs", 7, LAUNCH)
+    argv = runner_argv({"command": ["agent", "--mcp={mcp_config}", "run-{run_id}"]}, TOOLS)
+    path = write_mcp_config(tmp_path / "runs", "7", TOOLS.config())
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert json.loads(path.read_text()) == {
+        "mcpServers": {
+            "goalsui": {
+                "type": "http",
+                "url": ENDPOINT.url,
+                "headers": {"Authorization": "Bearer tok-secret"},
+            }
+        }
+    }
+    assert TOOLS.config(stdio=True) == {
         "mcpServers": {
             "goalsui": {
                 "command": LAUNCH.command,
@@ -69,7 +101,7 @@ def test_placeholders_and_the_config_file(tmp_path: Path) -> None:
             }
         }
     }
-    assert expand_placeholders(argv, mcp_config=str(path), run_id=7) == [
+    assert expand_placeholders(argv, configs={"{mcp_config}": str(path)}, run_id=7) == [
         "agent",
         f"--mcp={path}",
         "run-7",
@@ -184,7 +216,9 @@ def test_the_goose_preset_adds_the_server_as_a_stdio_extension() -> None:
         ("-m", "goalsui", "mcp", "--run", "7"),
         {"GOALSUI_DB": "sqlite:////tmp/a b/x.db"},
     )
-    argv = preset_argv("goose", launch, model="gpt-5", args=["--max-turns", "20"])
+    argv = preset_argv(
+        "goose", TurnTools(launch, ENDPOINT), model="gpt-5", args=["--max-turns", "20"]
+    )
     assert argv[:4] == ["goose", "run", "--no-session", "--quiet"]
     assert argv[-2:] == ["-i", "-"]  # the prompt comes on stdin
     assert argv[argv.index("--model") + 1] == "gpt-5"

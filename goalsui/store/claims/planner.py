@@ -63,6 +63,7 @@ _RUN_DEFAULTS: Row = {
     "model": None,
     "prompt": None,
     "argv": None,
+    "tool_session": None,
 }
 
 

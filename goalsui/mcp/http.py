@@ -1,0 +1,215 @@
+"""goalsui's tool server over MCP Streamable HTTP, served by the scheduler itself.
+
+A scheduler that launches an agent turn serves that turn's tools from its own event
+loop: one listener on 127.0.0.1 (an ephemeral port) for all its runs, and for each live
+run a session manager of the SDK's Streamable HTTP transport with the run's own scope.
+A run is reached with a per-run bearer token (random, 256 bits) that is the run's
+scope: the listener looks the token up and hands the request to that run's manager; any
+other request is answered 401 before anything else is read. The token is valid only
+while the run is live (:meth:`ToolHost.serve_run` opens and closes it around the turn)
+and is never logged or stored: the run's config file (mode 0600) or the agent's
+environment carries it.
+
+The tools are therefore as warm as the scheduler: no process starts per session, and
+the agent finds its tools ready before its first model request. ``goalsui mcp`` over
+stdio stays for an operator's own agent session and for agents that speak only stdio.
+See docs/agents.md, "How a turn gets its tools".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import secrets
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+
+from goalsui.mcp.scope import Scope as ToolScope
+from goalsui.mcp.scope import run_scope
+from goalsui.mcp.server import build_server
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+    from goalsui.service import Service
+
+__all__ = ["RunEndpoint", "ToolHost"]
+
+log = logging.getLogger("goalsui.mcp")
+
+MCP_PATH = "/mcp"
+#: the most connections the listener keeps open at once (a turn's agent uses one or two)
+MAX_CONNECTIONS = 256
+#: seconds an idle keep-alive connection is kept
+KEEP_ALIVE_S = 30
+_UNAUTHORISED = (
+    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,'
+    b'"message":"unknown or expired goalsui run token"}}'
+)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+@dataclass
+class RunEndpoint:
+    """Where a live run's agent finds its tools: the URL and the run's bearer token."""
+
+    run_id: int
+    url: str
+    token: str = field(repr=False)
+
+    @property
+    def authorization(self) -> str:
+        return f"Bearer {self.token}"
+
+
+@dataclass
+class _RunApp:
+    """One live run's Streamable HTTP app (its own session manager and scope)."""
+
+    run_id: int
+    app: Any  # a Starlette app: its lifespan runs the run's session manager
+    requests: int = 0
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its signal handlers: the host process owns SIGINT and SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
+class ToolHost:
+    """The scheduler's tool listener: one 127.0.0.1 port, one scope per live run.
+
+    Start it inside the loop that runs the turns (:meth:`start`), open a run's tools
+    around its turn (:meth:`serve_run`), and :meth:`stop` it with the scheduler.
+    """
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._runs: dict[bytes, _RunApp] = {}
+        self._server: _QuietServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._socket: socket.socket | None = None
+        self.port: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        """Listen on 127.0.0.1 (a free port) and serve until :meth:`stop`."""
+        if self.running:
+            return
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.set_inheritable(False)
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            limit_concurrency=MAX_CONNECTIONS,
+            timeout_keep_alive=KEEP_ALIVE_S,
+            server_header=False,
+            date_header=False,
+        )
+        server = _QuietServer(config)
+        self._server = server
+        self._task = asyncio.create_task(server.serve(sockets=[sock]), name="tool-host")
+        while not server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+                raise RuntimeError("the tool listener stopped before it started")
+            await asyncio.sleep(0.005)
+        log.info("goalsui tools served on 127.0.0.1:%s", self.port)
+
+    async def stop(self) -> None:
+        """Close every run's tools and the listener."""
+        server, task = self._server, self._task
+        self._server = self._task = None
+        if server is not None:
+            server.should_exit = True
+        if task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(task, timeout=5.0)
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    @contextlib.asynccontextmanager
+    async def serve_run(self, run_id: int) -> AsyncIterator[RunEndpoint]:
+        """A live run's tools for the duration of the block: its URL and bearer token.
+
+        The scope is read once from the database (the run's goal, worker, thread and
+        capabilities); every call is still checked against the run's status.
+        """
+        scope = await asyncio.to_thread(run_scope, self.service, run_id)
+        async with self.serve_scope(scope) as endpoint:
+            yield endpoint
+
+    @contextlib.asynccontextmanager
+    async def serve_scope(self, scope: ToolScope) -> AsyncIterator[RunEndpoint]:
+        """Serve ``scope``'s tools at a fresh token until the block ends."""
+        await self.start()
+        server = build_server(self.service, scope)
+        app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH, json_response=True, session_idle_timeout=None
+        )
+        token = secrets.token_urlsafe(32)
+        key = _digest(token)
+        async with app.router.lifespan_context(app):
+            self._runs[key] = _RunApp(scope.run_id or 0, app)
+            try:
+                yield RunEndpoint(
+                    scope.run_id or 0, f"http://127.0.0.1:{self.port}{MCP_PATH}", token
+                )
+            finally:
+                self._runs.pop(key, None)
+
+    # -- ASGI ----------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        entry = self._runs.get(_digest(_bearer(scope)))
+        if entry is None or scope.get("path") != MCP_PATH:
+            await _reject(send)
+            return
+        entry.requests += 1
+        await entry.app(scope, receive, send)
+
+
+def _bearer(scope: Scope) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            kind, _, token = bytes(value).decode("latin-1").partition(" ")
+            if kind.lower() == "bearer":
+                return token.strip()
+    return ""
+
+
+async def _reject(send: Send) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(_UNAUTHORISED)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": _UNAUTHORISED})

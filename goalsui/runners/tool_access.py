@@ -1,0 +1,74 @@
+"""How a turn's agent reaches goalsui's tools: the scheduler's HTTP listener, per run.
+
+:func:`turn_tools` opens a live run's tools around its turn: the scheduler's
+:class:`~goalsui.mcp.http.ToolHost` (started on the first turn that needs it, in the
+loop that runs the turns) serves the run's scope at a URL with a per-run bearer token,
+and the stdio launch of ``goalsui mcp --run ID`` is there for agents that only speak
+stdio. The MCP SDK is imported only here, lazily, in a thread: a scheduler whose turns
+never speak MCP never pays for it.
+
+:func:`no_tools_reason` is the rule "no run is ``ok`` without its tools": a runner that
+speaks MCP whose agent never listed its tools failed, whatever it printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from goalsui.runners.presets import McpLaunch, ToolEndpoint, TurnTools
+
+if TYPE_CHECKING:
+    from goalsui.mcp.http import ToolHost
+    from goalsui.service import Service
+
+__all__ = ["NO_TOOLS", "no_tools_reason", "stop_tool_host", "turn_tools"]
+
+#: the reason of a run whose agent never listed its goalsui tools
+NO_TOOLS = "no-tools"
+
+_HOSTS: weakref.WeakKeyDictionary[Any, ToolHost] = weakref.WeakKeyDictionary()
+
+
+async def _host(service: Service) -> ToolHost:
+    host = _HOSTS.get(service)
+    if host is None:
+        module = await asyncio.to_thread(importlib.import_module, "goalsui.mcp.http")
+        host = _HOSTS.get(service)  # another turn may have made it meanwhile
+        if host is None:
+            host = _HOSTS[service] = module.ToolHost(service)
+    return host
+
+
+@contextlib.asynccontextmanager
+async def turn_tools(
+    service: Service, run_id: int, *, http: bool = True
+) -> AsyncIterator[TurnTools]:
+    """The run's tools for the duration of the block (``http=False``: stdio only)."""
+    stdio = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run_id)
+    if not http:
+        yield TurnTools(stdio)
+        return
+    host = await _host(service)
+    async with host.serve_run(run_id) as endpoint:
+        yield TurnTools(stdio, ToolEndpoint(endpoint.url, endpoint.token))
+
+
+async def stop_tool_host(service: Service) -> None:
+    """Close the scheduler's tool listener (a scheduler that stops calls this)."""
+    host = _HOSTS.pop(service, None)
+    if host is not None:
+        await host.stop()
+
+
+def no_tools_reason(session: Mapping[str, Any] | None) -> str | None:
+    """Why a turn that had to act through goalsui's tools did not get them (None: it did)."""
+    if not session:
+        return f"{NO_TOOLS}: the agent never opened its goalsui tool session"
+    if session.get("tools") is None:
+        return f"{NO_TOOLS}: the agent opened its goalsui tool session but never listed the tools"
+    return None
