@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import time
+from typing import TYPE_CHECKING
 
-from goalsui.cli.common import add_json, local, open_service, print_json
+from goalsui.cli.common import add_json, local, open_service, print_capability_warnings, print_json
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p = wsub.add_parser(action, help=help_text)
         p.add_argument("goal_id")
         p.add_argument("worker")
+        if action == "show":
+            p.add_argument(
+                "--argv",
+                action="store_true",
+                help="the argv, environment names and MCP config a turn would get",
+            )
         add_json(p)
         p.set_defaults(func=cmd_action, action=action)
 
@@ -56,6 +68,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             f"worker {view.name} added to {args.goal_id}: {view.kind} {view.schedule} "
             f"({view.timezone}), next {local(view.next_run_at)}"
         )
+    print_capability_warnings(service, args.goal_id, view.name)
     return 0
 
 
@@ -64,6 +77,8 @@ def cmd_action(args: argparse.Namespace) -> int:
     from goalsui.service import authoring
 
     service = open_service(args)
+    if args.action == "show" and args.argv:
+        return _show_turn(service, args)
     if args.action == "show":
         detail = authoring.show_worker(service, args.goal_id, args.worker)
         if args.json:
@@ -89,6 +104,26 @@ def cmd_action(args: argparse.Namespace) -> int:
         print_json(intent_json(intent))
     else:
         print(f"worker {args.worker} of {args.goal_id}: {intent.status}")
+    return 0
+
+
+def _show_turn(service: Service, args: argparse.Namespace) -> int:
+    """``worker show G W --argv``: what the worker's next turn would be given."""
+    from goalsui.runners.preview import preview_worker_turn
+
+    preview = preview_worker_turn(service, args.goal_id, args.worker)
+    if args.json:
+        print_json(preview.as_json())
+        return 0
+    if not preview.argv:
+        print(f"{args.goal_id}/{args.worker}: no runner configured (see docs/agents.md)")
+        return 0
+    print("argv:  " + plain(shlex.join(preview.argv)))
+    print("env:   " + " ".join(preview.env))
+    tools = "yes (goalsui's tools)" if preview.gets_tools else "no (a plain command)"
+    print(f"tools: {tools}")
+    for name, document in preview.configs.items():
+        print(f"--- {{{name}}}\n" + plain(json.dumps(document, indent=2)))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 from goalsui.domain.untrusted import plain
@@ -29,6 +30,17 @@ def format_tool_call(call: dict[str, Any]) -> str:
     return f"→ {plain(str(call.get('name')), limit=100)}({args})\n  {mark} {result}"
 
 
+def _session_line(session: Any) -> str:
+    """Whether the run's agent opened its goalsui tools, and which it was offered."""
+    if not isinstance(session, dict):
+        return "(none: no goalsui tool session was opened)"
+    tools = session.get("tools")
+    if not isinstance(tools, list):
+        return "opened, but the agent never listed its tools"
+    names = ", ".join(plain(str(name), limit=60) for name in tools)
+    return f"offered {len(tools)} tools: {names}"
+
+
 def format_transcript(t: dict[str, Any]) -> str:
     """Prompt, argv, tool calls and output of one run, safe for a terminal."""
     head = f"run {t['run_id']} of intent {t['intent_id']}: {t['status']}"
@@ -40,8 +52,9 @@ def format_transcript(t: dict[str, Any]) -> str:
     calls = t.get("tool_calls") or []
     parts = [
         head,
-        "## argv\n" + (plain(" ".join(argv)) if argv else "(not recorded)"),
+        "## argv\n" + (plain(shlex.join(str(a) for a in argv)) if argv else "(not recorded)"),
         "## prompt\n" + (plain(t.get("prompt") or "") or "(not recorded)").rstrip(),
+        "## tool session\n" + _session_line(t.get("tool_session")),
         f"## tool calls ({len(calls)})\n"
         + ("\n".join(format_tool_call(c) for c in calls) if calls else "(none)"),
         "## output\n" + (plain(t.get("output") or "") or "(none)").rstrip(),

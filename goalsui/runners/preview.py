@@ -1,0 +1,100 @@
+"""What a worker's next turn will get, before it runs: argv, environment names, MCP config.
+
+``goalsui worker show G W --argv`` prints it. The argv and the config are built by the
+same functions a turn uses (:mod:`goalsui.runners.presets`); only the values a live run
+alone has (its id, the listener's port, its bearer token) are shown as placeholders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from goalsui.runners.presets import (
+    MCP_STDIO_CONFIG,
+    RUN_ID,
+    McpLaunch,
+    ToolEndpoint,
+    TurnTools,
+    config_placeholders,
+    preset_env,
+    runner_argv,
+    speaks_mcp,
+)
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+__all__ = ["TurnPreview", "preview_worker_turn"]
+
+#: what stands for the values only a live run has
+RUN_PLACEHOLDER = "<run id>"
+TOKEN_PLACEHOLDER = "<per-run token>"
+URL_PLACEHOLDER = "http://127.0.0.1:<port>/mcp"
+
+#: the variables every turn gets (docs/agents.md, "What a turn gets")
+TURN_ENV = (
+    "GOALSUI_GOAL",
+    "GOALSUI_WORKER",
+    "GOALSUI_RUN_ID",
+    "GOALSUI_INTENT_ID",
+    "GOALSUI_THREAD",
+    "GOALSUI_KB",
+    "GOALSUI_OUTBOX",
+    "GOALSUI_MODEL",
+)
+
+
+@dataclass(frozen=True)
+class TurnPreview:
+    """A worker turn's argv (placeholders of a live run left in), env names and configs."""
+
+    runner: dict[str, Any]
+    argv: list[str]
+    env: list[str]
+    gets_tools: bool
+    configs: dict[str, dict[str, Any]]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "runner": self.runner,
+            "argv": self.argv,
+            "env": self.env,
+            "gets_tools": self.gets_tools,
+            "mcp_configs": self.configs,
+        }
+
+
+def preview_worker_turn(service: Service, goal_id: str, worker: str) -> TurnPreview:
+    """The argv, environment names and MCP configs worker ``worker``'s turn would get."""
+    from goalsui.runners.turn import resolve_runner
+
+    intent = service.worker_intent(goal_id, worker)
+    spec = resolve_runner(service, intent)
+    stdio = McpLaunch(
+        "python",
+        ("-m", "goalsui", "--kb", str(service.kb.root), "--state-dir", str(service.state_dir))
+        + ("mcp", "--run", RUN_PLACEHOLDER),
+        {"GOALSUI_DB": "<database url>"},
+    )
+    agent = spec.get("agent")
+    http = None if agent == "goose" else ToolEndpoint(URL_PLACEHOLDER, TOKEN_PLACEHOLDER)
+    tools = TurnTools(stdio, http)
+    argv = [x.replace(RUN_ID, RUN_PLACEHOLDER) for x in runner_argv(spec, tools)] if spec else []
+    gets_tools = bool(spec) and speaks_mcp(spec)
+    env = list(TURN_ENV)
+    if gets_tools:
+        env += sorted(preset_env(agent, tools))
+    configs = {
+        placeholder: tools.config(
+            stdio=placeholder == MCP_STDIO_CONFIG, always_load=agent == "claude"
+        )
+        for placeholder in config_placeholders(argv)
+    }
+    return TurnPreview(
+        runner=dict(spec),
+        argv=argv,
+        env=env,
+        gets_tools=gets_tools,
+        configs={k.strip("{}"): v for k, v in configs.items()},
+    )
