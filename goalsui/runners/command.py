@@ -5,8 +5,10 @@ the run's log file while the program runs (so the console can tail it); stdout i
 result. A timeout or a cancel stops the whole process tree: SIGTERM to the group, then
 SIGKILL after a grace period. However the run ends, whatever is left in its process
 group (background children, even ones that let go of the pipes) is stopped the same
-way. On Linux the program also gets ``PR_SET_PDEATHSIG(SIGKILL)``: it dies with the
-thread that started it, so a ``kill -9`` of the scheduler does not leave it running
+way. On Linux the program runs under the turn supervisor
+(``goalsui/runners/supervisor.py``), which leads the process group, adopts every
+orphan of the tree (``setsid()`` ones included) and kills the whole tree when the
+thread that started it dies: a ``kill -9`` of the scheduler leaves nothing running
 beside the retry a restarted scheduler would start. A program that cannot start is a
 failed result, never an exception.
 """
@@ -28,7 +30,8 @@ from pathlib import Path
 
 from goalsui.domain.durations import format_duration
 from goalsui.domain.untrusted import plain
-from goalsui.runners.lifeline import child_setup
+from goalsui.runners.lifeline import child_setup, supervisor_setup
+from goalsui.runners.supervisor import ARGV_ENV, encode_argv, kill_tree
 
 __all__ = [
     "CommandResult",
@@ -247,22 +250,86 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
         self.exited.set()
 
 
+_SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
+
+
+def _supervised(
+    args: list[str], env: dict[str, str] | None
+) -> tuple[list[str], dict[str, str], Callable[[], None]] | None:
+    """The supervisor's argv and environment for ``args`` (Linux), else None."""
+    setup = supervisor_setup()
+    if setup is None or not os.path.isdir("/proc"):
+        return None
+    child_env = dict(os.environ if env is None else env)
+    child_env[ARGV_ENV] = encode_argv(args)
+    head = [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), str(_LEFTOVER_GRACE)]
+    return head, child_env, setup
+
+
 async def _spawn(
     args: list[str], *, cwd: str | None, env: dict[str, str] | None
-) -> tuple[asyncio.subprocess.Process, asyncio.Event]:
+) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None]:
+    """Start ``args`` in a new session; on Linux under the turn supervisor.
+
+    Returns the process (the supervisor, whose pid is the group id), its exit event and
+    the read end of the supervisor's status pipe (None when unsupervised).
+    """
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _ExitAwareProtocol(limit=_CHUNK, loop=loop),
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=child_setup(),
-        cwd=cwd,
-        env=env,
-    )
-    return asyncio.subprocess.Process(transport, protocol, loop), protocol.exited
+    supervised = _supervised(args, env)
+    status_r: int | None = None
+    pass_fds: tuple[int, ...] = ()
+    preexec = child_setup()
+    if supervised is not None:
+        head, supervised_env, preexec = supervised
+        env = supervised_env
+        status_r, status_w = os.pipe()
+        os.set_blocking(status_r, False)
+        args = [*head, str(status_w)]
+        pass_fds = (status_w,)
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ExitAwareProtocol(limit=_CHUNK, loop=loop),
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=preexec,
+            pass_fds=pass_fds,
+            cwd=cwd,
+            env=env,
+        )
+    except BaseException:
+        if status_r is not None:
+            os.close(status_r)
+        raise
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
+    return asyncio.subprocess.Process(transport, protocol, loop), protocol.exited, status_r
+
+
+def _read_status(fd: int | None) -> tuple[int | None, int]:
+    """The supervisor's report: (errno of a failed exec or None, leftovers it stopped)."""
+    if fd is None:
+        return None, 0
+    data = b""
+    try:
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    except OSError:  # nothing more (EAGAIN): its writers may still be alive
+        pass
+    finally:
+        os.close(fd)
+    failed: int | None = None
+    left = 0
+    for token in data.decode("ascii", "replace").split():
+        with contextlib.suppress(ValueError):
+            if token.startswith("E"):
+                failed = int(token[1:])
+            elif token.startswith("L"):
+                left += int(token[1:])
+    return failed, left
 
 
 async def _stop_group(
@@ -285,6 +352,9 @@ async def _stop_group(
         sink.put(
             f"[goalsui] still running after {grace:g}s grace: SIGKILL\n".encode(), keep_tail=False
         )
+        # Every descendant first (those that left the group included: the supervisor
+        # keeps them in its tree while it lives), then the group.
+        await asyncio.to_thread(kill_tree, pgid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
     await exited.wait()
@@ -365,10 +435,24 @@ async def run_command(
     spawned = await _start(args, cwd, env, sink)
     if isinstance(spawned, CommandResult):
         return spawned
-    proc, exited = spawned
+    proc, exited, status_fd = spawned
     _announce(on_spawn, proc.pid)
     running = _Running.start(proc, exited, stdin, sink)
-    ended_by = await _supervise(running, sink, timeout=timeout, cancel=cancel, grace=grace)
+    try:
+        ended_by = await _supervise(running, sink, timeout=timeout, cancel=cancel, grace=grace)
+    finally:
+        exec_errno, leftovers = _read_status(status_fd)
+    if exec_errno is not None:  # the supervisor could not start the program
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), timeout=_PIPE_DRAIN_AFTER_EXIT)
+        failure = OSError(exec_errno, os.strerror(exec_errno), args[0])
+        not_started = _start_error(args[0], failure, None)
+        await sink.close(f"[goalsui] {not_started}\n")
+        return CommandResult("failed", None, "", reason=not_started, pid=proc.pid)
+    if leftovers:
+        sink.put(
+            b"[goalsui] the run ended; stopping the processes it left behind\n", keep_tail=False
+        )
     out_task = running.out_task
     over = out_task.result() if out_task.done() and not out_task.cancelled() else False
     with contextlib.suppress(Exception):
@@ -407,7 +491,7 @@ def _refuse_start(args: list[str], cwd: Path | None) -> CommandResult | None:
 
 async def _start(
     args: list[str], cwd: Path | None, env: Mapping[str, str] | None, sink: _LogSink
-) -> tuple[asyncio.subprocess.Process, asyncio.Event] | CommandResult:
+) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None] | CommandResult:
     """Spawn the program; a failed result (logged and the log closed) when it cannot start."""
     program = args[0]
     try:

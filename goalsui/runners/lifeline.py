@@ -18,9 +18,10 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
-__all__ = ["child_setup", "pdeathsig_supported"]
+__all__ = ["child_setup", "pdeathsig_supported", "supervisor_setup"]
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @cache
@@ -54,6 +55,28 @@ def child_setup() -> Callable[[], None] | None:
 
     def setup() -> None:
         prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(137)
+
+    return setup
+
+
+def supervisor_setup() -> Callable[[], None] | None:
+    """The ``preexec_fn`` for a turn supervisor (``goalsui/runners/supervisor.py``), or None.
+
+    The supervisor becomes a child subreaper (the tree's orphans, ``setsid()`` ones
+    included, are reparented to it) and gets SIGUSR1, which it catches to kill the
+    whole tree, when its parent dies. Both settings survive ``exec``.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+    usr1 = int(signal.SIGUSR1)
+
+    def setup() -> None:
+        prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        prctl(_PR_SET_PDEATHSIG, usr1, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(137)
 
