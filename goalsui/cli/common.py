@@ -118,3 +118,12 @@ def read_text_arg(value: str) -> str:
         except (OSError, UnicodeDecodeError) as exc:
             raise ValidationError(f"cannot read {path}: {exc}") from None
     return value
+
+
+def print_capability_warnings(service: Service, goal_id: str, worker: str | None = None) -> None:
+    """A ``warning:`` line on stderr for each capability of the goal's workers (or of one
+    worker) that would grant nothing; the command still succeeds."""
+    shown = f"/workers/{worker}/" if worker else None
+    for w in service.capability_warnings([goal_id]):
+        if shown is None or shown in w.path:
+            sys.stderr.write(f"warning: {w.path}: {w.message}\n")

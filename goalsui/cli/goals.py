@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from goalsui.cli.common import add_json, local, open_service, print_json, read_text_arg, table
+from goalsui.cli.common import (
+    add_json,
+    local,
+    open_service,
+    print_capability_warnings,
+    print_json,
+    read_text_arg,
+    table,
+)
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
 from goalsui.domain.untrusted import plain
 
@@ -81,6 +89,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         print_json(view.as_json())
     else:
         print_goal(view)
+    print_capability_warnings(service, view.goal_id)
     return 0
 
 

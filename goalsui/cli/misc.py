@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from goalsui.cli.common import add_json, open_service, print_json
 
@@ -75,20 +76,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from goalsui.kb.layout import KB
 
     kb = KB(args.kb or __import__("os").environ.get("GOALSUI_KB") or "kb")
+    warnings: list[dict[str, Any]] = []
     if not kb.exists():
         problems = [{"path": str(kb.root), "line": None, "message": "no KB folder here"}]
     else:
         service = open_service(args, sync=False)
         problems = [p.as_json() for p in service.doctor()]
-    ok = not problems
+        warnings = [w.as_json() for w in service.capability_warnings()]
+    ok = not problems  # warnings alone leave the exit code 0
     if args.json:
-        print_json({"ok": ok, "problems": problems})
+        print_json({"ok": ok, "problems": problems, "warnings": warnings})
     else:
         if ok:
             print("ok: KB and database look healthy")
         for p in problems:
             where = f"{p['path']}:{p['line']}" if p["line"] else p["path"]
             sys.stdout.write(f"{where}: {p['message']}\n")
+        for w in warnings:
+            sys.stdout.write(f"{w['path']}: warning: {w['message']}\n")
     return 0 if ok else 1
 
 

@@ -2,12 +2,22 @@
 
 A worker's ``definition.yaml`` lists ``capabilities``; each names a group of tools of
 ``goalsui mcp``. A few read-only lookups are always served. Intent tools never reach a
-run whose thread is private, and thread tools need a thread in the scope.
+run whose thread is private, and thread tools need a thread in the scope (every worker
+has a home thread, so a worker's turn always has one).
+
+A worker's turn may always read its own ``workers/<w>/prompt.md`` and the goal's
+``protocol.md`` (:func:`own_files`): without ``read_kb`` it is still served
+``goal_kb_read``, limited to those two files.
+
+:func:`idle_capabilities` says which capabilities of a worker would grant nothing (its
+runner speaks no MCP, ``nightshift`` outside a nightshift goal): ``doctor`` and the
+commands that add workers warn about them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = [
     "ALWAYS",
@@ -16,6 +26,12 @@ __all__ = [
     "READ_ONLY",
     "THREAD_TOOLS",
     "ALL_TOOLS",
+    "MCP_CONFIG",
+    "MCP_PLACEHOLDERS",
+    "OWN_FILES_TOOL",
+    "idle_capabilities",
+    "own_files",
+    "speaks_mcp",
     "tools_for",
     "unknown_capabilities",
 ]
@@ -36,6 +52,12 @@ ALL_TOOLS = ALWAYS + tuple(t for tools in CAPABILITIES.values() for t in tools)
 READ_ONLY = ("list_goals", "get_goal", "goal_kb_list", "goal_kb_read", "todo_list", "list_intents")
 INTENT_TOOLS = CAPABILITIES["schedule"]
 THREAD_TOOLS = CAPABILITIES["todos"] + CAPABILITIES["threads"]
+#: served to every worker's turn; without ``read_kb`` it reads only :func:`own_files`
+OWN_FILES_TOOL = "goal_kb_read"
+#: the placeholders of a command's argv that receive the run's MCP config (the same
+#: texts as ``goalsui.runners.presets.MCP_CONFIG`` and ``MCP_STDIO_CONFIG``)
+MCP_PLACEHOLDERS = ("{mcp_config}", "{mcp_stdio_config}")
+MCP_CONFIG = MCP_PLACEHOLDERS[0]
 
 
 def unknown_capabilities(names: Iterable[str]) -> list[str]:
@@ -43,15 +65,68 @@ def unknown_capabilities(names: Iterable[str]) -> list[str]:
     return [name for name in names if name not in CAPABILITIES]
 
 
+def own_files(worker: str) -> tuple[tuple[str, ...], ...]:
+    """The files (path parts inside the goal) a worker's turn may always read."""
+    return (("protocol.md",), ("workers", worker, "prompt.md"))
+
+
 def tools_for(
-    capabilities: Iterable[str], *, has_thread: bool, private_thread: bool
+    capabilities: Iterable[str],
+    *,
+    has_thread: bool,
+    private_thread: bool,
+    has_worker: bool = False,
 ) -> frozenset[str]:
-    """The tools a scope may call: its capabilities' tools, narrowed by its thread."""
+    """The tools a scope may call: its capabilities' tools, narrowed by its thread.
+
+    A worker's scope also gets ``goal_kb_read`` (limited to :func:`own_files` by the
+    caller when ``read_kb`` is not among the capabilities).
+    """
     tools = set(ALWAYS)
     for name in capabilities:
         tools.update(CAPABILITIES.get(name, ()))
+    if has_worker:
+        tools.add(OWN_FILES_TOOL)
     if private_thread:
         tools.difference_update(INTENT_TOOLS)
     if not has_thread:
         tools.difference_update(THREAD_TOOLS)
     return frozenset(tools)
+
+
+def speaks_mcp(runner: Mapping[str, Any] | None) -> bool:
+    """True when a runner's agent is handed goalsui's tools: an agent preset, or a
+    command whose argv carries an MCP config placeholder (``{mcp_config}``)."""
+    if not runner or runner.get("builtin"):
+        return False
+    if runner.get("agent"):
+        return True
+    return any(p in str(arg) for arg in runner.get("command") or () for p in MCP_PLACEHOLDERS)
+
+
+def idle_capabilities(
+    capabilities: Iterable[str], runner: Mapping[str, Any] | None, *, nightshift_goal: bool
+) -> list[str]:
+    """One line for each capability of a worker that would grant nothing.
+
+    ``runner`` is the runner the worker's turns get (its own, else the KB default; None
+    when there is none: that is an error reported elsewhere, not a warning here).
+    """
+    caps = [name for name in capabilities if name in CAPABILITIES]
+    out: list[str] = []
+    if caps and runner:
+        if runner.get("builtin"):
+            out.append(
+                f"capabilities {', '.join(caps)} grant nothing: the builtin "
+                f"{runner['builtin']!r} runner starts no agent"
+            )
+            return out
+        if not speaks_mcp(runner):
+            out.append(
+                f"capabilities {', '.join(caps)} grant nothing: the command runner gets no "
+                f"tools (its argv has no {MCP_CONFIG} placeholder)"
+            )
+            return out
+    if "nightshift" in caps and not nightshift_goal:
+        out.append("capability nightshift grants nothing: this is not a nightshift goal")
+    return out

@@ -67,3 +67,9 @@ def goal_view(goal: Any, intents: list[Any]) -> GoalView:
         sort_order=goal.sort_order,
         workers=workers,
     )
+
+
+def quiet_home_thread(thread: Any, todos: Iterable[Any], messages: Iterable[Any] = ()) -> bool:
+    """True for a worker's home thread with nothing in it yet (no todo, no message): the
+    console lists a home thread once its worker has written something there."""
+    return bool(getattr(thread, "worker", None)) and not any(todos) and not any(messages)

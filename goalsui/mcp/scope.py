@@ -1,8 +1,13 @@
 """Who is calling the tool server and what it may touch.
 
-A run's scope comes from the database (the run's intent: goal, worker, thread) and is
-checked again at every call: the run must still be running, so a leaked config is
-useless once the run ends. An operator's session names its scope on the command line.
+A run's scope comes from the database (the run's intent: goal, worker, thread; a
+worker's turn runs in its home thread) and is checked again at every call: the run
+must still be running, so a leaked config is useless once the run ends. An operator's
+session names its scope on the command line.
+
+A worker's scope may always read its own ``prompt.md`` and the goal's ``protocol.md``:
+without ``read_kb`` it gets ``goal_kb_read`` limited to those files
+(:attr:`Scope.readable`).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from goalsui.domain.capabilities import CAPABILITIES, READ_ONLY, tools_for
+from goalsui.domain.capabilities import CAPABILITIES, READ_ONLY, own_files, tools_for
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -32,6 +37,8 @@ class Scope:
     goal_id: str | None = None
     worker: str | None = None
     thread_id: int | None = None
+    #: the only files ``goal_kb_read`` may read (path parts in the goal); None: any
+    readable: tuple[tuple[str, ...], ...] | None = None
 
     def goal(self, given: str | None) -> str:
         """The goal a call acts on: the scope's own (``given`` must match it) or ``given``."""
@@ -65,12 +72,30 @@ class Scope:
 
 
 def _narrow(
-    capabilities: tuple[str, ...], goal_id: str | None, thread_id: int | None, private: bool
+    capabilities: tuple[str, ...],
+    goal_id: str | None,
+    thread_id: int | None,
+    private: bool,
+    worker: str | None = None,
 ) -> frozenset[str]:
-    tools = tools_for(capabilities, has_thread=thread_id is not None, private_thread=private)
+    tools = tools_for(
+        capabilities,
+        has_thread=thread_id is not None,
+        private_thread=private,
+        has_worker=worker is not None and goal_id is not None,
+    )
     if goal_id is None:
         tools = tools - set(GOAL_TOOLS)
     return tools
+
+
+def _readable(
+    capabilities: tuple[str, ...], goal_id: str | None, worker: str | None
+) -> tuple[tuple[str, ...], ...] | None:
+    """A worker without ``read_kb`` reads only its own prompt and the goal's protocol."""
+    if goal_id is not None and worker is not None and "read_kb" not in capabilities:
+        return own_files(worker)
+    return None
 
 
 def run_scope(service: Service, run_id: int) -> Scope:
@@ -78,11 +103,12 @@ def run_scope(service: Service, run_id: int) -> Scope:
     rs = service.agents.run_scope(run_id)
     caps = rs.capabilities if rs.capabilities is not None else THREAD_RUN_CAPABILITIES
     return Scope(
-        tools=_narrow(caps, rs.goal_id, rs.thread_id, rs.private_thread),
+        tools=_narrow(caps, rs.goal_id, rs.thread_id, rs.private_thread, rs.worker),
         run_id=run_id,
         goal_id=rs.goal_id,
         worker=rs.worker,
         thread_id=rs.thread_id,
+        readable=_readable(caps, rs.goal_id, rs.worker),
     )
 
 
@@ -103,8 +129,9 @@ def operator_scope(
         caps = service.agents.worker_capabilities(goal_id, worker)
     private = service.get_thread(thread_id).private if thread_id is not None else False
     return Scope(
-        tools=_narrow(caps, goal_id, thread_id, private),
+        tools=_narrow(caps, goal_id, thread_id, private, worker),
         goal_id=goal_id,
         worker=worker,
         thread_id=thread_id,
+        readable=_readable(caps, goal_id, worker),
     )

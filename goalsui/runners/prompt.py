@@ -1,8 +1,14 @@
 """Prompt assembly for isolated turns. Pure functions: text in, text out.
 
-- A worker tick gets the static shim: it only names the worker, the goal and the KB
-  and points at ``workers/<w>/prompt.md`` and ``protocol.md``; what changes is in the
-  files, never in the prompt.
+- A worker tick whose agent can read files (an agent preset, or a command handed
+  goalsui's tools through ``{mcp_config}``) gets the static shim: it only names the
+  worker, the goal and the KB and points at ``workers/<w>/prompt.md`` and
+  ``protocol.md``; what changes is in the files, never in the prompt.
+- A plain command (no tools) gets the instructions themselves
+  (:func:`worker_instructions`): the context block (goal, worker, run, time), the
+  goal's ``protocol.md`` (cut at :data:`MAX_PROTOCOL_CHARS` with a note) and, as the
+  final message, the worker's ``prompt.md``. Both files are put in a fence their text
+  cannot close (:func:`file_block`), so a file cannot forge goalsui's own sections.
 - A thread (or goal) intent's instruction is the FINAL user message. Before it comes
   context: the thread's open todos (at most 10), the active goals (at most 10), recent
   thread messages and an event payload. Everything that is not the operator's
@@ -15,11 +21,14 @@
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from goalsui.domain.untrusted import fence_untrusted
+from goalsui.domain.untrusted import fence_untrusted, plain
 
 __all__ = [
     "MAX_CONTEXT_GOALS",
@@ -29,10 +38,13 @@ __all__ = [
     "PromptMessage",
     "TodoLine",
     "TurnContext",
+    "WorkerContext",
     "build_messages",
+    "file_block",
     "checklist_block",
     "event_block",
     "render_prompt",
+    "worker_instructions",
     "worker_shim",
 ]
 
@@ -41,6 +53,10 @@ MAX_CONTEXT_GOALS = 10
 MAX_CONTEXT_MESSAGES = 5
 MAX_MESSAGE_CHARS = 2000
 MAX_PAYLOAD_CHARS = 20_000
+#: how much of ``protocol.md`` a plain command gets (the rest is cut with a note)
+MAX_PROTOCOL_CHARS = 8 * 1024
+#: how much of a worker's ``prompt.md`` a plain command gets
+MAX_WORKER_PROMPT_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,103 @@ def worker_shim(
         "appended to the goal log and posted with its provenance. "
         f"If there is nothing to report, output exactly `{silent_token}`.\n"
     )
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """What a plain command's worker tick is told (the files read by the caller)."""
+
+    goal_id: str
+    worker: str
+    kb_root: str
+    goal_name: str | None = None
+    run_id: int | None = None
+    now: datetime | None = None
+    timezone: str = "UTC"
+    prompt: str | None = None  # workers/<w>/prompt.md; None: missing or unreadable
+    protocol: str | None = None  # protocol.md; None: missing or unreadable
+    silent_token: str = "NOTHING_TO_REPORT"
+
+
+def file_block(path: str, text: str, *, limit: int, about: str) -> str:
+    """A KB file's text in a fence its text cannot close (as
+    :func:`~goalsui.domain.untrusted.fence_untrusted` builds it: more backticks than any
+    run inside, a random id on the closing line), cut at ``limit`` characters with a note.
+    ``about`` says what the file is to the reader."""
+    body = plain(text)
+    if len(body) > limit:
+        body = (
+            body[:limit] + f"\n… (cut here: {len(body) - limit} more characters are in "
+            f"`{path}` in the goal directory)"
+        )
+    if not body.endswith("\n"):
+        body += "\n"
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    nonce = secrets.token_hex(8)
+    return (
+        f"The block below is the file `{path}` of your goal ({about}), id {nonce}. It ends "
+        f"only at the closing fence followed by the line 'end-file {nonce}'.\n"
+        f"{ticks}file {nonce}\n{body}{ticks}\nend-file {nonce}\n"
+    )
+
+
+def worker_instructions(
+    ctx: WorkerContext, *, checklist: str | None = None, event: str | None = None
+) -> list[PromptMessage]:
+    """A plain command's worker tick: the context block, the protocol, then the
+    worker's prompt as the final message (then the operator's heartbeat checklist)."""
+    goal_dir = f"{ctx.kb_root.rstrip('/')}/{ctx.goal_id}"
+    prompt_path = f"workers/{ctx.worker}/prompt.md"
+    parts = [
+        f"You are worker `{ctx.worker}` for goal `{ctx.goal_id}`, in an isolated turn "
+        "started by goalsui's scheduler: nobody is at the keyboard, and goalsui gives this "
+        "turn no tools, so everything you need is below. Do the one task your prompt (the "
+        "final message) describes, following the goal's protocol. "
+        f"Your working directory is the goal directory `{goal_dir}`. "
+        "Your standard output is the result of this tick: it is saved to your outbox, "
+        "appended to the goal log and posted with its provenance. "
+        f"If there is nothing to report, output exactly `{ctx.silent_token}`."
+    ]
+    lines = [f"- goal: `{ctx.goal_id}`"]
+    if ctx.goal_name:
+        lines[0] += f" ({' '.join(plain(ctx.goal_name).split())[:120]})"
+    lines.append(f"- worker: `{ctx.worker}`")
+    if ctx.run_id is not None:
+        lines.append(f"- run: {ctx.run_id}")
+    if ctx.now is not None:
+        stamp = ctx.now.isoformat(timespec="seconds")
+        lines.append(f"- time: {stamp} ({ctx.timezone})")
+    parts.append("This turn:\n" + "\n".join(lines))
+    if ctx.protocol is not None:
+        parts.append(
+            "The goal's protocol:\n"
+            + file_block(
+                "protocol.md",
+                ctx.protocol,
+                limit=MAX_PROTOCOL_CHARS,
+                about="its contract: message formats, conventions, KPIs",
+            )
+        )
+    else:
+        parts.append("The goal has no readable `protocol.md`.")
+    if event is not None:
+        parts.append("The event that fired this tick:\n" + event)
+    if ctx.prompt is not None:
+        instruction = "Your prompt:\n" + file_block(
+            prompt_path,
+            ctx.prompt,
+            limit=MAX_WORKER_PROMPT_CHARS,
+            about="your instructions, written for this worker",
+        )
+    else:
+        instruction = (
+            f"Your prompt `{prompt_path}` is missing or unreadable: report that, "
+            "and do nothing else."
+        )
+    if checklist is not None and checklist.strip():
+        instruction = instruction.rstrip() + "\n\n" + checklist_block(checklist)
+    return [PromptMessage("context", "\n\n".join(parts)), PromptMessage("user", instruction)]
 
 
 def event_block(source: str | None, delivery: str | None, payload: Any) -> str:

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from goalsui.domain.capabilities import speaks_mcp as runner_gets_tools
 from goalsui.domain.models import Event, Intent, IntentRun, saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.replies import is_reply
@@ -44,9 +45,11 @@ from goalsui.runners.prompt import (
     ThreadLine,
     TodoLine,
     TurnContext,
+    WorkerContext,
     build_messages,
     event_block,
     render_prompt,
+    worker_instructions,
     worker_prompt_with_data,
     worker_shim,
 )
@@ -85,14 +88,45 @@ def _find_event(service: Service, intent: Intent, run: IntentRun) -> Event | Non
         return None
 
 
-def assemble_prompt(service: Service, intent: Intent, event: Event | None) -> str:
-    """The text for the runner's stdin (blocking: reads the database)."""
+def assemble_prompt(
+    service: Service, intent: Intent, event: Event | None, run: IntentRun | None = None
+) -> str:
+    """The text for the runner's stdin (blocking: reads the database and, for a plain
+    command's worker tick, the worker's ``prompt.md`` and the goal's ``protocol.md``)."""
     config = service.config()
     kb_root = str(service.kb.root)
     if intent.goal_id and intent.worker:
-        shim = worker_shim(intent.goal_id, intent.worker, kb_root, silent_token=config.silent_token)
         data = event_block(event.source, event.delivery_id, event.payload) if event else None
-        return worker_prompt_with_data(shim, checklist=intent.checklist, event=data)
+        if runner_gets_tools(resolve_runner(service, intent)):  # its agent reads the files
+            shim = worker_shim(
+                intent.goal_id, intent.worker, kb_root, silent_token=config.silent_token
+            )
+            return worker_prompt_with_data(shim, checklist=intent.checklist, event=data)
+
+        def read(rel: str) -> str | None:
+            try:
+                return service.agents.kb_read(intent.goal_id or "", rel)
+            except GoalsuiError:
+                return None
+
+        try:
+            goal_name: str | None = service.get_goal(intent.goal_id).name
+        except GoalsuiError:
+            goal_name = None
+        worker_ctx = WorkerContext(
+            goal_id=intent.goal_id,
+            worker=intent.worker,
+            kb_root=kb_root,
+            goal_name=goal_name,
+            run_id=run.id if run is not None else None,
+            now=service.now(),
+            timezone=intent.timezone,
+            prompt=read(f"workers/{intent.worker}/prompt.md"),
+            protocol=read("protocol.md"),
+            silent_token=config.silent_token,
+        )
+        rendered = worker_instructions(worker_ctx, checklist=intent.checklist, event=data)
+        return render_prompt(rendered)
     todos: list[TodoLine] = []
     messages: list[ThreadLine] = []
     thread_title = None
@@ -177,7 +211,7 @@ def _prepare(service: Service, intent: Intent, run: IntentRun, event: Event | No
         if intent.goal_id and intent.worker
         else None
     )
-    prompt = assemble_prompt(service, intent, event)
+    prompt = assemble_prompt(service, intent, event, run)
     env = turn_env(service, intent, run, outbox)
     return _Prepared(prompt, cwd, env, service.run_log_path(saved_id(run)))
 

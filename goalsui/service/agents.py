@@ -26,7 +26,7 @@ from goalsui.domain.models import Intent, IntentRun, Thread, ToolCall, saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
-from goalsui.errors import NotFound, ValidationError
+from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line
 from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.layout import check_kb_text
@@ -170,26 +170,49 @@ class Agents:
         return run
 
     def run_scope(self, run_id: int) -> RunScope:
-        """The scope of a live run, from its intent and (for a worker) the worker's file."""
+        """The scope of a live run, from its intent and (for a worker) the worker's file.
+
+        A worker's turn runs in its home thread (unless its intent names a thread). A
+        thread intent in a worker's home thread (e.g. a follow-up the worker's turn
+        scheduled) belongs to that worker: it gets the worker's goal and capabilities.
+        """
         run = self.live_run(run_id)
         intent = self.service.get_intent(run.intent_id)
-        private = False
-        if intent.thread_id is not None:
-            private = self.service.get_thread(intent.thread_id).private
+        goal_id, worker, thread_id = intent.goal_id, intent.worker, intent.thread_id
+        thread: Thread | None = None
+        if thread_id is not None:
+            thread = self.service.get_thread(thread_id)
+        elif goal_id and worker:
+            thread = self.service.home_thread(goal_id, worker)
+            thread_id = thread.id
         caps: tuple[str, ...] | None = None
-        if intent.goal_id and intent.worker:
-            loaded = self.service.kb.load_goal(intent.goal_id)
-            wdef = loaded.workers.get(intent.worker)
-            caps = wdef.capabilities if wdef is not None else ()
+        if goal_id and worker:
+            caps = self._capabilities_or_none(goal_id, worker) or ()
+        elif (
+            thread is not None
+            and thread.goal_id
+            and thread.worker
+            and goal_id in (None, thread.goal_id)
+        ):
+            caps = self._capabilities_or_none(thread.goal_id, thread.worker)
+            if caps is not None:  # the worker still exists: the run is its
+                goal_id, worker = thread.goal_id, thread.worker
         return RunScope(
             run_id=run_id,
             intent_id=saved_id(intent),
-            goal_id=intent.goal_id,
-            worker=intent.worker,
-            thread_id=intent.thread_id,
-            private_thread=private,
+            goal_id=goal_id,
+            worker=worker,
+            thread_id=thread_id,
+            private_thread=thread.private if thread is not None else False,
             capabilities=caps,
         )
+
+    def _capabilities_or_none(self, goal_id: str, worker: str) -> tuple[str, ...] | None:
+        """A worker's capabilities; None when its goal or worker is not (validly) in the KB."""
+        try:
+            return self.worker_capabilities(goal_id, worker)
+        except GoalsuiError:
+            return None
 
     def worker_capabilities(self, goal_id: str, worker: str) -> tuple[str, ...]:
         loaded = self.service.kb.load_goal(goal_id)

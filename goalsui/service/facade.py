@@ -169,6 +169,10 @@ class Service(ServiceContext):
     def doctor(self) -> list[Problem]:
         return kbindex.doctor(self)
 
+    def capability_warnings(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
+        """Workers' capabilities that would grant nothing (warnings, not problems)."""
+        return kbindex.capability_warnings(self, goal_ids)
+
     # -- goals (goals.py) ------------------------------------------------------------------------
     def setup_goal(
         self,
@@ -253,6 +257,13 @@ class Service(ServiceContext):
 
     def find_thread(self, title: str) -> Thread | None:
         return threads.find_thread(self, title)
+
+    def home_thread(self, goal_id: str, worker: str) -> Thread:
+        """A worker's home thread (its turns' todos and posts), created if missing."""
+        return threads.home_thread(self, goal_id, worker)
+
+    def find_home_thread(self, goal_id: str, worker: str) -> Thread | None:
+        return threads.find_home_thread(self, goal_id, worker)
 
     def messages(
         self, thread_id: int | None = None, *, goal_id: str | None = None, limit: int = 200

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from sqlmodel import col, select
 
 from goalsui.domain.goal_views import by_goal, goal_view
-from goalsui.domain.models import Goal, Intent
+from goalsui.domain.models import Goal, Intent, Thread
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus
 from goalsui.domain.views import GoalView
 from goalsui.errors import NotFound
@@ -15,6 +15,7 @@ from goalsui.kb.layout import LoadedGoal, WorkerSeed
 from goalsui.kb.paths import check_name
 from goalsui.service import kbindex
 from goalsui.service.context import ServiceContext
+from goalsui.service.threads import ensure_home_threads
 
 
 def setup_goal(
@@ -79,8 +80,10 @@ def _register(ctx: ServiceContext, loaded: LoadedGoal, task: str, owner: str) ->
             kbindex.upsert_worker_intent(s, goal, wdef, None, True, now)
             for wdef in loaded.workers.values()
         ]
+        homes, _ = ensure_home_threads(s, goal.goal_id, goal.name, loaded.workers, now)
         s.flush()  # the ids, for undo
         created.extend(intent.id for intent in intents if intent.id is not None)
+        threads = [t.id for t in homes if t.id is not None]
 
     def undo() -> None:
         with ctx.store.write() as s:
@@ -88,6 +91,10 @@ def _register(ctx: ServiceContext, loaded: LoadedGoal, task: str, owner: str) ->
                 row = s.get(Intent, intent_id)
                 if row is not None:
                     s.delete(row)
+            for thread_id in threads:  # new and empty: nothing refers to them yet
+                home = s.get(Thread, thread_id)
+                if home is not None:
+                    s.delete(home)
             goal_row = s.get(Goal, loaded.goal_id)
             if goal_row is not None:
                 s.delete(goal_row)

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from goalsui.domain.capabilities import idle_capabilities
 from goalsui.domain.goal_views import WORKER_KEY as WORKER_KEY
 from goalsui.domain.goal_views import is_worker_schedule as is_worker_schedule
 from goalsui.domain.goal_views import worker_intent_key as worker_intent_key
@@ -26,7 +27,9 @@ from goalsui.domain.views import Problem
 from goalsui.errors import GoalsuiError, KBError
 from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal
+from goalsui.kb.nightshift import BINDING_FILE
 from goalsui.service.context import ServiceContext
+from goalsui.service.threads import ensure_home_threads, home_threads
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
 REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")
@@ -73,6 +76,8 @@ def sync_kb(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) -> list[
         ctx.store.serialize(s, "kb-sync")  # processes syncing at once queue here
         # Two reads for all targets instead of two per goal (and an autoflush each).
         goals, workers = _index_rows(s, None if goal_ids is None else targets)
+        homes = home_threads(s, None if goal_ids is None else targets)
+        threads_written = False
         for goal_id in targets:
             if goal_id not in on_disk:
                 if not ctx.kb.creating(goal_id):  # another process is creating it
@@ -84,13 +89,19 @@ def sync_kb(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) -> list[
                 problems.append(Problem(goal_id, None, str(exc)))
                 continue
             problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
-            _index_goal(s, loaded, now, goals.get(goal_id), workers.get(goal_id, {}))
+            goal = _index_goal(s, loaded, now, goals.get(goal_id), workers.get(goal_id, {}))
+            _, wrote = ensure_home_threads(
+                s, goal_id, goal.name, loaded.workers, now, homes.get(goal_id, {})
+            )
+            threads_written = threads_written or wrote
         if goal_ids is None:
             known = s.exec(select(Goal.goal_id)).all()
             for goal_id in set(known) - on_disk:
                 if not ctx.kb.creating(goal_id):  # another process is creating it
                     forget_goal(s, goal_id, now)
     ctx.changed(ChangeTopic.GOALS)
+    if threads_written:
+        ctx.changed(ChangeTopic.THREADS)
     return problems
 
 
@@ -123,8 +134,9 @@ def _index_goal(
     now: datetime,
     goal: Goal | None,
     existing: dict[str, Intent],
-) -> None:
-    """Bring one goal row and its workers' intents in line with its files."""
+) -> Goal:
+    """Bring one goal row and its workers' intents in line with its files (the home
+    threads of its workers are the caller's)."""
     goal = _goal_row(s, loaded, now, goal)
     goal_active = goal.status == "active"
     # Workers whose files are broken keep their last good intent.
@@ -149,6 +161,7 @@ def _index_goal(
             intent.last_error = "worker removed from the KB"
             intent.updated_at = now
             s.add(intent)
+    return goal
 
 
 def _touched_since_ended(goal_path: Path, worker: str, intent: Intent) -> bool:
@@ -301,6 +314,40 @@ def doctor(ctx: ServiceContext) -> list[Problem]:
     except Exception as exc:  # noqa: BLE001 - reported as a problem, not raised
         problems.append(Problem(ctx.db_url_display(), None, f"database: {exc}"))
     return problems
+
+
+def capability_warnings(
+    ctx: ServiceContext, goal_ids: Iterable[str] | None = None
+) -> list[Problem]:
+    """Capabilities of workers that would grant nothing (:func:`idle_capabilities`): a
+    warning each, not a problem (the worker runs; its agent just gets no such tool)."""
+    try:
+        config = ctx.kb.config()
+    except KBError:
+        config = None  # reported by doctor as a problem
+    default = config.runner.as_dict() if config is not None and config.runner else None
+    if goal_ids is None:
+        goals = ctx.kb.scan()
+    else:
+        goals = []
+        for goal_id in goal_ids:
+            try:
+                goals.append(ctx.kb.load_goal(goal_id))
+            except GoalsuiError:
+                continue  # a problem, not a warning: doctor reports it
+    out: list[Problem] = []
+    for loaded in goals:
+        nightshift_goal = (loaded.path / BINDING_FILE).exists()
+        for name, wdef in sorted(loaded.workers.items()):
+            runner = wdef.runner.as_dict() if wdef.runner else default
+            shown = ctx.kb.display(loaded.path / "workers" / name / "definition.yaml")
+            out.extend(
+                Problem(shown, None, message)
+                for message in idle_capabilities(
+                    wdef.capabilities, runner, nightshift_goal=nightshift_goal
+                )
+            )
+    return out
 
 
 def _stuck_intents(ctx: ServiceContext) -> list[Problem]:

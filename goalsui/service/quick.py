@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from goalsui.domain.budget import Spend
-from goalsui.domain.goal_views import by_goal, goal_view
+from goalsui.domain.goal_views import by_goal, goal_view, quiet_home_thread
 from goalsui.domain.states import ATTENTION_RUNS, EXECUTED_RUNS, IntentStatus, RunStatus
 from goalsui.domain.views import GoalView
 from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
@@ -127,6 +127,7 @@ def _threads(snap: Snapshot) -> list[tuple[Any, list[Any]]]:
     return [
         (t, sorted(todos.get(t.id, []), key=lambda d: (d.done, d.position, d.id or 0)))
         for t in snap.rows("thread", "ORDER BY id")
+        if not quiet_home_thread(t, todos.get(t.id, []))
     ]
 
 

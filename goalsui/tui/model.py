@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.errors import GoalsuiError
 
@@ -106,7 +107,9 @@ def load_dashboard(service: Service, now: datetime, span: timedelta = RECENT_SPA
     attention = service.list_runs(failed=True, limit=300)
     disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
     threads = [
-        ThreadView(t, service.list_todos(t.id)) for t in service.list_threads() if t.id is not None
+        ThreadView(t, todos)
+        for t in service.list_threads()
+        if t.id is not None and not quiet_home_thread(t, todos := service.list_todos(t.id))
     ]
     summary = service.summary()
     spend_today, budgets = load_costs(service, goals)

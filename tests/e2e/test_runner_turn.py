@@ -108,20 +108,25 @@ async def test_worker_result_goes_to_outbox_goal_log_and_goal_message(svc: Servi
     assert "3 findings" in (outcome.output_tail or "")
 
 
-async def test_worker_gets_the_static_shim_on_stdin_with_goal_dir_as_cwd(svc: Service) -> None:
+async def test_a_plain_command_worker_gets_its_instructions_on_stdin(svc: Service) -> None:
+    """A command without {mcp_config} gets no tools, so it is given what the files say:
+    the context block, protocol.md and, last, prompt.md, each in a fence of its own."""
     intent = worker(svc, "run_echo_stdin.py")
+    goal_dir = svc.kb.goal_dir(intent.goal_id)  # type: ignore[arg-type]
+    (goal_dir / "protocol.md").write_text("# Protocol\n\nEvery finding is one line.\n")
     run = start_run(svc, intent)
     outcome = await run_turn(svc, intent, run, cancel=asyncio.Event())
     assert outcome.status == "ok"
     text = outcome.outbox_path.read_text()  # type: ignore[union-attr]
-    assert text.startswith(
-        f"You are worker `tester` for goal `{intent.goal_id}`. Your knowledge base is at `{svc.kb.root}`. "
-        "Read `workers/tester/prompt.md`, then `protocol.md`, then act"
-    )
-    # The prompt never changes: a second tick gets the same text.
-    run2 = start_run(svc, intent)
-    outcome2 = await run_turn(svc, intent, run2, cancel=asyncio.Event())
-    assert outcome2.outbox_path.read_text() == text  # type: ignore[union-attr]
+    assert text.startswith(f"## Context\n\nYou are worker `tester` for goal `{intent.goal_id}`")
+    assert f"- run: {run.id}" in text and "- worker: `tester`" in text
+    assert f"- time: {svc.now().isoformat(timespec='seconds')} (Europe/Berlin)" in text
+    assert f"`{goal_dir}`" in text  # its working directory is named
+    protocol_at = text.index("Every finding is one line.")
+    instruction_at = text.index("## Instruction")
+    assert protocol_at < instruction_at < text.index("# tester\n\nDo the one task.\n")
+    assert "Read `workers/tester/prompt.md`" not in text  # no pointer to a file it cannot open
+    assert outcome.prompt == text  # the transcript keeps what the command was given
 
 
 async def test_env_names_the_turn_and_hides_hook_secrets(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goalsui.mcp.tools import ToolContext
+from goalsui.mcp.tools import ToolContext, ToolFailure
 
 
 def register(ctx: ToolContext) -> None:
@@ -17,9 +17,23 @@ def register(ctx: ToolContext) -> None:
             entry["modified"] = entry["modified"].isoformat(timespec="seconds")
         return {"entries": entries}
 
-    @ctx.tool("Read a text file of the goal tree (path relative to the goal).")
+    @ctx.tool(
+        "Read a text file of the goal tree (path relative to the goal)."
+        if scope.readable is None
+        else "Read your own instructions: "
+        + " or ".join(f"'{'/'.join(parts)}'" for parts in scope.readable)
+        + " (path relative to the goal; other files need the read_kb capability)."
+    )
     def goal_kb_read(path: str, goal: str | None = None) -> dict[str, Any]:
-        return {"path": path, "text": svc.agents.kb_read(scope.goal(goal), path)}
+        goal_id = scope.goal(goal)
+        if scope.readable is not None:
+            tree = svc.agents.tree(goal_id)
+            if tree.parts(tree.resolve(path)) not in scope.readable:
+                allowed = ", ".join("/".join(parts) for parts in scope.readable)
+                raise ToolFailure(
+                    f"{path!r}: this worker reads only {allowed} (read_kb is not granted)"
+                )
+        return {"path": path, "text": svc.agents.kb_read(goal_id, path)}
 
     @ctx.tool(
         "Write a text file of the goal tree atomically (path relative to the goal). "

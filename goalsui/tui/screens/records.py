@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
+from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.service import conversations
@@ -138,14 +139,11 @@ class ThreadsScreen(DataScreen):
     def fetch(self, service: Any) -> list[tuple[Any, list[Any], list[Any], list[Any]]]:
         out = []
         for thread in service.list_threads():
-            out.append(
-                (
-                    thread,
-                    service.list_todos(thread.id),
-                    service.messages(thread.id, limit=300),
-                    conversations.pending_replies(service, thread.id),
-                )
-            )
+            todos = service.list_todos(thread.id)
+            messages = service.messages(thread.id, limit=300)
+            if quiet_home_thread(thread, todos, messages):
+                continue  # a worker's home thread is listed once it holds something
+            out.append((thread, todos, messages, conversations.pending_replies(service, thread.id)))
         return out
 
     def show(self, data: list[tuple[Any, list[Any], list[Any], list[Any]]]) -> None:
