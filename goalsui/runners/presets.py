@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,16 +150,39 @@ def _codex_overrides(tools: TurnTools) -> list[str]:
         (f"{prefix}.required", True),
         (f"{prefix}.default_tools_approval_mode", "approve"),
         (f"{prefix}.startup_timeout_sec", CONNECT_TIMEOUT_MS // 1000),
-        *CODEX_NARROWING,
+        ("web_search", "disabled"),
     ]
+    # the user's own MCP servers stay out of the turn (their names from config.toml)
+    pairs += [(f"mcp_servers.{name}.enabled", False) for name in codex_user_servers()]
     argv: list[str] = []
     for key, value in pairs:
         argv += ["-c", f"{key}={_toml(value)}"]
     return argv
 
 
-#: Codex settings that take its own tools away from the model (docs/agents.md)
-CODEX_NARROWING: tuple[tuple[str, Any], ...] = (("tools.web_search", False),)
+#: Codex features that offer the model tools of Codex's own (docs/agents.md); ``shell``
+#: goes only when the worker's ``tools`` does not name it
+CODEX_FEATURES_OFF = ("multi_agent", "view_image", "goals")
+CODEX_SHELL = "shell"
+
+
+def codex_user_servers(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Names of the MCP servers in the user's Codex config (``$CODEX_HOME/config.toml``,
+    else ``~/.codex/config.toml``), goalsui's own excepted; [] when there is none."""
+    env = os.environ if environ is None else environ
+    home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else Path.home() / ".codex"
+    try:
+        with (home / "config.toml").open("rb") as fh:
+            servers = tomllib.load(fh).get("mcp_servers")
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    if not isinstance(servers, dict):
+        return []
+    return sorted(
+        name
+        for name in servers
+        if name != SERVER_NAME and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", str(name))
+    )
 
 
 def preset_argv(
@@ -179,6 +204,9 @@ def preset_argv(
         return argv + list(args)
     if agent == "codex":
         argv = ["codex", "exec", "--json", "--skip-git-repo-check", *_codex_overrides(tools)]
+        off = [*CODEX_FEATURES_OFF, *([] if CODEX_SHELL in allowed else ["shell_tool"])]
+        for feature in off:
+            argv += ["--disable", feature]
         if model:
             argv += ["--model", model]
         return [*argv, *args, "-"]

@@ -59,7 +59,13 @@ def test_the_claude_preset_restricts_the_agent_to_goalsui_tools() -> None:
     assert "tok-secret" not in " ".join(argv)
 
 
-def test_the_codex_preset_requires_the_server_and_approves_its_calls() -> None:
+def test_the_codex_preset_requires_the_server_and_approves_its_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "config.toml").write_text(
+        '[mcp_servers.github]\ncommand = "gh-mcp"\n[mcp_servers.goalsui]\nurl = "x"\n'
+    )
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
     argv = preset_argv("codex", TOOLS, model="o4-mini")
     assert argv[:4] == ["codex", "exec", "--json", "--skip-git-repo-check"] and argv[-1] == "-"
     overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
@@ -68,6 +74,15 @@ def test_the_codex_preset_requires_the_server_and_approves_its_calls() -> None:
     assert server["url"] == ENDPOINT.url
     assert server["bearer_token_env_var"] == "GOALSUI_MCP_TOKEN"  # the token is not in argv
     assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
+    # Codex's own tools that its configuration can take away (docs/agents.md)
+    assert parsed["web_search"] == "disabled"
+    assert parsed["mcp_servers"]["github"] == {"enabled": False}  # the user's own server
+    disabled = {argv[i + 1] for i, a in enumerate(argv) if a == "--disable"}
+    assert disabled == {"multi_agent", "view_image", "goals", "shell_tool"}
+    with_shell = preset_argv("codex", TOOLS, allowed=["shell"])
+    assert "shell_tool" not in {
+        with_shell[i + 1] for i, a in enumerate(with_shell) if a == "--disable"
+    }
     assert "tok-secret" not in " ".join(argv)
     assert preset_env("codex", TOOLS)["GOALSUI_MCP_TOKEN"] == "tok-secret"
     assert argv[argv.index("--model") + 1] == "o4-mini"
