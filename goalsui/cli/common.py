@@ -108,15 +108,14 @@ def positive_count(value: str) -> int:
 
 
 def read_text_arg(value: str) -> str:
-    """``@FILE`` reads a file, ``-`` reads stdin, anything else is the text itself."""
+    """``@FILE`` reads a file, ``-`` reads stdin, anything else is the text itself; a
+    file or stdin holds at most ``MAX_INPUT_BYTES`` (goalsui/cli/inputs.py)."""
+    from goalsui.cli.inputs import read_input_text
+
     if value == "-":
-        return sys.stdin.read()
+        return read_input_text("-")
     if value.startswith("@"):
-        path = Path(value[1:])
-        try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValidationError(f"cannot read {path}: {exc}") from None
+        return read_input_text(value[1:])
     return value
 
 

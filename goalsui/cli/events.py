@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 from goalsui.cli.common import add_json, kb_path, local, open_service, print_json, table
@@ -58,18 +56,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _read_data(value: str) -> bytes:
-    limit = signing.MAX_BODY_BYTES
-    try:
-        if value == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with Path(value).open("rb") as fh:
-                data = fh.read(limit + 1)
-    except OSError as exc:
-        raise ValidationError(f"cannot read {value}: {exc.strerror or exc}") from None
-    if len(data) > limit:
-        raise ValidationError(f"{value}: payload is larger than {limit} bytes")
-    return data
+    from goalsui.cli.inputs import read_input_bytes
+
+    return read_input_bytes(value, limit=signing.MAX_BODY_BYTES, what="payload")
 
 
 def _target_url(args: argparse.Namespace, source: str) -> str:

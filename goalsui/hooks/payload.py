@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from goalsui.errors import ValidationError
@@ -16,6 +17,15 @@ MAX_DEPTH = 64
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent; one that overflows (``1e400``) is refused:
+    Python would read it as infinity, which no database JSON type stores."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
 
 
 def _encodable(text: str) -> bool:
@@ -50,7 +60,8 @@ def parse_payload(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any]
     """Parse a payload; ValidationError with a one-line reason when it is not usable.
 
     Refuses bodies over ``limit`` bytes, non-UTF-8 bytes, a byte-order mark, invalid
-    JSON (``NaN`` and ``Infinity`` included), top-level scalars, deep nesting and
+    JSON (``NaN`` and ``Infinity`` included, and numbers that overflow to infinity such
+    as ``1e400``), top-level scalars, deep nesting and
     unpaired surrogate escapes (which PostgreSQL's JSON type refuses).
     """
     if len(body) > limit:
@@ -60,7 +71,7 @@ def parse_payload(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any]
     except UnicodeDecodeError:
         raise ValidationError("payload is not valid UTF-8") from None
     try:
-        data = json.loads(text, parse_constant=_no_constants)
+        data = json.loads(text, parse_constant=_no_constants, parse_float=_finite_float)
     except RecursionError:
         raise ValidationError(f"payload is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:

@@ -289,6 +289,8 @@ def _refusals() -> list[Any]:
         ("very deep nesting", b"[" * 200_000 + b"]" * 200_000),
         ("lone surrogate", b'{"x": "\\ud800"}'),
         ("huge integer", b"[" + b"9" * 5000 + b"]"),
+        ("number overflowing to infinity", b'{"a":1e400}'),
+        ("negative number overflowing", b"[-1E999]"),
     ]:
         cases.append((name, 400, "ci", body, signed(body, "bad-body", timestamp=NOW)))
     gz = gzip.compress(BODY)

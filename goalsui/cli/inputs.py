@@ -1,0 +1,83 @@
+"""Every file or stdin input of the command line is read with a size bound.
+
+``@FILE`` and ``-`` arguments (instructions, protocols, messages, checklists, ``kb
+write``, ``event emit --data``) go through :func:`read_input_bytes`: at most ``limit``
+bytes are read, one more tells that the input is too big, so ``@/dev/zero`` or an
+endless pipe is one line on stderr (exit 1), never a machine out of memory. Only
+regular files, pipes and terminals are read: a device or a folder is refused before
+any read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from goalsui.errors import ValidationError
+
+__all__ = ["MAX_INPUT_BYTES", "read_input_bytes", "read_input_text"]
+
+#: the largest text an @FILE or stdin input may hold (the KB's own file limit)
+MAX_INPUT_BYTES = 2 * 1024 * 1024
+
+
+def _size(limit: int) -> str:
+    if limit % (1024 * 1024) == 0:
+        return f"{limit // (1024 * 1024)} MiB"
+    if limit % 1024 == 0:
+        return f"{limit // 1024} KiB"
+    return f"{limit} bytes"
+
+
+def _read_stdin(limit: int) -> bytes:
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream stand-in (tests): count characters as bytes
+        return str(sys.stdin.read(limit + 1)).encode("utf-8")
+    return bytes(buffer.read(limit + 1))
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ValidationError(f"cannot read {path}: it is a folder")
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise ValidationError(f"cannot read {path}: not a regular file")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, min(1024 * 1024, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_input_bytes(value: str, *, limit: int = MAX_INPUT_BYTES, what: str = "input") -> bytes:
+    """The bytes of ``-`` (stdin) or a file path, at most ``limit`` of them."""
+    shown = "stdin" if value == "-" else value
+    try:
+        data = _read_stdin(limit) if value == "-" else _read_file(Path(value), limit)
+    except OSError as exc:
+        raise ValidationError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ValidationError(f"{shown}: the {what} is larger than {_size(limit)}")
+    return data
+
+
+def read_input_text(value: str, *, limit: int = MAX_INPUT_BYTES, what: str = "text") -> str:
+    """``-`` or a file path as UTF-8 text (newlines as in text mode), bounded."""
+    data = read_input_bytes(value, limit=limit, what=what)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        shown = "stdin" if value == "-" else value
+        raise ValidationError(f"cannot read {shown}: not UTF-8 text ({exc.reason})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
