@@ -9,8 +9,12 @@ records the outcome and applies the retry / lifecycle rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
+
+log = logging.getLogger("goalsui.runners")
 
 
 @dataclass(frozen=True)
@@ -35,11 +39,56 @@ class TurnOutcome:
     skipped: bool = False
 
 
+#: the run's token columns are 32-bit integers: a larger count is not a real one
+MAX_TOKENS = 2**31 - 1
+#: a reported cost above this is not believed (it would also swamp every sum)
+MAX_COST_USD = 1_000_000.0
+MAX_MODEL_CHARS = 200
+
+
 @dataclass(frozen=True)
 class Usage:
-    """Tokens, cost and model of one turn, each None when the agent did not say."""
+    """Tokens, cost and model of one turn, each None when the agent did not say.
+
+    Out-of-range values are unknown, whoever built the report: a count that is not a
+    whole number from 0 to :data:`MAX_TOKENS`, a cost that is not a finite amount from
+    0 to :data:`MAX_COST_USD` become None (``note`` says which), and a model name is cut
+    to :data:`MAX_MODEL_CHARS`. So a bad report never fails the write of the run, its
+    output and its transcript.
+    """
 
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
     model: str | None = None
+    note: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        notes: list[str] = []
+        for name in ("tokens_in", "tokens_out"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 0 <= value <= MAX_TOKENS
+            ):
+                object.__setattr__(self, name, None)
+                notes.append(f"{name} out of range")
+        cost = self.cost_usd
+        if cost is not None and (
+            isinstance(cost, bool)
+            or not isinstance(cost, int | float)
+            or not math.isfinite(cost)
+            or not 0 <= cost <= MAX_COST_USD
+        ):
+            object.__setattr__(self, "cost_usd", None)
+            notes.append("cost_usd out of range")
+        if self.model is not None:
+            model = str(self.model)[:MAX_MODEL_CHARS]
+            object.__setattr__(self, "model", model or None)
+        if notes:
+            note = "usage: " + ", ".join(notes) + " (recorded as unknown)"
+            object.__setattr__(self, "note", note if self.note is None else self.note)
+            log.warning("%s", note)
