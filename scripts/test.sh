@@ -6,6 +6,8 @@
 #   2. unless GOALSUI_TEST_PG_URL is already set, starts ONE throwaway PostgreSQL
 #      server for the whole run (tests/pgserver.py) and exports its URL as
 #      GOALSUI_TEST_PG_URL; it is stopped and its directory deleted on exit;
+#   2b. installs the pinned agent CLIs (tests/agent_clis.py) into a cache with npm, or
+#      says why the real-CLI tests will be skipped;
 #   3. runs ruff, import-linter and mypy (pyproject.toml [tool.mypy]), then pytest with
 #      the given arguments, on GOALSUI_TEST_WORKERS (default 2) pytest-xdist workers.
 #
@@ -54,6 +56,13 @@ elif found="$(.venv/bin/python tests/pgserver.py find 2>/dev/null)"; then
     echo "PostgreSQL: using throwaway server ${found#* } at 127.0.0.1:${port}"
 else
     echo "PostgreSQL: no server binaries found (install Debian's postgresql package); the PostgreSQL half of the suite will be SKIPPED"
+fi
+
+# --- 2b. the real agent CLIs (Claude Code, Codex) at pinned versions, from npm -----------
+if cli_where="$(.venv/bin/python tests/agent_clis.py 2>&1)"; then
+    echo "Agent CLIs: ${cli_where}"
+else
+    echo "Agent CLIs: ${cli_where}; the real-CLI tests will be SKIPPED"
 fi
 
 # --- 3. lint, then tests -------------------------------------------------------------

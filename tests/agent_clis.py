@@ -325,3 +325,17 @@ def codex_final_message(stdout: str) -> str | None:
             if event.get("type") == "item.completed" and item.get("type") == "agent_message":
                 text = item.get("text")
     return text
+
+
+def main() -> int:
+    """``python tests/agent_clis.py``: install (once) and say where, or why not (exit 1)."""
+    clis, reason = agent_clis_or_reason()
+    if clis is None:
+        print(reason)
+        return 1
+    print(f"claude-code {CLAUDE_CODE_VERSION}, codex {CODEX_VERSION} in {clis.prefix}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
