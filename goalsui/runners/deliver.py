@@ -5,6 +5,8 @@ Blocking (files and database): call these through ``asyncio.to_thread`` from a l
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,11 +15,15 @@ from typing import TYPE_CHECKING
 
 from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.replies import is_reply
+from goalsui.domain.states import ChangeTopic
 from goalsui.domain.untrusted import plain
+from goalsui.errors import GoalsuiError
 from goalsui.kb.atomic import atomic_write
 
 if TYPE_CHECKING:
     from goalsui.service import Service
+
+log = logging.getLogger("goalsui.runners")
 
 __all__ = [
     "OUTBOX_NAME",
@@ -152,3 +158,24 @@ def log_failure(
     return service.append_goal_log(
         intent.goal_id, f"run {run.id} {run_label(intent)} {status}{detail}"
     )
+
+
+def delivery_problem(service: Service, intent: Intent, run: IntentRun, exc: BaseException) -> str:
+    """A turn that did its work but whose result could not be delivered (a goal folder
+    that cannot be written, a thread gone): the run stays ok, never re-run; this records
+    the problem for the operator (an alert in the journal, the goal log if it can be
+    written) and returns the run's reason."""
+    problem = (
+        f"delivery problem: the result could not be delivered ({plain(str(exc), limit=200)});"
+        " the whole output is in the run log"
+    )
+    log.warning("run %s of intent %s: %s", run.id, intent.id, problem)
+    try:
+        service.journal("alert", f"intent {intent.id}", problem, actor="scheduler", run_id=run.id)
+        service.changed(ChangeTopic.ALERTS)
+    except Exception:  # the outcome is recorded whatever happens here
+        log.exception("run %s: could not journal its delivery problem", run.id)
+    if intent.goal_id:  # the same folder, most likely: then the journal has it
+        with contextlib.suppress(GoalsuiError, OSError):
+            service.append_goal_log(intent.goal_id, f"ALERT run {run.id}: {problem}")
+    return problem

@@ -29,7 +29,7 @@ from goalsui.kb.config import NO_RUNNER
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
-from goalsui.runners.deliver import deliver_result, log_failure
+from goalsui.runners.deliver import deliver_result, delivery_problem, log_failure
 from goalsui.runners.mcp_host import host_for, warm_host_enabled
 from goalsui.runners.nightshift import run_nightshift_turn
 from goalsui.runners.presets import (
@@ -415,9 +415,9 @@ async def _run_argv(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOu
         output += f"\n\n… (output cut at 1 MiB; the whole output is in {log_path})\n"
     try:
         delivery = await asyncio.to_thread(deliver_result, service, intent, run, output)
-    except (GoalsuiError, OSError) as exc:
-        reason = f"result could not be delivered: {plain(str(exc), limit=200)}"
-        return ended("failed", reason=reason)
+    except (GoalsuiError, OSError) as exc:  # the turn did its work: ok, never re-run
+        problem = await asyncio.to_thread(delivery_problem, service, intent, run, exc)
+        return ended("ok", reason=problem)
     return ended(delivery.status, reason=None, outbox_path=delivery.outbox_path)
 
 

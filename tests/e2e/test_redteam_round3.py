@@ -20,6 +20,7 @@ from base_kit import clean_environ, cli_argv, run_cli
 from cost_kit import AGENT
 
 from goalsui.cli.inputs import MAX_INPUT_BYTES
+from goalsui.kb.layout import WorkerSeed
 from goalsui.runners.base import MAX_TOKENS, Usage
 from goalsui.runners.usage import parse_output
 from goalsui.scheduler import Scheduler
@@ -161,3 +162,43 @@ def test_a_non_finite_number_in_a_local_event_is_one_line_exit_1(
         timeout=60,
     )
     one_line_error(done, "not valid JSON")
+
+
+# -- a result that cannot be delivered -----------------------------------------------------
+
+
+async def test_a_turn_whose_result_cannot_be_delivered_is_ok_with_a_problem_never_rerun(
+    empty_kb: Path, make_service, clock
+) -> None:
+    svc: Service = make_service(empty_kb, clock=clock)
+    # the turn does its work, and on the way the goal's outbox stops being writable (a
+    # file where the folder was: even root cannot write into it)
+    breaks = "rm -rf workers/coder/outbox && echo x > workers/coder/outbox && echo the result"
+    definition = {
+        "schedule": {"cron": "30 20 * * *", "timezone": "UTC"},
+        "runner": {"command": ["sh", "-c", breaks]},
+        "timeout": "30s",
+    }
+    view = svc.setup_goal("Deliver", "t", [WorkerSeed("coder", definition, prompt="# w\n")])
+    intent = svc.worker_intent(view.goal_id, "coder")
+    sched = Scheduler(svc, clock=clock, grace_seconds=1)
+    try:
+        svc.run_intent_now(intent.id)  # type: ignore[arg-type]
+        (run_id,) = await sched.tick()
+        await sched.drain(timeout=60)
+        clock.advance(600)  # a failed run would be retried by now
+        again = await sched.tick()
+        await sched.drain(timeout=60)
+    finally:
+        await sched.stop(grace=1)
+    run = svc.get_run(run_id)
+    assert run.status == "ok", (run.status, run.reason)
+    assert (run.reason or "").startswith("delivery problem:")
+    assert "the result" in (run.output_tail or "")
+    assert again == [] and len(svc.list_runs(intent_id=intent.id)) == 1  # never re-run
+    got = svc.get_intent(intent.id)  # type: ignore[arg-type]
+    assert got.consecutive_failures == 0 and got.status == "active"
+    alerts = [
+        j for j in svc.list_journal() if j.action == "alert" and "delivery problem" in j.detail
+    ]
+    assert alerts, "the operator is not told"
