@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from goalsui.tui.app_ref import ConsoleHost
 
 TICK_S = 1.0
+#: While the console hosts the scheduler, ``q`` quits only when pressed again within this.
+QUIT_AGAIN_S = 3.0
 OPENING = "the console is still loading its records; try again in a moment"
 
 
@@ -118,6 +120,7 @@ class GoalsApp(ConsoleBase):
         self.serving_listeners = self.startup.serving_listeners
         self._after_paint = self.startup.after_paint  # read by the test kit's busy()
         self._stopping = False
+        self._quit_armed_at = -QUIT_AGAIN_S  # monotonic time of the first ``q``
         #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
         self.detail_listeners: list[Callable[[Any, str], None]] = []
         self.choose_theme()
@@ -242,7 +245,8 @@ class GoalsApp(ConsoleBase):
         Queued until the main screen has mounted (its mount shows the newest, too).
         """
         if self.screen_stack and isinstance(self.screen_stack[0], MainScreen):
-            self.main.post_message(NoticeAdded(notice))
+            for screen in list(self.screen_stack):  # the main screen and the ones over it
+                screen.post_message(NoticeAdded(notice))
 
     def action_jump_notice(self) -> None:
         """Open the thread or goal of the last notification."""
@@ -322,7 +326,20 @@ class GoalsApp(ConsoleBase):
 
     # -- quitting -----------------------------------------------------------------------------------
     async def action_quit(self) -> None:
+        """Quit; while this console hosts the scheduler, only after a second press
+        (within ``QUIT_AGAIN_S``), or a confirmation when runs are live."""
         live = self.live_runs()
+        if not live and self.hosts_scheduler():
+            now = time.monotonic()
+            if now - self._quit_armed_at > QUIT_AGAIN_S:
+                self._quit_armed_at = now
+                self.notify(
+                    "This console runs the scheduler: press q again to quit and stop it "
+                    f"(within {QUIT_AGAIN_S:.0f} s)",
+                    severity="warning",
+                    timeout=QUIT_AGAIN_S,
+                )
+                return
         if live:
             from goalsui.tui.screens.modals import ConfirmScreen
 
@@ -342,6 +359,10 @@ class GoalsApp(ConsoleBase):
             )
             return
         await self._quit_now()
+
+    def hosts_scheduler(self) -> bool:
+        """This console's own scheduler runs (it does not watch a daemon's)."""
+        return self.runtime.scheduler is not None
 
     def _on_stop_signal(self, signum: int) -> None:
         """SIGTERM quits as ``q`` does; SIGHUP (the terminal closed): see :meth:`hang_up`."""

@@ -221,3 +221,16 @@ def one_line(text: str | None, limit: int = 200) -> str:
 
 def since_label(delta: timedelta) -> str:
     return short_span(delta.total_seconds())
+
+
+def name_cell(title: str | None, limit: int) -> str:
+    """A ``goal/worker`` title cut to ``limit`` cells keeping the worker whole: the goal
+    part is shortened first (``demo-p…/flaky``), so the name is never cut to nothing."""
+    first = one_line(title, 10_000)
+    if len(first) <= limit or "/" not in first:
+        return one_line(first, limit)
+    head, _, tail = first.rpartition("/")
+    room = limit - len(tail) - 2  # "…/"
+    if room >= 1:
+        return f"{head[:room]}…/{tail}"
+    return one_line(tail, limit)

@@ -104,6 +104,7 @@ DETAIL_ACTIONS = [EDIT]
 
 # -- secondary screens ------------------------------------------------------------------
 BACK = Binding("q,escape", "back", "Back", id="back")
+SCREEN_MAXIMIZE = Binding("m", "toggle_maximize", "Maximise pane", id="screen.maximize", show=False)
 FAILURES_ACTIONS = [
     Binding("r", "replay", "Replay missed", id="run_now"),
     Binding("R", "retry", "Retry", id="retry"),
@@ -133,9 +134,9 @@ CHAINS = [
     APP + MAIN + TIMELINE_SAFE + TIMELINE_ACTIONS,
     APP + MAIN + FAILED_SAFE + FAILED_ACTIONS,
     APP + MAIN + DETAIL_SAFE + DETAIL_ACTIONS,
-    APP + [BACK] + FAILED_SAFE + FAILURES_ACTIONS,
+    APP + [BACK, SCREEN_MAXIMIZE] + FAILED_SAFE + FAILURES_ACTIONS,
     APP + [BACK] + OUTPUT_SCREEN,
-    APP + [BACK] + THREADS_SCREEN_ACTIONS,
+    APP + [BACK, SCREEN_MAXIMIZE] + THREADS_SCREEN_ACTIONS,
 ]
 
 

@@ -10,8 +10,10 @@ from zoneinfo import ZoneInfo
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Markdown, Static
+from textual.widget import Widget
+from textual.widgets import DataTable, Markdown, Static, Tab, Tabs
 
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -93,15 +95,66 @@ def lane(night: Night, run: IntentRun, palette: Palette, width: int = LANE) -> T
     return Text.assemble(*cells)
 
 
+#: The panes under the report list in the stacked layout, one at a time: tab id, pane id, label.
+STACKED_PANES = (
+    ("report", "reports-doc", "Report"),
+    ("branches", "reports-branches", "Branches"),
+    ("night", "reports-night-box", "Night"),
+)
+
+
+class ReportTabs(Tabs):
+    """The stacked layout's tab bar: which pane shows under the report list (2-4, the mouse)."""
+
+    can_focus = False
+
+    DEFAULT_CSS = """
+    ReportTabs { display: none; height: 1; }
+    ReportTabs Underline { display: none; }
+    ReportTabs #tabs-list { min-height: 1; }
+    ReportTabs Tab { height: 1; padding: 0 2; }
+    ReportTabs Tab.-active { background: $primary; color: $text; text-style: bold; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            *(
+                Tab(f"{n + 2} {label}", id=f"rtab-{name}")
+                for n, (name, _, label) in enumerate(STACKED_PANES)
+            ),
+            id="reports-tabs",
+        )
+
+    def label(self, name: str, text: str) -> None:
+        tab = self.query_one(f"#rtab-{name}", Tab)
+        if str(tab.label) != text:
+            tab.label = text
+
+
 class ReportsScreen(DataScreen):
     """Left: the reports and that night's runs. Right: the report rendered as Markdown.
 
-    Narrower than ``STACK_BELOW`` cells, the two panes are stacked (the report below, the
-    full width): side by side, the report would wrap at some 40 cells.
+    Narrower than ``STACK_BELOW`` cells the screen shows one pane at a time under the
+    report list (the report, the branches to review or the night's runs), chosen with
+    the tab bar or ``2``-``4``; side by side, the report would wrap at some 40 cells.
     """
 
     STACK_BELOW = 140
     HORIZONTAL_BREAKPOINTS = [(0, "-stacked"), (STACK_BELOW, "-side-by-side")]
+    BINDINGS = [
+        Binding(
+            "1", "focus_pane('reports-list-box')", "Reports list", id="reports.list", show=False
+        ),
+        Binding("2", "show_pane('report')", "Report", id="reports.report", show=False),
+        Binding("3", "show_pane('branches')", "Branches", id="reports.branches", show=False),
+        Binding("4", "show_pane('night')", "Night", id="reports.night", show=False),
+    ]
+
+    shown = "report"  # the pane under the list in the stacked layout
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_class("-show-report")  # before mounting: a class added later restyles all
 
     _report_text = ""  # the open report, made plain
     _rendered = ""  # what the Markdown widget shows (its tables fitted to the pane)
@@ -112,7 +165,8 @@ class ReportsScreen(DataScreen):
             with Vertical(id="reports-left"):
                 with Container(id="reports-list-box", classes="pane") as box:
                     box.border_title = "Reports (newest first)"
-                    yield KeyedTable(id="reports-list")
+                    yield KeyedTable(id="reports-list", flex_column="goal")
+                yield ReportTabs()
                 with Container(id="reports-night-box", classes="pane") as box:
                     box.border_title = "That night: planned vs actual start"
                     yield KeyedTable(id="reports-night")
@@ -125,7 +179,7 @@ class ReportsScreen(DataScreen):
     def on_mount(self) -> None:
         reports = self.query_one("#reports-list", KeyedTable)
         reports.add_column("date", key="date", width=10)
-        reports.add_column("goal", key="goal")
+        reports.add_column("goal", key="goal", width=20)
         night = self.query_one("#reports-night", KeyedTable)
         for label, key, width in (
             ("worker", "worker", 12),
@@ -139,6 +193,45 @@ class ReportsScreen(DataScreen):
             night.add_column(label, key=key, width=width)
         reports.focus()
         super().on_mount()
+
+    # -- the stacked layout: one pane at a time under the list -----------------------------------
+    def show_pane(self, name: str) -> None:
+        self.shown = name
+        for other, _, _ in STACKED_PANES:
+            self.set_class(other == name, f"-show-{other}")
+        tabs = self.query_one(ReportTabs)
+        if tabs.active != f"rtab-{name}":
+            tabs.active = f"rtab-{name}"
+
+    def action_show_pane(self, name: str) -> None:
+        """Show pane ``name`` (stacked layout) and focus it."""
+        if self.maximized is not None:
+            self.minimize()
+        self.show_pane(name)
+        pane = self.query_one(f"#{dict((n, p) for n, p, _ in STACKED_PANES)[name]}")
+        target: Widget = next(iter(pane.query(KeyedTable)), pane)
+        self.call_after_refresh(target.focus)
+
+    def action_focus_pane(self, pane: str) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        self.query_one(f"#{pane}").query_one(KeyedTable).focus()
+
+    @on(Tabs.TabActivated, "#reports-tabs")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        name = (event.tab.id or "rtab-report").removeprefix("rtab-")
+        if name != self.shown:
+            self.action_show_pane(name)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Moving the focus (tab, a click) into a hidden pane shows it."""
+        super().on_descendant_focus(event)
+        for name, pane_id, _ in STACKED_PANES:
+            pane = self.query_one(f"#{pane_id}")
+            if event.widget is pane or pane in event.widget.ancestors:
+                if name != self.shown:
+                    self.show_pane(name)
+                return
 
     def fetch(self, service: Any) -> list[tuple[str, str, str]]:
         return list_reports(service)
@@ -225,6 +318,12 @@ class ReportsScreen(DataScreen):
         ).border_subtitle = (
             f"{night.start:%a %H:%M} → {night.end:%a %H:%M} {night.zone} · {len(rows)} runs"
         )
+        self.query_one(ReportTabs).label("night", f"4 Night · {len(rows)} runs")
+
+    @on(BranchesPane.Counted)
+    def _branches_counted(self, event: BranchesPane.Counted) -> None:
+        text = "3 Branches" + ("" if event.count is None else f" · {event.count}")
+        self.query_one(ReportTabs).label("branches", text)
 
     def _render_report(self) -> None:
         """The report as Markdown, its tables too wide for the pane shown as lists."""

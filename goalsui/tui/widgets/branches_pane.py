@@ -9,6 +9,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
@@ -47,6 +48,10 @@ class DiffScreen(ModalScreen[None]):
 class BranchesPane(DeliverMixin, Container):
     """Branches the nightshift produced for the goal whose report is open."""
 
+    DEFAULT_CSS = """
+    BranchesPane.-no-branches { display: none; }
+    """
+
     BINDINGS = [
         Binding("v", "view_diff", "Diff", id="branches.diff"),
         Binding("a", "approve", "Approve…", id="branches.approve"),
@@ -55,14 +60,21 @@ class BranchesPane(DeliverMixin, Container):
 
     goal_id: str | None = None
 
+    class Counted(Message):
+        """The branches of the open goal were read: how many (None: not a nightshift goal)."""
+
+        def __init__(self, count: int | None) -> None:
+            super().__init__()
+            self.count = count
+
     def compose(self) -> ComposeResult:
-        yield KeyedTable(id="branches-table")
+        yield KeyedTable(id="branches-table", flex_column="branch")
 
     def on_mount(self) -> None:
         self.border_title = "Branches to review"
         table = self.query_one(KeyedTable)
         for label, key, width in (
-            ("branch", "branch", 54),
+            ("branch", "branch", 40),
             ("commits", "commits", 7),
             ("status", "status", 9),
             ("check", "check", 8),
@@ -99,7 +111,7 @@ class BranchesPane(DeliverMixin, Container):
     def show_rows(self, goal_id: str, views: list[Any] | None) -> None:
         if goal_id != self.goal_id:
             return
-        self.display = views is not None
+        self.set_class(views is None, "-no-branches")  # not a nightshift goal: hidden
         rows = []
         for view in views or []:
             item = view.item
@@ -116,6 +128,7 @@ class BranchesPane(DeliverMixin, Container):
             )
         self.query_one(KeyedTable).sync_rows(rows)
         self.border_subtitle = f"{len(rows)}"
+        self.post_message(self.Counted(None if views is None else len(rows)))
 
     def _selected(self) -> str | None:
         key = self.query_one(KeyedTable).cursor_key

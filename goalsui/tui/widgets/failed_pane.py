@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.widgets.data_table import ColumnKey
 
 from goalsui.tui import keys
-from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, one_line
+from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, name_cell, one_line
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class FailedTable(KeyedTable):
                     (
                         Text(compact_time(item.when, now), style=palette.muted),
                         Text(f"{glyph} {status}", style=f"bold {colour}"),
-                        Text(one_line(item.title, title_width)),
+                        Text(name_cell(item.title, title_width)),
                         Text(one_line(item.error, error_width)),
                     ),
                 )

@@ -16,7 +16,7 @@ from goalsui.tui.fmt import (
     Palette,
     countdown,
     elapsed,
-    one_line,
+    name_cell,
 )
 from goalsui.tui.model import Dashboard, PlanView
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
@@ -275,7 +275,7 @@ class TimelineTable(KeyedTable):
             title = f"{intent.goal_id.rsplit('-', 1)[0]}/{intent.worker}"
         else:  # a goal-level intent: by its title (its goal's rows sort beside it)
             title = intent.title
-        text.append(one_line(title, self.label_width - 2))
+        text.append(name_cell(title, self.label_width - 2))
         text.truncate(self.label_width, overflow="ellipsis")
         return text
 
