@@ -455,9 +455,9 @@ class KB:
         new_text = roundtrip_update(text, updates, display=shown) if updates else text
         new_data = parse_yaml(new_text, shown)
         definition = parse_worker(worker, new_data or {}, new_text, shown)
-        if updates:
+        if updates and new_text != text:  # an unchanged schedule writes nothing
             atomic_write(path, new_text)
-        if prompt is not None:
+        if prompt is not None and _text_or_none(wdir / "prompt.md") != prompt:
             atomic_write(wdir / "prompt.md", prompt)
         return definition
 
@@ -465,6 +465,14 @@ class KB:
         path = safe_join(self.worker_dir(goal_id, worker), "outbox")
         path.mkdir(exist_ok=True)
         return path
+
+
+def _text_or_none(path: Path) -> str | None:
+    """A small file's text as it is now (None when it cannot be read)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _checked_seeds(name: str, workers: Iterable[WorkerSeed]) -> tuple[str, list[WorkerSeed]]:

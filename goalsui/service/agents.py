@@ -29,8 +29,8 @@ from goalsui.domain.transcript import TOOL_LINE, format_tool_call
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line
 from goalsui.kb.confined import ConfinedTree
+from goalsui.kb.authoring import STATE_FILE
 from goalsui.kb.layout import check_kb_text
-from goalsui.service import intents
 
 if TYPE_CHECKING:
     from goalsui.domain.models import Message
@@ -140,6 +140,8 @@ class Agents:
                     "(update_worker changes a worker's schedule, timeout and prompt)"
                 )
             check_kb_text(goal_id, parts, body, shown)
+            if parts == (STATE_FILE,):  # refused here, not put back after the turn
+                self.service.kb.check_state_size(goal_id, len(body.encode("utf-8")))
 
         tree = self.tree(goal_id)
         path = tree.write(rel, text, validate=validate)
@@ -294,27 +296,11 @@ class Agents:
     def schedule_follow_up(
         self, run_id: int | None, *, key: str | None = None, **spec: Any
     ) -> tuple[Intent, bool]:
-        """Create an intent once per key; returns (intent, created).
+        """Create an intent once per key, scoped to the session's thread or goal; returns
+        (intent, created). See :mod:`goalsui.service.follow_ups`."""
+        from goalsui.service.follow_ups import schedule_follow_up
 
-        Without ``key`` a run's call gets :func:`follow_up_key` (the same for every
-        attempt of the run's fire); outside a run no key is derived (each call creates
-        an intent).
-        """
-        if key is None and run_id is not None:
-            intent_id, fire = self._fire_of(run_id)
-            key = follow_up_key(
-                intent_id,
-                fire,
-                spec["kind"],
-                spec.get("schedule"),
-                spec.get("timezone"),
-                " ".join(str(spec.get("title", "")).split()),
-                spec.get("instruction", ""),
-            )
-        existed = intents.intent_by_key(self.service, key) if key else None
-        if existed is not None:
-            return existed, False
-        return self.service.create_intent(operation_key=key, **spec), True
+        return schedule_follow_up(self.service, run_id, key=key, **spec)
 
     def _fire_of(self, run_id: int) -> tuple[int, int]:
         """(intent id, fire count) of a run: which fire of its intent the run attempts."""

@@ -100,11 +100,14 @@ def add_todo(
 def set_todo(
     ctx: ServiceContext, thread_id: int, todo_id: int, done: bool, expected_revision: int | None
 ) -> Todo:
-    """Complete (``done``) or reopen one item."""
+    """Complete (``done``) or reopen one item; an item already so is left as it is (no
+    write, no revision bump, no journal entry)."""
     with ctx.store.write() as s:
         todo = s.get(Todo, todo_id)
         if todo is None or todo.thread_id != thread_id:
             raise NotFound(f"thread {thread_id} has no todo {todo_id}")
+        if todo.done == done:  # completing a done one, reopening an open one: no change
+            return todo
         _bump(s, thread_id, expected_revision)
         todo.done = done
         todo.completed_at = (todo.completed_at or ctx.now()) if done else None

@@ -35,12 +35,27 @@ def run_worker_now(ctx: ServiceContext, goal_id: str, worker: str) -> Intent:
 
 
 def update_worker(ctx: ServiceContext, goal_id: str, worker: str, **changes: Any) -> WorkerView:
-    """Edit a worker's schedule, runner, timeout or prompt (comments are kept)."""
+    """Edit a worker's schedule, runner, timeout or prompt (comments are kept); a change
+    to what is already there writes nothing and journals nothing."""
+    before = worker_files(ctx, goal_id, worker)
     ctx.kb.update_worker(goal_id, worker, **changes)
-    kbindex.sync_kb(ctx, [goal_id])
-    ctx.journal("worker updated", f"{goal_id}/{worker}", ", ".join(sorted(changes)))
+    if worker_files(ctx, goal_id, worker) != before:
+        kbindex.sync_kb(ctx, [goal_id])
+        ctx.journal("worker updated", f"{goal_id}/{worker}", ", ".join(sorted(changes)))
     view = goals.get_goal(ctx, goal_id)
     found = next((w for w in view.workers if w.name == worker), None)
     if found is None:
         raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
     return found
+
+
+def worker_files(ctx: ServiceContext, goal_id: str, worker: str) -> tuple[bytes | None, ...]:
+    """The bytes of a worker's definition.yaml and prompt.md (None: unreadable)."""
+    wdir = ctx.kb.worker_dir(goal_id, worker)
+    out: list[bytes | None] = []
+    for name in ("definition.yaml", "prompt.md"):
+        try:
+            out.append((wdir / name).read_bytes())
+        except OSError:
+            out.append(None)
+    return tuple(out)

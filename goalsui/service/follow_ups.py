@@ -1,0 +1,131 @@
+"""Follow-ups an agent schedules, idempotent within the session's scope.
+
+An intent's ``operation_key`` is unique across the KB, so a key an agent names is
+stored inside its scope's namespace (the thread's, else the goal's) together with a
+digest of the call's payload:
+
+- ``key:<scope>:<key>:<digest>`` for a key the agent names. The same key with the same
+  payload returns the intent it made (``created`` false); the same key with another
+  payload is refused; a key of another scope is another key.
+- ``fire:<intent>.<fire>:<sha256>`` for a run's call without a key
+  (:func:`goalsui.service.agents.follow_up_key`): every attempt of one fire derives
+  the same key, so a retried turn gets its follow-up back.
+- ``op:<scope>:<digest>:<n>`` for an operator's session (no run) without a key: an
+  identical call returns the intent it made while that intent has not ended; after
+  it ended, the same call schedules a new one.
+
+The digest covers kind, schedule (a relative ``in`` as given, not the instant it
+resolves to), timezone, event source, title, instruction and max fires.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import col, select
+
+from goalsui.domain.models import Intent
+from goalsui.domain.states import IntentStatus
+from goalsui.errors import Conflict, ValidationError
+
+if TYPE_CHECKING:
+    from goalsui.service.facade import Service
+
+__all__ = ["MAX_AGENT_KEY", "payload_digest", "schedule_follow_up", "scope_name"]
+
+MAX_AGENT_KEY = 80
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")
+_ENDED = (IntentStatus.DONE, IntentStatus.CANCELLED, IntentStatus.FAILED)
+
+
+def scope_name(thread_id: int | None, goal_id: str | None) -> str:
+    """The namespace of a session's keys: its thread, else its goal."""
+    if thread_id is not None:
+        return f"thread:{thread_id}"
+    if goal_id:
+        return f"goal:{goal_id}"
+    raise ValidationError("this session has no thread or goal to schedule into")
+
+
+def payload_digest(spec: dict[str, Any], schedule_as_given: str | None) -> str:
+    """sha256 of what a follow-up asks for (``schedule_as_given``: 'in:2h' for a
+    relative instant, else the schedule text)."""
+    content = json.dumps(
+        [
+            spec.get("kind"),
+            schedule_as_given or "",
+            spec.get("timezone") or "",
+            spec.get("event_source") or "",
+            " ".join(str(spec.get("title", "")).split()),
+            spec.get("instruction", ""),
+            spec.get("max_fires"),
+        ],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _with_prefix(service: Service, prefix: str) -> list[Intent]:
+    with service.store.read() as s:
+        q = select(Intent).where(col(Intent.operation_key).startswith(prefix, autoescape=True))
+        return list(s.exec(q.order_by(col(Intent.id))))
+
+
+def schedule_follow_up(
+    service: Service,
+    run_id: int | None,
+    *,
+    key: str | None,
+    schedule_as_given: str | None = None,
+    **spec: Any,
+) -> tuple[Intent, bool]:
+    """Create the follow-up once per scoped key; returns (intent, created)."""
+    scope = scope_name(spec.get("thread_id"), spec.get("goal_id"))
+    given = schedule_as_given if schedule_as_given is not None else spec.get("schedule")
+    digest = payload_digest(spec, given)
+    if key is not None:
+        key = key.strip()
+        if not key or len(key) > MAX_AGENT_KEY or not _KEY.match(key):
+            raise ValidationError(
+                f"key must be 1-{MAX_AGENT_KEY} characters of letters, digits and ._:/@+- "
+                "(starting with a letter or digit)"
+            )
+        prefix = f"key:{scope}:{key}:"
+        for existing in _with_prefix(service, prefix):
+            if existing.operation_key == prefix + digest[:32]:
+                return existing, False
+            raise Conflict(
+                f"key {key!r} already scheduled another follow-up in this {scope.split(':')[0]} "
+                f"(intent {existing.id}, {existing.title!r}): repeat that call exactly, or use "
+                "a new key"
+            )
+        return service.create_intent(operation_key=prefix + digest[:32], **spec), True
+    if run_id is not None:
+        from goalsui.service.agents import follow_up_key
+
+        intent_id, fire = service.agents._fire_of(run_id)
+        derived = follow_up_key(
+            intent_id,
+            fire,
+            spec["kind"],
+            given,
+            spec.get("timezone"),
+            " ".join(str(spec.get("title", "")).split()),
+            json.dumps(
+                [spec.get("instruction", ""), spec.get("event_source"), spec.get("max_fires")]
+            ),
+        )
+        with service.store.read() as s:
+            found = s.exec(select(Intent).where(Intent.operation_key == derived)).first()
+        if found is not None:
+            return found, False
+        return service.create_intent(operation_key=derived, **spec), True
+    prefix = f"op:{scope}:{digest[:32]}:"
+    earlier = _with_prefix(service, prefix)
+    live = [i for i in earlier if i.status not in _ENDED]
+    if live:
+        return live[-1], False
+    return service.create_intent(operation_key=f"{prefix}{len(earlier) + 1}", **spec), True
