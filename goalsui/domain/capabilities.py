@@ -26,6 +26,8 @@ __all__ = [
     "READ_ONLY",
     "THREAD_TOOLS",
     "ALL_TOOLS",
+    "GOAL_CHANGING",
+    "capability_of",
     "MCP_CONFIG",
     "MCP_PLACEHOLDERS",
     "OWN_FILES_TOOL",
@@ -42,14 +44,22 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "write_kb": ("goal_kb_write", "goal_log_append", "update_worker"),
     "schedule": ("schedule_intent", "cancel_intent", "list_intents"),
     "todos": ("todo_list", "todo_add", "todo_complete", "todo_reopen"),
-    "threads": ("thread_post",),
-    "goals": ("setup_goal", "run_worker_now"),
+    "threads": ("thread_post", "thread_read"),
+    "goals": ("setup_goal", "run_worker_now", "delete_goal"),
     "nightshift": ("nightshift_plan", "nightshift_plan_add"),
 }
-ALWAYS = ("list_goals", "get_goal")
+ALWAYS = ("list_goals", "get_goal", "get_context")
 ALL_TOOLS = ALWAYS + tuple(t for tools in CAPABILITIES.values() for t in tools)
 #: what an unscoped session (no run, no goal) is served: lookups only
-READ_ONLY = ("list_goals", "get_goal", "goal_kb_list", "goal_kb_read", "todo_list", "list_intents")
+READ_ONLY = (
+    "list_goals",
+    "get_goal",
+    "get_context",
+    "goal_kb_list",
+    "goal_kb_read",
+    "todo_list",
+    "list_intents",
+)
 INTENT_TOOLS = CAPABILITIES["schedule"]
 THREAD_TOOLS = CAPABILITIES["todos"] + CAPABILITIES["threads"]
 #: served to every worker's turn; without ``read_kb`` it reads only :func:`own_files`
@@ -58,6 +68,19 @@ OWN_FILES_TOOL = "goal_kb_read"
 #: texts as ``goalsui.runners.presets.MCP_CONFIG`` and ``MCP_STDIO_CONFIG``)
 MCP_PLACEHOLDERS = ("{mcp_config}", "{mcp_stdio_config}")
 MCP_CONFIG = MCP_PLACEHOLDERS[0]
+
+
+#: tools that change goals beyond the session's own files: never served to a session
+#: without a goal of its own (thread-only) or in a private thread
+GOAL_CHANGING = CAPABILITIES["goals"] + CAPABILITIES["nightshift"]
+
+
+def capability_of(tool: str) -> str | None:
+    """The capability that grants ``tool`` ("always" for the tools every session gets;
+    None for a name that is no goalsui tool)."""
+    if tool in ALWAYS:
+        return "always"
+    return next((cap for cap, tools in CAPABILITIES.items() if tool in tools), None)
 
 
 def unknown_capabilities(names: Iterable[str]) -> list[str]:

@@ -16,17 +16,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from goalsui import __version__
 from goalsui.errors import GoalsuiError
+from goalsui.mcp.instructions import session_instructions
 from goalsui.mcp.scope import Scope
-from goalsui.mcp.tools import ToolContext, register_all
+from goalsui.mcp.tools import ToolContext, not_served_message, register_all
 from goalsui.service import Service
 
 __all__ = ["ToolServer", "build_server", "serve"]
-
-INSTRUCTIONS = (
-    "goalsui's tools: read and write this goal's knowledge base, keep the thread's "
-    "checklist, schedule follow-ups (they come back into the thread with provenance) "
-    "and post messages. Paths are relative to the goal directory."
-)
 
 
 def _one_line(exc: ToolError) -> ToolError:
@@ -54,7 +49,10 @@ class ToolServer(MCPServer):
 
     def __init__(self, service: Service, scope: Scope) -> None:
         super().__init__(
-            name="goalsui", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+            name="goalsui",
+            version=__version__,
+            instructions=session_instructions(service, scope),
+            log_level="WARNING",
         )
         self.service = service
         self.scope = scope
@@ -102,6 +100,11 @@ class ToolServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
+            if self._tool_input_schema(name) is None:  # not served: say what grants it
+                why = await anyio.to_thread.run_sync(
+                    not_served_message, self.service, self.scope, name
+                )
+                raise ToolError(why)
             self._check_arguments(name, arguments)
             await anyio.to_thread.run_sync(self._check_live)
             result = await super().call_tool(name, arguments, context)

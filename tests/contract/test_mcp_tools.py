@@ -67,13 +67,15 @@ def run_of(svc: Service, world: dict, worker: str = "writer", thread: int | None
 async def test_an_unscoped_session_serves_only_read_only_tools(svc, world):
     async with mcp_session(svc) as session:
         assert await tool_names(session) == set(READ_ONLY)
-        listing = await ok(session, "goal_kb_list", {"goal": world["goal"]})
+        listing = await ok(session, "goal_kb_list", {"goal_id": world["goal"]})
         assert {"definition.yaml", "workers"} <= {e["name"] for e in listing["entries"]}
-        text = await ok(session, "goal_kb_read", {"goal": world["goal"], "path": "definition.yaml"})
+        text = await ok(
+            session, "goal_kb_read", {"goal_id": world["goal"], "path": "definition.yaml"}
+        )
         assert "Tool Test" in text["text"]
         assert "name the goal" in await error(session, "goal_kb_read", {"path": "definition.yaml"})
-        assert "Unknown tool" in await error(
-            session, "goal_kb_write", {"goal": world["goal"], "path": "x.md", "text": "x"}
+        assert "write_kb" in await error(
+            session, "goal_kb_write", {"goal_id": world["goal"], "path": "x.md", "text": "x"}
         )
     assert not (svc.kb.goal_dir(world["goal"]) / "x.md").exists()
 
@@ -168,7 +170,7 @@ BAD_CALLS = [
     ("get_goal", {"goal_id": "../etc"}, "invalid goal id"),
     ("nightshift_plan", {}, "is not a nightshift"),
     ("nightshift_plan_add", {"worker": "writer", "task": "x", "reason": "y"}, "not a nightshift"),
-    ("get_goal", {}, "goal_id"),
+    ("get_goal", {"goal_id": "no-such-goal"}, "no goal"),
     (
         "setup_goal",
         {"name": "x", "task": "t", "workers": [{"name": "w", "runner": "sh"}]},
@@ -195,7 +197,9 @@ BAD_CALLS = [
     ("goal_kb_write", {"path": "notes.yaml", "text": "a: [unclosed\n"}, "notes.yaml"),
     ("goal_kb_write", {"path": "state.yaml", "text": "a: [unclosed\n"}, "state.yaml"),
     ("goal_kb_write", {"path": "log/2026-01-01.md", "text": "rewritten"}, "append-only"),
-    ("goal_kb_write", {"path": "x.md", "text": "a", "goal": "other-goal"}, "outside"),
+    ("goal_kb_write", {"path": "x.md", "text": "a", "goal_id": "other-goal"}, "outside"),
+    ("thread_read", {"limit": 0}, "limit"),
+    ("delete_goal", {"goal_id": "nope", "confirm": "nope2"}, "confirm"),
     ("goal_log_append", {"text": "   "}, "needs text"),
     ("update_worker", {"worker": "writer", "schedule": {"cron": "bad"}}, "cron"),
     (
@@ -247,7 +251,8 @@ BAD_CALLS = [
 
 
 async def test_bad_input_to_each_tool_is_a_one_line_error_that_changes_nothing(svc, world):
-    assert {c[0] for c in BAD_CALLS} == set(ALL_TOOLS) - {"list_goals"}  # it takes no input
+    no_input = {"list_goals", "get_context"}  # nothing to get wrong
+    assert {c[0] for c in BAD_CALLS} == set(ALL_TOOLS) - no_input
     async with mcp_session(svc, "--goal", world["goal"], "--thread", str(world["thread"])) as s:
         for name, arguments, reason in BAD_CALLS:
             before_db, before_kb = counts(svc), tree(svc.kb.root)
@@ -293,7 +298,13 @@ async def test_paths_out_of_the_goal_tree_are_refused(svc, world, tmp_path):
 
 async def test_a_worker_without_write_kb_does_not_see_goal_kb_write(svc, world):
     async with mcp_session(svc, "--goal", world["goal"], "--worker", "reader") as s:
-        assert await tool_names(s) == {"list_goals", "get_goal", "goal_kb_list", "goal_kb_read"}
+        assert await tool_names(s) == {
+            "list_goals",
+            "get_goal",
+            "get_context",
+            "goal_kb_list",
+            "goal_kb_read",
+        }
     run = run_of(svc, world, "reader")
     async with mcp_session(svc, "--run", str(run.id)) as s:
         names = await tool_names(s)
@@ -322,18 +333,20 @@ async def test_schedule_intent_is_idempotent_within_a_run(svc, world):
         again = await ok(s, "schedule_intent", call)
         other = await ok(s, "schedule_intent", {**call, "instruction": "check the docs"})
         keyed = await ok(s, "schedule_intent", {**call, "key": "my-op"})
-        keyed_again = await ok(s, "schedule_intent", {**call, "title": "changed", "key": "my-op"})
+        keyed_again = await ok(s, "schedule_intent", {**call, "key": "my-op"})
+        refused = await error(s, "schedule_intent", {**call, "title": "changed", "key": "my-op"})
     assert first["created"] is True and again["created"] is False
     assert first["intent"]["id"] == again["intent"]["id"]
     assert other["created"] is True and other["intent"]["id"] != first["intent"]["id"]
     assert keyed_again["created"] is False and keyed_again["intent"]["id"] == keyed["intent"]["id"]
+    assert "another follow-up" in refused
     made = [i for i in svc.list_intents() if i.title in ("come back", "changed")]
     assert len(made) == 3
     key = svc.get_intent(first["intent"]["id"]).operation_key or ""
     fire = f"fire:{run.intent_id}.{svc.get_intent(run.intent_id).fires}:"
     assert key.startswith(fire) and len(key) == len(fire) + 64
     calls = tool_calls(svc, run.id)
-    assert [c.name for c in calls] == ["schedule_intent"] * 5
+    assert [c.name for c in calls] == ["schedule_intent"] * 6
     assert calls[0].arguments == call and not calls[0].is_error
     with svc.store.read() as db:
         journal = db.exec(select(Journal).where(Journal.action == "intent created")).all()

@@ -138,7 +138,7 @@ async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, 
     names = [c["name"] for c in transcript["tool_calls"]]
     assert names == ["goal_kb_read", "todo_list", "todo_complete", "schedule_intent"]
     assert transcript["tool_calls"][3]["arguments"]["title"] == "build check"
-    assert '"created": true' in transcript["tool_calls"][3]["result"]
+    assert '"created":true' in transcript["tool_calls"][3]["result"]  # compact JSON
     assert (
         transcript["argv"][:2] == ["claude", "-p"] and "--strict-mcp-config" in transcript["argv"]
     )

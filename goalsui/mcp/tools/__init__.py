@@ -1,12 +1,25 @@
-"""The tool server's tools, one module per group; :func:`register_all` adds those in scope."""
+"""The tool server's tools, one module per group; :func:`register_all` adds those in scope.
+
+Every tool is registered through :meth:`ToolContext.tool` with a title and the MCP
+annotations that are true of it (``openWorldHint`` is always false: the tools touch
+only goalsui's own KB and database). A tool returns a TypedDict, so its output schema
+is typed; the text content the SDK sends beside the structured result is compact JSON.
+
+Errors are one line; command-line flags in shared service messages are translated to
+the tools' argument names and the KB's absolute location never leaves the server.
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+import keyword
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING, capability_of
 from goalsui.errors import GoalsuiError
 from goalsui.mcp.scope import Scope
 from goalsui.service.agents import acting
@@ -16,13 +29,119 @@ if TYPE_CHECKING:
 
     from goalsui.service import Service
 
-__all__ = ["ToolContext", "register_all"]
+__all__ = [
+    "MAX_PAGE",
+    "ToolContext",
+    "ToolFailure",
+    "not_served_message",
+    "page",
+    "register_all",
+    "served_tools",
+    "tools_list_bytes",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+#: the largest page a list tool returns
+MAX_PAGE = 1000
+
+#: command-line spellings in shared service messages -> the tools' argument names
+_FLAG_WORDS = (
+    ("or pass --tz", "or pass the 'timezone' argument"),
+    ("(--event SOURCE)", "(argument 'event_source')"),
+    ("name one with --goal", "name one with the 'goal_id' argument"),
+    ("(argument 'goal')", "(argument 'goal_id')"),
+)
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z-]*)")
 
 
 class ToolFailure(Exception):
     """Raised by a tool for a one-line error the caller sees (converted by the server)."""
+
+
+def tool_message(text: str, kb_root: str | None = None) -> str:
+    """A service error as a tool error: one line, no flags, no host paths."""
+    text = " ".join(str(text).split())
+    for old, new in _FLAG_WORDS:
+        text = text.replace(old, new)
+    text = _FLAG.sub(lambda m: "'" + m.group(1).replace("-", "_") + "'", text)
+    if kb_root:
+        text = text.replace(kb_root.rstrip("/") + "/", "").replace(kb_root, "<kb>")
+    return text
+
+
+def served_tools(service: Service, scope: Scope) -> frozenset[str]:
+    """The tools a session is served: its scope's, less the goal-changing ones in a
+    session without a goal of its own or in a private thread."""
+    tools = set(scope.tools)
+    withheld = goal_changing_withheld(service, scope)
+    if withheld:
+        tools.difference_update(GOAL_CHANGING)
+    return frozenset(tools)
+
+
+def goal_changing_withheld(service: Service, scope: Scope) -> str | None:
+    """Why a session gets no goal-changing tools (None: it may get them)."""
+    if scope.goal_id is None and scope.thread_id is not None:
+        return "a session without a goal of its own (a thread's session) changes no goals"
+    if scope.thread_id is not None and _private(service, scope.thread_id):
+        return "a private thread's session changes no goals"
+    return None
+
+
+def _private(service: Service, thread_id: int) -> bool:
+    try:
+        return bool(service.get_thread(thread_id).private)
+    except GoalsuiError:
+        return False
+
+
+def not_served_message(service: Service, scope: Scope, name: str) -> str:
+    """The error for a call of a tool this session is not served: which capability
+    grants it, or why the session cannot have it."""
+    cap = capability_of(name)
+    if cap is None or name not in ALL_TOOLS:
+        return f"no tool {name!r} in goalsui (get_context lists the tools of this session)"
+    if name in GOAL_CHANGING and (why := goal_changing_withheld(service, scope)):
+        return f"{name} is not served here: {why}"
+    if name in scope.tools or cap == "always":
+        return f"{name} is not served in this session ({scope.describe()})"
+    if scope.goal_id is None and cap in ("read_kb", "write_kb", "nightshift"):
+        return f"{name} needs a goal in the session's scope (capability '{cap}')"
+    if scope.thread_id is None and cap in ("todos", "threads"):
+        return f"{name} needs a thread in the session's scope (capability '{cap}')"
+    if cap == "schedule" and scope.thread_id is not None and _private(service, scope.thread_id):
+        return f"{name} is not served in a private thread (capability '{cap}')"
+    who = f"worker '{scope.worker}'" if scope.worker else "this session"
+    return (
+        f"{name} is not granted: it needs the capability '{cap}', which {who} does not hold "
+        f"(capabilities: in workers/<name>/definition.yaml)"
+    )
+
+
+def page(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], dict[str, Any]]:
+    """One page of ``items`` from ``cursor`` (an opaque offset) and the paging fields:
+    ``total``, ``truncated`` (more follow) and ``next_cursor`` (None at the end)."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise ToolFailure(f"limit must be between 1 and {MAX_PAGE}")
+    start = 0
+    if cursor:
+        if not cursor.isdigit() or int(cursor) > len(items):
+            raise ToolFailure(f"cursor {cursor!r} is not one this tool gave (start without one)")
+        start = int(cursor)
+    chunk = list(items[start : start + limit])
+    end = start + len(chunk)
+    more = end < len(items)
+    return chunk, {
+        "total": len(items),
+        "truncated": more,
+        "next_cursor": str(end) if more else None,
+    }
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 @dataclass
@@ -32,30 +151,58 @@ class ToolContext:
     service: Service
     scope: Scope
     server: MCPServer
+    served: frozenset[str] = field(default_factory=frozenset)
 
-    def tool(self, description: str) -> Callable[[F], F]:
-        """Register the decorated function as a tool if the scope allows its name.
+    def tool(
+        self,
+        title: str,
+        description: str,
+        *,
+        read_only: bool,
+        destructive: bool = False,
+        idempotent: bool = False,
+    ) -> Callable[[F], F]:
+        """Register the decorated function as a tool if the session is served its name.
 
-        Inside the call, service errors become one-line tool errors and journal
-        entries carry the run id and the tool name.
+        ``read_only``: changes nothing; ``destructive``: may remove or overwrite what
+        exists; ``idempotent``: repeating the same call changes nothing more. Inside
+        the call, service errors become one-line tool errors and journal entries carry
+        the run id and the tool name.
         """
 
         def decorator(fn: F) -> F:
             name = fn.__name__
-            if name not in self.scope.tools:
+            if name not in self.served:
                 return fn
+            from mcp.server.mcpserver.exceptions import ToolError
+            from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+            kb_root = str(self.service.kb.root)
 
             @functools.wraps(fn)
             def call(*args: Any, **kwargs: Any) -> Any:
-                from mcp.server.mcpserver.exceptions import ToolError
-
+                for word in [k for k in kwargs if keyword.iskeyword(k)]:
+                    kwargs[f"{word}_"] = kwargs.pop(word)  # 'in' arrives as in_
                 try:
                     with acting(self.scope.run_id, name):
-                        return fn(*args, **kwargs)
+                        result = fn(*args, **kwargs)
                 except (GoalsuiError, ToolFailure) as exc:
-                    raise ToolError(" ".join(str(exc).split())) from None
+                    raise ToolError(tool_message(str(exc), kb_root)) from None
+                return CallToolResult(
+                    content=[TextContent(type="text", text=compact(result))],
+                    structured_content=result,
+                )
 
-            self.server.add_tool(call, name=name, description=description)
+            annotations = ToolAnnotations(
+                title=title,
+                read_only_hint=read_only,
+                destructive_hint=False if read_only else destructive,
+                idempotent_hint=True if read_only else idempotent,
+                open_world_hint=False,
+            )
+            self.server.add_tool(
+                call, name=name, title=title, description=description, annotations=annotations
+            )
             return fn
 
         return decorator
@@ -67,7 +214,31 @@ class ToolContext:
 
 
 def register_all(ctx: ToolContext) -> None:
-    from goalsui.mcp.tools import goals, intents, kb, nightshift, threads, todos
+    from goalsui.mcp.tools import context, goals, intents, kb, nightshift, threads, todos
 
-    for module in (goals, kb, todos, intents, threads, nightshift):
+    ctx.served = served_tools(ctx.service, ctx.scope)
+    for module in (context, goals, kb, todos, intents, threads, nightshift):
         module.register(ctx)
+
+
+def tools_list_bytes(service: Service, goal_id: str, thread_id: int | None = None) -> int:
+    """The size in bytes of the ``tools/list`` answer (its JSON, as sent) of a session
+    holding every capability on ``goal_id`` (and ``thread_id``): what a model reads
+    before its first step. ``goalsui bench mcp`` reports it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
+    from mcp.types import ListToolsResult
+
+    from goalsui.mcp.server import build_server
+
+    scope = Scope(tools=frozenset(ALL_TOOLS), goal_id=goal_id, thread_id=thread_id)
+    server = build_server(service, scope)
+
+    async def listed() -> bytes:
+        result = ListToolsResult(tools=await server.list_tools())
+        return result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8")
+
+    # a thread of its own: the caller may be inside a running event loop
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return len(pool.submit(anyio.run, listed).result())

@@ -1,13 +1,81 @@
-"""Goal tools: list_goals, get_goal, setup_goal, run_worker_now."""
+"""Goal tools: list_goals, get_goal (the session's own goal unless it holds ``goals``),
+setup_goal, run_worker_now, delete_goal."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from goalsui.domain.views import GoalView
 from goalsui.kb.layout import WorkerSeed
 from goalsui.mcp.tools import ToolContext, ToolFailure
 
 SEED_FIELDS = ("name", "schedule", "prompt", "timeout", "description")
+
+
+class WorkerInfo(TypedDict):
+    """One worker: its schedule and its next run (ISO 8601 UTC)."""
+
+    name: str
+    schedule: str
+    timezone: str
+    intent_id: int | None
+    next_run_at: str | None
+
+
+class GoalSummary(TypedDict):
+    goal_id: str
+    name: str
+    status: str
+    task: str
+
+
+class GoalInfo(TypedDict):
+    """A goal with its workers (paths inside it are relative to its directory)."""
+
+    goal_id: str
+    name: str
+    task: str
+    status: str
+    workers: list[WorkerInfo]
+
+
+class GoalList(TypedDict):
+    """The goals this session may see, paged."""
+
+    goals: list[GoalSummary]
+    total: int
+    truncated: bool
+    next_cursor: str | None
+    note: str | None
+
+
+class RunNow(TypedDict):
+    intent_id: int
+    status: str
+
+
+class Deleted(TypedDict):
+    goal_id: str
+    deleted: bool
+
+
+GoalId = Annotated[
+    str,
+    Field(description="The goal's id (its folder name, e.g. 'release-watch'); see list_goals."),
+]
+OptGoalId = Annotated[
+    str | None,
+    Field(
+        description="The goal's id; omit it for the session's own goal (another goal is "
+        "refused in a goal's session)."
+    ),
+]
+Cursor = Annotated[
+    str | None, Field(description="next_cursor of the previous page; omit for the first page.")
+]
 
 
 def _seed(raw: Any) -> WorkerSeed:
@@ -25,32 +93,122 @@ def _seed(raw: Any) -> WorkerSeed:
     return WorkerSeed(name, definition, prompt=prompt)
 
 
+def goal_info(view: GoalView) -> GoalInfo:
+    """A goal without its host path."""
+    return {
+        "goal_id": view.goal_id,
+        "name": view.name,
+        "task": view.task,
+        "status": view.status,
+        "workers": [w.as_json() for w in view.workers],  # type: ignore[misc]
+    }
+
+
 def register(ctx: ToolContext) -> None:
+    from goalsui.mcp.tools import page
+
     svc, scope = ctx.service, ctx.scope
+    sees_all = "setup_goal" in ctx.served or (
+        scope.run_id is None and scope.goal_id is None and scope.thread_id is None
+    )
 
-    @ctx.tool("List the goals in the knowledge base (id, name, status, task).")
-    def list_goals() -> dict[str, Any]:
-        goals = [
-            {"goal_id": g.goal_id, "name": g.name, "status": g.status, "task": g.task}
-            for g in svc.list_goals()
-        ]
-        return {"goals": goals}
-
-    @ctx.tool("One goal with its workers and their next runs.")
-    def get_goal(goal_id: str) -> dict[str, Any]:
-        return svc.get_goal(goal_id).as_json()
+    def visible(goal_id: str) -> str:
+        if sees_all:
+            return goal_id
+        if scope.goal_id is None:
+            raise ToolFailure("this session has no goal of its own; other goals need 'goals'")
+        if goal_id != scope.goal_id:
+            raise ToolFailure(
+                f"goal {goal_id!r} is not this session's goal ({scope.goal_id}); "
+                "other goals need the capability 'goals'"
+            )
+        return goal_id
 
     @ctx.tool(
-        "Create a goal tree with optional workers [{name, schedule: {cron, timezone} | "
-        "{every} | {at}, prompt}]; all or nothing."
+        "List goals",
+        "The goals this session may see (id, name, status, task), paged. Without the "
+        "'goals' capability that is only the session's own goal.",
+        read_only=True,
+    )
+    def list_goals(
+        cursor: Cursor = None,
+        limit: Annotated[int, Field(description="Goals per page, 1 to 1000.")] = 100,
+    ) -> GoalList:
+        goals = svc.list_goals()
+        note = None
+        if not sees_all:
+            goals = [g for g in goals if g.goal_id == scope.goal_id]
+            note = "only this session's goal: other goals need the capability 'goals'"
+        rows = [
+            GoalSummary(goal_id=g.goal_id, name=g.name, status=g.status, task=g.task) for g in goals
+        ]
+        chunk, paging = page(rows, cursor, limit)
+        return {"goals": chunk, "note": note, **paging}  # type: ignore[typeddict-item]
+
+    @ctx.tool(
+        "Get a goal",
+        "One goal with its workers, their schedules and next runs (ISO 8601 UTC).",
+        read_only=True,
+    )
+    def get_goal(goal_id: OptGoalId = None) -> GoalInfo:
+        if not goal_id:
+            if scope.goal_id is None:
+                raise ToolFailure("name the goal (argument 'goal_id')")
+            goal_id = scope.goal_id
+        return goal_info(svc.get_goal(visible(goal_id)))
+
+    @ctx.tool(
+        "Create a goal",
+        "Create a goal tree (definition, protocol.md, state.yaml) with optional workers, all "
+        "or nothing. Each worker: {name, schedule, prompt, timeout?, description?}; schedule "
+        "is {cron: '<5-field cron>', timezone: '<IANA zone>'} or {every: '<duration like "
+        "30m, 2h>'} or {at: '<ISO 8601 instant with offset>'}. A worker's runner is never "
+        "chosen by an agent: the KB default runs it.",
+        read_only=False,
     )
     def setup_goal(
-        name: str, task: str, workers: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
+        name: Annotated[str, Field(description="The goal's name (200 characters at most).")],
+        task: Annotated[str, Field(description="What the goal is for, in a sentence or two.")],
+        workers: Annotated[
+            list[dict[str, Any]] | None,
+            Field(description="Workers to create with the goal (see the tool description)."),
+        ] = None,
+    ) -> GoalInfo:
         seeds = [_seed(w) for w in workers or []]
-        return svc.setup_goal(name, task, seeds, owner="agent").as_json()
+        return goal_info(svc.setup_goal(name, task, seeds, owner="agent"))
 
-    @ctx.tool("Make one of the goal's workers due now (the scheduler fires it at once).")
-    def run_worker_now(worker: str, goal: str | None = None) -> dict[str, Any]:
-        intent = svc.run_worker_now(scope.goal(goal), worker)
-        return {"intent_id": intent.id, "status": intent.status}
+    @ctx.tool(
+        "Run a worker now",
+        "Make one of the goal's workers due now: the scheduler fires it at once (its "
+        "schedule goes on afterwards).",
+        read_only=False,
+        idempotent=True,
+    )
+    def run_worker_now(
+        worker: Annotated[str, Field(description="The worker's name (workers/<name>/).")],
+        goal_id: OptGoalId = None,
+    ) -> RunNow:
+        intent = svc.run_worker_now(scope.goal(goal_id), worker)
+        return {"intent_id": intent.id or 0, "status": intent.status}
+
+    @ctx.tool(
+        "Delete a goal",
+        "Delete a goal's whole tree from the KB and end its intents. Irreversible. Pass the "
+        "goal's exact id twice: as goal_id and as confirm.",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    )
+    def delete_goal(
+        goal_id: GoalId,
+        confirm: Annotated[
+            str, Field(description="The goal's exact id again, to confirm the deletion.")
+        ],
+    ) -> Deleted:
+        if confirm != goal_id:
+            raise ToolFailure(
+                f"confirm must repeat the goal's exact id ({goal_id!r}); nothing was deleted"
+            )
+        svc.get_goal(goal_id)
+        svc.delete_goal(goal_id)
+        return {"goal_id": goal_id, "deleted": True}

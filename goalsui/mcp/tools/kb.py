@@ -1,67 +1,259 @@
-"""KB tools, confined to one goal tree: list, read, write, log append, update_worker."""
+"""KB tools, confined to one goal tree: list (paged, optionally recursive), read (paged
+by bytes), write, log append, update_worker."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
-from goalsui.mcp.tools import ToolContext, ToolFailure
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from goalsui.mcp.instructions import READ_DEFAULT_BYTES
+from goalsui.mcp.tools import MAX_PAGE, ToolContext, ToolFailure, page
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+
+#: the most entries a recursive listing walks (beyond: truncated, total is a lower bound)
+MAX_WALK = 50_000
+MAX_READ = 1024 * 1024
+
+
+class Entry(TypedDict):
+    """A file or folder; path relative to the goal directory."""
+
+    name: str
+    path: str
+    dir: bool
+    size: int
+    modified: str
+
+
+class Listing(TypedDict):
+    """One page of a folder's entries (depth first when recursive)."""
+
+    path: str
+    entries: list[Entry]
+    total: int
+    truncated: bool
+    next_cursor: str | None
+
+
+class FileText(TypedDict):
+    """A slice of a file: bytes offset .. next_offset of total_bytes."""
+
+    path: str
+    text: str
+    offset: int
+    bytes: int
+    total_bytes: int
+    remaining_bytes: int
+    next_offset: int | None
+
+
+class Written(TypedDict):
+    path: str
+    bytes: int
+
+
+class LogLine(TypedDict):
+    path: str
+    line: int
+
+
+class WorkerInfo(TypedDict):
+    """The worker after the change; changed false: it already was so (nothing written)."""
+
+    name: str
+    schedule: str
+    timezone: str
+    intent_id: int | None
+    next_run_at: str | None
+    changed: bool
+
+
+GoalArg = Annotated[
+    str | None,
+    Field(
+        description="The goal's id; omit it in a goal's session (another goal is refused there)."
+    ),
+]
+PathArg = Annotated[
+    str,
+    Field(description="Path relative to the goal directory, e.g. 'notes/today.md' (no '..')."),
+]
+
+
+def _walk(svc: Service, goal_id: str, rel: str, recursive: bool) -> list[dict[str, Any]]:
+    """A folder's entries; recursive: depth first, each folder visited once."""
+    tree = svc.agents.tree(goal_id)
+    out: list[dict[str, Any]] = []
+    seen = {tree.resolve(rel)}
+    stack: list[Iterator[dict[str, Any]]] = [iter(svc.agents.kb_list(goal_id, rel))]
+    while stack and len(out) < MAX_WALK:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        out.append(entry)
+        if recursive and entry["dir"]:
+            real = tree.resolve(entry["path"])
+            if real not in seen:
+                seen.add(real)
+                stack.append(iter(svc.agents.kb_list(goal_id, entry["path"])))
+    return out
+
+
+def _utf8_start(data: bytes, at: int) -> int:
+    """``at`` moved back to the start of the character it falls in."""
+    while 0 < at < len(data) and (data[at] & 0xC0) == 0x80:
+        at -= 1
+    return at
 
 
 def register(ctx: ToolContext) -> None:
     svc, scope = ctx.service, ctx.scope
 
-    @ctx.tool("List a folder of the goal tree (path relative to the goal, default '.').")
-    def goal_kb_list(path: str = ".", goal: str | None = None) -> dict[str, Any]:
-        entries = svc.agents.kb_list(scope.goal(goal), path)
-        for entry in entries:
+    @ctx.tool(
+        "List goal files",
+        "List a folder of the goal tree, paged (pass next_cursor back as cursor while "
+        "truncated is true). recursive: every file and folder below, depth first.",
+        read_only=True,
+    )
+    def goal_kb_list(
+        path: Annotated[
+            str, Field(description="Folder relative to the goal directory; '.' is the goal.")
+        ] = ".",
+        recursive: Annotated[bool, Field(description="Also list everything below.")] = False,
+        cursor: Annotated[
+            str | None, Field(description="next_cursor of the previous page; omit at first.")
+        ] = None,
+        limit: Annotated[int, Field(description=f"Entries per page, 1 to {MAX_PAGE}.")] = 200,
+        goal_id: GoalArg = None,
+    ) -> Listing:
+        gid = scope.goal(goal_id)
+        entries = _walk(svc, gid, path, recursive)
+        chunk, paging = page(entries, cursor, limit)
+        for entry in chunk:
             entry["modified"] = entry["modified"].isoformat(timespec="seconds")
-        return {"entries": entries}
+        return {"path": path, "entries": chunk, **paging}  # type: ignore[typeddict-item]
 
     @ctx.tool(
-        "Read a text file of the goal tree (path relative to the goal)."
+        "Read a goal file",
+        (
+            "Read a text file of the goal tree (UTF-8), by bytes: offset and limit "
+            f"(default {READ_DEFAULT_BYTES} bytes). remaining_bytes says how much is left; "
+            "next_offset continues (null at the end)."
+        )
         if scope.readable is None
         else "Read your own instructions: "
         + " or ".join(f"'{'/'.join(parts)}'" for parts in scope.readable)
-        + " (path relative to the goal; other files need the read_kb capability)."
+        + " (path relative to the goal; other files need the read_kb capability). "
+        f"offset and limit page by bytes (default {READ_DEFAULT_BYTES}).",
+        read_only=True,
     )
-    def goal_kb_read(path: str, goal: str | None = None) -> dict[str, Any]:
-        goal_id = scope.goal(goal)
+    def goal_kb_read(
+        path: PathArg,
+        offset: Annotated[
+            int, Field(description="First byte to return (0 = start); next_offset continues.")
+        ] = 0,
+        limit: Annotated[
+            int, Field(description=f"Bytes to return, 1 to {MAX_READ}.")
+        ] = READ_DEFAULT_BYTES,
+        goal_id: GoalArg = None,
+    ) -> FileText:
+        gid = scope.goal(goal_id)
         if scope.readable is not None:
-            tree = svc.agents.tree(goal_id)
+            tree = svc.agents.tree(gid)
             if tree.parts(tree.resolve(path)) not in scope.readable:
                 allowed = ", ".join("/".join(parts) for parts in scope.readable)
                 raise ToolFailure(
                     f"{path!r}: this worker reads only {allowed} (read_kb is not granted)"
                 )
-        return {"path": path, "text": svc.agents.kb_read(goal_id, path)}
+        if not 1 <= limit <= MAX_READ:
+            raise ToolFailure(f"limit must be between 1 and {MAX_READ} bytes")
+        data = svc.agents.kb_read(gid, path).encode("utf-8")
+        if not 0 <= offset <= len(data):
+            raise ToolFailure(f"offset must be between 0 and {len(data)} (the file's size)")
+        start = _utf8_start(data, offset)
+        end = _utf8_start(data, min(start + limit, len(data)))
+        if end == start and start < len(data):  # a limit smaller than one character
+            end = min(len(data), start + 4)
+            while end < len(data) and (data[end] & 0xC0) == 0x80:
+                end += 1
+        return {
+            "path": path,
+            "text": data[start:end].decode("utf-8"),
+            "offset": start,
+            "bytes": end - start,
+            "total_bytes": len(data),
+            "remaining_bytes": len(data) - end,
+            "next_offset": end if end < len(data) else None,
+        }
 
     @ctx.tool(
-        "Write a text file of the goal tree atomically (path relative to the goal). "
-        "YAML must parse; definition.yaml files are refused (use update_worker); log/ is "
-        "append-only (use goal_log_append)."
+        "Write a goal file",
+        "Replace (or create) a text file of the goal tree atomically. YAML must parse; "
+        "state.yaml must stay within the state bound (state_max_bytes, see get_context); "
+        "definition.yaml files are refused (use update_worker); log/ is append-only (use "
+        "goal_log_append).",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
     )
-    def goal_kb_write(path: str, text: str, goal: str | None = None) -> dict[str, Any]:
-        goal_id = scope.goal(goal)
-        written = svc.agents.kb_write(goal_id, path, text, definitions=False)
-        return {"path": str(written.relative_to(svc.kb.goal_dir(goal_id).resolve()))}
-
-    @ctx.tool("Append one entry to the goal's log (log/YYYY-MM-DD.md).")
-    def goal_log_append(text: str, goal: str | None = None) -> dict[str, Any]:
-        path, line = svc.agents.log_append(scope.goal(goal), text)
-        return {"path": f"log/{path.name}", "line": line}
+    def goal_kb_write(
+        path: PathArg,
+        text: Annotated[str, Field(description="The file's whole new content (UTF-8, <= 2 MiB).")],
+        goal_id: GoalArg = None,
+    ) -> Written:
+        gid = scope.goal(goal_id)
+        written = svc.agents.kb_write(gid, path, text, definitions=False)
+        rel = "/".join(svc.agents.tree(gid).parts(written))
+        return {"path": rel, "bytes": len(text.encode("utf-8"))}
 
     @ctx.tool(
-        "Change a worker's schedule ({cron, timezone} | {every} | {at}), timeout or "
-        "prompt.md; comments in its definition are kept. The runner cannot be changed here."
+        "Append to the goal log",
+        "Append one timestamped entry to the goal's log (log/YYYY-MM-DD.md, UTC date); "
+        "the log is append-only.",
+        read_only=False,
+    )
+    def goal_log_append(
+        text: Annotated[str, Field(description="The entry (20000 characters at most).")],
+        goal_id: GoalArg = None,
+    ) -> LogLine:
+        logged, line = svc.agents.log_append(scope.goal(goal_id), text)
+        return {"path": f"log/{logged.name}", "line": line}
+
+    @ctx.tool(
+        "Update a worker",
+        "Change a worker's schedule, timeout or prompt.md (comments in its definition are "
+        "kept); the runner is never changed here. A value it already has writes nothing "
+        "(changed false).",
+        read_only=False,
+        idempotent=True,
     )
     def update_worker(
-        worker: str,
-        schedule: dict[str, Any] | None = None,
-        timeout: str | None = None,
-        prompt: str | None = None,
-        goal: str | None = None,
-    ) -> dict[str, Any]:
-        view = svc.update_worker(
-            scope.goal(goal), worker, schedule=schedule, timeout=timeout, prompt=prompt
-        )
-        return view.as_json()
+        worker: Annotated[str, Field(description="The worker's name (workers/<name>/).")],
+        schedule: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="{cron: '<5-field cron>', timezone: '<IANA zone>'} or {every: "
+                "'<duration like 30m, 2h>'} or {at: '<ISO 8601 instant with offset>'}."
+            ),
+        ] = None,
+        timeout: Annotated[
+            str | None, Field(description="How long a turn may run: a duration like '10m'.")
+        ] = None,
+        prompt: Annotated[
+            str | None, Field(description="The new prompt.md: the worker's instructions.")
+        ] = None,
+        goal_id: GoalArg = None,
+    ) -> WorkerInfo:
+        from goalsui.service.workers import worker_files
+
+        gid = scope.goal(goal_id)
+        before = worker_files(svc, gid, worker)
+        view = svc.update_worker(gid, worker, schedule=schedule, timeout=timeout, prompt=prompt)
+        changed = worker_files(svc, gid, worker) != before
+        return {**view.as_json(), "changed": changed}  # type: ignore[typeddict-item]

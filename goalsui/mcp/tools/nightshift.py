@@ -2,11 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, NotRequired
+
+from pydantic import Field
+from typing_extensions import TypedDict
 
 from goalsui.domain.nightshift import parse_night
 from goalsui.domain.timeutil import ensure_utc
 from goalsui.mcp.tools import ToolContext
+
+
+class PlanItem(TypedDict):
+    """One task of a night's plan, for one task worker."""
+
+    night: str
+    worker: str
+    task: str
+    status: str
+    branch: NotRequired[str]
+    commits: NotRequired[int]
+    check: NotRequired[str]
+    run_id: NotRequired[int]
+    summary: NotRequired[str]
+    reason: NotRequired[str]
+    stray: NotRequired[str]
+
+
+class NightPlan(TypedDict):
+    """A night (YYYY-MM-DD, the evening it starts), its task workers and its plan."""
+
+    night: str
+    workers: list[str]
+    items: list[PlanItem]
+
+
+class PlanAdded(TypedDict):
+    """created false: the same worker and task were already planned that night."""
+
+    created: bool
+    item: PlanItem
+
+
+Night = Annotated[
+    str | None,
+    Field(
+        description="The night as YYYY-MM-DD (the evening it starts, in the goal's timezone); "
+        "omit for the calling run's night (else tonight)."
+    ),
+]
+GoalArg = Annotated[
+    str | None, Field(description="The nightshift goal's id; omit for the session's own goal.")
+]
 
 
 def register(ctx: ToolContext) -> None:
@@ -26,27 +72,36 @@ def register(ctx: ToolContext) -> None:
         return ns.current_night(svc, ns.goal_timezone(svc, goal_id), when)
 
     @ctx.tool(
+        "Read the night's plan",
         "The nightshift plan of a night (default: the calling run's night, in the goal's "
-        "timezone) and the task workers that can take items."
+        "timezone) and the task workers that can take items.",
+        read_only=True,
     )
-    def nightshift_plan(night: str | None = None, goal: str | None = None) -> dict[str, Any]:
-        goal_id, _ = ns.nightshift_goal(svc, scope.goal(goal))
-        when = night_of(goal_id, night)
+    def nightshift_plan(night: Night = None, goal_id: GoalArg = None) -> NightPlan:
+        gid, _ = ns.nightshift_goal(svc, scope.goal(goal_id))
+        when = night_of(gid, night)
         return {
             "night": when.isoformat(),
-            "workers": ns.task_workers(svc, goal_id),
-            "items": [i.as_json() for i in ns.plan_list(svc, goal_id, when)],
+            "workers": ns.task_workers(svc, gid),
+            "items": [i.as_json() for i in ns.plan_list(svc, gid, when)],  # type: ignore[misc]
         }
 
     @ctx.tool(
+        "Plan a task for the night",
         "Put one task for one task worker into the night's plan, with the reason (recorded "
-        "in decisions). The same worker and task in one night is added once: created false."
+        "in decisions). The same worker and task in one night is added once (created false).",
+        read_only=False,
+        idempotent=True,
     )
     def nightshift_plan_add(
-        worker: str, task: str, reason: str, night: str | None = None, goal: str | None = None
-    ) -> dict[str, Any]:
-        goal_id, _ = ns.nightshift_goal(svc, scope.goal(goal))
+        worker: Annotated[str, Field(description="A task worker's name (see nightshift_plan).")],
+        task: Annotated[str, Field(description="The task, one line.")],
+        reason: Annotated[str, Field(description="Why this task tonight (kept in decisions).")],
+        night: Night = None,
+        goal_id: GoalArg = None,
+    ) -> PlanAdded:
+        gid, _ = ns.nightshift_goal(svc, scope.goal(goal_id))
         item, created = ns.plan_add(
-            svc, goal_id, worker, task, night=night_of(goal_id, night), reason=reason or None
+            svc, gid, worker, task, night=night_of(gid, night), reason=reason or None
         )
-        return {"created": created, "item": item.as_json()}
+        return {"created": created, "item": item.as_json()}  # type: ignore[typeddict-item]

@@ -1,18 +1,92 @@
-"""thread_post: a message into the session's own thread, with provenance."""
+"""Thread tools on the session's own thread: thread_post (with provenance), thread_read."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated
 
-from goalsui.mcp.tools import ToolContext
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from goalsui.mcp.tools import MAX_PAGE, ToolContext, page
+
+#: the most recent messages thread_read pages through
+MAX_HISTORY = 5000
+
+
+class Posted(TypedDict):
+    message_id: int
+    thread_id: int
+
+
+class MessageInfo(TypedDict):
+    """One message (created_at ISO 8601 UTC; provenance says who posted it and how)."""
+
+    id: int
+    role: str
+    content: str
+    provenance: str | None
+    created_at: str
+
+
+class ThreadMessages(TypedDict):
+    """The thread's messages, newest first, paged."""
+
+    thread_id: int
+    title: str
+    messages: list[MessageInfo]
+    total: int
+    truncated: bool
+    next_cursor: str | None
+
+
+def _utc(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def register(ctx: ToolContext) -> None:
     svc, scope = ctx.service, ctx.scope
 
-    @ctx.tool("Post a message into this turn's thread (shown with its provenance).")
-    def thread_post(text: str) -> dict[str, Any]:
+    @ctx.tool(
+        "Post to the thread",
+        "Post a message into this session's own thread (shown with its provenance: the run "
+        "that posted it).",
+        read_only=False,
+    )
+    def thread_post(
+        text: Annotated[
+            str, Field(description="The message (Markdown, 65536 characters at most).")
+        ],
+    ) -> Posted:
         message = svc.agents.thread_post(
             scope.thread(None), text, run_id=scope.run_id, provenance=ctx.provenance
         )
-        return {"message_id": message.id, "thread_id": message.thread_id}
+        return {"message_id": message.id or 0, "thread_id": message.thread_id or 0}
+
+    @ctx.tool(
+        "Read the thread",
+        "This session's own thread: its messages, newest first, paged (pass next_cursor back "
+        "as cursor for older ones while truncated is true).",
+        read_only=True,
+    )
+    def thread_read(
+        cursor: Annotated[
+            str | None, Field(description="next_cursor of the previous page; omit at first.")
+        ] = None,
+        limit: Annotated[int, Field(description=f"Messages per page, 1 to {MAX_PAGE}.")] = 20,
+    ) -> ThreadMessages:
+        tid = scope.thread(None)
+        thread = svc.get_thread(tid)
+        rows = sorted(svc.messages(tid, limit=MAX_HISTORY), key=lambda m: m.id or 0, reverse=True)
+        chunk, paging = page(rows, cursor, limit)
+        messages = [
+            MessageInfo(
+                id=m.id or 0,
+                role=m.role,
+                content=m.content,
+                provenance=m.provenance,
+                created_at=_utc(m.created_at).isoformat(timespec="seconds"),
+            )
+            for m in chunk
+        ]
+        return {"thread_id": tid, "title": thread.title, "messages": messages, **paging}  # type: ignore[typeddict-item]

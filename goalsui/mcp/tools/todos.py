@@ -2,41 +2,122 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field
+from typing_extensions import TypedDict
 
 from goalsui.domain.models import Todo
 from goalsui.mcp.tools import ToolContext
 
 
-def _todo(t: Todo) -> dict[str, Any]:
-    return {"id": t.id, "text": t.text, "done": t.done}
+class TodoInfo(TypedDict):
+    id: int
+    text: str
+    done: bool
+
+
+class Checklist(TypedDict):
+    """A thread's checklist (open items first) and its revision."""
+
+    thread_id: int
+    revision: int
+    todos: list[TodoInfo]
+
+
+class TodoChange(TypedDict):
+    """The todo after the call; changed false: it already was so (revision unchanged)."""
+
+    thread_id: int
+    revision: int
+    todo: TodoInfo
+    changed: bool
+
+
+Revision = Annotated[
+    int | None,
+    Field(
+        description="The revision todo_list returned; if the checklist changed since, the "
+        "call is refused (reload and retry). Omit to skip the check."
+    ),
+]
+TodoId = Annotated[int, Field(description="The todo's id (todo_list).")]
+
+
+def _todo(t: Todo) -> TodoInfo:
+    return {"id": t.id or 0, "text": t.text, "done": t.done}
 
 
 def register(ctx: ToolContext) -> None:
     svc, scope = ctx.service, ctx.scope
 
-    def state(thread_id: int, **extra: Any) -> dict[str, Any]:
-        return {"thread_id": thread_id, "revision": svc.get_thread(thread_id).revision, **extra}
+    def revision(thread_id: int) -> int:
+        return svc.get_thread(thread_id).revision
 
-    @ctx.tool("The thread's checklist and its revision (pass it back as expected_revision).")
-    def todo_list(thread_id: int | None = None) -> dict[str, Any]:
+    @ctx.tool(
+        "List todos",
+        "The thread's checklist (open items first) and its revision (pass it back as "
+        "expected_revision).",
+        read_only=True,
+    )
+    def todo_list(
+        thread_id: Annotated[
+            int | None,
+            Field(description="Omit in a thread's session; unscoped sessions name the thread."),
+        ] = None,
+    ) -> Checklist:
         tid = scope.thread(thread_id)
-        return state(tid, todos=[_todo(t) for t in svc.list_todos(tid)])
+        todos = [_todo(t) for t in svc.list_todos(tid)]
+        return {"thread_id": tid, "revision": revision(tid), "todos": todos}
 
-    @ctx.tool("Add a todo; a stale expected_revision is refused.")
-    def todo_add(text: str, expected_revision: int | None = None) -> dict[str, Any]:
+    @ctx.tool(
+        "Add a todo",
+        "Add an item at the end of this thread's checklist. Add one for every piece of work "
+        "you leave unfinished, so the next turn picks it up.",
+        read_only=False,
+    )
+    def todo_add(
+        text: Annotated[str, Field(description="The item (2000 characters at most).")],
+        expected_revision: Revision = None,
+    ) -> TodoChange:
         tid = scope.thread(None)
         todo = svc.add_todo(tid, text, expected_revision=expected_revision)
-        return state(tid, todo=_todo(todo))
+        return {"thread_id": tid, "revision": revision(tid), "todo": _todo(todo), "changed": True}
 
-    @ctx.tool("Tick a todo as done; a stale expected_revision is refused.")
-    def todo_complete(todo_id: int, expected_revision: int | None = None) -> dict[str, Any]:
+    @ctx.tool(
+        "Complete a todo",
+        "Tick an item of this thread's checklist as done. An item already done is left as "
+        "it is (changed false, revision unchanged).",
+        read_only=False,
+        idempotent=True,
+    )
+    def todo_complete(todo_id: TodoId, expected_revision: Revision = None) -> TodoChange:
         tid = scope.thread(None)
+        before = revision(tid)
         todo = svc.complete_todo(tid, todo_id, expected_revision=expected_revision)
-        return state(tid, todo=_todo(todo))
+        after = revision(tid)
+        return {
+            "thread_id": tid,
+            "revision": after,
+            "todo": _todo(todo),
+            "changed": after != before,
+        }
 
-    @ctx.tool("Reopen a done todo; a stale expected_revision is refused.")
-    def todo_reopen(todo_id: int, expected_revision: int | None = None) -> dict[str, Any]:
+    @ctx.tool(
+        "Reopen a todo",
+        "Mark a done item of this thread's checklist open again. An open item is left as "
+        "it is (changed false, revision unchanged).",
+        read_only=False,
+        idempotent=True,
+    )
+    def todo_reopen(todo_id: TodoId, expected_revision: Revision = None) -> TodoChange:
         tid = scope.thread(None)
+        before = revision(tid)
         todo = svc.reopen_todo(tid, todo_id, expected_revision=expected_revision)
-        return state(tid, todo=_todo(todo))
+        after = revision(tid)
+        return {
+            "thread_id": tid,
+            "revision": after,
+            "todo": _todo(todo),
+            "changed": after != before,
+        }
