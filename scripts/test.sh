@@ -11,8 +11,17 @@
 #   3. runs ruff, import-linter and mypy (pyproject.toml [tool.mypy]), then pytest with
 #      the given arguments, on GOALSUI_TEST_WORKERS (default 2) pytest-xdist workers.
 #
+#   ./scripts/test.sh --fast [pytest args...]   the quick loop for developers: lint, types,
+#      import contracts and the unit tier (tests/unit), no PostgreSQL, no agent CLIs.
+#
 # Exits with pytest's exit code; if pytest passed but a lint or type step failed, exits 1.
 set -euo pipefail
+
+fast=0
+if [[ ${1:-} == --fast ]]; then
+    fast=1
+    shift
+fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -42,7 +51,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-if [[ -n ${GOALSUI_TEST_PG_URL:-} ]]; then
+if ((fast)); then
+    echo "PostgreSQL: not started (--fast runs the unit tier only)"
+elif [[ -n ${GOALSUI_TEST_PG_URL:-} ]]; then
     echo "PostgreSQL: using GOALSUI_TEST_PG_URL from the environment"
 elif found="$(.venv/bin/python tests/pgserver.py find 2>/dev/null)"; then
     pgdir="$(mktemp -d /tmp/goalsui-pg-XXXXXX)"
@@ -59,7 +70,9 @@ else
 fi
 
 # --- 2b. the real agent CLIs (Claude Code, Codex) at pinned versions, from npm -----------
-if cli_where="$(.venv/bin/python tests/agent_clis.py 2>&1)"; then
+if ((fast)); then
+    :
+elif cli_where="$(.venv/bin/python tests/agent_clis.py 2>&1)"; then
     echo "Agent CLIs: ${cli_where}"
 else
     echo "Agent CLIs: ${cli_where}; the real-CLI tests will be SKIPPED"
@@ -79,6 +92,9 @@ rc=0
 # Two workers, each taking whole files (the snapshot tests of one file share a fixed
 # folder); GOALSUI_TEST_WORKERS=0 runs everything in this process.
 workers="${GOALSUI_TEST_WORKERS:-2}"
+if ((fast)) && [[ $# -eq 0 ]]; then
+    set -- tests/unit
+fi
 parallel=()
 if [[ $workers != 0 ]]; then
     parallel=(-n "$workers" --dist loadfile)

@@ -12,7 +12,7 @@ On a scratch copy of the sample KB (database prepared first, not measured):
 - **reference**: the same for ``mcp-server-time`` from PyPI (a small reference server on
   the same SDK), started cold, when it is installed.
 - **size of tools/list**: the JSON bytes of the tools list of a session with every
-  capability, beside the reference servers' (``mcp-server-time``, ``-git``, ``-fetch``).
+  capability (a goal and a thread), beside the reference servers' (``mcp-server-time``, ``-git``, ``-fetch``).
 
 Each process is run once unmeasured first (bytecode, file cache); medians are reported.
 """
@@ -32,6 +32,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from goalsui.domain.models import saved_id
 
 TARGET_S = 0.3
 REFERENCES = {
@@ -64,7 +66,9 @@ async def _stdio_seconds(command: str, args: list[str]) -> tuple[float, int, int
     return elapsed, len(tools), _tools_bytes(tools)
 
 
-async def _http_rounds(kb: Path, state: Path, goal: str, repeat: int) -> dict[str, Any]:
+async def _http_rounds(
+    kb: Path, state: Path, goal: str, thread: int, repeat: int
+) -> dict[str, Any]:
     """The default path: the listener opens a scope, a client lists its tools over HTTP."""
     import httpx2
     from mcp import ClientSession
@@ -80,7 +84,7 @@ async def _http_rounds(kb: Path, state: Path, goal: str, repeat: int) -> dict[st
     try:
         for round_ in range(repeat + 1):  # the first round warms up, not measured
             t0 = time.perf_counter()
-            scope = await asyncio.to_thread(operator_scope, service, goal, None, None)
+            scope = await asyncio.to_thread(operator_scope, service, goal, None, thread)
             async with host.serve_scope(scope) as endpoint:
                 t1 = time.perf_counter()
                 headers = {"Authorization": endpoint.authorization}
@@ -102,7 +106,8 @@ async def _http_rounds(kb: Path, state: Path, goal: str, repeat: int) -> dict[st
     return {"open_s": opened, "tools_listed_s": listed, "tools": count, "tools_bytes": size}
 
 
-def _prepare(scratch: Path) -> tuple[Path, Path, str]:
+def _prepare(scratch: Path) -> tuple[Path, Path, str, int]:
+    """A scratch sample KB: its first goal and a thread (a session with every tool)."""
     from goalsui.kb.layout import copy_sample_kb
     from goalsui.service import Service
 
@@ -111,9 +116,10 @@ def _prepare(scratch: Path) -> tuple[Path, Path, str]:
     service = Service.open(kb, None, state)
     try:
         goal = service.list_goals()[0].goal_id
+        thread = saved_id(service.create_thread("bench"))
     finally:
         service.close()
-    return kb, state, goal
+    return kb, state, goal, thread
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -141,8 +147,8 @@ def _references(repeat: int) -> dict[str, Any]:
 def measure(repeat: int) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="goalsui-bench-mcp-"))
     try:
-        kb, state, goal = _prepare(scratch)
-        http = asyncio.run(_http_rounds(kb, state, goal, repeat))
+        kb, state, goal, thread = _prepare(scratch)
+        http = asyncio.run(_http_rounds(kb, state, goal, thread, repeat))
         env_db = os.environ.get("GOALSUI_DB")
         os.environ.pop("GOALSUI_DB", None)  # the scratch KB's own database
         try:

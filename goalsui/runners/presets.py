@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from goalsui.domain import capabilities
 from goalsui.runners.base import Usage
 
 __all__ = [
@@ -237,9 +238,7 @@ def preset_env(agent: str | None, tools: TurnTools) -> dict[str, str]:
 
 def speaks_mcp(spec: Mapping[str, Any]) -> bool:
     """Whether a runner's agent reaches goalsui's tools (a preset, or an MCP placeholder)."""
-    if spec.get("agent"):
-        return True
-    return needs_config([str(x) for x in spec.get("command") or ()])
+    return capabilities.speaks_mcp(spec)
 
 
 def runner_argv(spec: Mapping[str, Any], tools: TurnTools) -> list[str]:

@@ -30,14 +30,16 @@ from goalsui.runners.base import TurnOutcome
 from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, delivery_problem, log_failure
-from goalsui.runners.mcp_host import host_for, warm_host_enabled
 from goalsui.runners.nightshift import run_nightshift_turn
 from goalsui.runners.presets import (
-    McpLaunch,
+    MCP_STDIO_CONFIG,
+    TurnTools,
+    config_placeholders,
     expand_placeholders,
-    needs_config,
+    preset_env,
     remove_mcp_config,
     runner_argv,
+    speaks_mcp,
     write_mcp_config,
 )
 from goalsui.runners.prompt import (
@@ -53,6 +55,7 @@ from goalsui.runners.prompt import (
     worker_prompt_with_data,
     worker_shim,
 )
+from goalsui.runners.tool_access import no_tools_reason, turn_tools
 from goalsui.runners.usage import parse_output
 
 if TYPE_CHECKING:
@@ -64,11 +67,31 @@ log = logging.getLogger("goalsui.runners")
 
 
 def resolve_runner(service: Service, intent: Intent) -> dict[str, Any]:
-    """The intent's own runner, else the KB default from ``goalsui.yaml`` ({} when unset)."""
+    """The intent's own runner; for a thread intent in a worker's home thread (a follow-up
+    its turn scheduled) the worker's runner; else the KB default ({} when unset)."""
     if intent.runner:
         return dict(intent.runner)
+    owner = _home_worker(service, intent)
+    if owner is not None:
+        return owner
     default = service.config().runner
     return default.as_dict() if default is not None else {}
+
+
+def _home_worker(service: Service, intent: Intent) -> dict[str, Any] | None:
+    """The runner of the worker whose home thread ``intent`` lives in, if it has one."""
+    if intent.worker or intent.thread_id is None:
+        return None
+    try:
+        thread = service.get_thread(intent.thread_id)
+        if not (thread.goal_id and thread.worker):
+            return None
+        wdef = service.kb.load_goal(thread.goal_id).workers.get(thread.worker)
+    except GoalsuiError:
+        return None
+    if wdef is None or wdef.runner is None:
+        return None
+    return dict(wdef.runner.as_dict())
 
 
 def resolve_timeout(service: Service, intent: Intent) -> float:
@@ -318,40 +341,62 @@ async def _run_turn(
 
 
 async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -> TurnOutcome:
-    """The runner's argv, prompt, folder and environment, then the turn itself; the
-    outcome carries the prompt and the (redacted) argv for the transcript."""
+    """The runner's argv, prompt, folder and environment, then the turn itself (inside
+    its tools when the runner speaks MCP); the outcome carries the prompt and the
+    (redacted) argv for the transcript."""
     service, intent, run = turn.service, turn.intent, turn.run
-    run_id = run.id
-    assert run_id is not None  # the scheduler inserted the run before the turn
-    launch = McpLaunch.for_run(service.kb.root, service.state_dir, service.db_url, run_id)
-    speaks_mcp = spec.get("agent") or needs_config([str(x) for x in spec.get("command") or ()])
-    if speaks_mcp and warm_host_enabled():
-        launch = launch.hosted(host_for(service).ensure(launch))  # a warm `goalsui mcp`
-    model = str(spec["model"]) if spec.get("model") else ""
-    argv = [model if x == "{model}" else x for x in runner_argv(spec, launch)]
-    if not argv:
+    run_id = saved_id(run)  # the scheduler inserted the run before the turn
+    if not spec.get("agent") and not spec.get("command"):
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", NO_RUNNER)
         return TurnOutcome("failed", reason=NO_RUNNER)
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
     try:
         prepared = await asyncio.to_thread(_prepare, service, intent, run, event)
-        prepared.env["GOALSUI_MODEL"] = model
     except GoalsuiError as exc:
-        program = argv[0] if argv else "runner"
+        program = str(spec.get("agent") or (spec.get("command") or ["runner"])[0])
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
         return TurnOutcome("failed", reason=reason)
-    config = None
-    if needs_config(argv):
-        config = await asyncio.to_thread(write_mcp_config, service.runs_dir, run_id, launch)
-    argv = expand_placeholders(argv, mcp_config=str(config) if config else None, run_id=run_id)
+    mcp = speaks_mcp(spec)
+    # goose reaches its tools only over stdio; everyone else through the scheduler
+    http = mcp and spec.get("agent") != "goose"
+    async with turn_tools(service, run_id, http=http) as tools:
+        outcome = await _run_with_tools(turn, spec, tools, prepared)
+    if mcp and outcome.status == "ok":
+        session = await asyncio.to_thread(service.agents.tool_session, run_id)
+        missing = no_tools_reason(session)
+        if missing is not None:
+            await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", missing)
+            outcome = replace(outcome, status="failed", reason=missing)
+    return outcome
+
+
+async def _run_with_tools(
+    turn: _Turn, spec: dict[str, Any], tools: TurnTools, prepared: _Prepared
+) -> TurnOutcome:
+    """Build the argv (its config files written for the run, removed after), then run."""
+    service, run = turn.service, turn.run
+    run_id = saved_id(run)
+    model = str(spec["model"]) if spec.get("model") else ""
+    argv = [model if x == "{model}" else x for x in runner_argv(spec, tools)]
+    prepared.env["GOALSUI_MODEL"] = model
+    prepared.env.update(preset_env(spec.get("agent"), tools))
+    configs: dict[str, str] = {}
     try:
+        for placeholder in config_placeholders(argv):
+            document = tools.config(
+                stdio=placeholder == MCP_STDIO_CONFIG, always_load=spec.get("agent") == "claude"
+            )
+            name = f"{run_id}{'.stdio' if placeholder == MCP_STDIO_CONFIG else ''}"
+            written = await asyncio.to_thread(write_mcp_config, service.runs_dir, name, document)
+            configs[placeholder] = str(written)
+        argv = expand_placeholders(argv, configs=configs, run_id=run_id)
         await asyncio.to_thread(service.agents.set_run_inputs, run_id, prepared.prompt, argv)
         outcome = await _run_runner(turn, argv, prepared)
     finally:
-        if config is not None:
-            await asyncio.to_thread(remove_mcp_config, config)
+        for config in configs.values():
+            await asyncio.to_thread(remove_mcp_config, Path(config))
     return replace(outcome, prompt=prepared.prompt, argv=tuple(redact_argv(argv)))
 
 

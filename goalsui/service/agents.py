@@ -28,8 +28,8 @@ from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line
-from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.authoring import STATE_FILE
+from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.layout import check_kb_text
 
 if TYPE_CHECKING:
@@ -91,8 +91,9 @@ def follow_up_key(
 
 
 def _is_definition(parts: tuple[str, ...]) -> bool:
-    """The goal's ``definition.yaml`` or a worker's ``workers/<w>/definition.yaml``."""
-    return parts == ("definition.yaml",) or (
+    """The goal's ``definition.yaml`` or a worker's ``workers/<w>/definition.yaml``, or a
+    file that chooses a program or a repository (a nightshift's ``nightshift.yaml``)."""
+    return parts in (("definition.yaml",), ("nightshift.yaml",)) or (
         len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
     )
 
@@ -136,7 +137,8 @@ class Agents:
         def validate(parts: tuple[str, ...], body: str, shown: str) -> None:
             if not definitions and _is_definition(parts):
                 raise ValidationError(
-                    f"{shown}: definitions are not written by agents "
+                    f"{shown}: definitions (files that choose a program or a repository) "
+                    "are not written by agents "
                     "(update_worker changes a worker's schedule, timeout and prompt)"
                 )
             check_kb_text(goal_id, parts, body, shown)
@@ -249,6 +251,28 @@ class Agents:
             )
         self.service.changed("runs")
 
+    def record_tool_session(self, run_id: int, tools: Sequence[str] | None) -> None:
+        """Note on a run that its agent opened its tool session (``tools`` None) or was
+        offered ``tools`` (the names of a ``tools/list`` answer)."""
+        with self.service.store.write() as s:
+            run = s.get(IntentRun, run_id)
+            if run is None:
+                raise NotFound(f"no run {run_id}")
+            if run.status != RunStatus.RUNNING:
+                return  # what an ended run's agent sees no longer matters
+            session = dict(run.tool_session or {})
+            session.setdefault("opened_at", self.service.now().isoformat())
+            if tools is not None:
+                session["tools"] = sorted(set(tools))
+            run.tool_session = session
+            s.add(run)
+
+    def tool_session(self, run_id: int) -> dict[str, Any] | None:
+        """What :meth:`record_tool_session` noted for a run (None: never opened)."""
+        with self.service.store.read() as s:
+            run = s.get(IntentRun, run_id)
+            return dict(run.tool_session) if run is not None and run.tool_session else None
+
     def tool_calls(self, run_id: int) -> list[ToolCall]:
         with self.service.store.read() as s:
             return list(
@@ -279,6 +303,7 @@ class Agents:
             "finished_at": run.finished_at,
             "prompt": run.prompt,
             "argv": run.argv,
+            "tool_session": run.tool_session,
             "tool_calls": [
                 {
                     "at": c.at,

@@ -163,3 +163,27 @@ def test_doctor_and_worker_add_warn_about_capabilities_that_grant_nothing(
     assert any("workers/agent/definition.yaml: warning:" in line for line in lines)
     as_json = run_cli("doctor", "--json", **where)
     assert '"warnings"' in as_json.stdout and as_json.returncode == 0
+
+
+def test_a_follow_up_in_a_workers_home_thread_runs_with_the_workers_runner(
+    svc: Service, goal: str
+) -> None:
+    """The KB has no default runner: a follow-up the worker's turn scheduled into its home
+    thread runs with the worker's own runner, not "no runner configured"."""
+    from goalsui.runners.turn import resolve_runner
+
+    definition = svc.kb.goal_dir(goal) / "workers" / "scout" / "definition.yaml"
+    definition.write_text(definition.read_text() + "runner:\n  agent: codex\n")
+    svc.sync_kb([goal])
+    home = svc.home_thread(goal, "scout")
+    follow_up = svc.create_intent(
+        title="check again", instruction="look", kind="at",
+        schedule=(svc.now() + timedelta(hours=1)).isoformat(), thread_id=home.id,
+    )  # fmt: skip
+    assert resolve_runner(svc, follow_up) == {"agent": "codex"}
+    elsewhere = svc.create_intent(
+        title="other", instruction="x", kind="at",
+        schedule=(svc.now() + timedelta(hours=1)).isoformat(),
+        thread_id=svc.create_thread("plain").id,
+    )  # fmt: skip
+    assert resolve_runner(svc, elsewhere) == {}  # the KB default: none set

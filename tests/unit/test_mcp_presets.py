@@ -219,7 +219,7 @@ def test_capabilities_select_tools_and_unknown_ones_are_kb_errors() -> None:
 
 def test_doctor_reports_an_unknown_capability(sample_kb: Path, make_service) -> None:  # type: ignore[no-untyped-def]
     definition = sample_kb / "demo-pulse-05c0f5ca" / "workers" / "pulse" / "definition.yaml"
-    definition.write_text(definition.read_text().replace("[read_kb]", "[read_kb, teleport]"))
+    definition.write_text(definition.read_text().replace("capabilities: []", "capabilities: [teleport]"))
     service: Service = make_service(sample_kb)
     problems = [p for p in service.doctor() if "teleport" in p.message]
     assert problems and problems[0].path.endswith("pulse/definition.yaml") and problems[0].line
