@@ -8,7 +8,7 @@ from sqlmodel import select
 
 from goalsui.domain.models import Intent
 from goalsui.domain.views import WorkerView
-from goalsui.errors import NotFound
+from goalsui.errors import KBError, NotFound
 from goalsui.kb.paths import check_name
 from goalsui.service import goals, intents, kbindex
 from goalsui.service.context import ServiceContext
@@ -50,12 +50,13 @@ def update_worker(ctx: ServiceContext, goal_id: str, worker: str, **changes: Any
 
 
 def worker_files(ctx: ServiceContext, goal_id: str, worker: str) -> tuple[bytes | None, ...]:
-    """The bytes of a worker's definition.yaml and prompt.md (None: unreadable)."""
+    """The bytes of a worker's definition.yaml and prompt.md (None: unreadable, or a
+    symlink that leads out of the KB: never read)."""
     wdir = ctx.kb.worker_dir(goal_id, worker)
     out: list[bytes | None] = []
     for name in ("definition.yaml", "prompt.md"):
         try:
-            out.append((wdir / name).read_bytes())
-        except OSError:
+            out.append(ctx.kb.check_inside(wdir / name).read_bytes())
+        except (OSError, KBError):
             out.append(None)
     return tuple(out)

@@ -56,4 +56,4 @@ def register(ctx: ToolContext) -> None:
         read_only=True,
     )
     def get_context() -> SessionContext:
-        return session_context(svc, scope, ctx.served)  # type: ignore[return-value]
+        return session_context(svc, scope, ctx.served)  # type: ignore[return-value]  # the context dict has the TypedDict's keys

@@ -100,7 +100,7 @@ def goal_info(view: GoalView) -> GoalInfo:
         "name": view.name,
         "task": view.task,
         "status": view.status,
-        "workers": [w.as_json() for w in view.workers],  # type: ignore[misc]
+        "workers": [w.as_json() for w in view.workers],  # type: ignore[misc]  # as_json() returns the TypedDict's keys as a plain dict
     }
 
 
@@ -143,7 +143,7 @@ def register(ctx: ToolContext) -> None:
             GoalSummary(goal_id=g.goal_id, name=g.name, status=g.status, task=g.task) for g in goals
         ]
         chunk, paging = page(rows, cursor, limit)
-        return {"goals": chunk, "note": note, **paging}  # type: ignore[typeddict-item]
+        return {"goals": chunk, "note": note, **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict
 
     @ctx.tool(
         "Get a goal",

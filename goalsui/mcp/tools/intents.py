@@ -236,4 +236,4 @@ def register(ctx: ToolContext) -> None:
             except GoalsuiError as exc:
                 raise ToolFailure(str(exc)) from None
         chunk, paging = page(rows, cursor, limit)
-        return {"intents": [intent_json(i) for i in chunk], **paging}  # type: ignore[typeddict-item]
+        return {"intents": [intent_json(i) for i in chunk], **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict

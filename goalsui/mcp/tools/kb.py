@@ -137,7 +137,7 @@ def register(ctx: ToolContext) -> None:
         chunk, paging = page(entries, cursor, limit)
         for entry in chunk:
             entry["modified"] = entry["modified"].isoformat(timespec="seconds")
-        return {"path": path, "entries": chunk, **paging}  # type: ignore[typeddict-item]
+        return {"path": path, "entries": chunk, **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict
 
     @ctx.tool(
         "Read a goal file",
@@ -256,4 +256,4 @@ def register(ctx: ToolContext) -> None:
         before = worker_files(svc, gid, worker)
         view = svc.update_worker(gid, worker, schedule=schedule, timeout=timeout, prompt=prompt)
         changed = worker_files(svc, gid, worker) != before
-        return {**view.as_json(), "changed": changed}  # type: ignore[typeddict-item]
+        return {**view.as_json(), "changed": changed}  # type: ignore[typeddict-item]  # as_json() returns a plain dict with the TypedDict's keys

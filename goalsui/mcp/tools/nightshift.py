@@ -83,7 +83,7 @@ def register(ctx: ToolContext) -> None:
         return {
             "night": when.isoformat(),
             "workers": ns.task_workers(svc, gid),
-            "items": [i.as_json() for i in ns.plan_list(svc, gid, when)],  # type: ignore[misc]
+            "items": [i.as_json() for i in ns.plan_list(svc, gid, when)],  # type: ignore[misc]  # as_json() returns the TypedDict's keys as a plain dict
         }
 
     @ctx.tool(
@@ -104,4 +104,4 @@ def register(ctx: ToolContext) -> None:
         item, created = ns.plan_add(
             svc, gid, worker, task, night=night_of(gid, night), reason=reason or None
         )
-        return {"created": created, "item": item.as_json()}  # type: ignore[typeddict-item]
+        return {"created": created, "item": item.as_json()}  # type: ignore[typeddict-item]  # as_json() returns a plain dict with the TypedDict's keys

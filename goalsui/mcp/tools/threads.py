@@ -89,4 +89,4 @@ def register(ctx: ToolContext) -> None:
             )
             for m in chunk
         ]
-        return {"thread_id": tid, "title": thread.title, "messages": messages, **paging}  # type: ignore[typeddict-item]
+        return {"thread_id": tid, "title": thread.title, "messages": messages, **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict
