@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 from contextlib import closing
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p = nsub.add_parser(action, help=help_text)
         p.add_argument("branch")
         p.add_argument("--goal")
+        if action == "approve":
+            p.add_argument(
+                "--sha",
+                help="merge this commit of the branch (one you reviewed) instead of the one "
+                "goalsui recorded when the task ended",
+            )
         add_json(p)
         p.set_defaults(func=cmd_branch_action, action=action)
+
+    trust = nsub.add_parser(
+        "trust", help="accept the goal's nightshift.yaml as it is now (repo, base, check)"
+    )
+    trust.add_argument("--goal")
+    add_json(trust)
+    trust.set_defaults(func=cmd_trust)
 
     replay = nsub.add_parser("replay", help="run a whole night now on a fast clock")
     replay.add_argument("--night", help="the night (YYYY-MM-DD; default tonight)")
@@ -162,6 +175,7 @@ def cmd_branches(args: argparse.Namespace) -> int:
     rows = [
         [
             v.branch,
+            _commit_cell(v),
             v.commits,
             v.item.status if v.item else "-",
             v.item.check or "-" if v.item else "-",
@@ -169,8 +183,18 @@ def cmd_branches(args: argparse.Namespace) -> int:
         ]
         for v in views
     ]
-    print(table(rows, ["branch", "commits", "status", "check", "run"]) if rows else "no branches")
+    headers = ["branch", "commit", "commits", "status", "check", "run"]
+    print(table(rows, headers) if rows else "no branches")
     return 0
+
+
+def _commit_cell(view: Any) -> str:
+    """The reviewed commit; says when the branch moved since, or goalsui did not make it."""
+    if view.reviewed is None:
+        return "not made by goalsui"
+    if view.moved:
+        return f"{view.reviewed[:12]} (moved: now {str(view.tip)[:12]})"
+    return str(view.reviewed[:12])
 
 
 def cmd_branch_action(args: argparse.Namespace) -> int:
@@ -181,8 +205,10 @@ def cmd_branch_action(args: argparse.Namespace) -> int:
         if args.action == "diff":
             sys.stdout.write(plain(ns.branch_diff(service, goal_id, args.branch)))
             return 0
-        action = ns.approve if args.action == "approve" else ns.reject
-        message = action(service, goal_id, args.branch)
+        if args.action == "approve":
+            message = ns.approve(service, goal_id, args.branch, sha=args.sha)
+        else:
+            message = ns.reject(service, goal_id, args.branch)
     if args.json:
         print_json({"branch": args.branch, "action": args.action, "message": message})
     else:
@@ -190,25 +216,54 @@ def cmd_branch_action(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    from goalsui.domain.timeutil import MovingClock, load_zone, localize
-    from goalsui.scheduler.replay import replay_window
+def cmd_trust(args: argparse.Namespace) -> int:
+    from goalsui.kb.nightshift import BINDING_FILE
     from goalsui.service import nightshift as ns
 
-    clock = MovingClock(datetime.now(UTC))
-    with closing(open_service(args, clock=clock)) as service:
+    with closing(open_service(args)) as service:
+        goal_id = args.goal or ns.nightshift_goal(service)[0]
+        binding = ns.trust_binding(service, goal_id)
+    if args.json:
+        print_json({"goal_id": goal_id, **binding.as_yaml()})
+    else:
+        check = shlex.join(binding.check) if binding.check else "none"
+        print(
+            f"{goal_id}: {BINDING_FILE} accepted: repo {binding.repo}, base {binding.base}, check {check}"
+        )
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from goalsui.domain.timeutil import load_zone, localize
+    from goalsui.scheduler.replay import replay_isolated
+    from goalsui.service import nightshift as ns
+
+    with closing(open_service(args)) as service:
         goal_id, _ = ns.nightshift_goal(service, args.goal)
         tz = ns.goal_timezone(service, goal_id)
         night: date = parse_night(args.night) if args.night else ns.current_night(service, tz)
         zone = load_zone(tz)
         start = localize(datetime.combine(night, time(12, 0)), zone)
         end = localize(datetime.combine(night + timedelta(days=1), time(12, 0)), zone)
-        runs = asyncio.run(replay_window(service, clock, goal_id, start, end))
-        report = service.kb.goal_dir(goal_id) / "reports" / f"{night + timedelta(days=1)}.md"
+        replay = asyncio.run(replay_isolated(service, goal_id, start, end))
+        report = ns.report_path(service, goal_id, night)
+    records = replay.records
     if args.json:
-        print_json({"night": night, "runs": [list(r) for r in runs], "report": report})
+        print_json(
+            {
+                "night": night,
+                "runs": [list(r) for r in replay.runs],
+                "report": report,
+                "records": records,
+            }
+        )
         return 0
-    for worker, status in runs:
+    for worker, status in replay.runs:
         print(f"{worker or '-'}: {status}")
+    print(
+        f"the replay's runs are in {records} "
+        f"(goalsui --state-dir {shlex.quote(str(records))} runs)",
+        file=sys.stderr,
+    )
     print(report if report.exists() else "no report was written (is there a reporter?)")
     return 0

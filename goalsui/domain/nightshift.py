@@ -53,6 +53,11 @@ def slug(text: str, limit: int = 40) -> str:
     return value.strip("-") or "task"
 
 
+def report_file(night: date) -> str:
+    """The file name of the morning report of ``night``, in the goal's ``reports/``."""
+    return f"{(night + timedelta(days=1)).isoformat()}.md"
+
+
 def branch_name(night: date, worker: str, task: str) -> str:
     """``nightshift/YYYY-MM-DD/<worker>-<task-slug>``."""
     return f"{BRANCH_PREFIX}{night.isoformat()}/{worker}-{slug(task)}"
@@ -102,6 +107,8 @@ class PlanItem:
     run_id: int | None = None
     summary: str | None = None
     reason: str | None = None  # why it was planned (commander) or why it failed
+    #: what moved outside the task's branch during it, and what goalsui did about it
+    stray: str | None = None
 
     @property
     def key(self) -> tuple[date, str, str]:
@@ -114,7 +121,7 @@ class PlanItem:
             "task": self.task,
             "status": self.status,
         }
-        for name in ("branch", "commits", "check", "run_id", "summary", "reason"):
+        for name in ("branch", "commits", "check", "run_id", "summary", "reason", "stray"):
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
@@ -145,6 +152,7 @@ def item_from_yaml(data: Any) -> PlanItem | None:
             run_id=int(run_id) if isinstance(run_id, int) else None,
             summary=str(data["summary"]) if data.get("summary") else None,
             reason=str(data["reason"]) if data.get("reason") else None,
+            stray=str(data["stray"]) if data.get("stray") else None,
         )
     except (KeyError, ValidationError, TypeError, ValueError):
         return None

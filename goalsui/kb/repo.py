@@ -104,6 +104,59 @@ class Repo:
     def head_of(self, branch: str) -> str:
         return self.git("rev-parse", "--verify", f"refs/heads/{branch}").strip()
 
+    def has_commit(self, rev: str) -> bool:
+        out = self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        return bool(out.strip())
+
+    def resolve_commit(self, rev: str) -> str:
+        """The full sha of a commit named by ``rev`` (a sha or a prefix of one)."""
+        if rev.startswith("-") or not rev.strip():
+            raise GitError(f"not a commit: {rev!r}")
+        out = self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        if not out.strip():
+            raise GitError(f"no commit {rev!r} in {self.path}")
+        return out.strip()
+
+    def refs(self) -> dict[str, str]:
+        """Every local branch and tag: full ref name -> the commit it points at."""
+        out = self.git(
+            "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags"
+        )
+        refs = {}
+        for line in out.splitlines():
+            name, _, sha = line.partition(" ")
+            if name and sha:
+                refs[name] = sha
+        return refs
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        proc = self.run("merge-base", "--is-ancestor", older, newer, check=False)
+        return proc.returncode == 0
+
+    def committers(self, tip: str, *excluded: str) -> list[str]:
+        """The committer e-mail of each commit reachable from ``tip`` but from none of
+        ``excluded``, newest first."""
+        args = ["log", "--format=%ce", tip]
+        if excluded:
+            args += ["--not", *excluded]
+        return self.git(*args).splitlines()
+
+    def is_clean(self, work_tree: Path) -> bool:
+        return not self.git("status", "--porcelain", cwd=work_tree).strip()
+
+    def set_ref(self, ref: str, new: str, old: str) -> None:
+        """Point ``ref`` at ``new`` only if it still points at ``old`` ("" = absent)."""
+        self.git("update-ref", ref, new, old or "0" * len(new))
+
+    def delete_ref(self, ref: str, old: str) -> None:
+        """Delete ``ref`` only if it still points at ``old``."""
+        self.git("update-ref", "-d", ref, old)
+
+    def reset_work_tree(self, work_tree: Path, commit: str) -> None:
+        """Move the branch checked out in ``work_tree`` back to ``commit``, its files with
+        it (``reset --keep``: refused rather than losing a local change)."""
+        self.git("reset", "-q", "--keep", commit, cwd=work_tree)
+
     def current_branch(self) -> str | None:
         out = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
         return out or None
@@ -152,11 +205,18 @@ class Repo:
         self.git("worktree", "remove", "--force", str(path), check=False)
         self.git("worktree", "prune")
 
-    def delete_branch(self, branch: str) -> None:
-        self.git("branch", "-D", branch)
+    def delete_branch(self, branch: str, *, expected: str | None = None) -> None:
+        """Delete ``branch``; with ``expected``, only while it still points there."""
+        if expected is None:
+            self.git("branch", "-D", branch)
+            return
+        proc = self.run("update-ref", "-d", f"refs/heads/{branch}", expected, check=False)
+        if proc.returncode != 0:
+            raise GitError(f"{branch} moved meanwhile; it was kept")
 
-    def merge(self, branch: str, base: str, message: str) -> MergeResult:
-        """Merge ``branch`` into ``base`` with a merge commit; refuse on conflict.
+    def merge(self, branch: str, base: str, message: str, *, tip: str | None = None) -> MergeResult:
+        """Merge ``branch`` (exactly the commit ``tip`` when given) into ``base`` with a
+        merge commit; refuse on conflict.
 
         When ``base`` is checked out in a work tree, that tree must be clean and the merge
         happens there (``git merge --no-ff``; aborted on conflict). Otherwise the merge is
@@ -170,7 +230,9 @@ class Repo:
                     f"{base} is checked out in {where} with uncommitted changes; "
                     "commit or stash them, then approve again"
                 )
-            proc_out = self.git("merge", "--no-ff", "-m", message, branch, cwd=where, check=False)
+            proc_out = self.git(
+                "merge", "--no-ff", "-m", message, tip or branch, cwd=where, check=False
+            )
             if self.git("rev-parse", "-q", "--verify", "MERGE_HEAD", cwd=where, check=False):
                 self.git("merge", "--abort", cwd=where, check=False)
                 raise GitError(f"{branch} does not merge cleanly into {base}; nothing was changed")
@@ -178,8 +240,8 @@ class Repo:
                 return MergeResult(False, None, f"{branch} has nothing {base} lacks")
             return MergeResult(True, self.head_of(base), f"merged {branch} into {base}")
         old = self.head_of(base)
-        tip = self.head_of(branch)
-        proc = self.run("merge-tree", "--write-tree", base, branch, check=False)
+        tip = tip or self.head_of(branch)
+        proc = self.run("merge-tree", "--write-tree", old, tip, check=False)
         first = proc.stdout.splitlines()[0].strip() if proc.stdout.strip() else ""
         if proc.returncode != 0 or len(first) not in (40, 64):
             raise GitError(f"{branch} does not merge cleanly into {base}; nothing was changed")

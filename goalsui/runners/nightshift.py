@@ -25,6 +25,8 @@ from goalsui.kb.repo import Commit, Repo
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.command import CommandResult, run_command
 from goalsui.runners.deliver import deliver_result, headline
+from goalsui.runners.nightshift_strays import Stray, check_strays, committer_env, committer_mark
+from goalsui.runners.nightshift_tools import TASK, apply_agent_options, nightshift_agent_options
 from goalsui.service import nightshift as ns
 
 if TYPE_CHECKING:
@@ -46,6 +48,22 @@ class _Run:
     cancel: asyncio.Event
     grace: float
     log_path: Path
+    agent: str | None = None  # the runner's agent preset, if it has one
+
+    def in_worktree(self, worktree: Path, branch: str) -> tuple[list[str], dict[str, str], Path]:
+        """argv, environment and folder of one task: the agent confined to its worktree
+        (:mod:`goalsui.runners.nightshift_tools`), git transports off for everyone."""
+        options = nightshift_agent_options(self.agent or "", TASK, worktree)
+        argv = (
+            apply_agent_options(self.argv, self.agent or "", options) if self.agent else self.argv
+        )
+        env = {
+            **self.env,
+            **options.env,
+            "GOALSUI_BRANCH": branch,
+            "GOALSUI_WORKTREE": str(worktree),
+        }
+        return argv, env, options.cwd
 
 
 def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, str] | None:
@@ -55,7 +73,8 @@ def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, 
     """
     if not intent.goal_id or not intent.worker:
         return None
-    binding = files.load_binding(service.kb.goal_dir(intent.goal_id))
+    # the operator's binding: a nightshift.yaml changed since is not obeyed (doctor says so)
+    binding = ns.binding_of(service, intent.goal_id)
     if binding is None:
         return None
     repo = files.checked_repo(binding)
@@ -109,7 +128,10 @@ async def run_nightshift_turn(
         )
     summaries: list[str] = []
     failure: TurnOutcome | None = None
-    shared = _Run(argv, prompt, env, timeout, cancel, grace, log_path)
+    agent = (intent.runner or {}).get("agent")
+    shared = _Run(
+        argv, prompt, env, timeout, cancel, grace, log_path, str(agent) if agent else None
+    )
     for item in items:
         done, outcome = await _run_item(service, intent, run, item, binding, repo, shared)
         summaries.append(_summary_line(done))
@@ -153,16 +175,20 @@ async def _run_item(
     )
     running = replace(item, status=rules.RUNNING, branch=branch, run_id=run.id)
     await asyncio.to_thread(ns.set_item, service, intent.goal_id, running)
-    base_head = await asyncio.to_thread(repo.head_of, binding.base)
+    before = await asyncio.to_thread(repo.refs)
+    mark = committer_mark(saved_run_id(run), intent.worker)
     try:
         await asyncio.to_thread(repo.add_worktree, worktree, branch, binding.base)
     except GoalsuiError as exc:
         failed = replace(running, status=rules.FAILED, reason=f"worktree: {exc}")
         await asyncio.to_thread(ns.set_item, service, intent.goal_id, failed)
         return failed, TurnOutcome("failed", reason=f"cannot start the task: {exc}")
+    # recorded at once (a crash mid-task leaves a branch goalsui still knows it made)
+    await asyncio.to_thread(_record_tip, service, intent.goal_id, repo, branch, run.id)
     header = f"[goalsui] run {run.id}: task {plain(item.task, limit=80)} on {branch}\n"
+    task_env = {**shared.env, **committer_env(saved_run_id(run), intent.worker)}
     done = await _work_in_worktree(
-        shared,
+        replace(shared, env=task_env),
         _task_prompt(shared.prompt, item, branch, binding),
         header,
         worktree,
@@ -170,10 +196,48 @@ async def _run_item(
         binding,
         repo,
     )
-    moved = await asyncio.to_thread(repo.head_of, binding.base) != base_head
-    recorded, failure = _recorded(running, done, moved)
+    strays = await asyncio.to_thread(
+        check_strays,
+        repo,
+        before,
+        task_branch=branch,
+        night=item.night,
+        worker=intent.worker,
+        mark=mark,
+    )
+    for stray in strays:
+        if stray.moved_to:
+            await asyncio.to_thread(
+                ns.record_branch,
+                service,
+                intent.goal_id,
+                stray.moved_to,
+                stray.new or "",
+                run_id=run.id,
+            )
+    await asyncio.to_thread(_record_tip, service, intent.goal_id, repo, branch, run.id)
+    recorded, failure = _recorded(running, done, _base_moved(strays, binding.base))
+    if strays:
+        recorded = replace(recorded, stray="; ".join(s.note for s in strays))
     await asyncio.to_thread(ns.set_item, service, intent.goal_id, recorded)
     return recorded, failure
+
+
+def saved_run_id(run: IntentRun) -> int:
+    return run.id or 0
+
+
+def _record_tip(
+    service: Service, goal_id: str, repo: Repo, branch: str, run_id: int | None
+) -> None:
+    """Record that goalsui made ``branch`` and where it points now (what is reviewed)."""
+    if repo.branch_exists(branch):
+        ns.record_branch(service, goal_id, branch, repo.head_of(branch), run_id=run_id)
+
+
+def _base_moved(strays: list[Stray], base: str) -> bool:
+    """The base branch moved during the task and was not put back by goalsui."""
+    return any(s.ref == f"refs/heads/{base}" and s.flagged_only for s in strays)
 
 
 @dataclass(frozen=True)
@@ -196,18 +260,21 @@ async def _work_in_worktree(
 ) -> _Done:
     """Run the runner in the task's worktree, count its commits, run the goal's check
     (after an ok run), and remove the worktree however that went (never the branch)."""
+    argv, env, cwd = shared.in_worktree(worktree, branch)
     try:
         result = await run_command(
-            shared.argv,
+            argv,
             stdin=prompt,
-            cwd=worktree,
-            env={**shared.env, "GOALSUI_BRANCH": branch, "GOALSUI_WORKTREE": str(worktree)},
+            cwd=cwd,
+            env=env,
             timeout=shared.timeout,
             cancel=shared.cancel,
             log_path=shared.log_path,
             grace=shared.grace,
             log_header=header,
         )
+        if result.status == "ok":
+            await asyncio.to_thread(_commit_leftovers, repo, worktree, env, prompt_task(prompt))
         commits = await asyncio.to_thread(repo.commits, binding.base, branch)
         check = None
         if result.status == "ok" and binding.check:
@@ -245,6 +312,34 @@ def _recorded(
         reason=reason,
         exit_code=result.exit_code,
         output_tail=result.output_tail or None,
+    )
+
+
+def prompt_task(prompt: str) -> str:
+    """The task's line from a task prompt (for a commit message)."""
+    _, _, rest = prompt.partition("## Tonight's task\n\n")
+    return rest.split("\n", 1)[0].strip()[:200] or "the task"
+
+
+def _commit_leftovers(repo: Repo, worktree: Path, env: dict[str, str], task: str) -> None:
+    """Commit what a successful task left uncommitted in its worktree (an agent whose
+    sandbox cannot write the repository's git folder edits files; goalsui commits)."""
+    if repo.is_clean(worktree):
+        return
+    repo.git("add", "-A", cwd=worktree)
+    identity = env.get("GIT_COMMITTER_EMAIL", "nightshift@goalsui.invalid")
+    name = env.get("GIT_COMMITTER_NAME", "goalsui nightshift")
+    repo.git(
+        "-c",
+        f"user.name={name}",
+        "-c",
+        f"user.email={identity}",
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        f"nightshift: {task}\n\nCommitted by goalsui: the task left these changes uncommitted.",
+        cwd=worktree,
     )
 
 

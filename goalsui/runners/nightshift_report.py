@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from goalsui.domain import nightshift as rules
 from goalsui.domain.nightshift import PlanItem
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -23,9 +24,8 @@ def _cell(text: object) -> str:
 
 def nightshift_section(service: Service, goal_id: str, day: date, since: datetime) -> list[str]:
     """Markdown lines for the night before ``day``; empty for a goal that is no nightshift."""
-    goal_dir = service.kb.goal_dir(goal_id)
     try:
-        binding = files.load_binding(goal_dir)
+        binding = ns.binding_of(service, goal_id)
     except GoalsuiError as exc:
         return ["", "## Branches", "", f"The nightshift binding is broken: {plain(str(exc))}"]
     if binding is None:
@@ -47,7 +47,14 @@ def nightshift_section(service: Service, goal_id: str, day: date, since: datetim
                 + f" | {_cell(i.branch or '-')} | {i.commits if i.commits is not None else '-'} "
                 f"| {_cell(i.check or '-')} | {i.run_id or '-'} |"
             )
-    lines += _diffstats(binding, items)
+    strays = [i for i in items if i.stray]
+    if strays:
+        lines += ["", "Outside the tasks' branches (checked after each task):", ""]
+        lines += [
+            f"- {_cell(i.worker)} (run {i.run_id}): {plain(i.stray or '', limit=400)}"
+            for i in strays
+        ]
+    lines += _diffstats(service, goal_id, binding, items)
     idle = sorted(set(ns.task_workers(service, goal_id)) - {i.worker for i in items})
     if idle:
         lines += ["", f"Nothing planned (skipped, no runner call): {', '.join(idle)}."]
@@ -58,17 +65,58 @@ def nightshift_section(service: Service, goal_id: str, day: date, since: datetim
     return lines
 
 
-def _diffstats(binding: files.Binding, items: list[PlanItem]) -> list[str]:
+def nightshift_actions(service: Service, goal_id: str, night: date) -> list[str]:
+    """What the operator has to do about the night: branches waiting for approval, failed
+    checks, commits found outside a task's branch. Empty for a goal that is no nightshift."""
+    try:
+        binding = ns.binding_of(service, goal_id)
+    except GoalsuiError as exc:
+        return [f"- Repair the nightshift binding: {plain(str(exc), limit=200)}."]
+    if binding is None:
+        return []
+    try:
+        repo = files.checked_repo(binding)
+    except GoalsuiError as exc:
+        return [f"- The repository cannot be used: {plain(str(exc), limit=200)}."]
+    actions = []
+    waiting = [b for b in repo.branches(f"{rules.BRANCH_PREFIX}{night.isoformat()}/")]
+    items = {i.branch: i for i in ns.plan_list(service, goal_id, night) if i.branch}
+    for branch in waiting:
+        item = items.get(branch)
+        check = f", check {item.check}" if item and item.check else ""
+        actions.append(
+            f"- Approve or reject {plain(branch)}{check} "
+            f"('goalsui nightshift diff {plain(branch)}', then approve or reject)."
+        )
+    for item in items.values():
+        if item.check and item.check != "passed" and item.branch not in waiting:
+            actions.append(
+                f"- {plain(item.worker)}'s check {plain(item.check)} on {plain(item.branch or '-')}."
+            )
+        if item.stray:
+            actions.append(
+                f"- Look at what moved outside {plain(item.worker)}'s branch: {plain(item.stray, limit=300)}."
+            )
+    return actions
+
+
+def _diffstats(
+    service: Service, goal_id: str, binding: files.Binding, items: list[PlanItem]
+) -> list[str]:
     lines: list[str] = []
     try:
         repo = files.checked_repo(binding)
     except GoalsuiError as exc:
         return ["", f"The repository cannot be read: {plain(str(exc))}"]
+    reviewed = ns.branch_records(service, goal_id)
     for i in items:
         if not i.branch or not i.commits or not repo.branch_exists(i.branch):
             continue
-        stat = repo.diffstat(binding.base, i.branch).splitlines()[:MAX_DIFFSTAT_LINES]
-        lines += ["", f"### {plain(i.branch)} (run {i.run_id})", ""]
+        sha = reviewed.get(i.branch)
+        shown = sha if sha and repo.has_commit(sha) else i.branch
+        stat = repo.diffstat(binding.base, shown).splitlines()[:MAX_DIFFSTAT_LINES]
+        commit = f", commit {sha[:12]}" if sha else ", not recorded by goalsui"
+        lines += ["", f"### {plain(i.branch)} (run {i.run_id}{commit})", ""]
         if i.summary:
             lines += [f"Agent's summary: {plain(i.summary, limit=300)}", ""]
         lines += ["```", *[plain(s) for s in stat], "```", ""]

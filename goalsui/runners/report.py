@@ -28,7 +28,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 from goalsui.kb.atomic import atomic_write
 from goalsui.runners.deliver import OUTBOX_NAME, headline
-from goalsui.runners.nightshift_report import nightshift_section
+from goalsui.runners.nightshift_report import nightshift_actions, nightshift_section
 from goalsui.runners.report_cost import cost_lines, cost_summary
 
 if TYPE_CHECKING:
@@ -570,12 +570,15 @@ def _owner_section(night: _Night) -> list[str]:
     """What the owner should look at: up to three failing workers, or nothing."""
     lines = ["", "## For the owner", ""]
     problems = night.problems
-    if not problems:
+    actions = nightshift_actions(night.service, night.goal_id, night.day - timedelta(days=1))
+    if not problems and not actions:
         n = len(night.entries)
         lines.append(
-            f"- Nothing to act on: {n} run{'s' if n != 1 else ''}, none failed (source: the timeline above)."
+            f"- Nothing to act on: {n} run{'s' if n != 1 else ''}, none failed, nothing waits "
+            "for approval (source: the timeline above)."
         )
         return lines
+    lines += actions
     seen: set[str] = set()
     for e in problems:
         if e.label in seen or len(seen) >= 3:

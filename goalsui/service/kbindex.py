@@ -309,6 +309,9 @@ def doctor(ctx: ServiceContext) -> list[Problem]:
             prompt = loaded.path / "workers" / name / "prompt.md"
             if not prompt.exists():  # one that cannot be read is among loaded.problems
                 problems.append(Problem(ctx.kb.display(prompt), None, "worker has no prompt.md"))
+    from goalsui.service.nightshift import binding_problems
+
+    problems.extend(binding_problems(ctx))  # a changed or unusable nightshift.yaml
     try:
         problems.extend(_stuck_intents(ctx))
     except Exception as exc:  # noqa: BLE001 - reported as a problem, not raised

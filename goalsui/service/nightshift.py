@@ -7,6 +7,8 @@ morning report can show it. The console and the CLI both call these functions.
 
 from __future__ import annotations
 
+import json
+import shlex
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -15,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain import nightshift as rules
 from goalsui.domain.timeutil import load_zone
 from goalsui.domain.untrusted import plain
-from goalsui.errors import NotFound, ValidationError
+from goalsui.domain.views import Problem
+from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb import nightshift as files
 from goalsui.kb.nightshift import Binding
 from goalsui.kb.paths import check_name
@@ -24,20 +27,41 @@ from goalsui.service.nightshift_templates import render_goal_files, worker_seeds
 
 if TYPE_CHECKING:
     from goalsui.service import GoalView, Service
+    from goalsui.service.context import ServiceContext
 
 COMMANDER = "commander"
 REPORTER = "reporter"
 ROLES = (COMMANDER, REPORTER)
 
 
+#: the journal action that records a branch goalsui made, with the commit it left
+BRANCH_RECORD = "nightshift branch"
+
+
 @dataclass(frozen=True)
 class BranchView:
-    """One branch the nightshift produced, with what the plan knows of it."""
+    """One branch the nightshift produced, with what the plan knows of it.
+
+    ``reviewed``: the commit goalsui recorded when the task ended (what the report, the
+    diff and an approval show and merge), None for a branch goalsui did not make;
+    ``tip``: where the branch points now.
+    """
 
     branch: str
     commits: int
     diffstat: str
     item: rules.PlanItem | None
+    reviewed: str | None = None
+    tip: str | None = None
+
+    @property
+    def made_by_goalsui(self) -> bool:
+        return self.reviewed is not None
+
+    @property
+    def moved(self) -> bool:
+        """The branch points elsewhere than the commit goalsui recorded."""
+        return self.reviewed is not None and self.tip != self.reviewed
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -45,7 +69,52 @@ class BranchView:
             "commits": self.commits,
             "diffstat": self.diffstat,
             "item": self.item.as_json() if self.item else None,
+            "reviewed": self.reviewed,
+            "tip": self.tip,
+            "made_by_goalsui": self.made_by_goalsui,
+            "moved": self.moved,
         }
+
+
+def record_branch(
+    service: Service, goal_id: str, branch: str, sha: str, *, run_id: int | None = None
+) -> None:
+    """Record in the database (out of every agent's reach) that goalsui made ``branch``
+    and left it at ``sha``: approvals merge exactly that commit, and only such branches."""
+    service.journal(BRANCH_RECORD, goal_id, f"{branch} {sha}", run_id=run_id, tool=None)
+
+
+def branch_records(service: Service, goal_id: str) -> dict[str, str]:
+    """branch -> the commit goalsui last recorded for it, for the goal."""
+    records: dict[str, str] = {}
+    for detail in _journal_details(service, BRANCH_RECORD, goal_id):
+        branch, _, sha = str(detail).partition(" ")
+        if branch and sha:
+            records[branch] = sha.strip()
+    return records
+
+
+def copy_branch_records(source: Service, target: Service, goal_id: str) -> None:
+    """Copy the branch records of ``goal_id`` from ``source`` (a replay's own database)
+    into ``target``, so branches a replay made can be approved from the real one."""
+    known = branch_records(target, goal_id)
+    for branch, sha in branch_records(source, goal_id).items():
+        if known.get(branch) != sha:
+            record_branch(target, goal_id, branch, sha)
+
+
+def copy_records(source: Service, target: Service, goal_id: str) -> None:
+    """Give ``target`` (a replay's own database) the operator's records of the goal: its
+    binding and the branches goalsui made."""
+    binding = recorded_binding(source, goal_id)
+    if binding is not None:
+        record_binding(target, goal_id, binding)
+    copy_branch_records(source, target, goal_id)
+
+
+def report_path(service: Service, goal_id: str, night: date) -> Path:
+    """Where the morning report of ``night`` is written."""
+    return service.kb.goal_dir(goal_id) / "reports" / rules.report_file(night)
 
 
 def init_nightshift(
@@ -78,19 +147,131 @@ def init_nightshift(
         files=render_goal_files(binding, tz, [s.name for s in seeds]),
     )
     service.journal("nightshift init", view.goal_id, f"repo {repo.path} base {base}")
+    record_binding(service, view.goal_id, binding)
     return view
+
+
+#: the journal action that records the binding the operator set (repo, base, check)
+BINDING_RECORD = "nightshift binding"
+
+
+def record_binding(service: ServiceContext, goal_id: str, binding: Binding) -> None:
+    """Record, in the database (out of every agent tool's reach), the repository, base and
+    check the operator chose: goalsui acts on these, whatever ``nightshift.yaml`` says later."""
+    service.journal(BINDING_RECORD, goal_id, json.dumps(binding.as_yaml(), sort_keys=True))
+
+
+def recorded_binding(service: ServiceContext, goal_id: str) -> Binding | None:
+    """The binding the operator last set for the goal, None when none was recorded."""
+    rows = _journal_details(service, BINDING_RECORD, goal_id)
+    if not rows:
+        return None
+    data = json.loads(rows[-1])
+    check = data.get("check")
+    return Binding(Path(data["repo"]), str(data["base"]), tuple(check) if check else None)
+
+
+def binding_of(service: ServiceContext, goal_id: str) -> Binding | None:
+    """The binding goalsui acts on: the operator's recorded one (a ``nightshift.yaml``
+    changed since is not obeyed), else the file's (a goal made before records existed).
+    None for a goal that is no nightshift; KBError for a broken file without a record."""
+    try:
+        on_file = files.load_binding(service.kb.goal_dir(goal_id))
+    except GoalsuiError:
+        recorded = recorded_binding(service, goal_id)
+        if recorded is None:
+            raise
+        return recorded
+    if on_file is None:
+        return None
+    return recorded_binding(service, goal_id) or on_file
+
+
+def trust_binding(service: Service, goal_id: str) -> Binding:
+    """The operator accepts the goal's ``nightshift.yaml`` as it is now (checked first)."""
+    binding = files.load_binding(service.kb.goal_dir(goal_id))
+    if binding is None:
+        raise ValidationError(f"goal {goal_id} is not a nightshift (no nightshift.yaml)")
+    files.checked_repo(binding)
+    record_binding(service, goal_id, binding)
+    return binding
+
+
+def binding_problems(service: ServiceContext) -> list[Problem]:
+    """For ``doctor``: each nightshift goal whose ``nightshift.yaml`` differs from what the
+    operator set, has no record of it, or names a repository or base that is unusable."""
+    problems: list[Problem] = []
+    for goal_id in service.kb.goal_ids():
+        shown = f"{goal_id}/{files.BINDING_FILE}"
+        try:
+            on_file = files.load_binding(service.kb.goal_dir(goal_id))
+        except GoalsuiError:
+            continue  # reported with its line by the KB scan
+        if on_file is None:
+            continue
+        recorded = recorded_binding(service, goal_id)
+        if recorded is None:
+            problems.append(
+                Problem(
+                    shown,
+                    None,
+                    "no record of the operator's binding; check the file and "
+                    "run 'goalsui nightshift trust --goal " + goal_id + "'",
+                )
+            )
+        elif recorded != on_file:
+            changed = ", ".join(
+                f"{key} {_shown(on_file, key)} (set: {_shown(recorded, key)})"
+                for key in ("repo", "base", "check")
+                if _shown(on_file, key) != _shown(recorded, key)
+            )
+            problems.append(
+                Problem(
+                    shown,
+                    None,
+                    f"changed since the operator set it: {changed}; goalsui "
+                    "keeps using what was set ('goalsui nightshift trust' accepts the file)",
+                )
+            )
+        try:
+            files.checked_repo(recorded or on_file)
+        except GoalsuiError as exc:
+            problems.append(Problem(shown, None, f"the repository cannot be used: {exc}"))
+    return problems
+
+
+def _shown(binding: Binding, key: str) -> str:
+    value = getattr(binding, key)
+    if key == "check":
+        return shlex.join(value) if value else "none"
+    return str(value)
+
+
+def _journal_details(service: ServiceContext, action: str, subject: str) -> list[str]:
+    """The details of the journal entries of ``action`` on ``subject``, oldest first."""
+    from sqlmodel import col, select
+
+    from goalsui.domain.models import Journal
+
+    with service.store.read() as s:
+        rows = s.exec(
+            select(Journal.detail)
+            .where(Journal.action == action, Journal.subject == subject)
+            .order_by(col(Journal.id))
+        ).all()
+    return [str(r) for r in rows]
 
 
 def nightshift_goal(service: Service, goal_id: str | None = None) -> tuple[str, Binding]:
     """The named nightshift goal, or the KB's only one; with its binding."""
     if goal_id:
-        binding = files.load_binding(service.kb.goal_dir(goal_id))
+        binding = binding_of(service, goal_id)
         if binding is None:
             raise ValidationError(f"goal {goal_id} is not a nightshift (no nightshift.yaml)")
         return goal_id, binding
     found = []
     for gid in service.kb.goal_ids():
-        binding = files.load_binding(service.kb.goal_dir(gid))
+        binding = binding_of(service, gid)
         if binding is not None:
             found.append((gid, binding))
     if not found:
@@ -183,15 +364,21 @@ def list_branches(service: Service, goal_id: str) -> list[BranchView]:
     """Every ``nightshift/`` branch of the bound repository, newest night first."""
     _, binding = nightshift_goal(service, goal_id)
     repo = files.checked_repo(binding)
+    records = branch_records(service, goal_id)
     views = []
     for branch in repo.branches(rules.BRANCH_PREFIX):
-        commits = repo.commits(binding.base, branch)
+        shown = records.get(branch) or branch
+        if not repo.has_commit(shown):
+            shown = branch
+        commits = repo.commits(binding.base, shown)
         views.append(
             BranchView(
                 branch=branch,
                 commits=len(commits),
-                diffstat=repo.diffstat(binding.base, branch),
+                diffstat=repo.diffstat(binding.base, shown),
                 item=_item_for_branch(service, goal_id, branch),
+                reviewed=records.get(branch),
+                tip=repo.head_of(branch),
             )
         )
     views.sort(key=lambda v: (v.branch.split("/")[1], v.branch))
@@ -200,9 +387,23 @@ def list_branches(service: Service, goal_id: str) -> list[BranchView]:
 
 
 def branch_diff(service: Service, goal_id: str, branch: str) -> str:
+    """The diff an approval would merge: from the base to the commit goalsui recorded."""
     _, binding = nightshift_goal(service, goal_id)
     repo = _checked_branch(binding, branch)
-    return repo.diff(binding.base, branch)
+    reviewed = branch_records(service, goal_id).get(branch)
+    return repo.diff(binding.base, reviewed if reviewed and repo.has_commit(reviewed) else branch)
+
+
+def _made_by_goalsui(service: Service, goal_id: str, branch: str, verb: str) -> str:
+    """The commit goalsui recorded for ``branch``; refuses a branch it did not make."""
+    reviewed = branch_records(service, goal_id).get(branch)
+    if reviewed is None:
+        service.journal(f"nightshift {verb} refused", goal_id, f"{branch}: not made by goalsui")
+        raise ValidationError(
+            f"goalsui did not make {plain(branch, limit=80)} (no record of it in the "
+            f"database); nothing was {'merged' if verb == 'approve' else 'deleted'}"
+        )
+    return reviewed
 
 
 def _checked_branch(binding: Binding, branch: str) -> Repo:
@@ -214,26 +415,50 @@ def _checked_branch(binding: Binding, branch: str) -> Repo:
     return repo
 
 
-def approve(service: Service, goal_id: str, branch: str) -> str:
-    """Merge the branch into the base with a merge commit, then delete it."""
+def approve(service: Service, goal_id: str, branch: str, *, sha: str | None = None) -> str:
+    """Merge exactly the reviewed commit of the branch into the base (a merge commit),
+    then delete the branch.
+
+    The reviewed commit is the one goalsui recorded when the task ended (shown by the
+    report, ``branches`` and ``diff``); ``sha`` names another one the operator reviewed.
+    Refused for a branch goalsui did not make, and for one that points elsewhere now
+    (both commits named): nothing added after the review is merged unseen.
+    """
     _, binding = nightshift_goal(service, goal_id)
     repo = _checked_branch(binding, branch)
+    recorded = _made_by_goalsui(service, goal_id, branch, "approve")
+    reviewed = repo.resolve_commit(sha) if sha else recorded
+    tip = repo.head_of(branch)
+    if tip != reviewed:
+        service.journal(
+            "nightshift approve refused", goal_id, f"{branch}: reviewed {reviewed}, now {tip}"
+        )
+        raise ValidationError(
+            f"{plain(branch, limit=80)} moved since it was reviewed: reviewed {reviewed[:12]}, "
+            f"now {tip[:12]}; read 'goalsui nightshift diff' and approve with --sha {tip[:12]} "
+            "to merge the new commit"
+        )
     try:
-        result = repo.merge(branch, binding.base, f"nightshift: merge {branch} (approved)")
+        result = repo.merge(
+            branch, binding.base, f"nightshift: merge {branch} (approved)", tip=reviewed
+        )
     except GitError as exc:
         service.journal("nightshift approve refused", goal_id, f"{branch}: {exc}")
         raise
-    repo.delete_branch(branch)
+    repo.delete_branch(branch, expected=reviewed)
     _mark(service, goal_id, branch, rules.APPROVED)
-    service.journal("nightshift approved", goal_id, f"{branch} -> {binding.base}")
+    service.journal(
+        "nightshift approved", goal_id, f"{branch} -> {binding.base} (commit {reviewed[:12]})"
+    )
     service.changed("goals")
     return result.message
 
 
 def reject(service: Service, goal_id: str, branch: str) -> str:
-    """Delete the branch; the base branch is not touched."""
+    """Delete the branch; the base branch is not touched. Only a branch goalsui made."""
     _, binding = nightshift_goal(service, goal_id)
     repo = _checked_branch(binding, branch)
+    _made_by_goalsui(service, goal_id, branch, "reject")
     repo.delete_branch(branch)
     _mark(service, goal_id, branch, rules.REJECTED)
     service.journal("nightshift rejected", goal_id, branch)

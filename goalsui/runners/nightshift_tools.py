@@ -1,0 +1,125 @@
+"""What a nightshift agent may touch: its own worktree (a task) or the repository, read only
+(the commander).
+
+:func:`nightshift_agent_options` answers, for an agent preset and a role, which of the
+CLI's own tools the model gets, the extra flags, the working folder and the environment;
+:func:`apply_agent_options` folds that into a preset's argv (extending its ``--tools`` and
+``--allowedTools`` lists instead of repeating them, and keeping Codex's trailing ``-``).
+
+- Claude, task: ``Read, Edit, Write, Glob, Grep, Bash`` besides goalsui's tools, the
+  worktree as its working folder and only added folder, edits accepted without a prompt
+  (``--permission-mode acceptEdits``: ``-p`` cannot ask), and ``git push`` refused by a
+  deny rule.
+- Claude, commander: ``Read, Glob, Grep`` on the repository (``--add-dir REPO``).
+- Codex, task: ``-C WORKTREE --sandbox workspace-write`` (writes only there; the sandbox
+  has no network, so nothing can be pushed).
+- Codex, commander: ``-C REPO --sandbox read-only``.
+
+Every role also gets git configuration through the environment that turns every git
+transport off (``protocol.allow=never``) for the git commands the agent runs, so a push
+fails even where the CLI's own rule would not catch it. The repository's own config is
+never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "COMMANDER",
+    "TASK",
+    "AgentOptions",
+    "apply_agent_options",
+    "no_push_env",
+    "nightshift_agent_options",
+]
+
+TASK = "task"
+COMMANDER = "commander"
+ROLES = (TASK, COMMANDER)
+
+#: Claude Code's own tools a task may use (files in its worktree and a shell)
+CLAUDE_TASK_TOOLS = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
+#: what the commander may use on the repository: reading only
+CLAUDE_COMMANDER_TOOLS = ("Read", "Glob", "Grep")
+#: permission rules no nightshift agent gets, whatever else it is allowed
+CLAUDE_DENIED = ("Bash(git push:*)", "Bash(git remote:*)", "Bash(git fetch:*)")
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """How one nightshift agent runs: its CLI's own tools, flags, folder and environment.
+
+    ``tools``: the CLI's own tools to offer and allow (Claude's ``--tools`` and
+    ``--allowedTools``; empty for Codex, whose sandbox decides). ``argv``: flags to add.
+    ``cwd``: the folder to run in. ``env``: variables to add to the turn's environment.
+    """
+
+    tools: tuple[str, ...]
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def no_push_env() -> dict[str, str]:
+    """Git configuration by environment: no transport at all for the agent's git calls."""
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "protocol.allow",
+        "GIT_CONFIG_VALUE_0": "never",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+
+
+def nightshift_agent_options(agent: str, role: str, workdir: Path) -> AgentOptions:
+    """The options of ``agent`` (``claude`` or ``codex``) in ``role`` (``task`` or
+    ``commander``); ``workdir`` is the task's worktree, or the repository for the
+    commander. Another agent gets only the folder and the no-push environment."""
+    if role not in ROLES:
+        raise ValueError(f"unknown nightshift role {role!r} (known: {', '.join(ROLES)})")
+    workdir = Path(workdir)
+    env = no_push_env()
+    if agent == "claude":
+        denied = ("--disallowedTools", ",".join(CLAUDE_DENIED))
+        if role == TASK:
+            flags = ("--add-dir", str(workdir), "--permission-mode", "acceptEdits", *denied)
+            return AgentOptions(CLAUDE_TASK_TOOLS, flags, workdir, env)
+        return AgentOptions(
+            CLAUDE_COMMANDER_TOOLS, ("--add-dir", str(workdir), *denied), workdir, env
+        )
+    if agent == "codex":
+        sandbox = "workspace-write" if role == TASK else "read-only"
+        return AgentOptions((), ("-C", str(workdir), "--sandbox", sandbox), workdir, env)
+    return AgentOptions((), (), workdir, env)
+
+
+def _extend_list_flag(argv: list[str], flag: str, values: Sequence[str]) -> bool:
+    """Add ``values`` to the comma list after ``flag``; False when ``flag`` is absent."""
+    if flag not in argv:
+        return False
+    index = argv.index(flag) + 1
+    if index >= len(argv):
+        return False
+    present = [v for v in argv[index].split(",") if v]
+    argv[index] = ",".join([*present, *(v for v in values if v not in present)])
+    return True
+
+
+def apply_agent_options(argv: Sequence[str], agent: str, options: AgentOptions) -> list[str]:
+    """``argv`` (a preset's) with ``options`` folded in.
+
+    Claude: the tools join the existing ``--tools`` and ``--allowedTools`` lists (added
+    when absent), the flags go at the end. Codex: the flags go before the trailing ``-``
+    (the prompt from stdin). Any other argv gets the flags at the end.
+    """
+    out = list(argv)
+    if agent == "claude" and options.tools:
+        if not _extend_list_flag(out, "--tools", options.tools):
+            out += ["--tools", ",".join(options.tools)]
+        if not _extend_list_flag(out, "--allowedTools", options.tools):
+            out += ["--allowedTools", ",".join(options.tools)]
+    if agent == "codex" and out and out[-1] == "-":
+        return [*out[:-1], *options.argv, "-"]
+    return [*out, *options.argv]
