@@ -122,6 +122,12 @@ COMMANDS = [
         "open_screen('journal')",
     ),
     PaletteCommand(
+        "Screen: Runs",
+        "Every run, newest first: running, failed, by goal; stop and retry",
+        "screen.runs",
+        "open_screen('runs')",
+    ),
+    PaletteCommand(
         "Display: Freeze or unfreeze",
         "Stop updating the screen (the scheduler keeps running)",
         "freeze",
@@ -134,7 +140,9 @@ COMMANDS = [
         "Display: Next theme", "Cycle through the loaded themes", "theme", "app.next_theme"
     ),
     PaletteCommand("Help: Keys", "Every key, grouped", "help", "app.help"),
-    PaletteCommand("App: Quit", "Quit (asks first while runs are live)", "quit", "app.quit"),
+    PaletteCommand(
+        "App: Quit", "Quit (asks first while this console runs the scheduler)", "quit", "app.quit"
+    ),
 ]
 
 

@@ -230,7 +230,8 @@ def name_cell(title: str | None, limit: int) -> str:
     if len(first) <= limit or "/" not in first:
         return one_line(first, limit)
     head, _, tail = first.rpartition("/")
+    tail = tail.strip()
     room = limit - len(tail) - 2  # "…/"
     if room >= 1:
-        return f"{head[:room]}…/{tail}"
+        return f"{head[:room].rstrip()}…/{tail}"
     return one_line(tail, limit)

@@ -45,6 +45,7 @@ MAIN = [
     Binding("E", "open_screen('events')", "Events screen", id="screen.events", show=False),
     Binding("T", "open_screen('threads')", "Threads screen", id="screen.threads", show=False),
     Binding("L", "open_screen('journal')", "Event log", id="screen.journal", show=False),
+    Binding("U", "open_screen('runs')", "Runs screen", id="screen.runs", show=False),
     Binding("q", "app.quit", "Quit", id="quit"),
 ]
 
@@ -115,6 +116,12 @@ THREADS_SCREEN_ACTIONS = [
     Binding("c", "compose", "Write", id="threads.compose"),
     Binding("ctrl+x", "cancel_reply", "Cancel reply", id="threads.cancel_reply", priority=True),
 ]
+RUNS_SCREEN = [
+    Binding("v", "cycle_view", "Running/failed/all", id="runs.view"),
+    Binding("f", "cycle_goal", "Goal", id="runs.goal"),
+    Binding("x", "stop_run", "Stop run…", id="stop_run"),
+    Binding("R", "retry", "Retry", id="retry"),
+]
 OUTPUT_SCREEN = [
     Binding("f,end", "follow", "Follow", id="output.follow"),
     Binding("w", "wrap", "Wrap", id="output.wrap"),
@@ -137,6 +144,7 @@ CHAINS = [
     APP + [BACK, SCREEN_MAXIMIZE] + FAILED_SAFE + FAILURES_ACTIONS,
     APP + [BACK] + OUTPUT_SCREEN,
     APP + [BACK, SCREEN_MAXIMIZE] + THREADS_SCREEN_ACTIONS,
+    APP + [BACK, SCREEN_MAXIMIZE] + LIST_NAV + [OUTPUT, COPY] + RUNS_SCREEN,
 ]
 
 

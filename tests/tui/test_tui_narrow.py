@@ -115,3 +115,33 @@ async def test_escape_in_the_compose_box_leaves_the_box_not_the_screen(demo, clo
         await pilot.press("escape")  # now it goes back
         await settle(app, pilot)
         assert app.screen is app.main
+
+
+async def test_runs_screen_lists_newest_first_filters_and_retries(demo, clock) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from tui_kit import PULSE, add_run, worker_intent
+
+    from goalsui.tui.screens.runs import RunsScreen
+
+    flaky, pulse = worker_intent(demo, PULSE, "flaky"), worker_intent(demo, PULSE, "pulse")
+    now = clock()
+    ok = add_run(demo, pulse, "ok", now - timedelta(minutes=9))
+    failed = add_run(demo, flaky, "failed", now - timedelta(minutes=5), reason="exit 1")
+    newest = add_run(demo, pulse, "ok", now - timedelta(minutes=1))
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("U")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        assert screen.table.row_keys()[:3] == [f"run:{newest}", f"run:{failed}", f"run:{ok}"]
+        await pilot.press("v", "v")  # all -> running -> failed
+        await settle(app, pilot)
+        assert screen.table.row_keys() == [f"run:{failed}"]
+        assert "flaky" in screen_text(app)
+        await pilot.press("R")
+        await settle(app, pilot)
+        intent = demo.get_intent(flaky)
+        assert intent.pending_trigger == "retry" and intent.next_run_at <= clock()

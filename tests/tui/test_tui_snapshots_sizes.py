@@ -1,4 +1,4 @@
-"""Every size works: the main screen, Failures, Reports, Threads and Help at 160x48,
+"""Every size works: the main screen, Failures, Reports, Runs, Threads and Help at 160x48,
 100x30 and 80x24 (below 120 columns the main screen shows tabs with fewer panes).
 
 Same scene as tests/test_tui_snapshots.py (fixed clock, KB at a fixed path, UTC).
@@ -31,6 +31,8 @@ SCREENS = {
     "main_runs": run_before(f"worker/{PULSE}/flaky", keys=("4",)),
     "failures": run_before(keys=("F",)),
     "reports": run_before(keys=("M",)),
+    "reports_branches": run_before(keys=("M", "3")),
+    "runs": run_before(keys=("U",)),
     "threads": threads_at_end(),
     "help": run_before(f"worker/{PULSE}/flaky", keys=("question_mark",)),
 }
@@ -40,7 +42,7 @@ SCREENS = {
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_screen_at_size(scene, snap_compare, screen: str, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     service, clock = scene
-    if screen == "reports":
+    if screen.startswith("reports"):
         add_night(service)
     app = console(service, clock)
     assert snap_compare(app, terminal_size=size, run_before=SCREENS[screen])

@@ -49,7 +49,9 @@ class BranchesPane(DeliverMixin, Container):
     """Branches the nightshift produced for the goal whose report is open."""
 
     DEFAULT_CSS = """
-    BranchesPane.-no-branches { display: none; }
+    BranchesPane #branches-empty { display: none; }
+    BranchesPane.-no-branches #branches-empty { display: block; }
+    BranchesPane.-no-branches KeyedTable { display: none; }
     """
 
     BINDINGS = [
@@ -69,6 +71,11 @@ class BranchesPane(DeliverMixin, Container):
 
     def compose(self) -> ComposeResult:
         yield KeyedTable(id="branches-table", flex_column="branch")
+        yield Static(
+            Text("Not a nightshift goal: no branches to review.", style="dim"),
+            id="branches-empty",
+            classes="empty-hint",
+        )
 
     def on_mount(self) -> None:
         self.border_title = "Branches to review"
@@ -111,7 +118,7 @@ class BranchesPane(DeliverMixin, Container):
     def show_rows(self, goal_id: str, views: list[Any] | None) -> None:
         if goal_id != self.goal_id:
             return
-        self.set_class(views is None, "-no-branches")  # not a nightshift goal: hidden
+        self.set_class(views is None, "-no-branches")  # not a nightshift goal
         rows = []
         for view in views or []:
             item = view.item

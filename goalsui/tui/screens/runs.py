@@ -1,0 +1,245 @@
+"""Runs: every run, newest first by start, with stop (a live run) and retry (a failed one).
+
+``v`` cycles what is listed (all, running, failed), ``f`` cycles the goal (all goals,
+then each goal), ``x`` stops the selected live run (confirmed), ``R`` retries the
+selected failed run, ``o`` opens its output. All through the service, off the UI thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Container, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from goalsui.domain.states import ATTENTION_RUNS, RunStatus
+from goalsui.domain.transitions import Action, run_allows
+from goalsui.domain.untrusted import plain
+from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
+from goalsui.tui.fmt import RUN_GLYPH, clock_time, compact_time, duration, name_cell, one_line
+from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.screens.modals import ConfirmScreen
+from goalsui.tui.widgets.failed_pane import run_error
+from goalsui.tui.widgets.footer import Footer
+from goalsui.tui.widgets.keyed_table import KeyedTable
+
+#: How many runs the screen reads (newest first).
+LIMIT = 500
+VIEWS = ("all", "running", "failed")
+FAILED = {str(s) for s in ATTENTION_RUNS}
+
+#: on the table (list keys; output and copy act on the screen) and on the screen
+TABLE_KEYS = [*keys.LIST_NAV, keys.OUTPUT, keys.COPY]
+RUNS_SAFE = keys.RUNS_SCREEN[:2]
+RUNS_ACTIONS = keys.RUNS_SCREEN[2:]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run with what the table shows of its intent."""
+
+    run: Any
+    title: str
+    goal_id: str | None
+    needs_review: bool
+
+
+class RunsScreen(DataScreen):
+    """The runs table above, the selected run's reason and output tail below."""
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        super().__init__()
+        self.read_only = read_only
+        self.view = "all"
+        self.goal: str | None = None
+        self.goals: list[str] = []
+        self.rows: dict[str, RunRow] = {}
+        self._all: list[RunRow] = []
+        keys.bind(self, RUNS_SAFE)
+        if not read_only:
+            keys.bind(self, RUNS_ACTIONS)
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(" Runs ", style="bold reverse"), id="screen-title")
+        with Container(id="runs-box", classes="pane") as box:
+            box.border_title = "All runs (newest first)"
+            table = KeyedTable(id="runs-table", flex_column="reason")
+            keys.bind(table, TABLE_KEYS)
+            yield table
+        with VerticalScroll(id="runs-detail", classes="pane") as box:
+            box.border_title = "Selected run"
+            yield Static("", id="runs-text", markup=False)
+        yield Footer()
+
+    @property
+    def table(self) -> KeyedTable:
+        return self.query_one("#runs-table", KeyedTable)
+
+    def on_mount(self) -> None:
+        for label, key, width in (
+            ("started", "started", 11),
+            ("status", "status", 11),
+            ("run / intent", "intent", 22),
+            ("took", "took", 6),
+            ("reason", "reason", 10),
+        ):
+            self.table.add_column(label, key=key, width=width)
+        self.table.focus()
+        super().on_mount()
+
+    def fetch(self, service: Any) -> list[RunRow]:
+        intents = {i.id: i for i in service.list_intents()}
+        out = []
+        for run in service.list_runs(limit=LIMIT, include_dismissed=True):
+            intent = intents.get(run.intent_id)
+            title = intent.title if intent is not None else f"intent {run.intent_id}"
+            goal = intent.goal_id if intent is not None else None
+            out.append(RunRow(run, title, goal, bool(getattr(run, "needs_review", False))))
+        return out
+
+    def show(self, data: list[RunRow]) -> None:
+        self._all = data
+        self.goals = sorted({row.goal_id for row in data if row.goal_id})
+        self._sync()
+
+    def _listed(self, row: RunRow) -> bool:
+        status = str(row.run.status)
+        if self.view == "running" and status != RunStatus.RUNNING:
+            return False
+        if self.view == "failed" and (status not in FAILED or row.run.dismissed):
+            return False
+        return self.goal is None or row.goal_id == self.goal
+
+    def _sync(self) -> None:
+        app: Any = self.app
+        now, palette = app.clock(), app.palette
+        rows = []
+        self.rows = {}
+        for row in self._all:
+            if not self._listed(row):
+                continue
+            run = row.run
+            key = f"run:{run.id}"
+            self.rows[key] = row
+            status = "review" if row.needs_review else str(run.status)
+            end = run.finished_at or (now if run.status == RunStatus.RUNNING else None)
+            if str(run.status) in (RunStatus.MISSED, RunStatus.SKIPPED):
+                end = None  # never ran: no duration
+            rows.append(
+                (
+                    key,
+                    (
+                        Text(compact_time(run.started_at, now), style=palette.muted),
+                        Text(
+                            f"{RUN_GLYPH.get(str(run.status), '?')} {status}",
+                            style=f"bold {palette.run(str(run.status))}",
+                        ),
+                        Text(name_cell(f"{run.id} {row.title}", 22)),
+                        duration(run.started_at, end),
+                        Text(one_line(run_error(run), 200), style=palette.muted),
+                    ),
+                )
+            )
+        self.table.sync_rows(rows)
+        goal = "all goals" if self.goal is None else self.goal.rsplit("-", 1)[0]
+        box = self.query_one("#runs-box")
+        box.border_title = f"Runs: {self.view} · {goal} (newest first)"
+        box.border_subtitle = f"{len(rows)} of {len(self._all)}"
+        self._describe()
+        self.refresh_bindings()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self._describe()
+        self.refresh_bindings()
+
+    def selected(self) -> RunRow | None:
+        key = self.table.cursor_key
+        return self.rows.get(key) if key else None
+
+    def _describe(self) -> None:
+        row = self.selected()
+        text = Text()
+        if row is None:
+            text.append("No runs here. v: running / failed / all   f: goal", style="dim")
+        else:
+            run = row.run
+            now = goals_app(self).clock()
+            text.append(f"run {run.id}  {run.status}", style="bold")
+            text.append(f"  {plain(row.title)}  ")
+            text.append(f"started {clock_time(run.started_at, now)} ({run.trigger})", style="dim")
+            text.append("\n")
+            reason = run_error(run)
+            if reason:
+                text.append(plain(reason) + "\n")
+            tail = (run.output_tail or "").strip()
+            if tail:
+                text.append("\n" + plain("\n".join(tail.splitlines()[-8:])) + "\n", style="dim")
+        self.query_one("#runs-text", Static).update(text)
+
+    # -- keys -----------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in ("stop_run", "retry"):
+            return True
+        row = self.selected() if self.is_mounted else None
+        if row is None:
+            return False
+        status = RunStatus.INTERRUPTED if row.needs_review else RunStatus(str(row.run.status))
+        return run_allows(status, Action.STOP_RUN if action == "stop_run" else Action.RETRY)
+
+    def action_cycle_view(self) -> None:
+        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+        self._sync()
+
+    def action_cycle_goal(self) -> None:
+        order: list[str | None] = [None, *self.goals]
+        index = order.index(self.goal) if self.goal in order else 0
+        self.goal = order[(index + 1) % len(order)]
+        self._sync()
+
+    def action_stop_run(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        app = goals_app(self)
+        run_id = row.run.id
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app.act(f"Stopping run {run_id} of {row.title}", app.service.stop_run, run_id)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Stop run {run_id} of '{row.title}'?",
+                f"Run {run_id} is stopped (SIGTERM, then SIGKILL) and recorded cancelled. "
+                "The schedule goes on: the next run fires as planned.",
+                yes="Stop it",
+                no="Keep it running",
+            ),
+            answered,
+        )
+
+    def action_retry(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        app = goals_app(self)
+        if row.needs_review:
+            app.act(f"Retrying reviewed run {row.run.id}", app.service.retry_review, row.run.id)
+        else:
+            app.act(f"Retrying {row.title}", app.service.retry_intent, row.run.intent_id)
+
+    def action_open_output(self) -> None:
+        row = self.selected()
+        if row is not None:
+            goals_app(self).open_output(row.run.id, row.title)
+
+    def action_copy_id(self) -> None:
+        row = self.selected()
+        if row is not None:
+            goals_app(self).copy_id(f"run:{row.run.id}")
