@@ -11,9 +11,9 @@ CLI's own tools the model gets, the extra flags, the working folder and the envi
   (``--permission-mode acceptEdits``: ``-p`` cannot ask), and ``git push`` refused by a
   deny rule.
 - Claude, commander: ``Read, Glob, Grep`` on the repository (``--add-dir REPO``).
-- Codex, task: ``-C WORKTREE --sandbox workspace-write`` (writes only there; the sandbox
-  has no network, so nothing can be pushed).
-- Codex, commander: ``-C REPO --sandbox read-only``.
+- Codex, task: its shell, with ``-C WORKTREE --sandbox workspace-write`` (writes only
+  there; the sandbox has no network, so nothing can be pushed).
+- Codex, commander: its shell, with ``-C REPO --sandbox read-only``.
 
 Every role also gets git configuration through the environment that turns every git
 transport off (``protocol.allow=never``) for the git commands the agent runs, so a push
@@ -44,6 +44,8 @@ ROLES = (TASK, COMMANDER)
 CLAUDE_TASK_TOOLS = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
 #: what the commander may use on the repository: reading only
 CLAUDE_COMMANDER_TOOLS = ("Read", "Glob", "Grep")
+#: Codex's shell (the preset turns it off unless a worker's tools name it)
+CODEX_SHELL = "shell"
 #: permission rules no nightshift agent gets, whatever else it is allowed
 CLAUDE_DENIED = ("Bash(git push:*)", "Bash(git remote:*)", "Bash(git fetch:*)")
 
@@ -90,8 +92,10 @@ def nightshift_agent_options(agent: str, role: str, workdir: Path) -> AgentOptio
             CLAUDE_COMMANDER_TOOLS, ("--add-dir", str(workdir), *denied), workdir, env
         )
     if agent == "codex":
+        # Codex reads and edits through its shell: the sandbox decides what it may touch
         sandbox = "workspace-write" if role == TASK else "read-only"
-        return AgentOptions((), ("-C", str(workdir), "--sandbox", sandbox), workdir, env)
+        sandboxed = ("-C", str(workdir), "--sandbox", sandbox)
+        return AgentOptions((CODEX_SHELL,), sandboxed, workdir, env)
     return AgentOptions((), (), workdir, env)
 
 
@@ -107,6 +111,21 @@ def _extend_list_flag(argv: list[str], flag: str, values: Sequence[str]) -> bool
     return True
 
 
+def _without_pair(argv: list[str], flag: str, value: str) -> list[str]:
+    """``argv`` without the pair ``flag value`` wherever it occurs."""
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == flag and i + 1 < len(argv) and argv[i + 1] == value:
+            skip = True
+            continue
+        out.append(arg)
+    return out
+
+
 def apply_agent_options(argv: Sequence[str], agent: str, options: AgentOptions) -> list[str]:
     """``argv`` (a preset's) with ``options`` folded in.
 
@@ -120,6 +139,8 @@ def apply_agent_options(argv: Sequence[str], agent: str, options: AgentOptions) 
             out += ["--tools", ",".join(options.tools)]
         if not _extend_list_flag(out, "--allowedTools", options.tools):
             out += ["--allowedTools", ",".join(options.tools)]
+    if agent == "codex" and CODEX_SHELL in options.tools:
+        out = _without_pair(out, "--disable", "shell_tool")
     if agent == "codex" and out and out[-1] == "-":
         return [*out[:-1], *options.argv, "-"]
     return [*out, *options.argv]

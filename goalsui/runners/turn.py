@@ -31,6 +31,12 @@ from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, delivery_problem, log_failure
 from goalsui.runners.nightshift import run_nightshift_turn
+from goalsui.runners.nightshift_tools import (
+    COMMANDER,
+    AgentOptions,
+    apply_agent_options,
+    nightshift_agent_options,
+)
 from goalsui.runners.presets import (
     MCP_STDIO_CONFIG,
     TurnTools,
@@ -372,6 +378,23 @@ async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -
     return outcome
 
 
+def _commander_options(
+    service: Service, intent: Intent, spec: dict[str, Any]
+) -> AgentOptions | None:
+    """A nightshift commander's read access to its repository (an agent preset only)."""
+    from goalsui.service import nightshift as ns
+
+    if not spec.get("agent") or intent.worker != ns.COMMANDER or not intent.goal_id:
+        return None
+    try:
+        binding = ns.binding_of(service, intent.goal_id)
+    except GoalsuiError:
+        return None
+    if binding is None:
+        return None
+    return nightshift_agent_options(str(spec["agent"]), COMMANDER, Path(binding.repo))
+
+
 async def _run_with_tools(
     turn: _Turn, spec: dict[str, Any], tools: TurnTools, prepared: _Prepared
 ) -> TurnOutcome:
@@ -382,6 +405,10 @@ async def _run_with_tools(
     argv = [model if x == "{model}" else x for x in runner_argv(spec, tools)]
     prepared.env["GOALSUI_MODEL"] = model
     prepared.env.update(preset_env(spec.get("agent"), tools))
+    commander = await asyncio.to_thread(_commander_options, service, turn.intent, spec)
+    if commander is not None:  # a nightshift's commander reads the repository
+        argv = apply_agent_options(argv, str(spec["agent"]), commander)
+        prepared.env.update(commander.env)
     configs: dict[str, str] = {}
     try:
         for placeholder in config_placeholders(argv):

@@ -3,34 +3,62 @@
 
 As the commander (GOALSUI_WORKER=commander, cwd = the goal's folder) it reads
 ``backlog.md`` lines ``- WORKER: TASK`` and puts each into tonight's plan through
-goalsui's tool server (``nightshift_plan_add``), started from the MCP config named by
-``--mcp-config FILE``. As a task worker (cwd = the task's git worktree) it reads
+goalsui's tool server (``nightshift_plan_add``), reached through the MCP config named by
+``--mcp-config FILE`` (the run's HTTP endpoint, or a stdio command). Like a real agent
+CLI, it opens its tools and lists them first, whatever its role. As a task worker (cwd = the task's git worktree) it reads
 its task from the prompt on stdin, appends it to ``NIGHTSHIFT.md``, commits, and prints
 a one-line summary. A task containing FAIL commits and then exits 1; one containing
 SLEEP sleeps for a long time (for timeouts); one containing NOTHING commits nothing.
 """
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from typing import Any
 
+import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+@contextlib.asynccontextmanager
+async def connect(config_file: str) -> AsyncIterator[ClientSession]:
+    """An initialised session on the config's goalsui entry, its tools listed."""
+    with open(config_file, encoding="utf-8") as fh:
+        server: dict[str, Any] = json.load(fh)["mcpServers"]["goalsui"]
+    async with contextlib.AsyncExitStack() as stack:
+        if "url" in server:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=server.get("headers") or {}, timeout=60)
+            )
+            streams = streamable_http_client(server["url"], http_client=http)
+        else:
+            params = StdioServerParameters(
+                command=server["command"], args=server["args"], env={**server.get("env", {})}
+            )
+            streams = stdio_client(params)
+        read, write = await stack.enter_async_context(streams)
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        await session.list_tools()
+        yield session
+
+
+async def open_tools(config_file: str) -> None:
+    async with connect(config_file):
+        pass
 
 
 async def plan_through_tools(config_file: str, tasks: list[tuple[str, str]]) -> list[str]:
-    with open(config_file, encoding="utf-8") as fh:
-        server = json.load(fh)["mcpServers"]["goalsui"]
-    params = StdioServerParameters(
-        command=server["command"], args=server["args"], env={**server.get("env", {})}
-    )
     answers = []
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+    async with connect(config_file) as session:
         for worker_name, task in tasks:
             args = {"worker": worker_name, "task": task, "reason": "it is at the top of backlog.md"}
             res = await session.call_tool("nightshift_plan_add", args)
@@ -94,6 +122,8 @@ def main() -> int:
     prompt = sys.stdin.read()
     if os.environ.get("GOALSUI_WORKER") == "commander":
         return commander(sys.argv[1:])
+    if "--mcp-config" in sys.argv:
+        asyncio.run(open_tools(sys.argv[sys.argv.index("--mcp-config") + 1]))
     return worker(prompt)
 
 

@@ -26,7 +26,8 @@ CLAUDE = [
     "--allowedTools",
     "mcp__goalsui__*",
 ]
-CODEX = ["codex", "exec", "--json", "--skip-git-repo-check", "-c", "x=1", "-"]
+CODEX = ["codex", "exec", "--json", "--skip-git-repo-check", "-c", "x=1"]
+CODEX += ["--disable", "goals", "--disable", "shell_tool", "-"]
 
 
 def test_a_claude_task_edits_and_runs_commands_in_its_worktree_only() -> None:
@@ -62,6 +63,8 @@ def test_codex_runs_in_its_folder_under_its_sandbox(role: str, workdir: Path, sa
     assert argv[-1] == "-"  # the prompt from stdin stays last
     assert argv[argv.index("-C") + 1] == str(workdir)
     assert argv[argv.index("--sandbox") + 1] == sandbox
+    disabled = [argv[i + 1] for i, a in enumerate(argv) if a == "--disable"]
+    assert disabled == ["goals"]  # its shell is how Codex reads and edits: the sandbox bounds it
 
 
 def test_another_runner_gets_only_its_folder_and_no_transport() -> None:
