@@ -149,9 +149,7 @@ async def test_three_of_three_turns_act_through_goalsui(
 
 @contextlib.contextmanager
 def cpu_burners(count: int = 2) -> Iterator[None]:
-    procs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
         yield
     finally:
@@ -234,3 +232,79 @@ async def _slow_listing_turn(
     else:
         assert server.offered_tools == [[]] or not server.offered_tools[0]
         assert run.status == "failed" and (run.reason or "").startswith("no-tools"), run.reason
+
+
+# -- a nightshift task, done by the real agent in its own worktree -----------------------------
+NIGHT = "2026-12-01"
+#: the model's task turn: edit a file and (where the CLI may) commit it
+TASK_SCRIPT = {
+    "claude": [
+        {
+            "call": "Bash",
+            "arguments": {
+                "command": "echo 'fixed by the night' >> NIGHTSHIFT.md && git add NIGHTSHIFT.md"
+                " && git -c user.name=Night -c user.email=night@example.invalid"
+                " commit -qm 'nightshift: fix the typo'",
+                "description": "commit the fix",
+            },
+        },
+        {"answer": "Committed the fix."},
+    ],
+    # Codex's sandbox cannot write the repository's .git: goalsui commits what it left
+    "codex": [
+        {
+            "call": "exec_command",
+            "arguments": {"cmd": "echo 'fixed by the night' >> NIGHTSHIFT.md"},
+        },
+        {"answer": "Edited NIGHTSHIFT.md."},
+    ],
+}
+
+
+@pytest.mark.parametrize("agent", PRESETS)
+def test_a_nightshift_task_commits_on_its_branch(
+    agent: str, tmp_path: Path, model_server, cli_env
+) -> None:
+    """``nightshift init --runner AGENT`` then a replayed night: the real agent's task
+    turn edits its worktree, the commit lands on the task's branch, the base is untouched."""
+    from git_kit import git, make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    base = git(repo, "rev-parse", "main").strip()
+    server = model_server(TASK_SCRIPT[agent])
+    cli_env(agent, server)
+    env = {**os.environ, "GOALSUI_KB": str(tmp_path / "kb")}
+    env["GOALSUI_STATE_DIR"] = str(tmp_path / "state")
+    env.pop("GOALSUI_DB", None)
+
+    def goalsui(*args: str) -> str:
+        done = run_cli(*args, env=env, input="", timeout=600)
+        assert done.returncode == 0, (args, done.stdout[-3000:], done.stderr[-3000:])
+        return done.stdout
+
+    goalsui("init", str(tmp_path / "kb"))
+    created = json.loads(
+        goalsui(
+            "nightshift",
+            "init",
+            str(repo),
+            "--workers",
+            "1",
+            "--runner",
+            agent,
+            "--check",
+            f"{sys.executable} -c pass",
+            "--json",
+        )  # fmt: skip
+    )
+    goalsui("nightshift", "plan", "add", "worker-1", "Fix the typo", "--night", NIGHT)
+    goalsui("nightshift", "replay", "--night", NIGHT)
+    plan = json.loads(goalsui("nightshift", "plan", "--json", "--night", NIGHT))
+    (item,) = [i for i in plan if i["worker"] == "worker-1"]
+    assert (item["status"], item["commits"]) == ("done", 1), (item, created["goal_id"])
+    branch = git(repo, "branch", "--list", "nightshift/*", "--format=%(refname:short)").split()
+    assert branch == [f"nightshift/{NIGHT}/worker-1-fix-the-typo"]
+    assert "fixed by the night" in git(repo, "show", f"{branch[0]}:NIGHTSHIFT.md")
+    assert git(repo, "rev-parse", "main").strip() == base  # never on the base branch
+    task_calls = [name for name, _ in server.calls]
+    assert any(name.endswith(("Bash", "exec_command")) for name in task_calls), task_calls
