@@ -6,7 +6,7 @@ import argparse
 import json
 import shlex
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import add_json, local, open_service, print_capability_warnings, print_json
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
@@ -49,7 +49,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run_now = wsub.add_parser("run-now", help="fire a worker now")
     run_now.add_argument("goal_id")
     run_now.add_argument("worker")
-    run_now.add_argument("--wait", action="store_true", help="wait for the run to finish")
+    run_now.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for the run this call triggers and print its result (needs a running "
+        "scheduler: a daemon or a console on this KB; else use --here)",
+    )
+    run_now.add_argument(
+        "--here",
+        action="store_true",
+        help="run a scheduler in this process until the run ends (implies --wait; other "
+        "intents due meanwhile fire too)",
+    )
     run_now.add_argument("--timeout", type=float, default=600, help=argparse.SUPPRESS)
     add_json(run_now)
     run_now.set_defaults(func=cmd_run_now)
@@ -128,28 +139,86 @@ def _show_turn(service: Service, args: argparse.Namespace) -> int:
 
 
 def cmd_run_now(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json, run_json
+    from goalsui.domain.shapes import intent_json
+    from goalsui.service import workers
 
     service = open_service(args)
-    intent = service.run_worker_now(args.goal_id, args.worker)
-    if not args.wait:
+    wait = args.wait or args.here
+    if wait and not args.here and not service.live_schedulers():
+        raise ValidationError(
+            "no scheduler is running on this KB (no daemon or console is registered in "
+            f"{service.state_dir / 'schedulers'}): start 'goalsui daemon' or the console, "
+            "or add --here to run the turn in this process"
+        )
+    ticket = workers.run_worker_now_ticket(service, args.goal_id, args.worker)
+    intent = ticket.intent
+    if not wait:
         if args.json:
             print_json(intent_json(intent))
         else:
             print(f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})")
         return 0
-    # Wait for a scheduler (console or daemon) to pick it up and finish it.
-    before = {r.id for r in service.list_runs(intent_id=intent.id, limit=1000)}
-    deadline = time.monotonic() + args.timeout
+    if args.here:
+        import asyncio
+
+        run = asyncio.run(_run_here(service, ticket, args.timeout))
+    else:
+        run = _wait_for_run(service, ticket, args.timeout)
+    if run is None:
+        raise ValidationError(
+            f"the run of intent {intent.id} did not finish within {args.timeout:g}s "
+            "(it goes on; see 'goalsui runs --intent "
+            f"{intent.id}')"
+        )
+    return _report_run(args, run)
+
+
+def _report_run(args: argparse.Namespace, run: Any) -> int:
+    from goalsui.domain.shapes import run_json
+
+    if args.json:
+        print_json(run_json(run))
+    else:
+        print(f"run {run.id}: {run.status}" + (f" ({plain(run.reason)})" if run.reason else ""))
+    return 0 if run.status in ("ok", "silent") else 1
+
+
+def _finished(service: Service, ticket: Any) -> Any:
+    from goalsui.service import workers
+
+    run = workers.ticket_run(service, ticket)
+    return run if run is not None and run.status != "running" else None
+
+
+def _wait_for_run(service: Service, ticket: Any, timeout: float) -> Any:
+    """Poll for the ticket's run until it has finished (None: not within ``timeout``)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        runs = [r for r in service.list_runs(intent_id=intent.id, limit=20) if r.id not in before]
-        done = [r for r in runs if r.status != "running"]
-        if done:
-            run = done[-1]
-            if args.json:
-                print_json(run_json(run))
-            else:
-                print(f"run {run.id}: {run.status}" + (f" ({run.reason})" if run.reason else ""))
-            return 0 if run.status in ("ok", "silent") else 1
-        time.sleep(0.5)
-    raise ValidationError("no scheduler finished the run in time (is a console or daemon running?)")
+        run = _finished(service, ticket)
+        if run is not None:
+            return run
+        time.sleep(0.1)
+    return None
+
+
+async def _run_here(service: Service, ticket: Any, timeout: float) -> Any:
+    """A scheduler in this process (registered, so a console opened meanwhile watches it)
+    until the ticket's run has finished."""
+    import asyncio
+
+    from goalsui.scheduler.loop import Scheduler
+
+    scheduler = Scheduler(service)
+    await scheduler.start()
+    registration = service.register_scheduler("run-now", scheduler.owner)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = await asyncio.to_thread(_finished, service, ticket)
+            if run is not None:
+                return run
+            await asyncio.sleep(0.1)
+        return None
+    finally:
+        registration.close()
+        await scheduler.stop()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import select
+from sqlalchemy import func
+from sqlmodel import col, select
 
-from goalsui.domain.models import Intent
+from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.states import RunTrigger
 from goalsui.domain.views import WorkerView
 from goalsui.errors import KBError, NotFound
 from goalsui.kb.paths import check_name
@@ -32,6 +35,48 @@ def run_worker_now(ctx: ServiceContext, goal_id: str, worker: str) -> Intent:
     intent = worker_intent(ctx, goal_id, worker)
     assert intent.id is not None  # a stored row
     return intents.run_intent_now(ctx, intent.id)
+
+
+@dataclass(frozen=True)
+class RunNowTicket:
+    """What ``run now`` triggered: the worker's intent and the newest run id before it was
+    made due. Its run is the first run-now run of that intent past ``after_run_id``."""
+
+    intent: Intent
+    after_run_id: int
+
+
+def run_worker_now_ticket(ctx: ServiceContext, goal_id: str, worker: str) -> RunNowTicket:
+    """Like :func:`run_worker_now`, returning a ticket for the run it triggers.
+
+    The newest run id is read *before* the intent is made due, so a scheduler that
+    starts (and even finishes) the run at once cannot slip past the ticket.
+    """
+    intent = worker_intent(ctx, goal_id, worker)
+    assert intent.id is not None  # a stored row
+    with ctx.store.read() as s:
+        newest = s.exec(select(func.max(IntentRun.id))).one()
+    after = int(newest or 0)
+    return RunNowTicket(intents.run_intent_now(ctx, intent.id), after)
+
+
+def ticket_run(ctx: ServiceContext, ticket: RunNowTicket) -> IntentRun | None:
+    """The run a :class:`RunNowTicket` triggered (running or done), or None yet.
+
+    A fire made while a run of the intent was live is recorded at once as a skipped
+    run (overlap): that is the ticket's run too.
+    """
+    with ctx.store.read() as s:
+        return s.exec(
+            select(IntentRun)
+            .where(
+                IntentRun.intent_id == ticket.intent.id,
+                col(IntentRun.id) > ticket.after_run_id,
+                IntentRun.trigger == str(RunTrigger.RUN_NOW),
+            )
+            .order_by(col(IntentRun.id))
+            .limit(1)
+        ).first()
 
 
 def update_worker(ctx: ServiceContext, goal_id: str, worker: str, **changes: Any) -> WorkerView:

@@ -56,6 +56,7 @@ class ConsoleRuntime:
         #: the last result or alert (``J`` goes to its thread or goal)
         self.last_notice: Any = None
         self._note = "off (watching)" if not scheduler else "starting"
+        self._registration: Any = None  # this console's entry in the state folder
         self._failed_burst: list[Any] = []
         self._known_problems: set[tuple[str, int | None, str]] = set()
         self._unsubscribe: list[Callable[[], Any]] = []
@@ -125,9 +126,24 @@ class ConsoleRuntime:
             self.scheduler = None
             self._note = f"error: {' '.join(str(exc).split())[:60]}"
             self.app.notify(f"The scheduler did not start: {exc}", severity="error", timeout=15)
+        else:
+            await self._register(scheduler.owner)
         self.feed.request_refresh(0)
 
+    async def _register(self, owner: str) -> None:
+        """Announce this console's scheduler in the state folder (``run-now --wait`` and
+        other consoles look there); a registration that cannot be made is skipped."""
+        try:
+            self._registration = await asyncio.to_thread(
+                self.app.service.register_scheduler, "console", owner
+            )
+        except Exception:  # noqa: BLE001 - e.g. this process registered already (tests)
+            self._registration = None
+
     async def stop_scheduler(self) -> None:
+        registration, self._registration = self._registration, None
+        if registration is not None:
+            registration.close()
         scheduler = self.scheduler
         if scheduler is None or scheduler.state == "stopped":
             return
