@@ -130,4 +130,6 @@ def serve(service: Service, scope: Scope) -> None:
     """Serve over stdio until the client closes the pipe."""
     server = build_server(service, scope)
     server._note_session(None)  # the agent started this process: its session is open
-    server.run("stdio")
+    from goalsui.mcp.guard import run_stdio  # every request line answered, with a reason
+
+    run_stdio(server)

@@ -1,0 +1,191 @@
+"""Every request line on the stdio tool server gets an answer, with a reason.
+
+The SDK parses each line of stdin with pydantic; a line it cannot read (a lone
+surrogate escape such as ``"\\ud800"``, a 5,000-digit number) becomes an exception that
+it logs, and the client waits forever for a reply. Numbers of 2^63 or more reached the
+tools and failed in the database with no reason. :func:`run_stdio` reads the lines
+itself: each one is checked with the standard JSON parser first (:func:`check_line`),
+and a line that fails is answered here with a JSON-RPC error naming the problem (its
+``id`` when the line has one; parse error ``-32700`` with ``id: null`` otherwise). A
+notification that fails is dropped: it has nobody to answer. Good lines go on to the
+SDK unchanged.
+
+Bounds: integers within ±(2^53 − 1) (I-JSON, RFC 7493: what every JSON peer reads
+exactly), floats finite, strings valid Unicode, numbers at most 100 characters long.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import AsyncIterator
+from io import TextIOWrapper
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+__all__ = ["MAX_SAFE_INT", "LineProblem", "check_line", "run_stdio"]
+
+MAX_SAFE_INT = 2**53 - 1
+_MAX_NUMBER_CHARS = 100
+PARSE_ERROR = -32700
+INVALID_PARAMS = -32602
+
+
+class LineProblem(ValueError):
+    """A request line the server will not pass on: ``code`` and one-line ``message``."""
+
+    def __init__(self, code: int, message: str, request_id: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+def _int(text: str) -> int:
+    if len(text) > _MAX_NUMBER_CHARS:
+        raise ValueError(f"a number of {len(text)} digits is out of range")
+    value = int(text)
+    if abs(value) > MAX_SAFE_INT:
+        raise ValueError(f"number {text[:30]} is out of range (at most 2^53-1 in size)")
+    return value
+
+
+def _float(text: str) -> float:
+    if len(text) > _MAX_NUMBER_CHARS:
+        raise ValueError(f"a number of {len(text)} characters is out of range")
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:30]} is out of range")
+    return value
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _lone_surrogate(data: Any) -> bool:
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
+def _request_id(line: str) -> Any:
+    """The line's ``id`` read leniently (None when there is none to read)."""
+    try:
+        loose = json.loads(line, parse_int=lambda t: int(t) if len(t) <= 20 else None)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(loose, dict):
+        rid = loose.get("id")
+        if isinstance(rid, str) and not _lone_surrogate(rid):
+            return rid
+        if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) <= MAX_SAFE_INT:
+            return rid
+    return None
+
+
+def check_line(line: str) -> None:
+    """Raise :class:`LineProblem` when ``line`` is not a request this server will read."""
+    if not line.strip():
+        return
+    try:
+        data = json.loads(line, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    except RecursionError:
+        raise LineProblem(PARSE_ERROR, "the request is nested too deeply") from None
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        code = (
+            INVALID_PARAMS if "out of range" in reason or "JSON number" in reason else PARSE_ERROR
+        )
+        raise LineProblem(code, f"invalid request: {reason[:120]}", _request_id(line)) from None
+    if _lone_surrogate(data):
+        raise LineProblem(
+            INVALID_PARAMS,
+            "invalid request: a string holds an unpaired surrogate escape (not valid Unicode)",
+            _request_id(line),
+        )
+
+
+def _is_notification(line: str) -> bool:
+    with contextlib.suppress(ValueError, RecursionError):
+        loose = json.loads(line, parse_int=lambda t: 0, parse_float=lambda t: 0.0)
+        return isinstance(loose, dict) and "method" in loose and "id" not in loose
+    return False
+
+
+class _GuardedLines:
+    """The lines of the wire for the SDK's reader; refused lines are answered here."""
+
+    def __init__(self, stream: TextIOWrapper) -> None:
+        self.stream = anyio.wrap_file(stream)
+        self.replies: Any = None  # the SDK's write stream, once it is open
+        self.ready = anyio.Event()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for line in self.stream:
+            try:
+                check_line(line)
+            except LineProblem as problem:
+                await self._answer(line, problem)
+                continue
+            yield line
+
+    async def _answer(self, line: str, problem: LineProblem) -> None:
+        if _is_notification(line):
+            return
+        await self.ready.wait()
+        error = types.JSONRPCError(
+            jsonrpc="2.0",
+            id=problem.request_id,
+            error=types.ErrorData(code=problem.code, message=problem.message),
+        )
+        await self.replies.send(SessionMessage(error))
+
+
+async def _serve(server: MCPServer, lines: _GuardedLines) -> None:
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines.replies = write_stream
+        lines.ready.set()
+        low = server._lowlevel_server
+        await low.run(read_stream, write_stream, low.create_initialization_options())
+
+
+def run_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over stdin/stdout like ``server.run("stdio")``, every line checked.
+
+    While serving, fd 0 points at the null device (a tool or a child never reads the
+    wire), as the SDK does for the standard streams.
+    """
+    wire = os.dup(0)
+    os.set_inheritable(wire, False)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    stream = TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace")
+    try:
+        anyio.run(_serve, server, _GuardedLines(stream))
+    finally:
+        with contextlib.suppress(OSError):
+            os.dup2(stream.buffer.fileno(), 0)
+        stream.close()
