@@ -215,5 +215,12 @@ def main(args: argparse.Namespace) -> int:
     if not 1 <= args.repeat <= 100:
         raise ValidationError("--repeat must be between 1 and 100")
     figures = measure(args.repeat)
-    print(json.dumps(figures, indent=2) if args.json else _report(figures))
+    lines = [_report(figures)]
+    if args.turns:
+        from goalsui.bench.turns import measure_turns, report_turns
+
+        presets = [p.strip() for p in str(args.turns).split(",") if p.strip()]
+        figures["turns"] = measure_turns(presets, args.repeat)
+        lines += report_turns(figures["turns"])
+    print(json.dumps(figures, indent=2) if args.json else "\n".join(lines))
     return 0

@@ -96,6 +96,14 @@ def _register_mcp(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="time from starting goalsui mcp to its tools list (sample KB), beside references",
     )
     mcp.add_argument("--repeat", type=int, default=5, metavar="N", help="runs (default 5)")
+    mcp.add_argument(
+        "--turns",
+        metavar="PRESETS",
+        nargs="?",
+        const="claude,codex",
+        help="also time a real turn (claim to end) with each preset (default claude,codex) "
+        "beside a trivial command; the CLIs use the model their environment names",
+    )
     add_json(mcp)
     mcp.set_defaults(func=cmd_mcp)
 

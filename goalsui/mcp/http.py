@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import secrets
 import socket
@@ -30,12 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from goalsui.mcp.guard import LineProblem, check_line
 from goalsui.mcp.scope import Scope as ToolScope
 from goalsui.mcp.scope import run_scope
 from goalsui.mcp.server import build_server
 
 if TYPE_CHECKING:
-    from starlette.types import Receive, Scope, Send
+    from starlette.types import Message, Receive, Scope, Send
 
     from goalsui.service import Service
 
@@ -48,6 +50,8 @@ MCP_PATH = "/mcp"
 MAX_CONNECTIONS = 256
 #: seconds an idle keep-alive connection is kept
 KEEP_ALIVE_S = 30
+#: the largest request body read (the SDK's own default limit)
+MAX_BODY = 4 * 1024 * 1024
 _UNAUTHORISED = (
     b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,'
     b'"message":"unknown or expired goalsui run token"}}'
@@ -189,7 +193,55 @@ class ToolHost:
             await _reject(send)
             return
         entry.requests += 1
+        if scope.get("method") == "POST":
+            body = await _read_body(receive)
+            if body is None:
+                await _answer(send, 413, _error(None, -32600, "the request is too large"))
+                return
+            try:
+                check_line(body.decode("utf-8", "replace"))
+            except LineProblem as problem:  # answered with a reason, never dropped
+                await _answer(send, 400, _error(problem.request_id, problem.code, problem.message))
+                return
+            receive = _replay(body, receive)
         await entry.app(scope, receive, send)
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body (None when it is over :data:`MAX_BODY`)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands over ``body`` once, then waits on the real one."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _error(request_id: Any, code: int, message: str) -> bytes:
+    reply = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(reply, separators=(",", ":")).encode()
 
 
 def _bearer(scope: Scope) -> str:
@@ -202,14 +254,13 @@ def _bearer(scope: Scope) -> str:
 
 
 async def _reject(send: Send) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(_UNAUTHORISED)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": _UNAUTHORISED})
+    await _answer(send, 401, _UNAUTHORISED)
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
