@@ -164,7 +164,8 @@ class _GuardedLines:
 
 
 async def _serve(server: MCPServer, lines: _GuardedLines) -> None:
-    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+    # the SDK types stdin as an anyio file; the guarded lines are read the same way
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]  # an async line iterator, as the SDK reads it
         lines.replies = write_stream
         lines.ready.set()
         low = server._lowlevel_server

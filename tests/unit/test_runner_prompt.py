@@ -62,8 +62,9 @@ def test_worker_shim_is_static() -> None:
     assert a == b
     assert a.startswith(
         "You are worker `scout` for goal `nightshift-979afc6e`. Your knowledge base is at `/srv/kb`. "
-        "Read `workers/scout/prompt.md`, then `protocol.md`, then act"
+        "Read `workers/scout/prompt.md`, then `protocol.md`"
     )
+    assert "`schedule_intent`" in a and "`todo_add`" in a  # what it promises is scheduled
     assert "`/srv/kb/nightshift-979afc6e`" in a
     assert "NOTHING_TO_REPORT" in a
 
