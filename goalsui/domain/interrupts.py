@@ -34,6 +34,21 @@ def interrupt_policy(on_interrupt: str | None, runner: Any) -> InterruptPolicy:
     return RETRY
 
 
+#: How a run that could not start for a configuration reason begins its ``reason``.
+CONFIG = "config: "
+
+
+def config_error(run_id: int | None, reason: str | None) -> str:
+    """The ``last_error`` of an intent held because its run could not start for a reason
+    no retry fixes (no runner, an unknown preset, a program that does not exist)."""
+    which = f"run {run_id}" if run_id else "its run"
+    why = (reason or "").removeprefix(CONFIG) or "a configuration error"
+    return (
+        f"{NEEDS_REVIEW}{which} could not start ({CONFIG}{why}); fix the configuration, "
+        "then retry it (or dismiss it to resume the schedule)"
+    )
+
+
 def needs_review_error(run_id: int | None, reason: str | None) -> str:
     """The ``last_error`` an intent carries while its interrupted run waits for review."""
     which = f"run {run_id}" if run_id else "its run"

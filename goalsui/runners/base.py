@@ -37,6 +37,10 @@ class TurnOutcome:
     infrastructure: bool = False
     # a turn the runner decided not to start (e.g. reason "budget"): recorded skipped
     skipped: bool = False
+    # the turn could not start for a reason no retry fixes (no runner configured, an
+    # unknown preset or builtin, a program not found): failed once with reason
+    # "config: ...", held for the operator, not retried, not counted toward auto-disable
+    config_error: bool = False
 
 
 #: the run's token columns are 32-bit integers: a larger count is not a real one

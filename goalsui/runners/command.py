@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -65,6 +66,7 @@ class CommandResult:
     output_tail: str = ""  # the last few KiB of stdout+stderr, as logged
     pid: int | None = None
     truncated: bool = False  # stdout was longer than MAX_RESULT_BYTES
+    config_error: bool = False  # it could not start: the program was not found
 
 
 def expand_argv(argv: Sequence[str]) -> list[str]:
@@ -448,7 +450,10 @@ async def run_command(
         failure = OSError(exec_errno, os.strerror(exec_errno), args[0])
         not_started = _start_error(args[0], failure, None)
         await sink.close(f"[goalsui] {not_started}\n")
-        return CommandResult("failed", None, "", reason=not_started, pid=proc.pid)
+        missing = exec_errno == errno.ENOENT
+        return CommandResult(
+            "failed", None, "", reason=not_started, pid=proc.pid, config_error=missing
+        )
     if leftovers:
         sink.put(
             b"[goalsui] the run ended; stopping the processes it left behind\n", keep_tail=False
@@ -502,10 +507,12 @@ async def _start(
         )
     except OSError as exc:
         reason = _start_error(program, exc, Path(cwd) if cwd is not None else None)
+        missing = reason.endswith("program not found")
     except (ValueError, TypeError) as exc:  # e.g. a NUL byte in an argument
         reason = f"cannot start '{plain(program, limit=80)}': {plain(str(exc), limit=120)}"
+        missing = False
     await sink.close(f"[goalsui] {reason}\n")
-    return CommandResult("failed", None, "", reason=reason)
+    return CommandResult("failed", None, "", reason=reason, config_error=missing)
 
 
 @dataclass

@@ -337,7 +337,9 @@ async def _run_turn(
         if spec["builtin"] == "report":
             return await _run_report(service, intent, run, timeout, cancel)
         return TurnOutcome(
-            "failed", reason=f"cannot start: unknown builtin runner {spec['builtin']!r}"
+            "failed",
+            reason=f"cannot start: unknown builtin runner {spec['builtin']!r}",
+            config_error=True,
         )
     skipped = await budget_outcome(service, intent, run)
     if skipped is not None:
@@ -354,7 +356,7 @@ async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -
     run_id = saved_id(run)  # the scheduler inserted the run before the turn
     if not spec.get("agent") and not spec.get("command"):
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", NO_RUNNER)
-        return TurnOutcome("failed", reason=NO_RUNNER)
+        return TurnOutcome("failed", reason=NO_RUNNER, config_error=True)
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
     try:
@@ -477,7 +479,7 @@ async def _run_argv(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOu
         await asyncio.to_thread(
             _safe_log_failure, service, intent, run, result.status, result.reason
         )
-        return ended(result.status, reason=result.reason)
+        return ended(result.status, reason=result.reason, config_error=result.config_error)
     over = await asyncio.to_thread(_state_after, service, intent, before, state_limit)
     if over:
         await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", over)

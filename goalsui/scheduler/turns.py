@@ -17,6 +17,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from goalsui.domain.interrupts import CONFIG
 from goalsui.domain.models import Event, Intent, IntentRun
 from goalsui.domain.states import RunStatus
 from goalsui.runners.base import TurnOutcome
@@ -320,6 +321,12 @@ def completion(
     status, reason = outcome.status, outcome.reason
     if status not in _VALID_OUTCOMES:
         status, reason = RunStatus.FAILED, f"internal error: unknown outcome {outcome.status!r}"
+    if (
+        outcome.config_error
+        and status == RunStatus.FAILED
+        and not (reason or "").startswith(CONFIG)
+    ):
+        reason = CONFIG + (reason or "the runner is not configured")
     if info.cancel_reason == "shutdown" and status == RunStatus.CANCELLED:
         status, reason = RunStatus.INTERRUPTED, "interrupted: the scheduler stopped (shutdown)"
     elif info.cancel_reason == "lost" and status == RunStatus.CANCELLED:
@@ -354,6 +361,7 @@ def _outcome_extras(outcome: TurnOutcome) -> dict[str, Any]:
         "argv": list(outcome.argv) if outcome.argv is not None else None,
         "infrastructure": outcome.infrastructure,
         "skipped": outcome.skipped,
+        "config_error": outcome.config_error and outcome.status == RunStatus.FAILED,
     }
 
 

@@ -13,6 +13,7 @@ import yaml
 from base_kit import run_cli
 from test_runner_turn import start_run
 
+from goalsui.domain.interrupts import CONFIG
 from goalsui.kb.config import NO_RUNNER
 from goalsui.runners.turn import run_turn
 from goalsui.scheduler import Scheduler
@@ -86,8 +87,35 @@ async def test_a_turn_without_a_runner_fails_with_one_clear_line(svc: Service, c
     finally:
         await scheduler.stop(grace=1)
     run = svc.get_run(run_id)
-    assert run.intent_id == again.id and (run.status, run.reason) == ("failed", NO_RUNNER)
-    assert svc.get_intent(again.id).last_error == NO_RUNNER
+    # a configuration error: failed once with reason "config: ...", held for the operator
+    assert run.intent_id == again.id and (run.status, run.reason) == ("failed", CONFIG + NO_RUNNER)
+    assert run.needs_review
+    held = svc.get_intent(again.id)
+    assert held.status == "paused" and held.next_run_at is None
+    assert held.consecutive_failures == 0  # not counted toward auto-disable
+    assert NO_RUNNER in (held.last_error or "") and "retry" in (held.last_error or "")
+
+
+async def test_a_missing_program_fails_once_and_waits_for_the_operator(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
+    try:
+        intent = svc.create_intent(
+            title="typo", instruction="look", kind="cron", schedule="* * * * *",
+            runner={"command": ["no-such-program-goalsui-test"]},
+        )  # fmt: skip
+        svc.run_intent_now(intent.id)  # type: ignore[arg-type]
+        (run_id,) = await scheduler.tick()
+        await scheduler.drain(timeout=60)
+        clock.advance(600)  # long past any retry back-off: nothing fires again
+        assert await scheduler.tick() == []
+    finally:
+        await scheduler.stop(grace=1)
+    run = svc.get_run(run_id)
+    assert run.status == "failed" and (run.reason or "").startswith(CONFIG)
+    assert "program not found" in (run.reason or "")
+    held = svc.get_intent(intent.id)  # type: ignore[arg-type]
+    assert held.status == "paused" and held.consecutive_failures == 0
+    assert len(svc.list_runs(intent_id=intent.id)) == 1
 
 
 def test_the_sample_kb_keeps_an_explicit_runner(sample_kb: Path, make_service) -> None:  # type: ignore[no-untyped-def]

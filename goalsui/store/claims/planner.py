@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from goalsui.domain.interrupts import REVIEW, interrupt_policy, needs_review_error
+from goalsui.domain.interrupts import REVIEW, config_error, interrupt_policy, needs_review_error
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.text import strip_nul
 from goalsui.store.claims.shapes import (
@@ -263,10 +263,25 @@ def review_decision(row: Row, c: Completion) -> AfterDecision:
     )
 
 
+def config_decision(row: Row, c: Completion) -> AfterDecision:
+    """A run that could not start for a configuration reason: fails once and is held for
+    the operator (paused, its run awaiting review), neither retried nor counted toward
+    auto-disable. Retry or dismiss it after fixing the configuration."""
+    error = config_error(c.run_id or None, c.reason)
+    decision = review_decision(row, c)
+    decision.values["last_error"] = error[:2000]
+    decision.failure = True
+    decision.journal = [("run held: configuration", f"{row.get('title') or ''}: {error}")]
+    return decision
+
+
 def after_outcome(
     row: Row, c: Completion, decide: Callable[[Row, Completion], AfterDecision]
 ) -> AfterDecision:
-    """The rules' decision, except for an interrupted run of a ``review`` intent."""
+    """The rules' decision, except for an interrupted run of a ``review`` intent and a
+    run that could not start for a configuration reason."""
+    if c.config_error and c.status == RunStatus.FAILED:
+        return config_decision(row, c)
     if c.status == RunStatus.INTERRUPTED and (
         interrupt_policy(row.get("on_interrupt"), row.get("runner")) == REVIEW
     ):

@@ -99,6 +99,9 @@ class Completion(NamedTuple):
     argv: tuple[str, ...] | list[str] | None = None
     infrastructure: bool = False
     skipped: bool = False
+    #: the turn could not start for a reason no retry fixes (no runner, an unknown
+    #: preset, a program not found): held for the operator, not retried or counted
+    config_error: bool = False
 
 
 @dataclass
