@@ -33,6 +33,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "goalsui.cli.nightshift": ("nightshift",),
     "goalsui.cli.mcp": ("mcp",),
     "goalsui.cli.kb": ("kb",),
+    "goalsui.cli.config": ("config",),
 }
 COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 

@@ -46,7 +46,20 @@ def open_service(
 
     db, state = db_settings(args)
     extra = {"clock": clock} if clock is not None else {}
-    return Service.open(kb_path(args), db, state, actor=actor, sync=sync, **extra)
+    service = Service.open(kb_path(args), db, state, actor=actor, sync=sync, **extra)
+    resolve_goal_args(service, args)
+    return service
+
+
+def resolve_goal_args(service: Service, args: argparse.Namespace) -> None:
+    """A goal named by a unique prefix or its slug becomes its full id (``goal_id`` and
+    ``goal`` arguments); an unknown one with close matches says "did you mean"."""
+    from goalsui.service.goal_ids import resolve_goal_id
+
+    for name in ("goal_id", "goal"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            setattr(args, name, resolve_goal_id(service, value))
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

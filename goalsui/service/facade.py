@@ -170,8 +170,13 @@ class Service(ServiceContext):
         return kbindex.doctor(self)
 
     def capability_warnings(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
-        """Workers' capabilities that would grant nothing (warnings, not problems)."""
-        return kbindex.capability_warnings(self, goal_ids)
+        """Workers' capabilities that would grant nothing, and workers whose runner could
+        not start (warnings, not problems)."""
+        from goalsui.service import runner_checks
+
+        ids = None if goal_ids is None else list(goal_ids)
+        found = kbindex.capability_warnings(self, ids)
+        return found + runner_checks.runner_warnings(self, ids)
 
     # -- goals (goals.py) ------------------------------------------------------------------------
     def setup_goal(

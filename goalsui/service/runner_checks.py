@@ -1,0 +1,79 @@
+"""Runners that cannot start: warned about before a turn fails on them.
+
+A worker whose turns would fail for a reason no retry fixes (no runner configured, a
+program that is not on ``PATH``) is reported by ``goal create``, ``worker add`` and
+``doctor`` as a warning; at run time the same turn fails once with reason ``config``
+and waits for the operator (see ``goalsui/store/claims/planner.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from goalsui.domain.views import Problem
+from goalsui.errors import GoalsuiError, KBError
+from goalsui.service.context import ServiceContext
+
+__all__ = ["missing_program", "runner_warnings"]
+
+NO_RUNNER_HINT = (
+    "no runner configured (no runner: here and no default in goalsui.yaml): its turns "
+    "would fail with reason config; set one with 'goalsui config set runner PRESET' or "
+    "runner: in this file"
+)
+
+
+def missing_program(argv0: str, cwd: Path) -> bool:
+    """True when ``argv0`` names no program this process could start."""
+    if not argv0 or argv0.startswith("{"):
+        return False  # a placeholder such as {python}
+    if "/" in argv0:
+        path = Path(argv0) if os.path.isabs(argv0) else cwd / argv0
+        return not path.is_file()
+    return shutil.which(argv0) is None
+
+
+def runner_problem(runner: dict[str, Any] | None, cwd: Path) -> str | None:
+    """Why turns with ``runner`` cannot start, or None."""
+    if runner is None or not (
+        runner.get("command") or runner.get("agent") or runner.get("builtin")
+    ):
+        return NO_RUNNER_HINT
+    if runner.get("builtin"):
+        return None
+    program = str(runner.get("agent") or (runner.get("command") or [""])[0])
+    if missing_program(program, cwd):
+        what = f"the {program} CLI" if runner.get("agent") else f"program '{program}'"
+        return f"{what} is not found on PATH: its turns would fail with reason config"
+    return None
+
+
+def runner_warnings(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) -> list[Problem]:
+    """A warning for each worker whose turns could not start."""
+    try:
+        config = ctx.kb.config()
+    except KBError:
+        return []  # doctor reports the broken goalsui.yaml as a problem
+    default = config.runner.as_dict() if config.runner else None
+    if goal_ids is None:
+        goals = ctx.kb.scan()
+    else:
+        goals = []
+        for goal_id in goal_ids:
+            try:
+                goals.append(ctx.kb.load_goal(goal_id))
+            except GoalsuiError:
+                continue
+    out: list[Problem] = []
+    for loaded in goals:
+        for name, wdef in sorted(loaded.workers.items()):
+            runner = wdef.runner.as_dict() if wdef.runner else default
+            problem = runner_problem(runner, loaded.path)
+            if problem is not None:
+                shown = ctx.kb.display(loaded.path / "workers" / name / "definition.yaml")
+                out.append(Problem(shown, None, problem))
+    return out
