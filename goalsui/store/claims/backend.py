@@ -25,7 +25,7 @@ from goalsui.store.claims import housekeeping, recovery
 from goalsui.store.claims.claim import LostRace, burst_size, claim_rows, record_overlaps
 from goalsui.store.claims.complete import complete
 from goalsui.store.claims.planner import JournalEntry, bare_completion, journal_rows
-from goalsui.store.claims.primitives import SqlitePrimitives, SqlPrimitives
+from goalsui.store.claims.primitives import SqlitePrimitives, SqlPrimitives, primitives_for
 from goalsui.store.claims.shapes import (
     AfterDecision,
     BurstProbe,
@@ -112,12 +112,13 @@ class SqlClaimBackend:
     dialect has them). Writes go to ``engine``; the cheap reads (:meth:`check_running`,
     :meth:`soonest_burst`) to ``read_engine`` (default: ``engine``)."""
 
-    primitives: type[SqlPrimitives] = SqlPrimitives
+    primitives: type[SqlPrimitives] | None = None  # None: the dialect's (primitives_for)
 
     def __init__(self, engine: Engine, read_engine: Engine | None = None) -> None:
         self.engine = engine
         self.read_engine = engine if read_engine is None else read_engine
-        self.p = self.primitives(engine.dialect)
+        kind = self.primitives
+        self.p = primitives_for(engine.dialect) if kind is None else kind(engine.dialect)
 
     def _journal(self, conn: Connection, now: datetime, entries: list[JournalEntry]) -> None:
         if entries:

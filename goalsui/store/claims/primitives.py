@@ -36,7 +36,7 @@ from goalsui.store.claims.statements import (
     cas_params,
 )
 
-__all__ = ["SqlPrimitives", "SqlitePrimitives", "primitives_for"]
+__all__ = ["PgPrimitives", "SqlPrimitives", "SqlitePrimitives", "primitives_for"]
 
 
 class SqlPrimitives:
@@ -201,6 +201,66 @@ class SqlitePrimitives(SqlPrimitives):
         sqlite_hot.update_after(sqlite_hot.cursor(conn), AFTER_COLUMNS, updates, owner)
 
 
+class PgPrimitives(SqlPrimitives):
+    """PostgreSQL: the hot statements through the psycopg cursor, each batch one
+    statement of fixed text over column arrays (see :mod:`pg_hot`)."""
+
+    def select_due(
+        self, conn: Connection, due_by: datetime, limit: int
+    ) -> tuple[list[Row], list[Any]]:
+        from goalsui.store.claims import pg_hot
+
+        return pg_hot.select_due(pg_hot.cursor(conn), due_by, limit)
+
+    def read_intents(
+        self, conn: Connection, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
+    ) -> list[Row]:
+        from goalsui.store.claims import pg_hot
+
+        return pg_hot.intents_by_id(pg_hot.cursor(conn), ids, names, lock=lock)
+
+    def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
+        from goalsui.store.claims import pg_hot
+
+        return pg_hot.open_runs(pg_hot.cursor(conn), run_ids)
+
+    def soonest(self, conn: Connection) -> datetime | None:
+        from goalsui.store.claims import pg_hot
+
+        return pg_hot.soonest(pg_hot.cursor(conn))
+
+    def cas(
+        self, conn: Connection, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime
+    ) -> int:
+        from goalsui.store.claims import pg_hot
+
+        return pg_hot.cas(pg_hot.cursor(conn), rows, now, due_by)
+
+    def insert_runs(self, conn: Connection, rows: list[Row]) -> list[Row]:
+        from goalsui.store.claims import pg_hot
+
+        return pg_hot.insert_runs(pg_hot.cursor(conn), rows)
+
+    def insert_journal(self, conn: Connection, rows: list[Row]) -> None:
+        from goalsui.store.claims import pg_hot
+
+        pg_hot.insert_journal(pg_hot.cursor(conn), rows)
+
+    def close_runs(self, conn: Connection, outcomes: list[RunOutcome]) -> None:
+        from goalsui.store.claims import pg_hot
+
+        pg_hot.close_runs(pg_hot.cursor(conn), RUN_DONE_COLUMNS, outcomes)
+
+    def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
+        from goalsui.store.claims import pg_hot
+
+        pg_hot.update_after(pg_hot.cursor(conn), AFTER_COLUMNS, updates, owner)
+
+
 def primitives_for(dialect: Dialect) -> SqlPrimitives:
     """The primitives for an engine's dialect (decided once per backend)."""
-    return SqlitePrimitives(dialect) if dialect.name == "sqlite" else SqlPrimitives(dialect)
+    if dialect.name == "sqlite":
+        return SqlitePrimitives(dialect)
+    if dialect.name == "postgresql" and dialect.driver == "psycopg":
+        return PgPrimitives(dialect)
+    return SqlPrimitives(dialect)
