@@ -1,6 +1,7 @@
 """Notifications: a finished result with something to say, and every alert.
 
-A :class:`Notifier` listens to one scheduler. For each run that ended ``ok`` and posted
+A private thread's result is announced as a link (its id and title), never with its
+words. A :class:`Notifier` listens to one scheduler. For each run that ended ``ok`` and posted
 a message (a silent run, or one with no output, never notifies) and for each alert it
 builds a :class:`Notice` naming the thread or the goal, hands it to the host (the
 console shows a toast that jumps there on a key) and, when ``notify:`` is set in
@@ -48,6 +49,8 @@ class Notice:
     goal_id: str | None = None
     worker: str | None = None
     at: datetime | None = None
+    #: a private thread's notice: ``text`` is only a link to the thread, never its words
+    private: bool = False
 
     @property
     def target(self) -> str | None:
@@ -71,13 +74,16 @@ def notice_for(service: Service, event: SchedulerEvent) -> Notice | None:
         return None
     if event.kind == "run-finished" and event.status != RunStatus.OK:
         return None  # silent, failed, skipped...: failures alert on their own rule
+    private = False
     try:
         intent = service.get_intent(event.intent_id)
         where = (
             f"{intent.goal_id}/{intent.worker}" if intent.worker else plain(intent.title, limit=60)
         )
         if intent.thread_id is not None:
-            where = plain(service.get_thread(intent.thread_id).title, limit=60)
+            thread = service.get_thread(intent.thread_id)
+            where = plain(thread.title, limit=60)
+            private = bool(thread.private)
         elif intent.goal_id and not intent.worker:
             where = intent.goal_id
         if event.kind == "alert":
@@ -89,7 +95,13 @@ def notice_for(service: Service, event: SchedulerEvent) -> Notice | None:
             posted = [m for m in messages if m.run_id == event.run_id]
             if not posted:
                 return None  # nothing was said (no output): nothing to notify
-            text = headline(posted[-1].content, limit=200)
+            if private:  # the words stay in goalsui: the notice only points at the thread
+                text = (
+                    f"a new reply in private thread {intent.thread_id} “{where}”; read it "
+                    f"with 'goalsui thread show {intent.thread_id}' or in the console"
+                )
+            else:
+                text = headline(posted[-1].content, limit=200)
     except GoalsuiError:
         return None
     return Notice(
@@ -102,6 +114,7 @@ def notice_for(service: Service, event: SchedulerEvent) -> Notice | None:
         goal_id=intent.goal_id,
         worker=intent.worker,
         at=event.at or service.now(),
+        private=private,
     )
 
 

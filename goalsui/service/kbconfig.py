@@ -69,6 +69,7 @@ def set_default_runner(ctx: ServiceContext, runner: dict[str, Any]) -> dict[str,
     if new_text != text:
         atomic_write(path, new_text)
         ctx.journal("config set", "runner", shlex.join(_words(runner)))
+        ctx.config(reload=True)  # this process sees it at once (others through the watch)
     assert config.runner is not None  # just written
     return config.runner.as_dict()
 

@@ -141,3 +141,32 @@ async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, cloc
         ref = app.main.goals.selected_ref
         assert ref is not None and ref.goal_id == goal.goal_id
         assert app.focused is app.main.goals
+
+
+async def test_a_private_threads_reply_reaches_notify_as_a_link_only(
+    svc: Service, empty_kb: Path, tmp_path: Path, clock
+) -> None:  # type: ignore[no-untyped-def]
+    from goalsui.service import conversations, kbconfig
+
+    kbconfig.set_default_runner(svc, script("sched_ok.py"))
+    thread = svc.create_thread("Medical letters", private=True)
+    conversations.say(svc, thread.id, "summarise the letter")  # type: ignore[arg-type]
+    shown: list[Notice] = []
+    scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
+    notifier = Notifier(svc, shown.append)
+    notifier.attach(scheduler)
+    try:
+        assert len(await scheduler.tick()) == 1
+        await scheduler.drain(timeout=60)
+        await notifier.drain()
+    finally:
+        await scheduler.stop(grace=1)
+    reply = [m for m in svc.messages(thread.id) if m.role == "assistant"]  # type: ignore[arg-type]
+    assert reply and reply[-1].content.strip()
+    (received,) = delivered(tmp_path)
+    assert received["private"] is True and received["target"] == f"thread:{thread.id}"
+    assert (
+        f"private thread {thread.id}" in received["text"] and "Medical letters" in received["text"]
+    )
+    words = reply[-1].content.strip().splitlines()[0]
+    assert words not in json.dumps(received, ensure_ascii=False)  # never the reply's text

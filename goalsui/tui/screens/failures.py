@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Container, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from goalsui.domain.interrupts import CONFIG
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.transitions import Action, intent_allows, run_allows
 from goalsui.domain.untrusted import plain
@@ -103,6 +104,13 @@ class FailuresScreen(DataScreen):
                 text.append("read-only console: no actions", style="dim")
             elif item.status == "missed":
                 text.append("r replay this occurrence now   d dismiss", style="dim")
+            elif item.needs_review and item.error.startswith(CONFIG):
+                text.append(
+                    "The run could not start: fix the configuration (goalsui config set runner "
+                    "..., or the worker's runner:), then\n"
+                    "R retry it now   d dismiss: resume the schedule from now",
+                    style="dim",
+                )
             elif item.needs_review:
                 text.append(
                     "The run was interrupted and may have had side effects: check them, then\n"
