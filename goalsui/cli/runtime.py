@@ -119,8 +119,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import shutil
 
     from goalsui.demo import make_demo_kb
+    from goalsui.demo_extras import add_demo_extras
 
     kb = make_demo_kb()
+    add_demo_extras(kb)  # a worker long enough to stop; the stand-in agent answers threads
     scratch = kb.parent
     args.kb = str(kb)
     if not args.state_dir:

@@ -144,6 +144,9 @@ CHAINS = [
     APP + [BACK, SCREEN_MAXIMIZE] + FAILED_SAFE + FAILURES_ACTIONS,
     APP + [BACK] + OUTPUT_SCREEN,
     APP + [BACK, SCREEN_MAXIMIZE] + THREADS_SCREEN_ACTIONS,
+    APP
+    + THREADS_SCREEN_ACTIONS
+    + [Binding("escape", "leave_box", "Leave box", id="compose.leave")],
     APP + [BACK, SCREEN_MAXIMIZE] + LIST_NAV + [OUTPUT, COPY] + RUNS_SCREEN,
 ]
 

@@ -7,6 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -15,7 +16,12 @@ from goalsui.domain.untrusted import plain
 
 
 class ComposeBox(Vertical):
-    """An input that posts :class:`ComposeBox.Send` on Enter, and a reply status line."""
+    """An input that posts :class:`ComposeBox.Send` on Enter, and a reply status line.
+
+    Escape leaves the box (the focus goes back to the list), never the screen.
+    """
+
+    BINDINGS = [Binding("escape", "leave_box", "Leave box", id="compose.leave")]
 
     DEFAULT_CSS = """
     ComposeBox {
@@ -47,6 +53,11 @@ class ComposeBox(Vertical):
         yield Input(
             placeholder="Write a message; Enter sends it and asks for a reply", id="compose-input"
         )
+
+    def action_leave_box(self) -> None:
+        back = getattr(self.screen, "action_back", None)
+        if back is not None:
+            back()  # a DataScreen: leaves the input first
 
     @on(Input.Submitted, "#compose-input")
     def _submitted(self, event: Input.Submitted) -> None:

@@ -1,4 +1,5 @@
-"""The console's footer: Textual's, rebuilt once however often the bindings changed.
+"""The console's footer: Textual's, rebuilt once however often the bindings changed, and
+on narrow terminals with help, quit and back first (a long pane's keys cut the tail).
 
 Textual's footer answers every change of its screen's bindings by rebuilding its keys
 after the next refresh. At start-up the bindings change several times before the first
@@ -9,12 +10,19 @@ the bindings as they are by then, so the others have nothing left to change.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer as TextualFooter
 
-__all__ = ["Footer"]
+__all__ = ["ESSENTIAL_ACTIONS", "Footer"]
+
+#: Keys a narrow footer shows first, so they are never cut off: help, quit, back.
+ESSENTIAL_ACTIONS = frozenset({"help", "app.help", "quit", "app.quit", "back"})
+#: Below this width the footer puts the essential keys first.
+NARROW = 120
 
 
 class Footer(TextualFooter):
@@ -28,6 +36,13 @@ class Footer(TextualFooter):
     def bindings_changed(self, screen: Screen[Any]) -> None:
         self._changes += 1
         super().bindings_changed(screen)
+
+    def compose(self) -> Iterable[Widget]:  # a plain list of keys (no binding groups)
+        keys = list(super().compose())
+        if self.app.size.width >= NARROW:
+            return keys
+        first = [k for k in keys if getattr(k, "action", None) in ESSENTIAL_ACTIONS]
+        return first + [k for k in keys if k not in first]
 
     async def recompose(self) -> None:
         if self._built_for == self._changes:

@@ -1,0 +1,79 @@
+"""What only ``goalsui demo`` adds to its scratch copy of the sample KB.
+
+- A worker long enough to watch and to stop: ``demo-pulse/long`` prints one progress
+  line a second for 90 s (select it, ``r`` runs it now, ``x`` stops the run).
+- The demo's stand-in agent as the KB's default runner, so a message in a demo thread
+  gets a reply. It is a small script, not a model, and every reply says so.
+
+The sample KB itself (``goalsui init --sample``) is left as it is.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from goalsui.kb.atomic import atomic_write
+from goalsui.kb.yamlio import roundtrip_update
+
+__all__ = ["add_demo_extras"]
+
+PULSE = "demo-pulse-05c0f5ca"
+STANDIN_DIR = ".demo"  # a dot folder: never read as a goal
+
+LONG_DEFINITION = """\
+# DEMO worker: a long run to watch and to stop. It prints one progress line a
+# second for 90 s. Select it and press r to run it now; the Detail pane follows its
+# output; x stops the run (the schedule goes on).
+schedule:
+  every: 6h
+runner:
+  command: ["sh", "-c", "cat >/dev/null; i=1; while [ $i -le 90 ]; do echo \\"step $i of 90: still working\\"; i=$((i+1)); sleep 1; done; echo 'long run done'"]
+timeout: 5m
+capabilities: []
+"""
+
+LONG_PROMPT = """\
+# long: a demo worker that takes its time
+
+It does nothing useful: it prints 90 progress lines, one a second, so the console has
+a live run to show and to stop.
+"""
+
+STANDIN_AGENT = '''\
+"""The goalsui demo's stand-in agent: not a model. It answers a thread so the demo
+shows a conversation; set a real runner with 'goalsui config set runner claude'."""
+
+import sys
+
+prompt = sys.stdin.read()
+paragraphs = [p.strip() for p in prompt.split("\\n\\n") if p.strip()]
+said = " ".join(paragraphs[-1].split()) if paragraphs else ""
+if len(said) > 160:
+    said = said[:159] + "\\u2026"
+print("(This reply comes from the goalsui demo's stand-in agent, not a real model.)")
+print()
+print(f"You wrote: \\u201c{said}\\u201d")
+print()
+print(
+    "In your own KB, a real agent answers here: choose one with "
+    "'goalsui config set runner claude' (or codex, goose, or --command ARGV)."
+)
+'''
+
+
+def add_demo_extras(kb: Path) -> None:
+    """Add the long worker and the stand-in agent to the demo's scratch KB."""
+    wdir = kb / PULSE / "workers" / "long"
+    if (kb / PULSE).is_dir() and not wdir.exists():
+        for sub in ("inbox", "outbox"):
+            (wdir / sub).mkdir(parents=True, exist_ok=True)
+        atomic_write(wdir / "prompt.md", LONG_PROMPT)
+        atomic_write(wdir / "definition.yaml", LONG_DEFINITION)
+    script = kb / STANDIN_DIR / "standin_agent.py"
+    script.parent.mkdir(exist_ok=True)
+    atomic_write(script, STANDIN_AGENT)
+    config = kb / "goalsui.yaml"
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    runner = {"command": [sys.executable, str(script.resolve())], "timeout": "1m"}
+    atomic_write(config, roundtrip_update(text, {"runner": runner}, display="goalsui.yaml"))
