@@ -157,6 +157,8 @@ class _RunLog:
             say(f"ALERT intent {event.intent_id}: {event.message}", event="alert")
         elif event.kind == "error":
             say(f"scheduler error: {event.message}", err=True, event="error")
+        elif event.kind == "recovered":
+            say(f"scheduler {event.message}", err=True, event="recovered")
         elif event.kind == "fatal" and self.on_fatal is not None:
             self.on_fatal(event.message)
 

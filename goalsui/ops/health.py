@@ -3,7 +3,8 @@
 * ``/healthz``: 200 while the process serves requests (liveness).
 * ``/readyz``: 200 only while the database answers a query on a freshly opened
   connection (so a SQLite file deleted, moved or replaced is noticed) and the scheduler
-  is running and has ticked recently; else 503 with a one-line reason.
+  is running, not degraded (its writes succeed: see :mod:`goalsui.scheduler.troubles`)
+  and has ticked recently; else 503 with a one-line reason.
 * ``/metrics``: Prometheus text (see :mod:`goalsui.ops.metrics`).
 
 "Ticked recently": when the scheduler exposes ``last_tick`` (a ``time.monotonic()``
@@ -64,10 +65,18 @@ class Readiness:
         self.scheduler = scheduler
         self.max_quiet = max_quiet
 
+    def degraded(self) -> str | None:
+        """What the running scheduler cannot do now (it retries), or None."""
+        value = getattr(self.scheduler, "degraded", None)
+        return " ".join(str(value).split())[:400] if value else None
+
     def scheduler_problem(self) -> str | None:
         state = str(getattr(self.scheduler, "state", "unknown"))
         if state != "running":
             return f"the scheduler is {' '.join(state.split())[:200]}"
+        degraded = self.degraded()
+        if degraded is not None:
+            return f"the scheduler is degraded: {degraded}"
         age = tick_age(self.scheduler, time.monotonic(), datetime.now(UTC))
         if age is not None and age > self.max_quiet:
             return f"the scheduler loop last ticked {age:.0f}s ago (limit {self.max_quiet:g}s)"
@@ -123,7 +132,9 @@ async def start_ops_server(
 ) -> OpsServer:
     """Serve the three endpoints on ``host:port`` (0 picks a free port) in this loop."""
     readiness = Readiness(service, scheduler, max_quiet=max_quiet)
-    registry = make_registry(service, readiness.scheduler_up)
+    registry = make_registry(
+        service, readiness.scheduler_up, lambda: readiness.degraded() is not None
+    )
     runner = web.AppRunner(make_app(readiness, lambda: render(registry)), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

@@ -38,9 +38,15 @@ LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0)
 class GoalsuiCollector(Collector):
     """Yields goalsui's metrics; ``scheduler_up()`` says whether this process's loop lives."""
 
-    def __init__(self, service: Service, scheduler_up: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        service: Service,
+        scheduler_up: Callable[[], bool],
+        degraded: Callable[[], bool] | None = None,
+    ) -> None:
         self.service = service
         self.scheduler_up = scheduler_up
+        self.degraded = degraded or (lambda: False)
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
@@ -48,6 +54,13 @@ class GoalsuiCollector(Collector):
         )
         up.add_metric([], 1.0 if self.scheduler_up() else 0.0)
         yield up
+        degraded = GaugeMetricFamily(
+            "goalsui_scheduler_degraded",
+            "1 while this process's scheduler runs but cannot do its work (a full disk, a "
+            "database that refuses writes); it retries and recovers by itself",
+        )
+        degraded.add_metric([], 1.0 if self.degraded() else 0.0)
+        yield degraded
         try:
             stats = self.service.costs.run_stats(DURATION_BUCKETS, LATENESS_BUCKETS)
         except Exception as exc:  # noqa: BLE001 - a scrape never crashes the daemon
@@ -110,10 +123,14 @@ def _bound(value: float) -> str:
     return str(float(value))
 
 
-def make_registry(service: Service, scheduler_up: Callable[[], bool]) -> CollectorRegistry:
+def make_registry(
+    service: Service,
+    scheduler_up: Callable[[], bool],
+    degraded: Callable[[], bool] | None = None,
+) -> CollectorRegistry:
     """A registry holding only goalsui's collector."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(GoalsuiCollector(service, scheduler_up))
+    registry.register(GoalsuiCollector(service, scheduler_up, degraded))
     return registry
 
 

@@ -278,6 +278,11 @@ async def run_turn(
     except Exception as exc:  # a turn never crashes its host
         if isinstance(exc, OSError) and exc.errno in _NO_DESCRIPTORS:
             return _out_of_descriptors(str(exc))
+        if isinstance(exc, OSError) and exc.errno in _NO_SPACE:
+            # the machine's problem, not the intent's: retried, never counted toward
+            # auto-disable (a full disk must not disable every intent for good)
+            reason = f"infrastructure: no space left ({plain(str(exc), limit=160)})"
+            return TurnOutcome("failed", reason=reason, infrastructure=True)
         log.exception("run %s of intent %s: internal error", run.id, intent.id)
         reason = (
             f"internal error: {type(exc).__name__}: {plain(' '.join(str(exc).split()), limit=200)}"
@@ -294,6 +299,7 @@ async def run_turn(
 
 
 _NO_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 _NO_DESCRIPTORS_TEXT = tuple(os.strerror(code) for code in _NO_DESCRIPTORS)
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain.states import IntentStatus
 from goalsui.scheduler import rules, tuning
 from goalsui.scheduler.runtime import Runtime
+from goalsui.scheduler.troubles import retry_delay
 from goalsui.scheduler.tuning import IDLE_CAP
 from goalsui.scheduler.writer import OutcomeWriter, decide_after
 from goalsui.store.claims import (
@@ -289,10 +290,17 @@ async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
             wake.clear()
             try:
                 await claimer.tick()
-                rt.ok()
+                rt.ok("claim")
+                if not claimer.writer.pending:
+                    rt.ok("writer")  # the step recorded the outcomes that waited
             except Exception as exc:  # noqa: BLE001 - keep going; report it
-                rt.fail("claiming due intents failed", exc)
-                await asyncio.sleep(interval)
+                rt.fail("claiming due intents failed", exc, part="claim")
+                # Degraded (a full disk, a database that does not answer): try again
+                # after a back-off, whether or not anything wakes the loop meanwhile.
+                need_tick = True
+                rt.beat(parked=True)
+                await back_off(rt, wake, retry_delay(rt.attempts("claim"), interval))
+                continue
         rt.beat(parked=True)
         try:
             await asyncio.wait_for(wake.wait(), max(0.0, next_poll - time.monotonic()))
@@ -306,5 +314,20 @@ async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
         rt.beat()
         try:
             need_tick = await claimer.poll()
+            rt.ok("claim")
         except Exception as exc:  # noqa: BLE001
-            rt.fail("polling the database failed", exc)
+            rt.fail("polling the database failed", exc, part="claim")
+            need_tick = True  # a tick retries it after the back-off
+
+
+async def back_off(rt: Runtime, wake: asyncio.Event, delay: float) -> None:
+    """Wait ``delay`` seconds before a retry; wakes meanwhile do not cut it short (a busy
+    database would otherwise be retried at every change), stopping does."""
+    end = time.monotonic() + delay
+    while not rt.closing:
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), left)

@@ -12,7 +12,8 @@ class SchedulerEvent(NamedTuple):
 
     ``kind``: ``run-started``, ``run-finished`` (status = the run's status, including
     ``skipped``/``missed``/``interrupted``), ``alert`` (a failing or auto-disabled
-    intent), ``error`` (the scheduler itself hit a problem; message says which) or
+    intent), ``error`` (the scheduler itself hit a problem; message says which),
+    ``recovered`` (a part that failed works again, e.g. the disk has room again) or
     ``fatal`` (going on would do harm, e.g. the database file was deleted: its host stops).
 
     A named tuple rather than a frozen dataclass: two are made per fire, and a frozen

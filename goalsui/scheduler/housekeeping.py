@@ -52,9 +52,9 @@ class Housekeeping:
     async def _guarded(self, job: Any, what: str) -> None:
         try:
             await job()
-            self.rt.ok()
+            self.rt.ok("housekeeping")
         except Exception as exc:  # noqa: BLE001 - the next round retries; report it
-            self.rt.fail(what, exc)
+            self.rt.fail(what, exc, part="housekeeping")
 
     async def recover(self) -> RecoveryResult:
         """Recover rows left ``firing`` by a dead process (their run: ``interrupted``)."""

@@ -42,8 +42,9 @@ class Leases:
                     await self.renew()
                 else:
                     await self.watch()
+                self.rt.ok("leases")
             except Exception as exc:  # noqa: BLE001 - the next round retries; report it
-                self.rt.fail("renewing leases failed", exc)
+                self.rt.fail("renewing leases failed", exc, part="leases")
 
     async def renew(self) -> None:
         """Extend the leases of our running intents; stop turns cancelled or lost meanwhile."""

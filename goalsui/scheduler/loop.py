@@ -20,7 +20,9 @@ injected coroutine), and records the outcome with the rules of
 They run as named tasks (``claim``, ``writer``, ``alarm``, ``housekeeping``, ``leases``,
 ``wake-watch``) watched by one :class:`~goalsui.scheduler.monitor.Monitor`: a task that
 dies stops the scheduler, whose ``state`` becomes ``failed`` and ``error`` says which
-task died and why.
+task died and why. A step that fails (a full disk, a database that does not answer)
+kills no task: the scheduler stays ``running`` but ``degraded`` (not ready), retries
+with a back-off and recovers by itself (:mod:`~goalsui.scheduler.troubles`).
 
 Deterministic use (tests, benchmarks): ``await tick()`` claims and starts everything
 due at ``clock()``; ``await drain()`` waits for the started turns to be recorded.
@@ -160,6 +162,13 @@ class Scheduler:
         return self.rt.error
 
     @property
+    def degraded(self) -> str | None:
+        """None while every part works; else, in one line, what fails and since when (a
+        full disk, a database that does not answer). The scheduler keeps running and
+        retries; readiness is 503 meanwhile (see :mod:`goalsui.scheduler.troubles`)."""
+        return self.rt.degraded
+
+    @property
     def status_text(self) -> str:
         """The state for people: ``running``, or ``error: ...`` / ``failed: ...``."""
         rt = self.rt
@@ -212,7 +221,7 @@ class Scheduler:
             await self.recover()
             await self.catch_up()
         except Exception as exc:  # noqa: BLE001 - the sweep retries; the host keeps running
-            rt.fail("start-up recovery failed", exc)
+            rt.fail("start-up recovery failed", exc, part="housekeeping")
         self.alarm.start()
         monitor = self.monitor
         monitor.spawn("claim", claim_loop(self.claimer, lambda: not self.waking.live))
@@ -254,7 +263,13 @@ class Scheduler:
         await self.monitor.stop(["claim"], timeout=MAIN_STOP_WAIT)
         await self.launcher.stop_all(grace, STOP_MARGIN)
         await self.monitor.stop(list(TIMED_TASKS), timeout=0.5)
-        await self.writer.flush()
+        if not await self.writer.flush():
+            log.error(
+                "scheduler %s: %d run outcome(s) could not be recorded before stopping; "
+                "the next scheduler's recovery closes those runs",
+                self.owner,
+                len(self.writer.pending),
+            )
         await stop_tool_host(self.service)  # the turns' tool listener
         await self.monitor.cancel_all()
         if rt.side_tasks:
@@ -304,7 +319,15 @@ class Scheduler:
                 done, _ = await asyncio.wait(waiting, timeout=left)
                 if not done and left == 0.0:
                     raise TimeoutError("turns still running")
-            await self.writer.flush()  # also waits for a write in progress (it may start alerts)
+            # also waits for a write in progress (it may start alerts)
+            if not await self.writer.flush():
+                # the database cannot be written now: wait for the writer's retry
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError("run outcomes not recorded yet")
+                pause = self.writer.retry_in()
+                await asyncio.sleep(pause if left is None else min(pause, left))
+                continue
             if not (launcher.tasks or rt.side_tasks or self.writer.pending):
                 return
 

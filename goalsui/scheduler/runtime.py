@@ -20,6 +20,7 @@ from goalsui.errors import FatalError
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.settings import Settings
 from goalsui.scheduler.state import Heartbeat, SchedulerState
+from goalsui.scheduler.troubles import REPEAT_LOG_EVERY, Trouble, cannot_write
 from goalsui.store import claims
 from goalsui.store.claims import ClaimBackend, ClaimResult
 
@@ -48,6 +49,8 @@ class Runtime:
         self.settings = settings
         self.state = SchedulerState.STOPPED
         self.error: str | None = None  # the last problem (FAILED: the fatal one)
+        #: the parts whose last step failed, by name: the scheduler is degraded
+        self.troubles: dict[str, Trouble] = {}
         self.started = False  # the timed loop runs (start() .. stop())
         self.closing = False
         self.last_tick: Heartbeat | None = None
@@ -153,8 +156,13 @@ class Runtime:
             except Exception:  # a subscriber never breaks the scheduler
                 log.exception("scheduler subscriber failed")
 
-    def fail(self, what: str, exc: BaseException) -> None:
+    def fail(self, what: str, exc: BaseException, *, part: str | None = None) -> None:
         """A step failed and will be retried: log it, keep it in ``error``, tell subscribers.
+
+        ``part`` (``claim``, ``writer``, ``leases``, ``housekeeping``): that part is in
+        trouble (the scheduler is degraded, not ready) until :meth:`ok` says it recovered;
+        its repeated failures are logged at most once a minute, with a count (see
+        :mod:`goalsui.scheduler.troubles`).
 
         A :class:`~goalsui.errors.FatalError` (going on would do harm: the database file
         was deleted) is fatal instead, under its own message (it names what happened): the
@@ -163,15 +171,59 @@ class Runtime:
         if isinstance(exc, FatalError):
             self.fatal(str(exc))
             return
+        cause = cannot_write(exc)
         message = f"{what}: {describe(exc)}"
-        log.warning("%s", message, exc_info=exc)
+        if cause is not None:
+            message = f"cannot write ({cause}): {message}"
         self.error = message
+        trouble = None if part is None else self.troubles.get(part)
+        if part is not None and trouble is None:
+            trouble = self.troubles[part] = Trouble(message)
+        elif trouble is not None:
+            trouble.message = message
+            trouble.attempts += 1
+            if time.monotonic() < trouble.next_log:
+                trouble.held += 1
+                return
+        if trouble is not None:
+            trouble.next_log = time.monotonic() + REPEAT_LOG_EVERY
+            if trouble.attempts > 1:
+                message = f"{message} (still failing: {trouble.attempts} attempts, {trouble.held + 1} since the last line)"
+                trouble.held = 0
+                log.warning("%s", message)
+            else:
+                log.warning("%s", message, exc_info=exc)
+        else:
+            log.warning("%s", message, exc_info=exc)
         self.emit(SchedulerEvent("error", message=message, at=self.clock()))
 
-    def ok(self) -> None:
-        """A step succeeded: a passing error is over (a fatal one stays)."""
-        if self.error is not None and self.state != SchedulerState.FAILED:
+    def ok(self, part: str | None = None) -> None:
+        """A step succeeded: a passing error is over (a fatal one stays); ``part``
+        recovered from its trouble, if it was in one."""
+        trouble = None if part is None else self.troubles.pop(part, None)
+        if trouble is not None:
+            took = time.time() - trouble.since
+            message = f"recovered: {part} works again after {trouble.attempts} failed attempt(s) over {took:.0f}s"
+            log.warning("%s", message)
+            self.emit(SchedulerEvent("recovered", message=message, at=self.clock()))
+        if self.state == SchedulerState.FAILED or self.closing:
+            return  # a fatal error stays (also while the failed scheduler stops)
+        if self.troubles:
+            self.error = next(iter(self.troubles.values())).message
+        elif self.error is not None:
             self.error = None
+
+    @property
+    def degraded(self) -> str | None:
+        """None while every part works; else what fails, in one line (see :meth:`fail`)."""
+        if not self.troubles:
+            return None
+        return "; ".join(t.text() for t in self.troubles.values())
+
+    def attempts(self, part: str) -> int:
+        """How many times in a row ``part`` failed (0: it works)."""
+        trouble = self.troubles.get(part)
+        return 0 if trouble is None else trouble.attempts
 
     def fatal(self, message: str) -> None:
         """A part of the scheduler died: FAILED with ``message`` (the scheduler stops)."""

@@ -29,6 +29,9 @@ WRITE_FALLBACK_DELAY = 0.05
 #: outcomes per transaction when the writer records a backlog
 WRITE_CHUNK = 1000
 LAUNCH_CHUNK = 32  # runs started between two yields to the loop (timers of due turns run)
+#: seconds: the longest wait between two retries of a failing claim step or outcome write
+#: (the wait doubles from the poll interval up to this; see goalsui/scheduler/troubles.py)
+RETRY_MAX = 10.0
 STOP_MARGIN = 2.0  # seconds a stopping turn gets beyond the grace before it is cancelled
 #: A burst of claims records the waiting outcomes in its next step once this many wait,
 #: or once the oldest has waited this long (seconds): bookkeeping lags, but boundedly.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.scheduler import rules, tuning
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
 from goalsui.scheduler.runtime import Runtime
+from goalsui.scheduler.troubles import retry_delay
 from goalsui.store.claims import AfterDecision, Completion, CompletionResult
 
 if TYPE_CHECKING:
@@ -39,10 +40,12 @@ class OutcomeWriter:
         self._wake = asyncio.Event()
         self._backlog = asyncio.Event()  # more than tuning.FOLD_FIRST_MAX outcomes wait
         self._lock = asyncio.Lock()
+        self._retry: asyncio.TimerHandle | None = None  # a planned retry of a failed write
 
     def open(self) -> None:
         """Fresh signals for a new event loop."""
         self._wake, self._backlog, self._lock = asyncio.Event(), asyncio.Event(), asyncio.Lock()
+        self._retry = None
 
     # -- queueing ----------------------------------------------------------------------------
     def queue(self, done: Completion) -> None:
@@ -114,17 +117,24 @@ class OutcomeWriter:
             if self.pending:
                 await self._write_pending()
 
-    async def flush(self) -> None:
-        """Write every pending outcome (waits for a write in progress)."""
+    async def flush(self) -> bool:
+        """Write every pending outcome (waits for a write in progress); False when a
+        write failed (the outcomes wait again, a retry is planned)."""
         async with self._lock:
             while self.pending:
-                await self._write_pending()
+                if not await self._write_pending():
+                    return False
+        return True
 
-    async def _write_pending(self) -> None:
-        """Record the waiting outcomes, ``WRITE_CHUNK`` per transaction.
+    async def _write_pending(self) -> bool:
+        """Record the waiting outcomes, ``WRITE_CHUNK`` per transaction; False when a
+        write failed.
 
         Pipelined: the next chunk is written on the database thread while the
-        subscribers here hear how the previous one ended.
+        subscribers here hear how the previous one ended. Outcomes that could not be
+        recorded (a full disk, a database that does not answer) are not dropped: they
+        wait again, first in line, and the writer retries after a back-off (a claim
+        step may take them first). Their turns keep their leases meanwhile.
         """
         batch, self.pending = self.pending, []
         chunks = [
@@ -148,13 +158,35 @@ class OutcomeWriter:
             assert future is not None
             try:
                 results = await future
-            except Exception as exc:  # noqa: BLE001 - the lease lapses; recovery closes the runs
-                self.rt.fail("recording run outcomes failed", exc)
-                results = []
+            except Exception as exc:  # noqa: BLE001 - kept, retried after a back-off
+                self.rt.fail("recording run outcomes failed", exc, part="writer")
+                self.give_back([c for rest in chunks[k:] for c in rest])
+                self._retry_later()
+                return False
+            self.rt.ok("writer")
             future = write(chunks[k + 1]) if k + 1 < len(chunks) else None
             self.finished(chunk, results, now)
             if self.rt.started:
                 self.claimer.ring_for(results)
+        return True
+
+    def _retry_later(self) -> None:
+        """Wake the writer again after the back-off of its failing streak."""
+        loop = self.rt.loop
+        if loop is None or self.rt.closing or self._retry is not None:
+            return
+        delay = retry_delay(self.rt.attempts("writer"), self.rt.settings.poll_interval)
+
+        def again() -> None:
+            self._retry = None
+            if self.pending:
+                self.wake()
+
+        self._retry = loop.call_later(delay, again)
+
+    def retry_in(self) -> float:
+        """Seconds a caller waiting for the outcomes should let pass before trying again."""
+        return retry_delay(max(self.rt.attempts("writer"), 1), self.rt.settings.poll_interval)
 
     # -- telling -------------------------------------------------------------------------------------
     def finished(
