@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_scheduler(bsub)
     _register_console(bsub)
     _register_mcp(bsub)
+    _register_chaos(bsub)
 
 
 def _register_scheduler(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -106,6 +107,64 @@ def _register_mcp(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     add_json(mcp)
     mcp.set_defaults(func=cmd_mcp)
+
+
+def _register_chaos(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``bench chaos``."""
+    chaos = bsub.add_parser(
+        "chaos",
+        help="K goalsui daemons on one PostgreSQL database under random faults, then invariants",
+        description=(
+            "K real 'goalsui daemon' processes on one empty PostgreSQL database, intents of "
+            "every kind firing (heartbeats, checklists, cron in DST zones, at, signed event "
+            "hooks) with real subprocess turns, and a fault every N seconds: kill -9 of a "
+            "daemon, SIGSTOP past its lease, a PostgreSQL restart (with --pg-dir), a dropped "
+            "connection. Then it checks exactly-once and cleanup invariants against the "
+            "database and the process table; exit 1 on any violation."
+        ),
+    )
+    chaos.add_argument(
+        "--db",
+        dest="bench_db",
+        metavar="URL",
+        required=True,
+        help="an empty scratch PostgreSQL database",
+    )
+    chaos.add_argument(
+        "--pg-dir",
+        metavar="DIR",
+        help="the server's data directory (or one holding data/, as tests/pgserver.py makes): "
+        "allows PostgreSQL restarts; without it that fault is skipped",
+    )
+    chaos.add_argument("--daemons", type=int, default=3, metavar="K", help="daemons (default 3)")
+    chaos.add_argument(
+        "--minutes", type=float, default=10.0, metavar="M", help="fault period (default 10)"
+    )
+    chaos.add_argument(
+        "--fault-every", type=float, default=4.0, metavar="S", help="seconds between faults (4)"
+    )
+    chaos.add_argument(
+        "--rate", type=float, default=10_000, metavar="N", help="fires an hour (default 10000)"
+    )
+    chaos.add_argument(
+        "--lease-seconds", type=float, default=3.0, metavar="S", help="daemons' lease (default 3)"
+    )
+    chaos.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=45.0,
+        metavar="S",
+        help="after the faults, before the checks (default 45)",
+    )
+    chaos.add_argument("--seed", type=int, metavar="N", help="random seed (default: random)")
+    add_json(chaos)
+    chaos.set_defaults(func=cmd_chaos)
+
+
+def cmd_chaos(args: argparse.Namespace) -> int:
+    from goalsui.bench.chaos import main
+
+    return main(args)
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:

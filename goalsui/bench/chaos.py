@@ -1,0 +1,1000 @@
+"""``goalsui bench chaos``: K real ``goalsui daemon`` processes on one PostgreSQL database,
+a steady load of every kind of intent, and a fault every few seconds; then the invariants.
+
+Load (about ``--rate`` fires an hour): heartbeats every 10 s, heartbeats with checklists
+every 15 s (one with an empty checklist, one outside its active hours), cron ``* * * *
+*`` in zones with daylight saving time, ``at`` intents created as it goes (due 2 s ahead)
+and event intents fired by signed POSTs to one daemon's hook port. Every turn is a real
+subprocess (``env GOALSUI_CHAOS_TURN=<tag> sh -c ...``): most sleep briefly, some fail,
+some time out, some leave a child sleeping in the background. The tag is inherited by
+every process of the turn, so the process table can be searched for leftovers.
+
+Faults, one every ``--fault-every`` seconds, in a random order that deals each kind in
+turn: ``kill -9`` of a daemon (restarted after a pause), ``SIGSTOP`` of a daemon for longer
+than a lease (then ``SIGCONT``), a PostgreSQL restart (``pg_ctl restart -m fast`` or ``-m
+immediate``, alternately; only with ``--pg-dir``), and a dropped connection
+(``pg_terminate_backend`` of one backend of one daemon: each daemon connects with its own
+``application_name``).
+
+At the end the faults stop, every daemon is healthy again, the schedulers settle, and
+the invariants are checked against the database and the process table (see
+:func:`check`): every expected occurrence has a record; none has two; no retry without a
+failure; no two runs of one intent at once; every hook delivery the listener accepted is
+stored once; no run ``running`` without a live owner; then, after ``SIGTERM`` to every
+daemon, no intent ``firing``, no run ``running``, no run holding an open tool session,
+and no turn process (grandchildren included) alive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import contextlib
+import http.client
+import json
+import os
+import pwd
+import random
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from goalsui.errors import GoalsuiError, ValidationError
+from goalsui.hooks import signing
+from goalsui.scheduler.rules import advance
+from goalsui.service import Service
+
+KILL9, SIGSTOP, PG_RESTART, DROP = "kill -9", "SIGSTOP > lease", "pg restart", "dropped connection"
+FAILURES = frozenset({"failed", "timeout", "interrupted", "cancelled"})
+NOT_EXECUTED = frozenset({"skipped", "missed"})
+SOURCE = "chaos"
+SECRET_ENV = "GOALSUI_CHAOS_HOOK_SECRET"
+TAG_ENV = "GOALSUI_CHAOS_TURN"
+EPS = timedelta(milliseconds=50)
+#: Every session commits durably: a server tuned for tests (synchronous_commit=off) loses
+#: acknowledged commits in an immediate shutdown, which no scheduler can survive.
+DURABLE = (os.environ.get("PGOPTIONS", "") + " -c synchronous_commit=on").strip()
+#: DST zones of the cron intents (Lord Howe moves by 30 minutes)
+ZONES = (
+    "Europe/Berlin",
+    "America/New_York",
+    "Australia/Lord_Howe",
+    "America/Santiago",
+    "Pacific/Auckland",
+    "Asia/Tehran",
+)
+#: The turns: (name, sh script, timeout seconds)
+TURNS = (
+    ("ok", "sleep 0.2", 10),
+    ("flaky", "sleep 0.2; [ $(( $$ % 5 )) -ne 0 ]", 10),
+    ("slow", "if [ $(( $$ % 4 )) -eq 0 ]; then sleep 30; fi; sleep 0.2", 2),
+    ("child", "sleep 300 & sleep 0.3", 10),
+)
+
+
+def _progress(text: str) -> None:
+    sys.stderr.write(f"chaos: {text}\n")
+    sys.stderr.flush()
+
+
+def libpq_url(url: str) -> str:
+    """A SQLAlchemy URL as libpq takes it (``postgresql+psycopg://`` -> ``postgresql://``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme.startswith(("postgresql", "postgres")):
+        raise ValidationError("bench chaos: --db must be a PostgreSQL URL (postgresql://...)")
+    return "postgresql://" + rest
+
+
+# -- the daemons -----------------------------------------------------------------------------------
+class Daemon:
+    """One scheduler slot: a ``goalsui daemon`` process, restarted after ``kill -9``."""
+
+    def __init__(self, k: int, argv: list[str], env: dict[str, str], log: Path) -> None:
+        self.k, self.argv, self.env, self.log = k, argv, env, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.state = "dead"  # running | stopped | dead
+        self.until = 0.0  # monotonic time of the pending restart or SIGCONT
+        self.pids: list[int] = []
+
+    @property
+    def app(self) -> str:
+        return self.env["PGAPPNAME"]
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        self.pids.append(self.proc.pid)
+        self.state = "running"
+
+    def ready(self) -> bool:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text.count("goalsui daemon:") >= len(self.pids)
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, sig)
+
+    def kill9(self, pause: float) -> None:
+        self.signal(signal.SIGKILL)
+        assert self.proc is not None
+        self.proc.wait(timeout=30)
+        self.state, self.until = "dead", time.monotonic() + pause
+
+    def stop(self, seconds: float) -> None:
+        self.signal(signal.SIGSTOP)
+        self.state, self.until = "stopped", time.monotonic() + seconds
+
+    def heal(self, now: float, force: bool = False) -> None:
+        """Restart a killed daemon, or continue a stopped one, when its pause is over."""
+        if self.state == "running" or (now < self.until and not force):
+            return
+        if self.state == "stopped":
+            self.signal(signal.SIGCONT)
+            self.state = "running"
+        else:
+            self.start()
+
+    def terminate(self, timeout: float = 60.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+            return None
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------------
+class Postgres:
+    """The database the daemons share: an admin connection (terminating backends, reading
+    the records) and, with ``--pg-dir``, ``pg_ctl restart`` of its server."""
+
+    def __init__(self, url: str, pg_dir: Path | None) -> None:
+        self.url = libpq_url(url)
+        self.data = _data_dir(pg_dir) if pg_dir is not None else None
+        self._conn: Any = None
+        self.modes = ["fast", "immediate"]
+        self.restarts: Counter[str] = Counter()
+
+    def conn(self) -> Any:
+        import psycopg
+
+        for _ in range(60):
+            try:
+                if self._conn is None or self._conn.closed or self._conn.broken:
+                    self._conn = psycopg.connect(
+                        self.url, autocommit=True, application_name="goalsui-chaos-bench"
+                    )
+                self._conn.execute("SELECT 1")
+                return self._conn
+            except psycopg.Error:
+                self._conn = None
+                time.sleep(0.5)
+        raise GoalsuiError("bench chaos: the database does not answer")
+
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        for attempt in range(5):
+            try:
+                return list(self.conn().execute(sql, params).fetchall())
+            except Exception:
+                self._conn = None
+                if attempt == 4:
+                    raise
+                time.sleep(1)
+        return []
+
+    def terminate_one(self, app: str, rng: random.Random) -> bool:
+        pids = [
+            r[0]
+            for r in self.query(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
+                "AND datname = current_database()",
+                (app,),
+            )
+        ]
+        if not pids:
+            return False
+        rows = self.query("SELECT pg_terminate_backend(%s)", (rng.choice(pids),))
+        return bool(rows and rows[0][0])
+
+    def restart(self) -> str:
+        """``pg_ctl restart`` (fast, then immediate, alternately); returns the mode."""
+        assert self.data is not None
+        mode = self.modes[sum(self.restarts.values()) % 2]
+        pg_ctl = _pg_ctl(self.data)
+        cmd = [pg_ctl, "-D", str(self.data), "-m", mode, "-w", "-t", "120", "restart"]
+        cmd += ["-l", str(self.data / "goalsui-chaos-server.log")]
+        res = subprocess.run(
+            _as_owner(cmd, self.data), capture_output=True, text=True, timeout=180, check=False
+        )
+        if res.returncode != 0:
+            raise GoalsuiError(f"bench chaos: pg_ctl restart failed: {res.stderr.strip()[-300:]}")
+        self.restarts[mode] += 1
+        self._conn = None
+        return mode
+
+
+def _data_dir(pg_dir: Path) -> Path:
+    """The server's data directory: ``DIR`` or ``DIR/data`` (tests/pgserver.py's layout)."""
+    for cand in (pg_dir, pg_dir / "data"):
+        if (cand / "PG_VERSION").exists() and (cand / "postmaster.pid").exists():
+            return cand
+    raise ValidationError(
+        f"--pg-dir {pg_dir}: no running PostgreSQL data directory there (nor in its data/)"
+    )
+
+
+def _pg_ctl(data: Path) -> str:
+    """The pg_ctl beside the running server's ``postgres`` binary (postmaster.opts)."""
+    opts = (data / "postmaster.opts").read_text().split()
+    if opts:
+        cand = Path(opts[0].strip("'\"")).with_name("pg_ctl")
+        if cand.exists():
+            return str(cand)
+    found = shutil.which("pg_ctl")
+    if found is None:
+        raise ValidationError("--pg-dir: pg_ctl not found")
+    return found
+
+
+def _as_owner(cmd: list[str], data: Path) -> list[str]:
+    """Run as the data directory's owner (PostgreSQL refuses root)."""
+    uid = data.stat().st_uid
+    if os.geteuid() == uid:
+        return cmd
+    if os.geteuid() != 0:
+        raise ValidationError(
+            f"--pg-dir: {data} belongs to another user; run the bench as its owner"
+        )
+    return ["runuser", "-u", pwd.getpwuid(uid).pw_name, "--", *cmd]
+
+
+# -- the load --------------------------------------------------------------------------------------
+def turn_runner(tag: str, script: str) -> dict[str, Any]:
+    return {"command": ["env", f"{TAG_ENV}={tag}", "sh", "-c", script]}
+
+
+@dataclass
+class Load:
+    """What the bench created and sent, for the checks."""
+
+    intents: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> kind, schedule...
+    deliveries: dict[str, str] = field(default_factory=dict)  # delivery id -> accepted|pending
+    create_errors: int = 0
+    post_errors: int = 0
+
+
+def create_intents(svc: Service, load: Load, tag: str, rate: float, rng: random.Random) -> None:
+    """The standing intents (heartbeats, checklists, cron, events), scaled by ``rate``."""
+    scale = rate / 10_000
+
+    def add(kind: str, title: str, turn: int, **fields: Any) -> None:
+        name, script, timeout = TURNS[turn % len(TURNS)]
+        intent = svc.create_intent(
+            title=f"{title} ({name})",
+            kind=kind,
+            instruction="chaos",
+            runner=turn_runner(tag, script),
+            timeout=timeout,
+            **fields,
+        )
+        load.intents[int(intent.id)] = {  # type: ignore[arg-type]
+            "kind": kind,
+            "schedule": intent.schedule,
+            "timezone": intent.timezone,
+            "first": intent.next_run_at,
+        }
+
+    for k in range(max(1, round(12 * scale))):
+        add("heartbeat", f"every {k}", k, schedule="10s")
+    for k in range(max(1, round(6 * scale))):
+        add("heartbeat", f"checklist {k}", k, schedule="15s", checklist="- [ ] look at the queue")
+    add("heartbeat", "empty checklist", 0, schedule="15s", checklist="")
+    later = datetime.now(UTC) + timedelta(hours=6)
+    quiet = {
+        "start": later.strftime("%H:%M"),
+        "end": (later + timedelta(hours=1)).strftime("%H:%M"),
+    }
+    add("heartbeat", "quiet hours", 0, schedule="15s", active_hours={**quiet, "timezone": "UTC"})
+    for k in range(max(1, round(12 * scale))):
+        add("cron", f"cron {k}", k, schedule="* * * * *", timezone=ZONES[k % len(ZONES)])
+    for k in range(4):
+        add("event", f"event {k}", k, event_source=SOURCE)
+    rng.shuffle(list(load.intents))
+
+
+class Sender:
+    """Signed hook deliveries to one daemon; a failed one is sent again (same delivery id)."""
+
+    def __init__(self, port: int, secret: str, load: Load) -> None:
+        self.port, self.secret, self.load = port, secret, load
+        self.retry: list[tuple[str, bytes]] = []
+        self.n = 0
+
+    def post(self, delivery: str, body: bytes) -> bool:
+        headers = signing.signed_headers(self.secret, body, delivery)
+        headers["Content-Type"] = "application/json"
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+            try:
+                conn.request("POST", f"/hooks/{SOURCE}", body=body, headers=headers)
+                status = conn.getresponse().status
+            finally:
+                conn.close()
+        except OSError:
+            status = 0
+        if status in (200, 201, 202, 409):  # stored now, or before (a retry of a lost answer)
+            self.load.deliveries[delivery] = "accepted"
+            return True
+        self.load.post_errors += 1
+        self.load.deliveries.setdefault(delivery, "pending")
+        return False
+
+    def send_new(self) -> None:
+        self.n += 1
+        delivery = f"chaos-{secrets.token_hex(6)}-{self.n}"
+        body = json.dumps({"n": self.n}).encode()
+        if not self.post(delivery, body):
+            self.retry.append((delivery, body))
+
+    def resend(self) -> None:
+        pending, self.retry = self.retry, []
+        for delivery, body in pending:
+            if not self.post(delivery, body):
+                self.retry.append((delivery, body))
+
+
+# -- the run ---------------------------------------------------------------------------------------
+@dataclass
+class Options:
+    db: str
+    pg_dir: Path | None
+    daemons: int
+    minutes: float
+    fault_every: float
+    rate: float
+    lease: float
+    settle: float
+    seed: int
+
+
+@dataclass
+class Result:
+    options: dict[str, Any]
+    faults: dict[str, int] = field(default_factory=dict)
+    skipped_kinds: list[str] = field(default_factory=list)
+    runs: dict[str, int] = field(default_factory=dict)
+    triggers: dict[str, int] = field(default_factory=dict)
+    intents: dict[str, int] = field(default_factory=dict)
+    checked: dict[str, int] = field(default_factory=dict)
+    violations: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.violations.values())
+
+
+def _deal(kinds: list[str], rng: random.Random) -> Iterator[str]:
+    """Fault kinds in a random order, every kind once per round."""
+    while True:
+        deck = list(kinds)
+        rng.shuffle(deck)
+        yield from deck
+
+
+def run(opts: Options) -> Result:
+    rng = random.Random(opts.seed)
+    result = Result(options={k: str(v) for k, v in opts.__dict__.items()})
+    kinds = [KILL9, SIGSTOP, DROP]
+    if opts.pg_dir is not None:
+        kinds.insert(2, PG_RESTART)
+    else:
+        result.skipped_kinds.append(PG_RESTART)
+        result.notes.append("no --pg-dir: PostgreSQL restarts were not injected")
+    tmp = Path(tempfile.mkdtemp(prefix="goalsui-chaos-"))
+    pg = Postgres(opts.db, opts.pg_dir)
+    tag = f"chaos-{secrets.token_hex(8)}"
+    daemons: list[Daemon] = []
+    try:
+        kb, state = tmp / "kb", tmp / "state"
+        kb.mkdir()
+        (kb / "goalsui.yaml").write_text(
+            f"hooks:\n  sources:\n    {SOURCE}:\n      secret_env: {SECRET_ENV}\n"
+        )
+        os.environ["PGOPTIONS"] = DURABLE  # the bench's own sessions (intents, events)
+        svc = Service.open(kb, opts.db, state, actor="bench", sync=False)
+        try:
+            if svc.count_intents():
+                raise ValidationError(
+                    f"bench chaos: the database at {svc.db_url_display()} is not empty; "
+                    "use an empty scratch database"
+                )
+            load = Load()
+            create_intents(svc, load, tag, opts.rate, rng)
+            secret = secrets.token_hex(16)
+            hooks_port = _free_port()
+            daemons = _start_daemons(opts, kb, state, tmp, secret, hooks_port)
+            sender = Sender(hooks_port, secret, load)
+            _progress(
+                f"{opts.daemons} daemons, {len(load.intents)} standing intents, faults every "
+                f"{opts.fault_every:g}s for {opts.minutes:g} min: {', '.join(kinds)}"
+            )
+            fault_end = _storm(opts, rng, kinds, daemons, pg, svc, load, sender, tag, result)
+            _progress(f"faults over; every daemon healthy again; settling {opts.settle:g}s")
+            for d in daemons:
+                d.heal(time.monotonic(), force=True)
+            settle_until = time.monotonic() + opts.settle
+            while time.monotonic() < settle_until:
+                sender.resend()
+                time.sleep(0.5)
+            horizon = fault_end + timedelta(seconds=opts.settle / 2)
+            live = {p for d in daemons if d.proc and d.proc.poll() is None for p in [d.proc.pid]}
+            orphaned = _running_without_owner(pg, live)
+            _progress("stopping the daemons (SIGTERM)")
+            codes = [d.terminate() for d in daemons]
+            if any(c not in (0, None) for c in codes):
+                result.notes.append(f"daemon exit codes {codes}")
+            time.sleep(1.0)
+            check(result, pg, load, tag, horizon, orphaned)
+            if result.ok:
+                with contextlib.suppress(Exception):
+                    svc.clear_scheduling()
+            else:
+                result.notes.append(f"records kept for inspection in {svc.db_url_display()}")
+        finally:
+            svc.close()
+    finally:
+        for d in daemons:
+            with contextlib.suppress(Exception):
+                d.terminate(timeout=10)
+        if result.ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            result.notes.append(f"KB, state and daemon logs kept in {tmp}")
+    return result
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_daemons(
+    opts: Options, kb: Path, state: Path, tmp: Path, secret: str, hooks_port: int
+) -> list[Daemon]:
+    daemons = []
+    for k in range(opts.daemons):
+        argv = [
+            sys.executable,
+            "-m",
+            "goalsui",
+            "--kb",
+            str(kb),
+            "--db",
+            opts.db,
+            "--state-dir",
+            str(state),
+            "daemon",
+            "--max-concurrency",
+            "32",
+            "--lease-seconds",
+            f"{opts.lease:g}",
+            "--grace-seconds",
+            "1",
+            "--poll-interval",
+            "0.5",
+        ]
+        if k == 0:
+            argv += ["--hooks-port", str(hooks_port)]
+        env = dict(os.environ, PGAPPNAME=f"goalsui-chaos-d{k + 1}", PYTHONUNBUFFERED="1")
+        env["PGOPTIONS"] = DURABLE
+        env[SECRET_ENV] = secret
+        env.setdefault("GOALSUI_MCP_WARM", "0")
+        env.pop(TAG_ENV, None)
+        d = Daemon(k + 1, argv, env, tmp / f"daemon-{k + 1}.log")
+        d.start()
+        daemons.append(d)
+    deadline = time.monotonic() + 120
+    while not all(d.ready() for d in daemons):
+        for d in daemons:
+            if d.proc is not None and d.proc.poll() is not None:
+                tail = d.log.read_text(errors="replace").strip().splitlines()[-3:]
+                raise GoalsuiError(f"bench chaos: daemon {d.k} did not start: {' | '.join(tail)}")
+        if time.monotonic() > deadline:
+            raise GoalsuiError("bench chaos: the daemons did not start within 120 s")
+        time.sleep(0.2)
+    return daemons
+
+
+def _storm(
+    opts: Options,
+    rng: random.Random,
+    kinds: list[str],
+    daemons: list[Daemon],
+    pg: Postgres,
+    svc: Service,
+    load: Load,
+    sender: Sender,
+    tag: str,
+    result: Result,
+) -> datetime:
+    """The fault period: load and faults; returns when it ended (UTC)."""
+    scale = opts.rate / 10_000
+    at_every, event_every = 3.0 / scale, 4.0 / scale
+    deck = _deal(kinds, rng)
+    counts: Counter[str] = Counter()
+    start = time.monotonic()
+    end = start + opts.minutes * 60
+    next_fault = start + min(opts.fault_every, 3.0)
+    next_at, next_event, next_resend = start, start + 1.0, start + 2.0
+    restart: threading.Thread | None = None
+    restart_error: list[BaseException] = []
+    k = 0
+    while (now := time.monotonic()) < end:
+        for d in daemons:
+            d.heal(now)
+        if now >= next_at:
+            next_at += at_every
+            k += 1
+            name, script, timeout = TURNS[k % len(TURNS)]
+            try:
+                due = datetime.now(UTC) + timedelta(seconds=2)
+                intent = svc.create_intent(
+                    title=f"at {k} ({name})",
+                    kind="at",
+                    instruction="chaos",
+                    schedule=due.isoformat(),
+                    runner=turn_runner(tag, script),
+                    timeout=timeout,
+                )
+                load.intents[int(intent.id)] = {  # type: ignore[arg-type]
+                    "kind": "at",
+                    "first": intent.next_run_at,
+                }
+            except Exception:  # noqa: BLE001 - the database restarting: the next one
+                load.create_errors += 1
+        if now >= next_event:
+            next_event += event_every
+            sender.send_new()
+        if now >= next_resend:
+            next_resend += 2.0
+            sender.resend()
+        if now >= next_fault and (restart is None or not restart.is_alive()):
+            next_fault += opts.fault_every
+            kind = next(deck)
+            if _inject(kind, opts, rng, daemons, pg, restart_error, counts) and kind == PG_RESTART:
+                restart = threading.Thread(
+                    target=_restart_pg, args=(pg, restart_error), daemon=True
+                )
+                restart.start()
+        time.sleep(0.05)
+    if restart is not None:
+        restart.join(200)
+    if restart_error:
+        result.notes.append(f"a PostgreSQL restart failed: {restart_error[0]}")
+    for mode, n in pg.restarts.items():
+        counts[f"{PG_RESTART} ({mode})"] = n
+    counts.pop(PG_RESTART, None)
+    result.faults = dict(counts)
+    return datetime.now(UTC)
+
+
+def _restart_pg(pg: Postgres, errors: list[BaseException]) -> None:
+    try:
+        pg.restart()
+    except BaseException as exc:  # noqa: BLE001 - reported at the end
+        errors.append(exc)
+
+
+def _inject(
+    kind: str,
+    opts: Options,
+    rng: random.Random,
+    daemons: list[Daemon],
+    pg: Postgres,
+    errors: list[BaseException],
+    counts: Counter[str],
+) -> bool:
+    running = [d for d in daemons if d.state == "running"]
+    if kind in (KILL9, SIGSTOP, DROP) and not running:
+        return False
+    if kind == KILL9:
+        rng.choice(running).kill9(pause=rng.uniform(1.0, 3.0))
+    elif kind == SIGSTOP:
+        rng.choice(running).stop(opts.lease + rng.uniform(1.0, 2.0))
+    elif kind == DROP:
+        rng.shuffle(running)
+        if not any(pg.terminate_one(d.app, rng) for d in running):
+            return False
+    counts[kind] += 1
+    return True
+
+
+# -- the checks ------------------------------------------------------------------------------------
+class Violations:
+    def __init__(self, result: Result) -> None:
+        self.result = result
+
+    def count(self, name: str, n: int = 0, example: str | None = None) -> None:
+        self.result.violations.setdefault(name, 0)
+        self.result.violations[name] += n
+        if example is not None and n:
+            self.result.examples.setdefault(name, [])
+            if len(self.result.examples[name]) < 5:
+                self.result.examples[name].append(example)
+
+    def checked(self, name: str, n: int) -> None:
+        self.result.checked[name] = self.result.checked.get(name, 0) + n
+        self.count(name)
+
+
+EXPECTED = "every expected occurrence has a record (ran, skipped or missed)"
+TWICE = "no occurrence fired twice"
+RETRY = "no retry without a failure before it"
+OVERLAP = "no two runs of one intent at once"
+EVENTS = "every accepted hook delivery stored once"
+STUCK = "no intent stuck in firing"
+ORPHAN = "no run running without a live scheduler"
+RUNNING = "no run running after the schedulers stopped"
+SESSIONS = "no tool-server session left open"
+PROCS = "no turn process alive (grandchildren included)"
+
+_RUN_COLUMNS = (
+    "id, intent_id, trigger, status, reason, planned_at, started_at, finished_at, event_id, owner"
+)
+
+
+def _running_without_owner(pg: Postgres, live: set[int]) -> list[str]:
+    out = []
+    for run_id, owner in pg.query("SELECT id, owner FROM intent_run WHERE status = 'running'"):
+        try:
+            pid = int(str(owner).rsplit(":", 2)[1])
+        except (IndexError, ValueError):
+            pid = -1
+        if pid not in live:
+            out.append(f"run {run_id} owner {owner}")
+    return out
+
+
+def check(
+    result: Result, pg: Postgres, load: Load, tag: str, horizon: datetime, orphaned: list[str]
+) -> None:
+    v = Violations(result)
+    runs = pg.query(f"SELECT {_RUN_COLUMNS} FROM intent_run ORDER BY id")
+    keys = _RUN_COLUMNS.split(", ")
+    records = [dict(zip(keys, r, strict=True)) for r in runs]
+    result.runs = dict(Counter(r["status"] for r in records))
+    result.triggers = dict(Counter(r["trigger"] for r in records))
+    by_intent: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        for key in ("planned_at", "started_at", "finished_at"):
+            if r[key] is not None:
+                r[key] = r[key].astimezone(UTC)
+        by_intent[r["intent_id"]].append(r)
+    intents = {
+        row[0]: {"status": row[1], "pending": row[2]}
+        for row in pg.query("SELECT id, status, pending_trigger FROM intent")
+    }
+    result.intents = dict(
+        Counter(
+            f"{load.intents.get(i, {}).get('kind', '?')} {x['status']}" for i, x in intents.items()
+        )
+    )
+    events = _events(pg)
+    for intent_id, info in load.intents.items():
+        recs = by_intent.get(intent_id, [])
+        kind = info["kind"]
+        if kind in ("heartbeat", "cron"):
+            _check_schedule(v, intent_id, info, recs, horizon, intents.get(intent_id, {}))
+        elif kind == "at":
+            _check_at(v, intent_id, info, recs, horizon)
+        elif kind == "event":
+            _check_event(v, intent_id, recs, events, horizon)
+        _check_retries_and_overlap(v, intent_id, recs)
+    _check_deliveries(v, load, events)
+    stuck = pg.query("SELECT id FROM intent WHERE status = 'firing'")
+    v.checked(STUCK, len(intents))
+    v.count(STUCK, len(stuck), f"intents {[r[0] for r in stuck[:10]]}")
+    v.checked(ORPHAN, result.runs.get("running", 0) + len(orphaned))
+    v.count(ORPHAN, len(orphaned), "; ".join(orphaned[:5]))
+    still = pg.query("SELECT id FROM intent_run WHERE status = 'running'")
+    v.checked(RUNNING, len(records))
+    v.count(RUNNING, len(still), f"runs {[r[0] for r in still[:10]]}")
+    sessions = pg.query(
+        "SELECT id FROM intent_run WHERE tool_session IS NOT NULL AND status = 'running'"
+    )
+    v.checked(SESSIONS, len(records))
+    v.count(SESSIONS, len(sessions), f"runs {[r[0] for r in sessions[:10]]}")
+    procs = tagged_processes(tag)
+    v.checked(PROCS, 1)
+    v.count(PROCS, len(procs), "; ".join(procs[:5]))
+
+
+def _events(pg: Postgres) -> dict[int, dict[str, Any]]:
+    out = {}
+    for event_id, delivery, received, matched in pg.query(
+        "SELECT id, delivery_id, received_at, matched_intent_ids FROM event WHERE source = %s",
+        (SOURCE,),
+    ):
+        out[event_id] = {
+            "delivery": delivery,
+            "received": received.astimezone(UTC),
+            "matched": set(matched or []),
+        }
+    return out
+
+
+def _cover_end(r: dict[str, Any]) -> datetime:
+    """The last occurrence a record accounts for: a claim (fire or skip) coalesces every
+    occurrence that passed before it was claimed; an overlap or missed record only its own."""
+    planned: datetime = r["planned_at"]
+    if r["status"] == "missed" or r["reason"] == "overlap":
+        return planned
+    started: datetime = r["started_at"]
+    return max(planned, started)
+
+
+def _exempt(recs: list[dict[str, Any]], intent: dict[str, Any]) -> list[tuple[datetime, datetime]]:
+    """Where a schedule legitimately has no record: after a failed run until its retry
+    chain ends (the successful retry plans the next occurrence from its own claim, see
+    :func:`_check_schedule`), or for good after an auto-disable or a retry still pending."""
+    spans = []
+    open_at: datetime | None = None
+    for r in sorted(recs, key=lambda r: (r["started_at"], r["id"])):
+        if r["status"] in FAILURES:
+            if open_at is None:
+                open_at = (r["planned_at"] or r["started_at"]) + 2 * EPS
+        elif r["trigger"] == "retry" and open_at is not None:
+            spans.append((open_at, r["started_at"]))
+            open_at = None
+    if open_at is not None:
+        spans.append((open_at, datetime.max.replace(tzinfo=UTC)))
+    return spans
+
+
+def _next_expected(
+    kind: str, schedule: str, tz: str, o: datetime, exempt: list[tuple[datetime, datetime]]
+) -> datetime | None:
+    """The occurrence after ``o``; a failure between them drops the rest of the cadence,
+    which restarts from the claim of the retry that ended its chain (None: never)."""
+    nxt = advance(kind, schedule, tz, o, o)
+    for start, end in exempt:
+        if nxt is None:
+            return None
+        if o - EPS <= start <= nxt:
+            if end.year == 9999:
+                return None
+            nxt = advance(kind, schedule, tz, None, end, anchor=False)
+    return nxt
+
+
+def _check_schedule(
+    v: Violations,
+    intent_id: int,
+    info: dict[str, Any],
+    recs: list[dict[str, Any]],
+    horizon: datetime,
+    intent: dict[str, Any],
+) -> None:
+    own = sorted(
+        (r for r in recs if r["trigger"] != "retry" and r["planned_at"] is not None),
+        key=lambda r: (r["planned_at"], r["id"]),
+    )
+    spans: list[tuple[datetime, datetime]] = []
+    prev_end: datetime | None = None
+    for a in own:
+        start = prev_end if a["trigger"] == "catch-up" and prev_end is not None else a["planned_at"]
+        end = _cover_end(a)
+        if prev_end is not None and a["planned_at"] <= prev_end - EPS:
+            v.count(
+                TWICE,
+                1,
+                f"intent {intent_id}: run {a['id']} planned {a['planned_at']:%H:%M:%S.%f} inside the previous claim",
+            )
+        spans.append((start, end))
+        prev_end = end if prev_end is None else max(prev_end, end)
+    v.checked(TWICE, len(own))
+    exempt = _exempt(recs, intent)
+    starts = [s for s, _ in spans]
+    kind, schedule, tz = info["kind"], info["schedule"], info["timezone"] or "UTC"
+    o: datetime | None = info["first"]
+    n = 0
+    while o is not None and o <= horizon:
+        n += 1
+        i = bisect.bisect_right(starts, o + EPS) - 1
+        if not (i >= 0 and o <= spans[i][1] + EPS):
+            v.count(
+                EXPECTED, 1, f"intent {intent_id} ({kind} {schedule}): no record of {o:%H:%M:%S}"
+            )
+        o = _next_expected(kind, schedule, tz, o, exempt)
+    v.checked(EXPECTED, n)
+
+
+def _check_at(
+    v: Violations,
+    intent_id: int,
+    info: dict[str, Any],
+    recs: list[dict[str, Any]],
+    horizon: datetime,
+) -> None:
+    own = [r for r in recs if r["trigger"] != "retry"]
+    if info["first"] is not None and info["first"] <= horizon:
+        v.checked(EXPECTED, 1)
+        if not own:
+            v.count(EXPECTED, 1, f"at intent {intent_id}: no record")
+    v.checked(TWICE, len(own))
+    if len(own) > 1:
+        v.count(TWICE, len(own) - 1, f"at intent {intent_id}: runs {[r['id'] for r in own]}")
+
+
+def _check_event(
+    v: Violations,
+    intent_id: int,
+    recs: list[dict[str, Any]],
+    events: dict[int, dict[str, Any]],
+    horizon: datetime,
+) -> None:
+    own = [r for r in recs if r["trigger"] != "retry"]
+    per_event = Counter(r["event_id"] for r in own)
+    v.checked(TWICE, len(own))
+    for event_id, n in per_event.items():
+        if n > 1:
+            v.count(TWICE, n - 1, f"event intent {intent_id}: event {event_id} fired {n} times")
+    fired = sorted(e for e in per_event if e is not None)
+    for event_id, e in events.items():
+        if intent_id not in e["matched"] or e["received"] > horizon:
+            continue
+        v.checked(EXPECTED, 1)
+        # A later event that made the intent due before its claim coalesces this one.
+        i = bisect.bisect_left(fired, event_id)
+        if i >= len(fired):
+            v.count(EXPECTED, 1, f"event intent {intent_id}: no run for event {event_id}")
+
+
+def _check_retries_and_overlap(v: Violations, intent_id: int, recs: list[dict[str, Any]]) -> None:
+    failures = sum(1 for r in recs if r["status"] in FAILURES)
+    retries = sum(1 for r in recs if r["trigger"] == "retry")
+    v.checked(RETRY, retries)
+    if retries > failures:
+        v.count(
+            RETRY, retries - failures, f"intent {intent_id}: {retries} retries, {failures} failures"
+        )
+    ran = sorted(
+        (r for r in recs if r["status"] not in NOT_EXECUTED),
+        key=lambda r: (r["started_at"], r["id"]),
+    )
+    v.checked(OVERLAP, len(ran))
+    for a, b in zip(ran, ran[1:], strict=False):
+        if a["finished_at"] is None or b["started_at"] < a["finished_at"] - EPS:
+            v.count(OVERLAP, 1, f"intent {intent_id}: runs {a['id']} and {b['id']} at once")
+
+
+def _check_deliveries(v: Violations, load: Load, events: dict[int, dict[str, Any]]) -> None:
+    stored = Counter(e["delivery"] for e in events.values())
+    accepted = [d for d, s in load.deliveries.items() if s == "accepted"]
+    v.checked(EVENTS, len(accepted))
+    for d in accepted:
+        if stored.get(d, 0) != 1:
+            v.count(EVENTS, 1, f"delivery {d} stored {stored.get(d, 0)} times")
+    unknown = set(stored) - set(load.deliveries)
+    v.count(EVENTS, len(unknown), f"deliveries never sent: {sorted(unknown)[:5]}")
+
+
+def tagged_processes(tag: str) -> list[str]:
+    """Processes whose environment carries the turn tag (``/proc/*/environ``)."""
+    needle = f"{TAG_ENV}={tag}".encode()
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+            if needle in env.split(b"\0"):
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                out.append(f"pid {entry.name}: {cmd.strip()[:80]}")
+        except OSError:
+            continue
+    return out
+
+
+# -- output ----------------------------------------------------------------------------------------
+def render(r: Result) -> str:
+    o = r.options
+    lines = [
+        f"goalsui bench chaos: {o['daemons']} daemons, {float(o['minutes']):g} min, a fault every "
+        f"{float(o['fault_every']):g}s, lease {float(o['lease']):g}s, about {float(o['rate']):,.0f} fires an hour",
+        "",
+        f"{'fault':<34} {'injected':>8}",
+    ]
+    for kind, n in sorted(r.faults.items()):
+        lines.append(f"{kind:<34} {n:>8}")
+    for kind in r.skipped_kinds:
+        lines.append(f"{kind:<34} {'skipped':>8}")
+    fires = sum(n for s, n in r.runs.items() if s not in NOT_EXECUTED)
+    lines += [
+        "",
+        f"fires (runs started) {fires:,}; records by status: "
+        + ", ".join(f"{k} {v:,}" for k, v in sorted(r.runs.items())),
+        "records by trigger: " + ", ".join(f"{k} {v:,}" for k, v in sorted(r.triggers.items())),
+        "intents: " + ", ".join(f"{k} {v}" for k, v in sorted(r.intents.items())),
+        "",
+        f"{'invariant':<62} {'checked':>8} {'violations':>10}",
+    ]
+    for name, n in r.violations.items():
+        lines.append(f"{name:<62} {r.checked.get(name, 0):>8} {n:>10}")
+        lines += [f"    e.g. {ex}" for ex in r.examples.get(name, [])]
+    lines += ["", "result: " + ("ok, 0 violations" if r.ok else "VIOLATIONS")]
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def options(args: argparse.Namespace) -> Options:
+    db = args.bench_db or getattr(args, "db", None)
+    if not db:
+        raise ValidationError("bench chaos: --db URL of an empty PostgreSQL database is required")
+    libpq_url(db)
+    checks: list[tuple[str, float, float, float]] = [
+        ("--daemons", args.daemons, 1, 8),
+        ("--minutes", args.minutes, 0.1, 24 * 60),
+        ("--fault-every", args.fault_every, 0.5, 3600),
+        ("--rate", args.rate, 100, 1_000_000),
+        ("--lease-seconds", args.lease_seconds, 1, 600),
+        ("--settle-seconds", args.settle_seconds, 5, 3600),
+    ]
+    for name, value, low, high in checks:
+        if not low <= value <= high:
+            raise ValidationError(f"{name} must be between {low:g} and {high:g}")
+    pg_dir = Path(args.pg_dir) if args.pg_dir else None
+    if pg_dir is not None:
+        _data_dir(pg_dir)
+    return Options(
+        db=db,
+        pg_dir=pg_dir,
+        daemons=int(args.daemons),
+        minutes=float(args.minutes),
+        fault_every=float(args.fault_every),
+        rate=float(args.rate),
+        lease=float(args.lease_seconds),
+        settle=float(args.settle_seconds),
+        seed=int(args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)),
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    result = run(options(args))
+    if args.json:
+        data = dict(result.__dict__)
+        data["ok"] = result.ok
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    else:
+        print(render(result))
+    return 0 if result.ok else 1
+
+
+__all__ = ["main", "render", "run", "tagged_processes"]
