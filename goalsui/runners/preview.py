@@ -32,7 +32,7 @@ RUN_PLACEHOLDER = "<run id>"
 TOKEN_PLACEHOLDER = "<per-run token>"
 URL_PLACEHOLDER = "http://127.0.0.1:<port>/mcp"
 
-#: the variables every turn gets (docs/agents.md, "What a turn gets")
+#: the variables every turn gets (docs/agents.md, "The environment of a turn")
 TURN_ENV = (
     "GOALSUI_GOAL",
     "GOALSUI_WORKER",

@@ -1,6 +1,6 @@
 """What a turn cost, read from the agent's machine-readable output.
 
-Three shapes are understood (see docs/operations.md, "Usage"):
+Three shapes are understood (see docs/operations.md, "Usage: what a run cost"):
 
 * **Claude Code** ``claude -p --output-format json``: stdout is one result object
   ``{"type": "result", "result": TEXT, "total_cost_usd": X, "usage": {"input_tokens",

@@ -1,8 +1,8 @@
 """Every size works: the main screen, Failures, Reports, Runs, Threads and Help at 160x48,
 100x30 and 80x24 (below 120 columns the main screen shows tabs with fewer panes).
 
-Same scene as tests/test_tui_snapshots.py (fixed clock, KB at a fixed path, UTC).
-Update after a reviewed change: ``pytest tests/test_tui_snapshots_sizes.py --snapshot-update``.
+Same scene as tests/tui/test_tui_snapshots.py (fixed clock, KB at a fixed path, UTC).
+Update after a reviewed change: ``pytest tests/tui/test_tui_snapshots_sizes.py --snapshot-update``.
 """
 
 from __future__ import annotations
