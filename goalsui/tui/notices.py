@@ -1,6 +1,6 @@
-"""Console notices: every ``notify`` goes to the notice line and the event log; toasts
-are a courtesy on wide terminals only (at most one at a time, away from the panes that
-matter, see ``app.tcss``: Toast).
+"""Console notices: every ``notify`` goes to the notice line (a secondary screen's title
+line) and the event log (``L``). There are no toasts: a toast covers a pane, whatever
+its place, and the notice line already shows the newest message at every size.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from rich.text import Text
 from goalsui.domain.untrusted import plain
 from goalsui.tui.messages import deliver
 
-#: No toasts below this width: the panes need every column.
-TOAST_MIN_WIDTH = 120
 #: How many notices the event log keeps (in memory, this console only).
 KEEP = 500
 _SEQ = itertools.count(1)
@@ -49,7 +47,7 @@ def _plain_message(message: str, markup: bool) -> str:
 
 
 class NoticeMixin:
-    """Mixed into the app before ``App``: ``notify`` records, then maybe toasts."""
+    """Mixed into the app before ``App``: ``notify`` records and shows, never toasts."""
 
     notices: deque[ConsoleNotice]
 
@@ -68,27 +66,11 @@ class NoticeMixin:
         """Thread-safe like ``App.notify``: the notice is applied on the app's loop."""
         app: Any = self
         notice = ConsoleNotice(_plain_message(message, markup), title, str(severity), app.clock())
-        toast = {
-            "title": title,
-            "severity": severity,
-            "timeout": timeout,
-            "markup": markup,
-        }
-        deliver(app, self.apply_notice, notice, message, toast)
+        deliver(app, self.apply_notice, notice)
 
-    def apply_notice(self, notice: ConsoleNotice, message: str, toast: dict[str, Any]) -> None:
-        app: Any = self
+    def apply_notice(self, notice: ConsoleNotice) -> None:
         self.notices.append(notice)
         self.notice_changed(notice)
-        if app.size.width < TOAST_MIN_WIDTH:
-            return
-        super().notify(message, **toast)  # type: ignore[misc]  # App.notify, past the mixin
-
-    def _on_notify(self, event: Any) -> None:
-        """At most one toast at a time: a new one replaces the one shown."""
-        app: Any = self
-        app._notifications.clear()
-        super()._on_notify(event)  # type: ignore[misc]  # App._on_notify, past the mixin
 
     def notice_changed(self, notice: ConsoleNotice) -> None:
         """Show ``notice`` in the notice line (the app overrides it)."""
