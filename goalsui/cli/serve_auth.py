@@ -5,18 +5,31 @@ the URL to open. A request carries it as ``?token=...``, as ``Authorization: Bea
 ...`` or in the cookie the first page sets (so the page's own websocket and static
 requests need nothing more). Anything else gets 401 and never reaches a console.
 Tokens are compared in constant time.
+
+Before any token is checked, the port itself is bounded like every port of goalsui
+(:mod:`goalsui.ops.listen`): at most 128 connections at once, request headers within
+5 s, and a failed ``accept()`` (out of file descriptors) never stops the process, so
+idle connections cannot end ``goalsui serve`` and the scheduler it started.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import logging
 import re
 import secrets
+import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.log import access_logger
+
+from goalsui.errors import GoalsuiError
+from goalsui.ops import listen
+from goalsui.ops.listen import Limits
 
 __all__ = ["COOKIE", "TOKEN_ENV", "make_token", "token_middleware", "with_token"]
 
@@ -77,8 +90,10 @@ class RedactToken(logging.Filter):
         return True
 
 
-def with_token(server_class: type[Any], token: str) -> type[Any]:
-    """A subclass of textual-serve's ``Server`` whose web app checks ``token``."""
+def with_token(server_class: type[Any], token: str, limits: Limits | None = None) -> type[Any]:
+    """A subclass of textual-serve's ``Server`` whose web app checks ``token`` and whose
+    port is bounded by ``limits`` (default: 128 connections, headers within 5 s)."""
+    bounds = limits or Limits()
 
     class TokenServer(server_class):  # type: ignore[misc]  # textual-serve ships no types: Any
         def initialize_logging(self) -> None:
@@ -90,5 +105,34 @@ def with_token(server_class: type[Any], token: str) -> type[Any]:
             app: web.Application = await super()._make_app()
             app.middlewares.append(token_middleware(token))
             return app
+
+        def serve(self, debug: bool = False) -> None:
+            """textual-serve's ``serve`` (its logging, its app), on a bounded port
+            instead of ``web.run_app``; SIGINT and SIGTERM stop it."""
+            self.debug = debug
+            self.initialize_logging()
+            asyncio.run(self._serve_bounded())
+
+        async def _serve_bounded(self) -> None:
+            loop = asyncio.get_running_loop()
+            stop = asyncio.Event()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, stop.set)
+            runner = listen.make_runner(await self._make_app(), bounds, access_log=access_logger)
+            await runner.setup()
+            try:
+                bounded = await listen.listen(
+                    runner, self.host, self.port, bounds, name="goalsui serve"
+                )
+            except OSError as exc:
+                await runner.cleanup()
+                raise GoalsuiError(
+                    f"cannot serve on {self.host}:{self.port}: {exc.strerror or exc}"
+                ) from None
+            try:
+                await stop.wait()
+            finally:
+                await listen.close(bounded, runner)
 
     return TokenServer

@@ -18,7 +18,8 @@ with a generic message, logged as one line with every hook secret redacted.
 Slow or idle clients cannot hold the process's file descriptors: a connection whose
 request headers are not complete within ``header_timeout`` seconds (or that idles that
 long between requests) is closed, a body not received within ``body_timeout`` gets 408,
-and at most ``max_connections`` are open at once (see :mod:`goalsui.hooks.limits`).
+and at most ``max_connections`` are open at once (see :mod:`goalsui.ops.listen`, the
+helper every listening port of goalsui shares).
 Refusals are logged once per interval with a count, not once per attempt.
 """
 
@@ -40,19 +41,20 @@ from aiohttp.typedefs import Handler
 from goalsui.domain.views import EmitResult
 from goalsui.errors import GoalsuiError
 from goalsui.hooks import signing
-from goalsui.hooks.limits import ConnectionCap, QuietLog, quiet_aiohttp
 from goalsui.hooks.net import is_loopback
 from goalsui.hooks.payload import parse_payload
 from goalsui.kb.paths import NAME_RE
+from goalsui.ops import listen
+from goalsui.ops.listen import ConnectionCap, Limits, QuietLog
 
 __all__ = ["Listener", "make_app", "start_listener"]
 
 log = logging.getLogger("goalsui.hooks")
 
-HEADER_TIMEOUT_S = 5.0
+HEADER_TIMEOUT_S = listen.HEADER_TIMEOUT_S
 BODY_TIMEOUT_S = 10.0
-MAX_CONNECTIONS = 128
-LOG_INTERVAL_S = 60.0
+MAX_CONNECTIONS = listen.MAX_CONNECTIONS
+LOG_INTERVAL_S = listen.LOG_INTERVAL_S
 Payload = dict[str, Any] | list[Any]
 
 
@@ -294,8 +296,15 @@ class Listener:
     host: str
     port: int
     runner: web.AppRunner
-    server: asyncio.AbstractServer
-    cap: ConnectionCap
+    bounded: listen.Bounded
+
+    @property
+    def server(self) -> asyncio.AbstractServer:
+        return self.bounded.server
+
+    @property
+    def cap(self) -> ConnectionCap:
+        return self.bounded.cap
 
     @property
     def url(self) -> str:
@@ -303,8 +312,7 @@ class Listener:
         return f"http://{host}:{self.port}"
 
     async def close(self) -> None:
-        self.server.close()
-        await self.runner.cleanup()
+        await listen.close(self.bounded, self.runner)
 
 
 async def start_listener(
@@ -327,26 +335,19 @@ async def start_listener(
     """
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         raise GoalsuiError(f"invalid hooks port {port!r}: use 0-65535")
+    limits = Limits(max_connections, header_timeout, log_interval)
     quiet = QuietLog(log, log_interval)
-    quiet_aiohttp(log_interval)
     app = make_app(service, clock=clock, environ=environ, body_timeout=body_timeout, quiet=quiet)
-    # keepalive_timeout: aiohttp closes a connection that has not completed a request's
-    # headers (or sent the next one) in that time, slow-loris clients included
-    runner = web.AppRunner(
-        app, access_log=None, handle_signals=False, keepalive_timeout=header_timeout
-    )
+    runner = listen.make_runner(app, limits)
     await runner.setup()
-    assert runner.server is not None
-    cap = ConnectionCap(runner.server, max_connections, quiet)
     try:
-        server = await asyncio.get_running_loop().create_server(cap, host, port, backlog=128)
+        bounded = await listen.listen(runner, host, port, limits, name="hook listener", quiet=quiet)
     except OSError as exc:
         await runner.cleanup()
         raise GoalsuiError(
             f"cannot listen for hooks on {host}:{port}: {exc.strerror or exc}"
         ) from None
-    sockets = server.sockets
-    bound = sockets[0].getsockname()[1] if sockets else port
+    bound = bounded.port
     if not is_loopback(host):
         log.warning(
             "hook listener bound to %s (not loopback): anyone who can reach it may try deliveries; "
@@ -355,4 +356,4 @@ async def start_listener(
         )
     sources = ", ".join(sorted(service.config().hooks)) or "none configured"
     log.info("hook listener on http://%s:%s (sources: %s)", host, bound, sources)
-    return Listener(host=host, port=int(bound), runner=runner, server=server, cap=cap)
+    return Listener(host=host, port=bound, runner=runner, bounded=bounded)

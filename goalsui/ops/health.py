@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from goalsui.errors import GoalsuiError
+from goalsui.ops import listen
+from goalsui.ops.listen import Limits
 from goalsui.ops.metrics import make_registry, render
 
 if TYPE_CHECKING:
@@ -101,9 +103,10 @@ class OpsServer:
     host: str
     port: int
     runner: web.AppRunner
+    bounded: listen.Bounded | None = None
 
     async def close(self) -> None:
-        await self.runner.cleanup()
+        await listen.close(self.bounded, self.runner)
 
 
 def make_app(readiness: Readiness, registry_render: Callable[[], bytes]) -> web.Application:
@@ -128,24 +131,31 @@ def make_app(readiness: Readiness, registry_render: Callable[[], bytes]) -> web.
 
 
 async def start_ops_server(
-    service: Service, scheduler: Any, host: str, port: int, *, max_quiet: float
+    service: Service,
+    scheduler: Any,
+    host: str,
+    port: int,
+    *,
+    max_quiet: float,
+    limits: Limits | None = None,
 ) -> OpsServer:
-    """Serve the three endpoints on ``host:port`` (0 picks a free port) in this loop."""
+    """Serve the three endpoints on ``host:port`` (0 picks a free port) in this loop.
+
+    Like every port of goalsui (:mod:`goalsui.ops.listen`): at most 128 connections at
+    once, request headers within 5 s, refusals logged once a minute (``limits``)."""
+    limits = limits or Limits()
     readiness = Readiness(service, scheduler, max_quiet=max_quiet)
     registry = make_registry(
         service, readiness.scheduler_up, lambda: readiness.degraded() is not None
     )
-    runner = web.AppRunner(make_app(readiness, lambda: render(registry)), access_log=None)
+    runner = listen.make_runner(make_app(readiness, lambda: render(registry)), limits)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
     try:
-        await site.start()
+        bounded = await listen.listen(runner, host, port, limits, name="metrics server")
     except OSError as exc:
         await runner.cleanup()
         raise GoalsuiError(
             f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
         ) from None
-    addresses = runner.addresses
-    bound = int(addresses[0][1]) if addresses else port
-    log.info("metrics on http://%s:%s/metrics", host, bound)
-    return OpsServer(host, bound, runner)
+    log.info("metrics on http://%s:%s/metrics", host, bounded.port)
+    return OpsServer(host, bounded.port, runner, bounded)

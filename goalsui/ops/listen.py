@@ -1,25 +1,71 @@
-"""Limits that keep idle or slow clients from starving the process that hosts the listener.
+"""Listening ports that idle, slow or numerous clients cannot use to starve the process.
 
-- :class:`ConnectionCap` builds the listener's protocols: at most ``limit`` connections
-  at once; one more is closed as soon as it is accepted (so a flood of connections costs
-  at most ``limit`` file descriptors, and the scheduler keeps the rest).
+One helper for every port goalsui listens on over aiohttp (the hook listener, the
+metrics and health server, ``goalsui serve``), applied before any request is read, so
+before any token or signature check:
+
+- :class:`ConnectionCap` builds the port's protocols: at most ``max_connections`` at
+  once; one more is closed as soon as it is accepted (so a flood of connections costs
+  at most that many file descriptors, and the scheduler keeps the rest).
+- :func:`make_runner` sets aiohttp's idle timeout to ``header_timeout``: a connection
+  whose request headers are not complete in time (a slow-loris client trickling a byte
+  a second), or that idles that long between requests, is closed.
+- :func:`guard_accept_errors`: when ``accept()`` fails because the process is out of
+  file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), asyncio pauses the port
+  for a second and tries again; the guard logs that once a minute with a count and
+  makes sure no log handler that fails meanwhile (it too may need a descriptor) can
+  stop the event loop, and with it the scheduler that shares it.
 - :class:`QuietLog` logs a repeated refusal once per interval, with the count of the
-  ones it held back, instead of one line per attempt.
+  ones it held back, instead of one line per attempt; :func:`quiet_aiohttp` does the
+  same for aiohttp's own per-request error logs.
 
-Header and body timeouts live with the server (aiohttp's idle timeout closes a
-connection whose request headers are not complete in time; the handler bounds the
-body read).
+:func:`listen` puts them together. Body timeouts stay with each server's handlers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ConnectionCap", "QuietFilter", "QuietLog", "quiet_aiohttp"]
+from aiohttp import web
+
+__all__ = [
+    "Bounded",
+    "ConnectionCap",
+    "Limits",
+    "QuietFilter",
+    "QuietLog",
+    "close",
+    "guard_accept_errors",
+    "listen",
+    "make_runner",
+    "quiet_aiohttp",
+]
+
+log = logging.getLogger("goalsui.listen")
+
+HEADER_TIMEOUT_S = 5.0
+MAX_CONNECTIONS = 128
+LOG_INTERVAL_S = 60.0
+BACKLOG = 128
+#: accept() errors after which asyncio pauses the port for a second and tries again
+ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one port allows: connections at once, seconds to complete the request
+    headers (and to idle between requests), and how often a refusal is logged."""
+
+    max_connections: int = MAX_CONNECTIONS
+    header_timeout: float = HEADER_TIMEOUT_S
+    log_interval: float = LOG_INTERVAL_S
 
 
 class QuietLog:
@@ -105,10 +151,11 @@ class ConnectionCap:
     protocol of one connection, and ``server.connections`` lists the open ones.
     """
 
-    def __init__(self, server: Any, limit: int, quiet: QuietLog) -> None:
+    def __init__(self, server: Any, limit: int, quiet: QuietLog, name: str = "listener") -> None:
         self.server = server
         self.limit = limit
         self.quiet = quiet
+        self.name = name
         self.refused = 0
 
     def __call__(self) -> asyncio.BaseProtocol:
@@ -117,9 +164,101 @@ class ConnectionCap:
             self.quiet.log(
                 logging.WARNING,
                 "refused-connection",
-                "hook listener: connection refused: %d connections open (the limit)",
+                "%s: connection refused: %d connections open (the limit)",
+                self.name,
                 self.limit,
             )
             return _Refused()
         protocol: asyncio.BaseProtocol = self.server()
         return protocol
+
+
+_accept_quiet = QuietLog(log, LOG_INTERVAL_S)
+
+
+def guard_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Install (once per loop) an exception handler that turns asyncio's report of a
+    failed ``accept()`` (out of descriptors or memory: it pauses the port a second and
+    retries) into one line a minute, and never lets a failing handler stop the loop."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, "goalsui_guard", False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        try:
+            if isinstance(exc, OSError) and exc.errno in ACCEPT_ERRNOS:
+                _accept_quiet.log(
+                    logging.WARNING,
+                    f"accept-{exc.errno}",
+                    "cannot accept connections: %s; the port pauses for a second and tries "
+                    "again (the process is out of file descriptors or memory)",
+                    exc.strerror or exc,
+                )
+                return
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+        except Exception:  # noqa: BLE001 - a log handler out of descriptors: drop the line
+            return
+
+    handler.goalsui_guard = True  # type: ignore[attr-defined]  # marks the installed guard
+    loop.set_exception_handler(handler)
+
+
+def make_runner(app: web.Application, limits: Limits, **kwargs: Any) -> web.AppRunner:
+    """An ``AppRunner`` for ``app`` whose idle timeout is ``limits.header_timeout``
+    (aiohttp closes a connection whose request headers are not complete in that time, or
+    that idles that long between requests). ``kwargs`` go to ``AppRunner``."""
+    kwargs.setdefault("access_log", None)
+    kwargs.setdefault("handle_signals", False)
+    return web.AppRunner(app, keepalive_timeout=limits.header_timeout, **kwargs)
+
+
+@dataclass
+class Bounded:
+    """A listening port with its cap; ``close()`` stops listening."""
+
+    server: asyncio.AbstractServer
+    cap: ConnectionCap
+    port: int
+
+    def close(self) -> None:
+        self.server.close()
+
+
+async def listen(
+    runner: web.AppRunner,
+    host: str,
+    port: int,
+    limits: Limits,
+    *,
+    name: str,
+    quiet: QuietLog | None = None,
+) -> Bounded:
+    """Serve ``runner`` (set up, made by :func:`make_runner`) on ``host:port`` in this
+    loop, capped and guarded (see the module docstring). ``port=0`` picks a free port.
+    ``quiet``: the :class:`QuietLog` for refusals (default: one of ``goalsui.listen``).
+    Raises ``OSError`` when the address cannot be bound."""
+    server = runner.server
+    if server is None:
+        raise RuntimeError("listen() needs a runner that is set up")
+    quiet_aiohttp(limits.log_interval)
+    loop = asyncio.get_running_loop()
+    guard_accept_errors(loop)
+    cap = ConnectionCap(
+        server, limits.max_connections, quiet or QuietLog(log, limits.log_interval), name
+    )
+    listening = await loop.create_server(cap, host, port, backlog=BACKLOG)
+    sockets = listening.sockets
+    bound = int(sockets[0].getsockname()[1]) if sockets else port
+    return Bounded(listening, cap, bound)
+
+
+async def close(bounded: Bounded | None, runner: web.AppRunner) -> None:
+    """Stop listening, then end the connections and the application."""
+    if bounded is not None:
+        bounded.close()
+    with contextlib.suppress(Exception):
+        await runner.cleanup()
