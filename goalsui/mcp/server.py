@@ -15,13 +15,14 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from goalsui import __version__
+from goalsui.domain.capabilities import ALL_TOOLS
 from goalsui.errors import GoalsuiError
 from goalsui.mcp.instructions import session_instructions
 from goalsui.mcp.scope import Scope
-from goalsui.mcp.tools import ToolContext, not_served_message, register_all
+from goalsui.mcp.tools import ToolContext, not_served_message, served_tools
 from goalsui.service import Service
 
-__all__ = ["ToolServer", "build_server", "serve"]
+__all__ = ["ToolServer", "build_server", "register_all", "serve", "tools_list_bytes"]
 
 
 def _one_line(exc: ToolError) -> ToolError:
@@ -119,11 +120,40 @@ class ToolServer(MCPServer):
         return result
 
 
+def register_all(ctx: ToolContext) -> None:
+    """Register the tools of ``ctx.scope``, one module of :mod:`goalsui.mcp.tools` per group."""
+    from goalsui.mcp.tools import context, goals, intents, kb, nightshift, threads, todos
+
+    ctx.served = served_tools(ctx.service, ctx.scope)
+    for module in (context, goals, kb, todos, intents, threads, nightshift):
+        module.register(ctx)
+
+
 def build_server(service: Service, scope: Scope) -> ToolServer:
     """A server offering exactly the tools of ``scope``."""
     server = ToolServer(service, scope)
     register_all(ToolContext(service=service, scope=scope, server=server))
     return server
+
+
+def tools_list_bytes(service: Service, goal_id: str, thread_id: int | None = None) -> int:
+    """The size in bytes of the ``tools/list`` answer (its JSON, as sent) of a session
+    holding every capability on ``goal_id`` (and ``thread_id``): what a model reads
+    before its first step. ``goalsui bench mcp`` reports it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mcp.types import ListToolsResult
+
+    scope = Scope(tools=frozenset(ALL_TOOLS), goal_id=goal_id, thread_id=thread_id)
+    server = build_server(service, scope)
+
+    async def listed() -> bytes:
+        result = ListToolsResult(tools=await server.list_tools())
+        return result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8")
+
+    # a thread of its own: the caller may be inside a running event loop
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return len(pool.submit(anyio.run, listed).result())
 
 
 def serve(service: Service, scope: Scope) -> None:

@@ -17,7 +17,7 @@ from sqlmodel import select
 from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING
 from goalsui.domain.models import Intent, Journal
 from goalsui.kb.layout import WorkerSeed
-from goalsui.mcp.tools import tools_list_bytes
+from goalsui.mcp.server import tools_list_bytes
 from goalsui.service import Service
 
 EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]

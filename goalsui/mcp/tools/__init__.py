@@ -1,4 +1,5 @@
-"""The tool server's tools, one module per group; :func:`register_all` adds those in scope.
+"""The tool server's tools, one module per group, and what they share; the server adds
+those in scope (:func:`goalsui.mcp.server.register_all`).
 
 Every tool is registered through :meth:`ToolContext.tool` with a title and the MCP
 annotations that are true of it (``openWorldHint`` is always false: the tools touch
@@ -35,9 +36,7 @@ __all__ = [
     "ToolFailure",
     "not_served_message",
     "page",
-    "register_all",
     "served_tools",
-    "tools_list_bytes",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -211,34 +210,3 @@ class ToolContext:
     def provenance(self) -> str:
         who = f"run {self.scope.run_id}" if self.scope.run_id is not None else "an agent session"
         return f"Posted by {who} through goalsui's tools"
-
-
-def register_all(ctx: ToolContext) -> None:
-    from goalsui.mcp.tools import context, goals, intents, kb, nightshift, threads, todos
-
-    ctx.served = served_tools(ctx.service, ctx.scope)
-    for module in (context, goals, kb, todos, intents, threads, nightshift):
-        module.register(ctx)
-
-
-def tools_list_bytes(service: Service, goal_id: str, thread_id: int | None = None) -> int:
-    """The size in bytes of the ``tools/list`` answer (its JSON, as sent) of a session
-    holding every capability on ``goal_id`` (and ``thread_id``): what a model reads
-    before its first step. ``goalsui bench mcp`` reports it."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import anyio
-    from mcp.types import ListToolsResult
-
-    from goalsui.mcp.server import build_server
-
-    scope = Scope(tools=frozenset(ALL_TOOLS), goal_id=goal_id, thread_id=thread_id)
-    server = build_server(service, scope)
-
-    async def listed() -> bytes:
-        result = ListToolsResult(tools=await server.list_tools())
-        return result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8")
-
-    # a thread of its own: the caller may be inside a running event loop
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return len(pool.submit(anyio.run, listed).result())
