@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import hashlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +39,6 @@ __all__ = [
     "RunScope",
     "acting",
     "acting_now",
-    "follow_up_key",
 ]
 
 MAX_RESULT_CHARS = 8000
@@ -65,29 +62,6 @@ def acting(run_id: int | None, tool: str | None) -> Iterator[None]:
 def acting_now() -> tuple[int | None, str | None]:
     """The (run id, tool name) of the tool call in progress, else (None, None)."""
     return _ACTING.get()
-
-
-def follow_up_key(
-    intent_id: int,
-    fire: int,
-    kind: str,
-    schedule: str | None,
-    timezone: str | None,
-    title: str,
-    instruction: str,
-) -> str:
-    """``fire:<intent>.<fire>:<sha256>`` of the call's content.
-
-    ``fire`` is the calling intent's fire count during the run: a retry does not count a
-    fire (:func:`goalsui.scheduler.rules.decide_claim`), so every attempt of one fire (a
-    failed turn retried, an interrupted one retried after review) derives the same key,
-    although each attempt is a run of its own with a new id.
-    """
-    content = json.dumps(
-        [kind, schedule or "", timezone or "", title, instruction], ensure_ascii=False
-    )
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    return f"fire:{intent_id}.{fire}:{digest}"
 
 
 def _is_definition(parts: tuple[str, ...]) -> bool:

@@ -7,9 +7,9 @@ digest of the call's payload:
 - ``key:<scope>:<key>:<digest>`` for a key the agent names. The same key with the same
   payload returns the intent it made (``created`` false); the same key with another
   payload is refused; a key of another scope is another key.
-- ``fire:<intent>.<fire>:<sha256>`` for a run's call without a key
-  (:func:`goalsui.service.agents.follow_up_key`): every attempt of one fire derives
-  the same key, so a retried turn gets its follow-up back.
+- ``fire:<intent>.<fire>:<sha256>`` for a run's call without a key (:func:`follow_up_key`):
+  every attempt of one fire derives the same key, so a retried turn gets its follow-up
+  back.
 - ``op:<scope>:<digest>:<n>`` for an operator's session (no run) without a key: an
   identical call returns the intent it made while that intent has not ended; after
   it ended, the same call schedules a new one.
@@ -34,7 +34,13 @@ from goalsui.errors import Conflict, ValidationError
 if TYPE_CHECKING:
     from goalsui.service.facade import Service
 
-__all__ = ["MAX_AGENT_KEY", "payload_digest", "schedule_follow_up", "scope_name"]
+__all__ = [
+    "MAX_AGENT_KEY",
+    "follow_up_key",
+    "payload_digest",
+    "schedule_follow_up",
+    "scope_name",
+]
 
 MAX_AGENT_KEY = 80
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")
@@ -74,6 +80,29 @@ def _with_prefix(service: Service, prefix: str) -> list[Intent]:
         return list(s.exec(q.order_by(col(Intent.id))))
 
 
+def follow_up_key(
+    intent_id: int,
+    fire: int,
+    kind: str,
+    schedule: str | None,
+    timezone: str | None,
+    title: str,
+    instruction: str,
+) -> str:
+    """``fire:<intent>.<fire>:<sha256>`` of the call's content.
+
+    ``fire`` is the calling intent's fire count during the run: a retry does not count a
+    fire (:func:`goalsui.scheduler.rules.decide_claim`), so every attempt of one fire (a
+    failed turn retried, an interrupted one retried after review) derives the same key,
+    although each attempt is a run of its own with a new id.
+    """
+    content = json.dumps(
+        [kind, schedule or "", timezone or "", title, instruction], ensure_ascii=False
+    )
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    return f"fire:{intent_id}.{fire}:{digest}"
+
+
 def schedule_follow_up(
     service: Service,
     run_id: int | None,
@@ -104,8 +133,6 @@ def schedule_follow_up(
             )
         return service.create_intent(operation_key=prefix + digest[:32], **spec), True
     if run_id is not None:
-        from goalsui.service.agents import follow_up_key
-
         intent_id, fire = service.agents._fire_of(run_id)
         derived = follow_up_key(
             intent_id,
