@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Callable, Iterable
-from datetime import datetime, time, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +92,7 @@ def replay_last_night(
     ``open_at(clock)`` opens the demo's service, without a KB sync, on that clock.
     Returns ``(worker, status)`` of every run, in order.
     """
-    from goalsui.domain.timeutil import load_zone, localize
+    from goalsui.domain.nightshift import night_of, night_window
 
     clock = MovingClock(now)
     service = open_at(clock)
@@ -100,12 +100,10 @@ def replay_last_night(
         goal_id = next((g for g in service.kb.goal_ids() if g.startswith(NIGHTSHIFT)), None)
         if goal_id is None:
             return []
-        zone = load_zone(_report_zone(service.kb.load_goal(goal_id).workers.values()))
-        local = now.astimezone(zone)
-        day = local.date() if local.time() >= time(12, 0) else local.date() - timedelta(days=1)
-        # From the start of the last night whose report is written by now (its window
-        # opens at noon the day before), up to now: nothing is left overdue.
-        clock.now = localize(datetime.combine(day - timedelta(days=1), time(12, 0)), zone)
+        zone = _report_zone(service.kb.load_goal(goal_id).workers.values())
+        # From the start of the last whole night (the one before the night ``now`` is
+        # in, whose report is written by now), up to now: nothing is left overdue.
+        clock.now = night_window(night_of(now, zone) - timedelta(days=1), zone)[0]
         service.sync_kb([goal_id])  # its workers are planned from the night's start
         return asyncio.run(_drive_night(service, clock, goal_id, now))
     finally:

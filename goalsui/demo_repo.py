@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime, time, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,13 +42,12 @@ def replay_repo_night(
     open_at: Callable[[Callable[[], datetime]], Service], now: datetime, scratch: Path
 ) -> list[tuple[str, str]]:
     """Create the repo and the goal, then replay the night before ``now``."""
-    from goalsui.domain.nightshift import night_of
-    from goalsui.domain.timeutil import MovingClock, load_zone, localize
+    from goalsui.domain.nightshift import night_of, night_window
+    from goalsui.domain.timeutil import MovingClock
     from goalsui.scheduler.replay import replay_window
     from goalsui.service.nightshift import init_nightshift
 
     tz = "Europe/Berlin"
-    zone = load_zone(tz)
     repo = make_scratch_repo(scratch / "repo")
     clock = MovingClock(now)
     service = open_at(clock)
@@ -63,9 +62,9 @@ def replay_repo_night(
             name="Nightshift on a demo repository",
         )
         (service.kb.goal_dir(view.goal_id) / "backlog.md").write_text(BACKLOG)
-        night = night_of(now.astimezone(zone)) - timedelta(days=1)
-        start = localize(datetime.combine(night, time(12, 0)), zone)
-        end = localize(datetime.combine(night + timedelta(days=1), time(12, 0)), zone)
+        # the last whole night: the one before the night ``now`` is in
+        night = night_of(now, tz) - timedelta(days=1)
+        start, end = night_window(night, tz)
         return asyncio.run(replay_window(service, clock, view.goal_id, start, end))
     finally:
         service.close()

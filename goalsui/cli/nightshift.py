@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 from contextlib import closing
-from datetime import date, datetime, time, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,12 @@ from goalsui.cli.common import add_json, open_service, print_json, table
 from goalsui.domain.nightshift import parse_night
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
+
+#: ``--night``: a night is named by the date it starts (noon to noon, goal's timezone).
+NIGHT_HELP = (
+    "the night, named by the date it starts (YYYY-MM-DD; default: the current night, "
+    "which before noon is the one that began the evening before)"
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,14 +43,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     plan = nsub.add_parser("plan", help="list the plan (or 'plan add WORKER TASK')")
     plan.add_argument("--goal", help="the nightshift goal (default: the KB's only one)")
-    plan.add_argument("--night", help="only this night (YYYY-MM-DD)")
+    plan.add_argument("--night", help="only this night, named by the date it starts (YYYY-MM-DD)")
     add_json(plan)
     plan.set_defaults(func=cmd_plan)
     psub = plan.add_subparsers(dest="plan_command", metavar="ACTION")
     add = psub.add_parser("add", help="put a task into a night's plan")
     add.add_argument("worker")
     add.add_argument("task")
-    add.add_argument("--night", help="the night (YYYY-MM-DD; default tonight)")
+    add.add_argument("--night", help=NIGHT_HELP)
     add.add_argument("--reason", help="why (recorded in state.yaml decisions)")
     add.add_argument("--goal", help="the nightshift goal (default: the KB's only one)")
     add_json(add)
@@ -80,7 +86,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     trust.set_defaults(func=cmd_trust)
 
     replay = nsub.add_parser("replay", help="run a whole night now on a fast clock")
-    replay.add_argument("--night", help="the night (YYYY-MM-DD; default tonight)")
+    replay.add_argument("--night", help=NIGHT_HELP)
     replay.add_argument("--goal")
     add_json(replay)
     replay.set_defaults(func=cmd_replay)
@@ -234,7 +240,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from goalsui.domain.timeutil import load_zone, localize
+    from goalsui.domain.nightshift import night_window
     from goalsui.scheduler.replay import replay_isolated
     from goalsui.service import nightshift as ns
 
@@ -242,9 +248,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         goal_id, _ = ns.nightshift_goal(service, args.goal)
         tz = ns.goal_timezone(service, goal_id)
         night: date = parse_night(args.night) if args.night else ns.current_night(service, tz)
-        zone = load_zone(tz)
-        start = localize(datetime.combine(night, time(12, 0)), zone)
-        end = localize(datetime.combine(night + timedelta(days=1), time(12, 0)), zone)
+        start, end = night_window(night, tz)
         replay = asyncio.run(replay_isolated(service, goal_id, start, end))
         report = ns.report_path(service, goal_id, night)
     records = replay.records

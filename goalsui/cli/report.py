@@ -1,4 +1,8 @@
-"""``goalsui report [GOAL] [--date YYYY-MM-DD] [--write]``: the morning reports, read-only by default."""
+"""``goalsui report [GOAL] [--date YYYY-MM-DD] [--write]``: the morning reports, read-only by default.
+
+``--date`` names a night by the date it starts, as the report's file name and heading do
+(:func:`goalsui.domain.nightshift.night_of`): the report read at 07:30 on the 4th is
+``--date`` of the 3rd."""
 
 from __future__ import annotations
 
@@ -19,14 +23,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "report",
         help="print a goal's morning report (compiled if missing), or list the reports",
         description=(
-            "With GOAL: print the report of the current night, compiled now from 12:00 "
-            "yesterday up to now; with --date, the stored report of that morning (compiled "
-            "when there is none). Nothing is written into the KB unless --write is given. "
-            "Without GOAL: list the reports of every goal that has a reporter or reports."
+            "A night is named by the date it starts: it runs from 12:00 on that date to "
+            "12:00 the next day in the goal's timezone, so the report read on the morning "
+            "of the 4th is the night of the 3rd (reports/2026-12-03.md). With GOAL: print "
+            "the report of the night under way (before noon, the one ending this morning), "
+            "compiled now from its start up to now; with --date, the stored report of the "
+            "night that started on that date (compiled when there is none). Nothing is "
+            "written into the KB unless --write is given. Without GOAL: list the reports of "
+            "every goal that has a reporter or reports."
         ),
     )
     p.add_argument("goal", nargs="?", metavar="GOAL")
-    p.add_argument("--date", metavar="YYYY-MM-DD", help="the morning of the report")
+    p.add_argument(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="the night, named by the date it starts (the morning's report is the day before)",
+    )
     p.add_argument(
         "--write",
         "--build",
@@ -62,7 +74,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _report_json(report: ReportFile) -> dict[str, Any]:
-    return {"date": report.day.isoformat(), "path": str(report.path), "size": report.size}
+    night = report.night.isoformat()
+    return {"night": night, "date": night, "path": str(report.path), "size": report.size}
 
 
 def _list_all(args: argparse.Namespace, service: Service, day: date | None) -> int:
@@ -80,7 +93,7 @@ def _list_all(args: argparse.Namespace, service: Service, day: date | None) -> i
         if not reporter and not reports:
             continue
         if day is not None:
-            reports = [r for r in reports if r.day == day]
+            reports = [r for r in reports if r.night == day]
         data.append(
             {
                 "goal_id": goal.goal_id,
@@ -95,14 +108,14 @@ def _list_all(args: argparse.Namespace, service: Service, day: date | None) -> i
                 goal.goal_id,
                 "yes" if reporter else "no",
                 len(reports),
-                latest.day.isoformat() if latest else "-",
+                latest.night.isoformat() if latest else "-",
                 str(latest.path) if latest else "-",
             ]
         )
     if args.json:
         print_json(data)
     elif rows:
-        print(table(rows, ["goal", "reporter", "reports", "latest", "path"]))
+        print(table(rows, ["goal", "reporter", "reports", "latest night", "path"]))
     else:
         print("no goal has a reporter or reports")
     return 0
@@ -118,8 +131,8 @@ def _list_goal(args: argparse.Namespace, service: Service) -> int:
     elif reports:
         print(
             table(
-                [[r.day.isoformat(), r.size, str(r.path)] for r in reports],
-                ["date", "bytes", "path"],
+                [[r.night.isoformat(), r.size, str(r.path)] for r in reports],
+                ["night", "bytes", "path"],
             )
         )
     else:
@@ -134,23 +147,24 @@ def _print_report(args: argparse.Namespace, service: Service, day: date | None) 
     reports = list_reports(service, args.goal)
     chosen = None
     if day is not None and not args.write:
-        chosen = next((r for r in reports if r.day == day), None)
+        chosen = next((r for r in reports if r.night == day), None)
     compiled = False
     if chosen is not None:
         path, text, report_day = (
             chosen.path,
             chosen.path.read_text(encoding="utf-8", errors="replace"),
-            chosen.day,
+            chosen.night,
         )
     else:
         report = compile_report(
             service, args.goal, day, service.now(), write=args.write, to_now=day is None
         )
-        path, text, report_day, compiled = report.path, report.markdown, report.day, True
+        path, text, report_day, compiled = report.path, report.markdown, report.night, True
     if args.json:
         print_json(
             {
                 "goal_id": args.goal,
+                "night": report_day.isoformat(),
                 "date": report_day.isoformat(),
                 "path": str(path),
                 "compiled": compiled,

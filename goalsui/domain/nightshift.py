@@ -2,17 +2,21 @@
 
 A *night* is named by the local date on which it starts: the night of 2026-12-03
 runs from 12:00 on 2026-12-03 to 12:00 on 2026-12-04 in the goal's timezone, so a worker
-firing at 02:30 on the 4th works for the night of the 3rd. The plan lives in the goal's
-``state.yaml`` under ``plan:`` as items ``{night, worker, task, status, ...}``.
+firing at 02:30 on the 4th works for the night of the 3rd. :func:`night_of` is the one
+rule; the plan, the branches (``nightshift/<night>/...``), the morning report's file
+(``reports/<night>.md``) and heading, ``goalsui report --date`` and the console's
+Reports screen all name a night by it. The plan lives in the goal's ``state.yaml``
+under ``plan:`` as items ``{night, worker, task, status, ...}``.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 
+from goalsui.domain.timeutil import load_zone, localize
 from goalsui.errors import ValidationError
 
 BRANCH_PREFIX = "nightshift/"
@@ -39,9 +43,23 @@ STATUSES = (PLANNED, RUNNING, DONE, NO_COMMITS, FAILED, APPROVED, REJECTED)
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
-def night_of(local: datetime) -> date:
-    """The night a local time belongs to (nights turn over at noon)."""
+def night_of(when: datetime, tz: str | tzinfo | None = None) -> date:
+    """The name of the night ``when`` belongs to: the local date on which it started.
+
+    Nights turn over at noon in ``tz`` (the goal's timezone; without one, ``when`` is
+    taken as local time): an instant before noon belongs to the night that began the
+    evening before, so 02:30 and 07:30 on the 4th are both in the night of the 3rd.
+    """
+    local = when if tz is None else when.astimezone(load_zone(tz) if isinstance(tz, str) else tz)
     return local.date() if local.time() >= NOON else local.date() - timedelta(days=1)
+
+
+def night_window(night: date, tz: str | tzinfo) -> tuple[datetime, datetime]:
+    """Where the night of ``night`` begins and ends: noon on its date to noon the next day,
+    in ``tz``, as aware instants."""
+    zone = load_zone(tz) if isinstance(tz, str) else tz
+    start = localize(datetime.combine(night, NOON), zone)
+    return start, localize(datetime.combine(night + timedelta(days=1), NOON), zone)
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -54,8 +72,33 @@ def slug(text: str, limit: int = 40) -> str:
 
 
 def report_file(night: date) -> str:
-    """The file name of the morning report of ``night``, in the goal's ``reports/``."""
-    return f"{(night + timedelta(days=1)).isoformat()}.md"
+    """The file name of the morning report of ``night``, in the goal's ``reports/``: the
+    night's start date, like its branches (the report of the night of the 3rd, written at
+    07:30 on the 4th, is ``2026-12-03.md``)."""
+    return f"{night.isoformat()}.md"
+
+
+def report_heading(name: str, night: date) -> str:
+    """The first line of the report of ``night``: ``# <goal name> report, night of <date>``."""
+    return f"# {name} report, night of {night.isoformat()}"
+
+
+_LEGACY_HEADING = re.compile(r"^# .* report (\d{4}-\d{2}-\d{2})\s*$")
+
+
+def report_night(named: date, first_line: str) -> tuple[date, bool]:
+    """The night a stored report is about, and whether its name is the old one.
+
+    ``named`` is the date of its file name, ``first_line`` its heading. Reports written
+    before the night rule was applied to them are named by their *morning* (the night of
+    the 3rd as ``2026-12-04.md``) and their heading ends with that date
+    (``# X report 2026-12-04``); such a file is about the night before its name. Any other
+    file (``# X report, night of 2026-12-03``, or one written by hand) is named by its night.
+    """
+    match = _LEGACY_HEADING.match(first_line.strip())
+    if match and match.group(1) == named.isoformat():
+        return named - timedelta(days=1), True
+    return named, False
 
 
 def branch_name(night: date, worker: str, task: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from goalsui.domain import nightshift as rules
@@ -22,15 +22,14 @@ def _cell(text: object) -> str:
     return plain(str(text), limit=120).replace("|", "\\|").replace("\n", " ")
 
 
-def nightshift_section(service: Service, goal_id: str, day: date, since: datetime) -> list[str]:
-    """Markdown lines for the night before ``day``; empty for a goal that is no nightshift."""
+def nightshift_section(service: Service, goal_id: str, night: date, since: datetime) -> list[str]:
+    """Markdown lines for the night of ``night``; empty for a goal that is no nightshift."""
     try:
         binding = ns.binding_of(service, goal_id)
     except GoalsuiError as exc:
         return ["", "## Branches", "", f"The nightshift binding is broken: {plain(str(exc))}"]
     if binding is None:
         return []
-    night = day - timedelta(days=1)
     items = ns.plan_list(service, goal_id, night)
     lines = ["", "## Branches", ""]
     lines.append(f"Repository `{binding.repo}`, base `{binding.base}`, night of {night}.")

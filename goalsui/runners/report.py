@@ -1,12 +1,15 @@
 """The builtin ``report`` runner: the nightshift morning report of one goal.
 
-It compiles every run of the goal's intents in the night's window (default: from 12:00
-the previous day to now, in the reporter's timezone) with planned versus actual start,
-duration, status, error and the outbox file each produced; the night's changes to
-``state.yaml`` and ``protocol.md`` as a unified diff against the snapshot kept by the
-previous report (``reports/.snapshots/<date>/``); and writes ``reports/YYYY-MM-DD.md``
-atomically. Every statement names its source: the run id and the outbox file, the goal
-log line or the run log line.
+A report is about one *night*, named by its start date
+(:func:`goalsui.domain.nightshift.night_of`: noon to noon in the reporter's timezone; the
+reporter at 07:30 on the 4th reports the night of the 3rd). It compiles every run of the
+goal's intents in the night's window (up to now, at most to the night's end) with planned
+versus actual start, duration, status, error and the outbox file each produced; the
+night's changes to ``state.yaml`` and ``protocol.md`` as a unified diff against the
+snapshot kept by the previous report (``reports/.snapshots/<night>/``); and writes
+``reports/<night>.md`` atomically (old files named by their morning are renamed first,
+see :mod:`goalsui.kb.reports`). Every statement names its source: the run id and the
+outbox file, the goal log line or the run log line.
 
 Blocking (database and files): call :func:`compile_report` through ``asyncio.to_thread``.
 """
@@ -17,16 +20,19 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goalsui.domain.durations import format_duration
 from goalsui.domain.models import Intent, IntentRun
-from goalsui.domain.timeutil import load_zone, localize
+from goalsui.domain.nightshift import night_of, night_window, report_file, report_heading
+from goalsui.domain.timeutil import load_zone
 from goalsui.domain.untrusted import plain
-from goalsui.errors import ValidationError
+from goalsui.errors import GoalsuiError, ValidationError
+from goalsui.kb import reports as stored
 from goalsui.kb.atomic import atomic_write
+from goalsui.kb.reports import SNAPSHOT_DIR
 from goalsui.runners.deliver import OUTBOX_NAME, headline
 from goalsui.runners.nightshift_report import nightshift_actions, nightshift_section
 from goalsui.runners.report_cost import cost_lines, cost_summary
@@ -47,7 +53,6 @@ __all__ = [
     "report_timezone",
 ]
 
-SNAPSHOT_DIR = ".snapshots"
 SNAPSHOT_FILES = ("state.yaml", "protocol.md")
 STATUS_ORDER = (
     "ok",
@@ -64,7 +69,6 @@ PROBLEM_STATUSES = frozenset({"failed", "timeout", "interrupted", "cancelled", "
 FINDING_LINES = 10
 ERROR_LINES = 10
 MAX_DIFF_LINES = 200
-_REPORT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 _LOG_RUN = re.compile(r"\brun (\d+)\b")
 
 
@@ -92,7 +96,7 @@ class RunEntry:
 @dataclass
 class NightReport:
     goal_id: str
-    day: date
+    night: date  # the night's start date (the file's name)
     timezone: str
     window_start: datetime
     window_end: datetime
@@ -106,9 +110,10 @@ class NightReport:
 @dataclass(frozen=True)
 class ReportFile:
     goal_id: str
-    day: date
+    night: date  # the night the report is about (its start date)
     path: Path
     size: int
+    legacy: bool = False  # an old file, named by its morning
 
 
 def report_timezone(service: Service, goal_id: str) -> str:
@@ -123,11 +128,22 @@ def report_timezone(service: Service, goal_id: str) -> str:
     return "UTC"
 
 
-def default_window(day: date, now: datetime, zone: ZoneInfo) -> tuple[datetime, datetime]:
-    """From 12:00 the day before ``day`` to ``now`` (at most 12:00 on ``day``), local time."""
-    start = localize(datetime.combine(day - timedelta(days=1), time(12, 0)), zone)
-    end = min(now, localize(datetime.combine(day, time(12, 0)), zone))
-    return start, end
+def default_window(night: date, now: datetime, zone: ZoneInfo) -> tuple[datetime, datetime]:
+    """The night of ``night`` up to ``now``: from its noon to ``now``, at most to its end."""
+    start, end = night_window(night, zone)
+    return start, min(now, end)
+
+
+def report_instant(service: Service, run_id: int | None, now: datetime) -> datetime:
+    """The instant that picks the night of a report: the time its own run was due (a
+    reporter running late still reports the night it was due for), else ``now``."""
+    if run_id is None:
+        return now
+    try:
+        run = service.get_run(run_id)
+    except GoalsuiError:
+        return now
+    return run.planned_at or run.started_at or now
 
 
 def _fmt(dt: datetime | None, zone: ZoneInfo) -> str:
@@ -225,38 +241,28 @@ def _finding(goal_dir: Path, rel: str) -> list[str]:
     return lines[: FINDING_LINES + 1]
 
 
-def _snapshots(reports: Path) -> list[date]:
-    root = reports / SNAPSHOT_DIR
-    out = []
-    if root.is_dir():
-        for entry in root.iterdir():
-            try:
-                out.append(date.fromisoformat(entry.name))
-            except ValueError:
-                continue
-    return sorted(out)
-
-
-def _diff_section(goal_dir: Path, day: date) -> list[str]:
-    reports = goal_dir / "reports"
-    earlier = [d for d in _snapshots(reports) if d < day]
+def _diff_section(goal_dir: Path, night: date) -> list[str]:
+    snapshots = stored.snapshot_dirs(goal_dir)
+    earlier = [d for d in sorted(snapshots) if d < night]
     out = ["## Changes to state.yaml and protocol.md", ""]
     if not earlier:
         out.append(
             f"No earlier snapshot: this is the first report of this goal. The next report diffs "
-            f"against `reports/{SNAPSHOT_DIR}/{day.isoformat()}/` (source: state.yaml, protocol.md)."
+            f"against `reports/{SNAPSHOT_DIR}/{night.isoformat()}/` (source: state.yaml, protocol.md)."
         )
         return out
     base = earlier[-1]
+    folder = snapshots[base]
     for name in SNAPSHOT_FILES:
-        old_path = reports / SNAPSHOT_DIR / base.isoformat() / name
+        old_path = folder / name
         new_path = goal_dir / name
         old = old_path.read_text(encoding="utf-8", errors="replace") if old_path.is_file() else ""
         new = new_path.read_text(encoding="utf-8", errors="replace") if new_path.is_file() else ""
-        snap = f"reports/{SNAPSHOT_DIR}/{base.isoformat()}/{name}"
+        snap = f"reports/{SNAPSHOT_DIR}/{folder.name}/{name}"
         if old == new:
             out.append(
-                f"- `{name}`: unchanged since the report of {base} (source: {name} vs {snap})."
+                f"- `{name}`: unchanged since the report of the night of {base} "
+                f"(source: {name} vs {snap})."
             )
             continue
         diff = list(
@@ -267,7 +273,8 @@ def _diff_section(goal_dir: Path, day: date) -> list[str]:
         added = sum(1 for x in diff if x.startswith("+") and not x.startswith("+++"))
         removed = sum(1 for x in diff if x.startswith("-") and not x.startswith("---"))
         out.append(
-            f"- `{name}`: +{added} −{removed} lines since the report of {base} (source: {name} vs {snap}):"
+            f"- `{name}`: +{added} −{removed} lines since the report of the night of {base} "
+            f"(source: {name} vs {snap}):"
         )
         out.append("")
         shown = [plain(x, limit=300) for x in diff[:MAX_DIFF_LINES]]
@@ -295,8 +302,8 @@ def _disabled_section(service: Service, goal_id: str) -> list[str]:
     return [*lines, ""]
 
 
-def _save_snapshot(goal_dir: Path, day: date) -> None:
-    folder = goal_dir / "reports" / SNAPSHOT_DIR / day.isoformat()
+def _save_snapshot(goal_dir: Path, night: date) -> None:
+    folder = goal_dir / "reports" / SNAPSHOT_DIR / night.isoformat()
     for name in SNAPSHOT_FILES:
         src = goal_dir / name
         if src.is_file():
@@ -345,7 +352,7 @@ class _Night:
     service: Service
     goal_id: str
     name: str  # the goal's name
-    day: date
+    night: date  # the night's start date
     tz: str
     zone: ZoneInfo
     now: datetime
@@ -379,7 +386,7 @@ class _Night:
 def compile_report(
     service: Service,
     goal_id: str,
-    day: date | None = None,
+    night: date | None = None,
     now: datetime | None = None,
     *,
     tz: str | None = None,
@@ -388,42 +395,45 @@ def compile_report(
     write: bool = True,
     to_now: bool = False,
 ) -> NightReport:
-    """Compile (and by default write) the report of ``goal_id`` for the morning of ``day``.
+    """Compile (and by default write) the report of ``goal_id`` on the night of ``night``
+    (its start date; default: the night of the report's own run's due time, else of now).
 
-    ``to_now``: the window runs to ``now`` instead of stopping at 12:00 on ``day``.
+    ``to_now``: the window runs to ``now`` instead of stopping at the night's end.
     """
     view = service.get_goal(goal_id)
     goal_dir = service.kb.goal_dir(goal_id)
     tz = tz or report_timezone(service, goal_id)
     zone = load_zone(tz)
     now = now or service.now()
-    day = day or now.astimezone(zone).date()
-    start, end = window or default_window(day, now, zone)
+    night = night or night_of(report_instant(service, exclude_run_id, now), zone)
+    start, end = window or default_window(night, now, zone)
     if to_now and window is None:
         end = now
     if end <= start:
         raise ValidationError(
-            f"no night to report for {day} yet (its window starts {start.astimezone(zone):%Y-%m-%d %H:%M %Z})"
+            f"no report for the night of {night} yet: a night is named by the date it starts, "
+            f"and this one starts {start.astimezone(zone):%Y-%m-%d %H:%M %Z}"
         )
     entries = _collect(service, goal_id, goal_dir, start, end, exclude_run_id)
-    night = _Night(
-        service, goal_id, view.name, day, tz, zone, now, start, end, exclude_run_id, entries
+    about = _Night(
+        service, goal_id, view.name, night, tz, zone, now, start, end, exclude_run_id, entries
     )
-    markdown = _markdown(night, goal_dir)
-    path = goal_dir / "reports" / f"{day.isoformat()}.md"
+    markdown = _markdown(about, goal_dir)
+    path = goal_dir / "reports" / report_file(night)
     if write:
+        stored.migrate_reports(goal_dir)
         atomic_write(path, markdown)
-        _save_snapshot(goal_dir, day)
+        _save_snapshot(goal_dir, night)
     return NightReport(
         goal_id=goal_id,
-        day=day,
+        night=night,
         timezone=tz,
         window_start=start,
         window_end=end,
         path=path,
         markdown=markdown,
-        summary=_summary_text(night),
-        counts=dict(night.counts),
+        summary=_summary_text(about),
+        counts=dict(about.counts),
         entries=entries,
     )
 
@@ -439,8 +449,8 @@ def _markdown(night: _Night, goal_dir: Path) -> str:
     lines += _findings_section(night.entries)
     lines += _failures_section(night.problems)
     lines += _disabled_section(service, goal_id)
-    lines += nightshift_section(service, goal_id, night.day, night.start)
-    lines += _diff_section(goal_dir, night.day)
+    lines += nightshift_section(service, goal_id, night.night, night.start)
+    lines += _diff_section(goal_dir, night.night)
     lines += _owner_section(night)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -449,9 +459,9 @@ def _head(night: _Night) -> list[str]:
     """The title, and the window and sources of the report."""
     zone = night.zone
     return [
-        f"# {plain(night.name, limit=80)} report {night.day.isoformat()}",
+        report_heading(plain(night.name, limit=80), night.night),
         "",
-        f"Night of {night.start.astimezone(zone):%Y-%m-%d %H:%M} to {night.end.astimezone(zone):%Y-%m-%d %H:%M} "
+        f"From {night.start.astimezone(zone):%Y-%m-%d %H:%M} to {night.end.astimezone(zone):%Y-%m-%d %H:%M} "
         f"({night.tz}); compiled {night.now.astimezone(zone):%Y-%m-%d %H:%M %z}"
         + (f" by run {night.compiled_by}" if night.compiled_by else "")
         + ". Sources: run ids from the goalsui database; files relative to the goal directory; "
@@ -570,7 +580,7 @@ def _owner_section(night: _Night) -> list[str]:
     """What the owner should look at: up to three failing workers, or nothing."""
     lines = ["", "## For the owner", ""]
     problems = night.problems
-    actions = nightshift_actions(night.service, night.goal_id, night.day - timedelta(days=1))
+    actions = nightshift_actions(night.service, night.goal_id, night.night)
     if not problems and not actions:
         n = len(night.entries)
         lines.append(
@@ -597,36 +607,29 @@ def _summary_text(night: _Night) -> str:
     """The few lines a report run leaves in its log and on the console."""
     entries = night.entries
     lines = [
-        f"{plain(night.name, limit=80)} report {night.day.isoformat()}: "
+        f"{plain(night.name, limit=80)} report, night of {night.night.isoformat()}: "
         + (f"{len(entries)} runs: {night.count_text()}." if entries else "no runs in the window.")
     ]
     for e in night.problems[:5]:
         lines.append(
             f"- {e.label} run {e.run.id} {e.run.status}: {plain(e.run.reason or '-', limit=160)} ({e.source})"
         )
-    lines.append(f"Report: reports/{night.day.isoformat()}.md")
+    lines.append(f"Report: reports/{report_file(night.night)}")
     return "\n".join(lines) + "\n"
 
 
 def build_report(
-    service: Service, goal_id: str, day: date | None, now: datetime | None = None
+    service: Service, goal_id: str, night: date | None, now: datetime | None = None
 ) -> tuple[Path, str]:
-    """Compile and write ``reports/<day>.md`` of ``goal_id``; returns its path and text."""
-    report = compile_report(service, goal_id, day, now)
+    """Compile and write ``reports/<night>.md`` of ``goal_id``; returns its path and text."""
+    report = compile_report(service, goal_id, night, now)
     return report.path, report.markdown
 
 
 def list_reports(service: Service, goal_id: str) -> list[ReportFile]:
-    """The goal's reports, oldest first."""
-    folder = service.kb.goal_dir(goal_id) / "reports"
-    out = []
-    if folder.is_dir():
-        for entry in folder.iterdir():
-            match = _REPORT_NAME.match(entry.name)
-            if match and entry.is_file():
-                try:
-                    day = date.fromisoformat(match.group(1))
-                except ValueError:
-                    continue
-                out.append(ReportFile(goal_id, day, entry, entry.stat().st_size))
-    return sorted(out, key=lambda r: r.day)
+    """The goal's reports, one per night, oldest first (old files named by their morning
+    are listed under their night)."""
+    return [
+        ReportFile(goal_id, r.night, r.path, r.size, r.legacy)
+        for r in stored.stored_reports(service.kb.goal_dir(goal_id))
+    ]

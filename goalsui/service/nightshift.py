@@ -283,8 +283,8 @@ def nightshift_goal(service: Service, goal_id: str | None = None) -> tuple[str, 
 
 
 def current_night(service: Service, binding_tz: str, now: datetime | None = None) -> date:
-    local = (now or service.now()).astimezone(load_zone(binding_tz))
-    return rules.night_of(local)
+    """The night ``now`` (default: the service's clock) belongs to, in the goal's zone."""
+    return rules.night_of(now or service.now(), load_zone(binding_tz))
 
 
 def goal_timezone(service: Service, goal_id: str) -> str:

@@ -22,8 +22,9 @@ atomic and waits on its own branch for a human to approve or reject it in the mo
   night's report in `reports/`) and puts tonight's tasks into the plan.
 - Task workers ({workers}) wake at their slots between 20:30 and 07:00; each takes only
   the items planned for it tonight. A worker with nothing planned does not run.
-- 07:30 the reporter writes `reports/YYYY-MM-DD.md`: every planned task with its run,
-  branch, commits, diffstat, check result and summary.
+- 07:30 the reporter writes `reports/YYYY-MM-DD.md`, named like the branches by the date
+  the night started: every planned task with its run, branch, commits, diffstat, check
+  result and summary.
 
 ## Message formats
 

@@ -40,9 +40,11 @@ def test_an_afternoon_demo_has_last_nights_report_and_nothing_overdue(
     service = Service.open(sample_kb, None, tmp_path / "state", clock=lambda: now)
     try:
         goal = nightshift(service)
-        assert [r.day.isoformat() for r in list_reports(service, goal)] == ["2026-12-03"]
-        text = (Path(service.get_goal(goal).path) / "reports" / "2026-12-03.md").read_text()
-        assert "Night of 2026-12-02 12:00 to 2026-12-03 07:30 (Europe/Berlin)" in text
+        # last night started on the 2nd: its report, read this morning, is named by that date
+        assert [r.night.isoformat() for r in list_reports(service, goal)] == ["2026-12-02"]
+        text = (Path(service.get_goal(goal).path) / "reports" / "2026-12-02.md").read_text()
+        assert text.startswith("# Nightshift report, night of 2026-12-02\n")
+        assert "From 2026-12-02 12:00 to 2026-12-03 07:30 (Europe/Berlin)" in text
         ran = service.list_runs(limit=50)
         assert len(ran) == len(NIGHT)  # no other goal fired while the clock moved
         for run in ran:
@@ -62,7 +64,7 @@ def test_a_demo_before_dawn_replays_up_to_now(sample_kb: Path, tmp_path: Path) -
     service = Service.open(sample_kb, None, tmp_path / "state", clock=lambda: now)
     try:
         goal = nightshift(service)
-        assert [r.day.isoformat() for r in list_reports(service, goal)] == ["2026-12-02"]
+        assert [r.night.isoformat() for r in list_reports(service, goal)] == ["2026-12-01"]
         assert all(i.next_run_at > now for i in service.list_intents(goal_id=goal))  # type: ignore[operator]
     finally:
         service.close()

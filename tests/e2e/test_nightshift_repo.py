@@ -46,14 +46,31 @@ def night(tmp_path: Path) -> dict:
     env.pop("GOALSUI_DB", None)
     run(env, "init", str(tmp_path / "kb"))
     out = run(
-        env, "nightshift", "init", str(repo), "--tz", "Europe/Berlin", "--workers", "2",
-        "--command", f"{sys.executable} {AGENT} --mcp-config {{mcp_config}}", "--check", f"{sys.executable} -c pass",
+        env,
+        "nightshift",
+        "init",
+        str(repo),
+        "--tz",
+        "Europe/Berlin",
+        "--workers",
+        "2",
+        "--command",
+        f"{sys.executable} {AGENT} --mcp-config {{mcp_config}}",
+        "--check",
+        f"{sys.executable} -c pass",
         "--json",
     )
     goal_id = json.loads(out.stdout)["goal_id"]
     goal_dir = tmp_path / "kb" / goal_id
-    return {"repo": repo, "remote": remote, "env": env, "goal": goal_id, "dir": goal_dir,
-            "base": git(repo, "rev-parse", "main").strip(), "tmp": tmp_path}
+    return {
+        "repo": repo,
+        "remote": remote,
+        "env": env,
+        "goal": goal_id,
+        "dir": goal_dir,
+        "base": git(repo, "rev-parse", "main").strip(),
+        "tmp": tmp_path,
+    }
 
 
 def backlog(n: dict, *lines: str) -> None:
@@ -85,7 +102,8 @@ def test_a_replayed_night_leaves_one_branch_per_task_and_a_report(night: dict) -
     statuses = [line.split(": ")[1] for line in out.stdout.splitlines() if ": " in line]
     assert statuses == ["ok", "ok", "ok", "ok"], out.stdout
     report = Path(out.stdout.splitlines()[-1])
-    assert report.name == "2026-12-02.md" and report.is_file()
+    # the report is named by the night's start, like the branches
+    assert report.name == f"{NIGHT}.md" and report.is_file()
     repo = night["repo"]
     branches = git(repo, "branch", "--list", "nightshift/*", "--format=%(refname:short)").split()
     assert branches == [
@@ -101,6 +119,8 @@ def test_a_replayed_night_leaves_one_branch_per_task_and_a_report(night: dict) -
         "refs/heads/main"
     ]
     text = report.read_text()
+    assert text.startswith("# Nightshift ") and f" report, night of {NIGHT}\n" in text
+    assert f"night of {NIGHT}." in text  # the Branches section names the same night
     for branch in branches:
         assert branch in text
     assert "NIGHTSHIFT.md | 1 +" in text
@@ -127,13 +147,15 @@ def test_a_failing_task_keeps_its_branch_and_is_reported_failed(night: dict) -> 
     backlog(night, "worker-1: Break things FAIL", "worker-2: NOTHING to change")
     out = run(night["env"], "nightshift", "replay", "--night", NIGHT)
     assert "worker-1: failed" in out.stdout
-    plan = {i["worker"]: i for i in json.loads(run(night["env"], "nightshift", "plan", "--json").stdout)}
+    plan = {
+        i["worker"]: i for i in json.loads(run(night["env"], "nightshift", "plan", "--json").stdout)
+    }
     assert plan["worker-1"]["status"] == "failed"
     assert plan["worker-2"]["status"] == "no-commits"
     branch = plan["worker-1"]["branch"]
     assert git(night["repo"], "rev-list", "--count", f"main..{branch}").strip() == "1"
     assert git(night["repo"], "rev-parse", "main").strip() == night["base"]
-    report = (night["dir"] / "reports" / "2026-12-02.md").read_text()
+    report = (night["dir"] / "reports" / f"{NIGHT}.md").read_text()
     assert "failed" in report and branch in report
 
 
@@ -150,8 +172,10 @@ def test_approve_merges_and_reject_deletes_both_journaled(night: dict) -> None:
     assert "Fix the typo in README" in (repo / "NIGHTSHIFT.md").read_text()
     run(night["env"], "nightshift", "reject", drop)
     assert git(repo, "branch", "--list", "nightshift/*").strip() == ""
-    plan = {i["branch"]: i["status"] for i in json.loads(
-        run(night["env"], "nightshift", "plan", "--json").stdout)}
+    plan = {
+        i["branch"]: i["status"]
+        for i in json.loads(run(night["env"], "nightshift", "plan", "--json").stdout)
+    }
     assert plan == {keep: "approved", drop: "rejected"}
     proc = run(night["env"], "nightshift", "approve", drop, check=False)
     assert proc.returncode == 1 and "no branch" in proc.stderr
@@ -209,15 +233,24 @@ def test_the_commander_plans_through_the_tool_server_and_only_it_can(night: dict
                     answers.append((res.is_error, res.structured_content, text))
         return names, answers
 
-    add = {"worker": "worker-2", "task": "Tidy the changelog", "reason": "it is stale",
-           "night": NIGHT}
-    names, answers = asyncio.run(session_tools("commander", [
-        ("nightshift_plan_add", add),
-        ("nightshift_plan_add", add),
-        ("nightshift_plan_add", {**add, "worker": "reporter"}),
-        ("nightshift_plan_add", {**add, "night": "tonight"}),
-        ("nightshift_plan", {"night": NIGHT}),
-    ]))
+    add = {
+        "worker": "worker-2",
+        "task": "Tidy the changelog",
+        "reason": "it is stale",
+        "night": NIGHT,
+    }
+    names, answers = asyncio.run(
+        session_tools(
+            "commander",
+            [
+                ("nightshift_plan_add", add),
+                ("nightshift_plan_add", add),
+                ("nightshift_plan_add", {**add, "worker": "reporter"}),
+                ("nightshift_plan_add", {**add, "night": "tonight"}),
+                ("nightshift_plan", {"night": NIGHT}),
+            ],
+        )
+    )
     assert {"nightshift_plan", "nightshift_plan_add"} <= names
     assert [a[1]["created"] for a in answers[:2]] == [True, False]
     for is_error, _, text in answers[2:4]:

@@ -162,7 +162,7 @@ def test_a_commit_a_task_left_on_the_base_is_moved_to_a_review_branch(stray_nigh
         v["branch"]: v for v in json.loads(run(n["env"], "nightshift", "branches", "--json").stdout)
     }
     assert views[review]["made_by_goalsui"]  # it can be approved or rejected like the others
-    report = (n["dir"] / "reports" / "2026-12-02.md").read_text()
+    report = (n["dir"] / "reports" / f"{NIGHT}.md").read_text()
     assert review in report
     assert "Nothing to act on" not in report
 

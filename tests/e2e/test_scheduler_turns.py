@@ -148,7 +148,7 @@ async def test_a_night_of_the_sample_nightshift_ends_in_a_morning_report(
     assert sorted(workers[runs[r].intent_id] for r in fired) == sorted(
         w.name for w in night.workers
     )
-    report = Path(night.path) / "reports" / "2026-12-03.md"
+    report = Path(night.path) / "reports" / "2026-12-02.md"  # the night began on the 2nd
     text = report.read_text(encoding="utf-8")
     for run_id in fired:
         run = runs[run_id]

@@ -12,6 +12,7 @@ import pytest
 
 from goalsui.cli import main
 from goalsui.domain.models import Intent, IntentRun
+from goalsui.domain.nightshift import night_of, night_window
 from goalsui.kb.layout import WorkerSeed
 from goalsui.runners.report import build_report, compile_report, list_reports
 from goalsui.runners.turn import run_turn
@@ -121,11 +122,12 @@ async def night(svc: Service, clock):  # type: ignore[no-untyped-def]
 
 
 async def test_report_lists_every_run_with_status_and_source(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
-    report = compile_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    report = compile_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     text = report.markdown
-    assert report.path == svc.kb.goal_dir(night["goal"]) / "reports" / "2026-12-03.md"
+    # named by the night's start (20:00 on the 2nd), like its branches, not by the morning
+    assert report.path == svc.kb.goal_dir(night["goal"]) / "reports" / "2026-12-02.md"
     assert report.path.read_text() == text
-    assert text.startswith("# Night Crew report 2026-12-03\n")
+    assert text.startswith("# Night Crew report, night of 2026-12-02\n")
     timeline = text[text.index("## Timeline") : text.index("## Findings")]
     rows = {
         int(m.group(1)): line
@@ -167,7 +169,7 @@ async def test_report_lists_every_run_with_status_and_source(svc: Service, night
 
 
 async def test_summary_failures_and_every_statement_has_a_source(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
-    report = compile_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    report = compile_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     text = report.markdown
     assert report.counts == {
         "ok": 1,
@@ -199,18 +201,18 @@ async def test_summary_failures_and_every_statement_has_a_source(svc: Service, n
         ):
             assert re.search(r"runs? \d+|source:", line), f"statement without a source: {line}"
     # The summary is what the reporter delivers.
-    assert report.summary.startswith("Night Crew report 2026-12-03: 8 runs:")
+    assert report.summary.startswith("Night Crew report, night of 2026-12-02: 8 runs:")
     assert (
         f"beta run {runs['failed'].id} failed: exit 3: disk quota exceeded on /data"
         in report.summary
     )
-    assert report.summary.rstrip().endswith("Report: reports/2026-12-03.md")
+    assert report.summary.rstrip().endswith("Report: reports/2026-12-02.md")
 
 
 async def test_window_is_a_parameter(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
     window = (NIGHT - timedelta(minutes=1), NIGHT + timedelta(minutes=30))
     report = compile_report(
-        svc, night["goal"], date(2026, 12, 3), MORNING, window=window, write=False
+        svc, night["goal"], date(2026, 12, 2), MORNING, window=window, write=False
     )
     assert [e.run.id for e in report.entries] == [night["runs"]["ok"].id]
     assert not report.path.exists()
@@ -218,51 +220,101 @@ async def test_window_is_a_parameter(svc: Service, night) -> None:  # type: igno
 
 async def test_snapshots_and_diff_between_reports(svc: Service, night, clock) -> None:  # type: ignore[no-untyped-def]
     goal_dir = svc.kb.goal_dir(night["goal"])
-    path, first = build_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    path, first = build_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     assert "No earlier snapshot" in first
-    assert (goal_dir / "reports" / ".snapshots" / "2026-12-03" / "protocol.md").read_text() == (
+    assert (goal_dir / "reports" / ".snapshots" / "2026-12-02" / "protocol.md").read_text() == (
         goal_dir / "protocol.md"
     ).read_text()
     (goal_dir / "protocol.md").write_text(
         (goal_dir / "protocol.md").read_text() + "\n## KPI\n- new rule: ticks under 1m\n"
     )
-    _, second = build_report(svc, night["goal"], date(2026, 12, 4), MORNING + timedelta(days=1))
-    assert "`protocol.md`: +3 −0 lines since the report of 2026-12-03" in second
+    _, second = build_report(svc, night["goal"], date(2026, 12, 3), MORNING + timedelta(days=1))
+    assert "`protocol.md`: +3 −0 lines since the report of the night of 2026-12-02" in second
     assert "+- new rule: ticks under 1m" in second
-    assert "`state.yaml`: unchanged since the report of 2026-12-03" in second
+    assert "`state.yaml`: unchanged since the report of the night of 2026-12-02" in second
     # Rebuilding a day diffs against the previous day, not against itself.
-    _, again = build_report(svc, night["goal"], date(2026, 12, 4), MORNING + timedelta(days=1))
+    _, again = build_report(svc, night["goal"], date(2026, 12, 3), MORNING + timedelta(days=1))
     assert "+- new rule: ticks under 1m" in again
-    assert [r.day for r in list_reports(svc, night["goal"])] == [
+    assert [r.night for r in list_reports(svc, night["goal"])] == [
+        date(2026, 12, 2),
         date(2026, 12, 3),
-        date(2026, 12, 4),
     ]
+
+
+async def test_old_reports_named_by_their_morning_are_found_and_renamed_on_write(
+    svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """Before the night rule a report was named by its morning: 2026-12-02.md held the
+    night of the 1st (heading ``# X report 2026-12-02``), and its snapshot likewise. Such
+    files are listed under their night, --date of the night finds them, and writing a
+    report renames them first, so the night of the 2nd never overwrites the 1st's."""
+    goal = night["goal"]
+    reports = svc.kb.goal_dir(goal) / "reports"
+    (reports / "2026-12-01.md").write_text("# Night Crew report 2026-12-01\n\nthe 30th\n")
+    (reports / "2026-12-02.md").write_text("# Night Crew report 2026-12-02\n\nthe 1st\n")
+    (reports / ".snapshots" / "2026-12-02").mkdir(parents=True)
+    (reports / ".snapshots" / "2026-12-02" / "protocol.md").write_text("old protocol\n")
+    listed = list_reports(svc, goal)
+    assert [(r.night, r.path.name, r.legacy) for r in listed] == [
+        (date(2026, 11, 30), "2026-12-01.md", True),
+        (date(2026, 12, 1), "2026-12-02.md", True),
+    ]
+    base = ["--kb", str(empty_kb), "--state-dir", str(tmp_path / "state")]
+    assert main([*base, "report", goal, "--date", "2026-12-01"]) == 0
+    assert "the 1st" in capsys.readouterr().out
+    report = compile_report(svc, goal, date(2026, 12, 2), MORNING)
+    assert report.path.name == "2026-12-02.md"
+    assert (reports / "2026-12-01.md").read_text().endswith("the 1st\n")
+    assert (reports / "2026-11-30.md").read_text().endswith("the 30th\n")
+    assert (reports / ".snapshots" / "2026-12-01" / "protocol.md").read_text() == "old protocol\n"
+    # the diff is against the report of the night before (its snapshot, renamed)
+    assert "since the report of the night of 2026-12-01" in report.markdown
+    assert [(r.night, r.path.name, r.legacy) for r in list_reports(svc, goal)] == [
+        (date(2026, 11, 30), "2026-11-30.md", False),
+        (date(2026, 12, 1), "2026-12-01.md", False),
+        (date(2026, 12, 2), "2026-12-02.md", False),
+    ]
+
+
+async def test_a_late_reporter_reports_the_night_it_was_due_for(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+    """The reporter due at 07:30 but run at 13:00 (after the night turned over at noon)
+    still reports the night of the 2nd, up to its end."""
+    goal = night["goal"]
+    reporter = svc.worker_intent(goal, "beta")
+    late = MORNING + timedelta(hours=5, minutes=30)
+    own = record(svc, reporter, "running", late, planned_at=MORNING, finished_at=None)
+    report = compile_report(svc, goal, None, late, exclude_run_id=own.id, write=False)
+    assert report.night == date(2026, 12, 2) and report.path.name == "2026-12-02.md"
+    assert report.window_end == datetime(2026, 12, 3, 11, 0, tzinfo=UTC)  # noon in Berlin
+    # without a run of its own (the CLI), the night of now: the one begun at noon
+    assert compile_report(svc, goal, None, late, write=False).night == date(2026, 12, 3)
 
 
 async def test_report_cli_lists_prints_and_json(
     svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
 ) -> None:  # type: ignore[no-untyped-def]
-    build_report(svc, night["goal"], date(2026, 12, 3), MORNING)
+    build_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     base = ["--kb", str(empty_kb), "--state-dir", str(tmp_path / "state")]
     assert main([*base, "report"]) == 0
     listing = capsys.readouterr().out
-    assert night["goal"] in listing and "2026-12-03" in listing
+    assert night["goal"] in listing and "2026-12-02" in listing
     assert "other-goal" not in listing  # no reporter, no reports
-    assert main([*base, "report", night["goal"], "--date", "2026-12-03"]) == 0
-    assert capsys.readouterr().out.startswith("# Night Crew report 2026-12-03\n")
-    assert main([*base, "report", night["goal"], "--date", "2026-12-03", "--json"]) == 0
+    # --date names the night by the date it starts
+    assert main([*base, "report", night["goal"], "--date", "2026-12-02"]) == 0
+    assert capsys.readouterr().out.startswith("# Night Crew report, night of 2026-12-02\n")
+    assert main([*base, "report", night["goal"], "--date", "2026-12-02", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["date"] == "2026-12-03" and data["compiled"] is False
+    assert data["night"] == data["date"] == "2026-12-02" and data["compiled"] is False
     assert data["markdown"].startswith("# Night Crew report")
     assert main([*base, "report", night["goal"], "--json"]) == 0  # the night so far, compiled
     data = json.loads(capsys.readouterr().out)
     assert data["compiled"] is True and data["written"] is False
     assert main([*base, "report", night["goal"], "--list", "--json"]) == 0
-    assert [r["date"] for r in json.loads(capsys.readouterr().out)] == ["2026-12-03"]
+    assert [r["night"] for r in json.loads(capsys.readouterr().out)] == ["2026-12-02"]
     assert main([*base, "report", night["goal"], "--date", "03/12/2026"]) == 1
     assert "invalid --date" in capsys.readouterr().err
     assert main([*base, "report", night["goal"], "--date", "2099-01-01"]) == 1
-    assert "no night to report" in capsys.readouterr().err
+    assert "no report for the night of 2099-01-01 yet" in capsys.readouterr().err
     assert main([*base, "report", "no-such-goal"]) == 1
     assert "no goal" in capsys.readouterr().err
 
@@ -281,7 +333,10 @@ async def test_report_cli_only_reads_and_its_window_runs_to_now(
     goal = night["goal"]
     beta = svc.worker_intent(goal, "beta")
     real_now = datetime.now(UTC)
-    an_hour_ago = record(svc, beta, "failed", real_now - timedelta(hours=1), reason="exit 3: late")
+    # in the night under way (it began at the last noon in Berlin): an hour ago, or less
+    begun = night_window(night_of(real_now, "Europe/Berlin"), "Europe/Berlin")[0]
+    at = max(real_now - timedelta(hours=1), begun + (real_now - begun) / 2)
+    an_hour_ago = record(svc, beta, "failed", at, reason="exit 3: late")
     with svc.store.write() as s:
         row = s.get(Intent, beta.id)
         assert row is not None
@@ -292,7 +347,7 @@ async def test_report_cli_only_reads_and_its_window_runs_to_now(
     for args in (
         [goal],
         [goal, "--json"],
-        [goal, "--date", "2026-12-03"],
+        [goal, "--date", "2026-12-02"],
         [goal, "--list"],
         [],
     ):

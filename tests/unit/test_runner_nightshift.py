@@ -86,9 +86,9 @@ async def test_sample_nightshift_night_produces_the_morning_report(service: Serv
     assert statuses["reporter"] == "ok"
 
     goal_dir = service.kb.goal_dir(GOAL)
-    report = goal_dir / "reports" / "2026-12-03.md"
+    report = goal_dir / "reports" / "2026-12-02.md"  # the night that started on the 2nd
     text = report.read_text()
-    assert text.startswith("# Nightshift report 2026-12-03\n")
+    assert text.startswith("# Nightshift report, night of 2026-12-02\n")
     timeline = text[text.index("## Timeline") : text.index("## Findings")]
     for worker, run_id, status in done[:-1]:
         row = next(
@@ -105,13 +105,13 @@ async def test_sample_nightshift_night_produces_the_morning_report(service: Serv
             assert re.search(rf"run {run_id}, log/2026-12-0[23]\.md:\d+", row), row
     assert f"{len(WORKERS)} runs:" in text
     assert "No earlier snapshot" in text
-    assert (goal_dir / "reports" / ".snapshots" / "2026-12-03" / "state.yaml").is_file()
+    assert (goal_dir / "reports" / ".snapshots" / "2026-12-02" / "state.yaml").is_file()
     # The reporter's summary is delivered like any result: outbox, goal log, goal message.
     reporter_run = done[-1][1]
     summary = next(m for m in service.messages(goal_id=GOAL) if m.run_id == reporter_run)
     assert summary.provenance == "Came back about: Nightshift / reporter"
-    assert summary.content.startswith("Nightshift report 2026-12-03: 5 runs:")
-    assert "Report: reports/2026-12-03.md" in summary.content
+    assert summary.content.startswith("Nightshift report, night of 2026-12-02: 5 runs:")
+    assert "Report: reports/2026-12-02.md" in summary.content
     assert list((goal_dir / "workers" / "reporter" / "outbox").glob(f"*-{reporter_run}.md"))
 
 
@@ -122,9 +122,9 @@ async def test_second_night_diffs_state_against_the_first_snapshot(service: Serv
     state.write_text(state.read_text().replace('night_of: "2026-11-30"', 'night_of: "2026-12-03"'))
     done = await drive_night(service, clock, datetime(2026, 12, 4, 6, 31, tzinfo=UTC))
     assert [w for w, _, _ in done] == [*WORKERS, "reporter"]
-    text = (goal_dir / "reports" / "2026-12-04.md").read_text()
+    text = (goal_dir / "reports" / "2026-12-03.md").read_text()
     changes = text[text.index("## Changes to state.yaml and protocol.md") :]
-    assert "since the report of 2026-12-03" in changes
+    assert "since the report of the night of 2026-12-02" in changes
     assert '-night_of: "2026-11-30"' in changes
     assert '+night_of: "2026-12-03"' in changes
     assert "`protocol.md`: unchanged" in changes
@@ -171,7 +171,7 @@ async def test_night_through_the_scheduler_tick(service: Service, clock) -> None
     assert all(r.status in ("ok", "silent") for r in runs), [
         (names[r.intent_id], r.status, r.reason) for r in runs
     ]
-    text = (service.kb.goal_dir(GOAL) / "reports" / "2026-12-03.md").read_text()
+    text = (service.kb.goal_dir(GOAL) / "reports" / "2026-12-02.md").read_text()
     timeline = text[text.index("## Timeline") : text.index("## Findings")]
     for run in runs[:-1]:
         assert re.search(

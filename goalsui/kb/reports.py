@@ -1,0 +1,170 @@
+"""A goal's stored morning reports: ``reports/<night>.md``, and the files named the old way.
+
+A report is named by the night it is about, the night's start date
+(:func:`goalsui.domain.nightshift.report_file`), and so is the snapshot of ``state.yaml``
+and ``protocol.md`` kept beside it (``reports/.snapshots/<night>/``). Before that rule the
+reporter named both by the morning it wrote them (``2026-12-04.md`` for the night of the
+3rd). Reading finds both kinds: an old file is recognised by its heading
+(:func:`goalsui.domain.nightshift.report_night`) and listed under its night. Writing a
+report first renames the goal's old files to their nights (:func:`migrate_reports`), so a
+new report never overwrites an old report of the night before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from goalsui.domain.nightshift import report_night
+
+REPORTS = "reports"
+SNAPSHOT_DIR = ".snapshots"
+#: Where an old report goes when its night already has a report named by the new rule.
+LEGACY_DIR = ".legacy"
+HEAD_BYTES = 1024
+_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """One report file of a goal and the night it is about."""
+
+    night: date
+    path: Path
+    size: int
+    legacy: bool = False  # named by its morning, before the night rule
+
+
+def _first_line(path: Path) -> str:
+    with path.open("rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    return head.decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
+
+
+def _named(name: str) -> date | None:
+    match = _NAME.match(name)
+    if not match:
+        return None
+    try:
+        return date.fromisoformat(match.group(1))
+    except ValueError:
+        return None
+
+
+def scan_reports(goal_dir: Path) -> list[StoredReport]:
+    """Every dated report file in the goal's ``reports/``, each with its night, by name."""
+    folder = goal_dir / REPORTS
+    found: list[StoredReport] = []
+    if not folder.is_dir():
+        return found
+    for entry in folder.iterdir():
+        named = _named(entry.name)
+        if named is None or not entry.is_file():
+            continue
+        try:
+            night, legacy = report_night(named, _first_line(entry))
+            size = entry.stat().st_size
+        except OSError:
+            continue
+        found.append(StoredReport(night, entry, size, legacy))
+    return sorted(found, key=lambda r: r.path.name)
+
+
+def stored_reports(goal_dir: Path) -> list[StoredReport]:
+    """The goal's reports, one per night, oldest first. Where a night has an old file and
+    one named by the night, the latter is the report."""
+    chosen: dict[date, StoredReport] = {}
+    for report in scan_reports(goal_dir):
+        have = chosen.get(report.night)
+        if have is None or (have.legacy and not report.legacy):
+            chosen[report.night] = report
+    return [chosen[night] for night in sorted(chosen)]
+
+
+def find_report(goal_dir: Path, night: date) -> StoredReport | None:
+    """The stored report of ``night``, whichever way its file is named."""
+    return next((r for r in stored_reports(goal_dir) if r.night == night), None)
+
+
+def snapshot_dirs(goal_dir: Path) -> dict[date, Path]:
+    """The goal's report snapshots by night. A snapshot folder named like an old report is
+    that report's (named by its morning, so it belongs to the night before its name)."""
+    root = goal_dir / REPORTS / SNAPSHOT_DIR
+    if not root.is_dir():
+        return {}
+    legacy = {r.path.stem for r in scan_reports(goal_dir) if r.legacy}
+    out: dict[date, Path] = {}
+    late: dict[date, Path] = {}
+    for entry in root.iterdir():
+        try:
+            named = date.fromisoformat(entry.name)
+        except ValueError:
+            continue
+        if not entry.is_dir():
+            continue
+        if entry.name in legacy:
+            late[named - timedelta(days=1)] = entry
+        else:
+            out[named] = entry
+    for night, path in late.items():
+        out.setdefault(night, path)
+    return out
+
+
+def _move_file(src: Path, dst: Path) -> bool:
+    """Rename ``src`` to ``dst`` unless ``dst`` exists (never overwrites)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except FileExistsError:
+        return False
+    except OSError:  # a file system without hard links
+        if dst.exists():
+            return False
+        os.replace(src, dst)
+        return True
+    src.unlink()
+    return True
+
+
+def _move_dir(src: Path, dst: Path) -> bool:
+    if not src.is_dir() or dst.exists():
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(src, dst)
+    except OSError:
+        return False
+    return True
+
+
+def migrate_reports(goal_dir: Path) -> list[tuple[Path, Path]]:
+    """Rename the goal's old reports, and their snapshots, to their nights' names.
+
+    Oldest first, so a chain of old names shifts by one day without a clash. An old report
+    whose night already has a report named by it is kept in ``reports/.legacy/`` (out of
+    the listing). Returns the moves made, ``(from, to)``.
+    """
+    folder = goal_dir / REPORTS
+    moves: list[tuple[Path, Path]] = []
+    for report in scan_reports(goal_dir):
+        if not report.legacy:
+            continue
+        src = report.path
+        dst = folder / f"{report.night.isoformat()}.md"
+        snap = folder / SNAPSHOT_DIR / src.stem
+        if _move_file(src, dst):
+            moves.append((src, dst))
+            snap_dst = folder / SNAPSHOT_DIR / report.night.isoformat()
+        else:
+            dst = folder / LEGACY_DIR / src.name
+            if not _move_file(src, dst):
+                continue
+            moves.append((src, dst))
+            snap_dst = folder / LEGACY_DIR / SNAPSHOT_DIR / src.stem
+        if _move_dir(snap, snap_dst):
+            moves.append((snap, snap_dst))
+    return moves
