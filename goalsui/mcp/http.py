@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from goalsui.mcp.guard import LineProblem, check_line
 from goalsui.mcp.scope import Scope as ToolScope
@@ -50,6 +51,8 @@ MCP_PATH = "/mcp"
 MAX_CONNECTIONS = 256
 #: seconds an idle keep-alive connection is kept
 KEEP_ALIVE_S = 30
+#: seconds a connection has to send a whole request's headers
+HEADER_TIMEOUT_S = 5.0
 #: the largest request body read (the SDK's own default limit)
 MAX_BODY = 4 * 1024 * 1024
 _UNAUTHORISED = (
@@ -82,6 +85,51 @@ class _RunApp:
     run_id: int
     app: Any  # a Starlette app: its lifespan runs the run's session manager
     requests: int = 0
+
+
+class _GuardedH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, capped and timed before any token is read.
+
+    A connection past :data:`MAX_CONNECTIONS` is closed as it is accepted; a connection
+    whose request headers are not complete :data:`HEADER_TIMEOUT_S` after it opened (or
+    after the first byte of its next request) is closed. uvicorn alone answers 503 only
+    once a request arrives and starts its idle timer only after a response, so a client
+    that sends nothing, or trickles its headers, would otherwise be kept for ever.
+    """
+
+    _header_timer: asyncio.TimerHandle | None = None
+    _waiting_past: Any = None  # the request cycle current when the timer was armed
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn narrows BaseTransport
+        super().connection_made(transport)
+        if len(self.connections) > MAX_CONNECTIONS:
+            transport.close()
+            return
+        self._await_request()
+
+    def data_received(self, data: bytes) -> None:
+        idle = self.cycle is None or self.cycle.response_complete
+        if self._header_timer is None and idle:
+            self._await_request()
+        super().data_received(data)
+        if self._header_timer is not None and self.cycle is not self._waiting_past:
+            self._header_timer.cancel()  # a whole request arrived in time
+            self._header_timer = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+    def _await_request(self) -> None:
+        self._waiting_past = self.cycle
+        self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._too_slow)
+
+    def _too_slow(self) -> None:
+        self._header_timer = None
+        if self.cycle is self._waiting_past and not self.transport.is_closing():
+            self.transport.close()
 
 
 class _QuietServer(uvicorn.Server):
@@ -123,6 +171,7 @@ class ToolHost:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self,
+            http=_GuardedH11,
             log_level="warning",
             access_log=False,
             lifespan="off",

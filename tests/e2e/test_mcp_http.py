@@ -155,3 +155,50 @@ async def test_a_request_the_sdk_cannot_read_gets_an_answer_with_a_reason(
             assert words in error["message"] and response.json()["id"] in (7, 8, 9)
     finally:
         await host.stop()
+
+
+async def _closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(1024), timeout=seconds) == b""
+    except (TimeoutError, ConnectionError):
+        return False
+
+
+async def test_idle_and_slow_clients_are_cut_before_any_token_check(
+    svc: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connections past the cap close at once, ones that send nothing close after the
+    header timeout, a client trickling its headers is cut, and the port still serves."""
+    from goalsui.mcp import http as tool_http
+
+    monkeypatch.setattr(tool_http, "MAX_CONNECTIONS", 8)
+    monkeypatch.setattr(tool_http, "HEADER_TIMEOUT_S", 1.0)
+    busy, _ = worker_runs(svc)
+    host = ToolHost(svc)
+    try:
+        async with host.serve_run(busy) as endpoint:
+            port = int(endpoint.url.split(":")[2].split("/")[0])
+            idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(20)]
+            over = [await _closed_within(reader, 0.5) for reader, _ in idle]
+            assert sum(over) >= 12  # everything past the cap went at once
+            rest = [await _closed_within(reader, 3.0) for reader, _ in idle]
+            assert all(a or b for a, b in zip(over, rest, strict=True))  # the rest by the timeout
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            cut = False
+            for byte in b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n":
+                try:
+                    writer.write(bytes([byte]))
+                    await writer.drain()
+                except ConnectionError:
+                    cut = True
+                    break
+                if await _closed_within(reader, 0.2):
+                    cut = True
+                    break
+            assert cut, "a client trickling its headers was kept"
+            for _, w in [*idle, (reader, writer)]:
+                w.close()
+            async with client(endpoint.url, endpoint.token) as session:  # still serving
+                assert "todo_add" in {t.name for t in (await session.list_tools()).tools}
+    finally:
+        await host.stop()
