@@ -29,6 +29,7 @@ from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal
 from goalsui.kb.nightshift import BINDING_FILE
 from goalsui.service.context import ServiceContext
+from goalsui.service.runner_checks import loaded_goals
 from goalsui.service.threads import ensure_home_threads, home_threads
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
@@ -329,17 +330,8 @@ def capability_warnings(
     except KBError:
         config = None  # reported by doctor as a problem
     default = config.runner.as_dict() if config is not None and config.runner else None
-    if goal_ids is None:
-        goals = ctx.kb.scan()
-    else:
-        goals = []
-        for goal_id in goal_ids:
-            try:
-                goals.append(ctx.kb.load_goal(goal_id))
-            except GoalsuiError:
-                continue  # a problem, not a warning: doctor reports it
     out: list[Problem] = []
-    for loaded in goals:
+    for loaded in loaded_goals(ctx, goal_ids):
         nightshift_goal = (loaded.path / BINDING_FILE).exists()
         for name, wdef in sorted(loaded.workers.items()):
             runner = wdef.runner.as_dict() if wdef.runner else default

@@ -16,6 +16,7 @@ from typing import Any
 
 from goalsui.domain.views import Problem
 from goalsui.errors import GoalsuiError, KBError
+from goalsui.kb.layout import LoadedGoal
 from goalsui.service.context import ServiceContext
 
 __all__ = ["missing_program", "runner_warnings"]
@@ -52,6 +53,20 @@ def runner_problem(runner: dict[str, Any] | None, cwd: Path) -> str | None:
     return None
 
 
+def loaded_goals(ctx: ServiceContext, goal_ids: Iterable[str] | None) -> list[LoadedGoal]:
+    """The KB's goals (``goal_ids`` None: all) that load; a broken one is doctor's
+    problem, so it is left out here."""
+    if goal_ids is None:
+        return ctx.kb.scan()
+    goals = []
+    for goal_id in goal_ids:
+        try:
+            goals.append(ctx.kb.load_goal(goal_id))
+        except GoalsuiError:
+            continue
+    return goals
+
+
 def runner_warnings(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) -> list[Problem]:
     """A warning for each worker whose turns could not start."""
     try:
@@ -59,17 +74,8 @@ def runner_warnings(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) 
     except KBError:
         return []  # doctor reports the broken goalsui.yaml as a problem
     default = config.runner.as_dict() if config.runner else None
-    if goal_ids is None:
-        goals = ctx.kb.scan()
-    else:
-        goals = []
-        for goal_id in goal_ids:
-            try:
-                goals.append(ctx.kb.load_goal(goal_id))
-            except GoalsuiError:
-                continue
     out: list[Problem] = []
-    for loaded in goals:
+    for loaded in loaded_goals(ctx, goal_ids):
         for name, wdef in sorted(loaded.workers.items()):
             runner = wdef.runner.as_dict() if wdef.runner else default
             problem = runner_problem(runner, loaded.path)
