@@ -83,12 +83,19 @@ def _fire_matching(s: Session, event: Event, now: datetime) -> list[int]:
     records a skipped (overlap) run.
     """
     fired: list[int] = []
+    # Row-locked (PostgreSQL; SQLite's write lock serialises writers anyway): a scheduler
+    # claiming one of these rows holds it until its claim commits, and this update must
+    # see the row as the claim left it (firing: an overlap of this event), not overwrite
+    # a firing row with the due time and pending event of an active one.
     candidates = s.exec(
-        select(Intent).where(
+        select(Intent)
+        .where(
             Intent.kind == IntentKind.EVENT,
             Intent.event_source == event.source,
             col(Intent.status).in_([IntentStatus.ACTIVE, IntentStatus.FIRING]),
         )
+        .order_by(col(Intent.id))
+        .with_for_update()
     ).all()
     for intent in candidates:
         assert intent.id is not None  # a stored row
