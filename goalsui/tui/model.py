@@ -235,16 +235,18 @@ def goal_log_count(service: Service, goal_id: str) -> tuple[str | None, int]:
 
 
 def list_reports(service: Service) -> list[tuple[str, str, str]]:
-    """Every morning report as ``(date, goal_id, rel)``, newest first."""
+    """Every morning report as ``(night, goal_id, rel)``, newest night first. A report is
+    listed under its night's start date, also an old one named by its morning."""
+    from goalsui.runners.report import list_reports as goal_reports
+
     found: list[tuple[str, str, str]] = []
     for goal in service.list_goals():
         try:
-            entries = service.kb_list(goal.goal_id, "reports")
-        except GoalsuiError:
+            reports = goal_reports(service, goal.goal_id)
+        except (GoalsuiError, OSError):
             continue
-        for e in entries:
-            if not e["dir"] and e["name"].endswith(".md"):
-                found.append((e["name"][:-3], goal.goal_id, e["path"]))
+        for r in reports:
+            found.append((r.night.isoformat(), goal.goal_id, f"reports/{r.path.name}"))
     found.sort(key=lambda item: (item[0], item[1]), reverse=True)
     return found
 

@@ -47,13 +47,20 @@ def night_scene(root: Path, clock: FakeClock) -> tuple[Service, str, Path]:
     (root / "kb").mkdir(parents=True)
     service = Service.open(root / "kb", None, root / "state", clock=clock, actor="operator")
     view = ns.init_nightshift(service, repo, base="main", tz="Europe/Berlin", workers=2)
-    for worker, task, branch in (("worker-1", "Fix the typo", FIX), ("worker-2", "Document the setup", DOCS)):
+    for worker, task, branch in (
+        ("worker-1", "Fix the typo", FIX),
+        ("worker-2", "Document the setup", DOCS),
+    ):
         item, _ = ns.plan_add(service, view.goal_id, worker, task, night=NIGHT)
-        ns.set_item(service, view.goal_id, replace(item, status="done", branch=branch, commits=1, check="passed", run_id=7))
+        ns.set_item(
+            service,
+            view.goal_id,
+            replace(item, status="done", branch=branch, commits=1, check="passed", run_id=7),
+        )
         # as a task's end does: goalsui approves only branches it made, at the reviewed commit
         ns.record_branch(service, view.goal_id, branch, git(repo, "rev-parse", branch).strip())
-    report = service.kb.goal_dir(view.goal_id) / "reports" / "2026-12-02.md"
-    report.write_text("# Nightshift report 2026-12-02\n\nTwo branches to review.\n")
+    report = ns.report_path(service, view.goal_id, NIGHT)  # reports/2026-12-01.md
+    report.write_text(f"# Nightshift report, night of {NIGHT}\n\nTwo branches to review.\n")
     return service, view.goal_id, repo
 
 

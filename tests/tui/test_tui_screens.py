@@ -15,10 +15,11 @@ from tui_kit import (
 )
 
 from goalsui.domain.models import Intent
+from goalsui.domain.nightshift import night_window
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.failures import FailuresScreen
-from goalsui.tui.screens.reports import ReportsScreen, night_window
+from goalsui.tui.screens.reports import ReportsScreen
 
 SIZE = (110, 36)
 
@@ -158,6 +159,8 @@ async def test_failures_screen_decides_runs_that_need_review(demo: Service, cloc
 
 
 async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+    """Old reports, named by their morning (2026-12-02.md for the night of the 1st), are
+    listed under their night and shown beside that night's runs."""
     reports = demo.kb.root / NIGHT / "reports"
     (reports / "2026-12-01.md").write_text("# Morning report 2026-12-01\n\nAn older night.\n")
     (reports / "2026-12-02.md").write_text(
@@ -167,7 +170,7 @@ async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, c
         "| scout | 1 | schedule | 20:30:00 | 20:30:03 | 1m35s | ok | "
         "run 1, workers/scout/outbox/20261201T193000Z-1.md |\n"
     )
-    start, end = night_window(datetime(2026, 12, 2).date(), "Europe/Berlin")
+    start, end = night_window(datetime(2026, 12, 1).date(), "Europe/Berlin")
     scout = worker_intent(demo, NIGHT, "scout")
     gardener = worker_intent(demo, NIGHT, "gardener")
     planned = datetime(2026, 12, 1, 19, 30, tzinfo=UTC)  # 20:30 Berlin
@@ -192,6 +195,8 @@ async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, c
         assert isinstance(screen, ReportsScreen)
         reports_table = screen.query_one("#reports-list")
         assert reports_table.row_keys()[0].endswith("reports/2026-12-02.md")  # newest first
+        listed = [str(reports_table.get_row(k)[0]) for k in reports_table.row_keys()]
+        assert listed[:2] == ["2026-12-01", "2026-11-30"]  # each under its night's start
         night = screen.query_one("#reports-night")
         assert len(night.row_keys()) == 2
         rows = [[str(c) for c in night.get_row(k)] for k in night.row_keys()]

@@ -23,9 +23,9 @@ ROOT = Path("/tmp/goalsui-snapshot")  # fixed: paths appear on screen
 SIZE = (160, 48)
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
-REPORT = """# Nightshift report 2026-12-02
+REPORT = """# Nightshift report, night of 2026-12-01
 
-Night of 2026-12-01 12:00 to 2026-12-02 07:30 (Europe/Berlin); compiled 2026-12-02 07:30 +0100.
+From 2026-12-01 12:00 to 2026-12-02 07:30 (Europe/Berlin); compiled 2026-12-02 07:30 +0100.
 
 ## Summary
 
@@ -107,9 +107,10 @@ def _scene() -> Iterator[tuple[Service, FakeClock]]:
 
 
 def add_night(service: Service) -> None:
-    (service.kb.root / NIGHT / "reports" / "2026-12-02.md").write_text(REPORT)
-    (service.kb.root / NIGHT / "reports" / "2026-11-30.md").write_text(
-        "# Nightshift report 2026-11-30\n"
+    # reports are named by the night's start: 2026-12-01.md is read on the morning of the 2nd
+    (service.kb.root / NIGHT / "reports" / "2026-12-01.md").write_text(REPORT)
+    (service.kb.root / NIGHT / "reports" / "2026-11-29.md").write_text(
+        "# Nightshift report, night of 2026-11-29\n"
     )
     night = [
         ("commander", "ok", datetime(2026, 12, 1, 19, 0), 0, 41),

@@ -1,9 +1,12 @@
-"""Reports: nightshift morning reports, newest first, beside a timeline of that night."""
+"""Reports: nightshift morning reports, newest night first, beside a timeline of that night.
+
+Each report is listed under its night, named by the date the night starts
+(:func:`goalsui.domain.nightshift.night_of`), as in its file name and heading."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -15,6 +18,7 @@ from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import DataTable, Markdown, Static, Tab, Tabs
 
+from goalsui.domain.nightshift import night_window
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui.app_ref import goals_app
@@ -40,19 +44,11 @@ class Night:
     """The runs of one goal in the night a report covers."""
 
     goal_id: str
-    day: date
+    night: date  # the date it starts
     start: datetime
     end: datetime
     zone: str
     rows: list[tuple[Intent, IntentRun]] = field(default_factory=list)
-
-
-def night_window(day: date, zone: str) -> tuple[datetime, datetime]:
-    """Noon the day before to noon on the report's day, in the goal's timezone."""
-    tz = ZoneInfo(zone)
-    start = datetime.combine(day - timedelta(days=1), time(12), tz)
-    end = datetime.combine(day, time(12), tz)
-    return start, end
 
 
 def goal_zone(intents: list[Intent]) -> str:
@@ -62,11 +58,12 @@ def goal_zone(intents: list[Intent]) -> str:
     return "UTC"
 
 
-def load_night(service: Any, goal_id: str, day: date) -> Night:
+def load_night(service: Any, goal_id: str, night_name: date) -> Night:
+    """The runs of the night that starts on ``night_name`` (noon to noon, goal's zone)."""
     intents = service.list_intents(goal_id=goal_id)
     zone = goal_zone(intents)
-    start, end = night_window(day, zone)
-    night = Night(goal_id, day, start, end, zone)
+    start, end = night_window(night_name, zone)
+    night = Night(goal_id, night_name, start, end, zone)
     for intent in intents:
         for run in service.list_runs(intent_id=intent.id, since=start, limit=1000):
             if run.started_at < end:
@@ -154,9 +151,11 @@ class ReportsScreen(DataScreen):
 
     def __init__(self) -> None:
         super().__init__()
+        self._nights = {}
         self.add_class("-show-report")  # before mounting: a class added later restyles all
 
     _report_text = ""  # the open report, made plain
+    _nights: dict[str, date]  # row key -> the night its report is about (its start date)
     _rendered = ""  # what the Markdown widget shows (its tables fitted to the pane)
 
     def compose(self) -> ComposeResult:
@@ -178,7 +177,7 @@ class ReportsScreen(DataScreen):
 
     def on_mount(self) -> None:
         reports = self.query_one("#reports-list", KeyedTable)
-        reports.add_column("date", key="date", width=10)
+        reports.add_column("night", key="night", width=10)
         reports.add_column("goal", key="goal", width=20)
         night = self.query_one("#reports-night", KeyedTable)
         for label, key, width in (
@@ -238,9 +237,10 @@ class ReportsScreen(DataScreen):
 
     def show(self, reports: list[tuple[str, str, str]]) -> None:
         table = self.query_one("#reports-list", KeyedTable)
+        self._nights = {f"{g}|{rel}": date.fromisoformat(night) for night, g, rel in reports}
         rows = [
-            (f"{goal_id}|{rel}", (day, Text(goal_id.rsplit("-", 1)[0])))
-            for day, goal_id, rel in reports
+            (f"{goal_id}|{rel}", (night, Text(goal_id.rsplit("-", 1)[0])))
+            for night, goal_id, rel in reports
         ]
         table.sync_rows(rows)
         self.query_one("#reports-list-box").border_subtitle = f"{len(rows)}"
@@ -248,7 +248,8 @@ class ReportsScreen(DataScreen):
             self._report_text = self._rendered = ""
             self.query_one(Markdown).update(
                 "_No morning reports yet._\n\nThe nightshift reporter writes "
-                "`<goal>/reports/YYYY-MM-DD.md` at the end of each night."
+                "`<goal>/reports/YYYY-MM-DD.md` each morning, named by the date its night "
+                "started."
             )
         else:
             self._open_selected()
@@ -265,15 +266,14 @@ class ReportsScreen(DataScreen):
         if getattr(self, "_open", None) == key:
             return
         self._open = key
-        self.load_report(goal_id, rel)
+        self.load_report(goal_id, rel, self._nights[key])
 
     @work(thread=True, exclusive=True, group="report", exit_on_error=False)
-    def load_report(self, goal_id: str, rel: str) -> None:
+    def load_report(self, goal_id: str, rel: str, night_name: date) -> None:
         service = goals_app(self).service
         try:
             text = service.kb_read(goal_id, rel)
-            day = date.fromisoformat(rel.rsplit("/", 1)[-1][:10])
-            night = load_night(service, goal_id, day)
+            night = load_night(service, goal_id, night_name)
         except (GoalsuiError, ValueError) as exc:
             deliver(self, self.notify, f"{goal_id}/{rel}: {exc}", severity="error")
             return
@@ -313,10 +313,10 @@ class ReportsScreen(DataScreen):
                 )
             )
         table.sync_rows(rows)
-        self.query_one(
-            "#reports-night-box"
-        ).border_subtitle = (
-            f"{night.start:%a %H:%M} → {night.end:%a %H:%M} {night.zone} · {len(rows)} runs"
+        tz = ZoneInfo(night.zone)
+        self.query_one("#reports-night-box").border_subtitle = (
+            f"{night.start.astimezone(tz):%a %H:%M} → {night.end.astimezone(tz):%a %H:%M} "
+            f"{night.zone} · {len(rows)} runs"
         )
         self.query_one(ReportTabs).label("night", f"4 Night · {len(rows)} runs")
 
