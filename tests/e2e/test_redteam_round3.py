@@ -202,3 +202,65 @@ async def test_a_turn_whose_result_cannot_be_delivered_is_ok_with_a_problem_neve
         j for j in svc.list_journal() if j.action == "alert" and "delivery problem" in j.detail
     ]
     assert alerts, "the operator is not told"
+
+
+# -- goalsui mcp trusts no socket named by its environment -----------------------------------
+def test_goalsui_mcp_hands_nothing_to_a_socket_named_in_its_environment(
+    sample_kb: Path, tmp_path: Path
+) -> None:
+    """``GOALSUI_MCP_HOST`` once made ``goalsui mcp`` pass its environment (API keys
+    included) and its stdin/stdout to whatever socket sat at that path. The fork-based
+    host is gone (a scheduler serves its turns over HTTP): the variable is ignored, the
+    process serves its session itself and nothing connects to the socket."""
+    import socket
+    import threading
+
+    path = tmp_path / "host.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)
+    listener.settimeout(0.2)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            received.append(conn.recv(65536))
+            conn.close()
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}},
+    }  # fmt: skip
+    try:
+        env = {**clean_environ(), "GOALSUI_MCP_HOST": str(path), "SECRET_API_KEY": "sk-leak"}
+        indexed = run_cli("goal", "list", kb=sample_kb, state=tmp_path / "s", env=env, input="")
+        assert indexed.returncode == 0, indexed.stderr
+        proc = subprocess.Popen(
+            cli_argv("mcp", "--goal", "demo-pulse-05c0f5ca", kb=sample_kb, state=tmp_path / "s"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(initialize) + "\n")
+        proc.stdin.flush()
+        first = proc.stdout.readline()
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+    assert received == []  # nothing reached the socket, no environment, no descriptors
+    reply = json.loads(first)
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "goalsui"
