@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import ipaddress
 import os
 import shlex
 import signal
@@ -27,6 +26,7 @@ from typing import IO
 
 from goalsui.cli.common import open_service
 from goalsui.errors import GoalsuiError, ValidationError
+from goalsui.hooks.net import is_loopback
 
 LOCK_NAME = "serve-scheduler.lock"
 STOP_GRACE_S = 30
@@ -104,21 +104,12 @@ def _check(args: argparse.Namespace) -> str | None:
         raise ValidationError(
             f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} printable characters"
         )
-    if token is None and not _is_loopback(args.host):
+    if token is None and not is_loopback(args.host):
         raise ValidationError(
             f"refusing to serve on {args.host} without a token: set {TOKEN_ENV} "
             "(or keep the default --host 127.0.0.1)"
         )
     return token
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def start_daemon(args: argparse.Namespace, kb: Path, state_dir: Path) -> subprocess.Popen[bytes]:
@@ -166,7 +157,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else:
             daemon = start_daemon(args, kb, state_dir)
             print(f"goalsui serve: scheduler running (goalsui daemon, pid {daemon.pid})")
-    if not _is_loopback(args.host):
+    if not is_loopback(args.host):
         print(
             f"goalsui serve: WARNING: listening on {args.host} over plain HTTP: "
             "put a TLS proxy in front, or the token can be read on the way",

@@ -19,7 +19,7 @@ from typing import Any
 
 from goalsui.errors import NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write
-from goalsui.kb.paths import safe_join
+from goalsui.kb.paths import is_within, safe_join
 from goalsui.kb.yamlio import read_text
 
 __all__ = ["MAX_FILE_BYTES", "ConfinedTree", "Validator"]
@@ -29,14 +29,6 @@ LOG_DIR = "log"
 
 #: called with (path parts inside the tree, text, shown name) before a write; raises to refuse
 Validator = Callable[[tuple[str, ...], str, str], None]
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
 
 
 class ConfinedTree:
@@ -57,7 +49,7 @@ class ConfinedTree:
             return self.root
         candidate = safe_join(self.root, rel)  # refuses absolute, .., look-alikes
         real = candidate.resolve()
-        if not _inside(real, self.root):
+        if not is_within(real, self.root):
             raise ValidationError(f"path leads outside the goal: {rel!r}")
         return real
 
@@ -79,7 +71,7 @@ class ConfinedTree:
                 st = real.stat()
             except OSError:  # a dangling link or a file removed meanwhile
                 continue
-            if not _inside(real, self.root):
+            if not is_within(real, self.root):
                 continue
             is_dir = stat.S_ISDIR(st.st_mode)
             if not (is_dir or stat.S_ISREG(st.st_mode)):

@@ -34,7 +34,7 @@ from goalsui.kb.config import (
     parse_worker,
 )
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
-from goalsui.kb.paths import check_name, new_goal_id, safe_join
+from goalsui.kb.paths import check_name, is_within, new_goal_id, safe_join
 from goalsui.kb.regular import open_regular
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
@@ -114,7 +114,7 @@ class KB:
         """
         if below is not None and _no_link_below(Path(path), below):
             return path
-        if not _inside(Path(path).resolve(), self.root):
+        if not is_within(Path(path).resolve(), self.root):
             raise KBError(shown or self.display(path), "a symlink here leads outside the KB")
         return path
 
@@ -204,7 +204,7 @@ class KB:
         """Read and validate every ``workers/<name>/`` of a goal being loaded."""
         goal_id, path = loaded.goal_id, loaded.path
         workers_root = path / "workers"
-        if workers_root.is_symlink() and not _inside(workers_root.resolve(), self.root):
+        if workers_root.is_symlink() and not is_within(workers_root.resolve(), self.root):
             loaded.problems.append(
                 KBError(f"{goal_id}/workers", "a symlink here leads outside the KB")
             )
@@ -408,7 +408,7 @@ class KB:
         if path == self.goal_dir(goal_id) or path.is_dir():
             raise ValidationError(f"not a file: {goal_id}/{rel}")
         shown = f"{goal_id}/{rel}"
-        if _inside(path.resolve(), (self.goal_dir(goal_id) / "log").resolve()):
+        if is_within(path.resolve(), (self.goal_dir(goal_id) / "log").resolve()):
             raise ValidationError(f"{shown}: the goal log is append-only")
         check_kb_text(goal_id, path.relative_to(self.goal_dir(goal_id)).parts, text, shown)
         if path.relative_to(self.goal_dir(goal_id)).parts == (STATE_FILE,):
@@ -577,7 +577,7 @@ def _listing(path: Path, root: Path) -> list[dict[str, Any]]:
         if entry.name.startswith(".") and entry.name.endswith(".tmp"):
             continue
         p = Path(entry.path)
-        if p.is_symlink() and not _inside(p.resolve(), root):
+        if p.is_symlink() and not is_within(p.resolve(), root):
             continue
         try:
             st = p.stat()
@@ -655,14 +655,6 @@ def check_kb_text(goal_id: str, parts: tuple[str, ...], text: str, shown: str) -
     elif is_worker_def:
         check_name(parts[1], "worker name")
         parse_worker(parts[1], data, text, shown)
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
 
 
 #: Never copied out of the bundled sample: bytecode pip compiled, placeholder files.

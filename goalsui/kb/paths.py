@@ -11,7 +11,15 @@ from pathlib import Path
 from goalsui.domain.names import NAME_RE, check_name
 from goalsui.errors import ValidationError
 
-__all__ = ["NAME_RE", "check_name", "new_goal_id", "relative_display", "safe_join", "slugify"]
+__all__ = [
+    "NAME_RE",
+    "check_name",
+    "is_within",
+    "new_goal_id",
+    "relative_display",
+    "safe_join",
+    "slugify",
+]
 
 
 def slugify(text: str, limit: int = 32) -> str:
@@ -26,7 +34,8 @@ def new_goal_id(name: str) -> str:
     return check_name(f"{slugify(name)}-{secrets.token_hex(4)}", "goal id")
 
 
-def _is_within(path: Path, root: Path) -> bool:
+def is_within(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or below it (both as given: resolve them first)."""
     try:
         path.relative_to(root)
     except ValueError:
@@ -81,7 +90,7 @@ def safe_join(root: Path, *parts: str) -> Path:
             rel_parts.append(comp)
     candidate = root_resolved.joinpath(*rel_parts)
     resolved = candidate.resolve()
-    if not _is_within(resolved, root_resolved):
+    if not is_within(resolved, root_resolved):
         raise ValidationError(f"path leads outside the KB: {'/'.join(rel_parts)!r}")
     return candidate
 

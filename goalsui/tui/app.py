@@ -72,7 +72,13 @@ class PendingService:
 
 
 class GoalsApp(ConsoleBase):
-    """The operator console."""
+    """The operator console.
+
+    ``hooks=(host, port)`` also listens for signed event hooks in the console's loop.
+    Without a service, ``opener()`` opens it in a worker after the first frame, which
+    shows the goal tree of the KB at ``kb_root`` (``preview`` if given, else read in a
+    worker) and uses ``ui_settings`` (theme, keymap) until the service is open.
+    """
 
     def __init__(
         self,
@@ -406,7 +412,7 @@ def _bench_marks(app: GoalsApp, marker: str) -> None:
     the idle measurement)."""
     import json
 
-    from goalsui.tui.preview import peak_rss_kb
+    from goalsui.tui.rss import peak_rss_kb
 
     marks: dict[str, float] = {}
     stay = os.environ.get("GOALSUI_BENCH_STAY") == "1"
@@ -427,44 +433,8 @@ def _bench_marks(app: GoalsApp, marker: str) -> None:
     app.serving_listeners.append(serving)
 
 
-def make_app(
-    service: Service | None,
-    *,
-    scheduler: bool = True,
-    read_only: bool = False,
-    theme: str | None = None,
-    clock: Callable[[], datetime] | None = None,
-    watch: bool = True,
-    sync_on_start: bool = False,
-    hooks: tuple[str, int] | None = None,
-    opener: Callable[[], Service] | None = None,
-    kb_root: Path | str | None = None,
-    ui_settings: dict[str, Any] | None = None,
-    preview: Dashboard | None = None,
-    force_scheduler: bool = False,
-) -> GoalsApp:
-    """Build the console (the CLI, snapshot tests and benchmarks all use this).
-
-    ``hooks=(host, port)`` also listens for signed event hooks in the console's loop.
-    Without a service, ``opener()`` opens it in a worker after the first frame, which
-    shows the goal tree of the KB at ``kb_root`` (``preview`` if given, else read in a
-    worker) and uses ``ui_settings`` (theme, keymap) until the service is open.
-    """
-    return GoalsApp(
-        service,
-        scheduler=scheduler,
-        force_scheduler=force_scheduler,
-        read_only=read_only,
-        theme=theme,
-        clock=clock,
-        watch=watch,
-        sync_on_start=sync_on_start,
-        hooks=hooks,
-        opener=opener,
-        kb_root=kb_root,
-        ui_settings=ui_settings,
-        preview=preview,
-    )
+#: Build the console (the CLI, snapshot tests and benchmarks all use this name).
+make_app = GoalsApp
 
 
 def run_console(
