@@ -2,7 +2,8 @@
 
 Same terminal size, same layout (five bordered panes, a status line, a footer), the
 same number of tree nodes and table rows as the console shows for the KB, filled with
-made-up text. It imports nothing of goalsui but this module, so the difference to the
+made-up text. It imports nothing of goalsui but this module and
+:mod:`goalsui.tui.rss` (the standard library only), so the difference to the
 console is what goalsui adds: its imports, its database reads, its own rendering.
 
 Run: ``python -m goalsui.bench.bare_app GOALS WORKERS OUT_FILE [stay]``; it writes the
@@ -14,13 +15,14 @@ running (the idle CPU reference).
 from __future__ import annotations
 
 import json
-import resource
 import sys
 import time
 
 from textual.app import App, ComposeResult
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static, Tree
+
+from goalsui.tui.rss import peak_rss_kb
 
 CSS = """
 .pane { border: round $primary; }
@@ -87,18 +89,6 @@ class BareApp(App[None]):
             json.dump({"paint_t": time.time(), "paint_rss_kb": peak_rss_kb()}, fh)
         if not self.stay:
             self.exit()
-
-
-def peak_rss_kb() -> int:
-    """Peak RSS of this process (VmHWM), KiB; ru_maxrss only where there is no /proc."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 if __name__ == "__main__":

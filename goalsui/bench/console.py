@@ -32,25 +32,20 @@ import argparse
 import asyncio
 import json
 import os
-import pty
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from fcntl import ioctl
 from pathlib import Path
 from typing import Any
 
-from goalsui.bench.console_idle import IDLE_TARGET_PCT, IdleFigures, measure_idle
+from goalsui.bench.console_idle import IDLE_TARGET_PCT, IdleFigures, console_argv, measure_idle
+from goalsui.bench.pty_child import COLS, ROWS, PtyChild
 
-COLS, ROWS = 160, 48
 START_TIMEOUT_S = 180
 
 
@@ -142,57 +137,25 @@ def run_in_pty(argv: list[str], marker: Path, env: dict[str, str]) -> dict[str, 
     """The child's marks (``<name>_t``, ``<name>_rss_kb``) as seconds since the spawn
     and MiB (``<name>_s``, ``<name>_rss_mib``)."""
     marker.unlink(missing_ok=True)
-    master, slave = pty.openpty()
-    ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
-
-    tail = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            tail.extend(chunk)
-            del tail[:-4000]
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    full_env = {
-        **os.environ,
-        **env,
-        "TERM": "xterm-256color",
-        "COLUMNS": str(COLS),
-        "LINES": str(ROWS),
-    }
-    if "PYTHONPYCACHEPREFIX" in env:
-        full_env.pop("PYTHONDONTWRITEBYTECODE", None)
-    started = time.time()
-    process = subprocess.Popen(
-        argv, stdin=slave, stdout=slave, stderr=slave, env=full_env, close_fds=True
-    )
-    os.close(slave)
+    child = PtyChild(argv, env)
     try:
-        process.wait(START_TIMEOUT_S)
+        child.process.wait(START_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        child.process.kill()
+        child.process.wait()
         raise RuntimeError(f"{argv[2:5]} did not paint within {START_TIMEOUT_S}s") from None
     finally:
-        os.close(master)
-        reader.join(2)
+        child.stop()  # it has exited: closes the terminal and joins the reader
     if not marker.exists():
-        shown = tail.decode("utf-8", "replace")[-1500:]
         raise RuntimeError(
-            f"{' '.join(argv[:6])} exited ({process.returncode}) without painting:\n{shown}"
+            f"{' '.join(argv[:6])} exited ({child.process.returncode}) without painting:\n"
+            f"{child.shown()}"
         )
     data = json.loads(marker.read_text())
     names = [key[:-2] for key in data if key.endswith("_t")]
     out: dict[str, float] = {}
     for name in names:
-        out[f"{name}_s"] = data[f"{name}_t"] - started
+        out[f"{name}_s"] = data[f"{name}_t"] - child.started
         out[f"{name}_rss_mib"] = data[f"{name}_rss_kb"] / 1024
     return out
 
@@ -217,17 +180,7 @@ def measure_start(
 ) -> StartFigures:
     figures = StartFigures(label, target=target, records_target=records_target)
     marker = tmp / f"paint-{len(label)}.json"
-    console = [
-        sys.executable,
-        "-m",
-        "goalsui",
-        "--kb",
-        str(kb),
-        "--state-dir",
-        str(state),
-        "console",
-        "--no-scheduler",
-    ]
+    console = [*console_argv(kb, state), "--no-scheduler"]
     bare = [sys.executable, "-m", "goalsui.bench.bare_app", str(goals), str(workers), str(marker)]
     env = bytecode_env(tmp)
     console_env = {**env, "GOALSUI_BENCH_FIRST_PAINT": str(marker)}

@@ -80,21 +80,17 @@ def idle_share(argv: list[str], marker: Path, env: dict[str, str], window_s: flo
     return 100.0 * used / took
 
 
+def console_argv(kb: Path, state: Path) -> list[str]:
+    """The command that starts the console on ``kb`` with its state in ``state``."""
+    return [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), "console"]
+
+
 def measure_idle(
     kb: Path, state: Path, goals: int, workers: int, window_s: float, tmp: Path, env: dict[str, str]
 ) -> IdleFigures:
     quiet_kb(kb, state, window_s)
     marker = tmp / "idle.json"
-    console = [
-        sys.executable,
-        "-m",
-        "goalsui",
-        "--kb",
-        str(kb),
-        "--state-dir",
-        str(state),
-        "console",
-    ]
+    console = console_argv(kb, state)
     bare = [
         sys.executable,
         "-m",

@@ -10,7 +10,7 @@ import pytest
 from base_kit import run_cli
 
 from goalsui.bench.console_idle import cpu_seconds
-from goalsui.tui.preview import peak_rss_kb
+from goalsui.tui.rss import peak_rss_kb
 
 
 def test_peak_rss_is_the_measured_process_own() -> None:
@@ -21,7 +21,7 @@ def test_peak_rss_is_the_measured_process_own() -> None:
         [
             sys.executable,
             "-c",
-            "from goalsui.tui.preview import peak_rss_kb; print(peak_rss_kb())",
+            "from goalsui.tui.rss import peak_rss_kb; print(peak_rss_kb())",
         ],
         capture_output=True,
         text=True,
