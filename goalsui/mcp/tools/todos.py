@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import Field
@@ -54,6 +55,21 @@ def register(ctx: ToolContext) -> None:
     def revision(thread_id: int) -> int:
         return svc.get_thread(thread_id).revision
 
+    def mark(
+        change: Callable[..., Todo], todo_id: int, expected_revision: int | None
+    ) -> TodoChange:
+        """Tick or reopen an item; changed: the checklist's revision moved."""
+        tid = scope.thread(None)
+        before = revision(tid)
+        todo = change(tid, todo_id, expected_revision=expected_revision)
+        after = revision(tid)
+        return {
+            "thread_id": tid,
+            "revision": after,
+            "todo": _todo(todo),
+            "changed": after != before,
+        }
+
     @ctx.tool(
         "List todos",
         "The thread's checklist (open items first) and its revision (pass it back as "
@@ -92,16 +108,7 @@ def register(ctx: ToolContext) -> None:
         idempotent=True,
     )
     def todo_complete(todo_id: TodoId, expected_revision: Revision = None) -> TodoChange:
-        tid = scope.thread(None)
-        before = revision(tid)
-        todo = svc.complete_todo(tid, todo_id, expected_revision=expected_revision)
-        after = revision(tid)
-        return {
-            "thread_id": tid,
-            "revision": after,
-            "todo": _todo(todo),
-            "changed": after != before,
-        }
+        return mark(svc.complete_todo, todo_id, expected_revision)
 
     @ctx.tool(
         "Reopen a todo",
@@ -111,13 +118,4 @@ def register(ctx: ToolContext) -> None:
         idempotent=True,
     )
     def todo_reopen(todo_id: TodoId, expected_revision: Revision = None) -> TodoChange:
-        tid = scope.thread(None)
-        before = revision(tid)
-        todo = svc.reopen_todo(tid, todo_id, expected_revision=expected_revision)
-        after = revision(tid)
-        return {
-            "thread_id": tid,
-            "revision": after,
-            "todo": _todo(todo),
-            "changed": after != before,
-        }
+        return mark(svc.reopen_todo, todo_id, expected_revision)
