@@ -17,6 +17,7 @@ from goalsui.domain.durations import parse_duration
 from goalsui.domain.models import Intent
 from goalsui.domain.names import check_name
 from goalsui.domain.states import IntentKind
+from goalsui.domain.text import one_line
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.domain.triggers import first_due, validate_schedule
 from goalsui.errors import ValidationError
@@ -36,12 +37,8 @@ def _kind(value: object) -> IntentKind:
 
 def _title(value: object) -> str:
     """The title with its whitespace collapsed; non-empty and within the limit."""
-    title = " ".join(str(value).split())
-    if not title:
-        raise ValidationError("an intent needs a title")
-    if len(title) > MAX_TITLE:
-        raise ValidationError(f"title is too long ({MAX_TITLE} characters at most)")
-    return title
+    too_long = f"title is too long ({MAX_TITLE} characters at most)"
+    return one_line(value, MAX_TITLE, empty="an intent needs a title", too_long=too_long)
 
 
 def _text(value: object, what: str) -> str:

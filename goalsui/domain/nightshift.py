@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 
+from goalsui.domain.text import one_line
 from goalsui.domain.timeutil import load_zone, localize
 from goalsui.errors import ValidationError
 
@@ -128,12 +129,8 @@ def parse_night(text: str) -> date:
 
 def check_task(task: str) -> str:
     """A task is one line of text, 1 to 2,000 characters."""
-    task = " ".join(str(task).split())
-    if not task:
-        raise ValidationError("a task needs some text")
-    if len(task) > MAX_TASK:
-        raise ValidationError(f"a task is at most {MAX_TASK} characters")
-    return task
+    too_long = f"a task is at most {MAX_TASK} characters"
+    return one_line(task, MAX_TASK, empty="a task needs some text", too_long=too_long)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-__all__ = ["strip_nul", "strip_nul_deep"]
+from goalsui.errors import ValidationError
+
+__all__ = ["one_line", "strip_nul", "strip_nul_deep"]
 
 NUL = "\x00"
 
@@ -43,3 +45,14 @@ def strip_nul_deep(value: Any) -> Any:
             return value
         return cleaned if isinstance(value, list) else tuple(cleaned)
     return value
+
+
+def one_line(value: object, limit: int, *, empty: str, too_long: str) -> str:
+    """``value`` as one line, its whitespace collapsed; a :class:`ValidationError` saying
+    ``empty`` if nothing is left, ``too_long`` if more than ``limit`` characters are."""
+    text = " ".join(str(value).split())
+    if not text:
+        raise ValidationError(empty)
+    if len(text) > limit:
+        raise ValidationError(too_long)
+    return text

@@ -8,22 +8,19 @@ from sqlmodel import Session, select
 from goalsui.domain.checklist import parse_markdown_checklist
 from goalsui.domain.models import Thread, Todo
 from goalsui.domain.states import ChangeTopic
+from goalsui.domain.text import one_line
 from goalsui.errors import Conflict, NotFound, ValidationError
 from goalsui.service.context import ServiceContext
 from goalsui.service.threads import get_thread
 
 MAX_TODO = 2000
+TOO_LONG = f"todo text is too long ({MAX_TODO} characters at most)"
 MAX_ITEMS = 1000
 
 
 def _text(text: str) -> str:
     """A todo's text, whitespace collapsed; non-empty and within :data:`MAX_TODO`."""
-    text = " ".join(str(text).split())
-    if not text:
-        raise ValidationError("a todo needs text")
-    if len(text) > MAX_TODO:
-        raise ValidationError(f"todo text is too long ({MAX_TODO} characters at most)")
-    return text
+    return one_line(text, MAX_TODO, empty="a todo needs text", too_long=TOO_LONG)
 
 
 def list_todos(ctx: ServiceContext, thread_id: int, *, include_done: bool = True) -> list[Todo]:
@@ -128,7 +125,7 @@ def import_checklist(
         raise ValidationError(f"too many checklist items ({MAX_ITEMS} at most)")
     for text, _ in items:
         if len(text) > MAX_TODO:
-            raise ValidationError(f"todo text is too long ({MAX_TODO} characters at most)")
+            raise ValidationError(TOO_LONG)
     todos = _append(ctx, thread_id, items, expected_revision)
     ctx.journal("checklist imported", f"thread {thread_id}", f"{len(todos)} items")
     ctx.changed(ChangeTopic.TODOS)
