@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from goalsui.domain.states import ChangeTopic
 from goalsui.domain.timeutil import utcnow
-from goalsui.errors import KBError
+from goalsui.errors import KBError, NotFound
 from goalsui.kb.config import KBConfig
 from goalsui.kb.layout import KB
 from goalsui.service import journal as journal_log
@@ -21,6 +22,8 @@ from goalsui.service.state_dir import default_state_dir as default_state_dir
 from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
+
+T = TypeVar("T")
 
 
 class ServiceContext:
@@ -109,6 +112,14 @@ class ServiceContext:
                 if self._config is None:
                     self._config = KBConfig()
         return self._config
+
+    def get(self, model: type[T], key: int, what: str) -> T:
+        """The ``model`` record with id ``key``, or :class:`NotFound` (``no <what> <key>``)."""
+        with self.store.read() as s:
+            record = s.get(model, key)
+        if record is None:
+            raise NotFound(f"no {what} {key}")
+        return record
 
     def db_url_display(self) -> str:
         """The database URL with any password hidden."""

@@ -13,7 +13,7 @@ from goalsui.domain.models import Event, Intent
 from goalsui.domain.runs import skipped_run
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.views import EmitResult
-from goalsui.errors import NotFound, ValidationError
+from goalsui.errors import ValidationError
 from goalsui.kb.paths import check_name
 from goalsui.service.context import ServiceContext
 
@@ -127,11 +127,7 @@ def _fire_matching(s: Session, event: Event, now: datetime) -> list[int]:
 
 def get_event(ctx: ServiceContext, event_id: int) -> Event:
     """One event, or :class:`NotFound`."""
-    with ctx.store.read() as s:
-        event = s.get(Event, event_id)
-    if event is None:
-        raise NotFound(f"no event {event_id}")
-    return event
+    return ctx.get(Event, event_id, "event")
 
 
 def list_events(ctx: ServiceContext, limit: int = 100) -> list[Event]:

@@ -82,11 +82,7 @@ def intent_by_key(ctx: ServiceContext, key: str) -> Intent | None:
 
 def get_intent(ctx: ServiceContext, intent_id: int) -> Intent:
     """One intent, or :class:`NotFound`."""
-    with ctx.store.read() as s:
-        intent = s.get(Intent, intent_id)
-    if intent is None:
-        raise NotFound(f"no intent {intent_id}")
-    return intent
+    return ctx.get(Intent, intent_id, "intent")
 
 
 def list_intents(

@@ -51,11 +51,7 @@ def list_runs(
 
 def get_run(ctx: ServiceContext, run_id: int) -> IntentRun:
     """One run, or :class:`NotFound`."""
-    with ctx.store.read() as s:
-        run = s.get(IntentRun, run_id)
-    if run is None:
-        raise NotFound(f"no run {run_id}")
-    return run
+    return ctx.get(IntentRun, run_id, "run")
 
 
 def run_log_path(ctx: ServiceContext, run_id: int) -> Path:

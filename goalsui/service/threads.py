@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 from goalsui.domain.intent_spec import MAX_TITLE
 from goalsui.domain.models import Goal, Message, Thread
 from goalsui.domain.states import ChangeTopic
-from goalsui.errors import NotFound, ValidationError
+from goalsui.errors import ValidationError
 from goalsui.service.context import ServiceContext
 
 
@@ -46,11 +46,7 @@ def list_threads(ctx: ServiceContext) -> list[Thread]:
 
 def get_thread(ctx: ServiceContext, thread_id: int) -> Thread:
     """One thread, or :class:`NotFound`."""
-    with ctx.store.read() as s:
-        thread = s.get(Thread, thread_id)
-    if thread is None:
-        raise NotFound(f"no thread {thread_id}")
-    return thread
+    return ctx.get(Thread, thread_id, "thread")
 
 
 def find_thread(ctx: ServiceContext, title: str) -> Thread | None:
