@@ -15,6 +15,7 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
+from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
@@ -172,7 +173,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
         return 0
 
     def attempt(run: Any) -> None:
-        if run.status not in ("ok", "silent"):
+        if run.status not in (RunStatus.OK, RunStatus.SILENT):
             reason = f": {plain(run.reason, limit=300)}" if run.reason else ""
             sys.stderr.write(f"reply attempt {run.attempt} {run.status}{reason}\n")
 
@@ -198,9 +199,9 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
         )
     elif result.reply is not None:
         _print_message(result.reply)
-    elif result.status == "silent":
+    elif result.status == RunStatus.SILENT:
         print("(the reply was silent: nothing to say)")
-    if result.status in ("ok", "silent"):
+    if result.status in (RunStatus.OK, RunStatus.SILENT):
         return 0
     if not args.json:
         raise ValidationError(f"no reply: {plain(result.reason or result.status, limit=300)}")

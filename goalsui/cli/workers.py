@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import add_json, local, open_service, print_capability_warnings, print_json
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
+from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
@@ -180,14 +181,14 @@ def _report_run(args: argparse.Namespace, run: Any) -> int:
         print_json(run_json(run))
     else:
         print(f"run {run.id}: {run.status}" + (f" ({plain(run.reason)})" if run.reason else ""))
-    return 0 if run.status in ("ok", "silent") else 1
+    return 0 if run.status in (RunStatus.OK, RunStatus.SILENT) else 1
 
 
 def _finished(service: Service, ticket: Any) -> Any:
     from goalsui.service import workers
 
     run = workers.ticket_run(service, ticket)
-    return run if run is not None and run.status != "running" else None
+    return run if run is not None and run.status != RunStatus.RUNNING else None
 
 
 def _wait_for_run(service: Service, ticket: Any, timeout: float) -> Any:

@@ -23,6 +23,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from goalsui.domain.states import RunStatus
+
 if TYPE_CHECKING:
     from goalsui.service import Service
     from goalsui.store.usage import HistogramData
@@ -72,10 +74,10 @@ class GoalsuiCollector(Collector):
         missed = CounterMetricFamily("goalsui_missed", "Occurrences recorded missed")
         missed_total = 0
         for (status, kind), count in sorted(stats.runs.items()):
-            if status == "running":
+            if status == RunStatus.RUNNING:
                 continue
             runs.add_metric([status, kind], count)
-            if status == "missed":
+            if status == RunStatus.MISSED:
                 missed_total += count
         missed.add_metric([], missed_total)
         intents = GaugeMetricFamily("goalsui_intents", "Intents by status", labels=["status"])

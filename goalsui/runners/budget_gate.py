@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from goalsui.domain.budget import Exhausted
 from goalsui.domain.models import Intent, IntentRun
-from goalsui.domain.states import ChangeTopic
+from goalsui.domain.states import ChangeTopic, RunStatus
 from goalsui.errors import GoalsuiError
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.command import build_env, run_command
@@ -104,5 +104,5 @@ async def _run_command(
     except Exception as exc:  # noqa: BLE001 - an alert hook never breaks a turn
         log.warning("alert command could not run: %s", exc)
         return
-    if result.status != "ok":
+    if result.status != RunStatus.OK:
         log.warning("alert command failed: %s", result.reason or result.status)

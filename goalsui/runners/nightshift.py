@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goalsui.domain import nightshift as rules
+from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb import nightshift as files
@@ -273,11 +274,11 @@ async def _work_in_worktree(
             grace=shared.grace,
             log_header=header,
         )
-        if result.status == "ok":
+        if result.status == RunStatus.OK:
             await asyncio.to_thread(_commit_leftovers, repo, worktree, env, prompt_task(prompt))
         commits = await asyncio.to_thread(repo.commits, binding.base, branch)
         check = None
-        if result.status == "ok" and binding.check:
+        if result.status == RunStatus.OK and binding.check:
             check = await _run_check(binding.check, worktree, shared)
     finally:
         with contextlib.suppress(GoalsuiError, OSError):
@@ -293,7 +294,7 @@ def _recorded(
     result = done.result
     status = (
         rules.FAILED
-        if result.status != "ok" or moved
+        if result.status != RunStatus.OK or moved
         else (rules.DONE if done.commits else rules.NO_COMMITS)
     )
     reason = result.reason or ("the base branch moved during the turn" if moved else None)
@@ -308,7 +309,7 @@ def _recorded(
     if status != rules.FAILED:
         return recorded, None
     return recorded, TurnOutcome(
-        result.status if result.status != "ok" else "failed",
+        result.status if result.status != RunStatus.OK else "failed",
         reason=reason,
         exit_code=result.exit_code,
         output_tail=result.output_tail or None,
@@ -352,6 +353,6 @@ async def _run_check(argv: tuple[str, ...], worktree: Path, shared: _Run) -> str
         cancel=shared.cancel,
         grace=shared.grace,
     )
-    if result.status == "ok":
+    if result.status == RunStatus.OK:
         return "passed"
     return f"failed ({result.reason or result.status})"

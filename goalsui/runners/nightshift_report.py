@@ -42,7 +42,7 @@ def nightshift_section(service: Service, goal_id: str, night: date, since: datet
         for i in items:
             lines.append(
                 f"| {_cell(i.worker)} | {_cell(i.task)} | {_cell(i.status)}"
-                + (f": {_cell(i.reason)}" if i.reason and i.status == "failed" else "")
+                + (f": {_cell(i.reason)}" if i.reason and i.status == rules.FAILED else "")
                 + f" | {_cell(i.branch or '-')} | {i.commits if i.commits is not None else '-'} "
                 f"| {_cell(i.check or '-')} | {i.run_id or '-'} |"
             )

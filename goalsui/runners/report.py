@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from goalsui.domain.durations import format_duration
 from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.nightshift import night_of, night_window, report_file, report_heading
+from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.timeutil import load_zone
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError, ValidationError
@@ -65,7 +66,15 @@ STATUS_ORDER = (
     "missed",
     "running",
 )
-PROBLEM_STATUSES = frozenset({"failed", "timeout", "interrupted", "cancelled", "missed"})
+PROBLEM_STATUSES = frozenset(
+    {
+        RunStatus.FAILED,
+        RunStatus.TIMEOUT,
+        RunStatus.INTERRUPTED,
+        RunStatus.CANCELLED,
+        RunStatus.MISSED,
+    }
+)
 FINDING_LINES = 10
 ERROR_LINES = 10
 MAX_DIFF_LINES = 200
@@ -89,7 +98,11 @@ class RunEntry:
     def source(self) -> str:
         where = self.outbox or self.run_log or self.goal_log
         if where is None:
-            where = "scheduler record" if self.run.status in ("skipped", "missed") else "run record"
+            where = (
+                "scheduler record"
+                if self.run.status in (RunStatus.SKIPPED, RunStatus.MISSED)
+                else "run record"
+            )
         return f"run {self.run.id}, {where}"
 
 
@@ -287,7 +300,7 @@ def _diff_section(goal_dir: Path, night: date) -> list[str]:
 
 def _disabled_section(service: Service, goal_id: str) -> list[str]:
     """The goal's auto-disabled intents: nothing fires until the operator resumes them."""
-    disabled = [i for i in service.list_intents(goal_id=goal_id) if i.status == "failed"]
+    disabled = [i for i in service.list_intents(goal_id=goal_id) if i.status == IntentStatus.FAILED]
     if not disabled:
         return []
     lines = ["## Auto-disabled", ""]
@@ -337,7 +350,7 @@ def _collect(
         entry = RunEntry(run=run, intent=intent, label=_label(intent))
         entry.outbox = outboxes.get(run.id or -1)
         entry.goal_log = log_refs.get(run.id or -1)
-        if run.status in PROBLEM_STATUSES or (run.status == "ok" and not entry.outbox):
+        if run.status in PROBLEM_STATUSES or (run.status == RunStatus.OK and not entry.outbox):
             entry.run_log, entry.error_tail = _run_log(run)
         if entry.outbox:
             entry.finding = _finding(goal_dir, entry.outbox)
@@ -479,8 +492,12 @@ def _summary_section(night: _Night) -> list[str]:
         )
         return lines
     lines.append(f"- {len(entries)} runs: {night.count_text()}.")
-    finished = [e for e in entries if e.run.status not in ("skipped", "missed", "running")]
-    good = [e for e in finished if e.run.status in ("ok", "silent")]
+    finished = [
+        e
+        for e in entries
+        if e.run.status not in (RunStatus.SKIPPED, RunStatus.MISSED, RunStatus.RUNNING)
+    ]
+    good = [e for e in finished if e.run.status in (RunStatus.OK, RunStatus.SILENT)]
     if finished:
         good_ids = ", ".join(str(e.run.id) for e in good) or "none"
         lines.append(
@@ -515,7 +532,9 @@ def _timeline_section(night: _Night) -> list[str]:
     lines.append("| --- | ---: | --- | --- | --- | ---: | --- | --- |")
     for e in night.entries:
         r = e.run
-        status = str(r.status) + (f": {_cell(r.reason)}" if r.reason and r.status != "ok" else "")
+        status = str(r.status) + (
+            f": {_cell(r.reason)}" if r.reason and r.status != RunStatus.OK else ""
+        )
         lines.append(
             f"| {_cell(e.label)} | {r.id} | {r.trigger} | {_fmt(r.planned_at, zone)} | "
             f"{_fmt(r.started_at, zone)} | {_duration(r)} | {status} | {_cell(e.source)} |"
@@ -529,19 +548,19 @@ def _findings_section(entries: list[RunEntry]) -> list[str]:
     shown_any = False
     for e in entries:
         label = plain(e.label, limit=80)
-        if e.run.status == "ok" and e.finding:
+        if e.run.status == RunStatus.OK and e.finding:
             shown_any = True
             lines += [f"### {label} (run {e.run.id}, {e.outbox})", ""]
             lines.extend(f"> {x}" if x else ">" for x in e.finding[:FINDING_LINES])
             if len(e.finding) > FINDING_LINES:
                 lines.append(f"> … (more in {e.outbox})")
             lines.append("")
-        elif e.run.status == "silent":
+        elif e.run.status == RunStatus.SILENT:
             shown_any = True
             where = e.goal_log or "silent token"
             lines += [f"### {label} (run {e.run.id}, {where})", ""]
             lines += [f"Silent: nothing to report (run {e.run.id}, {where}).", ""]
-        elif e.run.status == "ok":
+        elif e.run.status == RunStatus.OK:
             shown_any = True
             where = e.goal_log or e.run_log or "no output"
             lines += [f"### {label} (run {e.run.id}, {where})", ""]

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from goalsui.domain.budget import format_tokens, format_usd
 from goalsui.domain.models import IntentRun
+from goalsui.domain.states import EXECUTED_RUNS
 from goalsui.domain.untrusted import plain
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ __all__ = ["cost_lines", "cost_summary"]
 
 NIGHTS = 7  # nights shown in the history, this one included
 TOP = 3  # runs named as the top spenders
-_EXECUTED = {"ok", "silent", "failed", "timeout", "cancelled", "interrupted"}
 
 
 class _Entry(Protocol):
@@ -40,7 +40,7 @@ class _Tally:
 
     def add(self, run: IntentRun) -> None:
         if run.cost_usd is None and run.tokens_in is None and run.tokens_out is None:
-            if run.status in _EXECUTED:
+            if run.status in EXECUTED_RUNS:
                 self.unknown += 1
             return
         self.runs += 1

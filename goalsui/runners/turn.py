@@ -22,6 +22,7 @@ from goalsui.domain.capabilities import speaks_mcp as runner_gets_tools
 from goalsui.domain.models import Event, Intent, IntentRun, saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.replies import is_reply
+from goalsui.domain.states import GoalStatus, RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb.authoring import enforce_state_bound, state_snapshot
@@ -171,7 +172,9 @@ def assemble_prompt(
             for m in service.messages(intent.thread_id, limit=5)
         ]
     goals = [
-        GoalLine(g.goal_id, g.name, g.task) for g in service.list_goals() if g.status == "active"
+        GoalLine(g.goal_id, g.name, g.task)
+        for g in service.list_goals()
+        if g.status == GoalStatus.ACTIVE
     ][:10]
     goal_dir = None
     if intent.goal_id:
@@ -290,7 +293,7 @@ async def run_turn(
         return TurnOutcome("failed", reason=reason)
     # exit_code None: goalsui's own failure to start it, not text the program printed
     if (
-        outcome.status == "failed"
+        outcome.status == RunStatus.FAILED
         and outcome.exit_code is None
         and is_out_of_descriptors(outcome.reason)
     ):
@@ -377,7 +380,7 @@ async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -
     http = mcp and spec.get("agent") != "goose"
     async with turn_tools(service, run_id, http=http) as tools:
         outcome = await _run_with_tools(turn, spec, tools, prepared)
-    if mcp and outcome.status == "ok":
+    if mcp and outcome.status == RunStatus.OK:
         session = await asyncio.to_thread(service.agents.tool_session, run_id)
         missing = no_tools_reason(session)
         if missing is not None:
@@ -481,7 +484,7 @@ async def _run_argv(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOu
         output_path=log_path,
         usage=parsed.usage,
     )
-    if result.status != "ok":
+    if result.status != RunStatus.OK:
         await asyncio.to_thread(
             _safe_log_failure, service, intent, run, result.status, result.reason
         )

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.models import Intent, IntentRun
-from goalsui.domain.states import FAILURE_RUNS
+from goalsui.domain.states import FAILURE_RUNS, RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.runners.command import build_env, run_command
@@ -80,7 +80,7 @@ async def run_alert_command(service: Service, argv: tuple[str, ...], alert: Aler
         timeout=ALERT_COMMAND_TIMEOUT,
         grace=1.0,
     )
-    if result.status == "ok":
+    if result.status == RunStatus.OK:
         return True
     detail = result.reason or result.status
     log.warning("alert command failed: %s", detail)

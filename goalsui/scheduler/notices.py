@@ -164,7 +164,7 @@ class Notifier:
             timeout=NOTIFY_TIMEOUT,
             grace=1.0,
         )
-        if result.status == "ok":
+        if result.status == RunStatus.OK:
             return True
         detail = result.reason or result.status
         log.warning("notify command failed: %s", detail)

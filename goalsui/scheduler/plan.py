@@ -29,7 +29,7 @@ from goalsui.domain.cron import ALIASES, is_every_hour, occurrences
 from goalsui.domain.durations import format_duration, parse_duration
 from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.plan_rules import expected_length, self_overlaps
-from goalsui.domain.states import IntentKind, IntentStatus
+from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
 from goalsui.domain.timeutil import ensure_utc, load_zone, localize, parse_instant, wall_instants
 from goalsui.domain.triggers import next_due
 from goalsui.errors import GoalsuiError, ScheduleError, ValidationError
@@ -203,7 +203,11 @@ def _durations(runs: list[IntentRun]) -> dict[int, list[float]]:
     """The durations (seconds) of each intent's recent finished runs, newest first."""
     by_intent: dict[int, list[float]] = defaultdict(list)
     for run in runs:  # newest first
-        if run.finished_at is None or run.status in ("skipped", "missed", "running"):
+        if run.finished_at is None or run.status in (
+            RunStatus.SKIPPED,
+            RunStatus.MISSED,
+            RunStatus.RUNNING,
+        ):
             continue
         values = by_intent[run.intent_id]
         if len(values) < TYPICAL_RUNS:

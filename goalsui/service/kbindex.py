@@ -21,7 +21,7 @@ from goalsui.domain.goal_views import WORKER_KEY as WORKER_KEY
 from goalsui.domain.goal_views import is_worker_schedule as is_worker_schedule
 from goalsui.domain.goal_views import worker_intent_key as worker_intent_key
 from goalsui.domain.models import Goal, Intent, IntentRun
-from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus
+from goalsui.domain.states import ChangeTopic, GoalStatus, IntentKind, IntentStatus
 from goalsui.domain.triggers import first_due
 from goalsui.domain.views import Problem
 from goalsui.errors import GoalsuiError, KBError
@@ -139,7 +139,7 @@ def _index_goal(
     """Bring one goal row and its workers' intents in line with its files (the home
     threads of its workers are the caller's)."""
     goal = _goal_row(s, loaded, now, goal)
-    goal_active = goal.status == "active"
+    goal_active = goal.status == GoalStatus.ACTIVE
     # Workers whose files are broken keep their last good intent.
     prefix = f"{loaded.goal_id}/workers/"
     broken = {
