@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from goalsui.domain.states import FAILURE_RUNS
 from goalsui.domain.untrusted import escape_markup, plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
@@ -162,11 +163,7 @@ class ConsoleRuntime:
                 severity="warning",
                 timeout=8,
             )
-        elif kind == "run-finished" and getattr(event, "status", None) in (
-            "failed",
-            "timeout",
-            "interrupted",
-        ):
+        elif kind == "run-finished" and getattr(event, "status", None) in FAILURE_RUNS:
             self._failed_burst.append(event)
             if len(self._failed_burst) == 1:
                 self.app.set_timer(1.0, self._toast_failures)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
@@ -97,7 +98,7 @@ def _schedule_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
     tabs: list[DetailTab] = []
     if sel.kind == SelectionKind.RUN and sel.run_id:
         tabs.append(DetailTab(f"run {sel.run_id} output", run_id=sel.run_id))
-    if intent is not None and intent.status == "failed":
+    if intent is not None and intent.status == IntentStatus.FAILED:
         tabs.append(
             DetailTab(
                 "⚠ disabled",
@@ -144,7 +145,7 @@ def read_tab(service: Any, tab: DetailTab, now: datetime) -> tuple[str, bool]:
         if tab.run_id is not None:
             run = service.get_run(tab.run_id)
             body = service.run_output(tab.run_id, tail_bytes=DETAIL_TAIL_BYTES)
-            empty = "(no output yet)" if run.status == "running" else "(no output)"
+            empty = "(no output yet)" if run.status == RunStatus.RUNNING else "(no output)"
             return run_header(run, now) + (body or empty), True
         if tab.thread_id is not None:
             return thread_text(service, tab.thread_id), False
@@ -192,7 +193,14 @@ def run_header(run: Any, now: datetime) -> str:
     header = " · ".join(parts)
     error = (
         run_error(run)
-        if run.status in ("failed", "timeout", "interrupted", "missed", "skipped")
+        if run.status
+        in (
+            RunStatus.FAILED,
+            RunStatus.TIMEOUT,
+            RunStatus.INTERRUPTED,
+            RunStatus.MISSED,
+            RunStatus.SKIPPED,
+        )
         else ""
     )
     if error:

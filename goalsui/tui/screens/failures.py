@@ -24,7 +24,7 @@ from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
 from goalsui.tui.screens.base import DataScreen
-from goalsui.tui.widgets.failed_pane import FailedTable, FailureItem, failure_items
+from goalsui.tui.widgets.failed_pane import AUTO_DISABLED, FailedTable, FailureItem, failure_items
 from goalsui.tui.widgets.footer import Footer
 
 
@@ -69,7 +69,7 @@ class FailuresScreen(DataScreen):
     def fetch(self, service: Any) -> list[FailureItem]:
         attention = service.list_runs(failed=True, limit=1000)
         intents = {i.id: i for i in service.list_intents()}
-        disabled = [i for i in intents.values() if i.status == "failed"]
+        disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
         return failure_items(attention, disabled, intents)
 
     def show(self, items: list[FailureItem]) -> None:
@@ -102,7 +102,7 @@ class FailuresScreen(DataScreen):
             text.append("\n\n")
             if self.read_only:
                 text.append("read-only console: no actions", style="dim")
-            elif item.status == "missed":
+            elif item.status == RunStatus.MISSED:
                 text.append("r replay this occurrence now   d dismiss", style="dim")
             elif item.needs_review and item.error.startswith(CONFIG):
                 text.append(
@@ -118,7 +118,7 @@ class FailuresScreen(DataScreen):
                     "without re-running it   o full output",
                     style="dim",
                 )
-            elif item.status == "auto-disabled":
+            elif item.status == AUTO_DISABLED:
                 text.append("p resume the intent (planned from now)   R retry at once", style="dim")
             else:
                 text.append("R retry now   d dismiss   o full output", style="dim")
@@ -134,7 +134,7 @@ class FailuresScreen(DataScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         item = self.table.selected_item() if self.is_mounted and self.query(FailedTable) else None
         if action == "replay":
-            return item is not None and item.run_id is not None and item.status == "missed"
+            return item is not None and item.run_id is not None and item.status == RunStatus.MISSED
         if action in ("dismiss", "resume", "retry"):
             return item is not None and allows(item, Action(action))
         return True

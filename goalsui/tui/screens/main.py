@@ -23,6 +23,7 @@ from textual.binding import BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Static, Tabs
 
+from goalsui.domain.states import IntentStatus
 from goalsui.tui import keys
 from goalsui.tui.idle import next_visible_change
 from goalsui.tui.messages import (
@@ -220,8 +221,10 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             if key.startswith("worker/")
         )
         # only active schedules show a countdown (a paused one says "paused")
-        runs = [i.next_run_at for i in dash.intents.values() if i.status == "active"]
-        runs += [w.next_run_at for g in dash.goals for w in g.workers if w.status == "active"]
+        runs = [i.next_run_at for i in dash.intents.values() if i.status == IntentStatus.ACTIVE]
+        runs += [
+            w.next_run_at for g in dash.goals for w in g.workers if w.status == IntentStatus.ACTIVE
+        ]
         self._quiet_until = (dash, next_visible_change(runs, now, every_second=every_second))
 
     def on_display_frozen(self, message: DisplayFrozen) -> None:

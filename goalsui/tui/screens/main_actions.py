@@ -14,7 +14,7 @@ from typing import Any
 
 from textual.app import SuspendNotSupported
 
-from goalsui.domain.states import ATTENTION_RUNS
+from goalsui.domain.states import ATTENTION_RUNS, GoalStatus, IntentStatus
 from goalsui.domain.transitions import Action, intent_actions, intent_allows, run_allows
 from goalsui.errors import GoalsuiError
 from goalsui.tui.screens.main_panes import PanesScreen
@@ -40,7 +40,10 @@ NEEDS_RECORDS = frozenset(
 #: Run statuses that make a retry worth offering (the last run did not succeed).
 def pause_pending(intent: Any) -> bool:
     """A pause was asked while the intent fires (it pauses after its run)."""
-    return intent.status == "firing" and intent.pending_trigger in ("pause", "pause+stop")
+    return intent.status == IntentStatus.FIRING and intent.pending_trigger in (
+        "pause",
+        "pause+stop",
+    )
 
 
 class ActionsPart(PanesScreen):
@@ -88,7 +91,7 @@ class ActionsPart(PanesScreen):
     def _can_run_now(self) -> bool:
         if self.selection.kind == SelectionKind.GOAL:
             goal = self.goal()
-            return goal is not None and any(w.status == "active" for w in goal.workers)
+            return goal is not None and any(w.status == IntentStatus.ACTIVE for w in goal.workers)
         intent = self.intent()
         return intent is not None and intent_allows(intent.status, Action.RUN_NOW)
 
@@ -98,7 +101,7 @@ class ActionsPart(PanesScreen):
         intent = self.intent()
         last = self.dash.last_run(intent.id) if self.dash else None
         failing = last is not None and last.status in ATTENTION_RUNS
-        return intent.status == "failed" or intent.consecutive_failures > 0 or failing
+        return intent.status == IntentStatus.FAILED or intent.consecutive_failures > 0 or failing
 
     def _can_dismiss(self) -> bool:
         """A selected run whose status allows dismissing it (a live run is stopped)."""
@@ -146,7 +149,7 @@ class ActionsPart(PanesScreen):
             goal = self.goal()
             if goal is None:
                 return
-            if goal.status == "paused":
+            if goal.status == GoalStatus.PAUSED:
                 app.act(f"Resumed goal {goal.name}", app.service.resume_goal, goal.goal_id)
             else:
                 app.act(f"Paused goal {goal.name}", app.service.pause_goal, goal.goal_id)
@@ -154,10 +157,12 @@ class ActionsPart(PanesScreen):
         intent = self.intent()
         if intent is None:
             return
-        if intent.status == "cancelled":
+        if intent.status == IntentStatus.CANCELLED:
             app.act(f"Reinstated {intent.title}", app.service.resume_intent, intent.id)
             return
-        resume = intent.status in ("paused", "failed") or pause_pending(intent)
+        resume = intent.status in (IntentStatus.PAUSED, IntentStatus.FAILED) or pause_pending(
+            intent
+        )
         if resume:
             app.act(f"Resumed {intent.title}", app.service.resume_intent, intent.id)
         else:
@@ -173,7 +178,7 @@ class ActionsPart(PanesScreen):
         goal = self.goal()
         if goal is None:
             return
-        ids = [w.intent_id for w in goal.workers if w.status == "active" and w.intent_id]
+        ids = [w.intent_id for w in goal.workers if w.status == IntentStatus.ACTIVE and w.intent_id]
 
         def run_all() -> None:
             for intent_id in ids:

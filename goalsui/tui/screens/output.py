@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import RichLog, Static
 
+from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -72,7 +73,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
 
     def apply(self, run: IntentRun, text: str) -> None:
         now = goals_app(self).clock()
-        live = run.status == "running"
+        live = run.status == RunStatus.RUNNING
         header = Text()
         header.append(f" run {run.id} ", style="bold reverse")
         header.append(f"  {plain(self.title_text)}  ", style="bold")

@@ -19,6 +19,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Markdown, Static, Tab, Tabs
 
 from goalsui.domain.nightshift import night_window
+from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui.app_ref import goals_app
@@ -292,7 +293,7 @@ class ReportsScreen(DataScreen):
         rows = []
         for intent, run in night.rows:
             planned = run.planned_at
-            ran = run.status not in ("missed", "skipped")
+            ran = run.status not in (RunStatus.MISSED, RunStatus.SKIPPED)
             late = (run.started_at - planned).total_seconds() if planned and ran else None
             late_text = "-" if late is None else ("+" + short_span(late) if late >= 1 else "0s")
             rows.append(

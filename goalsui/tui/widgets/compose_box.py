@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from goalsui.domain.states import IntentStatus
 from goalsui.domain.untrusted import plain
 
 
@@ -76,7 +77,7 @@ class ComposeBox(Vertical):
             return
         text = Text()
         for intent in pending:
-            if intent.status == "firing":
+            if intent.status == IntentStatus.FIRING:
                 text.append("⟳ replying", style=f"bold {palette.running}")
             elif intent.consecutive_failures:
                 text.append(

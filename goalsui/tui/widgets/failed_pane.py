@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: the status shown for an interrupted run held for the operator's decision
 NEEDS_REVIEW = "needs review"
+#: the status shown for an intent the scheduler disabled after repeated failures
+AUTO_DISABLED = "auto-disabled"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def failure_items(
             FailureItem(
                 key=f"intent:{intent.id}",
                 when=intent.updated_at,
-                status="auto-disabled",
+                status=AUTO_DISABLED,
                 intent_id=intent.id or 0,
                 title=intent.title,
                 error=intent.last_error or "",

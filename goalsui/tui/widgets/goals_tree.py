@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from goalsui.domain.states import TERMINAL_INTENT, GoalStatus, IntentStatus, RunStatus
 from goalsui.tui import keys
 from goalsui.tui.fmt import (
     INTENT_GLYPH,
@@ -235,7 +236,7 @@ class GoalsTree(Tree[NodeRef]):
                 for i in dash.intents.values()
                 if i.goal_id == goal_id
                 and not i.worker
-                and (i.status not in ("cancelled", "done") or dash.recent.get(i.id or -1))
+                and (i.status not in TERMINAL_INTENT or dash.recent.get(i.id or -1))
             ),
             key=lambda i: (i.title.lower(), i.id or 0),
         )
@@ -246,7 +247,7 @@ class GoalsTree(Tree[NodeRef]):
         status = "firing" if live else intent.status
         text = Text(INTENT_GLYPH.get(status, "?") + " ", style=p.intent(status))
         text.append(one_line(intent.title, 60), style="bold")
-        if intent.status == "active":
+        if intent.status == IntentStatus.ACTIVE:
             text.append(f"  {countdown(intent.next_run_at, now)}", style=p.accent)
         else:
             text.append(f"  {intent.status}", style=p.muted)
@@ -328,15 +329,17 @@ class GoalsTree(Tree[NodeRef]):
             text.append("⚠ ", style=f"bold {p.failed}")
         text.append(goal.name[:40], style="bold")
         text.append("  ")
-        failed = [w for w in goal.workers if w.status == "failed"]
+        failed = [w for w in goal.workers if w.status == IntentStatus.FAILED]
         if goal.error:
             text.append(" error in KB ", style=f"bold reverse {p.failed}")
             text.append(" ")
         if self._dash is not None and self._dash.preview:
             text.append(goal.status, style=p.muted)
             return text
-        if goal.status != "active":
-            text.append(goal.status, style=p.warning if goal.status == "paused" else p.muted)
+        if goal.status != GoalStatus.ACTIVE:
+            text.append(
+                goal.status, style=p.warning if goal.status == GoalStatus.PAUSED else p.muted
+            )
         elif failed and len(failed) == len(goal.workers):
             text.append("failed", style=f"bold {p.failed}")  # every worker auto-disabled
         else:
@@ -355,7 +358,9 @@ class GoalsTree(Tree[NodeRef]):
             )
         else:
             upcoming = [
-                w.next_run_at for w in goal.workers if w.status == "active" and w.next_run_at
+                w.next_run_at
+                for w in goal.workers
+                if w.status == IntentStatus.ACTIVE and w.next_run_at
             ]
             if upcoming:
                 text.append(f"  next {countdown(min(upcoming), now)}", style=p.muted)
@@ -373,14 +378,16 @@ class GoalsTree(Tree[NodeRef]):
         text.append(w.name, style="bold")
         if run is not None:
             text.append(f"  ▶ running {elapsed(run.started_at, now)}", style=f"bold {p.running}")
-        elif w.status == "active":
+        elif w.status == IntentStatus.ACTIVE:
             text.append(f"  {countdown(w.next_run_at, now)}", style=p.accent)
-        elif w.status == "failed":
+        elif w.status == IntentStatus.FAILED:
             text.append("  auto-disabled", style=f"bold {p.failed}")
         else:
-            text.append(f"  {w.status}", style=p.warning if w.status == "paused" else p.muted)
+            text.append(
+                f"  {w.status}", style=p.warning if w.status == IntentStatus.PAUSED else p.muted
+            )
         last = self._dash.last_run(w.intent_id) if self._dash else None
-        if last is not None and last.status != "running":
+        if last is not None and last.status != RunStatus.RUNNING:
             text.append(f"  last {RUN_GLYPH.get(last.status, '?')}", style=p.run(last.status))
         if goal.error and f"/workers/{w.name}/" in goal.error:
             text.append("  ⚠ definition error", style=f"bold {p.failed}")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.message import Message
 
+from goalsui.domain.states import TERMINAL_INTENT, IntentStatus
 from goalsui.tui import keys
 from goalsui.tui.fmt import (
     INTENT_GLYPH,
@@ -204,7 +205,7 @@ class TimelineTable(KeyedTable):
         needle = self.filter_text.lower() if filtered else ""
         out = []
         for intent in dash.intents.values():
-            ended = intent.status in ("cancelled", "done")
+            ended = intent.status in TERMINAL_INTENT
             if ended and not dash.recent.get(intent.id or -1):
                 continue
             if (
@@ -284,13 +285,15 @@ class TimelineTable(KeyedTable):
         run = dash.running.get(intent.id or -1)
         if run is not None:
             return Text(f"▶ {elapsed(run.started_at, now)}", style=f"bold {p.running}")
-        if intent.status == "active":
+        if intent.status == IntentStatus.ACTIVE:
             if intent.kind == "event" and intent.next_run_at is None:
                 return Text("on event", style=p.muted)
             return Text(countdown(intent.next_run_at, now), style=p.accent)
-        if intent.status == "failed":
+        if intent.status == IntentStatus.FAILED:
             return Text("disabled", style=f"bold {p.failed}")
-        return Text(intent.status, style=p.warning if intent.status == "paused" else p.muted)
+        return Text(
+            intent.status, style=p.warning if intent.status == IntentStatus.PAUSED else p.muted
+        )
 
     def selected_intent(self) -> int | None:
         key = self.cursor_key
