@@ -104,6 +104,17 @@ def read_plan(goal_dir: Path) -> list[PlanItem]:
     return [item for item in map(item_from_yaml, items) if item is not None]
 
 
+def _state_list(path: Path, key: str) -> tuple[str, list[object]]:
+    """``state.yaml``'s text ("" if there is none) and its list under ``key`` (empty if
+    unset); :class:`KBError` if that is not a list."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    data, _ = load_yaml_mapping(path, STATE_FILE) if text else ({}, "")
+    value = data.get(key) or []
+    if not isinstance(value, list):
+        raise KBError(STATE_FILE, f"{key} must be a list")
+    return text, value
+
+
 def update_plan(
     goal_dir: Path, change: Callable[[list[PlanItem], list[object]], list[object] | None]
 ) -> None:
@@ -114,11 +125,7 @@ def update_plan(
     """
     path = goal_dir / STATE_FILE
     with _locked(goal_dir):
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        data, _ = load_yaml_mapping(path, STATE_FILE) if text else ({}, "")
-        raw = data.get("plan") or []
-        if not isinstance(raw, list):
-            raise KBError(STATE_FILE, "plan must be a list")
+        text, raw = _state_list(path, "plan")
         items = [item for item in map(item_from_yaml, raw) if item is not None]
         new_raw = change(items, list(raw))
         if new_raw is None:
@@ -130,11 +137,7 @@ def append_decision(goal_dir: Path, text: str) -> None:
     """Add one line to ``decisions:`` in ``state.yaml``."""
     path = goal_dir / STATE_FILE
     with _locked(goal_dir):
-        text_now = path.read_text(encoding="utf-8") if path.exists() else ""
-        data, _ = load_yaml_mapping(path, STATE_FILE) if text_now else ({}, "")
-        decisions = data.get("decisions") or []
-        if not isinstance(decisions, list):
-            raise KBError(STATE_FILE, "decisions must be a list")
+        text_now, decisions = _state_list(path, "decisions")
         if text in decisions:
             return
         updated = roundtrip_update(text_now, {"decisions": [*decisions, text]}, display=STATE_FILE)
