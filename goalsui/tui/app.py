@@ -35,13 +35,12 @@ from goalsui.tui.messages import (
     DashboardShown,
     DisplayFrozen,
     MainMounted,
-    NoticeAdded,
     ShowGoal,
     Tick,
     deliver,
 )
 from goalsui.tui.model import Dashboard
-from goalsui.tui.notices import ConsoleNotice
+from goalsui.tui.notices import ConsoleNotice, NoticeAdded
 from goalsui.tui.runtime import ConsoleRuntime
 from goalsui.tui.screens.main import MainScreen
 from goalsui.tui.signals import go_dark

@@ -14,7 +14,6 @@ from textual.message_pump import MessagePump
 if TYPE_CHECKING:
     from goalsui.kb.watcher import KBChanges
     from goalsui.tui.model import Dashboard, PlanView
-    from goalsui.tui.notices import ConsoleNotice
 
 
 class Deliver(Message, bubble=False):
@@ -97,14 +96,6 @@ class DisplayFrozen(Message, bubble=False):
     def __init__(self, frozen: bool) -> None:
         super().__init__()
         self.frozen = frozen
-
-
-class NoticeAdded(Message, bubble=False):
-    """A notification was recorded: the notice line shows the newest."""
-
-    def __init__(self, notice: ConsoleNotice) -> None:
-        super().__init__()
-        self.notice = notice
 
 
 class WatcherBatch(Message, bubble=False):

@@ -1,6 +1,9 @@
 """Console notices: every ``notify`` goes to the notice line (a secondary screen's title
 line) and the event log (``L``). There are no toasts: a toast covers a pane, whatever
 its place, and the notice line already shows the newest message at every size.
+
+The notice, the message that announces it (``NoticeAdded``) and the app's mixin live
+here; this module delivers through :mod:`goalsui.tui.messages`, which does not import it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from rich.text import Text
+from textual.message import Message
 
 from goalsui.domain.untrusted import plain
 from goalsui.tui.messages import deliver
@@ -35,6 +39,14 @@ class ConsoleNotice:
     def one_line(self) -> str:
         text = " ".join(self.message.split())
         return f"{self.title}: {text}" if self.title else text
+
+
+class NoticeAdded(Message, bubble=False):
+    """A notification was recorded: the notice line shows the newest."""
+
+    def __init__(self, notice: ConsoleNotice) -> None:
+        super().__init__()
+        self.notice = notice
 
 
 def _plain_message(message: str, markup: bool) -> str:

@@ -73,8 +73,6 @@ CYCLES_THROUGH_ANNOTATIONS: dict[str, list[frozenset[str]]] = {
             }
         )
     ],
-    # messages annotates with ConsoleNotice; notices delivers through messages
-    "tui": [frozenset({"messages", "notices"})],
 }
 
 

@@ -21,7 +21,8 @@ from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
-from goalsui.tui.messages import DashboardReady, DeliverMixin, NoticeAdded, deliver
+from goalsui.tui.messages import DashboardReady, DeliverMixin, deliver
+from goalsui.tui.notices import NoticeAdded
 
 
 class DataScreen(DeliverMixin, Screen[None]):

@@ -31,7 +31,6 @@ from goalsui.tui.messages import (
     DashboardShown,
     DisplayFrozen,
     MainMounted,
-    NoticeAdded,
     PaletteChanged,
     PlanReady,
     ServiceOpened,
@@ -39,6 +38,7 @@ from goalsui.tui.messages import (
     Tick,
 )
 from goalsui.tui.model import Dashboard
+from goalsui.tui.notices import NoticeAdded
 from goalsui.tui.screens.main_actions import ActionsPart
 from goalsui.tui.screens.main_detail import DetailPart
 from goalsui.tui.screens.main_filter import FilterBar, FilterPart
