@@ -37,7 +37,7 @@ from goalsui.tui.app import make_app
 SIZE = (140, 40)
 HEAVY = ("sqlalchemy", "sqlmodel", "pydantic", "alembic", "croniter", "apscheduler")
 COMMANDS = {
-    "bench", "console", "daemon", "db", "demo", "doctor", "event", "events", "goal", "init",
+    "bench", "config", "console", "daemon", "db", "demo", "doctor", "event", "events", "goal", "init",
     "intent", "kb", "mcp", "nightshift", "plan", "report", "runs", "schedule", "serve", "thread", "todo",
     "worker",
 }  # fmt: skip
