@@ -50,14 +50,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from goalsui.domain.models import saved_id
+from goalsui.domain.states import RunStatus
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks import signing
 from goalsui.scheduler.rules import advance
 from goalsui.service import Service
 
 KILL9, SIGSTOP, PG_RESTART, DROP = "kill -9", "SIGSTOP > lease", "pg restart", "dropped connection"
-FAILURES = frozenset({"failed", "timeout", "interrupted", "cancelled"})
-NOT_EXECUTED = frozenset({"skipped", "missed"})
+FAILURES = frozenset(
+    {RunStatus.FAILED, RunStatus.TIMEOUT, RunStatus.INTERRUPTED, RunStatus.CANCELLED}
+)
+NOT_EXECUTED = frozenset({RunStatus.SKIPPED, RunStatus.MISSED})
 SOURCE = "chaos"
 SECRET_ENV = "GOALSUI_CHAOS_HOOK_SECRET"
 TAG_ENV = "GOALSUI_CHAOS_TURN"
@@ -299,7 +303,7 @@ def create_intents(svc: Service, load: Load, tag: str, rate: float, rng: random.
             timeout=timeout,
             **fields,
         )
-        load.intents[int(intent.id)] = {  # type: ignore[arg-type]
+        load.intents[saved_id(intent)] = {
             "kind": kind,
             "schedule": intent.schedule,
             "timezone": intent.timezone,
@@ -573,7 +577,7 @@ def _storm(
                     runner=turn_runner(tag, script),
                     timeout=timeout,
                 )
-                load.intents[int(intent.id)] = {  # type: ignore[arg-type]
+                load.intents[saved_id(intent)] = {
                     "kind": "at",
                     "first": intent.next_run_at,
                 }
@@ -754,7 +758,7 @@ def _cover_end(r: dict[str, Any]) -> datetime:
     """The last occurrence a record accounts for: a claim (fire or skip) coalesces every
     occurrence that passed before it was claimed; an overlap or missed record only its own."""
     planned: datetime = r["planned_at"]
-    if r["status"] == "missed" or r["reason"] == "overlap":
+    if r["status"] == RunStatus.MISSED or r["reason"] == "overlap":
         return planned
     started: datetime = r["started_at"]
     return max(planned, started)

@@ -219,7 +219,7 @@ def open_runs(cur: psycopg.Cursor[Any], run_ids: Sequence[int]) -> set[int]:
 def soonest(cur: psycopg.Cursor[Any]) -> datetime | None:
     """``min(next_run_at)`` of the active intents (one probe of the due index)."""
     cur.execute("SELECT min(next_run_at) FROM intent WHERE status = %s", (IntentStatus.ACTIVE,))
-    value = cur.fetchone()[0]  # type: ignore[index]
+    value = cur.fetchone()[0]  # type: ignore[index]  # an aggregate always returns a row
     return None if value is None else value.astimezone(UTC)
 
 
