@@ -7,7 +7,8 @@ two pytest-xdist workers from installing at once. Without npm, or when the insta
 fails, it returns None and ``agent_clis_or_reason()`` says why (tests skip with that).
 
 The rest builds what each CLI needs to run against a scripted model server
-(tests/model_server.py), as measured with these versions (see /work/shared/FACTS.md):
+(tests/model_server.py), as measured with these versions (docs/agents.md, "How the presets
+are checked"):
 
 - Claude: ``claude_env`` (``ANTHROPIC_BASE_URL``, a dummy key, a scratch ``HOME``) and
   ``claude_argv`` (``-p --output-format json --mcp-config F --strict-mcp-config --tools ""

@@ -202,9 +202,7 @@ class IntentRun(SQLModel, table=True):
     prompt: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     argv: list[Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     # the agent's goalsui tool session: {"opened_at": ISO, "tools": [names] | None}
-    tool_session: dict[str, Any] | None = Field(
-        default=None, sa_column=Column(JSON, nullable=True)
-    )
+    tool_session: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class Event(SQLModel, table=True):

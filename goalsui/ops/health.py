@@ -30,6 +30,7 @@ from goalsui.errors import GoalsuiError
 from goalsui.ops import listen
 from goalsui.ops.listen import Limits
 from goalsui.ops.metrics import make_registry, render
+from goalsui.scheduler.state import SchedulerState
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -74,7 +75,7 @@ class Readiness:
 
     def scheduler_problem(self) -> str | None:
         state = str(getattr(self.scheduler, "state", "unknown"))
-        if state != "running":
+        if state != SchedulerState.RUNNING:
             return f"the scheduler is {' '.join(state.split())[:200]}"
         degraded = self.degraded()
         if degraded is not None:

@@ -30,6 +30,7 @@ from io import FileIO
 from pathlib import Path
 
 from goalsui.domain.durations import format_duration
+from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.runners.lifeline import child_setup, supervisor_setup
 from goalsui.runners.supervisor import ARGV_ENV, encode_argv, kill_tree
@@ -592,10 +593,14 @@ async def _wait_or_stop(
     done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     if wait_task in done:
         return None
-    ended_by = "cancelled" if cancel_task is not None and cancel_task in done else "timeout"
+    ended_by = (
+        RunStatus.CANCELLED
+        if cancel_task is not None and cancel_task in done
+        else RunStatus.TIMEOUT
+    )
     note = (
         "cancel requested"
-        if ended_by == "cancelled"
+        if ended_by == RunStatus.CANCELLED
         else f"timed out after {format_timeout(timeout or 0)}"
     )
     sink.put(f"[goalsui] {note}: SIGTERM to the process group\n".encode(), keep_tail=False)
@@ -624,9 +629,9 @@ def _ending(
     ended_by: str | None, code: int | None, timeout: float | None, last_err: list[bytes]
 ) -> tuple[str, str | None]:
     """The result's status and reason, from what ended the run and its exit code."""
-    if ended_by == "timeout":
+    if ended_by == RunStatus.TIMEOUT:
         return "timeout", f"timed out after {format_timeout(timeout or 0)}"
-    if ended_by == "cancelled":
+    if ended_by == RunStatus.CANCELLED:
         return "cancelled", "cancelled by the operator"
     if code == 0:
         return "ok", None

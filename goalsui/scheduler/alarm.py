@@ -33,7 +33,7 @@ class Alarm:
         self._at: float | None = None  # loop.time() of the armed alarm
 
     def start(self) -> None:
-        """Start the alarm clock (inside the running loop: see FACTS on APScheduler 3)."""
+        """Start the alarm clock (inside the running loop: APScheduler 3 needs one to start)."""
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         aps = AsyncIOScheduler(

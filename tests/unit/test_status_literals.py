@@ -36,9 +36,7 @@ def is_literal(node: ast.expr) -> bool:
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str)
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        return bool(node.elts) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
-        )
+        return any(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
     return False
 
 
@@ -105,6 +103,7 @@ if run.status in FAILURE_RUNS: pass
 if run.kind == "cron": pass
 if run.status is None: pass
 if status_line == "x": pass
+if item.status in ("missed", NEEDS_REVIEW): pass
 """
     lines = [node.lineno for node in literal_comparisons(ast.parse(source))]
-    assert lines == [2, 3, 4, 5, 6]
+    assert lines == [2, 3, 4, 5, 6, 12]

@@ -30,7 +30,7 @@ from goalsui.tui.widgets.keyed_table import KeyedTable
 
 #: How many runs the screen reads (newest first).
 LIMIT = 500
-VIEWS = ("all", "running", "failed")
+VIEWS = ("all", RunStatus.RUNNING, RunStatus.FAILED)  # every run, the running, the failed
 FAILED = {str(s) for s in ATTENTION_RUNS}
 
 #: on the table (list keys; output and copy act on the screen) and on the screen
@@ -109,9 +109,9 @@ class RunsScreen(DataScreen):
 
     def _listed(self, row: RunRow) -> bool:
         status = str(row.run.status)
-        if self.view == "running" and status != RunStatus.RUNNING:
+        if self.view == RunStatus.RUNNING and status != RunStatus.RUNNING:
             return False
-        if self.view == "failed" and (status not in FAILED or row.run.dismissed):
+        if self.view == RunStatus.FAILED and (status not in FAILED or row.run.dismissed):
             return False
         return self.goal is None or row.goal_id == self.goal
 

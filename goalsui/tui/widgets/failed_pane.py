@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets.data_table import ColumnKey
 
+from goalsui.domain.states import RunStatus
 from goalsui.tui import keys
 from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, name_cell, one_line
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
@@ -146,7 +147,7 @@ class FailedTable(KeyedTable):
             if needle and needle not in f"{item.title} {item.status} {item.error}".lower():
                 continue
             self.items[item.key] = item
-            warn = item.status in ("missed", NEEDS_REVIEW)
+            warn = item.status in (RunStatus.MISSED, NEEDS_REVIEW)
             colour = palette.warning if warn else palette.failed
             glyph = "?" if item.needs_review else RUN_GLYPH.get(item.status, "✗")
             status = item.status

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
+from goalsui.scheduler.state import SchedulerState
 from goalsui.tui.fmt import Palette, short_span
 
 
@@ -90,7 +91,7 @@ class StatusBar(Static):
         i, p = self.info, self.palette
         sched_colour = (
             p.ok
-            if i.scheduler == "running"
+            if i.scheduler == SchedulerState.RUNNING
             else p.failed
             if i.scheduler.startswith("error")
             else p.warning
