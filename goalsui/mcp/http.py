@@ -218,10 +218,9 @@ class ToolHost:
     async def serve_scope(self, scope: ToolScope) -> AsyncIterator[RunEndpoint]:
         """Serve ``scope``'s tools at a fresh token until the block ends."""
         await self.start()
-        server = build_server(self.service, scope)
-        app = server.streamable_http_app(
-            streamable_http_path=MCP_PATH, json_response=True, session_idle_timeout=None
-        )
+        # building the server (its tools' schemas, instructions) reads the database and
+        # takes tens of ms: off this loop, which may be the console's
+        app = await asyncio.to_thread(self._app, scope)
         token = secrets.token_urlsafe(32)
         key = _digest(token)
         async with app.router.lifespan_context(app):
@@ -232,6 +231,12 @@ class ToolHost:
                 )
             finally:
                 self._runs.pop(key, None)
+
+    def _app(self, scope: ToolScope) -> Any:
+        server = build_server(self.service, scope)
+        return server.streamable_http_app(
+            streamable_http_path=MCP_PATH, json_response=True, session_idle_timeout=None
+        )
 
     # -- ASGI ----------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 from base_kit import run_cli
 from git_kit import git, make_repo
+from test_nightshift_repo import run
 
 from goalsui.service import Service
 from goalsui.service import nightshift as ns
@@ -29,13 +29,6 @@ TESTS = Path(__file__).resolve().parent.parent
 STANDIN = TESTS / "scripts" / "standin_nightshift_agent.py"
 STRAY = TESTS / "scripts" / "stray_nightshift_agent.py"
 NIGHT = "2026-12-01"
-
-
-def run(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = run_cli(*args, env=env, timeout=300)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"goalsui {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
-    return proc
 
 
 def make_night(tmp_path: Path, agent: Path, check: str) -> dict:

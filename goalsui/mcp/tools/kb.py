@@ -11,6 +11,7 @@ from typing_extensions import TypedDict
 
 from goalsui.mcp.instructions import READ_DEFAULT_BYTES
 from goalsui.mcp.tools import MAX_PAGE, ToolContext, ToolFailure, page
+from goalsui.mcp.tools.goals import WorkerInfo
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -62,14 +63,9 @@ class LogLine(TypedDict):
     line: int
 
 
-class WorkerInfo(TypedDict):
+class WorkerChange(WorkerInfo):
     """The worker after the change; changed false: it already was so (nothing written)."""
 
-    name: str
-    schedule: str
-    timezone: str
-    intent_id: int | None
-    next_run_at: str | None
     changed: bool
 
 
@@ -249,7 +245,7 @@ def register(ctx: ToolContext) -> None:
             str | None, Field(description="The new prompt.md: the worker's instructions.")
         ] = None,
         goal_id: GoalArg = None,
-    ) -> WorkerInfo:
+    ) -> WorkerChange:
         from goalsui.service.workers import worker_files
 
         gid = scope.goal(goal_id)
