@@ -80,3 +80,16 @@ EXECUTED_RUNS = (
 ATTENTION_RUNS = frozenset(
     {RunStatus.FAILED, RunStatus.TIMEOUT, RunStatus.INTERRUPTED, RunStatus.MISSED}
 )
+
+
+class SchedulerState(StrEnum):
+    """Where a scheduler is in its life; a ``StrEnum``, so ``state == "running"`` holds.
+
+    ``FAILED``: one of its tasks died; ``Scheduler.error`` says which and why.
+    """
+
+    STOPPED = "stopped"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    FAILED = "failed"

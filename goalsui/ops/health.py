@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from goalsui.domain.states import SchedulerState
 from goalsui.errors import GoalsuiError
 from goalsui.ops import listen
 from goalsui.ops.listen import Limits
 from goalsui.ops.metrics import make_registry, render
-from goalsui.scheduler.state import SchedulerState
 
 if TYPE_CHECKING:
     from goalsui.service import Service

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import NamedTuple
 
+from goalsui.domain.states import SchedulerState
 
-class SchedulerState(StrEnum):
-    """Where a scheduler is in its life; a ``StrEnum``, so ``state == "running"`` holds.
-
-    ``FAILED``: one of its tasks died; ``Scheduler.error`` says which and why.
-    """
-
-    STOPPED = "stopped"
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    FAILED = "failed"
+__all__ = ["Heartbeat", "SchedulerState"]
 
 
 class Heartbeat(NamedTuple):

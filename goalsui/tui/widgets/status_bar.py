@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
-from goalsui.scheduler.state import SchedulerState
+from goalsui.domain.states import SchedulerState
 from goalsui.tui.fmt import Palette, short_span
 
 
