@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.bundled import find_sample_kb
-from goalsui.domain.models import saved_id
+from goalsui.domain.records import saved_id
 from goalsui.domain.timeutil import MovingClock
 from goalsui.errors import KBError
 from goalsui.kb.layout import copy_sample_kb

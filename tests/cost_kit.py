@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.kb.layout import WorkerSeed
 from goalsui.runners.base import TurnOutcome
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 AGENT = str(SCRIPTS / "agent_usage.py")

@@ -13,8 +13,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from sqlmodel import select
 
-from goalsui.domain.models import Intent, IntentRun, Journal, Message, Thread, Todo, ToolCall
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun, Journal, Message, Thread, Todo, ToolCall
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 

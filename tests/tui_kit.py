@@ -15,8 +15,8 @@ from sqlmodel import select
 from textual.worker import WorkerState
 
 from goalsui.demo import load_demo_records
-from goalsui.domain.models import Goal, Intent, IntentRun
 from goalsui.service import Service
+from goalsui.store.models import Goal, Intent, IntentRun
 
 REPO = Path(__file__).resolve().parent.parent
 PULSE = "demo-pulse-05c0f5ca"

@@ -50,7 +50,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from goalsui.domain.models import saved_id
+from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunStatus
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks import signing

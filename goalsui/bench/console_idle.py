@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from goalsui.bench.pty_child import PtyChild
-from goalsui.domain.models import saved_id
+from goalsui.domain.records import saved_id
 
 IDLE_TARGET_PCT = 1.0
 WARMUP_S = 5.0

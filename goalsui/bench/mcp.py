@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from goalsui.domain.models import saved_id
+from goalsui.domain.records import saved_id
 
 TARGET_S = 0.3
 REFERENCES = {

@@ -34,12 +34,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import RunStatus
 from goalsui.errors import ValidationError
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler.heap import settle_heap
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 THROUGHPUT_TARGET = 0.5  # x the raw loop
 LATENESS_TARGET = 1.5  # x APScheduler's p99

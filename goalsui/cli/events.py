@@ -188,7 +188,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     service = open_service(args)
     events = service.list_events(limit=args.limit)
     if args.json:
-        print_json([event_json(e) for e in events])
+        print_json([event_json(e.record()) for e in events])
         return 0
     rows = [
         [

@@ -21,7 +21,7 @@ from goalsui.domain.budget import format_tokens, format_usd
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
-    from goalsui.domain.models import IntentRun
+    from goalsui.store.models import IntentRun
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -175,7 +175,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     )
     intent = open_service(args).create_intent(spec)
     if args.json:
-        print_json(intent_json(intent))
+        print_json(intent_json(intent.record()))
     else:
         print(
             f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}"
@@ -189,7 +189,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     service = open_service(args)
     intents = service.list_intents(status=args.status, goal_id=args.goal)
     if args.json:
-        print_json([intent_json(i) for i in intents])
+        print_json([intent_json(i.record()) for i in intents])
         return 0
     rows = [
         [
@@ -221,11 +221,11 @@ def cmd_action(args: argparse.Namespace) -> int:
         intent = service.get_intent(intent_id)
         runs = service.list_runs(intent_id=intent_id, limit=10)
         if args.json:
-            data = intent_json(intent)
-            data["runs"] = [run_json(r) for r in runs]
+            data = intent_json(intent.record())
+            data["runs"] = [run_json(r.record()) for r in runs]
             print_json(data)
             return 0
-        for key, value in intent_json(intent).items():
+        for key, value in intent_json(intent.record()).items():
             print(f"{key:22} {value if value is not None else '-'}")
         if runs:
             print()
@@ -240,22 +240,20 @@ def cmd_action(args: argparse.Namespace) -> int:
     }[action]
     intent = method(intent_id)
     if args.json:
-        print_json(intent_json(intent))
+        print_json(intent_json(intent.record()))
     else:
         print(f"intent {intent.id}: {intent.status}, next {local(intent.next_run_at)}")
     return 0
 
 
 def _runs_table(runs: list[IntentRun]) -> str:
-    from goalsui.domain.shapes import run_status_label
-
     rows = [
         [
             r.id,
             r.intent_id,
             r.attempt,
             r.trigger,
-            run_status_label(r),
+            r.record().status_label,
             (r.reason or "")[:50],
             local(r.started_at),
             r.exit_code if r.exit_code is not None else "",
@@ -305,7 +303,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         limit=args.limit,
     )
     if args.json:
-        print_json([run_json(r) for r in runs])
+        print_json([run_json(r.record()) for r in runs])
     else:
         print(_runs_table(runs) if runs else "no runs")
     return 0
@@ -329,7 +327,7 @@ def _decide_review(args: argparse.Namespace) -> int:
             f"next {local(intent.next_run_at)}"
         )
     if args.json:
-        print_json({"run_id": run_id, "decision": args.verb, "intent": intent_json(intent)})
+        print_json({"run_id": run_id, "decision": args.verb, "intent": intent_json(intent.record())})
     else:
         print(done)
     return 0
@@ -344,7 +342,7 @@ def _stop_run(args: argparse.Namespace) -> int:
     run_id = parse_id(args.run_id, "run")
     run = open_service(args).stop_run(run_id)
     if args.json:
-        print_json(run_json(run))
+        print_json(run_json(run.record()))
     else:
         print(
             f"run {run.id}: stop requested; the scheduler running it stops it "

@@ -13,16 +13,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from goalsui.domain.models import saved_id
+from goalsui.domain.records import saved_id
 from goalsui.domain.replies import is_reply
 from goalsui.domain.states import RunStatus
 from goalsui.errors import ValidationError
 from goalsui.service.conversations import ReplyResult, reply_state
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import IntentRun
     from goalsui.scheduler import Scheduler
     from goalsui.service import Service
+    from goalsui.store.models import IntentRun
 
 __all__ = ["PICKUP_SECONDS", "await_reply"]
 

@@ -58,7 +58,7 @@ def _scheduler_flags(parser: argparse.ArgumentParser) -> None:
 
 def print_dashboard(service: Service) -> None:
     """The plain-text dashboard summary."""
-    from goalsui.domain.models import saved_id
+    from goalsui.domain.records import saved_id
 
     summary = service.summary()
     print(f"KB {service.kb_root}")

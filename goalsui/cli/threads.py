@@ -20,7 +20,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
-    from goalsui.domain.models import Todo
+    from goalsui.store.models import Todo
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -89,7 +89,7 @@ def cmd_thread_new(args: argparse.Namespace) -> int:
     service = open_service(args)
     thread = service.create_thread(args.title, private=args.private)
     if args.json:
-        print_json(thread_json(thread))
+        print_json(thread_json(thread.record()))
     else:
         print(f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""))
     return 0
@@ -101,7 +101,7 @@ def cmd_thread_list(args: argparse.Namespace) -> int:
     service = open_service(args)
     threads = service.list_threads()
     if args.json:
-        print_json([thread_json(t) for t in threads])
+        print_json([thread_json(t.record()) for t in threads])
         return 0
     rows = [[t.id, t.title, "private" if t.private else "", t.revision] for t in threads]
     print(table(rows, ["id", "title", "", "rev"]) if rows else "no threads")
@@ -117,8 +117,8 @@ def cmd_thread_show(args: argparse.Namespace) -> int:
     todos = service.list_todos(thread_id)
     messages = service.messages(thread_id)
     if args.json:
-        data = thread_json(thread)
-        data["todos"] = [todo_json(t) for t in todos]
+        data = thread_json(thread.record())
+        data["todos"] = [todo_json(t.record()) for t in todos]
         data["messages"] = [_message_json(m) for m in messages]
         print_json(data)
         return 0
@@ -194,7 +194,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
                 "status": result.status,
                 "reason": result.reason,
                 "reply": _message_json(result.reply) if result.reply else None,
-                "runs": [run_json(r) for r in result.runs],
+                "runs": [run_json(r.record()) for r in result.runs],
             }
         )
     elif result.reply is not None:
@@ -219,7 +219,7 @@ def cmd_todo_list(args: argparse.Namespace) -> int:
     service = open_service(args)
     todos = service.list_todos(parse_id(args.thread_id, "thread"), include_done=not args.open)
     if args.json:
-        print_json([todo_json(t) for t in todos])
+        print_json([todo_json(t.record()) for t in todos])
     else:
         _print_todos(todos)
     return 0
@@ -231,7 +231,7 @@ def cmd_todo_add(args: argparse.Namespace) -> int:
     service = open_service(args)
     todo = service.add_todo(parse_id(args.thread_id, "thread"), args.text)
     if args.json:
-        print_json(todo_json(todo))
+        print_json(todo_json(todo.record()))
     else:
         print(f"todo {todo.id} added")
     return 0
@@ -247,7 +247,7 @@ def cmd_todo_set(args: argparse.Namespace) -> int:
         thread_id, item
     )
     if args.json:
-        print_json(todo_json(todo))
+        print_json(todo_json(todo.record()))
     else:
         print(f"todo {todo.id} {'done' if todo.done else 'reopened'}")
     return 0
@@ -259,7 +259,7 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
     service = open_service(args)
     todos = service.import_checklist(parse_id(args.thread_id, "thread"), read_text_arg(args.source))
     if args.json:
-        print_json([todo_json(t) for t in todos])
+        print_json([todo_json(t.record()) for t in todos])
     else:
         print(f"{len(todos)} todos imported")
     return 0

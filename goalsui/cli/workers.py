@@ -113,7 +113,7 @@ def cmd_action(args: argparse.Namespace) -> int:
         return 0
     intent = getattr(authoring, f"{args.action}_worker")(service, args.goal_id, args.worker)
     if args.json:
-        print_json(intent_json(intent))
+        print_json(intent_json(intent.record()))
     else:
         print(f"worker {args.worker} of {args.goal_id}: {intent.status}")
     return 0
@@ -155,7 +155,7 @@ def cmd_run_now(args: argparse.Namespace) -> int:
     intent = ticket.intent
     if not wait:
         if args.json:
-            print_json(intent_json(intent))
+            print_json(intent_json(intent.record()))
         else:
             print(f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})")
         return 0
@@ -178,7 +178,7 @@ def _report_run(args: argparse.Namespace, run: Any) -> int:
     from goalsui.domain.shapes import run_json
 
     if args.json:
-        print_json(run_json(run))
+        print_json(run_json(run.record()))
     else:
         print(f"run {run.id}: {run.status}" + (f" ({plain(run.reason)})" if run.reason else ""))
     return 0 if run.status in (RunStatus.OK, RunStatus.SILENT) else 1

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from goalsui.domain.durations import parse_duration
-from goalsui.domain.models import Intent
 from goalsui.domain.names import check_name
 from goalsui.domain.states import IntentKind
 from goalsui.domain.text import one_line
@@ -80,7 +79,7 @@ def _expiry(value: str | datetime | None, tz: str | None) -> datetime | None:
 
 @dataclass(frozen=True)
 class IntentSpec:
-    """A validated request for a new intent (the record is made by :meth:`new_intent`).
+    """A validated request for a new intent (stored as ``Intent.from_spec``).
 
     ``timezone`` is the zone of a cron schedule and of instants written without a UTC
     offset; left out (None), cron runs in UTC and an instant without an offset is refused.
@@ -204,33 +203,11 @@ class IntentSpec:
             **fields,
         )
 
-    def new_intent(self, now: datetime) -> Intent:
-        """The record to store, planned from ``now``; refuses an expiry already past."""
+    def first_run(self, now: datetime) -> datetime | None:
+        """When the intent is first due, planned from ``now``; refuses an expiry already past."""
         if self.expires_at is not None and self.expires_at <= now:
             raise ValidationError("expiry is in the past")
         next_run_at = first_due(self.kind, self.schedule, self.zone, now)
         if self.kind == IntentKind.AT and next_run_at is None:
             raise ValidationError("the 'at' time is not valid")
-        return Intent(
-            title=self.title,
-            instruction=self.instruction,
-            kind=str(self.kind),
-            schedule=self.schedule,
-            timezone=self.zone,
-            thread_id=self.thread_id,
-            goal_id=self.goal_id,
-            worker=self.worker,
-            operation_key=self.operation_key,
-            max_fires=self.max_fires,
-            expires_at=self.expires_at,
-            cooldown_s=self.cooldown_s,
-            event_source=self.event_source,
-            event_filter=self.event_filter,
-            checklist=self.checklist,
-            active_hours=self.active_hours,
-            runner=self.runner,
-            timeout_s=self.timeout_s,
-            next_run_at=next_run_at,
-            created_at=now,
-            updated_at=now,
-        )
+        return next_run_at

@@ -1,18 +1,18 @@
-"""The stable JSON shapes of the command-line contract (also used by the console)."""
+"""The stable JSON shapes of the command-line contract, from the records it prints."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from goalsui.domain.models import Event, Intent, IntentRun, Thread, Todo
+from goalsui.domain.records import EventRecord, IntentRecord, RunRecord, ThreadRecord, TodoRecord
 
 
 def _iso(dt: datetime | None) -> str | None:
     return dt.isoformat(timespec="seconds") if dt else None
 
 
-def intent_json(i: Intent) -> dict[str, Any]:
+def intent_json(i: IntentRecord) -> dict[str, Any]:
     return {
         "id": i.id,
         "title": i.title,
@@ -31,12 +31,7 @@ def intent_json(i: Intent) -> dict[str, Any]:
     }
 
 
-def run_status_label(r: IntentRun) -> str:
-    """A run's status for people: ``needs review`` while it waits for the operator."""
-    return "needs review" if r.needs_review else r.status
-
-
-def run_json(r: IntentRun) -> dict[str, Any]:
+def run_json(r: RunRecord) -> dict[str, Any]:
     return {
         "id": r.id,
         "intent_id": r.intent_id,
@@ -61,11 +56,11 @@ def run_json(r: IntentRun) -> dict[str, Any]:
     }
 
 
-def todo_json(t: Todo) -> dict[str, Any]:
+def todo_json(t: TodoRecord) -> dict[str, Any]:
     return {"id": t.id, "text": t.text, "done": t.done, "position": t.position}
 
 
-def thread_json(t: Thread) -> dict[str, Any]:
+def thread_json(t: ThreadRecord) -> dict[str, Any]:
     return {
         "id": t.id,
         "title": t.title,
@@ -75,7 +70,7 @@ def thread_json(t: Thread) -> dict[str, Any]:
     }
 
 
-def event_json(e: Event) -> dict[str, Any]:
+def event_json(e: EventRecord) -> dict[str, Any]:
     return {
         "id": e.id,
         "source": e.source,

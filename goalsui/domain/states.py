@@ -48,6 +48,10 @@ class RunStatus(StrEnum):
     MISSED = "missed"
 
 
+#: The reason of a fire skipped because the previous run of the intent still runs.
+OVERLAP = "overlap"
+
+
 class ChangeTopic(StrEnum):
     """What a change announced by the service touched (listeners re-read that part)."""
 

@@ -14,11 +14,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from goalsui.domain.budget import Exhausted
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import ChangeTopic, RunStatus
 from goalsui.errors import GoalsuiError
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.command import build_env, run_command
+from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
     from goalsui.service import Service

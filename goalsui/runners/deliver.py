@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.replies import is_reply
 from goalsui.domain.states import ChangeTopic
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb.atomic import atomic_write
+from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
     from goalsui.service import Service

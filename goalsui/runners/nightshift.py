@@ -31,9 +31,9 @@ from goalsui.runners.nightshift_tools import TASK, apply_agent_options, nightshi
 from goalsui.service import nightshift as ns
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent, IntentRun
     from goalsui.kb.nightshift import Binding
     from goalsui.service import Service
+    from goalsui.store.models import Intent, IntentRun
 
 CHECK_TIMEOUT_S = 600.0
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goalsui.domain.durations import format_duration
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.nightshift import night_of, night_window, report_file, report_heading
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.timeutil import load_zone
@@ -37,6 +36,7 @@ from goalsui.kb.reports import SNAPSHOT_DIR
 from goalsui.runners.deliver import OUTBOX_NAME, headline
 from goalsui.runners.nightshift_report import nightshift_actions, nightshift_section
 from goalsui.runners.report_cost import cost_lines, cost_summary
+from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo

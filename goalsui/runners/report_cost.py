@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo
 
 from goalsui.domain.budget import format_tokens, format_usd
-from goalsui.domain.models import IntentRun
 from goalsui.domain.states import EXECUTED_RUNS
 from goalsui.domain.untrusted import plain
+from goalsui.store.models import IntentRun
 
 if TYPE_CHECKING:
     from goalsui.service import Service

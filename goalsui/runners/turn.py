@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from goalsui.domain.capabilities import speaks_mcp as runner_gets_tools
-from goalsui.domain.models import Event, Intent, IntentRun, saved_id
+from goalsui.domain.records import saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.replies import is_reply
 from goalsui.domain.states import GoalStatus, RunStatus
@@ -64,6 +64,7 @@ from goalsui.runners.prompt import (
 )
 from goalsui.runners.tool_access import no_tools_reason, turn_tools
 from goalsui.runners.usage import parse_output
+from goalsui.store.models import Event, Intent, IntentRun
 
 if TYPE_CHECKING:
     from goalsui.service import Service

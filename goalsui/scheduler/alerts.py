@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import FAILURE_RUNS, RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.runners.command import build_env, run_command
+from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
     from goalsui.service import Service

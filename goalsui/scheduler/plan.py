@@ -27,13 +27,13 @@ from croniter import croniter
 from goalsui.domain.checklist import checklist_is_empty
 from goalsui.domain.cron import ALIASES, is_every_hour, occurrences
 from goalsui.domain.durations import format_duration, parse_duration
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.plan_rules import expected_length, self_overlaps
 from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
 from goalsui.domain.timeutil import ensure_utc, load_zone, localize, parse_instant, wall_instants
 from goalsui.domain.triggers import next_due
 from goalsui.errors import GoalsuiError, ScheduleError, ValidationError
 from goalsui.scheduler.rules import heartbeat_checklist, in_active_hours
+from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
     from goalsui.service import Service

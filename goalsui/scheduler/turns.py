@@ -18,7 +18,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.interrupts import CONFIG
-from goalsui.domain.models import Event, Intent, IntentRun
 from goalsui.domain.states import RunStatus
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
@@ -26,6 +25,7 @@ from goalsui.scheduler.records import build
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.tuning import LAUNCH_CHUNK
 from goalsui.store.claims import ClaimedRun, ClaimResult, Completion
+from goalsui.store.models import Event, Intent, IntentRun
 
 if TYPE_CHECKING:
     from goalsui.scheduler.writer import OutcomeWriter

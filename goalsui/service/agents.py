@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from goalsui.domain.models import Intent, IntentRun, Thread, ToolCall, saved_id
+from goalsui.domain.records import saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
@@ -29,10 +29,11 @@ from goalsui.kb.atomic import append_line
 from goalsui.kb.authoring import STATE_FILE
 from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.layout import check_kb_text
+from goalsui.store.models import Intent, IntentRun, Thread, ToolCall
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Message
     from goalsui.service.facade import Service
+    from goalsui.store.models import Message
 
 __all__ = [
     "Agents",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
-from goalsui.domain.models import saved_id
+from goalsui.domain.records import saved_id
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.config import BUILTIN_RUNNERS
@@ -20,9 +20,9 @@ from goalsui.kb.layout import WorkerSeed
 from goalsui.kb.paths import check_name
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent
     from goalsui.domain.views import GoalView, WorkerView
     from goalsui.service.facade import Service
+    from goalsui.store.models import Intent
 
 __all__ = [
     "WorkerDetail",

@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from goalsui.domain.models import Event, Intent, IntentRun, Journal
 from goalsui.domain.states import RunStatus
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Event, Intent, IntentRun, Journal
 from goalsui.store.tables import table_of
 
 __all__ = [

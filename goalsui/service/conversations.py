@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from goalsui.domain.intent_spec import IntentSpec
-from goalsui.domain.models import IntentRun, Message, saved_id
+from goalsui.domain.records import saved_id
 from goalsui.domain.replies import is_reply, reply_key, reply_title
 from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
 from goalsui.errors import ValidationError
 from goalsui.kb.config import NO_RUNNER
 from goalsui.service import intents
+from goalsui.store.models import IntentRun, Message
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent
     from goalsui.service.facade import Service
+    from goalsui.store.models import Intent
 
 __all__ = [
     "ReplyResult",

@@ -19,9 +19,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from goalsui.domain.budget import Budget, BudgetLimit, Exhausted, Spend, exhausted, period_window
-from goalsui.domain.models import Intent, Meta
 from goalsui.errors import GoalsuiError
 from goalsui.store import usage as queries
+from goalsui.store.models import Intent, Meta
 from goalsui.store.usage import RunPoint
 
 if TYPE_CHECKING:

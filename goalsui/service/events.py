@@ -9,13 +9,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from goalsui.domain.matching import filter_matches
-from goalsui.domain.models import Event, Intent
-from goalsui.domain.runs import skipped_run
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.views import EmitResult
 from goalsui.errors import ValidationError
 from goalsui.kb.paths import check_name
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Event, Intent, skipped_run
 
 MAX_DELIVERY_ID = 200
 

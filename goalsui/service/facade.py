@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.intent_spec import IntentSpec
-from goalsui.domain.models import Event, Intent, IntentRun, Journal, Message, Thread, Todo
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus, RunStatus, RunTrigger
 from goalsui.domain.timeutil import utcnow
 from goalsui.domain.views import EmitResult, GoalView, Problem, WorkerView
@@ -43,6 +42,7 @@ from goalsui.service import (
 )
 from goalsui.service.agents import Agents
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Event, Intent, IntentRun, Journal, Message, Thread, Todo
 
 if TYPE_CHECKING:
     from goalsui.service.costs import Costs

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from goalsui.domain.models import Intent
 from goalsui.domain.states import IntentStatus
 from goalsui.errors import Conflict, ValidationError
+from goalsui.store.models import Intent
 
 if TYPE_CHECKING:
     from goalsui.service.facade import Service

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable, Mapping
 from sqlmodel import col, select
 
 from goalsui.domain.goal_views import by_goal, goal_view
-from goalsui.domain.models import Goal, Intent, Thread
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus
 from goalsui.domain.views import GoalView
 from goalsui.errors import NotFound
@@ -16,6 +15,7 @@ from goalsui.kb.paths import check_name
 from goalsui.service import kbindex
 from goalsui.service.context import ServiceContext
 from goalsui.service.threads import ensure_home_threads
+from goalsui.store.models import Goal, Intent, Thread
 
 
 def setup_goal(

@@ -15,14 +15,13 @@ from sqlmodel import col, select
 
 from goalsui.domain.intent_spec import IntentSpec
 from goalsui.domain.interrupts import NEEDS_REVIEW
-from goalsui.domain.models import Intent
-from goalsui.domain.runs import OVERLAP, skipped_run
-from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
+from goalsui.domain.states import OVERLAP, ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.transitions import Action, intent_actions, refusal
 from goalsui.domain.triggers import first_due
 from goalsui.errors import Conflict, NotFound, ValidationError
 from goalsui.service import goals, kbindex, threads
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Intent, skipped_run
 
 #: ``pending_trigger`` of a firing intent whose pause waits for the run to end.
 PAUSE_PENDING = "pause"
@@ -46,7 +45,7 @@ def create_intent(ctx: ServiceContext, spec: IntentSpec, *, reply: bool = False)
     """
     if spec.goal_id is not None:
         goals.get_goal(ctx, spec.goal_id)
-    intent = spec.new_intent(ctx.now())
+    intent = Intent.from_spec(spec, ctx.now())
     private = spec.thread_id is not None and threads.get_thread(ctx, spec.thread_id).private
     if private and not reply:
         raise ValidationError(

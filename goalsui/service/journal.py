@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlmodel import col, select
 
-from goalsui.domain.models import Journal
 from goalsui.store.db import Store
+from goalsui.store.models import Journal
 
 
 def record(

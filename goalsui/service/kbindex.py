@@ -20,7 +20,6 @@ from goalsui.domain.capabilities import idle_capabilities
 from goalsui.domain.goal_views import WORKER_KEY as WORKER_KEY
 from goalsui.domain.goal_views import is_worker_schedule as is_worker_schedule
 from goalsui.domain.goal_views import worker_intent_key as worker_intent_key
-from goalsui.domain.models import Goal, Intent, IntentRun
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentKind, IntentStatus
 from goalsui.domain.triggers import first_due
 from goalsui.domain.views import Problem
@@ -31,6 +30,7 @@ from goalsui.kb.nightshift import BINDING_FILE
 from goalsui.service.context import ServiceContext
 from goalsui.service.runner_checks import loaded_goals
 from goalsui.service.threads import ensure_home_threads, home_threads
+from goalsui.store.models import Goal, Intent, IntentRun
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
 REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")

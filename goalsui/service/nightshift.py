@@ -251,7 +251,7 @@ def _journal_details(service: ServiceContext, action: str, subject: str) -> list
     """The details of the journal entries of ``action`` on ``subject``, oldest first."""
     from sqlmodel import col, select
 
-    from goalsui.domain.models import Journal
+    from goalsui.store.models import Journal
 
     with service.store.read() as s:
         rows = s.exec(

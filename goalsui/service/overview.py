@@ -10,11 +10,11 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from goalsui.domain.cron import occurrences, validate_cron
-from goalsui.domain.models import Event, Goal, Intent, IntentRun, Journal, Message, Thread
 from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
 from goalsui.domain.timeutil import load_zone, parse_instant, utcnow
 from goalsui.errors import ValidationError
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Event, Goal, Intent, IntentRun, Journal, Message, Thread
 
 MAX_PREVIEW = 1000
 

@@ -21,13 +21,13 @@ from datetime import datetime
 from sqlmodel import Session, col, select
 
 from goalsui.domain.interrupts import NEEDS_REVIEW
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.transitions import Action
 from goalsui.domain.triggers import first_due
 from goalsui.errors import Conflict, NotFound
 from goalsui.service import intents, runs
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Intent, IntentRun
 
 __all__ = [
     "awaiting_review",

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from sqlmodel import col, select
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import (
     ATTENTION_RUNS,
     ChangeTopic,
@@ -19,6 +18,7 @@ from goalsui.domain.transitions import Action, refusal, run_actions
 from goalsui.errors import Conflict, NotFound, ValidationError
 from goalsui.service import intents
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Intent, IntentRun
 
 MAX_LIMIT = 100_000
 

@@ -16,10 +16,10 @@ from datetime import datetime
 from sqlmodel import Session, col, select
 
 from goalsui.domain.intent_spec import MAX_TITLE
-from goalsui.domain.models import Goal, Message, Thread
 from goalsui.domain.states import ChangeTopic
 from goalsui.errors import ValidationError
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Goal, Message, Thread
 
 
 def create_thread(ctx: ServiceContext, title: str, *, private: bool = False) -> Thread:

@@ -6,12 +6,12 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from goalsui.domain.checklist import parse_markdown_checklist
-from goalsui.domain.models import Thread, Todo
 from goalsui.domain.states import ChangeTopic
 from goalsui.domain.text import one_line
 from goalsui.errors import Conflict, NotFound, ValidationError
 from goalsui.service.context import ServiceContext
 from goalsui.service.threads import get_thread
+from goalsui.store.models import Thread, Todo
 
 MAX_TODO = 2000
 TOO_LONG = f"todo text is too long ({MAX_TODO} characters at most)"

@@ -8,13 +8,13 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import RunTrigger
 from goalsui.domain.views import WorkerView
 from goalsui.errors import KBError, NotFound
 from goalsui.kb.paths import check_name
 from goalsui.service import goals, intents, kbindex
 from goalsui.service.context import ServiceContext
+from goalsui.store.models import Intent, IntentRun
 
 
 def worker_intent(ctx: ServiceContext, goal_id: str, worker: str) -> Intent:

@@ -11,8 +11,8 @@ from sqlalchemy import Table, delete, event, func, insert, inspect, select, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel
 
-from goalsui.domain import models  # noqa: F401 - registers the tables
 from goalsui.domain.text import strip_nul, strip_nul_deep
+from goalsui.store import models  # noqa: F401 - registers the tables
 from goalsui.store.engine import is_sqlite, make_engine, normalize_url, sqlite_file
 
 

@@ -34,8 +34,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel
 
-from goalsui.domain import models  # registers the tables on SQLModel.metadata
 from goalsui.errors import GoalsuiError
+from goalsui.store import models  # registers the tables on SQLModel.metadata
 from goalsui.store.engine import sqlite_file
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"

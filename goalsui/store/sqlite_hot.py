@@ -15,7 +15,7 @@ the event loop busy in another thread each re-acquisition can wait a switch inte
 (5 ms): 1,000 rows stepped one by one took 0.5 s instead of 1 ms (measured here).
 
 Values are bound and read exactly as the ORM types store them: timestamps as UTC text
-``YYYY-MM-DD HH:MM:SS.ffffff`` (:class:`~goalsui.domain.models.UTCDateTime`), JSON as
+``YYYY-MM-DD HH:MM:SS.ffffff`` (:class:`~goalsui.store.models.UTCDateTime`), JSON as
 its text, booleans as 0/1.
 """
 
@@ -33,8 +33,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import JSON
 from sqlalchemy.engine import Connection
 
-from goalsui.domain.models import Intent, IntentRun, Journal, UTCDateTime
 from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.store.models import Intent, IntentRun, Journal, UTCDateTime
 from goalsui.store.tables import table_of
 
 Row = dict[str, Any]

@@ -17,8 +17,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from goalsui.domain.budget import Spend
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.states import EXECUTED_RUNS, RunStatus
+from goalsui.store.models import Intent, IntentRun
 from goalsui.store.tables import table_of
 
 __all__ = [

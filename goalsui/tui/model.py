@@ -19,9 +19,9 @@ from goalsui.errors import GoalsuiError
 
 if TYPE_CHECKING:
     from goalsui.domain.budget import Spend
-    from goalsui.domain.models import Intent, IntentRun, Thread, Todo
     from goalsui.service import GoalView, Service
     from goalsui.service.costs import BudgetLine
+    from goalsui.store.models import Intent, IntentRun, Thread, Todo
 
 ENDED = (IntentStatus.CANCELLED, IntentStatus.DONE)
 #: how far back the dashboard reads runs (the panes' sparklines and last runs)

@@ -12,8 +12,8 @@ from pathlib import Path
 from contract_procs import run_together
 from sqlalchemy import insert
 
-from goalsui.domain.models import Intent
 from goalsui.service import Service
+from goalsui.store.models import Intent
 
 DUE = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

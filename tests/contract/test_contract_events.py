@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import func, select
 
-from goalsui.domain.models import Event, Intent
 from goalsui.service import EmitResult, Service
+from goalsui.store.models import Event, Intent
 
 
 def _event_intent(service: Service) -> Intent:

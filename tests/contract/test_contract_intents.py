@@ -13,8 +13,8 @@ from contract_procs import run_together
 from sqlalchemy import update
 from sqlmodel import func, select
 
-from goalsui.domain.models import Intent
 from goalsui.service import Service
+from goalsui.store.models import Intent
 
 
 def _count(service: Service, key: str) -> int:

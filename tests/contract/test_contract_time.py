@@ -13,8 +13,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import StatementError
 from sqlmodel import col, select
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -29,12 +29,12 @@ from hooks_kit import (
     tree_snapshot,
 )
 
-from goalsui.domain.models import Intent
 from goalsui.domain.text import strip_nul_deep
 from goalsui.errors import GoalsuiError
 from goalsui.hooks import signing
 from goalsui.hooks.server import Listener, start_listener
 from goalsui.service import Service
+from goalsui.store.models import Intent
 
 NOW = 1_800_000_000  # the listener's fixed clock (Unix seconds)
 BODY = json.dumps({"ref": "refs/heads/main", "action": "completed", "repo": "goalsui"}).encode()

@@ -15,10 +15,10 @@ from mcp_kit import counts, error, mcp_session, ok, start_run, tool_names
 from sqlmodel import select
 
 from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING
-from goalsui.domain.models import Intent, Journal
 from goalsui.kb.layout import WorkerSeed
 from goalsui.mcp.server import tools_list_bytes
 from goalsui.service import Service
+from goalsui.store.models import Intent, Journal
 
 EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]
 

@@ -15,9 +15,9 @@ from mcp_kit import counts, end_run, error, mcp_session, ok, start_run, tool_cal
 from sqlmodel import select
 
 from goalsui.domain.capabilities import ALL_TOOLS, READ_ONLY
-from goalsui.domain.models import Intent, Journal
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service import Service
+from goalsui.store.models import Intent, Journal
 
 EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]
 

@@ -16,10 +16,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from base_kit import FakeClock, run_cli
 
-from goalsui.domain.models import Intent
 from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.service import Service
 from goalsui.store import claims
+from goalsui.store.models import Intent
 
 DEAD = "dead-scheduler"
 

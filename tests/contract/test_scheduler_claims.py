@@ -10,12 +10,12 @@ from datetime import datetime, timedelta
 from base_kit import FakeClock
 from test_scheduler_rules import FakeTurn
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.scheduler import Scheduler
 from goalsui.scheduler.rules import decide_claim
 from goalsui.service import Service
 from goalsui.store import claims
 from goalsui.store.claims import SqlClaimBackend
+from goalsui.store.models import Intent, IntentRun
 
 
 def bulk_at(svc: Service, n: int, when: datetime, prefix: str = "i") -> list[int]:

@@ -14,9 +14,9 @@ from base_kit import run_cli
 from mcp_kit import end_run, error, mcp_session, ok, start_run, tool_names
 from sqlmodel import select
 
-from goalsui.domain.models import Thread
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service import Service
+from goalsui.store.models import Thread
 
 
 @pytest.fixture

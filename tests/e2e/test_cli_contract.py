@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from base_kit import cli_argv
 
-from goalsui.domain.models import IntentRun
 from goalsui.service import Service
+from goalsui.store.models import IntentRun
 
 GOAL = "nightshift-979afc6e"
 GOAL_KEYS = {"goal_id", "name", "task", "status", "path", "workers"}

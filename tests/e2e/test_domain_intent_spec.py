@@ -11,6 +11,7 @@ from base_kit import run_cli
 from goalsui.domain.intent_spec import MAX_INSTRUCTION, MAX_TITLE, IntentSpec
 from goalsui.domain.states import IntentKind
 from goalsui.errors import ValidationError
+from goalsui.store.models import Intent
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 GOOD = {"title": "Friday", "kind": "cron", "schedule": "0 16 * * 5"}
@@ -80,14 +81,14 @@ def test_normalised_once_and_frozen() -> None:
     assert dataclasses.replace(spec, title="Other").title == "Other"  # validated again
 
 
-def test_new_intent_plans_from_now_and_refuses_a_past_expiry() -> None:
+def test_from_spec_plans_from_now_and_refuses_a_past_expiry() -> None:
     spec = IntentSpec.parse(**GOOD, timezone="Europe/Berlin")  # type: ignore[arg-type]
-    intent = spec.new_intent(NOW)
+    intent = Intent.from_spec(spec, NOW)
     assert intent.next_run_at == datetime(2026, 12, 4, 15, 0, tzinfo=UTC)  # 16:00 CET
     assert (intent.kind, intent.timezone, intent.created_at) == ("cron", "Europe/Berlin", NOW)
     late = IntentSpec.parse(**GOOD, expires_at="2026-12-01T00:00:00Z")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="expiry is in the past"):
-        late.new_intent(NOW)
+        Intent.from_spec(late, NOW)
 
 
 def test_the_service_stores_a_spec(service) -> None:  # type: ignore[no-untyped-def]

@@ -19,10 +19,10 @@ import pytest
 from base_kit import FakeClock, run_cli
 from mcp_kit import SCRIPTS
 
-from goalsui.domain.models import Intent
 from goalsui.kb.layout import WorkerSeed
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from goalsui.store.models import Intent
 
 STANDIN = SCRIPTS / "standin_agent.py"
 

@@ -19,12 +19,12 @@ from base_kit import run_cli
 from cost_kit import AGENT, SCRIPTS, agent_worker, record, start_run
 from daemon_kit import Daemon, wait_until
 
-from goalsui.domain.models import Intent
 from goalsui.ops.health import Readiness, tick_age
 from goalsui.ops.metrics import make_registry, render
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
+from goalsui.store.models import Intent
 
 PY = sys.executable
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from test_runner_prompt import fenced_blocks
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.kb.layout import WorkerSeed
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

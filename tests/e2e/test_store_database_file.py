@@ -17,9 +17,9 @@ import pytest
 from base_kit import run_cli
 from daemon_kit import Daemon, wait_until
 
-from goalsui.domain.models import Journal
 from goalsui.errors import DatabaseReplaced, NoDatabase
 from goalsui.store.db import Store
+from goalsui.store.models import Journal
 
 
 def _cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -149,7 +149,7 @@ async def test_end_schedule_asks_first_and_p_reinstates(demo: Service, clock) ->
 async def test_x_on_a_running_run_asks_to_stop_only_the_run(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
     intent_id = worker_intent(demo, PULSE, "flaky")
     with demo.store.write() as s:
-        from goalsui.domain.models import Intent
+        from goalsui.store.models import Intent
 
         row = s.get(Intent, intent_id)
         row.status = "firing"

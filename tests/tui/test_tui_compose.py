@@ -160,7 +160,7 @@ def conversation(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Service, Fak
     text = "Then add 'print the lease' to my list."
     said = service.post_message(text, thread_id=thread.id)
     intent = create_reply(service, thread.id, said.id, text)  # type: ignore[arg-type]
-    from goalsui.domain.models import Intent
+    from goalsui.store.models import Intent
 
     with service.store.write() as s:  # shown as running, as while the scheduler runs it
         row = s.get(Intent, intent.id)

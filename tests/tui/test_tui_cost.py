@@ -9,8 +9,8 @@ import yaml
 from textual.widgets import Sparkline
 from tui_kit import PULSE, add_run, label, settle, worker_intent
 
-from goalsui.domain.models import IntentRun
 from goalsui.service import Service
+from goalsui.store.models import IntentRun
 from goalsui.tui.app import make_app
 from goalsui.tui.widgets.cost_panel import CostPanel
 from goalsui.tui.widgets.status_bar import StatusBar

@@ -14,9 +14,9 @@ from tui_kit import (
     worker_intent,
 )
 
-from goalsui.domain.models import Intent
 from goalsui.domain.nightshift import night_window
 from goalsui.service import Service
+from goalsui.store.models import Intent
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.failures import FailuresScreen
 from goalsui.tui.screens.reports import ReportsScreen
@@ -99,7 +99,7 @@ async def test_failures_screen_one_key_each(demo: Service, clock) -> None:  # ty
 def hold_for_review(service: Service, intent_id: int, run_id: int) -> None:
     """What recovery writes for an interrupted run of a ``review`` intent."""
     from goalsui.domain.interrupts import needs_review_error
-    from goalsui.domain.models import IntentRun
+    from goalsui.store.models import IntentRun
 
     with service.store.write() as s:
         run = s.get(IntentRun, run_id)

@@ -159,7 +159,7 @@ def test_main_screen(scene, snap_compare) -> None:  # type: ignore[no-untyped-de
 def test_failures_screen(scene, snap_compare) -> None:  # type: ignore[no-untyped-def]
     service, clock = scene
     flaky = worker_intent(service, PULSE, "flaky")
-    from goalsui.domain.models import Intent
+    from goalsui.store.models import Intent
 
     with service.store.write() as s:
         row = s.get(Intent, flaky)

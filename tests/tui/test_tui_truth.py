@@ -63,7 +63,7 @@ async def test_goal_level_intent_shows_under_its_goal_by_title(demo: Service, cl
 async def test_one_disabled_worker_marks_the_worker_not_the_goal(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
     flaky = worker_intent(demo, PULSE, "flaky")
     with demo.store.write() as s:
-        from goalsui.domain.models import Intent
+        from goalsui.store.models import Intent
 
         row = s.get(Intent, flaky)
         row.status, row.last_error = "failed", "upstream unreachable"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.kb.layout import WorkerSeed
 from goalsui.scheduler.alerts import Alert, maybe_alert
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

@@ -90,7 +90,7 @@ def test_a_worker_removed_from_the_kb_is_not_reinstated(service) -> None:  # typ
     goal = service.list_goals()[0]
     worker = goal.workers[0]
     with service.store.write() as s:
-        from goalsui.domain.models import Intent
+        from goalsui.store.models import Intent
 
         row = s.get(Intent, worker.intent_id)
         row.status, row.last_error = "cancelled", "worker removed from the KB"

@@ -11,11 +11,11 @@ import pytest
 from base_kit import run_cli
 
 from goalsui.cli import main
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.errors import ValidationError
 from goalsui.kb.layout import WorkerSeed
 from goalsui.scheduler.plan import PlannedFire, parse_until, plan
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 
 @pytest.fixture

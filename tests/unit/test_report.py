@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from goalsui.cli import main
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.nightshift import night_of, night_window
 from goalsui.kb.layout import WorkerSeed
 from goalsui.runners.report import build_report, compile_report, list_reports
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 NIGHT = datetime(2026, 12, 2, 19, 0, tzinfo=UTC)  # 20:00 Berlin

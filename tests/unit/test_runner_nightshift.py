@@ -13,11 +13,11 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.domain.triggers import next_due
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 GOAL = "nightshift-979afc6e"
 WORKERS = ("commander", "scout", "librarian", "auditor", "gardener")

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 from base_kit import FakeClock
 from test_scheduler_claims import bulk_at
 
-from goalsui.domain.models import Intent
 from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.service import Service
 from goalsui.store import claims, sqlite_hot
 from goalsui.store.claims import INTENT, Completion
 from goalsui.store.claims.binds import rows_of, select_columns
+from goalsui.store.models import Intent
 
 
 def _odd_intent(svc: Service, when: datetime) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.scheduler.records import build
+from goalsui.store.models import Intent, IntentRun
 
 
 def intent_row() -> dict:

@@ -13,10 +13,10 @@ import pytest
 from base_kit import FakeClock
 
 from goalsui.domain.cron import next_occurrence
-from goalsui.domain.models import Intent, IntentRun
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.service import Service
+from goalsui.store.models import Intent, IntentRun
 
 
 @dataclass

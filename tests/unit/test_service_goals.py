@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from goalsui.domain.models import Goal
 from goalsui.errors import KBError, NotFound
 from goalsui.service import Service
+from goalsui.store.models import Goal
 
 GOAL = "nightshift-979afc6e"
 SCOUT_NEXT = datetime(2026, 12, 2, 19, 30, tzinfo=UTC)  # 20:30 Berlin on the clock's day

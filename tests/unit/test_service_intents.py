@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from goalsui.domain.models import IntentRun
 from goalsui.errors import Conflict, NotFound, ScheduleError, ValidationError
 from goalsui.service import Service, schedule_preview
+from goalsui.store.models import IntentRun
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)  # the FakeClock's start, a Wednesday
 

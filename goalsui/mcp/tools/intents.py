@@ -9,11 +9,11 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from goalsui.domain.durations import parse_duration
-from goalsui.domain.models import Intent
 from goalsui.domain.timeutil import parse_instant
 from goalsui.errors import GoalsuiError
 from goalsui.mcp.scope import Scope
 from goalsui.mcp.tools import ToolContext, ToolFailure, page
+from goalsui.store.models import Intent
 
 KINDS = {"at": "at", "cron": "cron", "every": "heartbeat", "event": "event"}
 

@@ -8,8 +8,8 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from goalsui.domain.models import Todo
 from goalsui.mcp.tools import ToolContext
+from goalsui.store.models import Todo
 
 
 class TodoInfo(TypedDict):

@@ -1,6 +1,6 @@
 """How values cross into and out of Core statements on the claim path.
 
-Timestamps are bound and read as the ORM type :class:`~goalsui.domain.models.UTCDateTime`
+Timestamps are bound and read as the ORM type :class:`~goalsui.store.models.UTCDateTime`
 stores them, but in one step: on SQLite as the text ``YYYY-MM-DD HH:MM:SS.ffffff`` (UTC),
 elsewhere as aware datetimes. The generic two-stage conversion costs about five times as
 much, and the claim path binds several timestamps per row.
@@ -17,8 +17,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from goalsui.domain.models import Event, Intent, IntentRun, Journal, UTCDateTime
 from goalsui.store.claims.shapes import Row
+from goalsui.store.models import Event, Intent, IntentRun, Journal, UTCDateTime
 from goalsui.store.tables import table_of
 
 INTENT: Any = table_of(Intent)

@@ -30,9 +30,9 @@ import psycopg
 from sqlalchemy import JSON, Boolean, Float, Integer
 from sqlalchemy.engine import Connection
 
-from goalsui.domain.models import UTCDateTime
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.store.claims.binds import INTENT, JOURNAL, RUN
+from goalsui.store.models import UTCDateTime
 from goalsui.store.sqlite_hot import Cas
 
 Row = dict[str, Any]

@@ -29,7 +29,7 @@ def _line(line: str) -> Text:
 
 
 if TYPE_CHECKING:  # the models import SQLAlchemy: not before the console paints
-    from goalsui.domain.models import IntentRun
+    from goalsui.store.models import IntentRun
 
 
 class OutputScreen(DeliverMixin, Screen[None]):

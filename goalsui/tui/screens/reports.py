@@ -33,7 +33,7 @@ from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent, IntentRun
+    from goalsui.store.models import Intent, IntentRun
 
 LANE = 24
 #: Cells of the report pane that are not the Markdown's text (borders, padding, scrollbar).

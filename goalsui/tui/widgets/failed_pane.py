@@ -16,7 +16,7 @@ from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, name_cell, one_lin
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent, IntentRun
+    from goalsui.store.models import Intent, IntentRun
 
 
 #: the status shown for an interrupted run held for the operator's decision

@@ -26,8 +26,8 @@ from goalsui.tui.model import BoxCounts, Dashboard
 from goalsui.tui.widgets.cost_panel import budget_label
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent, IntentRun
     from goalsui.service import GoalView, WorkerView
+    from goalsui.store.models import Intent, IntentRun
 
 #: Expand every goal at first load when the KB has at most this many workers.
 EXPAND_ALL_UP_TO = 40

@@ -23,7 +23,7 @@ from goalsui.tui.model import Dashboard, PlanView
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
-    from goalsui.domain.models import Intent, IntentRun
+    from goalsui.store.models import Intent, IntentRun
 
 ZOOM_HOURS = (1, 3, 6, 12, 24, 72)
 #: the window shown at start: the last and the next 24 hours

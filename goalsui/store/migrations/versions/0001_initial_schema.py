@@ -1,4 +1,4 @@
-"""initial schema: every table of goalsui/domain/models.py
+"""initial schema: every table of goalsui/store/models.py
 
 Revision ID: 0001
 Revises:
@@ -14,9 +14,8 @@ this schema drift apart.
 """
 from typing import Sequence, Union
 
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision: str = '0001'

@@ -1,4 +1,7 @@
-"""Database records (SQLModel). Pure declarations: no engine, no I/O.
+"""The database's tables (SQLModel). Declarations: no engine, no I/O.
+
+What the console and the command line show are the frozen values of
+:mod:`goalsui.domain.records`; a row maps to its value with ``record()``.
 
 Every timestamp is a timezone-aware UTC ``datetime`` in Python and is stored
 unambiguously (UTC) on every engine through :class:`UTCDateTime`.
@@ -7,11 +10,24 @@ unambiguously (UTC) on every engine through :class:`UTCDateTime`.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
+
+from goalsui.domain.records import (
+    EventRecord,
+    IntentRecord,
+    RunRecord,
+    ThreadRecord,
+    TodoRecord,
+    record_of,
+)
+from goalsui.domain.states import OVERLAP, RunStatus, RunTrigger
+
+if TYPE_CHECKING:
+    from goalsui.domain.intent_spec import IntentSpec
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -36,22 +52,6 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
-
-
-class _Row(Protocol):
-    @property
-    def id(self) -> int | None: ...
-
-
-def saved_id(row: _Row) -> int:
-    """The id of a row read from or written to the database.
-
-    SQLModel types ``id`` as optional because a row has none until it is inserted;
-    every row the service hands out has one.
-    """
-    if row.id is None:
-        raise ValueError(f"this {type(row).__name__} has not been saved: it has no id")
-    return row.id
 
 
 def _now() -> datetime:
@@ -94,6 +94,9 @@ class Thread(SQLModel, table=True):
     goal_id: str | None = None  # set (with worker) on a worker's home thread only
     worker: str | None = None
 
+    def record(self) -> ThreadRecord:
+        return record_of(ThreadRecord, self)
+
 
 class Todo(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
@@ -103,6 +106,9 @@ class Todo(SQLModel, table=True):
     position: int = 0
     created_at: datetime = _created()
     completed_at: datetime | None = _ts()
+
+    def record(self) -> TodoRecord:
+        return record_of(TodoRecord, self)
 
 
 class Message(SQLModel, table=True):
@@ -164,6 +170,36 @@ class Intent(SQLModel, table=True):
         default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
     )
 
+    @classmethod
+    def from_spec(cls, spec: IntentSpec, now: datetime) -> Intent:
+        """The row to store for a validated spec, planned from ``now``."""
+        return cls(
+            title=spec.title,
+            instruction=spec.instruction,
+            kind=str(spec.kind),
+            schedule=spec.schedule,
+            timezone=spec.zone,
+            thread_id=spec.thread_id,
+            goal_id=spec.goal_id,
+            worker=spec.worker,
+            operation_key=spec.operation_key,
+            max_fires=spec.max_fires,
+            expires_at=spec.expires_at,
+            cooldown_s=spec.cooldown_s,
+            event_source=spec.event_source,
+            event_filter=spec.event_filter,
+            checklist=spec.checklist,
+            active_hours=spec.active_hours,
+            runner=spec.runner,
+            timeout_s=spec.timeout_s,
+            next_run_at=spec.first_run(now),
+            created_at=now,
+            updated_at=now,
+        )
+
+    def record(self) -> IntentRecord:
+        return record_of(IntentRecord, self)
+
 
 class IntentRun(SQLModel, table=True):
     """One attempt to execute an intent."""
@@ -204,6 +240,32 @@ class IntentRun(SQLModel, table=True):
     # the agent's goalsui tool session: {"opened_at": ISO, "tools": [names] | None}
     tool_session: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
+    def record(self) -> RunRecord:
+        return record_of(RunRecord, self)
+
+
+def skipped_run(
+    intent_id: int,
+    attempt: int,
+    trigger: RunTrigger | str,
+    at: datetime,
+    *,
+    reason: str = OVERLAP,
+    event_id: int | None = None,
+) -> IntentRun:
+    """A run recorded ``skipped`` at ``at`` (started and finished at once) for ``reason``."""
+    return IntentRun(
+        intent_id=intent_id,
+        attempt=attempt,
+        trigger=str(trigger),
+        status=RunStatus.SKIPPED,
+        reason=reason,
+        planned_at=at,
+        started_at=at,
+        finished_at=at,
+        event_id=event_id,
+    )
+
 
 class Event(SQLModel, table=True):
     """A received event (webhook or CLI); its payload is data only."""
@@ -218,6 +280,9 @@ class Event(SQLModel, table=True):
     matched_intent_ids: list[Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
     )
+
+    def record(self) -> EventRecord:
+        return record_of(EventRecord, self)
 
 
 class Journal(SQLModel, table=True):
