@@ -1,7 +1,8 @@
 """What every tier of the suite shares: where things are, a fake clock, the CLI in a process.
 
-Importable from any test (``pythonpath`` in pyproject.toml puts tests/ on ``sys.path``);
-``conftest.py`` modules are not (pytest imports each of them under the same name).
+Importable from any test as ``tests.base_kit`` (tests/ and each tier are packages, and
+``pythonpath`` in pyproject.toml puts the repository root on ``sys.path``); fixtures live in
+the ``conftest.py`` modules, helpers never do.
 """
 
 from __future__ import annotations

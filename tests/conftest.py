@@ -3,8 +3,8 @@
 The suite is in tiers, each a folder with its own conftest.py: ``unit`` (one process, no
 server), ``contract`` (the same behaviour on SQLite and PostgreSQL), ``tui`` (the real
 Textual app through its pilot), ``e2e`` (the CLI, daemons and agents as real processes).
-Helpers shared across tiers live in ``tests/*_kit.py`` (importable: ``pythonpath`` in
-pyproject.toml), never in a conftest.
+Helpers shared across tiers live in ``tests/*_kit.py`` (imported by package:
+``from tests.base_kit import ...``), never in a conftest.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pgserver
 import pytest
-from base_kit import NO_PG, REPO, TESTS, FakeClock
 
 from goalsui.service import Service
+from tests import pgserver
+from tests.base_kit import NO_PG, REPO, TESTS, FakeClock
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo KB and database, built once per module and copied by :func:`demo`."""
-    from tui_kit import build_template
+    from tests.tui_kit import build_template
 
     return build_template(tmp_path_factory.mktemp("demo-template"), FakeClock())
 
@@ -141,7 +141,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(tmp_path: Path, clock: FakeClock, template: Path) -> Iterator[Service]:
     """A service on a fresh copy of the demo template, on the fake clock."""
-    from tui_kit import open_demo
+    from tests.tui_kit import open_demo
 
     service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
     yield service

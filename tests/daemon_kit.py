@@ -11,12 +11,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from base_kit import cli_argv
-from test_scheduler_claims import bulk_at
-
 from goalsui.domain.states import ChangeTopic
 from goalsui.domain.timeutil import utcnow
 from goalsui.service import Service
+from tests.base_kit import cli_argv
+from tests.contract.test_scheduler_claims import bulk_at
 
 
 def add_due_now(svc: Service, n: int) -> list[int]:

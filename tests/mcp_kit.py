@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from base_kit import cli_argv
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from sqlmodel import select
 
 from goalsui.service import Service
 from goalsui.store.models import Intent, IntentRun, Journal, Message, Thread, Todo, ToolCall
+from tests.base_kit import cli_argv
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from contract_procs import run_together
 from sqlalchemy import insert
 
 from goalsui.service import Service
 from goalsui.store.models import Intent
+from tests.contract_procs import run_together
 
 DUE = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

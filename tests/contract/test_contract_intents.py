@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from contract_procs import run_together
 from sqlalchemy import update
 from sqlmodel import func, select
 
 from goalsui.service import Service
 from goalsui.store.models import Intent
+from tests.contract_procs import run_together
 
 
 def _count(service: Service, key: str) -> int:

@@ -8,11 +8,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from base_kit import FakeClock
-from test_scheduler_rules import FakeTurn
-
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from tests.base_kit import FakeClock
+from tests.unit.test_scheduler_rules import FakeTurn
 
 
 async def _fire(s: Scheduler) -> list[int]:

@@ -6,13 +6,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from contract_procs import run_together
 from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 
 from goalsui.errors import GoalsuiError
 from goalsui.service import Service
 from goalsui.store import schema
+from tests.contract_procs import run_together
 
 
 def test_first_use_creates_and_stamps_the_schema(

@@ -16,8 +16,15 @@ from typing import Any
 
 import aiohttp
 import pytest
-from base_kit import REPO, FakeClock
-from hooks_kit import (
+
+from goalsui.domain.text import strip_nul_deep
+from goalsui.errors import GoalsuiError
+from goalsui.hooks import signing
+from goalsui.hooks.server import Listener, start_listener
+from goalsui.service import Service
+from goalsui.store.models import Intent
+from tests.base_kit import REPO, FakeClock
+from tests.hooks_kit import (
     CI_ENV,
     GITHUB_ENV,
     OTHER_SECRET,
@@ -28,13 +35,6 @@ from hooks_kit import (
     signed,
     tree_snapshot,
 )
-
-from goalsui.domain.text import strip_nul_deep
-from goalsui.errors import GoalsuiError
-from goalsui.hooks import signing
-from goalsui.hooks.server import Listener, start_listener
-from goalsui.service import Service
-from goalsui.store.models import Intent
 
 NOW = 1_800_000_000  # the listener's fixed clock (Unix seconds)
 BODY = json.dumps({"ref": "refs/heads/main", "action": "completed", "repo": "goalsui"}).encode()

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import cli_popen
 
 from goalsui.service import Service
+from tests.base_kit import cli_popen
 
 PROCESSES = 20
 

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from base_kit import run_cli
-from mcp_kit import counts, error, mcp_session, ok, start_run, tool_names
 from sqlmodel import select
 
 from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING
@@ -19,6 +17,8 @@ from goalsui.kb.layout import WorkerSeed
 from goalsui.mcp.server import tools_list_bytes
 from goalsui.service import Service
 from goalsui.store.models import Intent, Journal
+from tests.base_kit import run_cli
+from tests.mcp_kit import counts, error, mcp_session, ok, start_run, tool_names
 
 EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]
 

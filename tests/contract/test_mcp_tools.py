@@ -10,14 +10,24 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from mcp_kit import counts, end_run, error, mcp_session, ok, start_run, tool_calls, tool_names, tree
 from sqlmodel import select
 
 from goalsui.domain.capabilities import ALL_TOOLS, READ_ONLY
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service import Service
 from goalsui.store.models import Intent, Journal
+from tests.base_kit import run_cli
+from tests.mcp_kit import (
+    counts,
+    end_run,
+    error,
+    mcp_session,
+    ok,
+    start_run,
+    tool_calls,
+    tool_names,
+    tree,
+)
 
 EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
 from sqlalchemy import text
 
 from goalsui.service import Service
 from goalsui.store import notify
 from goalsui.store.engine import make_engine
+from tests.base_kit import run_cli
 
 WAIT = 15.0  # generous: only bounds a failure, never measured
 REPO = Path(__file__).resolve().parent.parent.parent

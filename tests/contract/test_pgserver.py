@@ -12,10 +12,7 @@ import uuid
 import psycopg
 import pytest
 
-try:
-    from tests import pgserver
-except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
-    import pgserver
+from tests import pgserver
 
 pytestmark = pytest.mark.postgres
 

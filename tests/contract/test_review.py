@@ -14,12 +14,12 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from base_kit import FakeClock, run_cli
 
 from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.service import Service
 from goalsui.store import claims
 from goalsui.store.models import Intent
+from tests.base_kit import FakeClock, run_cli
 
 DEAD = "dead-scheduler"
 

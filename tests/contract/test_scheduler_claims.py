@@ -7,15 +7,14 @@ import threading
 from collections import Counter
 from datetime import datetime, timedelta
 
-from base_kit import FakeClock
-from test_scheduler_rules import FakeTurn
-
 from goalsui.scheduler import Scheduler
 from goalsui.scheduler.rules import decide_claim
 from goalsui.service import Service
 from goalsui.store import claims
 from goalsui.store.claims import SqlClaimBackend
 from goalsui.store.models import Intent, IntentRun
+from tests.base_kit import FakeClock
+from tests.unit.test_scheduler_rules import FakeTurn
 
 
 def bulk_at(svc: Service, n: int, when: datetime, prefix: str = "i") -> list[int]:

@@ -8,12 +8,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from test_scheduler_rules import FakeTurn
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.service import Service
+from tests.base_kit import run_cli
+from tests.unit.test_scheduler_rules import FakeTurn
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:

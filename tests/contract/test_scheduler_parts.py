@@ -16,9 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from base_kit import run_cli
-from test_scheduler_loop import until
-from test_scheduler_rules import FakeTurn
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.scheduler import Scheduler, SchedulerEvent
@@ -26,6 +23,9 @@ from goalsui.scheduler.state import SchedulerState
 from goalsui.service import Service
 from goalsui.store import wakefile
 from goalsui.store.claims import ClaimBackend, claim_backend_for
+from tests.base_kit import run_cli
+from tests.contract.test_scheduler_loop import until
+from tests.unit.test_scheduler_rules import FakeTurn
 
 
 class CountingBackend:

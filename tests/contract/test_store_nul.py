@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from base_kit import FakeClock
-from test_scheduler_claims import bulk_at
-
 from goalsui.domain.text import strip_nul, strip_nul_deep
 from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.store import claims
 from goalsui.store.claims import Completion
+from tests.base_kit import FakeClock
+from tests.contract.test_scheduler_claims import bulk_at
 
 
 def _claim(svc, n: int, clock: FakeClock) -> list[claims.ClaimedRun]:  # type: ignore[no-untyped-def]

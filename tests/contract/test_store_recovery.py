@@ -19,13 +19,13 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock
 
 from goalsui.domain.interrupts import interrupt_policy
 from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.store import claims, processes
 from goalsui.store.claims import Completion
 from goalsui.store.models import Intent
+from tests.base_kit import FakeClock
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 

@@ -10,13 +10,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from mcp_kit import end_run, error, mcp_session, ok, start_run, tool_names
 from sqlmodel import select
 
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service import Service
 from goalsui.store.models import Thread
+from tests.base_kit import run_cli
+from tests.mcp_kit import end_run, error, mcp_session, ok, start_run, tool_names
 
 
 @pytest.fixture

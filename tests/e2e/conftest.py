@@ -5,8 +5,9 @@ daemons with tests/daemon_kit.py.
 
 # -- the real agent CLIs against a scripted model server (tests/agent_clis.py, model_server.py)
 import pytest
-from agent_clis import AgentClis, agent_clis_or_reason
-from model_server import ModelServer
+
+from tests.agent_clis import AgentClis, agent_clis_or_reason
+from tests.model_server import ModelServer
 
 
 @pytest.fixture(scope="session")

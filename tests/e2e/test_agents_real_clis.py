@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_clis import AgentClis, claude_env, codex_env
-from base_kit import FakeClock, run_cli
 
 from goalsui.kb.layout import WorkerSeed
 from goalsui.mcp.server import ToolServer
 from goalsui.runners import presets
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from tests.agent_clis import AgentClis, claude_env, codex_env
+from tests.base_kit import FakeClock, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -267,7 +267,7 @@ def test_a_nightshift_task_commits_on_its_branch(
 ) -> None:
     """``nightshift init --runner AGENT`` then a replayed night: the real agent's task
     turn edits its worktree, the commit lands on the task's branch, the base is untouched."""
-    from git_kit import git, make_repo
+    from tests.git_kit import git, make_repo
 
     repo = make_repo(tmp_path / "repo")
     base = git(repo, "rev-parse", "main").strip()

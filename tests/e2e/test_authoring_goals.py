@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from base_kit import run_cli
 
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from tests.base_kit import run_cli
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

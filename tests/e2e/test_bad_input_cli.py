@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, cli_argv
-from hooks_kit import CI_ENV, SECRET, row_counts, tree_snapshot
 
 from goalsui.service import Service
+from tests.base_kit import clean_environ, cli_argv
+from tests.hooks_kit import CI_ENV, SECRET, row_counts, tree_snapshot
 
 GOAL = "nightshift-979afc6e"
 

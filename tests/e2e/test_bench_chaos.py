@@ -10,9 +10,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import pgserver
 import pytest
-from base_kit import run_cli
+
+from tests import pgserver
+from tests.base_kit import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(420)]
 

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from base_kit import run_cli
 
 from goalsui.bench.console_idle import cpu_seconds
 from goalsui.tui.rss import peak_rss_kb
+from tests.base_kit import run_cli
 
 
 def test_peak_rss_is_the_measured_process_own() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from base_kit import run_cli
+
+from tests.base_kit import run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
+
+from tests.base_kit import run_cli
 
 pytestmark = pytest.mark.slow
 

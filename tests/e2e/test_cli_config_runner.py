@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from base_kit import run_cli
+from tests.base_kit import run_cli
 
 
 def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -14,10 +14,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import cli_argv
 
 from goalsui.service import Service
 from goalsui.store.models import IntentRun
+from tests.base_kit import cli_argv
 
 GOAL = "nightshift-979afc6e"
 GOAL_KEYS = {"goal_id", "name", "task", "status", "path", "workers"}

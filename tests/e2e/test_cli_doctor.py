@@ -6,8 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from base_kit import cli_popen
-from test_kb_files import BROKEN_FILES, break_kb
+from tests.base_kit import cli_popen
+from tests.unit.test_kb_files import BROKEN_FILES, break_kb
 
 
 def doctor(kb: Path, state: Path, *extra: str) -> subprocess.Popen:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from daemon_kit import Daemon, alive, runner_config, wait_until
 
 from goalsui.service import Service
+from tests.base_kit import run_cli
+from tests.daemon_kit import Daemon, alive, runner_config, wait_until
 
 pytestmark = pytest.mark.slow
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"

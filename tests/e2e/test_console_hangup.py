@@ -23,13 +23,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from base_kit import cli_argv
-from daemon_kit import runner_config, wait_until
-from test_reliability_runner import alive, pids_with, reap
-from test_scheduler_claims import bulk_at
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.store import processes
+from tests.base_kit import cli_argv
+from tests.contract.test_scheduler_claims import bulk_at
+from tests.daemon_kit import runner_config, wait_until
+from tests.e2e.test_reliability_runner import alive, pids_with, reap
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from cost_kit import agent_worker, record, start_run
 
 from goalsui.domain.budget import Budget, BudgetLimit, Spend, exhausted, period_window
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
 from goalsui.store.models import Intent
+from tests.base_kit import run_cli
+from tests.cost_kit import agent_worker, record, start_run
 
 # 12:00 UTC on a winter day is 13:00 in Berlin: the worker's day ends at 23:00 UTC.
 START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from cost_kit import agent_worker, record, start_run
 
 from goalsui.runners.base import TurnOutcome, Usage
 from goalsui.runners.turn import run_turn
 from goalsui.runners.usage import parse_output
 from goalsui.service import Service
+from tests.base_kit import run_cli
+from tests.cost_kit import agent_worker, record, start_run
 
 
 @pytest.fixture

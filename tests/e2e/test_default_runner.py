@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from base_kit import run_cli
-from test_runner_turn import start_run
 
 from goalsui.domain.interrupts import CONFIG
 from goalsui.kb.config import NO_RUNNER
 from goalsui.runners.turn import run_turn
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from tests.base_kit import run_cli
+from tests.e2e.test_runner_turn import start_run
 
 
 def init(path: Path, env_path: str, *extra: str) -> subprocess.CompletedProcess:

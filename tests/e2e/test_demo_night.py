@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
 
 from goalsui.demo import replay_last_night
 from goalsui.runners.report import list_reports
 from goalsui.service import Service
+from tests.base_kit import run_cli
 
 NIGHT = ["commander", "scout", "librarian", "auditor", "gardener", "reporter"]
 

@@ -6,12 +6,12 @@ import dataclasses
 from datetime import UTC, datetime
 
 import pytest
-from base_kit import run_cli
 
 from goalsui.domain.intent_spec import MAX_INSTRUCTION, MAX_TITLE, IntentSpec
 from goalsui.domain.states import IntentKind
 from goalsui.errors import ValidationError
 from goalsui.store.models import Intent
+from tests.base_kit import run_cli
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 GOOD = {"title": "Friday", "kind": "cron", "schedule": "0 16 * * 5"}

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from test_runner_prompt import fenced_blocks
 
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from tests.base_kit import run_cli
+from tests.unit.test_runner_prompt import fenced_blocks
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, cli_argv, run_cli
-from hooks_kit import CI_ENV, GITHUB_ENV, OTHER_SECRET, SECRET, ThreadedListener
 
 from goalsui.service import Service
+from tests.base_kit import clean_environ, cli_argv, run_cli
+from tests.hooks_kit import CI_ENV, GITHUB_ENV, OTHER_SECRET, SECRET, ThreadedListener
 
 
 def goalsui(

@@ -10,8 +10,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, cli_argv
-from hooks_kit import (
+
+from goalsui.hooks import signing
+from goalsui.scheduler.loop import Scheduler
+from goalsui.service import Service
+from tests.base_kit import clean_environ, cli_argv
+from tests.hooks_kit import (
     CI_ENV,
     GITHUB_ENV,
     ThreadedListener,
@@ -19,10 +23,6 @@ from hooks_kit import (
     post,
     signed,
 )
-
-from goalsui.hooks import signing
-from goalsui.scheduler.loop import Scheduler
-from goalsui.service import Service
 
 # Distinctive values, so any copy anywhere is found.
 CI_SECRET = "ci-secret-Zq81-never-print-me-4b7e"

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
 
 from goalsui.errors import GoalsuiError
 from goalsui.kb import layout
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service import Service
+from tests.base_kit import run_cli
 
 WORKERS = [
     WorkerSeed(f"w{i}", {"schedule": {"cron": f"{i} 20 * * *", "timezone": "Europe/Berlin"}})

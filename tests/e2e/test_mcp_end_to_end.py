@@ -16,13 +16,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock, run_cli
-from mcp_kit import SCRIPTS
 
 from goalsui.kb.layout import WorkerSeed
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
 from goalsui.store.models import Intent
+from tests.base_kit import FakeClock, run_cli
+from tests.mcp_kit import SCRIPTS
 
 STANDIN = SCRIPTS / "standin_agent.py"
 

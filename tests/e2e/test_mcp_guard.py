@@ -15,10 +15,10 @@ import subprocess
 import time
 
 import pytest
-from mcp_kit import server_params
 
 from goalsui.mcp.guard import LineProblem, check_line
 from goalsui.service import Service
+from tests.mcp_kit import server_params
 
 
 class Wire:

@@ -16,11 +16,11 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp_kit import end_run, start_run
 
 from goalsui.kb.layout import WorkerSeed
 from goalsui.mcp.http import ToolHost
 from goalsui.service import Service
+from tests.mcp_kit import end_run, start_run
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, run_cli
-from mcp_kit import tree
 
 from goalsui.service import Service
+from tests.base_kit import clean_environ, run_cli
+from tests.mcp_kit import tree
 
 GOAL = "nightshift-979afc6e"
 

@@ -12,13 +12,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
 from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 
 from goalsui.cli import main as cli_main
 from goalsui.store import revision, schema
 from goalsui.store.engine import make_engine
+from tests.base_kit import run_cli
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PY = sys.executable

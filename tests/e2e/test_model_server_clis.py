@@ -15,7 +15,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from agent_clis import (
+
+from goalsui.service import Service
+from tests.agent_clis import (
     AgentClis,
     claude_argv,
     claude_env,
@@ -25,8 +27,6 @@ from agent_clis import (
     codex_mcp_stdio,
     mcp_config_file,
 )
-
-from goalsui.service import Service
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import cli_argv, run_cli
-from git_kit import git, make_repo
+
+from tests.base_kit import cli_argv, run_cli
+from tests.git_kit import git, make_repo
 
 TESTS = Path(__file__).resolve().parent.parent
 AGENT = TESTS / "scripts" / "standin_nightshift_agent.py"

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from git_kit import git, make_repo
-from test_nightshift_repo import run
 
 from goalsui.service import Service
 from goalsui.service import nightshift as ns
+from tests.base_kit import run_cli
+from tests.e2e.test_nightshift_repo import run
+from tests.git_kit import git, make_repo
 
 TESTS = Path(__file__).resolve().parent.parent
 STANDIN = TESTS / "scripts" / "standin_nightshift_agent.py"

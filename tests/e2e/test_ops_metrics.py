@@ -15,9 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from cost_kit import AGENT, SCRIPTS, agent_worker, record, start_run
-from daemon_kit import Daemon, wait_until
 
 from goalsui.ops.health import Readiness, tick_age
 from goalsui.ops.metrics import make_registry, render
@@ -25,6 +22,9 @@ from goalsui.runners.base import TurnOutcome
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
 from goalsui.store.models import Intent
+from tests.base_kit import run_cli
+from tests.cost_kit import AGENT, SCRIPTS, agent_worker, record, start_run
+from tests.daemon_kit import Daemon, wait_until
 
 PY = sys.executable
 

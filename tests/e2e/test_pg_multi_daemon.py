@@ -17,11 +17,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from daemon_kit import Daemon, add_due_now, runner_config, wait_until
-from test_kb_create import cli
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.service import Service
+from tests.daemon_kit import Daemon, add_due_now, runner_config, wait_until
+from tests.e2e.test_kb_create import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(420)]
 

@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, cli_argv, run_cli
-from cost_kit import AGENT
 
 from goalsui.cli.inputs import MAX_INPUT_BYTES
 from goalsui.kb.layout import WorkerSeed
@@ -25,6 +23,8 @@ from goalsui.runners.base import MAX_TOKENS, Usage
 from goalsui.runners.usage import parse_output
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from tests.base_kit import clean_environ, cli_argv, run_cli
+from tests.cost_kit import AGENT
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> None:

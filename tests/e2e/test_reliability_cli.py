@@ -11,10 +11,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hooks_kit import row_counts, tree_snapshot
-from test_bad_input_cli import run_all
 
 from goalsui.service import Service
+from tests.e2e.test_bad_input_cli import run_all
+from tests.hooks_kit import row_counts, tree_snapshot
 
 DEEP_FILTER = '{"a":' * 5000 + "1" + "}" * 5000
 

@@ -14,14 +14,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, run_cli
-from daemon_kit import Daemon, wait_until
 
 from goalsui.errors import KBError
 from goalsui.kb.layout import KB, WorkerSeed
 from goalsui.kb.quick import read_goals
 from goalsui.kb.regular import read_regular
 from goalsui.service import Service
+from tests.base_kit import clean_environ, run_cli
+from tests.daemon_kit import Daemon, wait_until
 
 PROMPTLY = 60  # seconds; a hang is what is tested, not speed
 

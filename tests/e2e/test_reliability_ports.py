@@ -27,10 +27,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, cli_argv
-from daemon_kit import add_due_now, alive, runner_config, wait_until
 
 from goalsui.service import Service
+from tests.base_kit import clean_environ, cli_argv
+from tests.daemon_kit import add_due_now, alive, runner_config, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -20,12 +20,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from daemon_kit import Daemon, add_due_now, runner_config, wait_until
-from test_runner_turn import CONFIG, SCRIPTS, start_run, worker
 
 from goalsui.runners.command import run_command
 from goalsui.runners.lifeline import pdeathsig_supported
 from goalsui.runners.turn import run_turn
+from tests.daemon_kit import Daemon, add_due_now, runner_config, wait_until
+from tests.e2e.test_runner_turn import CONFIG, SCRIPTS, start_run, worker
 
 linux_only = pytest.mark.skipif(not pdeathsig_supported(), reason="PR_SET_PDEATHSIG is Linux-only")
 

@@ -13,11 +13,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import clean_environ, run_cli
 
 from goalsui.domain.untrusted import json_escape
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service import Service
+from tests.base_kit import clean_environ, run_cli
 
 #: clear screen, set the window title (OSC), a one-byte CSI (C1), bidi override and isolate
 EVIL = "x\x1b[2J\x1b]0;pwned\x07 \x9b31m red \u202eevil\u2066 \x1b]8;;http://a\x1b\\link"

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from base_kit import clean_environ, cli_argv
-from test_tui_serve import ANSI, REPO, free_port
+
+from tests.base_kit import clean_environ, cli_argv
+from tests.e2e.test_tui_serve import ANSI, REPO, free_port
 
 pytestmark = pytest.mark.slow
 TOKEN = "operator-chosen-token-42abcdef"

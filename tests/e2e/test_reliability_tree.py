@@ -15,11 +15,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from daemon_kit import Daemon, add_due_now, runner_config, wait_until
-from test_reliability_runner import alive, pids_with, reap
 
 from goalsui.runners.command import run_command
 from goalsui.runners.lifeline import pdeathsig_supported
+from tests.daemon_kit import Daemon, add_due_now, runner_config, wait_until
+from tests.e2e.test_reliability_runner import alive, pids_with, reap
 
 pytestmark = pytest.mark.skipif(
     not pdeathsig_supported(), reason="the turn supervisor is Linux-only"

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from daemon_kit import Daemon
+
+from tests.base_kit import run_cli
+from tests.daemon_kit import Daemon
 
 pytestmark = pytest.mark.slow
 

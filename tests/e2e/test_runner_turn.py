@@ -9,12 +9,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_runner_prompt import fenced_blocks
 
 from goalsui.kb.layout import WorkerSeed
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
 from goalsui.store.models import Intent, IntentRun
+from tests.unit.test_runner_prompt import fenced_blocks
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

@@ -6,7 +6,8 @@ import json
 import statistics
 
 import pytest
-from base_kit import run_cli
+
+from tests.base_kit import run_cli
 
 pytestmark = pytest.mark.slow
 

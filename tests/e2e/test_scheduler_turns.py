@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from daemon_kit import alive
 
 from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.service import Service
+from tests.daemon_kit import alive
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

@@ -14,12 +14,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from daemon_kit import Daemon, wait_until
 
 from goalsui.errors import DatabaseReplaced, NoDatabase
 from goalsui.store.db import Store
 from goalsui.store.models import Journal
+from tests.base_kit import run_cli
+from tests.daemon_kit import Daemon, wait_until
 
 
 def _cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from base_kit import cli_popen
 
 from goalsui.cli.serve import LOCK_NAME, acquire_lock
+from tests.base_kit import cli_popen
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ANSI = re.compile(r"\x1b(\[[0-9;?$]*[A-Za-z]|\][^\x07\x1b]*(\x07|\x1b\\)|[=>])")

@@ -8,9 +8,8 @@ import shlex
 import tomllib
 from pathlib import Path
 
-from base_kit import run_cli
-
 from goalsui.domain.transcript import format_transcript
+from tests.base_kit import run_cli
 
 GOAL = "demo-pulse-05c0f5ca"
 

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import run_cli
-from daemon_kit import Daemon
-from test_runner_prompt import fenced_blocks
-from tui_kit import screen_text, settle
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
+from tests.base_kit import run_cli
+from tests.daemon_kit import Daemon
+from tests.tui_kit import screen_text, settle
+from tests.unit.test_runner_prompt import fenced_blocks
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

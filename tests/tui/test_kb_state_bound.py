@@ -10,15 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock, run_cli
-from test_runner_turn import start_run
-from tui_kit import PULSE, label, open_demo, settle, wait_for, watching
 
 from goalsui.errors import GoalsuiError
 from goalsui.kb.layout import KB, WorkerSeed
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
 from goalsui.tui.app import make_app
+from tests.base_kit import FakeClock, run_cli
+from tests.e2e.test_runner_turn import start_run
+from tests.tui_kit import PULSE, label, open_demo, settle, wait_for, watching
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 BROKEN_STATE = "plan: []\ndecisions: []\nbaselines: note: unquoted colon\n"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_kit import end_run, start_run
-from tui_kit import settle
-
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.output import OutputScreen
+from tests.mcp_kit import end_run, start_run
+from tests.tui_kit import settle
 
 
 async def test_tool_calls_read_inline_with_the_output(

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_kit import screen_text, settle, wait_for
 
 from goalsui.kb.layout import WorkerSeed
 from goalsui.scheduler import Scheduler
@@ -17,6 +16,7 @@ from goalsui.scheduler.notices import Notice, Notifier
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import ThreadsScreen
+from tests.tui_kit import screen_text, settle, wait_for
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

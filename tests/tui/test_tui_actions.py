@@ -8,7 +8,13 @@ import sys
 from datetime import timedelta
 
 from textual.command import CommandList, CommandPalette
-from tui_kit import (
+
+from goalsui.service import Service
+from goalsui.tui.app import make_app
+from goalsui.tui.fmt import Palette
+from goalsui.tui.screens.modals import ConfirmScreen, HelpScreen, TextInputScreen
+from goalsui.tui.screens.output import OutputScreen
+from tests.tui_kit import (
     PULSE,
     add_run,
     auto_disable,
@@ -18,12 +24,6 @@ from tui_kit import (
     wait_for,
     worker_intent,
 )
-
-from goalsui.service import Service
-from goalsui.tui.app import make_app
-from goalsui.tui.fmt import Palette
-from goalsui.tui.screens.modals import ConfirmScreen, HelpScreen, TextInputScreen
-from goalsui.tui.screens.output import OutputScreen
 
 SIZE = (110, 36)
 

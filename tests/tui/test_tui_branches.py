@@ -13,9 +13,6 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock
-from git_kit import git, make_repo
-from tui_kit import screen_text, settle, wait_for
 
 from goalsui.service import Service
 from goalsui.service import nightshift as ns
@@ -23,6 +20,9 @@ from goalsui.tui.app import make_app
 from goalsui.tui.screens.modals import ConfirmScreen
 from goalsui.tui.screens.reports import ReportsScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane, DiffScreen
+from tests.base_kit import FakeClock
+from tests.git_kit import git, make_repo
+from tests.tui_kit import screen_text, settle, wait_for
 
 NIGHT = date(2026, 12, 1)
 ROOT = Path("/tmp/goalsui-snapshot-branches")  # fixed: paths appear on screen

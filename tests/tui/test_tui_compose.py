@@ -13,14 +13,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock
-from tui_kit import open_demo, screen_text, settle, wait_for
 
 from goalsui.domain.replies import reply_key
 from goalsui.service import Service
 from goalsui.service.conversations import create_reply
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import ThreadsScreen
+from tests.base_kit import FakeClock
+from tests.tui_kit import open_demo, screen_text, settle, wait_for
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 SIZE = (120, 36)

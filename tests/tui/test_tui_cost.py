@@ -7,13 +7,13 @@ from datetime import timedelta
 
 import yaml
 from textual.widgets import Sparkline
-from tui_kit import PULSE, add_run, label, settle, worker_intent
 
 from goalsui.service import Service
 from goalsui.store.models import IntentRun
 from goalsui.tui.app import make_app
 from goalsui.tui.widgets.cost_panel import CostPanel
 from goalsui.tui.widgets.status_bar import StatusBar
+from tests.tui_kit import PULSE, add_run, label, settle, worker_intent
 
 SIZE = (140, 40)
 

@@ -11,14 +11,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from base_kit import FakeClock, run_cli
-from test_tui_startup import traced_console
-from tui_kit import NIGHT, PULSE, REPO, add_run, worker_intent
-
 from goalsui.service import Service
 from goalsui.service.quick import sqlite_file
 from goalsui.tui.model import Dashboard, load_dashboard
 from goalsui.tui.preview import early_dashboard
+from tests.base_kit import FakeClock, run_cli
+from tests.tui.test_tui_startup import traced_console
+from tests.tui_kit import NIGHT, PULSE, REPO, add_run, worker_intent
 
 
 def fields(row: Any) -> dict[str, Any]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tui_kit import PULSE, settle, worker_intent
-
 from goalsui.scheduler.runtime import did_something
 from goalsui.service import Service
 from goalsui.store.claims import ClaimResult, RecoveryResult
 from goalsui.tui.app import make_app
 from goalsui.tui.fmt import countdown
 from goalsui.tui.idle import StampGate
+from tests.tui_kit import PULSE, settle, worker_intent
 
 
 def test_countdowns_show_seconds_only_in_their_last_ten_minutes() -> None:

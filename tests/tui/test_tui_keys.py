@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tui_kit import PULSE, settle
-
 from goalsui.service import Service
 from goalsui.tui import keys
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.failures import FailuresScreen
 from goalsui.tui.screens.records import EventsScreen, JournalScreen, ThreadsScreen
 from goalsui.tui.screens.reports import ReportsScreen
+from tests.tui_kit import PULSE, settle
 
 SIZE = (110, 36)
 

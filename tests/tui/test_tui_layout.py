@@ -3,11 +3,10 @@ focused pane and brings the layout back."""
 
 from __future__ import annotations
 
-from tui_kit import settle
-
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.widgets.layout_tabs import PaneTabs
+from tests.tui_kit import settle
 
 
 def shown(app, pane: str) -> bool:  # type: ignore[no-untyped-def]

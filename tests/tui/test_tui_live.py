@@ -8,7 +8,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tui_kit import (
+from goalsui.kb.watcher import BOX, CONFIG, FILE, GOAL, LOG, REPORT, WORKER, KBWatcher, classify
+from goalsui.service import Service
+from goalsui.tui.app import make_app
+from tests.tui_kit import (
     PULSE,
     label,
     settle,
@@ -16,10 +19,6 @@ from tui_kit import (
     watching,
     worker_intent,
 )
-
-from goalsui.kb.watcher import BOX, CONFIG, FILE, GOAL, LOG, REPORT, WORKER, KBWatcher, classify
-from goalsui.service import Service
-from goalsui.tui.app import make_app
 
 SIZE = (110, 36)
 

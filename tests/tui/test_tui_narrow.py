@@ -12,15 +12,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock
-from test_tui_branches import DOCS, FIX, night_scene
-from tui_kit import screen_text, settle, wait_for
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import ThreadsScreen
 from goalsui.tui.screens.reports import ReportsScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane
+from tests.base_kit import FakeClock
+from tests.tui.test_tui_branches import DOCS, FIX, night_scene
+from tests.tui_kit import screen_text, settle, wait_for
 
 SIZES = [(80, 24), (100, 30)]
 
@@ -73,7 +73,7 @@ async def test_reports_show_two_branch_rows_and_m_maximises(night, size) -> None
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_footer_keeps_help_and_quit(demo, clock, size) -> None:  # type: ignore[no-untyped-def]
-    from tui_kit import PULSE
+    from tests.tui_kit import PULSE
 
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=size) as pilot:
@@ -124,9 +124,8 @@ async def test_escape_in_the_compose_box_leaves_the_box_not_the_screen(demo, clo
 async def test_runs_screen_lists_newest_first_filters_and_retries(demo, clock) -> None:  # type: ignore[no-untyped-def]
     from datetime import timedelta
 
-    from tui_kit import PULSE, add_run, worker_intent
-
     from goalsui.tui.screens.runs import RunsScreen
+    from tests.tui_kit import PULSE, add_run, worker_intent
 
     flaky, pulse = worker_intent(demo, PULSE, "flaky"), worker_intent(demo, PULSE, "pulse")
     now = clock()

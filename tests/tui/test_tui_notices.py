@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 from textual.widgets._toast import Toast
-from tui_kit import PULSE, add_run, screen_text, settle, worker_intent
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import JournalScreen
 from goalsui.tui.widgets.notice_bar import NoticeBar
+from tests.tui_kit import PULSE, add_run, screen_text, settle, worker_intent
 
 
 def toasts(app) -> list[Toast]:  # type: ignore[no-untyped-def]

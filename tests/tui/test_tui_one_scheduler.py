@@ -6,11 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daemon_kit import Daemon, wait_until
-from tui_kit import settle, wait_for
-
 from goalsui.service import Service
 from goalsui.tui.app import make_app
+from tests.daemon_kit import Daemon, wait_until
+from tests.tui_kit import settle, wait_for
 
 
 def daemon_on(kb: Path, state: Path) -> Daemon:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_kit import PULSE, label, open_demo, settle, wait_for, worker_intent
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.modals import ConfirmScreen
+from tests.tui_kit import PULSE, label, open_demo, settle, wait_for, worker_intent
 
 SLOW = """schedule:
   every: 1m

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tui_kit import (
+from goalsui.domain.nightshift import night_window
+from goalsui.service import Service
+from goalsui.store.models import Intent
+from goalsui.tui.app import make_app
+from goalsui.tui.screens.failures import FailuresScreen
+from goalsui.tui.screens.reports import ReportsScreen
+from tests.tui_kit import (
     NIGHT,
     PULSE,
     add_run,
@@ -13,13 +19,6 @@ from tui_kit import (
     settle,
     worker_intent,
 )
-
-from goalsui.domain.nightshift import night_window
-from goalsui.service import Service
-from goalsui.store.models import Intent
-from goalsui.tui.app import make_app
-from goalsui.tui.screens.failures import FailuresScreen
-from goalsui.tui.screens.reports import ReportsScreen
 
 SIZE = (110, 36)
 

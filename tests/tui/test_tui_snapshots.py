@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from base_kit import FakeClock
-from tui_kit import NIGHT, PULSE, add_run, open_demo, settle, worker_intent
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
+from tests.base_kit import FakeClock
+from tests.tui_kit import NIGHT, PULSE, add_run, open_demo, settle, worker_intent
 
 ROOT = Path("/tmp/goalsui-snapshot")  # fixed: paths appear on screen
 SIZE = (160, 48)

@@ -8,8 +8,9 @@ Update after a reviewed change: ``pytest tests/tui/test_tui_snapshots_sizes.py -
 from __future__ import annotations
 
 import pytest
-from test_tui_snapshots import add_night, console, run_before, scene  # noqa: F401 - fixture
-from tui_kit import PULSE
+
+from tests.tui.test_tui_snapshots import add_night, console, run_before, scene  # noqa: F401 - fixture
+from tests.tui_kit import PULSE
 
 
 def threads_at_end():  # type: ignore[no-untyped-def]

@@ -18,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from base_kit import FakeClock
-from tui_kit import (
+
+from goalsui.errors import GoalsuiError
+from goalsui.kb.quick import read_goals
+from goalsui.service import Service
+from goalsui.tui.app import make_app
+from tests.base_kit import FakeClock
+from tests.tui_kit import (
     NIGHT,
     PULSE,
     REPO,
@@ -28,11 +33,6 @@ from tui_kit import (
     settle,
     wait_for,
 )
-
-from goalsui.errors import GoalsuiError
-from goalsui.kb.quick import read_goals
-from goalsui.service import Service
-from goalsui.tui.app import make_app
 
 SIZE = (140, 40)
 HEAVY = ("sqlalchemy", "sqlmodel", "pydantic", "alembic", "croniter", "apscheduler")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_kit import open_demo, settle
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.themes import DEFAULT_THEME, load_themes, theme_dirs
+from tests.tui_kit import open_demo, settle
 
 GOOD = """name: night-owl
 dark: true

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tui_kit import PULSE, add_run, auto_disable, label, screen_text, settle, worker_intent
-
 from goalsui.service import Service
 from goalsui.tui import keys
 from goalsui.tui.app import make_app
 from goalsui.tui.fmt import INTENT_GLYPH, RUN_GLYPH
 from goalsui.tui.help_keys import legend
 from goalsui.tui.screens.modals import HelpScreen
+from tests.tui_kit import PULSE, add_run, auto_disable, label, screen_text, settle, worker_intent
 
 SIZE = (160, 48)
 

@@ -10,8 +10,14 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
-from base_kit import REPO, FakeClock
-from hooks_kit import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from goalsui.domain.text import strip_nul_deep
+from goalsui.hooks import signing
+from goalsui.service import Service
+from tests.base_kit import REPO, FakeClock
+from tests.hooks_kit import (
     CI_ENV,
     GITHUB_ENV,
     OTHER_SECRET,
@@ -22,12 +28,6 @@ from hooks_kit import (
     row_counts,
     signed,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from goalsui.domain.text import strip_nul_deep
-from goalsui.hooks import signing
-from goalsui.service import Service
 
 NOW = 1_900_000_000
 DELIVERIES = itertools.count()

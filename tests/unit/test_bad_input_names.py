@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from base_kit import REPO, FakeClock
-from hooks_kit import row_counts, tree_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +17,8 @@ from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.kb.layout import WorkerSeed
 from goalsui.kb.paths import NAME_RE, check_name, safe_join
 from goalsui.service import Service
+from tests.base_kit import REPO, FakeClock
+from tests.hooks_kit import row_counts, tree_snapshot
 
 GOAL = "nightshift-979afc6e"
 FAST = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow])

@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from base_kit import REPO, FakeClock
-from hooks_kit import row_counts, tree_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +16,8 @@ from goalsui.domain.durations import MAX_DURATION, parse_duration
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, ScheduleError
 from goalsui.service import Service
+from tests.base_kit import REPO, FakeClock
+from tests.hooks_kit import row_counts, tree_snapshot
 
 FAST = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 SLOWER = settings(max_examples=60, deadline=3000, suppress_health_check=[HealthCheck.too_slow])

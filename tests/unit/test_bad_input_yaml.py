@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hooks_kit import row_counts, tree_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ from goalsui.kb.config import parse_goal, parse_kb_config, parse_worker
 from goalsui.kb.layout import KB
 from goalsui.kb.yamlio import load_yaml_mapping
 from goalsui.service import Service
+from tests.hooks_kit import row_counts, tree_snapshot
 
 GOAL = "nightshift-979afc6e"
 WORKER = "scout"

@@ -8,7 +8,6 @@ from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
-from base_kit import run_cli
 
 from goalsui.cli import main
 from goalsui.errors import ValidationError
@@ -16,6 +15,7 @@ from goalsui.kb.layout import WorkerSeed
 from goalsui.scheduler.plan import PlannedFire, parse_until, plan
 from goalsui.service import Service
 from goalsui.store.models import Intent, IntentRun
+from tests.base_kit import run_cli
 
 
 @pytest.fixture

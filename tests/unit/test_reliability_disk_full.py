@@ -20,13 +20,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 from sqlalchemy import event
-from test_scheduler_claims import bulk_at
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.ops.health import start_ops_server
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
+from tests.contract.test_scheduler_claims import bulk_at
 
 UNLIMITED = 1_073_741_823  # SQLite's largest max_page_count
 PROMPTLY = 30.0  # a bound on waiting, not a speed claim

@@ -14,10 +14,10 @@ import time
 
 import aiohttp
 import pytest
-from hooks_kit import CI_ENV, SECRET, signed
 
 from goalsui.hooks.server import start_listener
 from goalsui.service import Service
+from tests.hooks_kit import CI_ENV, SECRET, signed
 
 NOW = 1_800_000_000
 HEADER_TIMEOUT = 1.0

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from base_kit import FakeClock
-from test_scheduler_claims import bulk_at
-
 from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.service import Service
 from goalsui.store import claims, sqlite_hot
 from goalsui.store.claims import INTENT, Completion
 from goalsui.store.claims.binds import rows_of, select_columns
 from goalsui.store.models import Intent
+from tests.base_kit import FakeClock
+from tests.contract.test_scheduler_claims import bulk_at
 
 
 def _odd_intent(svc: Service, when: datetime) -> int:

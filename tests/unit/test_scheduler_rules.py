@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from base_kit import FakeClock
 
 from goalsui.domain.cron import next_occurrence
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.service import Service
 from goalsui.store.models import Intent, IntentRun
+from tests.base_kit import FakeClock
 
 
 @dataclass
