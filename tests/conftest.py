@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,9 +80,9 @@ def make_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
     """Open services on a KB with a private state dir; all are closed at the end."""
     opened: list[Service] = []
 
-    def factory(kb: Path, db_url: str | None = None, **kwargs: object) -> Service:
+    def factory(kb: Path, db_url: str | None = None, **kwargs: Any) -> Service:
         state = tmp_path / "state"
-        service = Service.open(kb, db_url, state, **kwargs)  # type: ignore[arg-type]
+        service = Service.open(kb, db_url, state, **kwargs)
         opened.append(service)
         return service
 

@@ -100,7 +100,7 @@ def run_together(
     ]
     try:
         for proc in procs:
-            line = proc.stdout.readline()  # type: ignore[union-attr]
+            line = proc.stdout.readline()
             if line.strip() != "ready":
                 out, err = proc.communicate(timeout=WAIT)
                 raise AssertionError(f"child failed before the start: {line}{out}\n{err}")

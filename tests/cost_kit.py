@@ -52,7 +52,7 @@ def start_run(svc: Service, intent: Intent) -> IntentRun:
     now = svc.now()
     with svc.store.write() as s:
         run = IntentRun(
-            intent_id=intent.id,  # type: ignore[arg-type]
+            intent_id=intent.id,
             status="running",
             planned_at=now,
             started_at=now,

@@ -10,6 +10,7 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult
 from sqlmodel import select
 
 from goalsui.service import Service
@@ -42,10 +43,15 @@ async def tool_names(session: ClientSession) -> set[str]:
     return {t.name for t in (await session.list_tools()).tools}
 
 
+def text_of(res: CallToolResult) -> str:
+    """The text blocks of a tool's answer, joined."""
+    return "\n".join(getattr(c, "text", "") for c in res.content)
+
+
 async def ok(session: ClientSession, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call a tool that must succeed; returns its structured result."""
     res = await session.call_tool(name, arguments)
-    text = "\n".join(getattr(c, "text", "") for c in res.content)
+    text = text_of(res)
     assert not res.is_error, f"{name}({arguments}) failed: {text}"
     assert res.structured_content is not None
     return res.structured_content
@@ -54,7 +60,7 @@ async def ok(session: ClientSession, name: str, arguments: dict[str, Any]) -> di
 async def error(session: ClientSession, name: str, arguments: dict[str, Any]) -> str:
     """Call a tool that must fail; returns its one-line message."""
     res = await session.call_tool(name, arguments)
-    text = "\n".join(getattr(c, "text", "") for c in res.content)
+    text = text_of(res)
     assert res.is_error, f"{name}({arguments}) should have failed: {text}"
     assert "\n" not in text.strip(), f"not one line: {text!r}"
     return text
@@ -64,7 +70,7 @@ def start_run(service: Service, intent: Intent, *, status: str = "running") -> I
     """What the scheduler does before a turn: a ``running`` run record of ``intent``."""
     now = service.now()
     with service.store.write() as s:
-        run = IntentRun(intent_id=intent.id, status=status, planned_at=now, started_at=now)  # type: ignore[arg-type]
+        run = IntentRun(intent_id=intent.id, status=status, planned_at=now, started_at=now)
         s.add(run)
         s.flush()
     return run

@@ -278,8 +278,9 @@ class ModelServer:
         site = web.TCPSite(runner, "127.0.0.1", self.port)
         await site.start()
         server = site._server  # the bound port, when port 0 was asked for
-        if server is not None and getattr(server, "sockets", None):
-            self.port = server.sockets[0].getsockname()[1]
+        sockets = getattr(server, "sockets", None)  # asyncio.Server's, not AbstractServer's
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
         self._ready.set()
         try:
             await self._stop_event.wait()
@@ -395,7 +396,7 @@ class ModelServer:
         ]
         for index, block in enumerate(blocks):
             if block["type"] == "text":
-                start = {"type": "text", "text": ""}
+                start: dict[str, Any] = {"type": "text", "text": ""}
                 delta = {"type": "text_delta", "text": block["text"]}
             else:
                 start = {**block, "input": {}}

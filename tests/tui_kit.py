@@ -9,9 +9,11 @@ import re
 import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlmodel import select
+from textual.app import App
+from textual.screen import Screen
 from textual.worker import WorkerState
 
 from goalsui.demo import load_demo_records
@@ -23,6 +25,7 @@ PULSE = "demo-pulse-05c0f5ca"
 NIGHT = "nightshift-979afc6e"
 #: Worker groups that never finish on their own.
 ENDLESS = {"watch", "scheduler"}
+S = TypeVar("S", bound=Screen[Any])
 
 
 def open_demo(kb: Path, state: Path, clock: Any, template: Path | None = None) -> Service:
@@ -86,9 +89,9 @@ def add_run(
         s.flush()
         run_id = run.id
     if output:
-        service.run_log_path(run_id).write_text(output, encoding="utf-8")  # type: ignore[arg-type]
+        service.runs.log_path(run_id).write_text(output, encoding="utf-8")
     service.changed("runs")
-    return run_id  # type: ignore[return-value]
+    return run_id
 
 
 def auto_disable(service: Service, intent_id: int, error: str) -> None:
@@ -100,7 +103,7 @@ def auto_disable(service: Service, intent_id: int, error: str) -> None:
 
 
 def worker_intent(service: Service, goal_id: str, worker: str) -> int:
-    return service.worker_intent(goal_id, worker).id  # type: ignore[return-value]
+    return service.workers.intent(goal_id, worker).id
 
 
 def busy(app: Any) -> list[str]:
@@ -199,6 +202,13 @@ async def watching(app: Any, pilot: Any, timeout: float = 30.0) -> None:
         with contextlib.suppress(TimeoutError):  # not yet watching: write it again
             await wait_for(pilot, lambda: watcher.batches_seen > seen, 1.0, "a KB batch")
     await settle(app, pilot)
+
+
+def screen_as(app: App[Any], kind: type[S]) -> S:
+    """The app's current screen, which must be a ``kind`` (typed, unlike ``app.screen``)."""
+    screen = app.screen
+    assert isinstance(screen, kind), screen
+    return screen
 
 
 def label(node: Any) -> str:

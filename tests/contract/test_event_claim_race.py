@@ -60,7 +60,7 @@ def test_an_event_during_a_claim_is_an_overlap_of_that_event(
         emitting.join(30)
     assert not emitting.is_alive()
     second = result[0]
-    assert second.fired == []  # type: ignore[attr-defined]
+    assert second.fired == []
 
     after = svc.get_intent(int(intent.id))  # type: ignore[arg-type]
     assert after.status == IntentStatus.FIRING
@@ -68,5 +68,5 @@ def test_an_event_during_a_claim_is_an_overlap_of_that_event(
     runs = svc.list_runs(intent_id=int(intent.id))  # type: ignore[arg-type]
     overlaps = [r for r in runs if r.status == RunStatus.SKIPPED]
     assert [(r.reason, r.trigger, r.event_id) for r in overlaps] == [
-        ("overlap", "event", second.event_id)  # type: ignore[attr-defined]
+        ("overlap", "event", second.event_id)
     ]

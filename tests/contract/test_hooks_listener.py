@@ -65,7 +65,7 @@ def intents(service: Service) -> dict[str, int]:
             event_source=source,
             event_filter=event_filter,
         )
-        return intent.id  # type: ignore[return-value]
+        return intent.id
 
     ids = {
         "main": make("ci on main", "ci", {"ref": "refs/heads/main"}),

@@ -94,7 +94,7 @@ def test_concurrent_creation_on_each_engine(db_url: str, empty_kb: Path, tmp_pat
             intent = service.create_intent(
                 title="race", kind="heartbeat", schedule="30m", operation_key="race-key"
             )
-            ids.append(intent.id)  # type: ignore[arg-type]
+            ids.append(intent.id)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 

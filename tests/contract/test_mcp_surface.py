@@ -24,7 +24,7 @@ EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service) -> Service:
     return make_service(empty_kb)
 
 
@@ -58,7 +58,7 @@ def world(svc: Service) -> dict[str, Any]:
     }
 
 
-def run_of(svc: Service, goal: str, worker: str | None, thread: int | None, timeout_s: int = 600):  # type: ignore[no-untyped-def]
+def run_of(svc: Service, goal: str, worker: str | None, thread: int | None, timeout_s: int = 600):
     with svc.store.write() as s:
         intent = Intent(
             title=f"{worker} turn",
@@ -99,8 +99,8 @@ async def test_every_tool_is_annotated_titled_described_and_typed(svc, world):
         out = tool.output_schema
         assert out and out.get("properties"), f"{tool.name} has an empty output schema"
     by_name = {t.name: t for t in tools}
-    assert by_name["goal_kb_read"].annotations.read_only_hint is True  # type: ignore[union-attr]
-    assert by_name["delete_goal"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    assert by_name["goal_kb_read"].annotations.read_only_hint is True
+    assert by_name["delete_goal"].annotations.destructive_hint is True
     assert "in" in by_name["schedule_intent"].input_schema["properties"]
     assert str(svc.kb.root) not in init_text
     assert tools_list_bytes(svc, world["goal"], world["thread"]) > 1000

@@ -33,7 +33,7 @@ EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service) -> Service:
     return make_service(empty_kb)
 
 
@@ -57,7 +57,7 @@ def world(svc: Service) -> dict:
     return {"goal": goal, "thread": thread.id, "todo": first.id, "secret": secret.id}
 
 
-def run_of(svc: Service, world: dict, worker: str = "writer", thread: int | None = None):  # type: ignore[no-untyped-def]
+def run_of(svc: Service, world: dict, worker: str = "writer", thread: int | None = None):
     """A live run of a turn of ``worker`` reporting into ``thread`` (default: the work thread)."""
     with svc.store.write() as s:  # stored directly: a private thread refuses new intents
         intent = Intent(

@@ -148,7 +148,7 @@ def test_listener_survives_a_dropped_connection_and_a_bad_callback(pg_db: str) -
     finally:
         listener.stop()
         engine.dispose()
-    assert not listener._thread.is_alive()  # type: ignore[union-attr]
+    assert not listener._thread.is_alive()
 
 
 @pytest.mark.postgres
@@ -158,7 +158,7 @@ def test_close_stops_the_listener_threads(pg_db: str, empty_kb: Path, tmp_path: 
     (listener,) = service._change_listeners
     assert listener.listening
     service.close()
-    assert not listener._thread.is_alive()  # type: ignore[union-attr]
+    assert not listener._thread.is_alive()
 
 
 def test_payload_round_trip() -> None:

@@ -164,9 +164,9 @@ def test_claims_and_outcomes_on_intents_match_the_core_updates(engine: Engine) -
         out = []
         for k, i in enumerate(ids):
             if k % 3:
-                out.append(Cas(i, T0, "firing", OWNER, until, 1, 1, None, now))
+                out.append(Cas(i, T0, "firing", OWNER, until, 1, 1, None, now))  # type: ignore[arg-type]  # PostgreSQL's due is a datetime (Cas.due says SQLite's text)
             else:  # a skip with a next due time
-                out.append(Cas(i, T0, "active", None, None, 0, 0, T0 + timedelta(hours=k + 1), T0))
+                out.append(Cas(i, T0, "active", None, None, 0, 0, T0 + timedelta(hours=k + 1), T0))  # type: ignore[arg-type]  # PostgreSQL's due is a datetime (Cas.due says SQLite's text)
         return out
 
     with engine.begin() as conn:
@@ -178,8 +178,8 @@ def test_claims_and_outcomes_on_intents_match_the_core_updates(engine: Engine) -
         assert hot.cas(conn, cas_rows(a), now, now) == 0
     # A row selected with a due time that changed since is missed.
     (c,) = _intents(engine, 1)
-    stale = Cas(c, T0 - timedelta(seconds=1), "firing", OWNER, until, 1, 1, None, now)
-    fresh = Cas(c, T0, "firing", OWNER, until, 1, 1, None, now)
+    stale = Cas(c, T0 - timedelta(seconds=1), "firing", OWNER, until, 1, 1, None, now)  # type: ignore[arg-type]  # PostgreSQL's due is a datetime (Cas.due says SQLite's text)
+    fresh = Cas(c, T0, "firing", OWNER, until, 1, 1, None, now)  # type: ignore[arg-type]  # PostgreSQL's due is a datetime (Cas.due says SQLite's text)
     with engine.begin() as conn:
         assert hot.cas(conn, [stale], now, now) == 0
         assert hot.cas(conn, [fresh], now, T0 - timedelta(seconds=1)) == 0  # not due by then
@@ -259,7 +259,7 @@ def test_outcomes_of_many_firing_rows_are_joined_by_key_on_stale_statistics(
 
     with engine.begin() as conn:
         cur = pg_hot.cursor(conn)
-        pg_hot.update_after(Explained(cur), AFTER_COLUMNS, updates, OWNER)  # type: ignore[arg-type]
+        pg_hot.update_after(Explained(cur), AFTER_COLUMNS, updates, OWNER)  # type: ignore[arg-type]  # a cursor that EXPLAINs
         plan = "\n".join(r[0] for r in cur.fetchall())
         assert conn.execute(
             text("SELECT count(*) FROM intent WHERE status = 'done'")

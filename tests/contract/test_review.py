@@ -40,12 +40,12 @@ def _intent(svc: Service, clock: FakeClock, kind: str = "cron", **extra: object)
         created_at=clock.now,
         updated_at=clock.now,
         runner={"agent": "claude"},
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
     with svc.store.write() as s:
         s.add(row)
         s.flush()
-        return row.id  # type: ignore[return-value]
+        return row.id
 
 
 def _held(svc: Service, clock: FakeClock) -> dict[int, int]:

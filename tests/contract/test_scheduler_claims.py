@@ -34,7 +34,7 @@ def bulk_at(svc: Service, n: int, when: datetime, prefix: str = "i") -> list[int
     with svc.store.write() as s:
         s.add_all(rows)
         s.flush()
-        return [r.id for r in rows]  # type: ignore[misc]
+        return [r.id for r in rows]
 
 
 async def test_two_schedulers_fire_every_intent_exactly_once(
@@ -226,7 +226,7 @@ def test_a_step_counts_the_burst_due_with_the_soonest(
             lease_until=clock.now + timedelta(seconds=30),
             limit=10,
             decide=lambda row: decide_claim(row, row["next_run_at"]),
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
         return result
 

@@ -17,7 +17,7 @@ from tests.base_kit import FakeClock
 from tests.contract.test_scheduler_claims import bulk_at
 
 
-def _claim(svc, n: int, clock: FakeClock) -> list[claims.ClaimedRun]:  # type: ignore[no-untyped-def]
+def _claim(svc, n: int, clock: FakeClock) -> list[claims.ClaimedRun]:
     bulk_at(svc, n, clock.now)
     now = clock.now
     res = claims.claim_due(
@@ -39,7 +39,7 @@ def _done(c: claims.ClaimedRun, status: str, **values: object) -> Completion:
         intent_id=intent["id"],
         status=status,
         snapshot=(intent["kind"], intent["schedule"], intent["timezone"]),
-        **values,  # type: ignore[arg-type]
+        **values,
     )
 
 

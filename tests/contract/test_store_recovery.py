@@ -41,15 +41,15 @@ def _intent(svc, clock: FakeClock, **extra: object) -> int:  # type: ignore[no-u
         next_run_at=clock.now,
         created_at=clock.now,
         updated_at=clock.now,
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
     with svc.store.write() as s:
         s.add(row)
         s.flush()
-        return row.id  # type: ignore[return-value]
+        return row.id
 
 
-def _claimed_by_the_dead(svc, clock: FakeClock) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def _claimed_by_the_dead(svc, clock: FakeClock) -> dict[int, int]:
     """Claim every due intent as a scheduler that will die: ``{intent_id: run_id}``."""
     now = clock.now
     res = claims.claim_due(
@@ -73,7 +73,7 @@ def _group_pids(pgid: int) -> list[int]:
     return [pid for pid, state, _ in found if state != "Z"]
 
 
-def _recover(svc, clock: FakeClock, **kwargs: object) -> claims.RecoveryResult:  # type: ignore[no-untyped-def]
+def _recover(svc, clock: FakeClock, **kwargs: object) -> claims.RecoveryResult:
     now = clock.advance(seconds=60)  # the dead scheduler's leases have expired
     return claims.recover_expired(
         svc.store.engine,
@@ -91,7 +91,7 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def spawned():  # type: ignore[no-untyped-def]
+def spawned():
     procs: list[subprocess.Popen[bytes]] = []
     yield procs
     for p in procs:
@@ -286,7 +286,7 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
     assert svc.get_intent(agent).status == "paused"
 
 
-def _claimed_by(svc, clock: FakeClock, owner: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def _claimed_by(svc, clock: FakeClock, owner: str) -> dict[int, int]:
     now = clock.now
     res = claims.claim_due(
         svc.store.engine,

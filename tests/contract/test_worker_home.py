@@ -20,7 +20,7 @@ from tests.mcp_kit import end_run, error, mcp_session, ok, start_run, tool_names
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service) -> Service:
     return make_service(empty_kb)
 
 

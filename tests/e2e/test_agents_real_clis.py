@@ -55,7 +55,7 @@ def acting_script(n: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service, clock: FakeClock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service, clock: FakeClock) -> Service:
     return make_service(empty_kb, clock=clock)
 
 

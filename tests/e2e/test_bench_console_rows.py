@@ -38,7 +38,7 @@ def test_cpu_seconds_reads_a_live_process() -> None:
 
 
 @pytest.mark.slow
-def test_bench_console_prints_its_rows_and_targets(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_bench_console_prints_its_rows_and_targets(tmp_path) -> None:
     done = run_cli(
         "bench", "console", "--goals", "3", "--workers", "2", "--repeat", "1",
         "--samples", "2", "--idle-seconds", "1",

@@ -58,7 +58,7 @@ def run(kb: Path, state: Path, *args: str) -> tuple[int, str, str]:
     return finish(start(kb, state, *args))
 
 
-def run_json(kb: Path, state: Path, *args: str):  # type: ignore[no-untyped-def]
+def run_json(kb: Path, state: Path, *args: str):
     rc, out, err = run(kb, state, *args, "--json")
     assert rc == 0, err
     return json.loads(out)

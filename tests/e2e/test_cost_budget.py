@@ -23,7 +23,7 @@ START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service, clock) -> Service:
     clock.set(START)
     return make_service(empty_kb, clock=clock)
 
@@ -40,13 +40,13 @@ def alerts(svc: Service) -> list[str]:
 
 
 def goal_log(svc: Service, intent: Intent) -> str:
-    logs = sorted((svc.kb.goal_dir(intent.goal_id) / "log").glob("*.md"))  # type: ignore[arg-type]
+    logs = sorted((svc.kb.goal_dir(intent.goal_id) / "log").glob("*.md"))
     return "".join(p.read_text() for p in logs)
 
 
 async def test_two_runs_spend_the_budget_the_third_is_skipped_and_alerts_once(
     svc: Service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     intent = agent_worker(svc, "generic", "0.5", "100", "10", budget={"usd_per_day": 1.0})
     for _ in range(2):
         assert (await turn(svc, intent)).status == "ok"
@@ -78,7 +78,7 @@ async def test_two_runs_spend_the_budget_the_third_is_skipped_and_alerts_once(
 
 async def test_goal_and_kb_budgets_and_tokens_count_every_worker_of_their_scope(
     svc: Service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     a = agent_worker(
         svc, "claude", "0.01", "600", "100", name="alpha", goal_budget={"tokens_per_day": 1400}
     )
@@ -118,7 +118,7 @@ def test_night_window_and_day_window_in_local_time() -> None:
     assert period_window("night", early, tz) == night
     assert period_window("night", noon, tz) is None  # a night budget sleeps by day
     # the day of the spring-forward change is 23 hours long
-    start, end = period_window("day", datetime(2026, 3, 29, 12, 0, tzinfo=UTC), tz)  # type: ignore[misc]
+    start, end = period_window("day", datetime(2026, 3, 29, 12, 0, tzinfo=UTC), tz)
     assert (end - start).total_seconds() == 23 * 3600
     limit = BudgetLimit("usd_per_night", 2.0)
     assert exhausted(limit, Spend(usd=1.99)) is None and exhausted(limit, Spend(usd=2.0)) == 2.0

@@ -17,7 +17,7 @@ from tests.cost_kit import agent_worker, record, start_run
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service, clock) -> Service:
     return make_service(empty_kb, clock=clock)
 
 
@@ -117,7 +117,7 @@ async def test_a_turn_of_a_usage_reporting_agent_carries_its_usage(
     model = None if shape == "codex" else "sonnet-x"
     assert outcome.usage == Usage(1200, 340, cost, model)
     # the result delivered is the agent's text, not its JSON envelope or usage line
-    delivered = outcome.outbox_path.read_text()  # type: ignore[union-attr]
+    delivered = outcome.outbox_path.read_text()
     assert delivered.startswith("## agent: done with sonnet-x")
     assert "goalsui_usage" not in delivered and "total_cost_usd" not in delivered
 
@@ -169,7 +169,7 @@ async def test_a_runner_model_reaches_the_agent_argv_and_environment(svc: Servic
 
 async def test_the_morning_report_has_cost_per_worker_per_night_and_top_spenders(
     svc: Service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from datetime import UTC, datetime
 
     from goalsui.runners.report import compile_report
@@ -189,7 +189,7 @@ async def test_the_morning_report_has_cost_per_worker_per_night_and_top_spenders
     silent = start_run(svc, cheap)
     record(svc, silent, TurnOutcome("silent"))  # a run that reported no usage
     clock.set(datetime(2026, 12, 3, 7, 0, tzinfo=UTC))
-    report = compile_report(svc, pricey.goal_id, None, svc.now(), tz="Europe/Berlin", write=False)  # type: ignore[arg-type]
+    report = compile_report(svc, pricey.goal_id, None, svc.now(), tz="Europe/Berlin", write=False)
     text = report.markdown
     section = text[text.index("## Cost") : text.index("## Timeline")]
     assert "- Cost: $0.8000 reported by 2 run(s), 2.0k tokens; 1 run(s) reported no usage" in text

@@ -58,7 +58,7 @@ def test_init_offers_the_agent_clis_on_path_without_choosing(tmp_path: Path) -> 
 
 
 @pytest.fixture
-def svc(tmp_path: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(tmp_path: Path, make_service, clock) -> Service:
     empty = tmp_path / "bin-empty"
     empty.mkdir()
     assert init(tmp_path / "kb", str(empty)).returncode == 0
@@ -96,7 +96,7 @@ async def test_a_turn_without_a_runner_fails_with_one_clear_line(svc: Service, c
     assert NO_RUNNER in (held.last_error or "") and "retry" in (held.last_error or "")
 
 
-async def test_a_missing_program_fails_once_and_waits_for_the_operator(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_a_missing_program_fails_once_and_waits_for_the_operator(svc: Service, clock) -> None:
     scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
         intent = svc.create_intent(
@@ -118,6 +118,6 @@ async def test_a_missing_program_fails_once_and_waits_for_the_operator(svc: Serv
     assert len(svc.list_runs(intent_id=intent.id)) == 1
 
 
-def test_the_sample_kb_keeps_an_explicit_runner(sample_kb: Path, make_service) -> None:  # type: ignore[no-untyped-def]
+def test_the_sample_kb_keeps_an_explicit_runner(sample_kb: Path, make_service) -> None:
     config = make_service(sample_kb).config()
     assert config.runner is not None and config.runner.command

@@ -49,7 +49,7 @@ BAD = [
 @pytest.mark.parametrize(("change", "message"), BAD, ids=[m for _, m in BAD])
 def test_bad_input_is_one_line_error(change: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError) as err:
-        IntentSpec.parse(**{**GOOD, **change})  # type: ignore[arg-type]
+        IntentSpec.parse(**{**GOOD, **change})
     text = str(err.value)
     assert message in text and "\n" not in text and len(text) < 400
 
@@ -75,18 +75,18 @@ def test_normalised_once_and_frozen() -> None:
     assert spec.title == "Friday reminder" and spec.kind is IntentKind.CRON
     assert (spec.operation_key, spec.cooldown_s, spec.timeout_s) == ("friday", 300, 3600)
     assert spec.expires_at == datetime(2026, 12, 31, 23, 0, tzinfo=UTC)
-    assert IntentSpec.parse(**GOOD).zone == "UTC"  # type: ignore[arg-type]
+    assert IntentSpec.parse(**GOOD).zone == "UTC"
     with pytest.raises(dataclasses.FrozenInstanceError):
-        spec.title = "other"  # type: ignore[misc]
+        spec.title = "other"  # type: ignore[misc]  # frozen: must raise
     assert dataclasses.replace(spec, title="Other").title == "Other"  # validated again
 
 
 def test_from_spec_plans_from_now_and_refuses_a_past_expiry() -> None:
-    spec = IntentSpec.parse(**GOOD, timezone="Europe/Berlin")  # type: ignore[arg-type]
+    spec = IntentSpec.parse(**GOOD, timezone="Europe/Berlin")
     intent = Intent.from_spec(spec, NOW)
     assert intent.next_run_at == datetime(2026, 12, 4, 15, 0, tzinfo=UTC)  # 16:00 CET
     assert (intent.kind, intent.timezone, intent.created_at) == ("cron", "Europe/Berlin", NOW)
-    late = IntentSpec.parse(**GOOD, expires_at="2026-12-01T00:00:00Z")  # type: ignore[arg-type]
+    late = IntentSpec.parse(**GOOD, expires_at="2026-12-01T00:00:00Z")
     with pytest.raises(ValidationError, match="expiry is in the past"):
         Intent.from_spec(late, NOW)
 
@@ -101,7 +101,7 @@ def test_the_service_stores_a_spec(service) -> None:  # type: ignore[no-untyped-
         service.create_intent(dataclasses.replace(spec, operation_key=None, thread_id=private.id))
 
 
-def test_cli_bad_input_exits_1_with_one_line(tmp_path, empty_kb) -> None:  # type: ignore[no-untyped-def]
+def test_cli_bad_input_exits_1_with_one_line(tmp_path, empty_kb) -> None:
     state = tmp_path / "state"
     done = run_cli(
         "intent", "add", "--title", "t", "--instruction", "i", "--cron", "0 9 * * *",

@@ -205,7 +205,7 @@ def test_daemon_with_hooks_port_runs_an_emitted_event(sample_kb: Path, tmp_path:
     )
     try:
         lines = []
-        for line in daemon.stdout:  # type: ignore[union-attr]
+        for line in daemon.stdout:
             lines.append(line)
             if "stop with Ctrl-C" in line:
                 break
@@ -227,7 +227,7 @@ def test_daemon_with_hooks_port_runs_an_emitted_event(sample_kb: Path, tmp_path:
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["fired"] == [wanted.id]
         finished = None
-        for line in daemon.stdout:  # type: ignore[union-attr]  # EOF if the daemon dies
+        for line in daemon.stdout:
             lines.append(line)
             finished = re.search(rf"run \d+ (\w+)(?: in [\d.]+s)?: intent {wanted.id} - ", line)
             if finished:

@@ -116,7 +116,7 @@ def test_failing_registration_is_all_or_nothing(
     real = kbindex.upsert_worker_intent
     calls = {"n": 0}
 
-    def flaky(s, goal, w, intent, active, now):  # type: ignore[no-untyped-def]
+    def flaky(s, goal, w, intent, active, now):
         calls["n"] += 1
         if calls["n"] == 3:
             raise RuntimeError("database went away")

@@ -38,7 +38,7 @@ def goalsui_cli(svc: Service, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service, clock) -> Service:
     echo = SCRIPTS / "run_echo_stdin.py"
     (empty_kb / "goalsui.yaml").write_text(
         f'runner:\n  command: ["{{python}}", "{echo}"]\n  timeout: 60s\n'

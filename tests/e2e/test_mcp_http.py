@@ -24,7 +24,7 @@ from tests.mcp_kit import end_run, start_run
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service) -> Service:
     return make_service(empty_kb)
 
 

@@ -78,7 +78,7 @@ def seed(svc: Service) -> None:
             timezone="UTC",
             thread_id=thread.id,
             runner={"command": argv},
-            **extra,  # type: ignore[arg-type]
+            **extra,
         )
 
     due_now(svc, make("ok", [PY, AGENT, "generic", "0.5", "10", "2"]))
@@ -95,7 +95,7 @@ def seed(svc: Service) -> None:
 
 def test_a_real_daemon_serves_metrics_health_and_readiness(
     empty_kb: Path, tmp_path: Path, make_service
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     svc = make_service(empty_kb)
     seed(svc)
     db_file = svc.state_dir / "goalsui.db"
@@ -123,7 +123,7 @@ def test_a_real_daemon_serves_metrics_health_and_readiness(
         counts = {s: sample(text, "goalsui_runs_total", status=s, kind="cron") for s in statuses}
         # failures are retried meanwhile; the missed yearly occurrence is caught up once
         assert counts["missed"] == 1.0 and counts["ok"] == 2.0, counts
-        assert all(counts[s] >= 1.0 for s in statuses), counts  # type: ignore[operator]
+        assert all(counts[s] >= 1.0 for s in statuses), counts
         assert sample(text, "goalsui_missed_total") == 1.0
         assert sample(text, "goalsui_scheduler_up") == 1.0
         assert sample(text, "goalsui_intents", status="active") == 6.0
@@ -161,7 +161,7 @@ def test_a_real_daemon_serves_metrics_health_and_readiness(
 
 async def test_the_collector_reports_cost_and_tokens_per_goal_and_worker(
     empty_kb: Path, make_service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     svc = make_service(empty_kb, clock=clock)
     intent = agent_worker(svc, "claude", "0.75", "300", "40")
     for _ in range(2):
@@ -198,7 +198,7 @@ class _Scheduler:
 
 async def test_readiness_needs_a_running_scheduler_that_ticked_lately(
     empty_kb: Path, make_service
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     import time
 
     svc = make_service(empty_kb)

@@ -93,7 +93,7 @@ class Stream:
                     intent = self.svc.create_intent(
                         title=f"stream {k}", instruction="x", kind="at", schedule=due.isoformat()
                     )
-                    self.ids.append(int(intent.id))  # type: ignore[arg-type]
+                    self.ids.append(int(intent.id))
                 k += 1
                 time.sleep(STREAM_EVERY)
         except BaseException as exc:  # noqa: BLE001 - re-raised in join()

@@ -166,7 +166,7 @@ def close_all(socks: list[socket.socket]) -> None:
 
 def test_the_metrics_port_caps_connections_and_times_out_slow_clients(
     empty_kb: Path, tmp_path: Path, make_service
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     runner_config(empty_kb, [sys.executable, "-c", "print('hello')"])
     svc: Service = make_service(empty_kb)
     state = svc.state_dir

@@ -55,7 +55,7 @@ async def status(session: aiohttp.ClientSession, url: str, **kw: object) -> int:
     deadline = time.monotonic() + 30
     while True:
         try:
-            async with session.get(url, allow_redirects=False, **kw) as response:  # type: ignore[arg-type]
+            async with session.get(url, allow_redirects=False, **kw) as response:
                 await response.read()
                 return response.status
         except aiohttp.ClientConnectionError:
@@ -123,7 +123,7 @@ def test_a_token_is_made_and_printed_once_when_none_is_set(kb: Path, tmp_path: P
         while "?token=" not in line:
             line = process.stdout.readline()
             assert line, "serve printed no URL"
-        token = re.search(r"\?token=([A-Za-z0-9_-]+)", line).group(1)  # type: ignore[union-attr]
+        token = re.search(r"\?token=([A-Za-z0-9_-]+)", line).group(1)
         seen = asyncio.run(probe(port, token))
     finally:
         out = stop(process)

@@ -37,7 +37,7 @@ def start_run(
     now = service.now()
     with service.store.write() as s:
         run = IntentRun(
-            intent_id=intent.id,  # type: ignore[arg-type]
+            intent_id=intent.id,
             attempt=intent.attempts + 1,
             trigger=trigger,
             status="running",
@@ -57,7 +57,7 @@ def kb(empty_kb: Path) -> Path:
 
 
 @pytest.fixture
-def svc(kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(kb: Path, make_service, clock) -> Service:
     return make_service(kb, clock=clock)
 
 
@@ -88,7 +88,7 @@ async def test_worker_result_goes_to_outbox_goal_log_and_goal_message(svc: Servi
     outcome = await run_turn(svc, intent, run, cancel=asyncio.Event())
     assert outcome.status == "ok"
     assert outcome.exit_code == 0
-    goal_dir = svc.kb.goal_dir(intent.goal_id)  # type: ignore[arg-type]
+    goal_dir = svc.kb.goal_dir(intent.goal_id)
     outbox = outcome.outbox_path
     assert outbox is not None and outbox.parent == goal_dir / "workers" / "tester" / "outbox"
     assert outbox.name == f"{run.started_at:%Y%m%dT%H%M%SZ}-{run.id}.md"
@@ -112,12 +112,12 @@ async def test_a_plain_command_worker_gets_its_instructions_on_stdin(svc: Servic
     """A command without {mcp_config} gets no tools, so it is given what the files say:
     the context block, protocol.md and, last, prompt.md, each in a fence of its own."""
     intent = worker(svc, "run_echo_stdin.py")
-    goal_dir = svc.kb.goal_dir(intent.goal_id)  # type: ignore[arg-type]
+    goal_dir = svc.kb.goal_dir(intent.goal_id)
     (goal_dir / "protocol.md").write_text("# Protocol\n\nEvery finding is one line.\n")
     run = start_run(svc, intent)
     outcome = await run_turn(svc, intent, run, cancel=asyncio.Event())
     assert outcome.status == "ok"
-    text = outcome.outbox_path.read_text()  # type: ignore[union-attr]
+    text = outcome.outbox_path.read_text()
     assert text.startswith(f"## Context\n\nYou are worker `tester` for goal `{intent.goal_id}`")
     assert f"- run: {run.id}" in text and "- worker: `tester`" in text
     assert f"- time: {svc.now().isoformat(timespec='seconds')} (Europe/Berlin)" in text
@@ -138,9 +138,9 @@ async def test_env_names_the_turn_and_hides_hook_secrets(
     run = start_run(svc, intent)
     outcome = await run_turn(svc, intent, run, cancel=asyncio.Event())
     assert outcome.status == "ok"
-    data = json.loads(outcome.outbox_path.read_text())  # type: ignore[union-attr]
+    data = json.loads(outcome.outbox_path.read_text())
     env = data["env"]
-    goal_dir = svc.kb.goal_dir(intent.goal_id)  # type: ignore[arg-type]
+    goal_dir = svc.kb.goal_dir(intent.goal_id)
     assert Path(data["cwd"]).resolve() == goal_dir.resolve()
     assert env["GOALSUI_GOAL"] == intent.goal_id
     assert env["GOALSUI_WORKER"] == "tester"
@@ -152,7 +152,7 @@ async def test_env_names_the_turn_and_hides_hook_secrets(
     )
     assert env["GOALSUI_TEST_VISIBLE"] == "fine"
     assert "GOALSUI_TEST_CI_SECRET" not in env
-    assert "hunter2-do-not-leak" not in outcome.output_path.read_text()  # type: ignore[union-attr]
+    assert "hunter2-do-not-leak" not in outcome.output_path.read_text()
 
 
 async def test_silent_token_makes_a_silent_run_without_message_or_outbox(svc: Service) -> None:
@@ -185,7 +185,7 @@ async def test_timeout_of_a_turn(svc: Service, tmp_path: Path) -> None:
     outcome = await run_turn(svc, intent, run, cancel=asyncio.Event(), grace=1.0)
     assert outcome.status == "timeout"
     assert outcome.reason == "timed out after 1s"
-    assert "tree started" in outcome.output_path.read_text()  # type: ignore[union-attr]
+    assert "tree started" in outcome.output_path.read_text()
 
 
 async def test_missing_program_is_a_failed_turn_not_a_crash(svc: Service) -> None:

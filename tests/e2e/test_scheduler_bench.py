@@ -80,7 +80,7 @@ def test_bench_console_without_its_module_is_a_clear_error(monkeypatch):
 
     real = importlib.import_module
 
-    def fake(name, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def fake(name, *args, **kwargs):
         if name == "goalsui.bench.console":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return real(name, *args, **kwargs)

@@ -22,12 +22,12 @@ def script(name: str, *args: str) -> dict:
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service: Callable[..., Service], clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service: Callable[..., Service], clock) -> Service:
     return make_service(empty_kb, clock=clock)
 
 
 @pytest.fixture
-async def sched(svc, clock):  # type: ignore[no-untyped-def]
+async def sched(svc, clock):
     s = Scheduler(svc, clock=clock, grace_seconds=1)  # the default turn: the real run_turn
     yield s
     await s.stop(grace=1)

@@ -63,7 +63,7 @@ async def plan_through_tools(config_file: str, tasks: list[tuple[str, str]]) -> 
             args = {"worker": worker_name, "task": task, "reason": "it is at the top of backlog.md"}
             res = await session.call_tool("nightshift_plan_add", args)
             if res.is_error:
-                raise SystemExit(f"nightshift_plan_add refused: {res.content[0].text}")
+                raise SystemExit(f"nightshift_plan_add refused: {res.content}")
             answers.append("created" if res.structured_content["created"] else "already planned")
     return answers
 

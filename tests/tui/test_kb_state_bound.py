@@ -29,7 +29,7 @@ def doctor(kb: Path, state: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service) -> Service:
     return make_service(empty_kb)
 
 

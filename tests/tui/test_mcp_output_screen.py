@@ -14,7 +14,7 @@ from tests.tui_kit import settle
 async def test_tool_calls_read_inline_with_the_output(
     empty_kb: Path,
     make_service,
-    clock,  # type: ignore[no-untyped-def]
+    clock,
 ) -> None:
     svc: Service = make_service(empty_kb, clock=clock)
     thread = svc.create_thread("agent")
@@ -29,23 +29,23 @@ async def test_tool_calls_read_inline_with_the_output(
         "todo_complete",
         {"todo_id": 3},
         '{"done": true}',
-        is_error=False,  # type: ignore[arg-type]
+        is_error=False,
     )
     svc.agents.record_tool_call(
         run.id,
         "goal_kb_read",
         {"path": "../x"},
         "path leaves its folder",
-        is_error=True,  # type: ignore[arg-type]
+        is_error=True,
     )
     with log.open("a") as fh:
         fh.write("all done \x1b[31mred\x1b[0m\n")
-    end_run(svc, run.id)  # type: ignore[arg-type]
+    end_run(svc, run.id)
 
     app = make_app(svc, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        app.push_screen(OutputScreen(run.id, "agent turn"))  # type: ignore[arg-type]
+        app.push_screen(OutputScreen(run.id, "agent turn"))
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, OutputScreen)

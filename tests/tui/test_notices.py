@@ -26,7 +26,7 @@ def script(name: str, *args: str) -> dict:
 
 
 @pytest.fixture
-def svc(empty_kb: Path, tmp_path: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, tmp_path: Path, make_service, clock) -> Service:
     notify = [sys.executable, str(SCRIPTS / "notify_capture.py"), str(tmp_path / "notices.jsonl")]
     (empty_kb / "goalsui.yaml").write_text(
         f"notify: {json.dumps(notify)}\nalerts:\n  after: 1\n  cooldown: 1h\n"
@@ -86,7 +86,7 @@ async def test_results_and_alerts_notify_silent_runs_do_not(
 
 async def test_a_failing_notify_command_is_journalled_not_raised(
     empty_kb: Path, make_service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     (empty_kb / "goalsui.yaml").write_text('notify: ["false"]\n')
     svc = make_service(empty_kb, clock=clock)
     notice = Notice(kind="result", where="x", text="y", thread_id=1)

@@ -28,13 +28,13 @@ from tests.tui_kit import (
 SIZE = (110, 36)
 
 
-def console(service: Service, clock, **kwargs):  # type: ignore[no-untyped-def]
+def console(service: Service, clock, **kwargs):
     kwargs.setdefault("scheduler", False)
     kwargs.setdefault("watch", False)
     return make_app(service, clock=clock, **kwargs)
 
 
-async def pick_worker(app, pilot, worker: str = "pulse", goal: str = PULSE) -> None:  # type: ignore[no-untyped-def]
+async def pick_worker(app, pilot, worker: str = "pulse", goal: str = PULSE) -> None:
     main = app.main
     main.goals.focus()
     assert main.goals.select_key(f"worker/{goal}/{worker}")
@@ -42,11 +42,11 @@ async def pick_worker(app, pilot, worker: str = "pulse", goal: str = PULSE) -> N
     assert main.selection.kind == "worker" and main.selection.worker == worker
 
 
-def worker_label(app, worker: str = "pulse", goal: str = PULSE) -> str:  # type: ignore[no-untyped-def]
+def worker_label(app, worker: str = "pulse", goal: str = PULSE) -> str:
     return label(app.main.goals.child_nodes[f"worker/{goal}/{worker}"])
 
 
-async def test_pause_and_resume_a_worker(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_pause_and_resume_a_worker(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "pulse")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -65,7 +65,7 @@ async def test_pause_and_resume_a_worker(demo: Service, clock) -> None:  # type:
         assert "intent paused" in actions and "intent resumed" in actions
 
 
-async def test_pause_and_resume_a_goal(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_pause_and_resume_a_goal(demo: Service, clock) -> None:
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -84,7 +84,7 @@ async def test_pause_and_resume_a_goal(demo: Service, clock) -> None:  # type: i
         assert "active" in label(app.main.goals.goal_nodes[PULSE])
 
 
-async def test_run_now_marks_the_worker_due(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_run_now_marks_the_worker_due(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -114,7 +114,7 @@ async def test_run_now_marks_the_worker_due(demo: Service, clock) -> None:  # ty
         assert demo.worker_intent(PULSE, "pulse").pending_trigger == "run-now"
 
 
-async def test_end_schedule_asks_first_and_p_reinstates(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_end_schedule_asks_first_and_p_reinstates(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -146,7 +146,7 @@ async def test_end_schedule_asks_first_and_p_reinstates(demo: Service, clock) ->
         assert "cancelled" not in worker_label(app, "flaky")
 
 
-async def test_x_on_a_running_run_asks_to_stop_only_the_run(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_x_on_a_running_run_asks_to_stop_only_the_run(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     with demo.store.write() as s:
         from goalsui.store.models import Intent
@@ -170,7 +170,7 @@ async def test_x_on_a_running_run_asks_to_stop_only_the_run(demo: Service, clock
         assert intent.next_run_at is not None
 
 
-async def test_retry_resumes_an_auto_disabled_intent(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_retry_resumes_an_auto_disabled_intent(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     auto_disable(demo, intent_id, "upstream unreachable")
     app = console(demo, clock)
@@ -189,7 +189,7 @@ async def test_retry_resumes_an_auto_disabled_intent(demo: Service, clock) -> No
         assert f"intent:{intent_id}" not in failed.row_keys()
 
 
-async def test_dismiss_a_failed_run_from_the_pane(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_dismiss_a_failed_run_from_the_pane(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     run_id = add_run(
         demo,
@@ -258,7 +258,7 @@ async def test_add_complete_and_reopen_todos(demo: Service, clock) -> None:  # t
 
 async def test_edit_in_editor_then_detail_shows_the_change(
     demo: Service, clock, tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     editor = tmp_path / "editor.py"
     editor.write_text(
         f"#!{sys.executable}\nimport sys\nopen(sys.argv[1], 'a').write('\\nEDITED BY THE OPERATOR\\n')\n"
@@ -280,7 +280,7 @@ async def test_edit_in_editor_then_detail_shows_the_change(
         assert any(j.action == "file edited" for j in demo.list_journal())
 
 
-async def test_open_output_follows_a_live_run(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_open_output_follows_a_live_run(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "pulse")
     run_id = add_run(
         demo, intent_id, "running", clock.now - timedelta(seconds=5), output="line 1\n"
@@ -314,7 +314,7 @@ async def test_open_output_follows_a_live_run(demo: Service, clock) -> None:  # 
         assert app.screen is app.main
 
 
-async def test_filter_the_goals_pane_then_clear(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_filter_the_goals_pane_then_clear(demo: Service, clock) -> None:
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -332,7 +332,7 @@ async def test_filter_the_goals_pane_then_clear(demo: Service, clock) -> None:  
         assert len(app.main.goals.goal_nodes) == 4
 
 
-async def test_freeze_holds_the_display_until_unfrozen(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_freeze_holds_the_display_until_unfrozen(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "pulse")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -349,7 +349,7 @@ async def test_freeze_holds_the_display_until_unfrozen(demo: Service, clock) -> 
         assert "paused" in worker_label(app)
 
 
-async def test_help_screen_is_grouped_and_theme_switch(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_help_screen_is_grouped_and_theme_switch(demo: Service, clock) -> None:
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -375,7 +375,7 @@ async def test_help_screen_is_grouped_and_theme_switch(demo: Service, clock) -> 
         assert app.palette == Palette.from_theme(app.current_theme) and app.palette.ok != ok_before
 
 
-async def test_command_palette_runs_area_verb_commands(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_command_palette_runs_area_verb_commands(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "pulse")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -401,7 +401,7 @@ async def test_command_palette_runs_area_verb_commands(demo: Service, clock) -> 
         assert demo.get_intent(intent_id).status == "paused"
 
 
-async def test_refresh_shows_another_process_change(demo: Service, clock, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_refresh_shows_another_process_change(demo: Service, clock, tmp_path) -> None:
     intent_id = worker_intent(demo, PULSE, "pulse")
     other = Service(demo.kb.root, demo.db_url, demo.state_dir, clock=clock)  # like a CLI process
     app = console(demo, clock)
@@ -418,7 +418,7 @@ async def test_refresh_shows_another_process_change(demo: Service, clock, tmp_pa
     other.close()
 
 
-async def test_a_tick_while_the_console_closes_is_dropped(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_a_tick_while_the_console_closes_is_dropped(demo: Service, clock) -> None:
     """The 1 s tick (a timer task of its own) may fire while the screens are taken apart."""
     app = console(demo, clock)
     close_all = app._close_all
@@ -435,13 +435,13 @@ async def test_a_tick_while_the_console_closes_is_dropped(demo: Service, clock) 
             await asyncio.sleep(0)
         await closing
 
-    app._close_all = close_while_ticking  # type: ignore[method-assign]
+    app._close_all = close_while_ticking
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
     assert ticks and ticks[0] == 1  # it ticked while the main screen was still there
 
 
-async def test_zoom_timeline_cycle_detail_files_and_copy_id(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_zoom_timeline_cycle_detail_files_and_copy_id(demo: Service, clock) -> None:
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -472,7 +472,7 @@ async def test_zoom_timeline_cycle_detail_files_and_copy_id(demo: Service, clock
         assert app.clipboard == f"{PULSE}/pulse"
 
 
-async def test_read_only_binds_no_action(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_read_only_binds_no_action(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "pulse")
     app = console(demo, clock, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -504,7 +504,7 @@ async def test_read_only_binds_no_action(demo: Service, clock) -> None:  # type:
         assert not {b.id for _, b in app.screen._bindings} & state_ids
 
 
-async def test_keymap_from_goalsui_yaml_remaps_run_now(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_keymap_from_goalsui_yaml_remaps_run_now(demo: Service, clock) -> None:
     config = demo.kb.root / "goalsui.yaml"
     config.write_text(config.read_text() + "\nkeymap:\n  run_now: n\n")
     intent_id = worker_intent(demo, PULSE, "pulse")
@@ -520,7 +520,7 @@ async def test_keymap_from_goalsui_yaml_remaps_run_now(demo: Service, clock) -> 
         assert demo.get_intent(intent_id).pending_trigger == "run-now"
 
 
-async def test_end_schedule_dialog_shows_its_whole_text_at_80x24(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_end_schedule_dialog_shows_its_whole_text_at_80x24(demo: Service, clock) -> None:
     app = console(demo, clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)

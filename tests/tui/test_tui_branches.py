@@ -72,7 +72,7 @@ def scene(tmp_path: Path) -> Iterator[tuple[Service, str, Path, FakeClock]]:
     service.close()
 
 
-async def open_reports(app, pilot) -> BranchesPane:  # type: ignore[no-untyped-def]
+async def open_reports(app, pilot) -> BranchesPane:
     await settle(app, pilot)
     await pilot.press("M")
     await settle(app, pilot)
@@ -84,7 +84,7 @@ async def open_reports(app, pilot) -> BranchesPane:  # type: ignore[no-untyped-d
     return pane
 
 
-async def test_approve_asks_first_then_merges_and_the_list_updates(scene) -> None:  # type: ignore[no-untyped-def]
+async def test_approve_asks_first_then_merges_and_the_list_updates(scene) -> None:
     service, goal_id, repo, clock = scene
     app = make_app(service, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -109,7 +109,7 @@ async def test_approve_asks_first_then_merges_and_the_list_updates(scene) -> Non
     assert {i.branch: i.status for i in ns.plan_list(service, goal_id)}[FIX] == "approved"
 
 
-async def test_reject_deletes_after_confirmation_and_diff_shows_the_change(scene) -> None:  # type: ignore[no-untyped-def]
+async def test_reject_deletes_after_confirmation_and_diff_shows_the_change(scene) -> None:
     service, goal_id, repo, clock = scene
     app = make_app(service, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -132,7 +132,7 @@ async def test_reject_deletes_after_confirmation_and_diff_shows_the_change(scene
     assert "nightshift rejected" in [j.action for j in service.list_journal()]
 
 
-def test_reports_screen_with_branches_snapshot(utc, snap_compare, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_reports_screen_with_branches_snapshot(utc, snap_compare, monkeypatch) -> None:
     import goalsui.kb.layout
 
     monkeypatch.setattr(goalsui.kb.layout, "new_goal_id", lambda name: "nightshift-repo-0123abcd")
@@ -140,7 +140,7 @@ def test_reports_screen_with_branches_snapshot(utc, snap_compare, monkeypatch) -
     service, _, _ = night_scene(ROOT, clock)
     app = make_app(service, scheduler=False, watch=False, clock=clock, theme="goalsui-dark")
 
-    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def before(pilot) -> None:
         await open_reports(pilot.app, pilot)
         await pilot.pause(0.1)
 

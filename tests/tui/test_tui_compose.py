@@ -35,7 +35,7 @@ def demo_with_agent(tmp_path: Path, clock: FakeClock, template: Path, mode: str)
     end = text.index("\n", start + len("runner:\n  command:"))
     config.write_text(text[:start] + f"runner:\n  command: {json.dumps(argv)}" + text[end:])
     service.config(reload=True)
-    assert service.config().runner.command == tuple(argv)  # type: ignore[union-attr]
+    assert service.config().runner.command == tuple(argv)
     return service
 
 
@@ -43,7 +43,7 @@ def keys_for(text: str) -> list[str]:
     return ["space" if c == " " else c for c in text]
 
 
-async def open_threads(app, pilot) -> ThreadsScreen:  # type: ignore[no-untyped-def]
+async def open_threads(app, pilot) -> ThreadsScreen:
     await settle(app, pilot)
     await pilot.press("T")
     await settle(app, pilot)
@@ -173,11 +173,11 @@ def conversation(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Service, Fak
     time.tzset()
 
 
-def test_threads_screen_with_a_conversation(conversation, snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_threads_screen_with_a_conversation(conversation, snap_compare) -> None:
     service, clock = conversation
     app = make_app(service, scheduler=False, watch=False, clock=clock, theme="goalsui-dark")
 
-    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def before(pilot) -> None:
         await settle(pilot.app, pilot)
         await pilot.press("T")
         await settle(pilot.app, pilot)

@@ -29,7 +29,7 @@ def priced_run(svc: Service, intent_id: int, cost: float | None, seconds: float,
     return run_id
 
 
-async def test_cost_panel_status_bar_total_and_goal_budget(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_cost_panel_status_bar_total_and_goal_budget(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "pulse")
     priced_run(demo, intent_id, 0.10, 4, ago=30)
     priced_run(demo, intent_id, None, 6, ago=20)  # reported nothing: unknown

@@ -31,7 +31,7 @@ class Keys(App[None]):
 
 
 def shown(app: Keys) -> set[str]:
-    return {key.description for key in app.query("FooterKey")}  # type: ignore[attr-defined]
+    return {key.description for key in app.query("FooterKey")}  # type: ignore[attr-defined]  # FooterKey is private to Textual
 
 
 async def test_several_binding_changes_in_one_refresh_rebuild_the_footer_once() -> None:
@@ -47,7 +47,7 @@ async def test_several_binding_changes_in_one_refresh_rebuild_the_footer_once() 
             rebuilt += 1
             return original(self)
 
-        Footer.compose = counting  # type: ignore[method-assign]
+        Footer.compose = counting  # type: ignore[method-assign]  # counts the footer's rebuilds
         try:
             for _ in range(4):
                 app.refresh_bindings()
@@ -56,7 +56,7 @@ async def test_several_binding_changes_in_one_refresh_rebuild_the_footer_once() 
             await pilot.pause()
             await pilot.pause()
         finally:
-            Footer.compose = original  # type: ignore[method-assign]
+            Footer.compose = original  # type: ignore[method-assign]  # put back
         assert shown(app) == {"Alpha", "Beta"}
         assert rebuilt == 1
 

@@ -36,7 +36,7 @@ def test_what_a_scheduler_step_announces() -> None:
     assert did_something((ClaimResult(), [object()])) is True
     assert did_something(RecoveryResult()) is False
     assert did_something(ClaimResult()) is False
-    assert did_something(ClaimResult(fired=[{"id": 1}])) is True  # type: ignore[list-item]
+    assert did_something(ClaimResult(fired=[{"id": 1}])) is True  # type: ignore[list-item]  # any fired item counts
 
 
 def test_stamp_gate_lets_a_change_through_and_looks_again_after_a_while() -> None:
@@ -60,7 +60,7 @@ def test_change_stamp_moves_with_a_write_and_only_then(demo: Service) -> None:
     assert demo.change_stamp() != first
 
 
-async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -> None:
     app = make_app(demo, clock=clock, scheduler=False, watch=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)

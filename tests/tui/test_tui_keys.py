@@ -15,7 +15,7 @@ from tests.tui_kit import PULSE, settle
 SIZE = (110, 36)
 
 
-def clashes(screen) -> list[str]:  # type: ignore[no-untyped-def]
+def clashes(screen) -> list[str]:
     """Keys bound twice in the chain from the focused widget up to the app.
 
     Only bindings of ours (they all have ids) count: Textual's own duplicates
@@ -33,7 +33,7 @@ def clashes(screen) -> list[str]:  # type: ignore[no-untyped-def]
     return problems
 
 
-def textual_keys(node) -> set[str]:  # type: ignore[no-untyped-def]
+def textual_keys(node) -> set[str]:
     """Keys bound by the Textual class a goalsui widget builds on."""
     for cls in type(node).__mro__:
         if cls.__module__.startswith("textual"):
@@ -42,7 +42,7 @@ def textual_keys(node) -> set[str]:  # type: ignore[no-untyped-def]
     return set()
 
 
-def all_ids(app) -> list[str]:  # type: ignore[no-untyped-def]
+def all_ids(app) -> list[str]:
     """Bindings of ours without an id (Textual's own are left alone)."""
     missing = []
     nodes = [app, *(n for screen in app.screen_stack for n in screen.walk_children(with_self=True))]
@@ -54,7 +54,7 @@ def all_ids(app) -> list[str]:  # type: ignore[no-untyped-def]
     return missing
 
 
-async def test_no_two_active_bindings_share_a_key(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_no_two_active_bindings_share_a_key(demo: Service, clock) -> None:
     """Every pane, the filter, every screen and the modals (a read-only console only has fewer keys)."""
     read_only = False
     app = make_app(demo, scheduler=False, watch=False, clock=clock, read_only=read_only)
@@ -144,7 +144,7 @@ def test_clean_keymap_reports_unknown_ids_and_bad_keys() -> None:
     assert keys.clean_keymap("x")[1]
 
 
-async def test_a_remap_onto_a_taken_key_is_reported(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_a_remap_onto_a_taken_key_is_reported(demo: Service, clock) -> None:
     """Textual lets the remapped binding take the key; the operator is told which one lost it."""
     config = demo.kb.root / "goalsui.yaml"
     config.write_text(config.read_text() + "\nkeymap:\n  run_now: p\n")

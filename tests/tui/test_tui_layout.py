@@ -9,12 +9,12 @@ from goalsui.tui.widgets.layout_tabs import PaneTabs
 from tests.tui_kit import settle
 
 
-def shown(app, pane: str) -> bool:  # type: ignore[no-untyped-def]
+def shown(app, pane: str) -> bool:
     widget = app.main.query_one(f"#{pane}-pane")
     return widget.region.area > 0
 
 
-async def test_narrow_screens_use_tabs(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_narrow_screens_use_tabs(demo: Service, clock) -> None:
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot)
@@ -35,7 +35,7 @@ async def test_narrow_screens_use_tabs(demo: Service, clock) -> None:  # type: i
         assert all(shown(app, p) for p in ("goals", "threads", "timeline", "failed", "detail"))
 
 
-async def test_m_maximises_the_focused_pane_and_back(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_m_maximises_the_focused_pane_and_back(demo: Service, clock) -> None:
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)

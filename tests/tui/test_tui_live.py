@@ -109,7 +109,7 @@ async def test_watcher_sees_an_atomic_replace_and_a_new_goal(tmp_path: Path) -> 
         await asyncio.wait_for(task, 5)
 
 
-async def test_prompt_edit_refreshes_the_detail_pane(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_prompt_edit_refreshes_the_detail_pane(demo: Service, clock) -> None:
     app = make_app(demo, scheduler=False, watch=True, clock=clock)
     prompt = demo.kb.root / PULSE / "workers" / "pulse" / "prompt.md"
     async with app.run_test(size=SIZE) as pilot:
@@ -127,7 +127,7 @@ async def test_prompt_edit_refreshes_the_detail_pane(demo: Service, clock) -> No
         assert app.watcher_status() == "ok"
 
 
-async def test_definition_edit_replans_the_countdown(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_definition_edit_replans_the_countdown(demo: Service, clock) -> None:
     app = make_app(demo, scheduler=False, watch=True, clock=clock)
     definition = demo.kb.root / PULSE / "workers" / "pulse" / "definition.yaml"
     intent_id = worker_intent(demo, PULSE, "pulse")
@@ -144,7 +144,7 @@ async def test_definition_edit_replans_the_countdown(demo: Service, clock) -> No
 
 async def test_broken_yaml_shows_a_badge_and_keeps_the_last_good_version(
     demo: Service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     app = make_app(demo, scheduler=False, watch=True, clock=clock)
     definition = demo.kb.root / PULSE / "workers" / "flaky" / "definition.yaml"
     intent_id = worker_intent(demo, PULSE, "flaky")
@@ -169,7 +169,7 @@ async def test_broken_yaml_shows_a_badge_and_keeps_the_last_good_version(
         assert app.is_running
 
 
-async def test_new_and_deleted_goals_appear_and_go(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_new_and_deleted_goals_appear_and_go(demo: Service, clock) -> None:
     import shutil
 
     app = make_app(demo, scheduler=False, watch=True, clock=clock)

@@ -33,7 +33,7 @@ def night(tmp_path: Path) -> Iterator[tuple[Service, FakeClock]]:
     service.close()
 
 
-def visible_rows(table) -> int:  # type: ignore[no-untyped-def]
+def visible_rows(table) -> int:
     """Body rows of a DataTable that fit in its visible region (header excluded)."""
     region = table.content_region
     if not table.display or region.height <= 0 or not table.screen.find_widget(table):
@@ -42,7 +42,7 @@ def visible_rows(table) -> int:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-async def test_reports_show_two_branch_rows_and_m_maximises(night, size) -> None:  # type: ignore[no-untyped-def]
+async def test_reports_show_two_branch_rows_and_m_maximises(night, size) -> None:
     service, clock = night
     app = make_app(service, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=size) as pilot:
@@ -72,7 +72,7 @@ async def test_reports_show_two_branch_rows_and_m_maximises(night, size) -> None
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-async def test_footer_keeps_help_and_quit(demo, clock, size) -> None:  # type: ignore[no-untyped-def]
+async def test_footer_keeps_help_and_quit(demo, clock, size) -> None:
     from tests.tui_kit import PULSE
 
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
@@ -88,7 +88,7 @@ async def test_footer_keeps_help_and_quit(demo, clock, size) -> None:  # type: i
             assert "q Quit" in text, pane
 
 
-async def test_q_asks_first_while_the_scheduler_is_hosted(demo, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_q_asks_first_while_the_scheduler_is_hosted(demo, clock) -> None:
     app = make_app(demo, scheduler=True, watch=False, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
@@ -102,7 +102,7 @@ async def test_q_asks_first_while_the_scheduler_is_hosted(demo, clock) -> None: 
     assert app.return_value == 0
 
 
-async def test_escape_in_the_compose_box_leaves_the_box_not_the_screen(demo, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_escape_in_the_compose_box_leaves_the_box_not_the_screen(demo, clock) -> None:
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
@@ -121,7 +121,7 @@ async def test_escape_in_the_compose_box_leaves_the_box_not_the_screen(demo, clo
         assert app.screen is app.main
 
 
-async def test_runs_screen_lists_newest_first_filters_and_retries(demo, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_runs_screen_lists_newest_first_filters_and_retries(demo, clock) -> None:
     from datetime import timedelta
 
     from goalsui.tui.screens.runs import RunsScreen

@@ -15,11 +15,11 @@ from goalsui.tui.widgets.notice_bar import NoticeBar
 from tests.tui_kit import PULSE, add_run, screen_text, settle, worker_intent
 
 
-def toasts(app) -> list[Toast]:  # type: ignore[no-untyped-def]
+def toasts(app) -> list[Toast]:
     return list(app.screen.query(Toast))
 
 
-def overlaps(app, toast: Toast) -> list[str]:  # type: ignore[no-untyped-def]
+def overlaps(app, toast: Toast) -> list[str]:
     main = app.main
     return [
         pane
@@ -28,7 +28,7 @@ def overlaps(app, toast: Toast) -> list[str]:  # type: ignore[no-untyped-def]
     ]
 
 
-async def burst(app, pilot) -> None:  # type: ignore[no-untyped-def]
+async def burst(app, pilot) -> None:
     app.notify("the probe failed: exit 3", title="Run failed", severity="warning")
     app.notify("pulse: done for run 7\nJ: go there", title="Result")
     app.notify("upstream unreachable", title="Alert", severity="error")
@@ -36,7 +36,7 @@ async def burst(app, pilot) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("size", [(160, 48), (100, 30), (80, 24)])
-async def test_notices_go_to_the_notice_line_never_to_a_toast(demo: Service, clock, size) -> None:  # type: ignore[no-untyped-def]
+async def test_notices_go_to_the_notice_line_never_to_a_toast(demo: Service, clock, size) -> None:
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=size, notifications=True) as pilot:
         await settle(app, pilot)
@@ -56,7 +56,7 @@ async def test_notices_go_to_the_notice_line_never_to_a_toast(demo: Service, clo
 
 async def test_newest_failure_is_selected_and_detail_shows_its_whole_error(
     demo: Service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     long = "upstream https://api.example.com/v2/inventory answered 503 Service Unavailable after 3 retries (circuit open)"
     add_run(demo, intent_id, "failed", clock.now - timedelta(hours=2), reason="older: exit 1")

@@ -28,7 +28,7 @@ def demo(tmp_path: Path, clock, template: Path) -> Service:  # type: ignore[no-u
     service.close()
 
 
-async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     app = make_app(demo, scheduler=True, watch=False, clock=clock)
     async with app.run_test(size=(110, 36)) as pilot:
@@ -72,7 +72,7 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
     assert demo.get_intent(intent_id).status != "firing"
 
 
-async def test_x_stops_the_running_run_and_the_schedule_goes_on(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_x_stops_the_running_run_and_the_schedule_goes_on(demo: Service, clock) -> None:
     intent_id = worker_intent(demo, PULSE, "flaky")
     app = make_app(demo, scheduler=True, watch=False, clock=clock)
     async with app.run_test(size=(110, 36)) as pilot:

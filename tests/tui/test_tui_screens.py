@@ -23,7 +23,7 @@ from tests.tui_kit import (
 SIZE = (110, 36)
 
 
-async def test_failures_screen_one_key_each(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_failures_screen_one_key_each(demo: Service, clock) -> None:
     flaky = worker_intent(demo, PULSE, "flaky")
     pulse = worker_intent(demo, PULSE, "pulse")
     scout = worker_intent(demo, NIGHT, "scout")
@@ -110,7 +110,7 @@ def hold_for_review(service: Service, intent_id: int, run_id: int) -> None:
         s.add(row)
 
 
-async def test_failures_screen_decides_runs_that_need_review(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_failures_screen_decides_runs_that_need_review(demo: Service, clock) -> None:
     pulse = worker_intent(demo, PULSE, "pulse")
     scout = worker_intent(demo, NIGHT, "scout")
     retried = add_run(
@@ -157,7 +157,7 @@ async def test_failures_screen_decides_runs_that_need_review(demo: Service, cloc
         assert table.row_keys() == []
 
 
-async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, clock) -> None:
     """Old reports, named by their morning (2026-12-02.md for the night of the 1st), are
     listed under their night and shown beside that night's runs."""
     reports = demo.kb.root / NIGHT / "reports"
@@ -211,7 +211,7 @@ async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, c
         assert "An older night" in screen_text(app)
 
 
-async def test_reports_screen_stacks_its_panes_when_narrow(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_reports_screen_stacks_its_panes_when_narrow(demo: Service, clock) -> None:
     """Below 140 cells the report goes under the night's runs, the full width; wider, the
     two sit side by side. Resizing switches between the two."""
     reports = demo.kb.root / NIGHT / "reports"

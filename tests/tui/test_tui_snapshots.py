@@ -131,8 +131,8 @@ def add_night(service: Service) -> None:
         )
 
 
-def run_before(select: str | None = None, keys: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
-    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+def run_before(select: str | None = None, keys: tuple[str, ...] = ()):
+    async def before(pilot) -> None:
         app = pilot.app
         await settle(app, pilot)
         if select:
@@ -146,17 +146,17 @@ def run_before(select: str | None = None, keys: tuple[str, ...] = ()):  # type: 
     return before
 
 
-def console(service: Service, clock: FakeClock):  # type: ignore[no-untyped-def]
+def console(service: Service, clock: FakeClock):
     return make_app(service, scheduler=False, watch=False, clock=clock, theme="goalsui-dark")
 
 
-def test_main_screen(scene, snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_main_screen(scene, snap_compare) -> None:
     service, clock = scene
     app = console(service, clock)
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before(f"worker/{PULSE}/pulse"))
 
 
-def test_failures_screen(scene, snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_failures_screen(scene, snap_compare) -> None:
     service, clock = scene
     flaky = worker_intent(service, PULSE, "flaky")
     from goalsui.store.models import Intent
@@ -173,14 +173,14 @@ def test_failures_screen(scene, snap_compare) -> None:  # type: ignore[no-untype
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before(keys=("F",)))
 
 
-def test_reports_screen(scene, snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_reports_screen(scene, snap_compare) -> None:
     service, clock = scene
     add_night(service)
     app = console(service, clock)
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before(keys=("M",)))
 
 
-def test_kb_error_badge(scene, snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_kb_error_badge(scene, snap_compare) -> None:
     service, clock = scene
     definition = service.kb.root / PULSE / "workers" / "flaky" / "definition.yaml"
     definition.write_text("schedule:\n  every: 1m\n  bogus: [unclosed\n")

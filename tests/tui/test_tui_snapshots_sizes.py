@@ -13,11 +13,11 @@ from tests.tui.test_tui_snapshots import add_night, console, run_before, scene  
 from tests.tui_kit import PULSE
 
 
-def threads_at_end():  # type: ignore[no-untyped-def]
+def threads_at_end():
     """The Threads screen, its messages scrolled to the end once the layout settled."""
     first = run_before(keys=("T",))
 
-    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def before(pilot) -> None:
         await first(pilot)
         box = pilot.app.screen.query_one("#threads-messages")
         box.scroll_end(animate=False, immediate=True)

@@ -49,7 +49,7 @@ def test_broken_files_are_all_reported(tmp_path: Path) -> None:
 
 async def test_user_themes_are_picked_up_and_broken_ones_toasted(
     tmp_path: Path, clock, template: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     user = theme_dirs()[-1]
     assert user == tmp_path / "config" / "goalsui" / "themes"
@@ -70,7 +70,7 @@ async def test_user_themes_are_picked_up_and_broken_ones_toasted(
     service.close()
 
 
-async def test_unknown_theme_falls_back(tmp_path: Path, clock, template: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_unknown_theme_falls_back(tmp_path: Path, clock, template: Path) -> None:
     service: Service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
     app = make_app(service, scheduler=False, watch=False, clock=clock, theme="no-such-theme")
     async with app.run_test(size=(100, 30)) as pilot:

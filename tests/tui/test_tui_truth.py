@@ -16,11 +16,11 @@ from tests.tui_kit import PULSE, add_run, auto_disable, label, screen_text, sett
 SIZE = (160, 48)
 
 
-def console(service: Service, clock):  # type: ignore[no-untyped-def]
+def console(service: Service, clock):
     return make_app(service, scheduler=False, watch=False, clock=clock)
 
 
-async def test_filter_counts_say_how_many_of_all(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_filter_counts_say_how_many_of_all(demo: Service, clock) -> None:
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -59,7 +59,7 @@ async def test_goal_level_intent_shows_under_its_goal_by_title(demo: Service, cl
         assert main.selection.intent_id == intent.id
 
 
-async def test_one_disabled_worker_marks_the_worker_not_the_goal(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_one_disabled_worker_marks_the_worker_not_the_goal(demo: Service, clock) -> None:
     flaky = worker_intent(demo, PULSE, "flaky")
     with demo.store.write() as s:
         from goalsui.store.models import Intent
@@ -78,7 +78,7 @@ async def test_one_disabled_worker_marks_the_worker_not_the_goal(demo: Service, 
 
 async def test_help_lists_every_pane_key_every_symbol_and_how_to_close(
     demo: Service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -121,7 +121,7 @@ def test_the_failures_screens_keys_follow_the_domains_transitions() -> None:
 
 async def test_d_on_the_main_screen_is_offered_only_on_a_dismissable_run(
     demo: Service, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """In Failed runs, ``d`` dismisses a failed run; on an auto-disabled intent's row (no
     run to dismiss: resume or retry it) the key is not offered and pressing it does nothing."""
     flaky = worker_intent(demo, PULSE, "flaky")

@@ -27,7 +27,7 @@ def failing(service: Service, intent: Intent, failures: int) -> tuple[Intent, In
         row.last_error = "exit 1: upstream unreachable"
         s.add(row)
         run = IntentRun(
-            intent_id=intent.id,  # type: ignore[arg-type]
+            intent_id=intent.id,
             status="failed",
             reason="exit 1: upstream unreachable",
             started_at=now,
@@ -44,7 +44,7 @@ def config(kb: Path, extra: str = "") -> None:
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service, clock) -> Service:
     config(empty_kb)
     return make_service(empty_kb, clock=clock)
 
@@ -63,7 +63,7 @@ def thread_intent(svc: Service) -> Intent:
 
 async def test_alert_after_threshold_once_per_cooldown(
     svc: Service, thread_intent: Intent, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     intent, run = failing(svc, thread_intent, 1)
     assert await maybe_alert(svc, intent, run, auto_disabled=False) is None
     intent, run = failing(svc, thread_intent, 2)
@@ -93,7 +93,7 @@ async def test_alert_after_threshold_once_per_cooldown(
     assert len(svc.messages(thread_intent.thread_id)) == 2
 
 
-async def test_auto_disable_always_alerts(svc: Service, thread_intent: Intent, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_auto_disable_always_alerts(svc: Service, thread_intent: Intent, clock) -> None:
     intent, run = failing(svc, thread_intent, 4)
     assert await maybe_alert(svc, intent, run, auto_disabled=False) is not None
     clock.advance(seconds=10)  # well inside the cooldown
@@ -127,7 +127,7 @@ async def test_worker_alert_goes_to_the_goal_log(svc: Service) -> None:
 
 async def test_alert_command_gets_the_alert_as_json(
     empty_kb: Path, make_service, clock, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     out = tmp_path / "alert.json"
     config(
         empty_kb,
@@ -149,7 +149,7 @@ async def test_alert_command_gets_the_alert_as_json(
 
 async def test_failing_alert_command_is_logged_not_raised(
     empty_kb: Path, make_service, clock, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     config(
         empty_kb,
         f'  command: ["{sys.executable}", "{SCRIPTS / "run_capture_stdin.py"}", "{tmp_path / "x"}", "7"]\n',
@@ -165,7 +165,7 @@ async def test_failing_alert_command_is_logged_not_raised(
     assert len(failed) == 1 and failed[0].detail == "exit 7"
 
 
-def test_mark_alerted_is_a_compare_and_set(svc: Service, thread_intent: Intent, clock) -> None:  # type: ignore[no-untyped-def]
+def test_mark_alerted_is_a_compare_and_set(svc: Service, thread_intent: Intent, clock) -> None:
     hour = timedelta(hours=1)
     assert svc.mark_alerted(thread_intent.id, clock.now, cooldown=hour) is True  # type: ignore[arg-type]
     assert (

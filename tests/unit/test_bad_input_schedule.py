@@ -152,7 +152,7 @@ def test_next_occurrence_is_after_or_a_clear_error(expr: str, zone: str, after: 
 )
 def test_bad_timezone_is_a_one_line_error(name: object) -> None:
     with pytest.raises(ScheduleError) as caught:
-        load_zone(name)  # type: ignore[arg-type]
+        load_zone(name)  # type: ignore[arg-type]  # bad input on purpose
     one_line(caught.value)
 
 
@@ -183,7 +183,7 @@ def test_any_timezone_name_loads_or_fails_cleanly(name: str) -> None:
 )
 def test_any_duration_parses_into_range_or_fails_cleanly(value: object) -> None:
     try:
-        td = parse_duration(value)  # type: ignore[arg-type]
+        td = parse_duration(value)  # type: ignore[arg-type]  # any input, on purpose
     except ScheduleError as exc:
         one_line(exc)
         return

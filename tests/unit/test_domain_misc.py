@@ -65,7 +65,7 @@ def test_parse_duration_accepts(text: str | int | float, seconds: float) -> None
 )
 def test_parse_duration_rejects(text: object, fragment: str) -> None:
     with pytest.raises(ScheduleError) as info:
-        parse_duration(text)  # type: ignore[arg-type]
+        parse_duration(text)  # type: ignore[arg-type]  # bad input on purpose
     message = str(info.value)
     assert message.startswith("invalid duration '")
     assert fragment in message
@@ -134,7 +134,7 @@ Some prose.
 
 def test_parse_markdown_checklist_empty_inputs() -> None:
     assert parse_markdown_checklist("") == []
-    assert parse_markdown_checklist(None) == []  # type: ignore[arg-type]
+    assert parse_markdown_checklist(None) == []
     assert parse_markdown_checklist("no boxes here\n- just a list") == []
 
 

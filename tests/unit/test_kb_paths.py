@@ -58,10 +58,10 @@ def _audit(event: str, args: tuple) -> None:
             real = Path(arg).resolve()
         except (OSError, ValueError, RuntimeError):
             continue
-        inside_watched = any(real == r or r in real.parents for r in _WATCH["roots"])  # type: ignore[attr-defined]
-        allowed = any(real == a or a in real.parents for a in _WATCH["allowed"])  # type: ignore[attr-defined]
+        inside_watched = any(real == r or r in real.parents for r in _WATCH["roots"])
+        allowed = any(real == a or a in real.parents for a in _WATCH["allowed"])
         if inside_watched and not allowed:
-            _WATCH["hits"].append((event, str(arg)))  # type: ignore[attr-defined]
+            _WATCH["hits"].append((event, str(arg)))
 
 
 @pytest.fixture
@@ -252,7 +252,7 @@ def test_a_symlinked_definition_is_never_read(
     assert_untouched(armed)
 
 
-def test_a_symlink_that_stays_inside_the_kb_is_followed(sample_kb: Path, make_service) -> None:  # type: ignore[no-untyped-def]
+def test_a_symlink_that_stays_inside_the_kb_is_followed(sample_kb: Path, make_service) -> None:
     service = make_service(sample_kb)
     workers = sample_kb / GOAL / "workers"
     (workers / "librarian" / "definition.yaml").unlink()

@@ -217,7 +217,7 @@ def test_capabilities_select_tools_and_unknown_ones_are_kb_errors() -> None:
     assert ok.runner.as_dict() == {"agent": "claude", "model": "opus", "tools": ["Read"]}
 
 
-def test_doctor_reports_an_unknown_capability(sample_kb: Path, make_service) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_reports_an_unknown_capability(sample_kb: Path, make_service) -> None:
     definition = sample_kb / "demo-pulse-05c0f5ca" / "workers" / "pulse" / "definition.yaml"
     definition.write_text(definition.read_text().replace("capabilities: []", "capabilities: [teleport]"))
     service: Service = make_service(sample_kb)

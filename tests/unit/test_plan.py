@@ -19,7 +19,7 @@ from tests.base_kit import run_cli
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service, clock) -> Service:
     return make_service(empty_kb, clock=clock)
 
 
@@ -35,7 +35,7 @@ def update(service: Service, intent_id: int, **values: object) -> None:
 def cron(service: Service, expr: str, tz: str, title: str = "job", **kw: object) -> Intent:
     return service.create_intent(
         title=title, instruction="x", kind="cron", schedule=expr, timezone=tz, **kw
-    )  # type: ignore[arg-type]
+    )
 
 
 def fires(items: list[PlannedFire], intent_id: int | None = None) -> list[PlannedFire]:
@@ -49,7 +49,7 @@ def lines(items: list[PlannedFire]) -> list[str]:
 
 
 # -- cron and DST ---------------------------------------------------------------------------
-def test_berlin_spring_forward_daily_in_the_gap(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_berlin_spring_forward_daily_in_the_gap(svc: Service, clock) -> None:
     clock.set(datetime(2026, 3, 28, 12, 0, tzinfo=UTC))
     intent = cron(svc, "30 2 * * *", "Europe/Berlin", "gap job")
     items = fires(plan(svc, clock.now, clock.now + timedelta(days=2)), intent.id)
@@ -64,7 +64,7 @@ def test_berlin_spring_forward_daily_in_the_gap(svc: Service, clock) -> None:  #
     assert "DST" not in items[1].rule
 
 
-def test_berlin_fall_back_daily_fires_once_hourly_twice(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_berlin_fall_back_daily_fires_once_hourly_twice(svc: Service, clock) -> None:
     clock.set(datetime(2026, 10, 24, 12, 0, tzinfo=UTC))
     daily = cron(svc, "30 2 * * *", "Europe/Berlin", "daily")
     hourly = cron(svc, "0 * * * *", "Europe/Berlin", "hourly")
@@ -87,7 +87,7 @@ def test_berlin_fall_back_daily_fires_once_hourly_twice(svc: Service, clock) -> 
     ]
 
 
-def test_new_york_and_sydney_transitions(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_new_york_and_sydney_transitions(svc: Service, clock) -> None:
     clock.set(datetime(2026, 3, 7, 12, 0, tzinfo=UTC))
     ny = cron(svc, "30 2 * * *", "America/New_York", "ny")
     items = fires(plan(svc, clock.now, clock.now + timedelta(days=2)), ny.id)
@@ -100,7 +100,7 @@ def test_new_york_and_sydney_transitions(svc: Service, clock) -> None:  # type: 
 
 
 # -- lifecycle rules ----------------------------------------------------------------------------
-def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clock) -> None:
     paused = cron(svc, "*/5 * * * *", "UTC", "paused one")
     svc.pause_intent(paused.id)  # type: ignore[arg-type]
     failed = cron(svc, "*/5 * * * *", "UTC", "broken one")
@@ -111,7 +111,7 @@ def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clo
         consecutive_failures=5,
         last_error="exit 1: boom",
         next_run_at=None,
-    )  # type: ignore[arg-type]
+    )
     done = cron(svc, "*/5 * * * *", "UTC", "cancelled one")
     svc.cancel_intent(done.id)  # type: ignore[arg-type]
     items = plan(svc, clock.now, clock.now + timedelta(hours=24))
@@ -168,7 +168,7 @@ def test_empty_checklist_heartbeat_costs_nothing(svc: Service, clock) -> None:  
     assert items[0].count == 6 and items[0].rule == "skipped: empty-checklist (zero runner calls)"
 
 
-def test_max_fires_and_expiry(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_max_fires_and_expiry(svc: Service, clock) -> None:
     limited = cron(svc, "0 * * * *", "UTC", "three times", max_fires=3)
     expiring = cron(svc, "0 * * * *", "UTC", "expiring", expires_at=clock.now + timedelta(hours=5))
     items = plan(svc, clock.now, clock.now + timedelta(hours=24))
@@ -184,13 +184,13 @@ def test_max_fires_and_expiry(svc: Service, clock) -> None:  # type: ignore[no-u
     assert any(
         f.intent_id == expiring.id and f.kind == "note" and "expires at" in f.rule for f in items
     )
-    update(svc, limited.id, fires=3)  # type: ignore[arg-type]
+    update(svc, limited.id, fires=3)
     again = plan(svc, clock.now, clock.now + timedelta(hours=24))
     assert fires(again, limited.id) == []
     assert "max_fires 3 reached" in next(f.rule for f in again if f.intent_id == limited.id)
 
 
-def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:
     retrying = cron(svc, "0 20 * * *", "UTC", "retrying")
     update(
         svc,
@@ -198,7 +198,7 @@ def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:  # typ
         consecutive_failures=2,
         next_run_at=clock.now + timedelta(seconds=4),
         pending_trigger="retry",
-    )  # type: ignore[arg-type]
+    )
     items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12)), retrying.id)
     assert items[0].at == clock.now + timedelta(seconds=4)
     assert items[0].rule == "retry after 2 consecutive failures (backoff 4s)"
@@ -211,11 +211,11 @@ def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:  # typ
     assert items[1].local()[11:16] == "20:00"
 
     late = cron(svc, "0 20 * * *", "UTC", "late")
-    update(svc, late.id, next_run_at=clock.now - timedelta(hours=2))  # type: ignore[arg-type]
+    update(svc, late.id, next_run_at=clock.now - timedelta(hours=2))
     items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12)), late.id)
     assert items[0].at == clock.now and items[0].rule.startswith("overdue since")
     very_late = cron(svc, "0 20 * * *", "UTC", "very late")
-    update(svc, very_late.id, next_run_at=clock.now - timedelta(hours=30))  # type: ignore[arg-type]
+    update(svc, very_late.id, next_run_at=clock.now - timedelta(hours=30))
     items = [
         f
         for f in plan(svc, clock.now, clock.now + timedelta(hours=12))
@@ -229,7 +229,7 @@ def test_event_intent_cooldown_note(svc: Service, clock) -> None:  # type: ignor
     ev = svc.create_intent(
         title="ci", instruction="x", kind="event", event_source="ci", cooldown="10m"
     )
-    update(svc, ev.id, last_fired_at=clock.now - timedelta(minutes=2))  # type: ignore[arg-type]
+    update(svc, ev.id, last_fired_at=clock.now - timedelta(minutes=2))
     items = [
         f for f in plan(svc, clock.now, clock.now + timedelta(hours=1)) if f.intent_id == ev.id
     ]
@@ -262,7 +262,7 @@ def goal_with_two_workers(svc: Service) -> tuple[str, Intent, Intent]:
     )
 
 
-def add_runs(svc: Service, intent_id: int, seconds: list[float], clock) -> None:  # type: ignore[no-untyped-def]
+def add_runs(svc: Service, intent_id: int, seconds: list[float], clock) -> None:
     with svc.store.write() as s:
         for n, length in enumerate(seconds, start=1):
             start = clock.now - timedelta(hours=n)
@@ -273,10 +273,10 @@ def add_runs(svc: Service, intent_id: int, seconds: list[float], clock) -> None:
                     started_at=start,
                     finished_at=start + timedelta(seconds=length),
                 )
-            )  # type: ignore[arg-type]
+            )
 
 
-def test_two_workers_starting_close_together_are_not_a_conflict(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_two_workers_starting_close_together_are_not_a_conflict(svc: Service, clock) -> None:
     goal, scout, auditor = goal_with_two_workers(svc)
     items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12), goal))
     assert [f.line()[:45] for f in items] == [
@@ -296,7 +296,7 @@ def test_an_intent_overlapping_itself_uses_timeout_then_p95(svc: Service, clock)
         schedule="5m",
         thread_id=thread.id,
         timeout="12m",
-    )  # type: ignore[arg-type]
+    )
     items = fires(plan(svc, clock.now, clock.now + timedelta(minutes=30)), hb.id)
     flagged = [f for f in items if f.warning]
     # a 12 min timeout: of fires every 5 min, the two after each kept one collide with it
@@ -311,16 +311,16 @@ def test_an_intent_overlapping_itself_uses_timeout_then_p95(svc: Service, clock)
     assert all(f.warning is None for f in items)
 
 
-def test_a_live_run_of_the_same_intent_conflicts_only_with_itself(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_a_live_run_of_the_same_intent_conflicts_only_with_itself(svc: Service, clock) -> None:
     goal, scout, auditor = goal_with_two_workers(svc)
     clock.set(datetime(2026, 12, 2, 19, 2, tzinfo=UTC))  # 20:02 Berlin: scout started at 20:00
-    update(svc, scout.id, status="firing")  # type: ignore[arg-type]
+    update(svc, scout.id, status="firing")
     with svc.store.write() as s:
         s.add(
             IntentRun(
                 intent_id=scout.id, status="running", started_at=clock.now - timedelta(minutes=2)
             )
-        )  # type: ignore[arg-type]
+        )
     items = plan(svc, clock.now, clock.now + timedelta(hours=1), goal)
     assert any(
         f.kind == "note" and f.intent_id == scout.id and "running now" in f.rule for f in items
@@ -329,7 +329,7 @@ def test_a_live_run_of_the_same_intent_conflicts_only_with_itself(svc: Service, 
 
 
 # -- --until and the command line -----------------------------------------------------------------
-def test_parse_until(clock) -> None:  # type: ignore[no-untyped-def]
+def test_parse_until(clock) -> None:
     now = clock.now  # 2026-12-02 12:00 UTC = 13:00 Berlin
     assert parse_until("8h", now) == now + timedelta(hours=8)
     assert parse_until("1h30m", now) == now + timedelta(minutes=90)
@@ -344,7 +344,7 @@ def test_parse_until(clock) -> None:  # type: ignore[no-untyped-def]
             parse_until(bad, now, "UTC")
 
 
-def test_plan_window_is_checked(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_plan_window_is_checked(svc: Service, clock) -> None:
     with pytest.raises(ValidationError):
         plan(svc, clock.now, clock.now - timedelta(hours=1))
     with pytest.raises(ValidationError):
@@ -377,7 +377,7 @@ def test_plan_cli_summary_fits_one_screen(sample_kb: Path, tmp_path: Path) -> No
     assert "nightshift/commander" in berlin.stdout and "20:00  [cron 0 20" in berlin.stdout
 
 
-def test_plan_cli_full_and_json(sample_kb: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_plan_cli_full_and_json(sample_kb: Path, tmp_path: Path, capsys) -> None:
     base = ["--kb", str(sample_kb), "--state-dir", str(tmp_path / "cli-state")]
     assert main([*base, "plan", "--until", "24h", "--goal", "nightshift-979afc6e", "--full"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -133,7 +133,7 @@ async def test_a_full_database_degrades_the_scheduler_and_it_recovers_by_itself(
     disk = Disk(live)
     started: list[int] = []
 
-    async def turn(service, intent, run, *, event=None, cancel):  # type: ignore[no-untyped-def]
+    async def turn(service, intent, run, *, event=None, cancel):
         started.append(intent.id)
         await asyncio.sleep(1.0 if intent.title == "long0" else 0.05)
         return TurnOutcome("ok")
@@ -189,7 +189,7 @@ async def test_the_turn_keeps_running_while_its_outcome_waits(live: Service) -> 
     ``running`` and its intent ``firing`` for good); drain() waits for the disk."""
     disk = Disk(live)
 
-    async def turn(service, intent, run, *, event=None, cancel):  # type: ignore[no-untyped-def]
+    async def turn(service, intent, run, *, event=None, cancel):
         return TurnOutcome("ok")
 
     ids = bulk_at(live, 3, utcnow())

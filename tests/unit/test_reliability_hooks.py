@@ -31,7 +31,7 @@ def secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CI_ENV, SECRET)
 
 
-async def start(service: Service):  # type: ignore[no-untyped-def]
+async def start(service: Service):
     return await start_listener(
         service,
         "127.0.0.1",
@@ -87,7 +87,7 @@ async def test_slow_loris_connections_are_closed_after_the_header_timeout(
         readers = [await slow_loris(listener.port, stop) for _ in range(CAP)]
         outcomes = await asyncio.gather(*(closed_by_server(r) for r in readers))
         assert all(b" 200 " not in o and b" 202 " not in o for o in outcomes)
-        assert len(listener.runner.server.connections) == 0  # type: ignore[union-attr]
+        assert len(listener.runner.server.connections) == 0
     finally:
         stop.set()
         await listener.close()
@@ -128,7 +128,7 @@ async def test_connections_over_the_cap_are_refused_and_logged_once(
             return_exceptions=True,
         )
         assert sum(not isinstance(x, BaseException) for x in refused) >= CAP * 2 - 2
-        assert len(listener.runner.server.connections) <= CAP  # type: ignore[union-attr]
+        assert len(listener.runner.server.connections) <= CAP
         assert listener.cap.refused >= CAP * 2 - 2
         lines = [r for r in caplog.records if "connection refused" in r.getMessage()]
         assert len(lines) == 1  # once per interval, not once per attempt

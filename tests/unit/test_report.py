@@ -42,11 +42,11 @@ def script(name: str, *args: str) -> dict:
 def record(service: Service, intent: Intent, status: str, at: datetime, **kw: object) -> IntentRun:
     with service.store.write() as s:
         run = IntentRun(
-            intent_id=intent.id,  # type: ignore[arg-type]
+            intent_id=intent.id,
             status=status,
-            planned_at=kw.pop("planned_at", at),  # type: ignore[arg-type]
+            planned_at=kw.pop("planned_at", at),
             started_at=at,
-            finished_at=kw.pop("finished_at", at + timedelta(seconds=3)),  # type: ignore[arg-type]
+            finished_at=kw.pop("finished_at", at + timedelta(seconds=3)),
             **kw,
         )
         s.add(run)
@@ -54,7 +54,7 @@ def record(service: Service, intent: Intent, status: str, at: datetime, **kw: ob
     return run
 
 
-async def real_run(service: Service, clock, intent: Intent, at: datetime) -> IntentRun:  # type: ignore[no-untyped-def]
+async def real_run(service: Service, clock, intent: Intent, at: datetime) -> IntentRun:
     clock.set(at)
     run = record(service, intent, "running", at, finished_at=None)
     outcome = await run_turn(service, intent, run, cancel=asyncio.Event())
@@ -69,7 +69,7 @@ async def real_run(service: Service, clock, intent: Intent, at: datetime) -> Int
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service, clock) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service, clock) -> Service:
     return make_service(empty_kb, clock=clock)
 
 
@@ -121,7 +121,7 @@ async def night(svc: Service, clock):  # type: ignore[no-untyped-def]
     return {"goal": goal, "runs": runs, "excluded": [before.id, elsewhere.id]}
 
 
-async def test_report_lists_every_run_with_status_and_source(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+async def test_report_lists_every_run_with_status_and_source(svc: Service, night) -> None:
     report = compile_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     text = report.markdown
     # named by the night's start (20:00 on the 2nd), like its branches, not by the morning
@@ -144,7 +144,7 @@ async def test_report_lists_every_run_with_status_and_source(svc: Service, night
     assert "| 20:00:00 | 20:00:00 | 2.0s | ok |" in rows[night["runs"]["ok"].id]
     # ok -> its outbox file
     ok = night["runs"]["ok"]
-    outbox = re.search(rf"workers/alpha/outbox/\d{{8}}T\d{{6}}Z-{ok.id}\.md", rows[ok.id]).group(0)  # type: ignore[union-attr]
+    outbox = re.search(rf"workers/alpha/outbox/\d{{8}}T\d{{6}}Z-{ok.id}\.md", rows[ok.id]).group(0)
     assert (svc.kb.goal_dir(night["goal"]) / outbox).is_file()
     assert f"### alpha (run {ok.id}, {outbox})" in text
     assert "> ## alpha: 3 findings, 17 files" in text
@@ -168,7 +168,7 @@ async def test_report_lists_every_run_with_status_and_source(svc: Service, night
     assert f"run {night['runs']['missed'].id}, scheduler record" in rows[night["runs"]["missed"].id]
 
 
-async def test_summary_failures_and_every_statement_has_a_source(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+async def test_summary_failures_and_every_statement_has_a_source(svc: Service, night) -> None:
     report = compile_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     text = report.markdown
     assert report.counts == {
@@ -209,7 +209,7 @@ async def test_summary_failures_and_every_statement_has_a_source(svc: Service, n
     assert report.summary.rstrip().endswith("Report: reports/2026-12-02.md")
 
 
-async def test_window_is_a_parameter(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+async def test_window_is_a_parameter(svc: Service, night) -> None:
     window = (NIGHT - timedelta(minutes=1), NIGHT + timedelta(minutes=30))
     report = compile_report(
         svc, night["goal"], date(2026, 12, 2), MORNING, window=window, write=False
@@ -218,7 +218,7 @@ async def test_window_is_a_parameter(svc: Service, night) -> None:  # type: igno
     assert not report.path.exists()
 
 
-async def test_snapshots_and_diff_between_reports(svc: Service, night, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_snapshots_and_diff_between_reports(svc: Service, night, clock) -> None:
     goal_dir = svc.kb.goal_dir(night["goal"])
     path, first = build_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     assert "No earlier snapshot" in first
@@ -243,7 +243,7 @@ async def test_snapshots_and_diff_between_reports(svc: Service, night, clock) ->
 
 async def test_old_reports_named_by_their_morning_are_found_and_renamed_on_write(
     svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Before the night rule a report was named by its morning: 2026-12-02.md held the
     night of the 1st (heading ``# X report 2026-12-02``), and its snapshot likewise. Such
     files are listed under their night, --date of the night finds them, and writing a
@@ -276,7 +276,7 @@ async def test_old_reports_named_by_their_morning_are_found_and_renamed_on_write
     ]
 
 
-async def test_a_late_reporter_reports_the_night_it_was_due_for(svc: Service, night) -> None:  # type: ignore[no-untyped-def]
+async def test_a_late_reporter_reports_the_night_it_was_due_for(svc: Service, night) -> None:
     """The reporter due at 07:30 but run at 13:00 (after the night turned over at noon)
     still reports the night of the 2nd, up to its end."""
     goal = night["goal"]
@@ -292,7 +292,7 @@ async def test_a_late_reporter_reports_the_night_it_was_due_for(svc: Service, ni
 
 async def test_report_cli_lists_prints_and_json(
     svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     build_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     base = ["--kb", str(empty_kb), "--state-dir", str(tmp_path / "state")]
     assert main([*base, "report"]) == 0
@@ -329,7 +329,7 @@ def kb_tree(root: Path) -> dict[str, bytes]:
 
 async def test_report_cli_only_reads_and_its_window_runs_to_now(
     svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     goal = night["goal"]
     beta = svc.worker_intent(goal, "beta")
     real_now = datetime.now(UTC)

@@ -27,7 +27,7 @@ def start_run(service: Service, intent: Intent) -> IntentRun:
     now = service.now()
     with service.store.write() as s:
         run = IntentRun(
-            intent_id=intent.id,  # type: ignore[arg-type]
+            intent_id=intent.id,
             attempt=1,
             trigger="schedule",
             status="running",
@@ -59,14 +59,14 @@ def finish(
         s.add(fresh)
 
 
-async def drive_night(service: Service, clock, until: datetime) -> list[tuple[str, int, str]]:  # type: ignore[no-untyped-def]
+async def drive_night(service: Service, clock, until: datetime) -> list[tuple[str, int, str]]:
     done: list[tuple[str, int, str]] = []
     while True:
         due = [
             i for i in service.list_intents(goal_id=GOAL) if i.status == "active" and i.next_run_at
         ]
-        intent = min(due, key=lambda i: i.next_run_at)  # type: ignore[arg-type, return-value]
-        if intent.next_run_at > until:  # type: ignore[operator]
+        intent = min(due, key=lambda i: i.next_run_at)
+        if intent.next_run_at > until:
             return done
         clock.set(intent.next_run_at + timedelta(seconds=2))  # a little late, as in life
         run = start_run(service, intent)
@@ -75,7 +75,7 @@ async def drive_night(service: Service, clock, until: datetime) -> list[tuple[st
         done.append((intent.worker or "", run.id or 0, outcome.status))
 
 
-async def test_sample_nightshift_night_produces_the_morning_report(service: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_sample_nightshift_night_produces_the_morning_report(service: Service, clock) -> None:
     # The FakeClock starts at 2026-12-02 12:00 UTC; the night ends at 07:30 Berlin.
     morning = datetime(2026, 12, 3, 6, 31, tzinfo=UTC)
     done = await drive_night(service, clock, morning)
@@ -100,7 +100,7 @@ async def test_sample_nightshift_night_produces_the_morning_report(service: Serv
             assert re.search(
                 rf"run {run_id}, workers/{worker}/outbox/\d{{8}}T\d{{6}}Z-{run_id}\.md", row
             ), row
-            assert (goal_dir / re.search(r"workers/\S+\.md", row).group(0)).is_file()  # type: ignore[union-attr]
+            assert (goal_dir / re.search(r"workers/\S+\.md", row).group(0)).is_file()
         else:
             assert re.search(rf"run {run_id}, log/2026-12-0[23]\.md:\d+", row), row
     assert f"{len(WORKERS)} runs:" in text
@@ -115,7 +115,7 @@ async def test_sample_nightshift_night_produces_the_morning_report(service: Serv
     assert list((goal_dir / "workers" / "reporter" / "outbox").glob(f"*-{reporter_run}.md"))
 
 
-async def test_second_night_diffs_state_against_the_first_snapshot(service: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_second_night_diffs_state_against_the_first_snapshot(service: Service, clock) -> None:
     await drive_night(service, clock, datetime(2026, 12, 3, 6, 31, tzinfo=UTC))
     goal_dir: Path = service.kb.goal_dir(GOAL)
     state = goal_dir / "state.yaml"
@@ -139,7 +139,7 @@ async def test_second_night_diffs_state_against_the_first_snapshot(service: Serv
         assert f"| {run_id} |" not in timeline
 
 
-async def test_night_through_the_scheduler_tick(service: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_night_through_the_scheduler_tick(service: Service, clock) -> None:
     """The same night driven by the real scheduler (claim, run record, run_turn, completion)."""
     from goalsui.scheduler.loop import Scheduler
 

@@ -53,7 +53,7 @@ def context(**kw: object) -> TurnContext:
         "thread_title": "Visa application",
     }
     base.update(kw)
-    return TurnContext(**base)  # type: ignore[arg-type]
+    return TurnContext(**base)
 
 
 def test_worker_shim_is_static() -> None:
@@ -106,7 +106,7 @@ def test_event_payload_with_instructions_and_fence_breakers_stays_inside_its_fen
     # The fake end marker in the payload does not carry the fence's random id.
     nonce = re.search(rf"{FENCE_START} ([0-9a-f]+)", prompt[prompt.index("event payload") :]).group(
         1
-    )  # type: ignore[union-attr]
+    )
     assert (
         prompt.count(f"{FENCE_END} {nonce}") == 2
     )  # the notice names it, the closing line ends it

@@ -34,7 +34,7 @@ def _odd_intent(svc: Service, when: datetime) -> int:
     with svc.store.write() as s:
         s.add(row)
         s.flush()
-        return row.id  # type: ignore[return-value]
+        return row.id
 
 
 def test_reader_returns_what_core_returns(empty_kb, make_service, clock: FakeClock):

@@ -35,7 +35,7 @@ class FakeTurn:
     gates: dict[int, asyncio.Event] = field(default_factory=dict)
     started: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def __call__(self, service, intent, run, *, event=None, cancel):  # type: ignore[no-untyped-def]
+    async def __call__(self, service, intent, run, *, event=None, cancel):
         self.calls.append(Call(intent, run, event))
         self.started.set()
         gate = self.gates.get(intent.id)
@@ -71,7 +71,7 @@ def fake() -> FakeTurn:
 
 
 @pytest.fixture
-async def sched(svc: Service, clock: FakeClock, fake: FakeTurn):  # type: ignore[no-untyped-def]
+async def sched(svc: Service, clock: FakeClock, fake: FakeTurn):
     s = Scheduler(svc, clock=clock, turn=fake, owner="test-owner")
     yield s
     await s.stop(grace=1)
@@ -299,7 +299,7 @@ async def test_retry_policy_comes_from_the_kb_config(empty_kb, make_service, clo
 
 
 async def test_a_turn_that_raises_is_a_failed_run(svc, sched, clock):
-    async def broken(service, intent, run, *, event=None, cancel):  # type: ignore[no-untyped-def]
+    async def broken(service, intent, run, *, event=None, cancel):
         raise RuntimeError("boom")
 
     sched._turn = broken

@@ -13,7 +13,7 @@ from goalsui.store.models import IntentRun
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)  # the FakeClock's start, a Wednesday
 
 
-def cron(service: Service, **kw):  # type: ignore[no-untyped-def]
+def cron(service: Service, **kw):
     args = {
         "title": "Friday reminder",
         "instruction": "go",

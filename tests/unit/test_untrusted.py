@@ -49,7 +49,7 @@ def fence_of(out: str) -> tuple[str, str, str]:
     assert len(fences) == 1, [t.type for t in fences]
     match = re.fullmatch(rf"{FENCE_START} ([0-9a-f]{{16}})", fences[0].info)
     assert match, fences[0].info
-    ticks = re.search(rf"^(`+){FENCE_START} ", out, re.M).group(1)  # type: ignore[union-attr]
+    ticks = re.search(rf"^(`+){FENCE_START} ", out, re.M).group(1)
     return match.group(1), ticks, fences[0].content
 
 

@@ -33,7 +33,7 @@ def rendered(**kw: object) -> str:
         "protocol": "# Protocol\n\nOne finding a line.\n",
     }
     base.update(kw)
-    return render_prompt(worker_instructions(WorkerContext(**base)))  # type: ignore[arg-type]
+    return render_prompt(worker_instructions(WorkerContext(**base)))
 
 
 def test_a_plain_command_is_told_the_context_the_protocol_then_its_prompt() -> None:
@@ -71,7 +71,7 @@ def test_missing_files_are_said_plainly_and_a_checklist_follows_the_prompt() -> 
 
 
 @pytest.fixture
-def svc(empty_kb: Path, make_service) -> Service:  # type: ignore[no-untyped-def]
+def svc(empty_kb: Path, make_service) -> Service:
     return make_service(empty_kb)
 
 
