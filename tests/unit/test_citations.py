@@ -166,3 +166,10 @@ def test_the_extraction_finds_what_it_should() -> None:
     assert "What init creates" in headings(REPO / "docs/nightshift.md")
     # a comment inside a fenced block is not a heading
     assert "workers/pulse/definition.yaml" not in headings(REPO / "docs/operations.md")
+
+
+def test_the_sources_include_security_md_and_every_tier() -> None:
+    read = {p.relative_to(REPO).as_posix() for p in sources()}
+    assert {"SECURITY.md", "README.md", "tests/conftest.py", "tests/base_kit.py"} <= read
+    for tier in ("unit", "contract", "e2e", "tui"):
+        assert f"tests/{tier}/conftest.py" in read
