@@ -4,10 +4,10 @@ Every figure comes with a reference measured in the same run on the same machine
 
 - fires per second (claim + ``running`` run record + completion, all committed) for N
   no-op intents due at once, beside a raw ``sqlite3`` compare-and-set loop with one
-  commit per claim (target: at least half of it);
+  commit per claim (target: at least 0.8x of it);
 - fire lateness p50/p99 for the same burst (turn invoked minus due time), beside
   APScheduler 3's in-memory ``AsyncIOScheduler`` with N date jobs due at once
-  (target: p99 within 1.5x);
+  (target: p99 at most 1.0x; due evenly over the spread window, at most 1.5x);
 - idle CPU with N future intents (target: under 0.05 % of a core), beside APScheduler
   idling with N far-future jobs;
 - wake latency: while that scheduler idles, another process (``goalsui intent add``)
@@ -41,8 +41,9 @@ from goalsui.scheduler.heap import settle_heap
 from goalsui.service import Service
 from goalsui.store.models import Intent, IntentRun
 
-THROUGHPUT_TARGET = 0.5  # x the raw loop
-LATENESS_TARGET = 1.5  # x APScheduler's p99
+THROUGHPUT_TARGET = 0.8  # x the raw loop
+LATENESS_TARGET = 1.0  # x APScheduler's p99, all due at once
+SPREAD_TARGET = 1.5  # x APScheduler's p99, due over the spread window
 IDLE_TARGET = 0.05  # % of one core
 WAKE_TARGET_MS = 1000.0  # an intent added by another process, due now, fires within this
 WAKE_TIMEOUT = 30.0  # seconds the wake row waits for the fire before it reports a miss
@@ -82,7 +83,7 @@ class BenchResult:
         return {
             "throughput": self.fires_per_s >= THROUGHPUT_TARGET * self.raw_claims_per_s,
             "lateness": self.lateness_p99_ms <= LATENESS_TARGET * self.aps_lateness_p99_ms,
-            "lateness_spread": self.spread_p99_ms <= LATENESS_TARGET * self.aps_spread_p99_ms,
+            "lateness_spread": self.spread_p99_ms <= SPREAD_TARGET * self.aps_spread_p99_ms,
             "idle_cpu": self.idle_cpu_pct < IDLE_TARGET,
             "wake_latency": 0 < self.wake_latency_ms <= WAKE_TARGET_MS,
         }
@@ -99,7 +100,7 @@ class BenchResult:
                 "met": self.targets["lateness"],
             },
             "lateness_spread_p99": {
-                "rule": f"<= {LATENESS_TARGET}x APScheduler",
+                "rule": f"<= {SPREAD_TARGET}x APScheduler",
                 "met": self.targets["lateness_spread"],
             },
             "idle_cpu": {"rule": f"< {IDLE_TARGET} % of a core", "met": self.targets["idle_cpu"]},
@@ -549,7 +550,7 @@ def _later_rows(r: BenchResult) -> list[tuple[str, str, str, str, str]]:
             f"lateness p99, spread {r.spread_seconds:g}s",
             f"{r.spread_p99_ms:,.1f} ms",
             f"APScheduler {r.aps_spread_p99_ms:,.1f} ms",
-            f"<= {LATENESS_TARGET}x = {LATENESS_TARGET * r.aps_spread_p99_ms:,.1f} ms",
+            f"<= {SPREAD_TARGET}x = {SPREAD_TARGET * r.aps_spread_p99_ms:,.1f} ms",
             _mark(met["lateness_spread"]),
         ),
         (

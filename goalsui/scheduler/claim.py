@@ -172,7 +172,7 @@ class Claimer:
             due_by=due_by,
             burst=self.burst_probe(now),
         )
-        future: asyncio.Future[StepResult] = asyncio.ensure_future(rt.db(call, notify=True))
+        future: asyncio.Future[StepResult] = rt.db_now(call, notify=True)
         return _Step(future, batch, now, due_by)
 
     # -- decisions (run on the database thread) ----------------------------------------------------

@@ -106,6 +106,11 @@ class Runtime:
     async def db(self, fn: Callable[[], T], *, notify: bool = False) -> T:
         """Run ``fn`` on the scheduler's database thread; ``notify``: tell the service's
         listeners (and other processes) when it changed something."""
+        return await self.db_now(fn, notify=notify)
+
+    def db_now(self, fn: Callable[[], T], *, notify: bool = False) -> asyncio.Future[T]:
+        """:meth:`db`, queued on the database thread before this returns (a pipeline
+        hands the thread its next batch before it reports the last one)."""
         assert self.loop is not None and self._executor is not None
 
         def call() -> T:
@@ -114,7 +119,7 @@ class Runtime:
                 self.service.changed("runs")
             return result
 
-        return await self.loop.run_in_executor(self._executor, call)
+        return self.loop.run_in_executor(self._executor, call)
 
     def submit(self, fn: Callable[[], Any], what: str) -> None:
         """Queue ``fn`` on the database thread now, without waiting (a side task: its

@@ -317,7 +317,7 @@ def completion(
     info: RunningInfo, outcome: TurnOutcome, snapshot: Snapshot, event_id: int | None
 ) -> Completion:
     """The outcome as the writer records it (a cancel by shutdown or a lost lease is
-    ``interrupted``)."""
+    ``interrupted``); built by position, as one is made per fire."""
     status, reason = outcome.status, outcome.reason
     if status not in _VALID_OUTCOMES:
         status, reason = RunStatus.FAILED, f"internal error: unknown outcome {outcome.status!r}"
@@ -327,42 +327,37 @@ def completion(
         and not (reason or "").startswith(CONFIG)
     ):
         reason = CONFIG + (reason or "the runner is not configured")
-    if info.cancel_reason == "shutdown" and status == RunStatus.CANCELLED:
-        status, reason = RunStatus.INTERRUPTED, "interrupted: the scheduler stopped (shutdown)"
-    elif info.cancel_reason == "lost" and status == RunStatus.CANCELLED:
-        status, reason = RunStatus.INTERRUPTED, "interrupted: this scheduler lost its lease"
-    elif info.cancel_reason == "cancelled" and status == RunStatus.CANCELLED:
-        reason = reason or "the intent was cancelled"
-    elif info.cancel_reason == "stopped" and status == RunStatus.CANCELLED:
-        reason = "stopped by the operator; the schedule goes on"
+    why = info.cancel_reason
+    if why is not None and status == RunStatus.CANCELLED:
+        if why == "shutdown":
+            status, reason = RunStatus.INTERRUPTED, "interrupted: the scheduler stopped (shutdown)"
+        elif why == "lost":
+            status, reason = RunStatus.INTERRUPTED, "interrupted: this scheduler lost its lease"
+        elif why == "cancelled":
+            reason = reason or "the intent was cancelled"
+        elif why == "stopped":
+            reason = "stopped by the operator; the schedule goes on"
+    usage, path, argv = outcome.usage, outcome.output_path, outcome.argv
     return Completion(
-        run_id=info.run_id,
-        intent_id=info.intent_id,
-        status=status,
-        reason=reason,
-        exit_code=outcome.exit_code,
-        output_tail=outcome.output_tail,
-        output_path=str(outcome.output_path) if outcome.output_path else None,
-        snapshot=snapshot,
-        event_id=event_id,
-        **_outcome_extras(outcome),
+        info.run_id,
+        info.intent_id,
+        status,
+        reason,
+        outcome.exit_code,
+        outcome.output_tail,
+        str(path) if path else None,
+        snapshot,
+        event_id,
+        usage.tokens_in if usage else None,
+        usage.tokens_out if usage else None,
+        usage.cost_usd if usage else None,
+        usage.model if usage else None,
+        outcome.prompt,
+        list(argv) if argv is not None else None,
+        outcome.infrastructure,
+        outcome.skipped,
+        outcome.config_error and outcome.status == RunStatus.FAILED,
     )
-
-
-def _outcome_extras(outcome: TurnOutcome) -> dict[str, Any]:
-    """The turn's usage, transcript inputs and kind of failure, as the store records them."""
-    usage = outcome.usage
-    return {
-        "tokens_in": usage.tokens_in if usage else None,
-        "tokens_out": usage.tokens_out if usage else None,
-        "cost_usd": usage.cost_usd if usage else None,
-        "model": usage.model if usage else None,
-        "prompt": outcome.prompt,
-        "argv": list(outcome.argv) if outcome.argv is not None else None,
-        "infrastructure": outcome.infrastructure,
-        "skipped": outcome.skipped,
-        "config_error": outcome.config_error and outcome.status == RunStatus.FAILED,
-    }
 
 
 def accepts(func: Callable[..., Any], name: str) -> bool:

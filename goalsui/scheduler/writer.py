@@ -151,7 +151,7 @@ class OutcomeWriter:
                 items=chunk,
                 decide=decide,
             )
-            return asyncio.ensure_future(self.rt.db(call, notify=True))
+            return self.rt.db_now(call, notify=True)
 
         future = write(chunks[0]) if chunks else None
         for k, chunk in enumerate(chunks):
