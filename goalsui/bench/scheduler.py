@@ -39,7 +39,6 @@ from goalsui.errors import ValidationError
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler.heap import settle_heap
 from goalsui.service import Service
-from goalsui.store.models import Intent, IntentRun
 
 THROUGHPUT_TARGET = 0.8  # x the raw loop
 LATENESS_TARGET = 1.0  # x APScheduler's p99, all due at once
@@ -193,7 +192,7 @@ def lateness_turn(lateness: list[float]) -> Callable[..., Awaitable[TurnOutcome]
     """A no-op turn that notes how late it was invoked (now minus the planned time)."""
 
     async def noop(
-        service: Service, intent: Intent, run: IntentRun, *, event: Any = None, cancel: Any = None
+        service: Service, intent: Any, run: Any, *, event: Any = None, cancel: Any = None
     ) -> TurnOutcome:
         if run.planned_at is not None:  # a scheduled fire always has its planned time
             lateness.append(time.time() - run.planned_at.timestamp())
@@ -247,7 +246,7 @@ async def _measure_idle(service: Service, n: int, seconds: float) -> tuple[float
 
     fired: asyncio.Future[float] = asyncio.get_running_loop().create_future()
 
-    async def noop(service: Service, intent: Intent, run: IntentRun, **_: Any) -> TurnOutcome:
+    async def noop(service: Service, intent: Any, run: Any, **_: Any) -> TurnOutcome:
         if intent.title == WAKE_TITLE and not fired.done() and intent.created_at is not None:
             fired.set_result(time.time() - intent.created_at.replace(tzinfo=UTC).timestamp())
         return TurnOutcome("ok")

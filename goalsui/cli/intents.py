@@ -21,7 +21,7 @@ from goalsui.domain.budget import format_tokens, format_usd
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
-    from goalsui.store.models import IntentRun
+    from goalsui.domain.records import RunRecord
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -229,7 +229,7 @@ def cmd_action(args: argparse.Namespace) -> int:
             print(f"{key:22} {value if value is not None else '-'}")
         if runs:
             print()
-            print(_runs_table(runs))
+            print(_runs_table([r.record() for r in runs]))
         return 0
     method = {
         "pause": service.pause_intent,
@@ -246,14 +246,14 @@ def cmd_action(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runs_table(runs: list[IntentRun]) -> str:
+def _runs_table(runs: list[RunRecord]) -> str:
     rows = [
         [
             r.id,
             r.intent_id,
             r.attempt,
             r.trigger,
-            r.record().status_label,
+            r.status_label,
             (r.reason or "")[:50],
             local(r.started_at),
             r.exit_code if r.exit_code is not None else "",
@@ -305,7 +305,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.json:
         print_json([run_json(r.record()) for r in runs])
     else:
-        print(_runs_table(runs) if runs else "no runs")
+        print(_runs_table([r.record() for r in runs]) if runs else "no runs")
     return 0
 
 
@@ -327,7 +327,9 @@ def _decide_review(args: argparse.Namespace) -> int:
             f"next {local(intent.next_run_at)}"
         )
     if args.json:
-        print_json({"run_id": run_id, "decision": args.verb, "intent": intent_json(intent.record())})
+        print_json(
+            {"run_id": run_id, "decision": args.verb, "intent": intent_json(intent.record())}
+        )
     else:
         print(done)
     return 0

@@ -20,9 +20,9 @@ from goalsui.errors import ValidationError
 from goalsui.service.conversations import ReplyResult, reply_state
 
 if TYPE_CHECKING:
+    from goalsui.domain.records import RunRecord
     from goalsui.scheduler import Scheduler
     from goalsui.service import Service
-    from goalsui.store.models import IntentRun
 
 __all__ = ["PICKUP_SECONDS", "await_reply"]
 
@@ -38,7 +38,7 @@ async def await_reply(
     *,
     timeout: float,
     pickup: float | None = None,
-    on_run: Callable[[IntentRun], None] | None = None,
+    on_run: Callable[[RunRecord], None] | None = None,
 ) -> ReplyResult:
     """Wait for a reply intent to be answered (or to fail for good).
 
@@ -63,7 +63,7 @@ async def await_reply(
                 if run.status != RunStatus.RUNNING and run.id not in seen:
                     seen.add(saved_id(run))
                     if on_run is not None:
-                        on_run(run)
+                        on_run(run.record())
             if result is not None:
                 return result
             if time.monotonic() > deadline:

@@ -20,7 +20,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
-    from goalsui.store.models import Todo
+    from goalsui.domain.records import TodoRecord
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -208,7 +208,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
     return 1
 
 
-def _print_todos(todos: list[Todo]) -> None:
+def _print_todos(todos: list[TodoRecord]) -> None:
     rows = [[t.id, "x" if t.done else " ", t.text] for t in todos]
     print(table(rows, ["id", "done", "text"]) if rows else "no todos")
 
@@ -221,7 +221,7 @@ def cmd_todo_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([todo_json(t.record()) for t in todos])
     else:
-        _print_todos(todos)
+        _print_todos([t.record() for t in todos])
     return 0
 
 

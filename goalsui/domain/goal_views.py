@@ -1,7 +1,7 @@
 """How a goal record and its intents become the :class:`GoalView` every client shows.
 
-Pure: the rows may be the database's records or plain namespaces with the same fields
-(the console's first frame reads the database without the ORM, see
+Pure: the rows may be the database's rows or the values of :mod:`goalsui.domain.records`
+with the same fields (the console's first frame reads the database without the ORM, see
 :mod:`goalsui.service.quick`).
 """
 

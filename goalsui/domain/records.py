@@ -35,7 +35,20 @@ R = TypeVar("R")
 
 def record_of(cls: type[R], row: object) -> R:
     """The record ``cls`` of ``row``: its fields read by name from the row's attributes."""
-    return cls(*(getattr(row, name) for name in cls.__match_args__))  # type: ignore[attr-defined]
+    return cls(*(getattr(row, name) for name in cls.__match_args__))  # type: ignore[attr-defined]  # a record is a dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GoalRecord:
+    """A goal of the KB index (its :class:`~goalsui.domain.views.GoalView` adds the workers)."""
+
+    goal_id: str
+    name: str
+    kb_path: str
+    task: str = ""
+    status: str = "active"
+    sort_order: int = 0
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +59,8 @@ class IntentRecord:
     title: str
     kind: str
     status: str
+    created_at: datetime
+    updated_at: datetime
     instruction: str = ""
     schedule: str | None = None
     timezone: str = "UTC"
@@ -68,8 +83,6 @@ class IntentRecord:
     last_error: str | None = None
     last_fired_at: datetime | None = None
     pending_trigger: str | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +121,9 @@ class ThreadRecord:
 
     id: int
     title: str
+    created_at: datetime
     private: bool = False
     revision: int = 0
-    created_at: datetime | None = None
     goal_id: str | None = None
     worker: str | None = None
 
@@ -120,9 +133,9 @@ class TodoRecord:
     id: int
     thread_id: int
     text: str
+    created_at: datetime
     done: bool = False
     position: int = 0
-    created_at: datetime | None = None
     completed_at: datetime | None = None
 
 
@@ -131,5 +144,5 @@ class EventRecord:
     id: int
     source: str
     delivery_id: str
-    received_at: datetime | None = None
+    received_at: datetime
     matched_intent_ids: list[Any] | None = None

@@ -110,12 +110,6 @@ def summary(ctx: ServiceContext) -> dict[str, Any]:
                 col(IntentRun.started_at) >= now - timedelta(hours=24),
             )
         ).one()
-        upcoming = s.exec(
-            select(Intent)
-            .where(Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at).is_not(None))
-            .order_by(col(Intent.next_run_at))
-            .limit(10)
-        ).all()
     return {
         "goals": goals,
         "goal_errors": goal_errors,
@@ -123,5 +117,4 @@ def summary(ctx: ServiceContext) -> dict[str, Any]:
         "due": due,
         "running": running,
         "failed_24h": failed,
-        "upcoming": list(upcoming),
     }

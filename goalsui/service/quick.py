@@ -3,7 +3,7 @@
 Opening the service imports SQLAlchemy and SQLModel, which cost a cold process more
 than Textual does. On the default SQLite database this module reads what the main
 screen shows (the same reads as the console's dashboard, through
-:mod:`goalsui.store.snapshot`) with the standard library alone, so the first frame can
+:mod:`goalsui.store.snapshot`, as the same values) with the standard library alone, so the first frame can
 show the records. The service opens behind it and its first read replaces this one.
 Only what needs no KB parsing is here: budget lines come with the service's read.
 
@@ -16,11 +16,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from goalsui.domain.budget import Spend
 from goalsui.domain.goal_views import by_goal, goal_view, quiet_home_thread
+from goalsui.domain.records import GoalRecord, IntentRecord, RunRecord, ThreadRecord, TodoRecord
 from goalsui.domain.states import ATTENTION_RUNS, EXECUTED_RUNS, IntentStatus, RunStatus
 from goalsui.domain.views import GoalView
 from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
@@ -33,15 +33,15 @@ DB_FILE = "goalsui.db"
 
 @dataclass
 class QuickRecords:
-    """The main screen's records, as plain rows with the records' field names."""
+    """The main screen's records, the values the service's dashboard read gives."""
 
     goals: list[GoalView]
-    intents: dict[int, Any]
-    running: dict[int, Any]
-    recent: dict[int, list[Any]]
-    attention: list[Any]
-    disabled: list[Any]
-    threads: list[tuple[Any, list[Any]]]
+    intents: dict[int, IntentRecord]
+    running: dict[int, RunRecord]
+    recent: dict[int, list[RunRecord]]
+    attention: list[RunRecord]
+    disabled: list[IntentRecord]
+    threads: list[tuple[ThreadRecord, list[TodoRecord]]]
     summary: dict[str, Any]
     spend_today: Spend | None = None
     load_ms: float = 0.0
@@ -87,19 +87,20 @@ def read_records(path: Path, now: datetime, span: timedelta) -> QuickRecords | N
 
 
 def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
-    goal_rows = snap.rows("goal", "ORDER BY sort_order, name")
-    intent_rows = snap.rows("intent", "ORDER BY id")
+    goal_rows = snap.records(GoalRecord, "goal", "ORDER BY sort_order, name")
+    intent_rows = snap.records(IntentRecord, "intent", "ORDER BY id")
     grouped = by_goal(intent_rows)
     newest_first = "ORDER BY started_at DESC, id DESC LIMIT ?"
-    recent: dict[int, list[Any]] = defaultdict(list)
-    for run in snap.rows("intent_run", f"WHERE started_at >= ? {newest_first}",
-                         (stamp(now - span), RECENT_LIMIT)):  # fmt: skip
+    recent: dict[int, list[RunRecord]] = defaultdict(list)
+    for run in snap.records(RunRecord, "intent_run", f"WHERE started_at >= ? {newest_first}",
+                            (stamp(now - span), RECENT_LIMIT)):  # fmt: skip
         recent[run.intent_id].append(run)
     for runs in recent.values():
-        runs.sort(key=lambda r: (r.started_at, r.id or 0))
+        runs.sort(key=lambda r: (r.started_at, r.id))
     attention_statuses = sorted(str(s) for s in ATTENTION_RUNS)
     marks = ", ".join("?" for _ in attention_statuses)
-    attention = snap.rows(
+    attention = snap.records(
+        RunRecord,
         "intent_run",
         f"WHERE status IN ({marks}) AND dismissed = 0 {newest_first}",
         (*attention_statuses, ATTENTION_LIMIT),
@@ -109,7 +110,9 @@ def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
         intents={i.id: i for i in intent_rows},
         running={
             r.intent_id: r
-            for r in snap.rows("intent_run", "WHERE status = ?", (str(RunStatus.RUNNING),))
+            for r in snap.records(
+                RunRecord, "intent_run", "WHERE status = ?", (str(RunStatus.RUNNING),)
+            )
         },
         recent=dict(recent),
         attention=attention,
@@ -120,13 +123,13 @@ def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
     )
 
 
-def _threads(snap: Snapshot) -> list[tuple[Any, list[Any]]]:
-    todos: dict[int, list[SimpleNamespace]] = defaultdict(list)
-    for todo in snap.rows("todo", ""):
+def _threads(snap: Snapshot) -> list[tuple[ThreadRecord, list[TodoRecord]]]:
+    todos: dict[int, list[TodoRecord]] = defaultdict(list)
+    for todo in snap.records(TodoRecord, "todo"):
         todos[todo.thread_id].append(todo)
     return [
-        (t, sorted(todos.get(t.id, []), key=lambda d: (d.done, d.position, d.id or 0)))
-        for t in snap.rows("thread", "ORDER BY id")
+        (t, sorted(todos.get(t.id, []), key=lambda d: (d.done, d.position, d.id)))
+        for t in snap.records(ThreadRecord, "thread", "ORDER BY id")
         if not quiet_home_thread(t, todos.get(t.id, []))
     ]
 
@@ -150,11 +153,6 @@ def _summary(snap: Snapshot, now: datetime) -> dict[str, Any]:
             f"SELECT count(*) FROM intent_run WHERE status IN ({marks}) AND dismissed = 0 "
             "AND started_at >= ?",
             (*sorted(str(s) for s in ATTENTION_RUNS), stamp(now - timedelta(hours=24))),
-        ),
-        "upcoming": snap.rows(
-            "intent",
-            "WHERE status = ? AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 10",
-            (str(IntentStatus.ACTIVE),),
         ),
     }
 

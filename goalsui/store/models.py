@@ -18,6 +18,7 @@ from sqlmodel import Field, SQLModel
 
 from goalsui.domain.records import (
     EventRecord,
+    GoalRecord,
     IntentRecord,
     RunRecord,
     ThreadRecord,
@@ -79,6 +80,9 @@ class Goal(SQLModel, table=True):
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = _created()
     updated_at: datetime = _created()
+
+    def record(self) -> GoalRecord:
+        return record_of(GoalRecord, self)
 
 
 class Thread(SQLModel, table=True):

@@ -2,10 +2,10 @@
 
 The console's first frame wants the records before SQLAlchemy and SQLModel, which
 take longer to import than Textual, are loaded. This module opens the database file
-read-only with :mod:`sqlite3` and returns rows as plain namespaces with the records'
-field names and Python types: it converts each column by its declared type (``DATETIME``
-to an aware UTC datetime, ``JSON`` parsed, ``BOOLEAN`` to bool), so nothing here
-restates the schema. It answers only for a database at the schema revision this
+read-only with :mod:`sqlite3` and builds the very values the service hands out
+(:mod:`goalsui.domain.records`): it selects a record's fields by name and converts each
+column by its declared type (``DATETIME`` to an aware UTC datetime, ``JSON`` parsed,
+``BOOLEAN`` to bool), so nothing here restates the schema. It answers only for a database at the schema revision this
 goalsui writes (:data:`goalsui.store.revision.HEAD`); anything else is left to the full
 open, which upgrades or explains.
 """
@@ -17,13 +17,14 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 from goalsui.store.revision import HEAD
 
 #: seconds a read waits for a writer's lock before it gives up (the full read follows)
 BUSY_TIMEOUT_S = 0.5
+
+R = TypeVar("R")
 
 
 def stamp(moment: datetime) -> str:
@@ -54,7 +55,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 
 
 class Snapshot:
-    """One read-only connection; :meth:`rows` and :meth:`scalar` read through it."""
+    """One read-only connection; :meth:`records` and :meth:`scalar` read through it."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -72,19 +73,17 @@ class Snapshot:
             self._converters[table] = known
         return known
 
-    def rows(self, table: str, sql: str, params: Sequence[Any] = ()) -> list[SimpleNamespace]:
-        """``SELECT * FROM table ...`` (``sql`` is the rest of the statement) as namespaces."""
-        converters = self._columns(table)
-        cursor = self.conn.execute(f"SELECT * FROM {table} {sql}", tuple(params))
-        names = [d[0] for d in cursor.description]
-        out = []
-        for raw in cursor:
-            fields = dict(zip(names, raw, strict=True))
-            for name, convert in converters.items():
-                if name in fields:
-                    fields[name] = convert(fields[name])
-            out.append(SimpleNamespace(**fields))
-        return out
+    def records(
+        self, cls: type[R], table: str, sql: str = "", params: Sequence[Any] = ()
+    ) -> list[R]:
+        """``SELECT <the fields of cls> FROM table <sql>``, each row as a ``cls``."""
+        names: tuple[str, ...] = cls.__match_args__  # type: ignore[attr-defined]  # a dataclass
+        known = self._columns(table)
+        convert = [known.get(name) for name in names]
+        cursor = self.conn.execute(f"SELECT {', '.join(names)} FROM {table} {sql}", tuple(params))
+        return [
+            cls(*(c(v) if c else v for c, v in zip(convert, raw, strict=True))) for raw in cursor
+        ]
 
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = self.conn.execute(sql, tuple(params)).fetchone()

@@ -3,6 +3,8 @@
 ``load_dashboard`` is one consistent read for the main screen; ``load_plan`` predicts
 the upcoming fires (with ``goalsui plan``'s rules when the scheduler package provides
 them); ``load_boxes`` counts a goal's inbox/outbox/log files when its node is open.
+The records are the values of :mod:`goalsui.domain.records` (the first-frame reader,
+:mod:`goalsui.service.quick`, builds the same ones), never the database's tables.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.goal_views import quiet_home_thread
+from goalsui.domain.records import IntentRecord, RunRecord, ThreadRecord, TodoRecord
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.errors import GoalsuiError
 
@@ -21,17 +24,16 @@ if TYPE_CHECKING:
     from goalsui.domain.budget import Spend
     from goalsui.service import GoalView, Service
     from goalsui.service.costs import BudgetLine
-    from goalsui.store.models import Intent, IntentRun, Thread, Todo
 
 ENDED = (IntentStatus.CANCELLED, IntentStatus.DONE)
 #: how far back the dashboard reads runs (the panes' sparklines and last runs)
 RECENT_SPAN = timedelta(hours=24)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ThreadView:
-    thread: Thread
-    todos: list[Todo]
+    thread: ThreadRecord
+    todos: list[TodoRecord]
 
     @property
     def open_count(self) -> int:
@@ -44,11 +46,11 @@ class Dashboard:
 
     at: datetime
     goals: list[GoalView]
-    intents: dict[int, Intent]
-    running: dict[int, IntentRun]
-    recent: dict[int, list[IntentRun]]
-    attention: list[IntentRun]
-    disabled: list[Intent]
+    intents: dict[int, IntentRecord]
+    running: dict[int, RunRecord]
+    recent: dict[int, list[RunRecord]]
+    attention: list[RunRecord]
+    disabled: list[IntentRecord]
     threads: list[ThreadView]
     summary: dict[str, Any]
     token: tuple[Any, ...] = ()
@@ -62,13 +64,13 @@ class Dashboard:
     spend_today: Spend | None = None
     budgets: dict[str, list[BudgetLine]] = field(default_factory=dict)
 
-    def intent_of(self, goal_id: str, worker: str) -> Intent | None:
+    def intent_of(self, goal_id: str, worker: str) -> IntentRecord | None:
         for intent in self.intents.values():
             if intent.goal_id == goal_id and intent.worker == worker:
                 return intent
         return None
 
-    def last_run(self, intent_id: int | None) -> IntentRun | None:
+    def last_run(self, intent_id: int | None) -> RunRecord | None:
         if intent_id is None:
             return None
         runs = self.recent.get(intent_id)
@@ -97,17 +99,17 @@ def load_dashboard(service: Service, now: datetime, span: timedelta = RECENT_SPA
     started = time.perf_counter()
     token = service.change_token()
     goals, intent_rows = service.goals_and_intents()
-    intents = {i.id: i for i in intent_rows if i.id is not None}
-    running = {r.intent_id: r for r in service.running_runs()}
-    recent: dict[int, list[IntentRun]] = defaultdict(list)
+    intents = {i.id: i for i in (row.record() for row in intent_rows)}
+    running = {r.intent_id: r.record() for r in service.running_runs()}
+    recent: dict[int, list[RunRecord]] = defaultdict(list)
     for run in service.list_runs(since=now - span, limit=20_000):
-        recent[run.intent_id].append(run)
+        recent[run.intent_id].append(run.record())
     for runs in recent.values():
-        runs.sort(key=lambda r: (r.started_at, r.id or 0))
-    attention = service.list_runs(failed=True, limit=300)
+        runs.sort(key=lambda r: (r.started_at, r.id))
+    attention = [r.record() for r in service.list_runs(failed=True, limit=300)]
     disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
     threads = [
-        ThreadView(t, todos)
+        ThreadView(t.record(), [d.record() for d in todos])
         for t in service.list_threads()
         if t.id is not None and not quiet_home_thread(t, todos := service.list_todos(t.id))
     ]
@@ -251,5 +253,5 @@ def list_reports(service: Service) -> list[tuple[str, str, str]]:
     return found
 
 
-def is_live(run: IntentRun | None) -> bool:
+def is_live(run: RunRecord | None) -> bool:
     return run is not None and run.status == RunStatus.RUNNING

@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from goalsui.service import Service
 from goalsui.service.quick import sqlite_file
@@ -18,15 +17,6 @@ from goalsui.tui.preview import early_dashboard
 from tests.base_kit import FakeClock, run_cli
 from tests.tui.test_tui_startup import traced_console
 from tests.tui_kit import NIGHT, PULSE, REPO, add_run, worker_intent
-
-
-def fields(row: Any) -> dict[str, Any]:
-    """A record's fields (an ORM row or a plain namespace)."""
-    return row.model_dump() if hasattr(row, "model_dump") else dict(vars(row))
-
-
-def runs(rows: list[Any]) -> list[dict[str, Any]]:
-    return [fields(r) for r in rows]
 
 
 def busy_history(demo: Service, clock: FakeClock) -> None:
@@ -55,22 +45,10 @@ def test_early_records_are_the_services_records(demo: Service, clock: FakeClock)
     assert isinstance(early, Dashboard) and early.early and not early.preview
 
     assert early.goals == full.goals  # the same views, workers and all
-    assert {k: fields(v) for k, v in early.intents.items()} == {
-        k: fields(v) for k, v in full.intents.items()
-    }
-    assert {k: fields(v) for k, v in early.running.items()} == {
-        k: fields(v) for k, v in full.running.items()
-    }
-    assert {k: runs(v) for k, v in early.recent.items()} == {
-        k: runs(v) for k, v in full.recent.items()
-    }
-    assert runs(early.attention) == runs(full.attention) and len(full.attention) == 2
-    assert [i.id for i in early.disabled] == [i.id for i in full.disabled]
-    assert [(fields(t.thread), runs(t.todos)) for t in early.threads] == [
-        (fields(t.thread), runs(t.todos)) for t in full.threads
-    ]
-    upcoming = [i.id for i in early.summary.pop("upcoming")]
-    assert upcoming == [i.id for i in full.summary.pop("upcoming")]
+    assert early.intents == full.intents and early.running == full.running  # the same values
+    assert early.recent == full.recent
+    assert early.attention == full.attention and len(full.attention) == 2
+    assert early.disabled == full.disabled and early.threads == full.threads
     assert early.summary == full.summary and full.summary["running"] == 1
     assert early.spend_today == full.spend_today
 

@@ -29,7 +29,7 @@ def _line(line: str) -> Text:
 
 
 if TYPE_CHECKING:  # the models import SQLAlchemy: not before the console paints
-    from goalsui.store.models import IntentRun
+    from goalsui.domain.records import RunRecord
 
 
 class OutputScreen(DeliverMixin, Screen[None]):
@@ -71,7 +71,7 @@ class OutputScreen(DeliverMixin, Screen[None]):
             return
         deliver(self, self.apply, run, text)
 
-    def apply(self, run: IntentRun, text: str) -> None:
+    def apply(self, run: RunRecord, text: str) -> None:
         now = goals_app(self).clock()
         live = run.status == RunStatus.RUNNING
         header = Text()

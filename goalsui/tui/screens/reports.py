@@ -33,7 +33,7 @@ from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
-    from goalsui.store.models import Intent, IntentRun
+    from goalsui.domain.records import IntentRecord, RunRecord
 
 LANE = 24
 #: Cells of the report pane that are not the Markdown's text (borders, padding, scrollbar).
@@ -49,10 +49,10 @@ class Night:
     start: datetime
     end: datetime
     zone: str
-    rows: list[tuple[Intent, IntentRun]] = field(default_factory=list)
+    rows: list[tuple[IntentRecord, RunRecord]] = field(default_factory=list)
 
 
-def goal_zone(intents: list[Intent]) -> str:
+def goal_zone(intents: list[IntentRecord]) -> str:
     for intent in intents:
         if intent.kind == "cron" and intent.timezone:
             return intent.timezone
@@ -73,7 +73,7 @@ def load_night(service: Any, goal_id: str, night_name: date) -> Night:
     return night
 
 
-def lane(night: Night, run: IntentRun, palette: Palette, width: int = LANE) -> Text:
+def lane(night: Night, run: RunRecord, palette: Palette, width: int = LANE) -> Text:
     """A gantt lane over the night: ``│`` planned, a bar from start to finish."""
     span = (night.end - night.start).total_seconds()
     cells = [("·", palette.muted)] * width

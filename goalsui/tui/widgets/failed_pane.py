@@ -16,7 +16,7 @@ from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, name_cell, one_lin
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
-    from goalsui.store.models import Intent, IntentRun
+    from goalsui.domain.records import IntentRecord, RunRecord
 
 
 #: the status shown for an interrupted run held for the operator's decision
@@ -44,7 +44,7 @@ class FailureItem:
         return self.status == NEEDS_REVIEW
 
 
-def run_error(run: IntentRun) -> str:
+def run_error(run: RunRecord) -> str:
     """The reason of a run, else the last line of its output."""
     if run.reason:
         return run.reason
@@ -53,7 +53,7 @@ def run_error(run: IntentRun) -> str:
 
 
 def failure_items(
-    attention: list[IntentRun], disabled: list[Intent], intents: dict[int, Intent]
+    attention: list[RunRecord], disabled: list[IntentRecord], intents: dict[int, IntentRecord]
 ) -> list[FailureItem]:
     """Newest first; auto-disabled intents carry their last error."""
     items: list[FailureItem] = []

@@ -26,8 +26,8 @@ from goalsui.tui.model import BoxCounts, Dashboard
 from goalsui.tui.widgets.cost_panel import budget_label
 
 if TYPE_CHECKING:
+    from goalsui.domain.records import IntentRecord, RunRecord
     from goalsui.service import GoalView, WorkerView
-    from goalsui.store.models import Intent, IntentRun
 
 #: Expand every goal at first load when the KB has at most this many workers.
 EXPAND_ALL_UP_TO = 40
@@ -225,7 +225,7 @@ class GoalsTree(Tree[NodeRef]):
                 else:
                     self.child_nodes[ref.key] = node.add_leaf("log", data=ref)
 
-    def _goal_intents(self, goal_id: str) -> list[Intent]:
+    def _goal_intents(self, goal_id: str) -> list[IntentRecord]:
         """The goal's own intents (a reminder with ``--goal``, not a worker's schedule)."""
         dash = self._dash
         if dash is None:
@@ -241,7 +241,7 @@ class GoalsTree(Tree[NodeRef]):
             key=lambda i: (i.title.lower(), i.id or 0),
         )
 
-    def _intent_label(self, intent: Intent, now: datetime) -> Text:
+    def _intent_label(self, intent: IntentRecord, now: datetime) -> Text:
         p = self._palette
         live = self._dash is not None and intent.id in self._dash.running
         status = "firing" if live else intent.status
@@ -312,12 +312,12 @@ class GoalsTree(Tree[NodeRef]):
         if node.label != label:
             node.set_label(label)
 
-    def _intent_for(self, w: WorkerView) -> Intent | None:
+    def _intent_for(self, w: WorkerView) -> IntentRecord | None:
         if self._dash is None or w.intent_id is None:
             return None
         return self._dash.intents.get(w.intent_id)
 
-    def _live_run(self, w: WorkerView) -> IntentRun | None:
+    def _live_run(self, w: WorkerView) -> RunRecord | None:
         if self._dash is None or w.intent_id is None:
             return None
         return self._dash.running.get(w.intent_id)

@@ -23,7 +23,7 @@ from goalsui.tui.model import Dashboard, PlanView
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
-    from goalsui.store.models import Intent, IntentRun
+    from goalsui.domain.records import IntentRecord, RunRecord
 
 ZOOM_HOURS = (1, 3, 6, 12, 24, 72)
 #: the window shown at start: the last and the next 24 hours
@@ -61,7 +61,7 @@ def render_axis(
     now: datetime,
     span: timedelta,
     width: int,
-    runs: list[IntentRun],
+    runs: list[RunRecord],
     fires: list[datetime],
     overlaps: list[datetime],
     palette: Palette,
@@ -101,7 +101,7 @@ def _lane_cells(
     now: datetime,
     span: timedelta,
     width: int,
-    runs: list[IntentRun],
+    runs: list[RunRecord],
     fires: list[datetime],
     overlaps: list[datetime],
 ) -> tuple[dict[int, str], dict[int, str]]:
@@ -201,7 +201,7 @@ class TimelineTable(KeyedTable):
         hours = int(self.span.total_seconds() // 3600)
         self.notify(f"Timeline: the last and the next {hours} h", timeout=2)
 
-    def shown_intents(self, dash: Dashboard, *, filtered: bool = True) -> list[Intent]:
+    def shown_intents(self, dash: Dashboard, *, filtered: bool = True) -> list[IntentRecord]:
         needle = self.filter_text.lower() if filtered else ""
         out = []
         for intent in dash.intents.values():
@@ -267,7 +267,7 @@ class TimelineTable(KeyedTable):
             if self.get_cell(key, "next") != value:
                 self.set_cell_in_place(key, "next", value)
 
-    def _title_cell(self, intent: Intent, dash: Dashboard) -> Text:
+    def _title_cell(self, intent: IntentRecord, dash: Dashboard) -> Text:
         status = "firing" if intent.id in dash.running else intent.status
         text = Text(INTENT_GLYPH.get(status, "?") + " ", style=self._palette.intent(status))
         if not intent.goal_id:
@@ -280,7 +280,7 @@ class TimelineTable(KeyedTable):
         text.truncate(self.label_width, overflow="ellipsis")
         return text
 
-    def _next(self, intent: Intent, dash: Dashboard, now: datetime) -> Text:
+    def _next(self, intent: IntentRecord, dash: Dashboard, now: datetime) -> Text:
         p = self._palette
         run = dash.running.get(intent.id or -1)
         if run is not None:
