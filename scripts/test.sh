@@ -8,11 +8,14 @@
 #      GOALSUI_TEST_PG_URL; it is stopped and its directory deleted on exit;
 #   2b. installs the pinned agent CLIs (tests/agent_clis.py) into a cache with npm, or
 #      says why the real-CLI tests will be skipped;
-#   3. runs ruff, import-linter and mypy (pyproject.toml [tool.mypy]), then pytest with
-#      the given arguments, on GOALSUI_TEST_WORKERS (default 2) pytest-xdist workers.
+#   3. runs ruff, import-linter and mypy (pyproject.toml [tool.mypy]: goalsui/ and tests/),
+#      then pytest with the given arguments, on GOALSUI_TEST_WORKERS (default 2) pytest-xdist
+#      workers.
 #
 #   ./scripts/test.sh --fast [pytest args...]   the quick loop for developers: lint, types,
-#      import contracts and the unit tier (tests/unit), no PostgreSQL, no agent CLIs.
+#      import contracts and the unit tier (tests/unit), no PostgreSQL, no agent CLIs; the
+#      checks run beside pytest (their output follows its), and the unit tier's tests are
+#      dealt out one by one (--dist load), not file by file.
 #
 # Exits with pytest's exit code; if pytest passed but a lint or type step failed, exits 1.
 set -euo pipefail
@@ -79,27 +82,46 @@ else
 fi
 
 # --- 3. lint, then tests -------------------------------------------------------------
+checks() {
+    local failed=0
+    echo "== ruff check goalsui tests"
+    .venv/bin/ruff check --no-cache goalsui tests || failed=1
+    echo "== lint-imports"
+    .venv/bin/lint-imports --no-logo --no-cache || failed=1
+    echo "== mypy"
+    .venv/bin/mypy || failed=1  # incremental: .mypy_cache
+    return "$failed"
+}
 lint_failed=0
-echo "== ruff check goalsui tests"
-.venv/bin/ruff check --no-cache goalsui tests || lint_failed=1
-echo "== lint-imports"
-.venv/bin/lint-imports --no-logo --no-cache || lint_failed=1
-echo "== mypy"
-.venv/bin/mypy || lint_failed=1
+checks_log=""
+if ((fast)); then
+    checks_log="$(mktemp /tmp/goalsui-checks-XXXXXX)"
+    checks >"$checks_log" 2>&1 &
+    checks_pid=$!
+else
+    checks || lint_failed=1
+fi
 
 echo "== pytest $*"
 rc=0
 # Two workers, each taking whole files (the snapshot tests of one file share a fixed
 # folder); GOALSUI_TEST_WORKERS=0 runs everything in this process.
 workers="${GOALSUI_TEST_WORKERS:-2}"
+dist=loadfile
 if ((fast)) && [[ $# -eq 0 ]]; then
     set -- tests/unit
+    dist=load  # no snapshot folders in the unit tier
 fi
 parallel=()
 if [[ $workers != 0 ]]; then
-    parallel=(-n "$workers" --dist loadfile)
+    parallel=(-n "$workers" --dist "$dist")
 fi
 .venv/bin/python -m pytest -q -p no:cacheprovider "${parallel[@]}" "$@" || rc=$?
+if [[ -n $checks_log ]]; then
+    wait "$checks_pid" || lint_failed=1
+    cat "$checks_log"
+    rm -f "$checks_log"
+fi
 if [[ $rc -eq 0 && $lint_failed -ne 0 ]]; then
     echo "FAILED: tests passed but ruff, import-linter or mypy reported problems (see above)" >&2
     rc=1
