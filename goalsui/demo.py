@@ -39,18 +39,18 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
     for spec in data.get("threads") or []:
         if not isinstance(spec, dict) or not spec.get("title"):
             raise KBError(path.name, "each thread needs a title")
-        existing = service.find_thread(spec["title"])
+        existing = service.threads.find(spec["title"])
         if existing is not None:
             threads[spec["title"]] = saved_id(existing)
             continue
-        thread = service.create_thread(spec["title"], private=bool(spec.get("private")))
+        thread = service.threads.create(spec["title"], private=bool(spec.get("private")))
         threads[spec["title"]] = saved_id(thread)
         counts["threads"] += 1
         for todo in spec.get("todos") or []:
-            service.add_todo(saved_id(thread), todo["text"], done=bool(todo.get("done")))
+            service.todos.add(saved_id(thread), todo["text"], done=bool(todo.get("done")))
             counts["todos"] += 1
         for message in spec.get("messages") or []:
-            service.post_message(
+            service.threads.post(
                 message["content"], thread_id=thread.id, role=message.get("role", "user")
             )
     for spec in data.get("intents") or []:
@@ -67,7 +67,7 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
             checklist=spec.get("checklist"),
             event_source=spec.get("source"),
         )
-        service.create_intent(intent)
+        service.intents.create(intent)
         counts["intents"] += 1
     return counts
 
@@ -104,7 +104,7 @@ def replay_last_night(
         # From the start of the last whole night (the one before the night ``now`` is
         # in, whose report is written by now), up to now: nothing is left overdue.
         clock.now = night_window(night_of(now, zone) - timedelta(days=1), zone)[0]
-        service.sync_kb([goal_id])  # its workers are planned from the night's start
+        service.index.sync([goal_id])  # its workers are planned from the night's start
         return asyncio.run(_drive_night(service, clock, goal_id, now))
     finally:
         service.close()

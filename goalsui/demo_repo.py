@@ -45,15 +45,13 @@ def replay_repo_night(
     from goalsui.domain.nightshift import night_of, night_window
     from goalsui.domain.timeutil import MovingClock
     from goalsui.scheduler.replay import replay_window
-    from goalsui.service.nightshift import init_nightshift
 
     tz = "Europe/Berlin"
     repo = make_scratch_repo(scratch / "repo")
     clock = MovingClock(now)
     service = open_at(clock)
     try:
-        view = init_nightshift(
-            service,
+        view = service.nightshift.init(
             repo.path,
             base="main",
             tz=tz,

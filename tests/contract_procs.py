@@ -40,16 +40,16 @@ def _child(argv: list[str]) -> int:
     result: Any
     if op == "open":  # schema on first use + the KB index, as every starting process does
         service = Service.open(kb, db, state, actor=f"proc-{os.getpid()}")
-        result = service.schema_status()["state"]
+        result = service.schema.status()["state"]
     elif op == "create_intent":
         (key,) = args
-        intent = service.create_intent(
+        intent = service.intents.create(
             title=f"made by {os.getpid()}", kind="cron", schedule="0 3 * * *", operation_key=key
         )
         result = intent.id
     elif op == "emit":
         source, delivery = args
-        emitted = service.emit_event(source, {"ref": "main", "n": os.getpid()}, delivery)
+        emitted = service.events.emit(source, {"ref": "main", "n": os.getpid()}, delivery)
         result = {
             "event_id": emitted.event_id,
             "fired": emitted.fired,

@@ -34,7 +34,7 @@ def agent_worker(
     }
     if budget:
         definition["budget"] = budget
-    view = svc.setup_goal(
+    view = svc.goals.create(
         "Cost Test", "spend a little", [WorkerSeed(name, definition, prompt="# w\n")]
     )
     if goal_budget:
@@ -44,7 +44,7 @@ def agent_worker(
         data = yaml.safe_load(path.read_text())
         data["budget"] = goal_budget
         path.write_text(yaml.safe_dump(data))
-    return svc.worker_intent(view.goal_id, name)
+    return svc.workers.intent(view.goal_id, name)
 
 
 def start_run(svc: Service, intent: Intent) -> IntentRun:
@@ -78,4 +78,4 @@ def record(svc: Service, run: IntentRun, outcome: TurnOutcome, seconds: float = 
             row.cost_usd = outcome.usage.cost_usd
             row.model = outcome.usage.model
         s.add(row)
-    return svc.get_run(run.id)  # type: ignore[arg-type]
+    return svc.runs.get(run.id)  # type: ignore[arg-type]

@@ -295,7 +295,7 @@ def create_intents(svc: Service, load: Load, tag: str, rate: float, rng: random.
 
     def add(kind: str, title: str, turn: int, **fields: Any) -> None:
         name, script, timeout = TURNS[turn % len(TURNS)]
-        intent = svc.create_intent(
+        intent = svc.intents.create(
             title=f"{title} ({name})",
             kind=kind,
             instruction="chaos",
@@ -431,7 +431,7 @@ def run(opts: Options) -> Result:
         os.environ["PGOPTIONS"] = DURABLE  # the bench's own sessions (intents, events)
         svc = Service.open(kb, opts.db, state, actor="bench", sync=False)
         try:
-            if svc.count_intents():
+            if svc.bulk.count_intents():
                 raise ValidationError(
                     f"bench chaos: the database at {svc.db_url_display()} is not empty; "
                     "use an empty scratch database"
@@ -465,7 +465,7 @@ def run(opts: Options) -> Result:
             check(result, pg, load, tag, horizon, orphaned)
             if result.ok:
                 with contextlib.suppress(Exception):
-                    svc.clear_scheduling()
+                    svc.bulk.clear()
             else:
                 result.notes.append(f"records kept for inspection in {svc.db_url_display()}")
         finally:
@@ -569,7 +569,7 @@ def _storm(
             name, script, timeout = TURNS[k % len(TURNS)]
             try:
                 due = datetime.now(UTC) + timedelta(seconds=2)
-                intent = svc.create_intent(
+                intent = svc.intents.create(
                     title=f"at {k} ({name})",
                     kind="at",
                     instruction="chaos",

@@ -46,9 +46,9 @@ def quiet_kb(kb: Path, state: Path, window_s: float) -> int:
     try:
         horizon = service.now() + timedelta(seconds=window_s + WARMUP_S + 120)
         paused = 0
-        for intent in service.list_intents(status="active"):
+        for intent in service.intents.list(status="active"):
             if intent.next_run_at is None or intent.next_run_at <= horizon:
-                service.pause_intent(saved_id(intent))
+                service.intents.pause(saved_id(intent))
                 paused += 1
         return paused
     finally:

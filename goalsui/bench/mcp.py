@@ -115,8 +115,8 @@ def _prepare(scratch: Path) -> tuple[Path, Path, str, int]:
     state = scratch / "state"
     service = Service.open(kb, None, state)
     try:
-        goal = service.list_goals()[0].goal_id
-        thread = saved_id(service.create_thread("bench"))
+        goal = service.goals.list()[0].goal_id
+        thread = saved_id(service.threads.create("bench"))
     finally:
         service.close()
     return kb, state, goal, thread

@@ -192,7 +192,7 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
                 daemons=daemons,
                 database=svc.db_url_display()
                 if db_url
-                else f"SQLite (scratch file, {svc.database_dialect})",
+                else f"SQLite (scratch file, {svc.store.dialect})",
             )
             try:
                 _burst(svc, url, kb, state, n, daemons, workers, result)
@@ -231,10 +231,10 @@ def _burst(
     if datetime.now(UTC) > due:
         result.notes.append("the insert ended after the due time: lateness includes it")
     deadline = time.monotonic() + lead + 60 + n / 100
-    while svc.count_runs(RunStatus.OK) < n and time.monotonic() < deadline:
+    while svc.bulk.count_runs(RunStatus.OK) < n and time.monotonic() < deadline:
         time.sleep(0.1)
     reports = [w.finish() for w in workers]
-    ok, ran, dup = svc.ok_run_counts()
+    ok, ran, dup = svc.bulk.ok_run_counts()
     result.runs_ok, result.lost, result.duplicates = ok, n - ran, ok - ran
     if dup:
         result.notes.append(f"{dup} intents ran ok more than once")

@@ -170,12 +170,12 @@ def _insert_at_intents(
         }
         for k, due in enumerate(dues)
     ]
-    service.insert_intent_rows(rows)
+    service.bulk.insert_intents(rows)
     return dues
 
 
 def _check_empty(service: Service) -> None:
-    count = service.count_intents()
+    count = service.bulk.count_intents()
     if count:
         raise ValidationError(
             f"bench: the database at {service.db_url_display()} already holds {count} intents; "
@@ -184,7 +184,7 @@ def _check_empty(service: Service) -> None:
 
 
 def _clear(service: Service) -> None:
-    service.clear_scheduling()
+    service.bulk.clear()
 
 
 # -- the scheduler ---------------------------------------------------------------------------
@@ -234,7 +234,7 @@ async def _measure_fires(
         await asyncio.wait_for(done.wait(), timeout=lead + spread + 60 + n / 100)
     finally:
         await scheduler.stop()
-    ok = service.count_runs(RunStatus.OK)
+    ok = service.bulk.count_runs(RunStatus.OK)
     elapsed = last[0] - due.timestamp()
     return n / elapsed if elapsed > 0 else 0.0, lateness, int(ok or 0)
 
@@ -273,7 +273,7 @@ async def _wake_latency(service: Service, fired: asyncio.Future[float]) -> float
         "-m",
         "goalsui",
         "--kb",
-        str(service.kb_root),
+        str(service.kb.root),
         "--db",
         service.db_url,
         "--state-dir",
@@ -421,7 +421,7 @@ async def _burst_run(k: int, result: BenchResult, tmp: Path, db_url: str | None)
     n, repeat, runs = result.intents, result.repeat, result.runs
     with _phase_service(tmp, db_url, f"fire{k}") as svc:
         result.database = (
-            svc.db_url_display() if db_url else f"SQLite (scratch file, {svc.database_dialect})"
+            svc.db_url_display() if db_url else f"SQLite (scratch file, {svc.store.dialect})"
         )
         _progress(f"run {k + 1}/{repeat}: {n} no-op intents due at once on {result.database}")
         fires, lateness, ok = await _measure_fires(svc, n)

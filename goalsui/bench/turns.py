@@ -52,20 +52,20 @@ async def _rounds(kb: Path, state: Path, presets: list[str], repeat: int) -> dic
             prompt="# bench\n",
         )
     )
-    goal = service.setup_goal("Turn bench", "time one turn per runner", seeds).goal_id
+    goal = service.goals.create("Turn bench", "time one turn per runner", seeds).goal_id
     sched = Scheduler(service, grace_seconds=1)
     seconds: dict[str, list[float]] = {name: [] for name in [*presets, TRIVIAL]}
     statuses: dict[str, list[str]] = {name: [] for name in seconds}
     try:
         for _ in range(repeat + 1):  # the first round warms up (the listener, caches)
             for name in seconds:
-                service.run_worker_now(goal, name)
+                service.workers.run_now(goal, name)
                 started = time.perf_counter()
                 runs = await sched.tick()
                 await sched.drain(timeout=600)
                 elapsed = time.perf_counter() - started
                 for run_id in runs:
-                    run = service.get_run(run_id)
+                    run = service.runs.get(run_id)
                     statuses[name].append(
                         run.status if not run.reason else f"{run.status}: {run.reason[:60]}"
                     )

@@ -136,6 +136,6 @@ def print_capability_warnings(service: Service, goal_id: str, worker: str | None
     """A ``warning:`` line on stderr for each capability of the goal's workers (or of one
     worker) that would grant nothing; the command still succeeds."""
     shown = f"/workers/{worker}/" if worker else None
-    for w in service.capability_warnings([goal_id]):
+    for w in service.index.capability_warnings([goal_id]):
         if shown is None or shown in w.path:
             sys.stderr.write(f"warning: {w.path}: {w.message}\n")

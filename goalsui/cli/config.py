@@ -36,7 +36,7 @@ def cmd_set_runner(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"runner": written})
         return 0
-    print(f"default runner set in {service.kb_root / 'goalsui.yaml'}: {written}")
+    print(f"default runner set in {service.kb.root / 'goalsui.yaml'}: {written}")
     for warning in runner_checks.runner_warnings(service):
         print(f"warning: {warning.path}: {warning.message}")
     return 0

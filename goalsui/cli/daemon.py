@@ -167,7 +167,7 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
     """Re-sync the KB index when a definition or the KB config changes on disk."""
     from watchfiles import awatch
 
-    root: Path = service.kb_root
+    root: Path = service.kb.root
     async for changes in awatch(root, stop_event=stop, step=100, recursive=True):
         names = {Path(p).name for _, p in changes}
         if not names & _SYNC_FILES:
@@ -186,7 +186,7 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
             else:
                 goals.add(rel.parts[0])
         try:
-            problems = await asyncio.to_thread(service.sync_kb, None if whole else sorted(goals))
+            problems = await asyncio.to_thread(service.index.sync, None if whole else sorted(goals))
         except Exception as exc:  # noqa: BLE001 - a bad edit never stops the daemon
             say(f"KB re-read failed: {exc}", err=True)
             continue
@@ -288,12 +288,12 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     await scheduler.start()
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
     # consoles on this KB see it and watch instead of starting a second scheduler
-    registration = service.register_scheduler("daemon", scheduler.owner)
+    registration = service.schedulers.register("daemon", scheduler.owner)
     extras = _Extras()
     try:
         await extras.start(service, scheduler, args, stop)
         say(
-            f"goalsui daemon: scheduler {scheduler.owner} {scheduler.status_text}; KB {service.kb_root}; "
+            f"goalsui daemon: scheduler {scheduler.owner} {scheduler.status_text}; KB {service.kb.root}; "
             f"database {service.db_url_display()}; stop with Ctrl-C or SIGTERM"
         )
         await stop.wait()

@@ -41,7 +41,7 @@ def _service(args: argparse.Namespace) -> Service:
 def cmd_upgrade(args: argparse.Namespace) -> int:
     service = _service(args)
     try:
-        result = service.upgrade_schema()
+        result = service.schema.upgrade()
     finally:
         service.close()
     if args.json:
@@ -61,7 +61,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     service = _service(args)
     try:
-        result = service.schema_status()
+        result = service.schema.status()
     finally:
         service.close()
     if args.json:

@@ -159,7 +159,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
         raise ValidationError(f"{args.data}: {exc}") from None
     if args.local:
         service = open_service(args)
-        result = service.emit_event(source, payload, delivery)
+        result = service.events.emit(source, payload, delivery)
         if result.duplicate:
             raise GoalsuiError(
                 f"delivery '{delivery}' was already received (event {result.event_id}); nothing fired"
@@ -186,7 +186,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= 100_000:
         raise ValidationError("--limit must be between 1 and 100000")
     service = open_service(args)
-    events = service.list_events(limit=args.limit)
+    events = service.events.list(limit=args.limit)
     if args.json:
         print_json([event_json(e.record()) for e in events])
         return 0

@@ -77,14 +77,11 @@ def print_goal(view: GoalView) -> None:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from goalsui.service import authoring
 
     seeds = worker_seeds(args)
     protocol = read_text_arg(args.protocol) if args.protocol is not None else None
     service = open_service(args)
-    view = authoring.create_goal(
-        service, args.name, args.task, seeds, protocol=protocol, owner=args.owner
-    )
+    view = service.goals.create(args.name, args.task, seeds, protocol=protocol, owner=args.owner)
     if args.json:
         print_json(view.as_json())
     else:
@@ -95,7 +92,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     service = open_service(args)
-    goals = service.list_goals()
+    goals = service.goals.list()
     if args.json:
         print_json([g.as_json() for g in goals])
         return 0
@@ -113,10 +110,10 @@ def cmd_goal_action(args: argparse.Namespace) -> int:
     service = open_service(args)
     action = args.action
     if action == "show":
-        view = service.get_goal(args.goal_id)
+        view = service.goals.get(args.goal_id)
     elif action == "delete":
-        view = service.get_goal(args.goal_id)
-        service.delete_goal(args.goal_id)
+        view = service.goals.get(args.goal_id)
+        service.goals.delete(args.goal_id)
         if args.json:
             print_json({"deleted": args.goal_id})
         else:

@@ -173,7 +173,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         checklist=read_text_arg(args.checklist) if args.checklist is not None else None,
         active_hours=_active_hours(args.active_hours, args.tz or "UTC"),
     )
-    intent = open_service(args).create_intent(spec)
+    intent = open_service(args).intents.create(spec)
     if args.json:
         print_json(intent_json(intent.record()))
     else:
@@ -187,7 +187,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import intent_json
 
     service = open_service(args)
-    intents = service.list_intents(status=args.status, goal_id=args.goal)
+    intents = service.intents.list(status=args.status, goal_id=args.goal)
     if args.json:
         print_json([intent_json(i.record()) for i in intents])
         return 0
@@ -218,8 +218,8 @@ def cmd_action(args: argparse.Namespace) -> int:
     intent_id = parse_id(args.intent_id, "intent")
     action = args.action
     if action == "show":
-        intent = service.get_intent(intent_id)
-        runs = service.list_runs(intent_id=intent_id, limit=10)
+        intent = service.intents.get(intent_id)
+        runs = service.runs.list(intent_id=intent_id, limit=10)
         if args.json:
             data = intent_json(intent.record())
             data["runs"] = [run_json(r.record()) for r in runs]
@@ -232,11 +232,11 @@ def cmd_action(args: argparse.Namespace) -> int:
             print(_runs_table([r.record() for r in runs]))
         return 0
     method = {
-        "pause": service.pause_intent,
-        "resume": service.resume_intent,
-        "cancel": service.cancel_intent,
-        "run-now": service.run_intent_now,
-        "retry": service.retry_intent,
+        "pause": service.intents.pause,
+        "resume": service.intents.resume,
+        "cancel": service.intents.cancel,
+        "run-now": service.intents.run_now,
+        "retry": service.intents.retry,
     }[action]
     intent = method(intent_id)
     if args.json:
@@ -297,7 +297,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.run_id is not None:
         raise ValidationError("a run id goes with 'runs show|stop|retry|dismiss ID'")
     service = open_service(args)
-    runs = service.list_runs(
+    runs = service.runs.list(
         failed=args.failed,
         intent_id=parse_id(args.intent, "intent") if args.intent else None,
         limit=args.limit,
@@ -318,10 +318,10 @@ def _decide_review(args: argparse.Namespace) -> int:
     run_id = parse_id(args.run_id, "run")
     service = open_service(args)
     if args.verb == "retry":
-        intent = service.retry_review(run_id)
+        intent = service.review.retry(run_id)
         done = f"run {run_id}: retried, intent {intent.id} fires again now"
     else:
-        intent = service.dismiss_review(run_id)
+        intent = service.review.dismiss(run_id)
         done = (
             f"run {run_id}: dismissed, intent {intent.id} {intent.status}, "
             f"next {local(intent.next_run_at)}"
@@ -342,7 +342,7 @@ def _stop_run(args: argparse.Namespace) -> int:
     if args.run_id is None:
         raise ValidationError("runs stop needs a run id")
     run_id = parse_id(args.run_id, "run")
-    run = open_service(args).stop_run(run_id)
+    run = open_service(args).runs.stop(run_id)
     if args.json:
         print_json(run_json(run.record()))
     else:

@@ -81,8 +81,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         problems = [{"path": str(kb.root), "line": None, "message": "no KB folder here"}]
     else:
         service = open_service(args, sync=False)
-        problems = [p.as_json() for p in service.doctor()]
-        warnings = [w.as_json() for w in service.capability_warnings()]
+        problems = [p.as_json() for p in service.index.doctor()]
+        warnings = [w.as_json() for w in service.index.capability_warnings()]
     ok = not problems  # warnings alone leave the exit code 0
     if args.json:
         print_json({"ok": ok, "problems": problems, "warnings": warnings})

@@ -107,12 +107,10 @@ def _runner(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from goalsui.service import nightshift as ns
 
     check = shlex.split(args.check) if args.check else None
     with closing(open_service(args)) as service:
-        view = ns.init_nightshift(
-            service,
+        view = service.nightshift.init(
             args.repo,
             base=args.base,
             tz=args.tz,
@@ -129,12 +127,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from goalsui.service import nightshift as ns
 
     night = parse_night(args.night) if args.night else None
     with closing(open_service(args)) as service:
-        goal_id, _ = ns.nightshift_goal(service, args.goal)
-        items = ns.plan_list(service, goal_id, night)
+        goal_id, _ = service.nightshift.goal(args.goal)
+        items = service.nightshift.plan(goal_id, night)
     if args.json:
         print_json([i.as_json() for i in items])
         return 0
@@ -151,15 +148,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_plan_add(args: argparse.Namespace) -> int:
-    from goalsui.service import nightshift as ns
 
     # a commander's turn is told its night (GOALSUI_NIGHT), which a replay sets
     given = args.night or os.environ.get("GOALSUI_NIGHT")
     night = parse_night(given) if given else None
     with closing(open_service(args)) as service:
-        goal_id, _ = ns.nightshift_goal(service, args.goal)
-        item, created = ns.plan_add(
-            service, goal_id, args.worker, args.task, night=night, reason=args.reason
+        goal_id, _ = service.nightshift.goal(args.goal)
+        item, created = service.nightshift.plan_add(
+            goal_id, args.worker, args.task, night=night, reason=args.reason
         )
     if args.json:
         print_json({**item.as_json(), "created": created})
@@ -170,11 +166,10 @@ def cmd_plan_add(args: argparse.Namespace) -> int:
 
 
 def cmd_branches(args: argparse.Namespace) -> int:
-    from goalsui.service import nightshift as ns
 
     with closing(open_service(args)) as service:
-        goal_id, _ = ns.nightshift_goal(service, args.goal)
-        views = ns.list_branches(service, goal_id)
+        goal_id, _ = service.nightshift.goal(args.goal)
+        views = service.nightshift.branches(goal_id)
     if args.json:
         print_json([v.as_json() for v in views])
         return 0
@@ -204,17 +199,16 @@ def _commit_cell(view: Any) -> str:
 
 
 def cmd_branch_action(args: argparse.Namespace) -> int:
-    from goalsui.service import nightshift as ns
 
     with closing(open_service(args)) as service:
-        goal_id, _ = ns.nightshift_goal(service, args.goal)
+        goal_id, _ = service.nightshift.goal(args.goal)
         if args.action == "diff":
-            sys.stdout.write(plain(ns.branch_diff(service, goal_id, args.branch)))
+            sys.stdout.write(plain(service.nightshift.diff(goal_id, args.branch)))
             return 0
         if args.action == "approve":
-            message = ns.approve(service, goal_id, args.branch, sha=args.sha)
+            message = service.nightshift.approve(goal_id, args.branch, sha=args.sha)
         else:
-            message = ns.reject(service, goal_id, args.branch)
+            message = service.nightshift.reject(goal_id, args.branch)
     if args.json:
         print_json({"branch": args.branch, "action": args.action, "message": message})
     else:
@@ -224,11 +218,10 @@ def cmd_branch_action(args: argparse.Namespace) -> int:
 
 def cmd_trust(args: argparse.Namespace) -> int:
     from goalsui.kb.nightshift import BINDING_FILE
-    from goalsui.service import nightshift as ns
 
     with closing(open_service(args)) as service:
-        goal_id = args.goal or ns.nightshift_goal(service)[0]
-        binding = ns.trust_binding(service, goal_id)
+        goal_id = args.goal or service.nightshift.goal()[0]
+        binding = service.nightshift.trust(goal_id)
     if args.json:
         print_json({"goal_id": goal_id, **binding.as_yaml()})
     else:
@@ -242,15 +235,16 @@ def cmd_trust(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from goalsui.domain.nightshift import night_window
     from goalsui.scheduler.replay import replay_isolated
-    from goalsui.service import nightshift as ns
 
     with closing(open_service(args)) as service:
-        goal_id, _ = ns.nightshift_goal(service, args.goal)
-        tz = ns.goal_timezone(service, goal_id)
-        night: date = parse_night(args.night) if args.night else ns.current_night(service, tz)
+        goal_id, _ = service.nightshift.goal(args.goal)
+        tz = service.nightshift.timezone(goal_id)
+        night: date = (
+            parse_night(args.night) if args.night else service.nightshift.current_night(tz)
+        )
         start, end = night_window(night, tz)
         replay = asyncio.run(replay_isolated(service, goal_id, start, end))
-        report = ns.report_path(service, goal_id, night)
+        report = service.nightshift.report_path(goal_id, night)
     records = replay.records
     if args.json:
         print_json(

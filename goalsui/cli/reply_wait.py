@@ -17,7 +17,7 @@ from goalsui.domain.records import saved_id
 from goalsui.domain.replies import is_reply
 from goalsui.domain.states import RunStatus
 from goalsui.errors import ValidationError
-from goalsui.service.conversations import ReplyResult, reply_state
+from goalsui.service.threads import ReplyResult
 
 if TYPE_CHECKING:
     from goalsui.domain.records import RunRecord
@@ -47,7 +47,7 @@ async def await_reply(
     daemon would). ``on_run`` sees each run of the reply as it ends (e.g. a failed
     attempt before a retry).
     """
-    intent = service.get_intent(intent_id)
+    intent = service.intents.get(intent_id)
     if not is_reply(intent.operation_key):
         raise ValidationError(f"intent {intent_id} is not a reply")
     pickup = PICKUP_SECONDS if pickup is None else pickup
@@ -57,8 +57,8 @@ async def await_reply(
     seen: set[int] = set()
     try:
         while True:
-            result = await asyncio.to_thread(reply_state, service, intent_id)
-            runs = result.runs if result else service.list_runs(intent_id=intent_id, limit=50)
+            result = await asyncio.to_thread(service.threads.reply_state, intent_id)
+            runs = result.runs if result else service.runs.list(intent_id=intent_id, limit=50)
             for run in sorted(runs, key=lambda r: r.id or 0):
                 if run.status != RunStatus.RUNNING and run.id not in seen:
                     seen.add(saved_id(run))

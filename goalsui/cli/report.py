@@ -67,7 +67,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     day = _day(args.date)
     if not args.goal:
         return _list_all(args, service, day)
-    service.get_goal(args.goal)
+    service.goals.get(args.goal)
     if args.list:
         return _list_goal(args, service)
     return _print_report(args, service, day)
@@ -84,7 +84,7 @@ def _list_all(args: argparse.Namespace, service: Service, day: date | None) -> i
 
     rows = []
     data = []
-    for goal in service.list_goals():
+    for goal in service.goals.list():
         reporter = any((w.runner or {}).get("builtin") == "report" for w in goal.workers)
         try:
             reports = list_reports(service, goal.goal_id)

@@ -60,23 +60,23 @@ def print_dashboard(service: Service) -> None:
     """The plain-text dashboard summary."""
     from goalsui.domain.records import saved_id
 
-    summary = service.summary()
-    print(f"KB {service.kb_root}")
+    summary = service.overview.summary()
+    print(f"KB {service.kb.root}")
     print(
         f"{summary['goals']} goals ({summary['goal_errors']} with errors) · "
         f"{summary['running']} running · {summary['due']} due · {summary['failed_24h']} failed in 24h"
     )
     rows = []
-    for goal in service.list_goals():
+    for goal in service.goals.list():
         for w in goal.workers:
             rows.append(
                 [goal.name[:28], w.name, w.schedule, w.timezone, w.status, local(w.next_run_at)]
             )
     if rows:
         print(table(rows, ["goal", "worker", "schedule", "tz", "status", "next run"]))
-    threads = service.list_threads()
+    threads = service.threads.list()
     for thread in threads:
-        todos = service.list_todos(saved_id(thread))
+        todos = service.todos.list(saved_id(thread))
         open_items = [t for t in todos if not t.done]
         print(f"\nthread {thread.id} {thread.title}: {len(open_items)} open of {len(todos)}")
         for t in todos:
@@ -179,7 +179,7 @@ def _open_demo(args: argparse.Namespace) -> Any:
     service = open_service(args, actor="operator")
     for text in (note, repo_note):
         if text is not None:
-            service.journal("demo: last night not replayed", detail=text[:500])
+            service.journal.record("demo: last night not replayed", detail=text[:500])
     load_demo_records(service)
     return service
 

@@ -141,7 +141,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     token = chosen or make_token()
     os.environ.pop(TOKEN_ENV, None)  # not inherited by the daemon, consoles or runners
     service = open_service(args, actor="operator")  # validates the KB and creates the schema
-    kb, state_dir = service.kb_root, service.state_dir
+    kb, state_dir = service.kb.root, service.state_dir
     service.close()
     command = console_command(args, kb, state_dir)
     lock = None

@@ -87,7 +87,7 @@ def cmd_thread_new(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import thread_json
 
     service = open_service(args)
-    thread = service.create_thread(args.title, private=args.private)
+    thread = service.threads.create(args.title, private=args.private)
     if args.json:
         print_json(thread_json(thread.record()))
     else:
@@ -99,7 +99,7 @@ def cmd_thread_list(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import thread_json
 
     service = open_service(args)
-    threads = service.list_threads()
+    threads = service.threads.list()
     if args.json:
         print_json([thread_json(t.record()) for t in threads])
         return 0
@@ -113,9 +113,9 @@ def cmd_thread_show(args: argparse.Namespace) -> int:
 
     service = open_service(args)
     thread_id = parse_id(args.thread_id, "thread")
-    thread = service.get_thread(thread_id)
-    todos = service.list_todos(thread_id)
-    messages = service.messages(thread_id)
+    thread = service.threads.get(thread_id)
+    todos = service.todos.list(thread_id)
+    messages = service.threads.messages(thread_id)
     if args.json:
         data = thread_json(thread.record())
         data["todos"] = [todo_json(t.record()) for t in todos]
@@ -152,13 +152,10 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
 
     from goalsui.cli.reply_wait import await_reply
     from goalsui.domain.shapes import run_json
-    from goalsui.service import conversations
 
     text = read_text_arg(args.text)
     service = open_service(args)
-    said = conversations.say(
-        service, parse_id(args.thread_id, "thread"), text, reply=not args.no_reply
-    )
+    said = service.threads.say(parse_id(args.thread_id, "thread"), text, reply=not args.no_reply)
     if said.intent is None or args.no_wait:
         if args.json:
             print_json(
@@ -217,7 +214,7 @@ def cmd_todo_list(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import todo_json
 
     service = open_service(args)
-    todos = service.list_todos(parse_id(args.thread_id, "thread"), include_done=not args.open)
+    todos = service.todos.list(parse_id(args.thread_id, "thread"), include_done=not args.open)
     if args.json:
         print_json([todo_json(t.record()) for t in todos])
     else:
@@ -229,7 +226,7 @@ def cmd_todo_add(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import todo_json
 
     service = open_service(args)
-    todo = service.add_todo(parse_id(args.thread_id, "thread"), args.text)
+    todo = service.todos.add(parse_id(args.thread_id, "thread"), args.text)
     if args.json:
         print_json(todo_json(todo.record()))
     else:
@@ -243,7 +240,7 @@ def cmd_todo_set(args: argparse.Namespace) -> int:
     service = open_service(args)
     thread_id = parse_id(args.thread_id, "thread")
     item = parse_id(args.item, "todo")
-    todo = (service.complete_todo if args.action == "done" else service.reopen_todo)(
+    todo = (service.todos.complete if args.action == "done" else service.todos.reopen)(
         thread_id, item
     )
     if args.json:
@@ -257,7 +254,9 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import todo_json
 
     service = open_service(args)
-    todos = service.import_checklist(parse_id(args.thread_id, "thread"), read_text_arg(args.source))
+    todos = service.todos.import_checklist(
+        parse_id(args.thread_id, "thread"), read_text_arg(args.source)
+    )
     if args.json:
         print_json([todo_json(t.record()) for t in todos])
     else:

@@ -68,11 +68,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from goalsui.service import authoring
 
     [seed] = worker_seeds(args)
     service = open_service(args)
-    view = authoring.add_worker(service, args.goal_id, seed)
+    view = service.authoring.add_worker(args.goal_id, seed)
     if args.json:
         print_json({"goal_id": args.goal_id, **view.as_json(), "status": view.status})
     else:
@@ -92,7 +91,7 @@ def cmd_action(args: argparse.Namespace) -> int:
     if args.action == "show" and args.argv:
         return _show_turn(service, args)
     if args.action == "show":
-        detail = authoring.show_worker(service, args.goal_id, args.worker)
+        detail = service.authoring.show_worker(args.goal_id, args.worker)
         if args.json:
             print_json(detail.as_json())
             return 0
@@ -105,7 +104,7 @@ def cmd_action(args: argparse.Namespace) -> int:
         print("\n--- prompt.md\n" + plain(detail.prompt).rstrip())
         return 0
     if args.action == "remove":
-        authoring.remove_worker(service, args.goal_id, args.worker)
+        service.authoring.remove_worker(args.goal_id, args.worker)
         if args.json:
             print_json({"removed": f"{args.goal_id}/{args.worker}"})
         else:
@@ -141,17 +140,16 @@ def _show_turn(service: Service, args: argparse.Namespace) -> int:
 
 def cmd_run_now(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import intent_json
-    from goalsui.service import workers
 
     service = open_service(args)
     wait = args.wait or args.here
-    if wait and not args.here and not service.live_schedulers():
+    if wait and not args.here and not service.schedulers.live():
         raise ValidationError(
             "no scheduler is running on this KB (no daemon or console is registered in "
             f"{service.state_dir / 'schedulers'}): start 'goalsui daemon' or the console, "
             "or add --here to run the turn in this process"
         )
-    ticket = workers.run_worker_now_ticket(service, args.goal_id, args.worker)
+    ticket = service.workers.run_now_ticket(args.goal_id, args.worker)
     intent = ticket.intent
     if not wait:
         if args.json:
@@ -185,9 +183,8 @@ def _report_run(args: argparse.Namespace, run: Any) -> int:
 
 
 def _finished(service: Service, ticket: Any) -> Any:
-    from goalsui.service import workers
 
-    run = workers.ticket_run(service, ticket)
+    run = service.workers.ticket_run(ticket)
     return run if run is not None and run.status != RunStatus.RUNNING else None
 
 
@@ -211,7 +208,7 @@ async def _run_here(service: Service, ticket: Any, timeout: float) -> Any:
 
     scheduler = Scheduler(service)
     await scheduler.start()
-    registration = service.register_scheduler("run-now", scheduler.owner)
+    registration = service.schedulers.register("run-now", scheduler.owner)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -259,7 +259,7 @@ def _delivery(request: web.Request, style: str, body: bytes) -> tuple[str, Paylo
 async def _store(service: Any, source: str, payload: Payload, delivery: str) -> EmitResult:
     """Step 5: the event stored once per delivery id (400 refused, 409 repeated)."""
     try:
-        result: EmitResult = await asyncio.to_thread(service.emit_event, source, payload, delivery)
+        result: EmitResult = await asyncio.to_thread(service.events.emit, source, payload, delivery)
     except GoalsuiError as exc:
         raise _Refusal(400, str(exc)) from None
     if result.duplicate:

@@ -59,7 +59,7 @@ def goal_timezone(service: Service, scope: Scope) -> str:
     if scope.goal_id is None:
         return "UTC"
     try:
-        workers = service.get_goal(scope.goal_id).workers
+        workers = service.goals.get(scope.goal_id).workers
     except GoalsuiError:
         return "UTC"
     own = [w.timezone for w in workers if w.name == scope.worker and w.timezone]
@@ -71,8 +71,8 @@ def _run_facts(service: Service, run_id: int) -> dict[str, Any]:
     from goalsui.runners.turn import resolve_timeout
 
     try:
-        run = service.get_run(run_id)
-        intent = service.get_intent(run.intent_id)
+        run = service.runs.get(run_id)
+        intent = service.intents.get(run.intent_id)
     except GoalsuiError:
         return {"run_id": run_id}
     started = _aware(run.started_at) if run.started_at else None
@@ -111,7 +111,7 @@ def session_context(service: Service, scope: Scope, tools: frozenset[str]) -> di
     thread_title, private = None, False
     if scope.thread_id is not None:
         try:
-            thread = service.get_thread(scope.thread_id)
+            thread = service.threads.get(scope.thread_id)
             thread_title, private = thread.title, bool(thread.private)
         except GoalsuiError:
             pass

@@ -121,13 +121,13 @@ def operator_scope(
             raise ValidationError("--worker needs --goal")
         return Scope(tools=frozenset(READ_ONLY))
     if goal_id is not None:
-        service.get_goal(goal_id)
+        service.goals.get(goal_id)
     caps = tuple(CAPABILITIES)
     if worker is not None:
         if goal_id is None:
             raise ValidationError("--worker needs --goal")
         caps = service.agents.worker_capabilities(goal_id, worker)
-    private = service.get_thread(thread_id).private if thread_id is not None else False
+    private = service.threads.get(thread_id).private if thread_id is not None else False
     return Scope(
         tools=_narrow(caps, goal_id, thread_id, private, worker),
         goal_id=goal_id,

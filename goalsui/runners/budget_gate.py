@@ -43,7 +43,7 @@ async def budget_outcome(service: Service, intent: Intent, run: IntentRun) -> Tu
 def _deliver(service: Service, intent: Intent, run: IntentRun, message: str) -> None:
     if intent.thread_id is not None:
         try:
-            service.post_message(
+            service.threads.post(
                 message,
                 thread_id=intent.thread_id,
                 role="system",
@@ -55,10 +55,10 @@ def _deliver(service: Service, intent: Intent, run: IntentRun, message: str) -> 
             log.warning("budget alert for intent %s: its thread is gone", intent.id)
     elif intent.goal_id:
         try:
-            service.append_goal_log(intent.goal_id, f"ALERT run {run.id}: {message}")
+            service.files.append_log(intent.goal_id, f"ALERT run {run.id}: {message}")
         except (GoalsuiError, OSError):
             log.warning("budget alert for intent %s: cannot write the goal log", intent.id)
-    service.journal("alert", f"intent {intent.id}", message, actor="scheduler")
+    service.journal.record("alert", f"intent {intent.id}", message, actor="scheduler")
     service.changed(ChangeTopic.ALERTS)
 
 

@@ -93,14 +93,14 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
     ref: tuple[Path, int] | None = None
     if is_silent(output, service.config().silent_token):
         if intent.goal_id:
-            ref = service.append_goal_log(
+            ref = service.files.append_log(
                 intent.goal_id, f"run {run.id} {run_label(intent)} silent (nothing to report)"
             )
             return Delivery("silent", goal_log=ref)
         return Delivery("silent")
     if not output.strip():
         if intent.goal_id:
-            ref = service.append_goal_log(
+            ref = service.files.append_log(
                 intent.goal_id, f"run {run.id} {run_label(intent)} ok (no output)"
             )
         return Delivery("ok", goal_log=ref)
@@ -112,7 +112,7 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
         atomic_write(outbox, text)
     if intent.goal_id:
         where = f" -> {_goal_rel(service, intent.goal_id, outbox)}" if outbox else ""
-        ref = service.append_goal_log(
+        ref = service.files.append_log(
             intent.goal_id,
             f"run {run.id} {run_label(intent)} ok: {headline(output) or '(result)'}{where}",
         )
@@ -126,7 +126,7 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
         content = content[:MAX_MESSAGE_CHARS] + f"\n\n… (cut; the whole result is in {where})"
     message = None
     if intent.thread_id is not None:
-        message = service.post_message(
+        message = service.threads.post(
             content,
             thread_id=intent.thread_id,
             role="assistant",
@@ -135,7 +135,7 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
             provenance=provenance(intent),
         )
     elif intent.goal_id is not None:
-        message = service.post_message(
+        message = service.threads.post(
             content,
             goal_id=intent.goal_id,
             role="assistant",
@@ -155,7 +155,7 @@ def log_failure(
     if not intent.goal_id:
         return None
     detail = f": {plain(reason, limit=300)}" if reason else ""
-    return service.append_goal_log(
+    return service.files.append_log(
         intent.goal_id, f"run {run.id} {run_label(intent)} {status}{detail}"
     )
 
@@ -171,11 +171,13 @@ def delivery_problem(service: Service, intent: Intent, run: IntentRun, exc: Base
     )
     log.warning("run %s of intent %s: %s", run.id, intent.id, problem)
     try:
-        service.journal("alert", f"intent {intent.id}", problem, actor="scheduler", run_id=run.id)
+        service.journal.record(
+            "alert", f"intent {intent.id}", problem, actor="scheduler", run_id=run.id
+        )
         service.changed(ChangeTopic.ALERTS)
     except Exception:  # the outcome is recorded whatever happens here
         log.exception("run %s: could not journal its delivery problem", run.id)
     if intent.goal_id:  # the same folder, most likely: then the journal has it
         with contextlib.suppress(GoalsuiError, OSError):
-            service.append_goal_log(intent.goal_id, f"ALERT run {run.id}: {problem}")
+            service.files.append_log(intent.goal_id, f"ALERT run {run.id}: {problem}")
     return problem

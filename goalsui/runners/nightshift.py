@@ -75,11 +75,11 @@ def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, 
     if not intent.goal_id or not intent.worker:
         return None
     # the operator's binding: a nightshift.yaml changed since is not obeyed (doctor says so)
-    binding = ns.binding_of(service, intent.goal_id)
+    binding = service.nightshift.binding_of(intent.goal_id)
     if binding is None:
         return None
     repo = files.checked_repo(binding)
-    return binding, repo, ns.goal_timezone(service, intent.goal_id)
+    return binding, repo, service.nightshift.timezone(intent.goal_id)
 
 
 def _task_prompt(base_prompt: str, item: rules.PlanItem, branch: str, binding: Binding) -> str:
@@ -113,7 +113,7 @@ async def run_nightshift_turn(
         return None
     binding, repo, tz = context
     assert intent.goal_id and intent.worker
-    night = ns.current_night(service, tz)
+    night = service.nightshift.current_night(tz)
     # the night this turn works for, on the scheduler's clock (a replay's, too): the
     # commander's ``nightshift plan add`` takes it as its default
     env["GOALSUI_NIGHT"] = night.isoformat()
@@ -121,7 +121,9 @@ async def run_nightshift_turn(
     if intent.worker in ns.ROLES:
         return None
     items = rules.items_for(
-        await asyncio.to_thread(ns.plan_list, service, intent.goal_id, night), night, intent.worker
+        await asyncio.to_thread(service.nightshift.plan, intent.goal_id, night),
+        night,
+        intent.worker,
     )
     if not items:
         return TurnOutcome(
@@ -175,14 +177,14 @@ async def _run_item(
         / f"run-{run.id}-{rules.slug(item.task, 20)}"
     )
     running = replace(item, status=rules.RUNNING, branch=branch, run_id=run.id)
-    await asyncio.to_thread(ns.set_item, service, intent.goal_id, running)
+    await asyncio.to_thread(service.nightshift.set_item, intent.goal_id, running)
     before = await asyncio.to_thread(repo.refs)
     mark = committer_mark(saved_run_id(run), intent.worker)
     try:
         await asyncio.to_thread(repo.add_worktree, worktree, branch, binding.base)
     except GoalsuiError as exc:
         failed = replace(running, status=rules.FAILED, reason=f"worktree: {exc}")
-        await asyncio.to_thread(ns.set_item, service, intent.goal_id, failed)
+        await asyncio.to_thread(service.nightshift.set_item, intent.goal_id, failed)
         return failed, TurnOutcome("failed", reason=f"cannot start the task: {exc}")
     # recorded at once (a crash mid-task leaves a branch goalsui still knows it made)
     await asyncio.to_thread(_record_tip, service, intent.goal_id, repo, branch, run.id)
@@ -209,8 +211,7 @@ async def _run_item(
     for stray in strays:
         if stray.moved_to:
             await asyncio.to_thread(
-                ns.record_branch,
-                service,
+                service.nightshift.record_branch,
                 intent.goal_id,
                 stray.moved_to,
                 stray.new or "",
@@ -220,7 +221,7 @@ async def _run_item(
     recorded, failure = _recorded(running, done, _base_moved(strays, binding.base))
     if strays:
         recorded = replace(recorded, stray="; ".join(s.note for s in strays))
-    await asyncio.to_thread(ns.set_item, service, intent.goal_id, recorded)
+    await asyncio.to_thread(service.nightshift.set_item, intent.goal_id, recorded)
     return recorded, failure
 
 
@@ -233,7 +234,7 @@ def _record_tip(
 ) -> None:
     """Record that goalsui made ``branch`` and where it points now (what is reviewed)."""
     if repo.branch_exists(branch):
-        ns.record_branch(service, goal_id, branch, repo.head_of(branch), run_id=run_id)
+        service.nightshift.record_branch(goal_id, branch, repo.head_of(branch), run_id=run_id)
 
 
 def _base_moved(strays: list[Stray], base: str) -> bool:

@@ -10,7 +10,6 @@ from goalsui.domain.nightshift import PlanItem
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb import nightshift as files
-from goalsui.service import nightshift as ns
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -25,12 +24,12 @@ def _cell(text: object) -> str:
 def nightshift_section(service: Service, goal_id: str, night: date, since: datetime) -> list[str]:
     """Markdown lines for the night of ``night``; empty for a goal that is no nightshift."""
     try:
-        binding = ns.binding_of(service, goal_id)
+        binding = service.nightshift.binding_of(goal_id)
     except GoalsuiError as exc:
         return ["", "## Branches", "", f"The nightshift binding is broken: {plain(str(exc))}"]
     if binding is None:
         return []
-    items = ns.plan_list(service, goal_id, night)
+    items = service.nightshift.plan(goal_id, night)
     lines = ["", "## Branches", ""]
     lines.append(f"Repository `{binding.repo}`, base `{binding.base}`, night of {night}.")
     lines.append("")
@@ -54,10 +53,10 @@ def nightshift_section(service: Service, goal_id: str, night: date, since: datet
             for i in strays
         ]
     lines += _diffstats(service, goal_id, binding, items)
-    idle = sorted(set(ns.task_workers(service, goal_id)) - {i.worker for i in items})
+    idle = sorted(set(service.nightshift.task_workers(goal_id)) - {i.worker for i in items})
     if idle:
         lines += ["", f"Nothing planned (skipped, no runner call): {', '.join(idle)}."]
-    decided = ns.decisions_since(service, goal_id, since)
+    decided = service.nightshift.decisions_since(goal_id, since)
     if decided:
         lines += ["", "Decisions since the last report:", ""]
         lines += [f"- {d}" for d in decided]
@@ -68,7 +67,7 @@ def nightshift_actions(service: Service, goal_id: str, night: date) -> list[str]
     """What the operator has to do about the night: branches waiting for approval, failed
     checks, commits found outside a task's branch. Empty for a goal that is no nightshift."""
     try:
-        binding = ns.binding_of(service, goal_id)
+        binding = service.nightshift.binding_of(goal_id)
     except GoalsuiError as exc:
         return [f"- Repair the nightshift binding: {plain(str(exc), limit=200)}."]
     if binding is None:
@@ -79,7 +78,7 @@ def nightshift_actions(service: Service, goal_id: str, night: date) -> list[str]
         return [f"- The repository cannot be used: {plain(str(exc), limit=200)}."]
     actions = []
     waiting = [b for b in repo.branches(f"{rules.BRANCH_PREFIX}{night.isoformat()}/")]
-    items = {i.branch: i for i in ns.plan_list(service, goal_id, night) if i.branch}
+    items = {i.branch: i for i in service.nightshift.plan(goal_id, night) if i.branch}
     for branch in waiting:
         item = items.get(branch)
         check = f", check {item.check}" if item and item.check else ""
@@ -107,7 +106,7 @@ def _diffstats(
         repo = files.checked_repo(binding)
     except GoalsuiError as exc:
         return ["", f"The repository cannot be read: {plain(str(exc))}"]
-    reviewed = ns.branch_records(service, goal_id)
+    reviewed = service.nightshift.branch_records(goal_id)
     for i in items:
         if not i.branch or not i.commits or not repo.branch_exists(i.branch):
             continue

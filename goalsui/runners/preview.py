@@ -69,7 +69,7 @@ def preview_worker_turn(service: Service, goal_id: str, worker: str) -> TurnPrev
     """The argv, environment names and MCP configs worker ``worker``'s turn would get."""
     from goalsui.runners.turn import resolve_runner
 
-    intent = service.worker_intent(goal_id, worker)
+    intent = service.workers.intent(goal_id, worker)
     spec = resolve_runner(service, intent)
     stdio = McpLaunch(
         "python",

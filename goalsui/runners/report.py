@@ -131,7 +131,7 @@ class ReportFile:
 
 def report_timezone(service: Service, goal_id: str) -> str:
     """The reporter worker's timezone, else the goal's first worker's, else UTC."""
-    intents = service.list_intents(goal_id=goal_id)
+    intents = service.intents.list(goal_id=goal_id)
     for intent in intents:
         if (intent.runner or {}).get("builtin") == "report" and intent.timezone:
             return intent.timezone
@@ -153,7 +153,7 @@ def report_instant(service: Service, run_id: int | None, now: datetime) -> datet
     if run_id is None:
         return now
     try:
-        run = service.get_run(run_id)
+        run = service.runs.get(run_id)
     except GoalsuiError:
         return now
     return run.planned_at or run.started_at or now
@@ -300,7 +300,7 @@ def _diff_section(goal_dir: Path, night: date) -> list[str]:
 
 def _disabled_section(service: Service, goal_id: str) -> list[str]:
     """The goal's auto-disabled intents: nothing fires until the operator resumes them."""
-    disabled = [i for i in service.list_intents(goal_id=goal_id) if i.status == IntentStatus.FAILED]
+    disabled = [i for i in service.intents.list(goal_id=goal_id) if i.status == IntentStatus.FAILED]
     if not disabled:
         return []
     lines = ["## Auto-disabled", ""]
@@ -331,10 +331,10 @@ def _collect(
     end: datetime,
     exclude_run_id: int | None,
 ) -> list[RunEntry]:
-    intents = {i.id: i for i in service.list_intents(goal_id=goal_id)}
+    intents = {i.id: i for i in service.intents.list(goal_id=goal_id)}
     runs: list[tuple[IntentRun, Intent]] = []
     for intent in intents.values():
-        for run in service.list_runs(
+        for run in service.runs.list(
             intent_id=intent.id, since=start - timedelta(days=1), limit=100_000
         ):
             if run.id == exclude_run_id:
@@ -413,7 +413,7 @@ def compile_report(
 
     ``to_now``: the window runs to ``now`` instead of stopping at the night's end.
     """
-    view = service.get_goal(goal_id)
+    view = service.goals.get(goal_id)
     goal_dir = service.kb.goal_dir(goal_id)
     tz = tz or report_timezone(service, goal_id)
     zone = load_zone(tz)

@@ -91,7 +91,7 @@ def _home_worker(service: Service, intent: Intent) -> dict[str, Any] | None:
     if intent.worker or intent.thread_id is None:
         return None
     try:
-        thread = service.get_thread(intent.thread_id)
+        thread = service.threads.get(intent.thread_id)
         if not (thread.goal_id and thread.worker):
             return None
         wdef = service.kb.load_goal(thread.goal_id).workers.get(thread.worker)
@@ -114,7 +114,7 @@ def _find_event(service: Service, intent: Intent, run: IntentRun) -> Event | Non
     if event_id is None:
         return None
     try:
-        return service.get_event(event_id)
+        return service.events.get(event_id)
     except GoalsuiError:
         return None
 
@@ -141,7 +141,7 @@ def assemble_prompt(
                 return None
 
         try:
-            goal_name: str | None = service.get_goal(intent.goal_id).name
+            goal_name: str | None = service.goals.get(intent.goal_id).name
         except GoalsuiError:
             goal_name = None
         worker_ctx = WorkerContext(
@@ -162,19 +162,19 @@ def assemble_prompt(
     messages: list[ThreadLine] = []
     thread_title = None
     if intent.thread_id is not None:
-        thread = service.get_thread(intent.thread_id)
+        thread = service.threads.get(intent.thread_id)
         thread_title = thread.title
         todos = [
             TodoLine(t.id, t.text)
-            for t in service.list_todos(intent.thread_id, include_done=False)[:10]
+            for t in service.todos.list(intent.thread_id, include_done=False)[:10]
         ]
         messages = [
             ThreadLine(m.role, m.content, m.provenance)
-            for m in service.messages(intent.thread_id, limit=5)
+            for m in service.threads.messages(intent.thread_id, limit=5)
         ]
     goals = [
         GoalLine(g.goal_id, g.name, g.task)
-        for g in service.list_goals()
+        for g in service.goals.list()
         if g.status == GoalStatus.ACTIVE
     ][:10]
     goal_dir = None
@@ -246,7 +246,7 @@ def _prepare(service: Service, intent: Intent, run: IntentRun, event: Event | No
     )
     prompt = assemble_prompt(service, intent, event, run)
     env = turn_env(service, intent, run, outbox)
-    return _Prepared(prompt, cwd, env, service.run_log_path(saved_id(run)))
+    return _Prepared(prompt, cwd, env, service.runs.log_path(saved_id(run)))
 
 
 def _header(intent: Intent, run: IntentRun, argv: list[str], cwd: Path) -> str:
@@ -399,7 +399,7 @@ def _commander_options(
     if not spec.get("agent") or intent.worker != ns.COMMANDER or not intent.goal_id:
         return None
     try:
-        binding = ns.binding_of(service, intent.goal_id)
+        binding = service.nightshift.binding_of(intent.goal_id)
     except GoalsuiError:
         return None
     if binding is None:
@@ -568,7 +568,7 @@ def _report_blocking(
 async def _run_report(
     service: Service, intent: Intent, run: IntentRun, timeout: float, cancel: asyncio.Event
 ) -> TurnOutcome:
-    log_path = await asyncio.to_thread(service.run_log_path, saved_id(run))
+    log_path = await asyncio.to_thread(service.runs.log_path, saved_id(run))
     work = asyncio.ensure_future(
         asyncio.to_thread(_report_blocking, service, intent, run, log_path)
     )

@@ -85,7 +85,11 @@ async def run_alert_command(service: Service, argv: tuple[str, ...], alert: Aler
     detail = result.reason or result.status
     log.warning("alert command failed: %s", detail)
     await asyncio.to_thread(
-        service.journal, "alert command failed", f"intent {alert.intent_id}", detail, "scheduler"
+        service.journal.record,
+        "alert command failed",
+        f"intent {alert.intent_id}",
+        detail,
+        "scheduler",
     )
     return False
 
@@ -94,7 +98,7 @@ def _deliver(service: Service, intent: Intent, alert: Alert) -> None:
     """The thread message or goal-log line, and the journal entry (blocking)."""
     if intent.thread_id is not None:
         try:
-            service.post_message(
+            service.threads.post(
                 alert.message,
                 thread_id=intent.thread_id,
                 role="system",
@@ -106,10 +110,10 @@ def _deliver(service: Service, intent: Intent, alert: Alert) -> None:
             log.warning("alert for intent %s: its thread is gone", intent.id)
     elif intent.goal_id:
         try:
-            service.append_goal_log(intent.goal_id, f"ALERT run {alert.run_id}: {alert.message}")
+            service.files.append_log(intent.goal_id, f"ALERT run {alert.run_id}: {alert.message}")
         except (GoalsuiError, OSError):
             log.warning("alert for intent %s: cannot write the goal log", intent.id)
-    service.journal("alert", f"intent {intent.id}", alert.message, actor="scheduler")
+    service.journal.record("alert", f"intent {intent.id}", alert.message, actor="scheduler")
 
 
 async def maybe_alert(
@@ -125,7 +129,7 @@ async def maybe_alert(
         return None  # never stored: nothing to alert about
     policy = service.config().alerts
     try:
-        fresh = await asyncio.to_thread(service.get_intent, intent.id)
+        fresh = await asyncio.to_thread(service.intents.get, intent.id)
     except GoalsuiError:
         fresh = intent
     failures = max(intent.consecutive_failures or 0, fresh.consecutive_failures or 0)
@@ -138,7 +142,7 @@ async def maybe_alert(
         return None
     now = service.now()
     won = await asyncio.to_thread(
-        service.mark_alerted,
+        service.runs.mark_alerted,
         fresh.id,
         now,
         cooldown=None if auto_disabled else policy.cooldown,

@@ -179,7 +179,7 @@ class Claimer:
     def _decide_claim(self, now: datetime, row: Row) -> ClaimDecision:
         # A row claimed a little ahead (lookahead) is decided as of its due time.
         due = row["next_run_at"]
-        return rules.decide_claim(row, max(now, due) if due else now, self.rt.service.kb_read)
+        return rules.decide_claim(row, max(now, due) if due else now, self.rt.service.files.read)
 
     # -- the soonest due time ----------------------------------------------------------------------
     async def soonest(self) -> tuple[datetime | None, int]:

@@ -151,7 +151,7 @@ class Housekeeping:
             await rt.db(partial(remove_logs, rt.service.runs_dir, removed))
             await rt.db(
                 partial(
-                    rt.service.journal,
+                    rt.service.journal.record,
                     "runs pruned",
                     "",
                     f"{len(removed)} runs older than {format_duration(after)}",

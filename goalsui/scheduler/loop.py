@@ -215,7 +215,7 @@ class Scheduler:
         rt.started, rt.closing = True, False
         rt.state, rt.error = SchedulerState.STARTING, None
         self.monitor.reset()
-        self._unsubscribe = self.service.subscribe(self._on_service_change)
+        self._unsubscribe = self.service.changes.subscribe(self._on_service_change)
         await self.waking.start()
         try:
             await self.recover()

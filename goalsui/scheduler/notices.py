@@ -76,12 +76,12 @@ def notice_for(service: Service, event: SchedulerEvent) -> Notice | None:
         return None  # silent, failed, skipped...: failures alert on their own rule
     private = False
     try:
-        intent = service.get_intent(event.intent_id)
+        intent = service.intents.get(event.intent_id)
         where = (
             f"{intent.goal_id}/{intent.worker}" if intent.worker else plain(intent.title, limit=60)
         )
         if intent.thread_id is not None:
-            thread = service.get_thread(intent.thread_id)
+            thread = service.threads.get(intent.thread_id)
             where = plain(thread.title, limit=60)
             private = bool(thread.private)
         elif intent.goal_id and not intent.worker:
@@ -89,7 +89,7 @@ def notice_for(service: Service, event: SchedulerEvent) -> Notice | None:
         if event.kind == "alert":
             text = plain(event.message or event.title, limit=300)
         else:
-            messages = service.messages(
+            messages = service.threads.messages(
                 intent.thread_id, goal_id=None if intent.thread_id else intent.goal_id, limit=20
             )
             posted = [m for m in messages if m.run_id == event.run_id]
@@ -169,7 +169,7 @@ class Notifier:
         detail = result.reason or result.status
         log.warning("notify command failed: %s", detail)
         await asyncio.to_thread(
-            self.service.journal, "notify command failed", notice.where, detail, "scheduler"
+            self.service.journal.record, "notify command failed", notice.where, detail, "scheduler"
         )
         return False
 

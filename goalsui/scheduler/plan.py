@@ -542,10 +542,10 @@ def plan(
     if until - now > MAX_PLAN_WINDOW:
         raise ValidationError(f"--until is too far ahead (at most {MAX_PLAN_WINDOW.days} days)")
     if goal_id is not None:
-        service.get_goal(goal_id)
+        service.goals.get(goal_id)
     config = service.config()
-    intents = service.list_intents(goal_id=goal_id, include_ended=False)
-    history = service.list_runs(since=now - HISTORY, limit=5000)
+    intents = service.intents.list(goal_id=goal_id, include_ended=False)
+    history = service.runs.list(since=now - HISTORY, limit=5000)
     planner = _Planner(
         now=now,
         until=until,
@@ -566,7 +566,7 @@ def plan(
     timed = sorted((f for f in planner.out if f.kind != "note"), key=lambda f: (f.at, f.label))
     ids = {i.id: i for i in intents}
     running: dict[int, tuple[IntentRun, datetime]] = {}
-    for run in service.running_runs():
+    for run in service.runs.running():
         found = ids.get(run.intent_id)
         if found is not None:
             running[run.intent_id] = (run, run.started_at + planner.length(found)[0])

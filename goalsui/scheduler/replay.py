@@ -50,17 +50,17 @@ class Replay:
 
 def _replan(service: Service, goal_id: str) -> None:
     """Plan every active intent of the goal from the service clock's now."""
-    for intent in service.list_intents(goal_id=goal_id):
+    for intent in service.intents.list(goal_id=goal_id):
         if intent.status == IntentStatus.ACTIVE and intent.id is not None:
-            service.pause_intent(intent.id)
-            service.resume_intent(intent.id)
+            service.intents.pause(intent.id)
+            service.intents.resume(intent.id)
 
 
 def foreign_due(service: Service, goal_id: str, until: datetime) -> list[str]:
     """Titles of the active intents of anything but ``goal_id`` due by ``until``."""
     return [
         f"{i.goal_id or 'thread'}/{i.worker or i.title}"
-        for i in service.list_intents()
+        for i in service.intents.list()
         if i.goal_id != goal_id
         and i.status == IntentStatus.ACTIVE
         and i.next_run_at is not None
@@ -86,14 +86,14 @@ async def drive(
             f"a replay here would also run {shown}; replay on a database of its own "
             "(goalsui nightshift replay does)"
         )
-    workers = {i.id: i.worker or "" for i in service.list_intents(goal_id=goal_id)}
+    workers = {i.id: i.worker or "" for i in service.intents.list(goal_id=goal_id)}
     scheduler = Scheduler(service, clock=clock, grace_seconds=1)
     started: list[int] = []
     try:
         while True:
             due = [
                 i.next_run_at
-                for i in service.list_intents(goal_id=goal_id)
+                for i in service.intents.list(goal_id=goal_id)
                 if i.status == IntentStatus.ACTIVE and i.next_run_at is not None
             ]
             if not due or min(due) > until:
@@ -103,7 +103,7 @@ async def drive(
             await scheduler.drain(timeout=TURN_TIMEOUT_S)
     finally:
         await scheduler.stop()
-    runs = {r.id: r for r in service.list_runs(limit=len(started) + 10)}
+    runs = {r.id: r for r in service.runs.list(limit=len(started) + 10)}
     return [(workers.get(runs[r].intent_id, ""), str(runs[r].status)) for r in started if r in runs]
 
 
@@ -154,13 +154,11 @@ async def replay_isolated(service: Service, goal_id: str, start: datetime, end: 
     scratch = ServiceClass.open(
         service.kb.root, None, folder, actor="scheduler", sync=False, clock=clock
     )
-    from goalsui.service import nightshift as ns
-
     try:
-        ns.copy_records(service, scratch, goal_id)  # the operator's binding and branches
-        scratch.sync_kb([goal_id])  # only this goal, its intents planned from the start
+        service.nightshift.copy_records(goal_id, scratch.nightshift)  # binding and branches
+        scratch.index.sync([goal_id])  # only this goal, its intents planned from the start
         runs = await drive(scratch, clock, goal_id, end)
-        ns.copy_branch_records(scratch, service, goal_id)
+        scratch.nightshift.copy_branch_records(goal_id, service.nightshift)
     finally:
         scratch.close()
     return Replay(runs, folder)

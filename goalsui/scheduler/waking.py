@@ -39,11 +39,11 @@ class CrossProcessWake:
         """Listen (PostgreSQL) or prepare the wake folder (SQLite)."""
         self._stop = asyncio.Event()
         service = self.rt.service
-        if service.notifies_across_processes:
+        if service.changes.across_processes:
             # The callback runs in the listener's thread.
             try:
                 self._unlisten = await asyncio.to_thread(
-                    service.listen_changes, lambda _what: self.rt.wake(), wait=2.0
+                    service.changes.listen, lambda _what: self.rt.wake(), wait=2.0
                 )
                 self.live = True
             except Exception as exc:  # noqa: BLE001 - polling still works

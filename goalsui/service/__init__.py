@@ -1,12 +1,12 @@
 """The one service API the console, the CLI and the tool server use.
 
-:class:`Service` (``facade.py``) over one module per aggregate; the views it returns
-come from ``views.py``; intents are created from a
-:class:`~goalsui.domain.intent_spec.IntentSpec`. See docs/architecture.md.
+:class:`Service` (``api.py``) holds one object per aggregate (``service.intents``,
+``service.threads``, ...); the views it returns come from ``views.py``; intents are
+created from a :class:`~goalsui.domain.intent_spec.IntentSpec`. See docs/architecture.md.
 
 The names below load on first use (PEP 562), so that a light module of this package
 (:mod:`goalsui.service.quick`, :mod:`goalsui.service.state_dir`) can be imported
-without the database stack the facade brings.
+without the database stack the service brings.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from goalsui.domain.intent_spec import MAX_INSTRUCTION, MAX_TITLE, IntentSpec
     from goalsui.domain.states import ChangeTopic
-    from goalsui.service.facade import Service
+    from goalsui.service.api import Service
     from goalsui.service.kbindex import GOAL_HOLDS, REMOVED_FROM_KB, WORKER_KEY, worker_intent_key
     from goalsui.service.overview import schedule_preview
     from goalsui.service.state_dir import default_state_dir
@@ -33,7 +33,7 @@ _WHERE = {
     "MAX_TITLE": "goalsui.domain.intent_spec",
     "Problem": "goalsui.service.views",
     "REMOVED_FROM_KB": "goalsui.service.kbindex",
-    "Service": "goalsui.service.facade",
+    "Service": "goalsui.service.api",
     "WORKER_KEY": "goalsui.service.kbindex",
     "WorkerView": "goalsui.service.views",
     "default_state_dir": "goalsui.service.state_dir",

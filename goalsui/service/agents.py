@@ -2,7 +2,7 @@
 
 - confined KB verbs on one goal tree (list, read, write, log append);
 - the journal's ``run_id`` and ``tool`` for every write made on a run's behalf
-  (:func:`acting` marks the calls; :meth:`Service.journal` reads the mark);
+  (:func:`goalsui.service.journal.acting` marks the calls);
 - tool calls recorded per run (table ``tool_call``);
 - idempotent follow-ups: a ``schedule_intent`` without a key gets one derived from the
   run and the call's content, so a repeated call returns the same intent;
@@ -12,11 +12,10 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlmodel import col, select
 
@@ -29,40 +28,18 @@ from goalsui.kb.atomic import append_line
 from goalsui.kb.authoring import STATE_FILE
 from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.layout import check_kb_text
-from goalsui.store.models import Intent, IntentRun, Thread, ToolCall
+from goalsui.service.context import ServiceContext
+from goalsui.service.follow_ups import schedule_follow_up
+from goalsui.service.intents import Intents
+from goalsui.service.kbindex import Index
+from goalsui.service.runs import Runs
+from goalsui.service.threads import Threads
+from goalsui.store.models import Intent, IntentRun, Message, Thread, ToolCall
 
-if TYPE_CHECKING:
-    from goalsui.service.facade import Service
-    from goalsui.store.models import Message
-
-__all__ = [
-    "Agents",
-    "RunScope",
-    "acting",
-    "acting_now",
-]
+__all__ = ["Agents", "RunScope"]
 
 MAX_RESULT_CHARS = 8000
 MAX_POST_CHARS = 64 * 1024
-
-_ACTING: contextvars.ContextVar[tuple[int | None, str | None]] = contextvars.ContextVar(
-    "goalsui_acting", default=(None, None)
-)
-
-
-@contextlib.contextmanager
-def acting(run_id: int | None, tool: str | None) -> Iterator[None]:
-    """Journal entries written inside are marked with ``run_id`` and ``tool``."""
-    token = _ACTING.set((run_id, tool))
-    try:
-        yield
-    finally:
-        _ACTING.reset(token)
-
-
-def acting_now() -> tuple[int | None, str | None]:
-    """The (run id, tool name) of the tool call in progress, else (None, None)."""
-    return _ACTING.get()
 
 
 def _is_definition(parts: tuple[str, ...]) -> bool:
@@ -89,12 +66,18 @@ class RunScope:
 class Agents:
     """Service-level operations of the tool server and ``goalsui kb``."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
+    def __init__(
+        self, ctx: ServiceContext, intents: Intents, threads: Threads, runs: Runs, index: Index
+    ) -> None:
+        self.ctx = ctx
+        self.intents = intents
+        self.threads = threads
+        self.runs = runs
+        self.index = index
 
     # -- confined KB -------------------------------------------------------------------------
     def tree(self, goal_id: str) -> ConfinedTree:
-        return ConfinedTree(self.service.kb.goal_dir(goal_id), goal_id)
+        return ConfinedTree(self.ctx.kb.goal_dir(goal_id), goal_id)
 
     def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
         return self.tree(goal_id).list(rel)
@@ -118,27 +101,27 @@ class Agents:
                 )
             check_kb_text(goal_id, parts, body, shown)
             if parts == (STATE_FILE,):  # refused here, not put back after the turn
-                self.service.kb.check_state_size(goal_id, len(body.encode("utf-8")))
+                self.ctx.kb.check_state_size(goal_id, len(body.encode("utf-8")))
 
         tree = self.tree(goal_id)
         path = tree.write(rel, text, validate=validate)
         shown = "/".join(tree.parts(path))
-        self.service.journal("file written", f"{goal_id}/{shown}", f"{len(text)} characters")
+        self.ctx.journal.record("file written", f"{goal_id}/{shown}", f"{len(text)} characters")
         if path.name == "definition.yaml":
-            self.service.sync_kb([goal_id])
-        self.service.changed("files")
+            self.index.sync([goal_id])
+        self.ctx.changed("files")
         return path
 
     def log_append(self, goal_id: str, text: str) -> tuple[Path, int]:
-        path, line = self.tree(goal_id).append_log(text, self.service.now())
-        self.service.journal("goal log appended", f"{goal_id}/log/{path.name}", f"line {line}")
-        self.service.changed("files")
+        path, line = self.tree(goal_id).append_log(text, self.ctx.now())
+        self.ctx.journal.record("goal log appended", f"{goal_id}/log/{path.name}", f"line {line}")
+        self.ctx.changed("files")
         return path, line
 
     # -- runs and their scope ------------------------------------------------------------------
     def live_run(self, run_id: int) -> IntentRun:
         """The run if it is still running; a finished or unknown run is refused."""
-        with self.service.store.read() as s:
+        with self.ctx.store.read() as s:
             run = s.get(IntentRun, run_id)
         if run is None:
             raise NotFound(f"no run {run_id}")
@@ -156,13 +139,13 @@ class Agents:
         scheduled) belongs to that worker: it gets the worker's goal and capabilities.
         """
         run = self.live_run(run_id)
-        intent = self.service.get_intent(run.intent_id)
+        intent = self.intents.get(run.intent_id)
         goal_id, worker, thread_id = intent.goal_id, intent.worker, intent.thread_id
         thread: Thread | None = None
         if thread_id is not None:
-            thread = self.service.get_thread(thread_id)
+            thread = self.threads.get(thread_id)
         elif goal_id and worker:
-            thread = self.service.home_thread(goal_id, worker)
+            thread = self.threads.home(goal_id, worker)
             thread_id = thread.id
         caps: tuple[str, ...] | None = None
         if goal_id and worker:
@@ -194,7 +177,7 @@ class Agents:
             return None
 
     def worker_capabilities(self, goal_id: str, worker: str) -> tuple[str, ...]:
-        loaded = self.service.kb.load_goal(goal_id)
+        loaded = self.ctx.kb.load_goal(goal_id)
         wdef = loaded.workers.get(worker)
         if wdef is None:
             raise NotFound(f"goal '{goal_id}' has no valid worker '{worker}'")
@@ -208,35 +191,35 @@ class Agents:
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "… (cut)"
         call = {"name": name, "arguments": arguments, "result": result, "is_error": is_error}
-        log = self.service.run_log_path(run_id)
+        log = self.runs.log_path(run_id)
         if log.is_file():  # the runner opened it: the run is live on this machine
             lines = format_tool_call(call).splitlines()
             with contextlib.suppress(OSError):  # a full disk must not fail the call
                 append_line(log, "\n".join(f"{TOOL_LINE}{line}" for line in lines))
-        with self.service.store.write() as s:
+        with self.ctx.store.write() as s:
             s.add(
                 ToolCall(
                     run_id=run_id,
-                    at=self.service.now(),
+                    at=self.ctx.now(),
                     name=name[:100],
                     arguments=arguments,
                     result=result,
                     is_error=is_error,
                 )
             )
-        self.service.changed("runs")
+        self.ctx.changed("runs")
 
     def record_tool_session(self, run_id: int, tools: Sequence[str] | None) -> None:
         """Note on a run that its agent opened its tool session (``tools`` None) or was
         offered ``tools`` (the names of a ``tools/list`` answer)."""
-        with self.service.store.write() as s:
+        with self.ctx.store.write() as s:
             run = s.get(IntentRun, run_id)
             if run is None:
                 raise NotFound(f"no run {run_id}")
             if run.status != RunStatus.RUNNING:
                 return  # what an ended run's agent sees no longer matters
             session = dict(run.tool_session or {})
-            session.setdefault("opened_at", self.service.now().isoformat())
+            session.setdefault("opened_at", self.ctx.now().isoformat())
             if tools is not None:
                 session["tools"] = sorted(set(tools))
             run.tool_session = session
@@ -244,19 +227,19 @@ class Agents:
 
     def tool_session(self, run_id: int) -> dict[str, Any] | None:
         """What :meth:`record_tool_session` noted for a run (None: never opened)."""
-        with self.service.store.read() as s:
+        with self.ctx.store.read() as s:
             run = s.get(IntentRun, run_id)
             return dict(run.tool_session) if run is not None and run.tool_session else None
 
     def tool_calls(self, run_id: int) -> list[ToolCall]:
-        with self.service.store.read() as s:
+        with self.ctx.store.read() as s:
             return list(
                 s.exec(select(ToolCall).where(ToolCall.run_id == run_id).order_by(col(ToolCall.id)))
             )
 
     def set_run_inputs(self, run_id: int, prompt: str, argv: Sequence[str]) -> None:
         """Keep a run's prompt and argv (secrets masked) on its row as it starts."""
-        with self.service.store.write() as s:
+        with self.ctx.store.write() as s:
             run = s.get(IntentRun, run_id)
             if run is None:
                 raise NotFound(f"no run {run_id}")
@@ -266,7 +249,7 @@ class Agents:
 
     def transcript(self, run_id: int) -> dict[str, Any]:
         """A run's prompt, argv, tool calls and output (raw text: sanitise to show it)."""
-        run = self.service.get_run(run_id)
+        run = self.runs.get(run_id)
         calls = self.tool_calls(run_id)
         return {
             "run_id": run_id,
@@ -289,7 +272,7 @@ class Agents:
                 }
                 for c in calls
             ],
-            "output": self.service.run_output(run_id),
+            "output": self.runs.output(run_id),
         }
 
     # -- intents and threads ---------------------------------------------------------------------
@@ -298,13 +281,11 @@ class Agents:
     ) -> tuple[Intent, bool]:
         """Create an intent once per key, scoped to the session's thread or goal; returns
         (intent, created). See :mod:`goalsui.service.follow_ups`."""
-        from goalsui.service.follow_ups import schedule_follow_up
-
-        return schedule_follow_up(self.service, run_id, key=key, **spec)
+        return schedule_follow_up(self.ctx, self.intents, self._fire_of, run_id, key=key, **spec)
 
     def _fire_of(self, run_id: int) -> tuple[int, int]:
         """(intent id, fire count) of a run: which fire of its intent the run attempts."""
-        with self.service.store.read() as s:
+        with self.ctx.store.read() as s:
             run = s.get(IntentRun, run_id)
             if run is None:
                 raise NotFound(f"no run {run_id}")
@@ -318,16 +299,16 @@ class Agents:
             raise ValidationError("a message needs text")
         if len(content) > MAX_POST_CHARS:
             raise ValidationError(f"a message is too long ({MAX_POST_CHARS} characters at most)")
-        with self.service.store.read() as s:
+        with self.ctx.store.read() as s:
             thread = s.get(Thread, thread_id)
         if thread is None:
             raise NotFound(f"no thread {thread_id}")
-        message = self.service.post_message(
+        message = self.threads.post(
             content,
             thread_id=thread_id,
             role="assistant",
             run_id=run_id,
             provenance=provenance,
         )
-        self.service.journal("message posted", f"thread {thread_id}", f"message {message.id}")
+        self.ctx.journal.record("message posted", f"thread {thread_id}", f"message {message.id}")
         return message

@@ -1,39 +1,32 @@
-"""Authoring goals and their workers: the operations behind ``goal create`` and ``worker ...``.
+"""Authoring workers: the operations behind ``worker add|remove|pause|resume|show``.
 
-Functions over a :class:`~goalsui.service.Service`; the CLI and the console call them
-(through ``goalsui.service``), never the KB directly.
+Reached as ``service.authoring``; :func:`worker_seed` checks a worker's options before
+anything is written. The CLI and the console call these, never the KB directly.
 """
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.records import saved_id
 from goalsui.domain.timeutil import load_zone, parse_instant
+from goalsui.domain.views import WorkerView
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.config import BUILTIN_RUNNERS
 from goalsui.kb.layout import WorkerSeed
 from goalsui.kb.paths import check_name
+from goalsui.service.context import ServiceContext
+from goalsui.service.goals import Goals
+from goalsui.service.intents import Intents
+from goalsui.service.kbindex import Index
+from goalsui.service.workers import Workers
+from goalsui.store.models import Intent
 
-if TYPE_CHECKING:
-    from goalsui.domain.views import GoalView, WorkerView
-    from goalsui.service.facade import Service
-    from goalsui.store.models import Intent
-
-__all__ = [
-    "WorkerDetail",
-    "add_worker",
-    "create_goal",
-    "pause_worker",
-    "remove_worker",
-    "resume_worker",
-    "show_worker",
-    "worker_seed",
-]
+__all__ = ["Authoring", "WorkerDetail", "worker_seed"]
 
 SCHEDULE_FORMS = ("cron", "every", "at")
 
@@ -100,70 +93,6 @@ def worker_seed(
     return WorkerSeed(name=name, definition=definition, instructions=instructions)
 
 
-def create_goal(
-    service: Service,
-    name: str,
-    task: str,
-    seeds: list[WorkerSeed],
-    *,
-    protocol: str | None = None,
-    owner: str = "",
-) -> GoalView:
-    """A goal tree from templates with its workers, all or nothing (see ``Service.setup_goal``)."""
-    return service.setup_goal(name, task, seeds, owner=owner, protocol=protocol)
-
-
-def _worker_view(service: Service, goal_id: str, worker: str) -> WorkerView:
-    found = next((w for w in service.get_goal(goal_id).workers if w.name == worker), None)
-    if found is None:
-        raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
-    return found
-
-
-def add_worker(service: Service, goal_id: str, seed: WorkerSeed) -> WorkerView:
-    """Add a worker to a goal and register its schedule; on failure nothing is left."""
-    from goalsui.kb import workers
-
-    service.get_goal(goal_id)
-
-    def register() -> None:
-        problems = [
-            p
-            for p in service.sync_kb([goal_id])
-            if p.path.startswith(f"{goal_id}/workers/{seed.name}/")
-        ]
-        if problems:
-            raise ValidationError(problems[0].message)
-
-    try:
-        workers.add_worker(service.kb, goal_id, seed, register=register)
-    except BaseException:
-        with contextlib.suppress(Exception):  # the folder is gone: its schedule follows
-            service.sync_kb([goal_id])
-        raise
-    service.journal("worker added", f"{goal_id}/{seed.name}")
-    return _worker_view(service, goal_id, seed.name)
-
-
-def remove_worker(service: Service, goal_id: str, worker: str) -> None:
-    """Delete a worker's folder; its schedule is cancelled (its run history is kept)."""
-    from goalsui.kb import workers
-
-    workers.remove_worker(service.kb, goal_id, worker)
-    service.sync_kb([goal_id])
-    service.journal("worker removed", f"{goal_id}/{worker}")
-
-
-def pause_worker(service: Service, goal_id: str, worker: str) -> Intent:
-    """Pause a worker's schedule (a running tick finishes first)."""
-    return service.pause_intent(saved_id(service.worker_intent(goal_id, worker)))
-
-
-def resume_worker(service: Service, goal_id: str, worker: str) -> Intent:
-    """Resume a paused (or auto-disabled) worker, planned from now."""
-    return service.resume_intent(saved_id(service.worker_intent(goal_id, worker)))
-
-
 @dataclass(frozen=True)
 class WorkerDetail:
     """One worker as ``worker show`` prints it."""
@@ -186,14 +115,72 @@ class WorkerDetail:
         }
 
 
-def show_worker(service: Service, goal_id: str, worker: str) -> WorkerDetail:
-    """A worker's schedule state, definition file and prompt."""
-    view = _worker_view(service, goal_id, worker)
-    last_error = service.get_intent(view.intent_id).last_error if view.intent_id else None
-    return WorkerDetail(
-        goal_id=goal_id,
-        view=view,
-        definition=service.kb_read(goal_id, f"workers/{worker}/definition.yaml"),
-        prompt=service.kb_read(goal_id, f"workers/{worker}/prompt.md"),
-        last_error=last_error,
-    )
+class Authoring:
+    """Adding, removing, pausing, resuming and showing the workers of a goal."""
+
+    def __init__(
+        self, ctx: ServiceContext, goals: Goals, workers: Workers, intents: Intents, index: Index
+    ) -> None:
+        self.ctx = ctx
+        self.goals = goals
+        self.workers = workers
+        self.intents = intents
+        self.index = index
+
+    def _worker_view(self, goal_id: str, worker: str) -> WorkerView:
+        found = next((w for w in self.goals.get(goal_id).workers if w.name == worker), None)
+        if found is None:
+            raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
+        return found
+
+    def add_worker(self, goal_id: str, seed: WorkerSeed) -> WorkerView:
+        """Add a worker to a goal and register its schedule; on failure nothing is left."""
+        from goalsui.kb import workers
+
+        self.goals.get(goal_id)
+
+        def register() -> None:
+            problems = [
+                p
+                for p in self.index.sync([goal_id])
+                if p.path.startswith(f"{goal_id}/workers/{seed.name}/")
+            ]
+            if problems:
+                raise ValidationError(problems[0].message)
+
+        try:
+            workers.add_worker(self.ctx.kb, goal_id, seed, register=register)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the folder is gone: its schedule follows
+                self.index.sync([goal_id])
+            raise
+        self.ctx.journal.record("worker added", f"{goal_id}/{seed.name}")
+        return self._worker_view(goal_id, seed.name)
+
+    def remove_worker(self, goal_id: str, worker: str) -> None:
+        """Delete a worker's folder; its schedule is cancelled (its run history is kept)."""
+        from goalsui.kb import workers
+
+        workers.remove_worker(self.ctx.kb, goal_id, worker)
+        self.index.sync([goal_id])
+        self.ctx.journal.record("worker removed", f"{goal_id}/{worker}")
+
+    def pause_worker(self, goal_id: str, worker: str) -> Intent:
+        """Pause a worker's schedule (a running tick finishes first)."""
+        return self.intents.pause(saved_id(self.workers.intent(goal_id, worker)))
+
+    def resume_worker(self, goal_id: str, worker: str) -> Intent:
+        """Resume a paused (or auto-disabled) worker, planned from now."""
+        return self.intents.resume(saved_id(self.workers.intent(goal_id, worker)))
+
+    def show_worker(self, goal_id: str, worker: str) -> WorkerDetail:
+        """A worker's schedule state, definition file and prompt."""
+        view = self._worker_view(goal_id, worker)
+        last_error = self.intents.get(view.intent_id).last_error if view.intent_id else None
+        return WorkerDetail(
+            goal_id=goal_id,
+            view=view,
+            definition=self.ctx.kb.kb_read(goal_id, f"workers/{worker}/definition.yaml"),
+            prompt=self.ctx.kb.kb_read(goal_id, f"workers/{worker}/prompt.md"),
+            last_error=last_error,
+        )

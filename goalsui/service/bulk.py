@@ -16,52 +16,50 @@ from goalsui.service.context import ServiceContext
 from goalsui.store.models import Event, Intent, IntentRun, Journal
 from goalsui.store.tables import table_of
 
-__all__ = [
-    "clear_scheduling",
-    "count_intents",
-    "count_runs",
-    "insert_intent_rows",
-    "ok_run_counts",
-]
+__all__ = ["Bulk"]
 
 
-def insert_intent_rows(ctx: ServiceContext, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert intents given as column values, in one transaction (no journal, no checks)."""
-    ctx.store.insert_rows(table_of(Intent), [dict(row) for row in rows])
+class Bulk:
+    """Bulk records of one service, for the benchmarks (``service.bulk``)."""
 
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
 
-def count_intents(ctx: ServiceContext) -> int:
-    """How many intents the database holds."""
-    return ctx.store.count_rows(table_of(Intent))
+    def insert_intents(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert intents given as column values, in one transaction (no journal, no checks)."""
+        self.ctx.store.insert_rows(table_of(Intent), [dict(row) for row in rows])
 
+    def count_intents(self) -> int:
+        """How many intents the database holds."""
+        return self.ctx.store.count_rows(table_of(Intent))
 
-def count_runs(ctx: ServiceContext, status: RunStatus | None = None) -> int:
-    """How many runs the database holds (with this status when one is given)."""
-    if status is None:
-        return ctx.store.count_rows(table_of(IntentRun))
-    return ctx.store.count_rows(table_of(IntentRun), status=status)
+    def count_runs(self, status: RunStatus | None = None) -> int:
+        """How many runs the database holds (with this status when one is given)."""
+        if status is None:
+            return self.ctx.store.count_rows(table_of(IntentRun))
+        return self.ctx.store.count_rows(table_of(IntentRun), status=status)
 
+    def ok_run_counts(self) -> tuple[int, int, int]:
+        """(ok runs, intents with an ok run, intents with more than one ok run)."""
+        t = table_of(IntentRun)
+        per = (
+            select(t.c.intent_id, func.count().label("n"))
+            .where(t.c.status == RunStatus.OK)
+            .group_by(t.c.intent_id)
+            .subquery()
+        )
+        with self.ctx.store.engine.connect() as conn:
+            row = conn.execute(
+                select(
+                    func.coalesce(func.sum(per.c.n), 0),
+                    func.count(),
+                    func.count().filter(per.c.n > 1),
+                )
+            ).one()
+        return int(row[0]), int(row[1]), int(row[2])
 
-def ok_run_counts(ctx: ServiceContext) -> tuple[int, int, int]:
-    """(ok runs, intents with an ok run, intents with more than one ok run)."""
-    t = table_of(IntentRun)
-    per = (
-        select(t.c.intent_id, func.count().label("n"))
-        .where(t.c.status == RunStatus.OK)
-        .group_by(t.c.intent_id)
-        .subquery()
-    )
-    with ctx.store.engine.connect() as conn:
-        row = conn.execute(
-            select(
-                func.coalesce(func.sum(per.c.n), 0),
-                func.count(),
-                func.count().filter(per.c.n > 1),
-            )
-        ).one()
-    return int(row[0]), int(row[1]), int(row[2])
-
-
-def clear_scheduling(ctx: ServiceContext) -> None:
-    """Delete every run, event, intent and journal entry (a scratch database's reset)."""
-    ctx.store.delete_rows(table_of(IntentRun), table_of(Event), table_of(Intent), table_of(Journal))
+    def clear(self) -> None:
+        """Delete every run, event, intent and journal entry (a scratch database's reset)."""
+        self.ctx.store.delete_rows(
+            table_of(IntentRun), table_of(Event), table_of(Intent), table_of(Journal)
+        )

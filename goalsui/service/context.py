@@ -1,7 +1,7 @@
-"""What every aggregate module of the service shares: the KB, the store, the clock.
+"""What every aggregate of the service shares: the KB, the store, the clock, the journal.
 
-:class:`ServiceContext` is the state half of :class:`goalsui.service.Service`; the
-aggregate modules (goals, intents, runs, ...) are functions that take it first.
+:class:`goalsui.service.Service` is a :class:`ServiceContext` that holds the aggregates
+(``service.intents``, ``service.goals``, ...); each aggregate is built on the context.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from goalsui.domain.timeutil import utcnow
 from goalsui.errors import KBError, NotFound
 from goalsui.kb.config import KBConfig
 from goalsui.kb.layout import KB
-from goalsui.service import journal as journal_log
 from goalsui.service.changes import ChangeHub
+from goalsui.service.journal import Journal
 from goalsui.service.state_dir import default_state_dir as default_state_dir
 from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
@@ -27,7 +27,8 @@ T = TypeVar("T")
 
 
 class ServiceContext:
-    """The KB (files), the store (records), the clock, the actor and the change hub."""
+    """The KB (files), the store (records), the clock, the actor, the journal and the
+    change hub."""
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class ServiceContext:
         self.actor = actor
         self.clock = clock
         self.changes = ChangeHub(self.store.engine, self.store.url)
+        self.journal = Journal(self.store, actor)
         self._config: KBConfig | None = None
         self.config_error: KBError | None = None
 
@@ -74,32 +76,6 @@ class ServiceContext:
     def changed(self, what: ChangeTopic | str) -> None:
         """Announce a change to this process's listeners and (PostgreSQL) to the others."""
         self.changes.publish(what)
-
-    def journal(
-        self,
-        action: str,
-        subject: str = "",
-        detail: str = "",
-        actor: str | None = None,
-        *,
-        run_id: int | None = None,
-        tool: str | None = None,
-    ) -> None:
-        """Record what was done, by whom (the event log); a tool server call marks its
-        writes with its run and tool."""
-        if run_id is None and tool is None:
-            from goalsui.service.agents import acting_now
-
-            run_id, tool = acting_now()
-        journal_log.record(
-            self.store,
-            actor or self.actor,
-            action,
-            subject,
-            detail,
-            run_id=run_id,
-            tool=tool,
-        )
 
     def config(self, *, reload: bool = False) -> KBConfig:
         """The KB config; a broken file keeps the last good version (or the defaults)."""

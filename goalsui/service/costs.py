@@ -12,20 +12,17 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import col
 
 from goalsui.domain.budget import Budget, BudgetLimit, Exhausted, Spend, exhausted, period_window
 from goalsui.errors import GoalsuiError
+from goalsui.service.context import ServiceContext
 from goalsui.store import usage as queries
 from goalsui.store.models import Intent, Meta
 from goalsui.store.usage import RunPoint
-
-if TYPE_CHECKING:
-    from goalsui.service.facade import Service
 
 __all__ = ["BudgetLine", "CostRow", "Costs", "RunPoint", "Scope"]
 
@@ -76,8 +73,8 @@ class CostRow:
 class Costs:
     """Spend queries and budget checks of one service (thread-safe)."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
         self._lock = threading.Lock()
         self._defs: dict[str, tuple[tuple[int, ...], dict[str | None, Budget | None]]] = {}
 
@@ -96,14 +93,14 @@ class Costs:
             if shared is not None:
                 where = f"{goal_id}/definition.yaml"
                 out.append(Scope(f"goal {goal_id}", shared, where, goal_id))
-        kb_budget = self.service.config().budget
+        kb_budget = self.ctx.config().budget
         if kb_budget is not None:
             out.append(Scope("kb", kb_budget, "goalsui.yaml"))
         return out
 
     def lines(self, scope: Scope, tz: str, now: datetime | None = None) -> list[BudgetLine]:
         """Every limit of ``scope`` with its spend in the current period."""
-        now = now or self.service.now()
+        now = now or self.ctx.now()
         out = []
         for limit in scope.budget.limits():
             window = period_window(limit.period, now, scope.budget.timezone or tz)
@@ -117,7 +114,7 @@ class Costs:
 
     def block(self, intent: Intent, now: datetime | None = None) -> Exhausted | None:
         """The first spent budget that stops ``intent``'s next turn, or None."""
-        now = now or self.service.now()
+        now = now or self.ctx.now()
         for scope in self.scopes(intent):
             tz = scope.budget.timezone or intent.timezone or "UTC"
             for limit in scope.budget.limits():
@@ -134,7 +131,7 @@ class Costs:
         key = _ALERT_PREFIX + spent.key()
         family = _ALERT_PREFIX + spent.key().rsplit("|", 1)[0] + "|"
         try:
-            with self.service.store.write() as s:
+            with self.ctx.store.write() as s:
                 s.add(Meta(key=key, value=spent.end.isoformat()))
                 s.flush()
                 # older periods of the same budget are forgotten (one row per budget)
@@ -156,14 +153,14 @@ class Costs:
     def day_total(self, tz: str | None = None, now: datetime | None = None) -> Spend:
         """What every run started today reported (from midnight in ``tz``; None: this
         machine's local time)."""
-        now = now or self.service.now()
+        now = now or self.ctx.now()
         if tz is None:
             start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
             window: tuple[datetime, datetime] | None = (start, start + timedelta(days=1))
         else:
             window = period_window("day", now, tz)
         assert window is not None
-        return queries.spend(self.service.store.read_engine, *window)
+        return queries.spend(self.ctx.store.read_engine, *window)
 
     def spend(
         self,
@@ -173,34 +170,32 @@ class Costs:
         goal_id: str | None = None,
         worker: str | None = None,
     ) -> Spend:
-        return queries.spend(
-            self.service.store.read_engine, start, end, goal_id=goal_id, worker=worker
-        )
+        return queries.spend(self.ctx.store.read_engine, start, end, goal_id=goal_id, worker=worker)
 
     def by_worker(
         self, start: datetime | None = None, end: datetime | None = None
     ) -> list[CostRow]:
         """Spenders in the window, the most expensive first."""
-        rows = queries.spend_by_worker(self.service.store.read_engine, start, end)
+        rows = queries.spend_by_worker(self.ctx.store.read_engine, start, end)
         out = [CostRow(g, w, i, s) for g, w, i, s in rows]
         return sorted(out, key=lambda r: (-r.spend.usd, -r.spend.tokens, r.label))
 
     def recent_runs(self, intent_id: int, limit: int = 30) -> list[RunPoint]:
-        return queries.recent_runs(self.service.store.read_engine, intent_id, limit)
+        return queries.recent_runs(self.ctx.store.read_engine, intent_id, limit)
 
     def run_stats(
         self, duration_bounds: tuple[float, ...], lateness_bounds: tuple[float, ...]
     ) -> queries.RunStats:
-        return queries.run_stats(self.service.store.read_engine, duration_bounds, lateness_bounds)
+        return queries.run_stats(self.ctx.store.read_engine, duration_bounds, lateness_bounds)
 
     def database_problem(self) -> str | None:
         """None while the database answers; else one line (for readiness probes)."""
-        return queries.database_problem(self.service.store.engine)
+        return queries.database_problem(self.ctx.store.engine)
 
     # -- internals ----------------------------------------------------------------------------------
     def _spend(self, scope: Scope, start: datetime, end: datetime) -> Spend:
         return queries.spend(
-            self.service.store.read_engine,
+            self.ctx.store.read_engine,
             start,
             end,
             goal_id=scope.goal_id,
@@ -210,7 +205,7 @@ class Costs:
     def _goal_budgets(self, goal_id: str) -> dict[str | None, Budget | None]:
         """{None: the goal's budget, worker: its budget}; cached until a definition changes."""
         try:
-            root = self.service.kb.goal_dir(goal_id)
+            root = self.ctx.kb.goal_dir(goal_id)
         except GoalsuiError:
             return {}
         stamp = _stamp(root)
@@ -218,7 +213,7 @@ class Costs:
             cached = self._defs.get(goal_id)
             if cached is not None and cached[0] == stamp:
                 return cached[1]
-        loaded = self.service.kb.load_goal(goal_id)
+        loaded = self.ctx.kb.load_goal(goal_id)
         budgets: dict[str | None, Budget | None] = {
             None: loaded.definition.budget if loaded.definition else None
         }
@@ -242,9 +237,3 @@ def _stamp(goal_dir: Path) -> tuple[int, ...]:
         except OSError:
             out.append(-1)
     return tuple(out)
-
-
-def meta_keys(service: Service) -> list[str]:
-    """The budget alerts remembered (for tests and doctor)."""
-    with service.store.read() as s:
-        return [m.key for m in s.exec(select(Meta).where(col(Meta.key).startswith(_ALERT_PREFIX)))]

@@ -1,4 +1,7 @@
-"""Events: stored once per delivery; matching event intents become due."""
+"""Events: stored once per delivery; matching event intents become due.
+
+Reached as ``service.events``: ``service.events.emit(source, payload, delivery_id)``.
+"""
 
 from __future__ import annotations
 
@@ -19,47 +22,64 @@ from goalsui.store.models import Event, Intent, skipped_run
 MAX_DELIVERY_ID = 200
 
 
-def emit_event(ctx: ServiceContext, source: str, payload: Any, delivery_id: str) -> EmitResult:
-    """Store an event once per ``(source, delivery_id)`` and make matching intents due.
+class Events:
+    """The events received (webhooks, ``goalsui event emit``)."""
 
-    Only active event intents of ``source`` whose filter matches the payload fire,
-    after their cooldown and expiry checks. A repeated delivery fires nothing.
-    """
-    check_name(source, "event source")
-    delivery_id = str(delivery_id).strip()
-    if (
-        not delivery_id
-        or len(delivery_id) > MAX_DELIVERY_ID
-        or any(ord(c) < 32 for c in delivery_id)
-    ):
-        raise ValidationError(f"a delivery id must be 1-{MAX_DELIVERY_ID} printable characters")
-    now = ctx.now()
-    try:
-        with ctx.store.write() as s:
-            dup = _delivered(s, source, delivery_id)
-            if dup is not None:
-                return EmitResult(_id(dup), [], duplicate=True)
-            event = Event(source=source, delivery_id=delivery_id, payload=payload, received_at=now)
-            s.add(event)
-            s.flush()
-            fired = _fire_matching(s, event, now)
-            event.matched_intent_ids = fired
-            s.add(event)
-    except IntegrityError:
-        # The same delivery stored by another process at the same moment.
-        with ctx.store.read() as s:
-            dup = _delivered(s, source, delivery_id)
-        if dup is None:
-            raise
-        return EmitResult(_id(dup), [], duplicate=True)
-    ctx.journal(
-        "event received",
-        f"{source}/{delivery_id}",
-        f"fired intents {fired}" if fired else "fired nothing",
-        actor="hooks" if ctx.actor != "cli" else "cli",
-    )
-    ctx.changed(ChangeTopic.INTENTS)
-    return EmitResult(_id(event), fired, duplicate=False)
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+
+    def emit(self, source: str, payload: Any, delivery_id: str) -> EmitResult:
+        """Store an event once per ``(source, delivery_id)`` and make matching intents due.
+
+        Only active event intents of ``source`` whose filter matches the payload fire,
+        after their cooldown and expiry checks. A repeated delivery fires nothing.
+        """
+        check_name(source, "event source")
+        delivery_id = str(delivery_id).strip()
+        if (
+            not delivery_id
+            or len(delivery_id) > MAX_DELIVERY_ID
+            or any(ord(c) < 32 for c in delivery_id)
+        ):
+            raise ValidationError(f"a delivery id must be 1-{MAX_DELIVERY_ID} printable characters")
+        now = self.ctx.now()
+        try:
+            with self.ctx.store.write() as s:
+                dup = _delivered(s, source, delivery_id)
+                if dup is not None:
+                    return EmitResult(_id(dup), [], duplicate=True)
+                event = Event(
+                    source=source, delivery_id=delivery_id, payload=payload, received_at=now
+                )
+                s.add(event)
+                s.flush()
+                fired = _fire_matching(s, event, now)
+                event.matched_intent_ids = fired
+                s.add(event)
+        except IntegrityError:
+            # The same delivery stored by another process at the same moment.
+            with self.ctx.store.read() as s:
+                dup = _delivered(s, source, delivery_id)
+            if dup is None:
+                raise
+            return EmitResult(_id(dup), [], duplicate=True)
+        self.ctx.journal.record(
+            "event received",
+            f"{source}/{delivery_id}",
+            f"fired intents {fired}" if fired else "fired nothing",
+            actor="hooks" if self.ctx.actor != "cli" else "cli",
+        )
+        self.ctx.changed(ChangeTopic.INTENTS)
+        return EmitResult(_id(event), fired, duplicate=False)
+
+    def get(self, event_id: int) -> Event:
+        """One event, or :class:`NotFound`."""
+        return self.ctx.get(Event, event_id, "event")
+
+    def list(self, limit: int = 100) -> list[Event]:
+        """The newest ``limit`` events, newest first."""
+        with self.ctx.store.read() as s:
+            return list(s.exec(select(Event).order_by(col(Event.id).desc()).limit(limit)))
 
 
 def _id(event: Event) -> int:
@@ -122,14 +142,3 @@ def _fire_matching(s: Session, event: Event, now: datetime) -> list[int]:
         s.add(intent)
         fired.append(intent.id)
     return fired
-
-
-def get_event(ctx: ServiceContext, event_id: int) -> Event:
-    """One event, or :class:`NotFound`."""
-    return ctx.get(Event, event_id, "event")
-
-
-def list_events(ctx: ServiceContext, limit: int = 100) -> list[Event]:
-    """The newest ``limit`` events, newest first."""
-    with ctx.store.read() as s:
-        return list(s.exec(select(Event).order_by(col(Event.id).desc()).limit(limit)))

@@ -1,4 +1,7 @@
-"""KB files of one goal tree: list, read, write (confined to the goal), the goal log."""
+"""KB files of one goal tree: list, read, write (confined to the goal), the goal log.
+
+Reached as ``service.files``: ``service.files.read(goal_id, "protocol.md")``.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +9,37 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.domain.states import ChangeTopic
-from goalsui.service import kbindex
 from goalsui.service.context import ServiceContext
+from goalsui.service.kbindex import Index
 
 
-def kb_write(ctx: ServiceContext, goal_id: str, rel: str, text: str) -> None:
-    """Write a file of a goal tree atomically; a definition change re-plans at once."""
-    ctx.kb.kb_write(goal_id, rel, text)
-    ctx.journal("file written", f"{goal_id}/{rel}")
-    if rel.endswith("definition.yaml"):
-        kbindex.sync_kb(ctx, [goal_id])
-    ctx.changed(ChangeTopic.FILES)
+class Files:
+    """The files of the goal trees, as the operator edits them."""
 
+    def __init__(self, ctx: ServiceContext, index: Index) -> None:
+        self.ctx = ctx
+        self.index = index
 
-def kb_list(ctx: ServiceContext, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
-    """The entries of a folder of one goal tree."""
-    return ctx.kb.kb_list(goal_id, rel)
+    def write(self, goal_id: str, rel: str, text: str) -> None:
+        """Write a file of a goal tree atomically; a definition change re-plans at once."""
+        self.ctx.kb.kb_write(goal_id, rel, text)
+        self.ctx.journal.record("file written", f"{goal_id}/{rel}")
+        if rel.endswith("definition.yaml"):
+            self.index.sync([goal_id])
+        self.ctx.changed(ChangeTopic.FILES)
 
+    def read(self, goal_id: str, rel: str) -> str:
+        """The text of a file of one goal tree."""
+        return self.ctx.kb.kb_read(goal_id, rel)
 
-def kb_read(ctx: ServiceContext, goal_id: str, rel: str) -> str:
-    """The text of a file of one goal tree."""
-    return ctx.kb.kb_read(goal_id, rel)
+    def path(self, goal_id: str, rel: str = ".") -> Path:
+        """The confined path of a file or folder in one goal tree (e.g. for $EDITOR)."""
+        return self.ctx.kb.resolve(goal_id, rel)
 
+    def append_log(self, goal_id: str, text: str) -> tuple[Path, int]:
+        """Append to the goal's log of today; returns the file and its new size."""
+        return self.ctx.kb.append_log(goal_id, text, self.ctx.now())
 
-def kb_path(ctx: ServiceContext, goal_id: str, rel: str = ".") -> Path:
-    """The confined path of a file or folder in one goal tree (e.g. for $EDITOR)."""
-    return ctx.kb.resolve(goal_id, rel)
-
-
-def append_goal_log(ctx: ServiceContext, goal_id: str, text: str) -> tuple[Path, int]:
-    """Append to the goal's log of today; returns the file and its new size."""
-    return ctx.kb.append_log(goal_id, text, ctx.now())
+    def list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
+        """The entries of a folder of one goal tree."""
+        return self.ctx.kb.kb_list(goal_id, rel)

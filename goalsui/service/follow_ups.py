@@ -23,16 +23,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from sqlmodel import col, select
 
 from goalsui.domain.states import IntentStatus
 from goalsui.errors import Conflict, ValidationError
+from goalsui.service.context import ServiceContext
+from goalsui.service.intents import Intents
 from goalsui.store.models import Intent
-
-if TYPE_CHECKING:
-    from goalsui.service.facade import Service
 
 __all__ = [
     "MAX_AGENT_KEY",
@@ -74,8 +74,8 @@ def payload_digest(spec: dict[str, Any], schedule_as_given: str | None) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-def _with_prefix(service: Service, prefix: str) -> list[Intent]:
-    with service.store.read() as s:
+def _with_prefix(ctx: ServiceContext, prefix: str) -> list[Intent]:
+    with ctx.store.read() as s:
         q = select(Intent).where(col(Intent.operation_key).startswith(prefix, autoescape=True))
         return list(s.exec(q.order_by(col(Intent.id))))
 
@@ -104,14 +104,18 @@ def follow_up_key(
 
 
 def schedule_follow_up(
-    service: Service,
+    ctx: ServiceContext,
+    intents: Intents,
+    fire_of: Callable[[int], tuple[int, int]],
     run_id: int | None,
     *,
     key: str | None,
     schedule_as_given: str | None = None,
     **spec: Any,
 ) -> tuple[Intent, bool]:
-    """Create the follow-up once per scoped key; returns (intent, created)."""
+    """Create the follow-up once per scoped key; returns (intent, created).
+
+    ``fire_of(run_id)``: the (intent id, fire count) of the calling run."""
     scope = scope_name(spec.get("thread_id"), spec.get("goal_id"))
     given = schedule_as_given if schedule_as_given is not None else spec.get("schedule")
     digest = payload_digest(spec, given)
@@ -123,7 +127,7 @@ def schedule_follow_up(
                 "(starting with a letter or digit)"
             )
         prefix = f"key:{scope}:{key}:"
-        for existing in _with_prefix(service, prefix):
+        for existing in _with_prefix(ctx, prefix):
             if existing.operation_key == prefix + digest[:32]:
                 return existing, False
             raise Conflict(
@@ -131,9 +135,9 @@ def schedule_follow_up(
                 f"(intent {existing.id}, {existing.title!r}): repeat that call exactly, or use "
                 "a new key"
             )
-        return service.create_intent(operation_key=prefix + digest[:32], **spec), True
+        return intents.create(operation_key=prefix + digest[:32], **spec), True
     if run_id is not None:
-        intent_id, fire = service.agents._fire_of(run_id)
+        intent_id, fire = fire_of(run_id)
         derived = follow_up_key(
             intent_id,
             fire,
@@ -145,14 +149,14 @@ def schedule_follow_up(
                 [spec.get("instruction", ""), spec.get("event_source"), spec.get("max_fires")]
             ),
         )
-        with service.store.read() as s:
+        with ctx.store.read() as s:
             found = s.exec(select(Intent).where(Intent.operation_key == derived)).first()
         if found is not None:
             return found, False
-        return service.create_intent(operation_key=derived, **spec), True
+        return intents.create(operation_key=derived, **spec), True
     prefix = f"op:{scope}:{digest[:32]}:"
-    earlier = _with_prefix(service, prefix)
+    earlier = _with_prefix(ctx, prefix)
     live = [i for i in earlier if i.status not in _ENDED]
     if live:
         return live[-1], False
-    return service.create_intent(operation_key=f"{prefix}{len(earlier) + 1}", **spec), True
+    return intents.create(operation_key=f"{prefix}{len(earlier) + 1}", **spec), True

@@ -1,4 +1,7 @@
-"""Goals: creation (files and schedules, all or nothing), listing, status, deletion."""
+"""Goals: creation (files and schedules, all or nothing), listing, status, deletion.
+
+Reached as ``service.goals``: ``service.goals.pause(goal_id)``.
+"""
 
 from __future__ import annotations
 
@@ -14,144 +17,159 @@ from goalsui.kb.layout import LoadedGoal, WorkerSeed
 from goalsui.kb.paths import check_name
 from goalsui.service import kbindex
 from goalsui.service.context import ServiceContext
-from goalsui.service.threads import ensure_home_threads
+from goalsui.service.homes import ensure_home_threads
+from goalsui.service.kbindex import Index
 from goalsui.store.models import Goal, Intent, Thread
 
 
-def setup_goal(
-    ctx: ServiceContext,
-    name: str,
-    task: str,
-    workers: Iterable[WorkerSeed] = (),
-    *,
-    owner: str = "",
-    protocol: str | None = None,
-    files: Mapping[str, str] | None = None,
-    fail_after_workers: int | None = None,
-    fail_before_rename: bool = False,
-) -> GoalView:
-    """Create a goal tree and register its workers' schedules, all or nothing.
+class Goals:
+    """The goals of the KB: their trees, index rows and worker schedules."""
 
-    ``protocol`` is protocol.md's text (default: the template, see
-    :mod:`goalsui.kb.authoring`); ``files`` (relative path -> text) are written into the
-    tree too; ``fail_*`` inject failures for the tests of the rollback.
-    """
+    def __init__(self, ctx: ServiceContext, index: Index) -> None:
+        self.ctx = ctx
+        self.index = index
 
-    def register(loaded: LoadedGoal) -> Callable[[], None]:
-        undo = _register(ctx, loaded, task, owner)
-        if fail_before_rename:
-            # The rows are committed: a failure here must undo them itself, since
-            # create_goal only learns of ``undo`` once register has returned.
-            undo()
-            raise OSError("injected failure after registering schedules")
+    def create(
+        self,
+        name: str,
+        task: str,
+        workers: Iterable[WorkerSeed] = (),
+        *,
+        owner: str = "",
+        protocol: str | None = None,
+        files: Mapping[str, str] | None = None,
+        _fail_after_workers: int | None = None,
+        _fail_before_rename: bool = False,
+    ) -> GoalView:
+        """Create a goal tree and register its workers' schedules, all or nothing.
+
+        ``protocol`` is protocol.md's text (default: the template, see
+        :mod:`goalsui.kb.authoring`); ``files`` (relative path -> text) are written into
+        the tree too; ``_fail_*`` inject failures for the tests of the rollback.
+        """
+
+        def register(loaded: LoadedGoal) -> Callable[[], None]:
+            undo = self._register(loaded, task, owner)
+            if _fail_before_rename:
+                # The rows are committed: a failure here must undo them itself, since
+                # create_goal only learns of ``undo`` once register has returned.
+                undo()
+                raise OSError("injected failure after registering schedules")
+            return undo
+
+        loaded = self.ctx.kb.create_goal(
+            name,
+            task,
+            workers,
+            owner=owner,
+            protocol=protocol,
+            register=register,
+            files=files,
+            _fail_after_workers=_fail_after_workers,
+        )
+        self.ctx.journal.record("goal created", loaded.goal_id, name)
+        self.ctx.changed(ChangeTopic.GOALS)
+        return self.get(loaded.goal_id)
+
+    def _register(self, loaded: LoadedGoal, task: str, owner: str) -> Callable[[], None]:
+        """Write the goal row and its workers' intents; returns the function that undoes it."""
+        ctx = self.ctx
+        now = ctx.now()
+        created: list[int] = []
+        with ctx.store.write() as s:
+            goal = Goal(
+                goal_id=loaded.goal_id,
+                name=loaded.definition.name if loaded.definition else loaded.goal_id,
+                task=task,
+                owner=owner,
+                kb_path=str(ctx.kb.root / loaded.goal_id),
+                created_at=now,
+                updated_at=now,
+            )
+            s.add(goal)
+            intents = [
+                kbindex.upsert_worker_intent(s, goal, wdef, None, True, now)
+                for wdef in loaded.workers.values()
+            ]
+            homes, _ = ensure_home_threads(s, goal.goal_id, goal.name, loaded.workers, now)
+            s.flush()  # the ids, for undo
+            created.extend(intent.id for intent in intents if intent.id is not None)
+            threads = [t.id for t in homes if t.id is not None]
+
+        def undo() -> None:
+            with ctx.store.write() as s:
+                for intent_id in created:
+                    row = s.get(Intent, intent_id)
+                    if row is not None:
+                        s.delete(row)
+                for thread_id in threads:  # new and empty: nothing refers to them yet
+                    home = s.get(Thread, thread_id)
+                    if home is not None:
+                        s.delete(home)
+                goal_row = s.get(Goal, loaded.goal_id)
+                if goal_row is not None:
+                    s.delete(goal_row)
+
         return undo
 
-    loaded = ctx.kb.create_goal(
-        name,
-        task,
-        workers,
-        owner=owner,
-        protocol=protocol,
-        register=register,
-        files=files,
-        _fail_after_workers=fail_after_workers,
-    )
-    ctx.journal("goal created", loaded.goal_id, name)
-    ctx.changed(ChangeTopic.GOALS)
-    return get_goal(ctx, loaded.goal_id)
+    def with_intents(self) -> tuple[list[GoalView], list[Intent]]:
+        """``list()`` and every intent from one read (the console's refresh)."""
+        with self.ctx.store.read() as s:
+            goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
+            intents = list(s.exec(select(Intent).order_by(col(Intent.id))).all())
+        grouped = by_goal(intents)
+        return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals], intents
 
+    def get(self, goal_id: str) -> GoalView:
+        """One goal with its workers, or :class:`NotFound`."""
+        check_name(goal_id, "goal id")
+        with self.ctx.store.read() as s:
+            goal = s.get(Goal, goal_id)
+            if goal is None:
+                raise NotFound(f"no goal '{goal_id}'")
+            intents = s.exec(select(Intent).where(Intent.goal_id == goal_id)).all()
+        return goal_view(goal, list(intents))
 
-def _register(ctx: ServiceContext, loaded: LoadedGoal, task: str, owner: str) -> Callable[[], None]:
-    """Write the goal row and its workers' intents; returns the function that undoes it."""
-    now = ctx.now()
-    created: list[int] = []
-    with ctx.store.write() as s:
-        goal = Goal(
-            goal_id=loaded.goal_id,
-            name=loaded.definition.name if loaded.definition else loaded.goal_id,
-            task=task,
-            owner=owner,
-            kb_path=str(ctx.kb.root / loaded.goal_id),
-            created_at=now,
-            updated_at=now,
-        )
-        s.add(goal)
-        intents = [
-            kbindex.upsert_worker_intent(s, goal, wdef, None, True, now)
-            for wdef in loaded.workers.values()
-        ]
-        homes, _ = ensure_home_threads(s, goal.goal_id, goal.name, loaded.workers, now)
-        s.flush()  # the ids, for undo
-        created.extend(intent.id for intent in intents if intent.id is not None)
-        threads = [t.id for t in homes if t.id is not None]
+    def delete(self, goal_id: str) -> None:
+        """Delete a goal's tree; its intents end."""
+        self.ctx.kb.delete_goal(goal_id)
+        with self.ctx.store.write() as s:
+            kbindex.forget_goal(s, goal_id, self.ctx.now())
+        self.ctx.journal.record("goal deleted", goal_id)
+        self.ctx.changed(ChangeTopic.GOALS)
 
-    def undo() -> None:
-        with ctx.store.write() as s:
-            for intent_id in created:
-                row = s.get(Intent, intent_id)
-                if row is not None:
-                    s.delete(row)
-            for thread_id in threads:  # new and empty: nothing refers to them yet
-                home = s.get(Thread, thread_id)
-                if home is not None:
-                    s.delete(home)
-            goal_row = s.get(Goal, loaded.goal_id)
-            if goal_row is not None:
-                s.delete(goal_row)
+    def pause(self, goal_id: str) -> GoalView:
+        """Pause a goal: its workers' schedules pause with it."""
+        return self._set_status(goal_id, GoalStatus.PAUSED)
 
-    return undo
+    def resume(self, goal_id: str) -> GoalView:
+        """Resume a goal: the workers it paused resume, planned from now."""
+        return self._set_status(goal_id, GoalStatus.ACTIVE)
 
+    def complete(self, goal_id: str) -> GoalView:
+        """Mark a goal completed: its workers' schedules pause."""
+        return self._set_status(goal_id, GoalStatus.COMPLETED)
 
-def list_goals(ctx: ServiceContext) -> list[GoalView]:
-    """Every goal of the index with its workers, in the console's order."""
-    with ctx.store.read() as s:
-        goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
-        intents = s.exec(select(Intent).where(col(Intent.goal_id).is_not(None))).all()
-    grouped = by_goal(intents)
-    return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals]
+    def _set_status(self, goal_id: str, status: GoalStatus) -> GoalView:
+        """Write a goal's status to its definition; its worker intents follow."""
+        self.ctx.kb.set_goal_field(goal_id, status=str(status))
+        now = self.ctx.now()
+        active = status == GoalStatus.ACTIVE
+        with self.ctx.store.write() as s:
+            for intent in s.exec(select(Intent).where(Intent.goal_id == goal_id)).all():
+                kbindex.align_goal_status(intent, active, now)
+                if intent.status == IntentStatus.PAUSED and intent.last_error == "goal paused":
+                    intent.last_error = f"goal {status}"
+                s.add(intent)
+        self.index.sync([goal_id])
+        self.ctx.changed(ChangeTopic.INTENTS)
+        self.ctx.journal.record(f"goal {status}", goal_id)
+        return self.get(goal_id)
 
-
-def goals_and_intents(ctx: ServiceContext) -> tuple[list[GoalView], list[Intent]]:
-    """``list_goals()`` and every intent from one read (the console's refresh)."""
-    with ctx.store.read() as s:
-        goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
-        intents = list(s.exec(select(Intent).order_by(col(Intent.id))).all())
-    grouped = by_goal(intents)
-    return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals], intents
-
-
-def get_goal(ctx: ServiceContext, goal_id: str) -> GoalView:
-    """One goal with its workers, or :class:`NotFound`."""
-    check_name(goal_id, "goal id")
-    with ctx.store.read() as s:
-        goal = s.get(Goal, goal_id)
-        if goal is None:
-            raise NotFound(f"no goal '{goal_id}'")
-        intents = s.exec(select(Intent).where(Intent.goal_id == goal_id)).all()
-    return goal_view(goal, list(intents))
-
-
-def delete_goal(ctx: ServiceContext, goal_id: str) -> None:
-    """Delete a goal's tree; its intents end."""
-    ctx.kb.delete_goal(goal_id)
-    with ctx.store.write() as s:
-        kbindex.forget_goal(s, goal_id, ctx.now())
-    ctx.journal("goal deleted", goal_id)
-    ctx.changed(ChangeTopic.GOALS)
-
-
-def set_goal_status(ctx: ServiceContext, goal_id: str, status: GoalStatus) -> GoalView:
-    """Write a goal's status to its definition; its worker intents follow."""
-    ctx.kb.set_goal_field(goal_id, status=str(status))
-    now = ctx.now()
-    active = status == GoalStatus.ACTIVE
-    with ctx.store.write() as s:
-        for intent in s.exec(select(Intent).where(Intent.goal_id == goal_id)).all():
-            kbindex.align_goal_status(intent, active, now)
-            if intent.status == IntentStatus.PAUSED and intent.last_error == "goal paused":
-                intent.last_error = f"goal {status}"
-            s.add(intent)
-    kbindex.sync_kb(ctx, [goal_id])
-    ctx.changed(ChangeTopic.INTENTS)
-    ctx.journal(f"goal {status}", goal_id)
-    return get_goal(ctx, goal_id)
+    def list(self) -> list[GoalView]:
+        """Every goal of the index with its workers, in the console's order."""
+        with self.ctx.store.read() as s:
+            goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
+            intents = s.exec(select(Intent).where(col(Intent.goal_id).is_not(None))).all()
+        grouped = by_goal(intents)
+        return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals]

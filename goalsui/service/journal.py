@@ -1,33 +1,76 @@
-"""The journal: what the operator, the scheduler, the hooks and the tools did, with times."""
+"""The journal: what the operator, the scheduler, the hooks and the tools did, with times.
+
+Reached as ``service.journal``. A tool server call marks the writes it makes on a run's
+behalf (:func:`acting`), so each entry says which run and tool made it.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
 
 from sqlmodel import col, select
 
 from goalsui.store.db import Store
-from goalsui.store.models import Journal
+from goalsui.store.models import Journal as Entry
+
+__all__ = ["Journal", "acting", "acting_now"]
+
+_ACTING: contextvars.ContextVar[tuple[int | None, str | None]] = contextvars.ContextVar(
+    "goalsui_acting", default=(None, None)
+)
 
 
-def record(
-    store: Store,
-    actor: str,
-    action: str,
-    subject: str = "",
-    detail: str = "",
-    *,
-    run_id: int | None = None,
-    tool: str | None = None,
-) -> None:
-    """Append one entry (its own transaction)."""
-    with store.write() as s:
-        s.add(
-            Journal(
-                actor=actor, action=action, subject=subject, detail=detail, run_id=run_id, tool=tool
+@contextlib.contextmanager
+def acting(run_id: int | None, tool: str | None) -> Iterator[None]:
+    """Journal entries written inside are marked with ``run_id`` and ``tool``."""
+    token = _ACTING.set((run_id, tool))
+    try:
+        yield
+    finally:
+        _ACTING.reset(token)
+
+
+def acting_now() -> tuple[int | None, str | None]:
+    """The (run id, tool name) of the tool call in progress, else (None, None)."""
+    return _ACTING.get()
+
+
+class Journal:
+    """The journal of one service: entries are written by its ``actor`` unless told."""
+
+    def __init__(self, store: Store, actor: str) -> None:
+        self.store = store
+        self.actor = actor
+
+    def record(
+        self,
+        action: str,
+        subject: str = "",
+        detail: str = "",
+        actor: str | None = None,
+        *,
+        run_id: int | None = None,
+        tool: str | None = None,
+    ) -> None:
+        """Append one entry (its own transaction); inside :func:`acting` it is marked
+        with the run and tool unless they are given."""
+        if run_id is None and tool is None:
+            run_id, tool = acting_now()
+        with self.store.write() as s:
+            s.add(
+                Entry(
+                    actor=actor or self.actor,
+                    action=action,
+                    subject=subject,
+                    detail=detail,
+                    run_id=run_id,
+                    tool=tool,
+                )
             )
-        )
 
-
-def recent(store: Store, limit: int = 200) -> list[Journal]:
-    """The newest ``limit`` entries, newest first."""
-    with store.read() as s:
-        return list(s.exec(select(Journal).order_by(col(Journal.id).desc()).limit(limit)))
+    def recent(self, limit: int = 200) -> list[Entry]:
+        """The newest ``limit`` entries, newest first."""
+        with self.store.read() as s:
+            return list(s.exec(select(Entry).order_by(col(Entry.id).desc()).limit(limit)))

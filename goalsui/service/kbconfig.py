@@ -68,7 +68,7 @@ def set_default_runner(ctx: ServiceContext, runner: dict[str, Any]) -> dict[str,
     config = parse_kb_config(parse_yaml(new_text, CONFIG_FILE) or {}, new_text, CONFIG_FILE)
     if new_text != text:
         atomic_write(path, new_text)
-        ctx.journal("config set", "runner", shlex.join(_words(runner)))
+        ctx.journal.record("config set", "runner", shlex.join(_words(runner)))
         ctx.config(reload=True)  # this process sees it at once (others through the watch)
     assert config.runner is not None  # just written
     return config.runner.as_dict()

@@ -1,7 +1,8 @@
 """The KB index: goal rows and worker intents rebuilt from the goal trees on disk.
 
-The KB is the truth for what a goal and its workers are; the index follows it. A goal
-or worker whose files fail validation keeps its last good intent.
+Reached as ``service.index``: ``service.index.sync()``, ``service.index.doctor()``. The
+KB is the truth for what a goal and its workers are; the index follows it. A goal or
+worker whose files fail validation keeps its last good intent.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from goalsui.errors import GoalsuiError, KBError
 from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal
 from goalsui.kb.nightshift import BINDING_FILE
+from goalsui.service.bindings import binding_problems
 from goalsui.service.context import ServiceContext
-from goalsui.service.runner_checks import loaded_goals
-from goalsui.service.threads import ensure_home_threads, home_threads
+from goalsui.service.homes import ensure_home_threads, home_threads
+from goalsui.service.runner_checks import loaded_goals, runner_warnings
 from goalsui.store.models import Goal, Intent, IntentRun
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
@@ -62,54 +64,6 @@ def definition_hash(w: WorkerDef) -> str:
         sort_keys=True,
     )
     return hashlib.sha1(raw.encode()).hexdigest()[:16]
-
-
-def sync_kb(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) -> list[Problem]:
-    """Rebuild the goal index and worker intents from the KB; returns the problems."""
-    ctx.config(reload=True)
-    on_disk = set(ctx.kb.goal_ids())
-    targets = sorted(on_disk if goal_ids is None else set(goal_ids))
-    problems: list[Problem] = []
-    if ctx.config_error:
-        problems.append(Problem(**ctx.config_error.as_problem()))
-    now = ctx.now()
-    with ctx.store.write() as s:
-        ctx.store.serialize(s, "kb-sync")  # processes syncing at once queue here
-        # Two reads for all targets instead of two per goal (and an autoflush each).
-        goals, workers = _index_rows(s, None if goal_ids is None else targets)
-        homes = home_threads(s, None if goal_ids is None else targets)
-        threads_written = False
-        for goal_id in targets:
-            if goal_id not in on_disk:
-                if not ctx.kb.creating(goal_id):  # another process is creating it
-                    forget_goal(s, goal_id, now)
-                continue
-            try:
-                loaded = ctx.kb.load_goal(goal_id)
-            except GoalsuiError as exc:
-                problems.append(Problem(goal_id, None, str(exc)))
-                continue
-            problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
-            goal = _index_goal(s, loaded, now, goals.get(goal_id), workers.get(goal_id, {}))
-            _, wrote = ensure_home_threads(
-                s, goal_id, goal.name, loaded.workers, now, homes.get(goal_id, {})
-            )
-            threads_written = threads_written or wrote
-        if goal_ids is None:
-            known = s.exec(select(Goal.goal_id)).all()
-            for goal_id in set(known) - on_disk:
-                if not ctx.kb.creating(goal_id):  # another process is creating it
-                    forget_goal(s, goal_id, now)
-    ctx.changed(ChangeTopic.GOALS)
-    if threads_written:
-        ctx.changed(ChangeTopic.THREADS)
-    return problems
-
-
-def refresh_kb(ctx: ServiceContext) -> list[Problem]:
-    """Remove leftovers of crashed creations, then rebuild the index from the KB."""
-    ctx.kb.cleanup_leftovers()
-    return sync_kb(ctx)
 
 
 def _index_rows(
@@ -297,69 +251,119 @@ def forget_goal(s: Session, goal_id: str, now: datetime) -> None:
             s.add(intent)
 
 
-def doctor(ctx: ServiceContext) -> list[Problem]:
-    """Validate the KB (every file) and the database; returns every problem found."""
-    problems: list[Problem] = []
-    try:
-        ctx.kb.config()
-    except KBError as exc:
-        problems.append(Problem(**exc.as_problem()))
-    for loaded in ctx.kb.scan():
-        problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
-        for name in loaded.workers:
-            prompt = loaded.path / "workers" / name / "prompt.md"
-            if not prompt.exists():  # one that cannot be read is among loaded.problems
-                problems.append(Problem(ctx.kb.display(prompt), None, "worker has no prompt.md"))
-    from goalsui.service.nightshift import binding_problems
+class Index:
+    """The KB index of one service: goal rows and worker intents follow the goal trees."""
 
-    problems.extend(binding_problems(ctx))  # a changed or unusable nightshift.yaml
-    try:
-        problems.extend(_stuck_intents(ctx))
-    except Exception as exc:  # noqa: BLE001 - reported as a problem, not raised
-        problems.append(Problem(ctx.db_url_display(), None, f"database: {exc}"))
-    return problems
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
 
-
-def capability_warnings(
-    ctx: ServiceContext, goal_ids: Iterable[str] | None = None
-) -> list[Problem]:
-    """Capabilities of workers that would grant nothing (:func:`idle_capabilities`): a
-    warning each, not a problem (the worker runs; its agent just gets no such tool)."""
-    try:
-        config = ctx.kb.config()
-    except KBError:
-        config = None  # reported by doctor as a problem
-    default = config.runner.as_dict() if config is not None and config.runner else None
-    out: list[Problem] = []
-    for loaded in loaded_goals(ctx, goal_ids):
-        nightshift_goal = (loaded.path / BINDING_FILE).exists()
-        for name, wdef in sorted(loaded.workers.items()):
-            runner = wdef.runner.as_dict() if wdef.runner else default
-            shown = ctx.kb.display(loaded.path / "workers" / name / "definition.yaml")
-            out.extend(
-                Problem(shown, None, message)
-                for message in idle_capabilities(
-                    wdef.capabilities, runner, nightshift_goal=nightshift_goal
+    def sync(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
+        """Rebuild the goal index and worker intents from the KB; returns the problems."""
+        self.ctx.config(reload=True)
+        on_disk = set(self.ctx.kb.goal_ids())
+        targets = sorted(on_disk if goal_ids is None else set(goal_ids))
+        problems: list[Problem] = []
+        if self.ctx.config_error:
+            problems.append(Problem(**self.ctx.config_error.as_problem()))
+        now = self.ctx.now()
+        with self.ctx.store.write() as s:
+            self.ctx.store.serialize(s, "kb-sync")  # processes syncing at once queue here
+            # Two reads for all targets instead of two per goal (and an autoflush each).
+            goals, workers = _index_rows(s, None if goal_ids is None else targets)
+            homes = home_threads(s, None if goal_ids is None else targets)
+            threads_written = False
+            for goal_id in targets:
+                if goal_id not in on_disk:
+                    if not self.ctx.kb.creating(goal_id):  # another process is creating it
+                        forget_goal(s, goal_id, now)
+                    continue
+                try:
+                    loaded = self.ctx.kb.load_goal(goal_id)
+                except GoalsuiError as exc:
+                    problems.append(Problem(goal_id, None, str(exc)))
+                    continue
+                problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
+                goal = _index_goal(s, loaded, now, goals.get(goal_id), workers.get(goal_id, {}))
+                _, wrote = ensure_home_threads(
+                    s, goal_id, goal.name, loaded.workers, now, homes.get(goal_id, {})
                 )
-            )
-    return out
+                threads_written = threads_written or wrote
+            if goal_ids is None:
+                known = s.exec(select(Goal.goal_id)).all()
+                for goal_id in set(known) - on_disk:
+                    if not self.ctx.kb.creating(goal_id):  # another process is creating it
+                        forget_goal(s, goal_id, now)
+        self.ctx.changed(ChangeTopic.GOALS)
+        if threads_written:
+            self.ctx.changed(ChangeTopic.THREADS)
+        return problems
 
+    def refresh(self) -> list[Problem]:
+        """Remove leftovers of crashed creations, then rebuild the index from the KB."""
+        self.ctx.kb.cleanup_leftovers()
+        return self.sync()
 
-def _stuck_intents(ctx: ServiceContext) -> list[Problem]:
-    """Intents left ``firing`` by a process that is gone (lease long expired)."""
-    with ctx.store.read() as s:
-        s.exec(select(func.count()).select_from(Intent)).one()
-        stuck = s.exec(
-            select(Intent).where(
-                Intent.status == IntentStatus.FIRING,
-                col(Intent.lease_until) < ctx.now() - timedelta(minutes=5),
+    def doctor(self) -> list[Problem]:
+        """Validate the KB (every file) and the database; returns every problem found."""
+        problems: list[Problem] = []
+        try:
+            self.ctx.kb.config()
+        except KBError as exc:
+            problems.append(Problem(**exc.as_problem()))
+        for loaded in self.ctx.kb.scan():
+            problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
+            for name in loaded.workers:
+                prompt = loaded.path / "workers" / name / "prompt.md"
+                if not prompt.exists():  # one that cannot be read is among loaded.problems
+                    problems.append(
+                        Problem(self.ctx.kb.display(prompt), None, "worker has no prompt.md")
+                    )
+        problems.extend(binding_problems(self.ctx))  # a changed or unusable nightshift.yaml
+        try:
+            problems.extend(self._stuck_intents())
+        except Exception as exc:  # noqa: BLE001 - reported as a problem, not raised
+            problems.append(Problem(self.ctx.db_url_display(), None, f"database: {exc}"))
+        return problems
+
+    def capability_warnings(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
+        """Warnings, not problems: capabilities of workers that would grant nothing
+        (:func:`idle_capabilities`; the worker runs, its agent just gets no such tool),
+        and workers whose runner could not start."""
+        ids = None if goal_ids is None else list(goal_ids)
+        try:
+            config = self.ctx.kb.config()
+        except KBError:
+            config = None  # reported by doctor as a problem
+        default = config.runner.as_dict() if config is not None and config.runner else None
+        out: list[Problem] = []
+        for loaded in loaded_goals(self.ctx, ids):
+            nightshift_goal = (loaded.path / BINDING_FILE).exists()
+            for name, wdef in sorted(loaded.workers.items()):
+                runner = wdef.runner.as_dict() if wdef.runner else default
+                shown = self.ctx.kb.display(loaded.path / "workers" / name / "definition.yaml")
+                out.extend(
+                    Problem(shown, None, message)
+                    for message in idle_capabilities(
+                        wdef.capabilities, runner, nightshift_goal=nightshift_goal
+                    )
+                )
+        return out + runner_warnings(self.ctx, ids)
+
+    def _stuck_intents(self) -> list[Problem]:
+        """Intents left ``firing`` by a process that is gone (lease long expired)."""
+        with self.ctx.store.read() as s:
+            s.exec(select(func.count()).select_from(Intent)).one()
+            stuck = s.exec(
+                select(Intent).where(
+                    Intent.status == IntentStatus.FIRING,
+                    col(Intent.lease_until) < self.ctx.now() - timedelta(minutes=5),
+                )
+            ).all()
+        return [
+            Problem(
+                f"intent {intent.id}",
+                None,
+                "left in 'firing' by a process that is gone (a scheduler will recover it)",
             )
-        ).all()
-    return [
-        Problem(
-            f"intent {intent.id}",
-            None,
-            "left in 'firing' by a process that is gone (a scheduler will recover it)",
-        )
-        for intent in stuck
-    ]
+            for intent in stuck
+        ]

@@ -13,7 +13,7 @@ from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.layout import KB
 from goalsui.service.context import ServiceContext
 
-__all__ = ["open_service", "schema_status", "upgrade_schema"]
+__all__ = ["Schema", "open_service"]
 
 S = TypeVar("S", bound=ServiceContext)
 
@@ -52,16 +52,21 @@ def open_service(
     return service
 
 
-def schema_status(ctx: ServiceContext) -> dict[str, Any]:
-    """``goalsui db status``: the database's schema revision against this goalsui's."""
-    from goalsui.store import schema
+class Schema:
+    """The database's schema (``goalsui db``), reached as ``service.schema``."""
 
-    return schema.status(ctx.store.engine).as_json()
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
 
+    def status(self) -> dict[str, Any]:
+        """``goalsui db status``: the database's schema revision against this goalsui's."""
+        from goalsui.store import schema
 
-def upgrade_schema(ctx: ServiceContext) -> dict[str, Any]:
-    """``goalsui db upgrade``: apply pending migrations (works on an outdated database)."""
-    from goalsui.store import schema
+        return schema.status(self.ctx.store.engine).as_json()
 
-    before, after = schema.upgrade(ctx.store.engine)
-    return {"before": before.as_json(), "after": after.as_json()}
+    def upgrade(self) -> dict[str, Any]:
+        """``goalsui db upgrade``: apply pending migrations (works on an outdated database)."""
+        from goalsui.store import schema
+
+        before, after = schema.upgrade(self.ctx.store.engine)
+        return {"before": before.as_json(), "after": after.as_json()}

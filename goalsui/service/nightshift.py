@@ -1,33 +1,31 @@
 """The nightshift's service operations: bind a goal to a repository, plan the night,
 list the branches the night produced, and approve (merge) or reject (delete) them.
 
-Every decision is journaled (action ``nightshift ...``, subject the goal) so the next
-morning report can show it. The console and the CLI both call these functions.
+Reached as ``service.nightshift``. Every decision is journaled (action ``nightshift ...``,
+subject the goal) so the next morning report can show it; the operator's binding is
+recorded too (:mod:`goalsui.service.bindings`).
 """
 
 from __future__ import annotations
 
-import json
-import shlex
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goalsui.domain import nightshift as rules
 from goalsui.domain.timeutil import load_zone
 from goalsui.domain.untrusted import plain
-from goalsui.domain.views import Problem
+from goalsui.domain.views import GoalView
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb import nightshift as files
 from goalsui.kb.nightshift import Binding
 from goalsui.kb.paths import check_name
 from goalsui.kb.repo import GitError, Repo
+from goalsui.service.bindings import journal_details, record_binding, recorded_binding
+from goalsui.service.context import ServiceContext
+from goalsui.service.goals import Goals
 from goalsui.service.nightshift_templates import render_goal_files, worker_seeds
-
-if TYPE_CHECKING:
-    from goalsui.service import GoalView, Service
-    from goalsui.service.context import ServiceContext
 
 COMMANDER = "commander"
 REPORTER = "reporter"
@@ -76,334 +74,312 @@ class BranchView:
         }
 
 
-def record_branch(
-    service: Service, goal_id: str, branch: str, sha: str, *, run_id: int | None = None
-) -> None:
-    """Record in the database (out of every agent's reach) that goalsui made ``branch``
-    and left it at ``sha``: approvals merge exactly that commit, and only such branches."""
-    service.journal(BRANCH_RECORD, goal_id, f"{branch} {sha}", run_id=run_id, tool=None)
+class Nightshift:
+    """The nightshift goals of one service: binding, plan, branches and decisions."""
 
+    def __init__(self, ctx: ServiceContext, goals: Goals) -> None:
+        self.ctx = ctx
+        self.goals = goals
 
-def branch_records(service: Service, goal_id: str) -> dict[str, str]:
-    """branch -> the commit goalsui last recorded for it, for the goal."""
-    records: dict[str, str] = {}
-    for detail in _journal_details(service, BRANCH_RECORD, goal_id):
-        branch, _, sha = str(detail).partition(" ")
-        if branch and sha:
-            records[branch] = sha.strip()
-    return records
+    def record_branch(
+        self, goal_id: str, branch: str, sha: str, *, run_id: int | None = None
+    ) -> None:
+        """Record in the database (out of every agent's reach) that goalsui made ``branch``
+        and left it at ``sha``: approvals merge exactly that commit, and only such branches."""
+        self.ctx.journal.record(BRANCH_RECORD, goal_id, f"{branch} {sha}", run_id=run_id, tool=None)
 
+    def branch_records(self, goal_id: str) -> dict[str, str]:
+        """branch -> the commit goalsui last recorded for it, for the goal."""
+        records: dict[str, str] = {}
+        for detail in journal_details(self.ctx, BRANCH_RECORD, goal_id):
+            branch, _, sha = str(detail).partition(" ")
+            if branch and sha:
+                records[branch] = sha.strip()
+        return records
 
-def copy_branch_records(source: Service, target: Service, goal_id: str) -> None:
-    """Copy the branch records of ``goal_id`` from ``source`` (a replay's own database)
-    into ``target``, so branches a replay made can be approved from the real one."""
-    known = branch_records(target, goal_id)
-    for branch, sha in branch_records(source, goal_id).items():
-        if known.get(branch) != sha:
-            record_branch(target, goal_id, branch, sha)
+    def copy_branch_records(self, goal_id: str, to: Nightshift) -> None:
+        """Copy the branch records of ``goal_id`` into ``to`` (another database's), so
+        branches a replay made can be approved from the real one."""
+        known = to.branch_records(goal_id)
+        for branch, sha in self.branch_records(goal_id).items():
+            if known.get(branch) != sha:
+                to.record_branch(goal_id, branch, sha)
 
+    def copy_records(self, goal_id: str, to: Nightshift) -> None:
+        """Give ``to`` (a replay's own database) the operator's records of the goal: its
+        binding and the branches goalsui made."""
+        binding = recorded_binding(self.ctx, goal_id)
+        if binding is not None:
+            record_binding(to.ctx, goal_id, binding)
+        self.copy_branch_records(goal_id, to)
 
-def copy_records(source: Service, target: Service, goal_id: str) -> None:
-    """Give ``target`` (a replay's own database) the operator's records of the goal: its
-    binding and the branches goalsui made."""
-    binding = recorded_binding(source, goal_id)
-    if binding is not None:
-        record_binding(target, goal_id, binding)
-    copy_branch_records(source, target, goal_id)
+    def report_path(self, goal_id: str, night: date) -> Path:
+        """Where the morning report of ``night`` is written."""
+        return self.ctx.kb.goal_dir(goal_id) / "reports" / rules.report_file(night)
 
+    def init(
+        self,
+        repo_path: Path,
+        *,
+        base: str | None = None,
+        tz: str = "UTC",
+        runner: dict[str, Any] | None = None,
+        workers: int = 3,
+        name: str | None = None,
+        check: list[str] | None = None,
+    ) -> GoalView:
+        """Create a nightshift goal bound to the git work tree at ``repo_path`` (atomically)."""
+        load_zone(tz)
+        repo = Repo(repo_path.expanduser().resolve())
+        if not repo.is_work_tree():
+            raise ValidationError(f"{repo_path} is not the top of a git work tree")
+        base = base or repo.current_branch()
+        if not base or not repo.branch_exists(base):
+            raise ValidationError(f"the base branch {base!r} does not exist in {repo.path}")
+        binding = Binding(repo.path, base, tuple(check) if check else None)
+        title = name or f"Nightshift {repo.path.name}"
+        seeds = worker_seeds(rules.worker_slots(workers), tz, runner)
+        view = self.goals.create(
+            title,
+            f"Work the backlog of {repo.path} overnight: one atomic task per slot, each on its "
+            f"own branch from {base}, approved or rejected in the morning.",
+            seeds,
+            files=render_goal_files(binding, tz, [s.name for s in seeds]),
+        )
+        self.ctx.journal.record("nightshift init", view.goal_id, f"repo {repo.path} base {base}")
+        record_binding(self.ctx, view.goal_id, binding)
+        return view
 
-def report_path(service: Service, goal_id: str, night: date) -> Path:
-    """Where the morning report of ``night`` is written."""
-    return service.kb.goal_dir(goal_id) / "reports" / rules.report_file(night)
-
-
-def init_nightshift(
-    service: Service,
-    repo_path: Path,
-    *,
-    base: str | None = None,
-    tz: str = "UTC",
-    runner: dict[str, Any] | None = None,
-    workers: int = 3,
-    name: str | None = None,
-    check: list[str] | None = None,
-) -> GoalView:
-    """Create a nightshift goal bound to the git work tree at ``repo_path`` (atomically)."""
-    load_zone(tz)
-    repo = Repo(repo_path.expanduser().resolve())
-    if not repo.is_work_tree():
-        raise ValidationError(f"{repo_path} is not the top of a git work tree")
-    base = base or repo.current_branch()
-    if not base or not repo.branch_exists(base):
-        raise ValidationError(f"the base branch {base!r} does not exist in {repo.path}")
-    binding = Binding(repo.path, base, tuple(check) if check else None)
-    title = name or f"Nightshift {repo.path.name}"
-    seeds = worker_seeds(rules.worker_slots(workers), tz, runner)
-    view = service.setup_goal(
-        title,
-        f"Work the backlog of {repo.path} overnight: one atomic task per slot, each on its "
-        f"own branch from {base}, approved or rejected in the morning.",
-        seeds,
-        files=render_goal_files(binding, tz, [s.name for s in seeds]),
-    )
-    service.journal("nightshift init", view.goal_id, f"repo {repo.path} base {base}")
-    record_binding(service, view.goal_id, binding)
-    return view
-
-
-#: the journal action that records the binding the operator set (repo, base, check)
-BINDING_RECORD = "nightshift binding"
-
-
-def record_binding(service: ServiceContext, goal_id: str, binding: Binding) -> None:
-    """Record, in the database (out of every agent tool's reach), the repository, base and
-    check the operator chose: goalsui acts on these, whatever ``nightshift.yaml`` says later."""
-    service.journal(BINDING_RECORD, goal_id, json.dumps(binding.as_yaml(), sort_keys=True))
-
-
-def recorded_binding(service: ServiceContext, goal_id: str) -> Binding | None:
-    """The binding the operator last set for the goal, None when none was recorded."""
-    rows = _journal_details(service, BINDING_RECORD, goal_id)
-    if not rows:
-        return None
-    data = json.loads(rows[-1])
-    check = data.get("check")
-    return Binding(Path(data["repo"]), str(data["base"]), tuple(check) if check else None)
-
-
-def binding_of(service: ServiceContext, goal_id: str) -> Binding | None:
-    """The binding goalsui acts on: the operator's recorded one (a ``nightshift.yaml``
-    changed since is not obeyed), else the file's (a goal made before records existed).
-    None for a goal that is no nightshift; KBError for a broken file without a record."""
-    try:
-        on_file = files.load_binding(service.kb.goal_dir(goal_id))
-    except GoalsuiError:
-        recorded = recorded_binding(service, goal_id)
-        if recorded is None:
-            raise
-        return recorded
-    if on_file is None:
-        return None
-    return recorded_binding(service, goal_id) or on_file
-
-
-def trust_binding(service: Service, goal_id: str) -> Binding:
-    """The operator accepts the goal's ``nightshift.yaml`` as it is now (checked first)."""
-    binding = files.load_binding(service.kb.goal_dir(goal_id))
-    if binding is None:
-        raise ValidationError(f"goal {goal_id} is not a nightshift (no nightshift.yaml)")
-    files.checked_repo(binding)
-    record_binding(service, goal_id, binding)
-    return binding
-
-
-def binding_problems(service: ServiceContext) -> list[Problem]:
-    """For ``doctor``: each nightshift goal whose ``nightshift.yaml`` differs from what the
-    operator set, has no record of it, or names a repository or base that is unusable."""
-    problems: list[Problem] = []
-    for goal_id in service.kb.goal_ids():
-        shown = f"{goal_id}/{files.BINDING_FILE}"
+    def binding_of(self, goal_id: str) -> Binding | None:
+        """The binding goalsui acts on: the operator's recorded one (a ``nightshift.yaml``
+        changed since is not obeyed), else the file's (a goal made before records existed).
+        None for a goal that is no nightshift; KBError for a broken file without a record."""
         try:
-            on_file = files.load_binding(service.kb.goal_dir(goal_id))
+            on_file = files.load_binding(self.ctx.kb.goal_dir(goal_id))
         except GoalsuiError:
-            continue  # reported with its line by the KB scan
+            recorded = recorded_binding(self.ctx, goal_id)
+            if recorded is None:
+                raise
+            return recorded
         if on_file is None:
-            continue
-        recorded = recorded_binding(service, goal_id)
-        if recorded is None:
-            problems.append(
-                Problem(
-                    shown,
-                    None,
-                    "no record of the operator's binding; check the file and "
-                    "run 'goalsui nightshift trust --goal " + goal_id + "'",
-                )
-            )
-        elif recorded != on_file:
-            changed = ", ".join(
-                f"{key} {_shown(on_file, key)} (set: {_shown(recorded, key)})"
-                for key in ("repo", "base", "check")
-                if _shown(on_file, key) != _shown(recorded, key)
-            )
-            problems.append(
-                Problem(
-                    shown,
-                    None,
-                    f"changed since the operator set it: {changed}; goalsui "
-                    "keeps using what was set ('goalsui nightshift trust' accepts the file)",
-                )
-            )
-        try:
-            files.checked_repo(recorded or on_file)
-        except GoalsuiError as exc:
-            problems.append(Problem(shown, None, f"the repository cannot be used: {exc}"))
-    return problems
+            return None
+        return recorded_binding(self.ctx, goal_id) or on_file
 
-
-def _shown(binding: Binding, key: str) -> str:
-    value = getattr(binding, key)
-    if key == "check":
-        return shlex.join(value) if value else "none"
-    return str(value)
-
-
-def _journal_details(service: ServiceContext, action: str, subject: str) -> list[str]:
-    """The details of the journal entries of ``action`` on ``subject``, oldest first."""
-    from sqlmodel import col, select
-
-    from goalsui.store.models import Journal
-
-    with service.store.read() as s:
-        rows = s.exec(
-            select(Journal.detail)
-            .where(Journal.action == action, Journal.subject == subject)
-            .order_by(col(Journal.id))
-        ).all()
-    return [str(r) for r in rows]
-
-
-def nightshift_goal(service: Service, goal_id: str | None = None) -> tuple[str, Binding]:
-    """The named nightshift goal, or the KB's only one; with its binding."""
-    if goal_id:
-        binding = binding_of(service, goal_id)
+    def trust(self, goal_id: str) -> Binding:
+        """The operator accepts the goal's ``nightshift.yaml`` as it is now (checked first)."""
+        binding = files.load_binding(self.ctx.kb.goal_dir(goal_id))
         if binding is None:
             raise ValidationError(f"goal {goal_id} is not a nightshift (no nightshift.yaml)")
-        return goal_id, binding
-    found = []
-    for gid in service.kb.goal_ids():
-        binding = binding_of(service, gid)
-        if binding is not None:
-            found.append((gid, binding))
-    if not found:
-        raise NotFound("no nightshift goal in this KB; create one with 'goalsui nightshift init'")
-    if len(found) > 1:
-        names = ", ".join(g for g, _ in found)
-        raise ValidationError(f"several nightshift goals ({names}); name one with --goal")
-    return found[0]
+        files.checked_repo(binding)
+        record_binding(self.ctx, goal_id, binding)
+        return binding
 
-
-def current_night(service: Service, binding_tz: str, now: datetime | None = None) -> date:
-    """The night ``now`` (default: the service's clock) belongs to, in the goal's zone."""
-    return rules.night_of(now or service.now(), load_zone(binding_tz))
-
-
-def goal_timezone(service: Service, goal_id: str) -> str:
-    """The timezone of the goal's commander (the schedules' zone), else UTC."""
-    loaded = service.kb.load_goal(goal_id)
-    worker = loaded.workers.get(COMMANDER)
-    return str(worker.schedule.timezone) if worker and worker.schedule else "UTC"
-
-
-def task_workers(service: Service, goal_id: str) -> list[str]:
-    """The workers that take tasks (every worker but the commander and the reporter)."""
-    return sorted(w for w in service.kb.load_goal(goal_id).workers if w not in ROLES)
-
-
-def plan_add(
-    service: Service,
-    goal_id: str,
-    worker: str,
-    task: str,
-    *,
-    night: date | None = None,
-    reason: str | None = None,
-) -> tuple[rules.PlanItem, bool]:
-    """Put a task into the night's plan; the same (night, worker, task) is added once.
-
-    Returns the item and whether it was created.
-    """
-    check_name(worker, "worker name")
-    if worker not in task_workers(service, goal_id):
-        choices = ", ".join(task_workers(service, goal_id)) or "none"
-        raise ValidationError(f"{worker!r} is not a task worker of {goal_id} (workers: {choices})")
-    task = rules.check_task(task)
-    night = night or current_night(service, goal_timezone(service, goal_id))
-    item = rules.PlanItem(night=night, worker=worker, task=task, reason=reason)
-    created: list[bool] = []
-
-    def change(items: list[rules.PlanItem], raw: list[object]) -> list[object] | None:
-        if any(i.key == item.key for i in items):
-            return None
-        created.append(True)
-        return [*raw, item.as_yaml()]
-
-    files.update_plan(service.kb.goal_dir(goal_id), change)
-    if created:
-        if reason:
-            files.append_decision(
-                service.kb.goal_dir(goal_id), f"{night}: {worker} takes '{task}' because {reason}"
+    def goal(self, goal_id: str | None = None) -> tuple[str, Binding]:
+        """The named nightshift goal, or the KB's only one; with its binding."""
+        if goal_id:
+            binding = self.binding_of(goal_id)
+            if binding is None:
+                raise ValidationError(f"goal {goal_id} is not a nightshift (no nightshift.yaml)")
+            return goal_id, binding
+        found = []
+        for gid in self.ctx.kb.goal_ids():
+            binding = self.binding_of(gid)
+            if binding is not None:
+                found.append((gid, binding))
+        if not found:
+            raise NotFound(
+                "no nightshift goal in this KB; create one with 'goalsui nightshift init'"
             )
-        service.journal("nightshift plan add", goal_id, f"{night} {worker}: {task}")
-        service.changed("goals")
-    return item, bool(created)
+        if len(found) > 1:
+            names = ", ".join(g for g, _ in found)
+            raise ValidationError(f"several nightshift goals ({names}); name one with --goal")
+        return found[0]
 
+    def current_night(self, binding_tz: str, now: datetime | None = None) -> date:
+        """The night ``now`` (default: the service's clock) belongs to, in the goal's zone."""
+        return rules.night_of(now or self.ctx.now(), load_zone(binding_tz))
 
-def plan_list(service: Service, goal_id: str, night: date | None = None) -> list[rules.PlanItem]:
-    items = files.read_plan(service.kb.goal_dir(goal_id))
-    return [i for i in items if night is None or i.night == night]
+    def timezone(self, goal_id: str) -> str:
+        """The timezone of the goal's commander (the schedules' zone), else UTC."""
+        loaded = self.ctx.kb.load_goal(goal_id)
+        worker = loaded.workers.get(COMMANDER)
+        return str(worker.schedule.timezone) if worker and worker.schedule else "UTC"
 
+    def task_workers(self, goal_id: str) -> list[str]:
+        """The workers that take tasks (every worker but the commander and the reporter)."""
+        return sorted(w for w in self.ctx.kb.load_goal(goal_id).workers if w not in ROLES)
 
-def set_item(service: Service, goal_id: str, updated: rules.PlanItem) -> None:
-    """Replace the plan item with the same (night, worker, task)."""
+    def plan_add(
+        self,
+        goal_id: str,
+        worker: str,
+        task: str,
+        *,
+        night: date | None = None,
+        reason: str | None = None,
+    ) -> tuple[rules.PlanItem, bool]:
+        """Put a task into the night's plan; the same (night, worker, task) is added once.
 
-    def change(items: list[rules.PlanItem], raw: list[object]) -> list[object] | None:
-        out: list[object] = []
-        for entry in raw:
-            parsed = rules.item_from_yaml(entry)
-            out.append(updated.as_yaml() if parsed and parsed.key == updated.key else entry)
-        return out
-
-    files.update_plan(service.kb.goal_dir(goal_id), change)
-
-
-def _item_for_branch(service: Service, goal_id: str, branch: str) -> rules.PlanItem | None:
-    return next((i for i in plan_list(service, goal_id) if i.branch == branch), None)
-
-
-def list_branches(service: Service, goal_id: str) -> list[BranchView]:
-    """Every ``nightshift/`` branch of the bound repository, newest night first."""
-    _, binding = nightshift_goal(service, goal_id)
-    repo = files.checked_repo(binding)
-    records = branch_records(service, goal_id)
-    views = []
-    for branch in repo.branches(rules.BRANCH_PREFIX):
-        shown = records.get(branch) or branch
-        if not repo.has_commit(shown):
-            shown = branch
-        commits = repo.commits(binding.base, shown)
-        views.append(
-            BranchView(
-                branch=branch,
-                commits=len(commits),
-                diffstat=repo.diffstat(binding.base, shown),
-                item=_item_for_branch(service, goal_id, branch),
-                reviewed=records.get(branch),
-                tip=repo.head_of(branch),
+        Returns the item and whether it was created.
+        """
+        check_name(worker, "worker name")
+        if worker not in self.task_workers(goal_id):
+            choices = ", ".join(self.task_workers(goal_id)) or "none"
+            raise ValidationError(
+                f"{worker!r} is not a task worker of {goal_id} (workers: {choices})"
             )
+        task = rules.check_task(task)
+        night = night or self.current_night(self.timezone(goal_id))
+        item = rules.PlanItem(night=night, worker=worker, task=task, reason=reason)
+        created: list[bool] = []
+
+        def change(items: list[rules.PlanItem], raw: list[object]) -> list[object] | None:
+            if any(i.key == item.key for i in items):
+                return None
+            created.append(True)
+            return [*raw, item.as_yaml()]
+
+        files.update_plan(self.ctx.kb.goal_dir(goal_id), change)
+        if created:
+            if reason:
+                files.append_decision(
+                    self.ctx.kb.goal_dir(goal_id),
+                    f"{night}: {worker} takes '{task}' because {reason}",
+                )
+            self.ctx.journal.record("nightshift plan add", goal_id, f"{night} {worker}: {task}")
+            self.ctx.changed("goals")
+        return item, bool(created)
+
+    def plan(self, goal_id: str, night: date | None = None) -> list[rules.PlanItem]:
+        items = files.read_plan(self.ctx.kb.goal_dir(goal_id))
+        return [i for i in items if night is None or i.night == night]
+
+    def set_item(self, goal_id: str, updated: rules.PlanItem) -> None:
+        """Replace the plan item with the same (night, worker, task)."""
+
+        def change(items: list[rules.PlanItem], raw: list[object]) -> list[object] | None:
+            out: list[object] = []
+            for entry in raw:
+                parsed = rules.item_from_yaml(entry)
+                out.append(updated.as_yaml() if parsed and parsed.key == updated.key else entry)
+            return out
+
+        files.update_plan(self.ctx.kb.goal_dir(goal_id), change)
+
+    def _item_for_branch(self, goal_id: str, branch: str) -> rules.PlanItem | None:
+        return next((i for i in self.plan(goal_id) if i.branch == branch), None)
+
+    def branches(self, goal_id: str) -> list[BranchView]:
+        """Every ``nightshift/`` branch of the bound repository, newest night first."""
+        _, binding = self.goal(goal_id)
+        repo = files.checked_repo(binding)
+        records = self.branch_records(goal_id)
+        views = []
+        for branch in repo.branches(rules.BRANCH_PREFIX):
+            shown = records.get(branch) or branch
+            if not repo.has_commit(shown):
+                shown = branch
+            commits = repo.commits(binding.base, shown)
+            views.append(
+                BranchView(
+                    branch=branch,
+                    commits=len(commits),
+                    diffstat=repo.diffstat(binding.base, shown),
+                    item=self._item_for_branch(goal_id, branch),
+                    reviewed=records.get(branch),
+                    tip=repo.head_of(branch),
+                )
+            )
+        views.sort(key=lambda v: (v.branch.split("/")[1], v.branch))
+        views.sort(key=lambda v: v.branch.split("/")[1], reverse=True)  # newest night first
+        return views
+
+    def diff(self, goal_id: str, branch: str) -> str:
+        """The diff an approval would merge: from the base to the commit goalsui recorded."""
+        _, binding = self.goal(goal_id)
+        repo = _checked_branch(binding, branch)
+        reviewed = self.branch_records(goal_id).get(branch)
+        return repo.diff(
+            binding.base, reviewed if reviewed and repo.has_commit(reviewed) else branch
         )
-    views.sort(key=lambda v: (v.branch.split("/")[1], v.branch))
-    views.sort(key=lambda v: v.branch.split("/")[1], reverse=True)  # newest night first
-    return views
 
+    def _made_by_goalsui(self, goal_id: str, branch: str, verb: str) -> str:
+        """The commit goalsui recorded for ``branch``; refuses a branch it did not make."""
+        reviewed = self.branch_records(goal_id).get(branch)
+        if reviewed is None:
+            self.ctx.journal.record(
+                f"nightshift {verb} refused", goal_id, f"{branch}: not made by goalsui"
+            )
+            raise ValidationError(
+                f"goalsui did not make {plain(branch, limit=80)} (no record of it in the "
+                f"database); nothing was {'merged' if verb == 'approve' else 'deleted'}"
+            )
+        return reviewed
 
-def branch_diff(service: Service, goal_id: str, branch: str) -> str:
-    """The diff an approval would merge: from the base to the commit goalsui recorded."""
-    _, binding = nightshift_goal(service, goal_id)
-    repo = _checked_branch(binding, branch)
-    reviewed = branch_records(service, goal_id).get(branch)
-    return repo.diff(binding.base, reviewed if reviewed and repo.has_commit(reviewed) else branch)
+    def approve(self, goal_id: str, branch: str, *, sha: str | None = None) -> str:
+        """Merge exactly the reviewed commit of the branch into the base (a merge commit),
+        then delete the branch.
 
-
-def _made_by_goalsui(service: Service, goal_id: str, branch: str, verb: str) -> str:
-    """The commit goalsui recorded for ``branch``; refuses a branch it did not make."""
-    reviewed = branch_records(service, goal_id).get(branch)
-    if reviewed is None:
-        service.journal(f"nightshift {verb} refused", goal_id, f"{branch}: not made by goalsui")
-        raise ValidationError(
-            f"goalsui did not make {plain(branch, limit=80)} (no record of it in the "
-            f"database); nothing was {'merged' if verb == 'approve' else 'deleted'}"
+        The reviewed commit is the one goalsui recorded when the task ended (shown by the
+        report, ``branches`` and ``diff``); ``sha`` names another one the operator reviewed.
+        Refused for a branch goalsui did not make, and for one that points elsewhere now
+        (both commits named): nothing added after the review is merged unseen.
+        """
+        _, binding = self.goal(goal_id)
+        repo = _checked_branch(binding, branch)
+        recorded = self._made_by_goalsui(goal_id, branch, "approve")
+        reviewed = repo.resolve_commit(sha) if sha else recorded
+        tip = repo.head_of(branch)
+        if tip != reviewed:
+            self.ctx.journal.record(
+                "nightshift approve refused", goal_id, f"{branch}: reviewed {reviewed}, now {tip}"
+            )
+            raise ValidationError(
+                f"{plain(branch, limit=80)} moved since it was reviewed: reviewed {reviewed[:12]}, "
+                f"now {tip[:12]}; read 'goalsui nightshift diff' and approve with --sha {tip[:12]} "
+                "to merge the new commit"
+            )
+        try:
+            result = repo.merge(
+                branch, binding.base, f"nightshift: merge {branch} (approved)", tip=reviewed
+            )
+        except GitError as exc:
+            self.ctx.journal.record("nightshift approve refused", goal_id, f"{branch}: {exc}")
+            raise
+        repo.delete_branch(branch, expected=reviewed)
+        self._mark(goal_id, branch, rules.APPROVED)
+        self.ctx.journal.record(
+            "nightshift approved", goal_id, f"{branch} -> {binding.base} (commit {reviewed[:12]})"
         )
-    return reviewed
+        self.ctx.changed("goals")
+        return result.message
+
+    def reject(self, goal_id: str, branch: str) -> str:
+        """Delete the branch; the base branch is not touched. Only a branch goalsui made."""
+        _, binding = self.goal(goal_id)
+        repo = _checked_branch(binding, branch)
+        self._made_by_goalsui(goal_id, branch, "reject")
+        repo.delete_branch(branch)
+        self._mark(goal_id, branch, rules.REJECTED)
+        self.ctx.journal.record("nightshift rejected", goal_id, branch)
+        self.ctx.changed("goals")
+        return f"deleted {branch}"
+
+    def _mark(self, goal_id: str, branch: str, status: str) -> None:
+        item = self._item_for_branch(goal_id, branch)
+        if item is not None:
+            from dataclasses import replace
+
+            self.set_item(goal_id, replace(item, status=status))
+
+    def decisions_since(self, goal_id: str, since: datetime) -> list[str]:
+        """The approvals and rejections journaled for the goal since ``since``, oldest first."""
+        lines = []
+        for entry in reversed(self.ctx.journal.recent(limit=2000)):
+            decided = entry.action in ("nightshift approved", "nightshift rejected")
+            if decided and entry.subject == goal_id and entry.at >= since:
+                lines.append(f"{entry.action.split()[1]}: {plain(entry.detail, limit=200)}")
+        return lines
 
 
 def _checked_branch(binding: Binding, branch: str) -> Repo:
@@ -413,72 +389,3 @@ def _checked_branch(binding: Binding, branch: str) -> Repo:
     if not repo.branch_exists(branch):
         raise NotFound(f"no branch {plain(branch, limit=80)} in {binding.repo}")
     return repo
-
-
-def approve(service: Service, goal_id: str, branch: str, *, sha: str | None = None) -> str:
-    """Merge exactly the reviewed commit of the branch into the base (a merge commit),
-    then delete the branch.
-
-    The reviewed commit is the one goalsui recorded when the task ended (shown by the
-    report, ``branches`` and ``diff``); ``sha`` names another one the operator reviewed.
-    Refused for a branch goalsui did not make, and for one that points elsewhere now
-    (both commits named): nothing added after the review is merged unseen.
-    """
-    _, binding = nightshift_goal(service, goal_id)
-    repo = _checked_branch(binding, branch)
-    recorded = _made_by_goalsui(service, goal_id, branch, "approve")
-    reviewed = repo.resolve_commit(sha) if sha else recorded
-    tip = repo.head_of(branch)
-    if tip != reviewed:
-        service.journal(
-            "nightshift approve refused", goal_id, f"{branch}: reviewed {reviewed}, now {tip}"
-        )
-        raise ValidationError(
-            f"{plain(branch, limit=80)} moved since it was reviewed: reviewed {reviewed[:12]}, "
-            f"now {tip[:12]}; read 'goalsui nightshift diff' and approve with --sha {tip[:12]} "
-            "to merge the new commit"
-        )
-    try:
-        result = repo.merge(
-            branch, binding.base, f"nightshift: merge {branch} (approved)", tip=reviewed
-        )
-    except GitError as exc:
-        service.journal("nightshift approve refused", goal_id, f"{branch}: {exc}")
-        raise
-    repo.delete_branch(branch, expected=reviewed)
-    _mark(service, goal_id, branch, rules.APPROVED)
-    service.journal(
-        "nightshift approved", goal_id, f"{branch} -> {binding.base} (commit {reviewed[:12]})"
-    )
-    service.changed("goals")
-    return result.message
-
-
-def reject(service: Service, goal_id: str, branch: str) -> str:
-    """Delete the branch; the base branch is not touched. Only a branch goalsui made."""
-    _, binding = nightshift_goal(service, goal_id)
-    repo = _checked_branch(binding, branch)
-    _made_by_goalsui(service, goal_id, branch, "reject")
-    repo.delete_branch(branch)
-    _mark(service, goal_id, branch, rules.REJECTED)
-    service.journal("nightshift rejected", goal_id, branch)
-    service.changed("goals")
-    return f"deleted {branch}"
-
-
-def _mark(service: Service, goal_id: str, branch: str, status: str) -> None:
-    item = _item_for_branch(service, goal_id, branch)
-    if item is not None:
-        from dataclasses import replace
-
-        set_item(service, goal_id, replace(item, status=status))
-
-
-def decisions_since(service: Service, goal_id: str, since: datetime) -> list[str]:
-    """The approvals and rejections journaled for the goal since ``since``, oldest first."""
-    lines = []
-    for entry in reversed(service.list_journal(limit=2000)):
-        decided = entry.action in ("nightshift approved", "nightshift rejected")
-        if decided and entry.subject == goal_id and entry.at >= since:
-            lines.append(f"{entry.action.split()[1]}: {plain(entry.detail, limit=200)}")
-    return lines

@@ -1,4 +1,7 @@
-"""Read-only overviews: the status-bar summary, the change fingerprint, cron previews."""
+"""Read-only overviews: the status-bar summary, the change fingerprints, cron previews.
+
+Reached as ``service.overview``; :func:`schedule_preview` needs no KB or database.
+"""
 
 from __future__ import annotations
 
@@ -48,73 +51,79 @@ def schedule_preview(
     }
 
 
-def change_stamp(ctx: ServiceContext) -> tuple[Any, ...] | None:
-    """A stat-only fingerprint of a SQLite database: size and mtime of the file and its WAL.
+class Overview:
+    """Read-only overviews of one service (``service.overview``): counts, fingerprints."""
 
-    Any commit by any process changes it (the WAL grows, or is restarted by a
-    checkpoint, which writes the file). None for other databases: ask
-    :func:`change_token`. Costs two ``stat`` calls, no query.
-    """
-    from sqlalchemy.engine import make_url
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
 
-    url = make_url(ctx.db_url)
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        return None
-    path = Path(url.database)
-    stamp: list[tuple[int, int] | None] = []
-    for part in (path, path.with_name(path.name + "-wal")):
-        try:
-            st = part.stat()
-        except OSError:
-            stamp.append(None)
-        else:
-            stamp.append((st.st_size, st.st_mtime_ns))
-    return tuple(stamp)
+    def change_stamp(self) -> tuple[Any, ...] | None:
+        """A stat-only fingerprint of a SQLite database: size and mtime of the file and its WAL.
 
+        Any commit by any process changes it (the WAL grows, or is restarted by a
+        checkpoint, which writes the file). None for other databases: ask
+        :meth:`change_token`. Costs two ``stat`` calls, no query.
+        """
+        from sqlalchemy.engine import make_url
 
-def change_token(ctx: ServiceContext) -> tuple[Any, ...]:
-    """A cheap fingerprint of the records; it differs after any change by anyone."""
-    with ctx.store.read() as s:
-        return (
-            s.exec(select(func.max(Intent.updated_at))).one(),
-            s.exec(select(func.max(IntentRun.id))).one(),
-            s.exec(select(func.count()).where(IntentRun.status == RunStatus.RUNNING)).one(),
-            s.exec(select(func.max(IntentRun.finished_at))).one(),
-            s.exec(select(func.max(Journal.id))).one(),
-            s.exec(select(func.sum(Thread.revision))).one(),
-            s.exec(select(func.max(Message.id))).one(),
-            s.exec(select(func.max(Goal.updated_at))).one(),
-            s.exec(select(func.max(Event.id))).one(),
-        )
+        url = make_url(self.ctx.db_url)
+        if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+            return None
+        path = Path(url.database)
+        stamp: list[tuple[int, int] | None] = []
+        for part in (path, path.with_name(path.name + "-wal")):
+            try:
+                st = part.stat()
+            except OSError:
+                stamp.append(None)
+            else:
+                stamp.append((st.st_size, st.st_mtime_ns))
+        return tuple(stamp)
 
-
-def summary(ctx: ServiceContext) -> dict[str, Any]:
-    """Counts for the status bar and the plain-text dashboard."""
-    now = ctx.now()
-    with ctx.store.read() as s:
-        goals = s.exec(select(func.count()).select_from(Goal)).one()
-        goal_errors = s.exec(select(func.count()).where(col(Goal.error).is_not(None))).one()
-        by_status = dict(
-            s.exec(select(Intent.status, func.count()).group_by(col(Intent.status))).all()
-        )
-        due = s.exec(
-            select(func.count()).where(
-                Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at) <= now
+    def change_token(self) -> tuple[Any, ...]:
+        """A cheap fingerprint of the records; it differs after any change by anyone."""
+        with self.ctx.store.read() as s:
+            return (
+                s.exec(select(func.max(Intent.updated_at))).one(),
+                s.exec(select(func.max(IntentRun.id))).one(),
+                s.exec(select(func.count()).where(IntentRun.status == RunStatus.RUNNING)).one(),
+                s.exec(select(func.max(IntentRun.finished_at))).one(),
+                s.exec(select(func.max(Journal.id))).one(),
+                s.exec(select(func.sum(Thread.revision))).one(),
+                s.exec(select(func.max(Message.id))).one(),
+                s.exec(select(func.max(Goal.updated_at))).one(),
+                s.exec(select(func.max(Event.id))).one(),
             )
-        ).one()
-        running = s.exec(select(func.count()).where(IntentRun.status == RunStatus.RUNNING)).one()
-        failed = s.exec(
-            select(func.count()).where(
-                col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]),
-                IntentRun.dismissed == False,  # noqa: E712
-                col(IntentRun.started_at) >= now - timedelta(hours=24),
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for the status bar and the plain-text dashboard."""
+        now = self.ctx.now()
+        with self.ctx.store.read() as s:
+            goals = s.exec(select(func.count()).select_from(Goal)).one()
+            goal_errors = s.exec(select(func.count()).where(col(Goal.error).is_not(None))).one()
+            by_status = dict(
+                s.exec(select(Intent.status, func.count()).group_by(col(Intent.status))).all()
             )
-        ).one()
-    return {
-        "goals": goals,
-        "goal_errors": goal_errors,
-        "intents": by_status,
-        "due": due,
-        "running": running,
-        "failed_24h": failed,
-    }
+            due = s.exec(
+                select(func.count()).where(
+                    Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at) <= now
+                )
+            ).one()
+            running = s.exec(
+                select(func.count()).where(IntentRun.status == RunStatus.RUNNING)
+            ).one()
+            failed = s.exec(
+                select(func.count()).where(
+                    col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]),
+                    IntentRun.dismissed == False,  # noqa: E712
+                    col(IntentRun.started_at) >= now - timedelta(hours=24),
+                )
+            ).one()
+        return {
+            "goals": goals,
+            "goal_errors": goal_errors,
+            "intents": by_status,
+            "due": due,
+            "running": running,
+            "failed_24h": failed,
+        }

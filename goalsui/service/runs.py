@@ -1,4 +1,7 @@
-"""Runs: history queries, live output, dismissal, replay, and the alert mark."""
+"""Runs: history queries, live output, dismissal, replay, and the alert mark.
+
+Reached as ``service.runs``: ``service.runs.stop(run_id)``.
+"""
 
 from __future__ import annotations
 
@@ -16,108 +19,142 @@ from goalsui.domain.states import (
 )
 from goalsui.domain.transitions import Action, refusal, run_actions
 from goalsui.errors import Conflict, NotFound, ValidationError
-from goalsui.service import intents
 from goalsui.service.context import ServiceContext
+from goalsui.service.intents import Intents, stop_pending
+from goalsui.service.review import Review
 from goalsui.store.models import Intent, IntentRun
 
 MAX_LIMIT = 100_000
 
 
-def list_runs(
-    ctx: ServiceContext,
-    *,
-    failed: bool = False,
-    intent_id: int | None = None,
-    limit: int = 50,
-    since: datetime | None = None,
-    include_dismissed: bool = False,
-) -> list[IntentRun]:
-    """Runs, newest first; ``failed``: those that need attention (not dismissed)."""
-    if limit < 1 or limit > MAX_LIMIT:
-        raise ValidationError(f"--limit must be between 1 and {MAX_LIMIT}")
-    with ctx.store.read() as s:
-        q = select(IntentRun)
-        if failed:
-            q = q.where(col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]))
-            if not include_dismissed:
-                q = q.where(IntentRun.dismissed == False)  # noqa: E712
-        if intent_id is not None:
-            q = q.where(IntentRun.intent_id == intent_id)
-        if since is not None:
-            q = q.where(col(IntentRun.started_at) >= since)
-        newest = q.order_by(col(IntentRun.started_at).desc(), col(IntentRun.id).desc())
-        return list(s.exec(newest.limit(limit)))
+class Runs:
+    """The runs of every intent: history, output, and the operator's actions on them."""
 
+    def __init__(self, ctx: ServiceContext, intents: Intents, review: Review) -> None:
+        self.ctx = ctx
+        self.intents = intents
+        self.review = review
 
-def get_run(ctx: ServiceContext, run_id: int) -> IntentRun:
-    """One run, or :class:`NotFound`."""
-    return ctx.get(IntentRun, run_id, "run")
+    def get(self, run_id: int) -> IntentRun:
+        """One run, or :class:`NotFound`."""
+        return self.ctx.get(IntentRun, run_id, "run")
 
+    def log_path(self, run_id: int) -> Path:
+        """Where a run streams its output while it runs."""
+        return self.ctx.runs_dir / f"{run_id}.log"
 
-def run_log_path(ctx: ServiceContext, run_id: int) -> Path:
-    """Where a run streams its output while it runs."""
-    return ctx.runs_dir / f"{run_id}.log"
+    def output(self, run_id: int, *, tail_bytes: int = 256 * 1024) -> str:
+        """A run's output (the live log while it runs), at most the last ``tail_bytes``."""
+        run = self.get(run_id)
+        path = Path(run.output_path) if run.output_path else self.log_path(run_id)
+        if path.is_file():
+            size = path.stat().st_size
+            with path.open("rb") as fh:
+                if size > tail_bytes:
+                    fh.seek(size - tail_bytes)
+                data = fh.read()
+            return data.decode("utf-8", errors="replace")
+        return run.output_tail or ""
 
+    def dismiss(self, run_id: int) -> IntentRun:
+        """Take a run off the Failures list (it stays in the history); a run awaiting
+        review is dismissed as a review (its intent's schedule resumes from now)."""
+        if self.get(run_id).needs_review:
+            self.review.dismiss(run_id)
+            return self.get(run_id)
+        return self._dismiss(run_id)
 
-def run_output(ctx: ServiceContext, run_id: int, *, tail_bytes: int = 256 * 1024) -> str:
-    """A run's output (the live log while it runs), at most the last ``tail_bytes``."""
-    run = get_run(ctx, run_id)
-    path = Path(run.output_path) if run.output_path else run_log_path(ctx, run_id)
-    if path.is_file():
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            if size > tail_bytes:
-                fh.seek(size - tail_bytes)
-            data = fh.read()
-        return data.decode("utf-8", errors="replace")
-    return run.output_tail or ""
+    def _dismiss(self, run_id: int) -> IntentRun:
+        with self.ctx.store.write() as s:
+            run = s.get(IntentRun, run_id)
+            if run is None:
+                raise NotFound(f"no run {run_id}")
+            _require(run, Action.DISMISS)
+            run.dismissed = True
+            s.add(run)
+        self.ctx.journal.record("run dismissed", f"run {run_id}")
+        self.ctx.changed(ChangeTopic.RUNS)
+        return run
 
+    def replay(self, run_id: int) -> Intent:
+        """Fire a missed (or failed) occurrence again now, and dismiss the run."""
+        run = self.get(run_id)
+        _require(run, Action.RETRY)
+        trigger = RunTrigger.CATCH_UP if run.status == RunStatus.MISSED else RunTrigger.RETRY
+        result = self.intents.run_now(run.intent_id, trigger=trigger)
+        self._dismiss(run_id)
+        return result
 
-def dismiss_run(ctx: ServiceContext, run_id: int) -> IntentRun:
-    """Take a run off the Failures list (it stays in the history)."""
-    with ctx.store.write() as s:
-        run = s.get(IntentRun, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id}")
-        _require(run, Action.DISMISS)
-        run.dismissed = True
-        s.add(run)
-    ctx.journal("run dismissed", f"run {run_id}")
-    ctx.changed(ChangeTopic.RUNS)
-    return run
+    def stop(self, run_id: int) -> IntentRun:
+        """Ask the scheduler running ``run_id`` to stop it (SIGTERM, then SIGKILL).
 
+        Only the run stops: it is recorded ``cancelled`` and its intent keeps its schedule
+        (the next occurrence fires as planned). Asking twice changes nothing.
+        """
+        with self.ctx.store.write() as s:
+            run = s.get(IntentRun, run_id)
+            if run is None:
+                raise NotFound(f"no run {run_id}")
+            _require(run, Action.STOP_RUN)
+            intent = s.get(Intent, run.intent_id)
+            if intent is None or intent.status != IntentStatus.FIRING:
+                raise Conflict(f"run {run_id} is finishing; there is nothing left to stop")
+            intent.pending_trigger = stop_pending(intent.pending_trigger)
+            intent.updated_at = self.ctx.now()
+            s.add(intent)
+            title = intent.title
+        self.ctx.journal.record("run stop requested", f"run {run_id}", title)
+        self.ctx.changed(ChangeTopic.INTENTS)
+        return run
 
-def replay_run(ctx: ServiceContext, run_id: int) -> Intent:
-    """Fire a missed (or failed) occurrence again now, and dismiss the run."""
-    run = get_run(ctx, run_id)
-    _require(run, Action.RETRY)
-    trigger = RunTrigger.CATCH_UP if run.status == RunStatus.MISSED else RunTrigger.RETRY
-    result = intents.run_intent_now(ctx, run.intent_id, trigger=trigger)
-    dismiss_run(ctx, run_id)
-    return result
+    def running(self) -> list[IntentRun]:
+        """Every run still running (on any scheduler)."""
+        with self.ctx.store.read() as s:
+            return list(s.exec(select(IntentRun).where(IntentRun.status == RunStatus.RUNNING)))
 
+    def mark_alerted(
+        self, intent_id: int, at: datetime, *, cooldown: timedelta | None = None
+    ) -> bool:
+        """Record an alert at ``at``; with ``cooldown``, only if none was raised within it.
 
-def stop_run(ctx: ServiceContext, run_id: int) -> IntentRun:
-    """Ask the scheduler running ``run_id`` to stop it (SIGTERM, then SIGKILL).
+        A compare-and-set (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): of several
+        schedulers alerting about one intent at once, exactly one gets True.
+        """
+        with self.ctx.store.write() as s:
+            intent = s.get(Intent, intent_id, with_for_update=True)
+            if intent is None:
+                raise NotFound(f"no intent {intent_id}")
+            last = intent.last_alert_at
+            if cooldown is not None and last is not None and last + cooldown > at:
+                return False
+            intent.last_alert_at = at
+            s.add(intent)
+        return True
 
-    Only the run stops: it is recorded ``cancelled`` and its intent keeps its schedule
-    (the next occurrence fires as planned). Asking twice changes nothing.
-    """
-    with ctx.store.write() as s:
-        run = s.get(IntentRun, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id}")
-        _require(run, Action.STOP_RUN)
-        intent = s.get(Intent, run.intent_id)
-        if intent is None or intent.status != IntentStatus.FIRING:
-            raise Conflict(f"run {run_id} is finishing; there is nothing left to stop")
-        intent.pending_trigger = intents.stop_pending(intent.pending_trigger)
-        intent.updated_at = ctx.now()
-        s.add(intent)
-        title = intent.title
-    ctx.journal("run stop requested", f"run {run_id}", title)
-    ctx.changed(ChangeTopic.INTENTS)
-    return run
+    def list(
+        self,
+        *,
+        failed: bool = False,
+        intent_id: int | None = None,
+        limit: int = 50,
+        since: datetime | None = None,
+        include_dismissed: bool = False,
+    ) -> list[IntentRun]:
+        """Runs, newest first; ``failed``: those that need attention (not dismissed)."""
+        if limit < 1 or limit > MAX_LIMIT:
+            raise ValidationError(f"--limit must be between 1 and {MAX_LIMIT}")
+        with self.ctx.store.read() as s:
+            q = select(IntentRun)
+            if failed:
+                q = q.where(col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]))
+                if not include_dismissed:
+                    q = q.where(IntentRun.dismissed == False)  # noqa: E712
+            if intent_id is not None:
+                q = q.where(IntentRun.intent_id == intent_id)
+            if since is not None:
+                q = q.where(col(IntentRun.started_at) >= since)
+            newest = q.order_by(col(IntentRun.started_at).desc(), col(IntentRun.id).desc())
+            return list(s.exec(newest.limit(limit)))
 
 
 def _require(run: IntentRun, action: Action) -> None:
@@ -125,29 +162,3 @@ def _require(run: IntentRun, action: Action) -> None:
     allowed = run_actions(run.status)
     if action not in allowed:
         raise Conflict(refusal(f"run {run.id}", run.status, action, allowed))
-
-
-def running_runs(ctx: ServiceContext) -> list[IntentRun]:
-    """Every run still running (on any scheduler)."""
-    with ctx.store.read() as s:
-        return list(s.exec(select(IntentRun).where(IntentRun.status == RunStatus.RUNNING)))
-
-
-def mark_alerted(
-    ctx: ServiceContext, intent_id: int, at: datetime, *, cooldown: timedelta | None = None
-) -> bool:
-    """Record an alert at ``at``; with ``cooldown``, only if none was raised within it.
-
-    A compare-and-set (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): of several
-    schedulers alerting about one intent at once, exactly one gets True.
-    """
-    with ctx.store.write() as s:
-        intent = s.get(Intent, intent_id, with_for_update=True)
-        if intent is None:
-            raise NotFound(f"no intent {intent_id}")
-        last = intent.last_alert_at
-        if cooldown is not None and last is not None and last + cooldown > at:
-            return False
-        intent.last_alert_at = at
-        s.add(intent)
-    return True

@@ -8,7 +8,7 @@ file is ignored. The console reads these files to avoid starting a second schedu
 KB a daemon already serves.
 
 Locks are per open file, so a registration is seen as live from the very process that
-holds it as well (tests run both in one process).
+holds it as well (tests run both in one process). Reached as ``service.schedulers``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import json
 import os
 import socket
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["SchedulerInfo", "SchedulerRegistration", "live_schedulers", "register_scheduler"]
+from goalsui.service.context import ServiceContext
+
+__all__ = ["SchedulerInfo", "SchedulerRegistration", "Schedulers"]
 
 FOLDER = "schedulers"
 
@@ -67,45 +68,48 @@ class SchedulerRegistration:
         self.close()
 
 
-def register_scheduler(
-    state_dir: Path, kb_root: Path, kind: str, owner: str, now: datetime
-) -> SchedulerRegistration:
-    """Register this process as a live scheduler of ``kb_root`` until closed or dead."""
-    folder = state_dir / FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{os.getpid()}.json"
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open: the lock lives with it
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        handle.seek(0)
-        handle.truncate()
-        record = {
-            "pid": os.getpid(),
-            "host": socket.gethostname()[:80],
-            "kind": kind,
-            "kb": str(kb_root),
-            "owner": owner,
-            "started": now.isoformat(timespec="seconds"),
-        }
-        handle.write(json.dumps(record) + "\n")
-        handle.flush()
-    except BaseException:
-        handle.close()
-        raise
-    return SchedulerRegistration(path, handle)
+class Schedulers:
+    """The scheduler processes registered for one KB (in its state folder)."""
 
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
 
-def live_schedulers(state_dir: Path, kb_root: Path) -> list[SchedulerInfo]:
-    """The live schedulers registered for ``kb_root`` (other processes and this one)."""
-    folder = state_dir / FOLDER
-    if not folder.is_dir():
-        return []
-    found = []
-    for path in sorted(folder.glob("*.json")):
-        info = _read_live(path)
-        if info is not None and Path(info.kb) == kb_root:
-            found.append(info)
-    return found
+    def register(self, kind: str, owner: str = "") -> SchedulerRegistration:
+        """Register this process as a live scheduler of the KB until closed or dead."""
+        folder = self.ctx.state_dir / FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{os.getpid()}.json"
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open: the lock lives with it
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            handle.seek(0)
+            handle.truncate()
+            record = {
+                "pid": os.getpid(),
+                "host": socket.gethostname()[:80],
+                "kind": kind,
+                "kb": str(self.ctx.kb.root),
+                "owner": owner,
+                "started": self.ctx.now().isoformat(timespec="seconds"),
+            }
+            handle.write(json.dumps(record) + "\n")
+            handle.flush()
+        except BaseException:
+            handle.close()
+            raise
+        return SchedulerRegistration(path, handle)
+
+    def live(self) -> list[SchedulerInfo]:
+        """The live schedulers registered for the KB (other processes and this one)."""
+        folder = self.ctx.state_dir / FOLDER
+        if not folder.is_dir():
+            return []
+        found = []
+        for path in sorted(folder.glob("*.json")):
+            info = _read_live(path)
+            if info is not None and Path(info.kb) == self.ctx.kb.root:
+                found.append(info)
+        return found
 
 
 def _read_live(path: Path) -> SchedulerInfo | None:

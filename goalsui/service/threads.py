@@ -1,177 +1,219 @@
-"""Threads (conversations) and their messages; every worker's home thread.
+"""Threads (conversations) and their messages; a user's message and the reply it starts.
 
-A worker's home thread is the thread its turns run in (their todos and posts land
-there). It is created with the worker (:func:`ensure_home_threads`, called by the KB
-index) and found again by its ``goal_id`` and ``worker`` columns; a database older than
-home threads gets them at its next KB sync, or at a worker run's first tool session
-(:func:`home_thread`). It outlives the worker, so a worker added again finds its
-checklist.
+Reached as ``service.threads``. The reply to a user's message is an ordinary one-shot
+intent (``at`` now, on the thread, keyed by the message), so the scheduler runs it like
+any other: retries, timeout, cancel, transcript. A private thread accepts this reply and
+nothing else. Every worker's home thread (:mod:`goalsui.service.homes`) is found here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+from dataclasses import dataclass
 
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
-from goalsui.domain.intent_spec import MAX_TITLE
-from goalsui.domain.states import ChangeTopic
+from goalsui.domain.intent_spec import MAX_TITLE, IntentSpec
+from goalsui.domain.records import saved_id
+from goalsui.domain.replies import is_reply, reply_key, reply_title
+from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunStatus
 from goalsui.errors import ValidationError
+from goalsui.kb.config import NO_RUNNER
 from goalsui.service.context import ServiceContext
-from goalsui.store.models import Goal, Message, Thread
+from goalsui.service.homes import ensure_home_threads
+from goalsui.service.intents import Intents
+from goalsui.service.runs import Runs
+from goalsui.store.models import Goal, Intent, IntentRun, Message, Thread
+
+__all__ = ["MAX_MESSAGE", "ReplyResult", "Said", "Threads"]
+
+MAX_MESSAGE = 20_000
 
 
-def create_thread(ctx: ServiceContext, title: str, *, private: bool = False) -> Thread:
-    """A new thread; a private one refuses intents and follow-ups."""
-    title = " ".join(str(title).split())
-    if not title:
-        raise ValidationError("a thread needs a title")
-    if len(title) > MAX_TITLE:
-        raise ValidationError(f"thread title is too long ({MAX_TITLE} characters at most)")
-    with ctx.store.write() as s:
-        thread = Thread(title=title, private=private, created_at=ctx.now())
-        s.add(thread)
-        s.flush()
-    ctx.journal("thread created", f"thread {thread.id}", title)
-    ctx.changed(ChangeTopic.THREADS)
-    return thread
+@dataclass(frozen=True)
+class Said:
+    """A posted user message and the reply intent it started (None with ``reply=False``)."""
+
+    message: Message
+    intent: Intent | None
 
 
-def list_threads(ctx: ServiceContext) -> list[Thread]:
-    """Every thread, oldest first."""
-    with ctx.store.read() as s:
-        return list(s.exec(select(Thread).order_by(col(Thread.id))))
+@dataclass(frozen=True)
+class ReplyResult:
+    """How a reply ended: the reply message (None when silent or failed) and its runs."""
+
+    status: str  # ok | silent | failed | cancelled
+    reply: Message | None
+    runs: list[IntentRun]
+    reason: str | None = None
 
 
-def get_thread(ctx: ServiceContext, thread_id: int) -> Thread:
-    """One thread, or :class:`NotFound`."""
-    return ctx.get(Thread, thread_id, "thread")
+class Threads:
+    """Threads, their messages, and the conversations held in them."""
 
+    def __init__(self, ctx: ServiceContext, intents: Intents, runs: Runs) -> None:
+        self.ctx = ctx
+        self.intents = intents
+        self.runs = runs
 
-def find_thread(ctx: ServiceContext, title: str) -> Thread | None:
-    """The first thread with exactly this title."""
-    with ctx.store.read() as s:
-        return s.exec(select(Thread).where(Thread.title == title)).first()
-
-
-def messages(
-    ctx: ServiceContext,
-    thread_id: int | None = None,
-    *,
-    goal_id: str | None = None,
-    limit: int = 200,
-) -> list[Message]:
-    """The newest ``limit`` messages of a thread or goal, oldest first."""
-    with ctx.store.read() as s:
-        q = select(Message)
-        if thread_id is not None:
-            q = q.where(Message.thread_id == thread_id)
-        if goal_id is not None:
-            q = q.where(Message.goal_id == goal_id)
-        rows = s.exec(q.order_by(col(Message.id).desc()).limit(limit)).all()
-    return list(reversed(rows))
-
-
-def post_message(
-    ctx: ServiceContext,
-    content: str,
-    *,
-    thread_id: int | None = None,
-    goal_id: str | None = None,
-    role: str = "user",
-    intent_id: int | None = None,
-    run_id: int | None = None,
-    provenance: str | None = None,
-) -> Message:
-    """Post to a thread (or a goal); ``provenance`` says why it appeared."""
-    if thread_id is not None:
-        get_thread(ctx, thread_id)
-    with ctx.store.write() as s:
-        message = Message(
-            thread_id=thread_id,
-            goal_id=goal_id,
-            role=role,
-            content=content,
-            intent_id=intent_id,
-            run_id=run_id,
-            provenance=provenance,
-            created_at=ctx.now(),
-        )
-        s.add(message)
-        s.flush()
-    ctx.changed(ChangeTopic.MESSAGES)
-    return message
-
-
-def home_title(goal_name: str, worker: str) -> str:
-    """``<goal name> / <worker>``, cut to a thread title's limit."""
-    title = " ".join(f"{goal_name} / {worker}".split())
-    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
-
-
-def home_threads(s: Session, goal_ids: Iterable[str] | None) -> dict[str, dict[str, Thread]]:
-    """The home threads of ``goal_ids`` (None: of every goal), by goal, then worker."""
-    q = select(Thread).where(col(Thread.goal_id).is_not(None))
-    if goal_ids is not None:
-        q = q.where(col(Thread.goal_id).in_(list(goal_ids)))
-    out: dict[str, dict[str, Thread]] = {}
-    for thread in s.exec(q).all():
-        if thread.goal_id and thread.worker:
-            out.setdefault(thread.goal_id, {})[thread.worker] = thread
-    return out
-
-
-def ensure_home_threads(
-    s: Session,
-    goal_id: str,
-    goal_name: str,
-    workers: Iterable[str],
-    now: datetime,
-    found: dict[str, Thread] | None = None,
-) -> tuple[list[Thread], bool]:
-    """Inside a write transaction serialised as ``kb-sync``: the home thread of each
-    worker, created when missing and retitled when the goal was renamed; and whether
-    any was written. ``found``: the goal's home threads already read (by worker)."""
-    names = list(workers)
-    if found is None:
-        found = home_threads(s, [goal_id]).get(goal_id, {}) if names else {}
-    out = []
-    written = False
-    for name in names:
-        thread = found.get(name)
-        title = home_title(goal_name, name)
-        if thread is None:
-            thread = Thread(title=title, goal_id=goal_id, worker=name, created_at=now)
+    def create(self, title: str, *, private: bool = False) -> Thread:
+        """A new thread; a private one refuses intents and follow-ups."""
+        title = " ".join(str(title).split())
+        if not title:
+            raise ValidationError("a thread needs a title")
+        if len(title) > MAX_TITLE:
+            raise ValidationError(f"thread title is too long ({MAX_TITLE} characters at most)")
+        with self.ctx.store.write() as s:
+            thread = Thread(title=title, private=private, created_at=self.ctx.now())
             s.add(thread)
-            written = True
-        elif thread.title != title:
-            thread.title = title
-            s.add(thread)
-            written = True
-        out.append(thread)
-    return out, written
-
-
-def find_home_thread(ctx: ServiceContext, goal_id: str, worker: str) -> Thread | None:
-    """A worker's home thread, None when it was not created yet."""
-    with ctx.store.read() as s:
-        return s.exec(
-            select(Thread).where(Thread.goal_id == goal_id, Thread.worker == worker)
-        ).first()
-
-
-def home_thread(ctx: ServiceContext, goal_id: str, worker: str) -> Thread:
-    """A worker's home thread, created now if the KB index has not made it yet."""
-    thread = find_home_thread(ctx, goal_id, worker)
-    if thread is not None:
+            s.flush()
+        self.ctx.journal.record("thread created", f"thread {thread.id}", title)
+        self.ctx.changed(ChangeTopic.THREADS)
         return thread
-    with ctx.store.read() as s:
-        goal = s.get(Goal, goal_id)
-    name = goal.name if goal is not None else goal_id
-    with ctx.store.write() as s:
-        ctx.store.serialize(s, "kb-sync")  # the KB index creates them under the same lock
-        (thread,), _ = ensure_home_threads(s, goal_id, name, [worker], ctx.now())
-        s.flush()
-    ctx.changed(ChangeTopic.THREADS)
-    return thread
+
+    def get(self, thread_id: int) -> Thread:
+        """One thread, or :class:`NotFound`."""
+        return self.ctx.get(Thread, thread_id, "thread")
+
+    def find(self, title: str) -> Thread | None:
+        """The first thread with exactly this title."""
+        with self.ctx.store.read() as s:
+            return s.exec(select(Thread).where(Thread.title == title)).first()
+
+    def messages(
+        self, thread_id: int | None = None, *, goal_id: str | None = None, limit: int = 200
+    ) -> list[Message]:
+        """The newest ``limit`` messages of a thread or goal, oldest first."""
+        with self.ctx.store.read() as s:
+            q = select(Message)
+            if thread_id is not None:
+                q = q.where(Message.thread_id == thread_id)
+            if goal_id is not None:
+                q = q.where(Message.goal_id == goal_id)
+            rows = s.exec(q.order_by(col(Message.id).desc()).limit(limit)).all()
+        return list(reversed(rows))
+
+    def post(
+        self,
+        content: str,
+        *,
+        thread_id: int | None = None,
+        goal_id: str | None = None,
+        role: str = "user",
+        intent_id: int | None = None,
+        run_id: int | None = None,
+        provenance: str | None = None,
+    ) -> Message:
+        """Post to a thread (or a goal); ``provenance`` says why it appeared."""
+        if thread_id is not None:
+            self.get(thread_id)
+        with self.ctx.store.write() as s:
+            message = Message(
+                thread_id=thread_id,
+                goal_id=goal_id,
+                role=role,
+                content=content,
+                intent_id=intent_id,
+                run_id=run_id,
+                provenance=provenance,
+                created_at=self.ctx.now(),
+            )
+            s.add(message)
+            s.flush()
+        self.ctx.changed(ChangeTopic.MESSAGES)
+        return message
+
+    # -- home threads --------------------------------------------------------------------------
+    def find_home(self, goal_id: str, worker: str) -> Thread | None:
+        """A worker's home thread, None when it was not created yet."""
+        with self.ctx.store.read() as s:
+            return s.exec(
+                select(Thread).where(Thread.goal_id == goal_id, Thread.worker == worker)
+            ).first()
+
+    def home(self, goal_id: str, worker: str) -> Thread:
+        """A worker's home thread, created now if the KB index has not made it yet."""
+        thread = self.find_home(goal_id, worker)
+        if thread is not None:
+            return thread
+        with self.ctx.store.read() as s:
+            goal = s.get(Goal, goal_id)
+        name = goal.name if goal is not None else goal_id
+        with self.ctx.store.write() as s:
+            self.ctx.store.serialize(s, "kb-sync")  # the KB index creates them under this lock
+            (thread,), _ = ensure_home_threads(s, goal_id, name, [worker], self.ctx.now())
+            s.flush()
+        self.ctx.changed(ChangeTopic.THREADS)
+        return thread
+
+    # -- conversations ---------------------------------------------------------------------------
+    def say(self, thread_id: int, text: str, *, reply: bool = True) -> Said:
+        """Post ``text`` as the user in a thread; with ``reply``, start the reply turn now.
+
+        A reply needs the KB's default runner: without one, nothing is posted and the
+        error says how to set it.
+        """
+        if not text.strip():
+            raise ValidationError("the message is empty")
+        if len(text) > MAX_MESSAGE:
+            raise ValidationError(f"the message is too long ({MAX_MESSAGE} characters at most)")
+        self.get(thread_id)
+        if reply and self.ctx.config().runner is None:
+            raise ValidationError(NO_RUNNER)  # refused before anything is posted
+        message = self.post(text, thread_id=thread_id, role="user")
+        if not reply:
+            return Said(message, None)
+        return Said(message, self.create_reply(thread_id, saved_id(message), text))
+
+    def create_reply(self, thread_id: int, message_id: int, text: str) -> Intent:
+        """The reply intent to message ``message_id``: ``at`` now, on the thread, keyed by it."""
+        spec = IntentSpec(
+            title=reply_title(text),
+            instruction=text,
+            kind=IntentKind.AT,
+            schedule=self.ctx.now().isoformat(),
+            timezone="UTC",
+            thread_id=thread_id,
+            operation_key=reply_key(message_id),
+        )
+        return self.intents.save(spec, reply=True)
+
+    def reply_state(self, intent_id: int) -> ReplyResult | None:
+        """The reply's outcome once it is decided (None while it may still run or retry)."""
+        intent = self.intents.get(intent_id)
+        runs = list(reversed(self.runs.list(intent_id=intent_id, limit=50)))
+        done = [r for r in runs if r.status in (RunStatus.OK, RunStatus.SILENT)]
+        if done:
+            replies = [
+                m
+                for m in self.messages(intent.thread_id, limit=50)
+                if m.intent_id == intent_id and m.role == "assistant"
+            ]
+            return ReplyResult(done[-1].status, replies[-1] if replies else None, runs)
+        if intent.status in (IntentStatus.FAILED, IntentStatus.CANCELLED, IntentStatus.DONE):
+            last = runs[-1] if runs else None
+            reason = intent.last_error or (last.reason if last else None)
+            status = "cancelled" if intent.status == IntentStatus.CANCELLED else "failed"
+            return ReplyResult(status, None, runs, reason)
+        return None
+
+    def pending_replies(self, thread_id: int) -> list[Intent]:
+        """The thread's replies still due, running or waiting to retry."""
+        return [
+            i
+            for i in self.intents.list(thread_id=thread_id, include_ended=False)
+            if is_reply(i.operation_key) and i.status in (IntentStatus.ACTIVE, IntentStatus.FIRING)
+        ]
+
+    def cancel_replies(self, thread_id: int) -> list[int]:
+        """Cancel the thread's pending replies (a running one's process is stopped)."""
+        cancelled: list[int] = []
+        for intent in self.pending_replies(thread_id):
+            intent_id = saved_id(intent)
+            self.intents.cancel(intent_id)
+            cancelled.append(intent_id)
+        return cancelled
+
+    def list(self) -> list[Thread]:
+        """Every thread, oldest first."""
+        with self.ctx.store.read() as s:
+            return list(s.exec(select(Thread).order_by(col(Thread.id))))

@@ -1,4 +1,7 @@
-"""A thread's checklist: todos under one revision that every change bumps."""
+"""A thread's checklist: todos under one revision that every change bumps.
+
+Reached as ``service.todos``: ``service.todos.add(thread_id, text)``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from goalsui.domain.states import ChangeTopic
 from goalsui.domain.text import one_line
 from goalsui.errors import Conflict, NotFound, ValidationError
 from goalsui.service.context import ServiceContext
-from goalsui.service.threads import get_thread
 from goalsui.store.models import Thread, Todo
 
 MAX_TODO = 2000
@@ -21,17 +23,6 @@ MAX_ITEMS = 1000
 def _text(text: str) -> str:
     """A todo's text, whitespace collapsed; non-empty and within :data:`MAX_TODO`."""
     return one_line(text, MAX_TODO, empty="a todo needs text", too_long=TOO_LONG)
-
-
-def list_todos(ctx: ServiceContext, thread_id: int, *, include_done: bool = True) -> list[Todo]:
-    """A thread's checklist: open items first (by position), then done ones."""
-    get_thread(ctx, thread_id)
-    with ctx.store.read() as s:
-        q = select(Todo).where(Todo.thread_id == thread_id)
-        if not include_done:
-            q = q.where(Todo.done == False)  # noqa: E712
-        rows = s.exec(q).all()
-    return sorted(rows, key=lambda t: (t.done, t.position, t.id or 0))
 
 
 def _bump(s: Session, thread_id: int, expected_revision: int | None) -> Thread:
@@ -51,82 +42,107 @@ def _bump(s: Session, thread_id: int, expected_revision: int | None) -> Thread:
     return thread
 
 
-def _append(
-    ctx: ServiceContext,
-    thread_id: int,
-    items: list[tuple[str, bool]],
-    expected_revision: int | None,
-) -> list[Todo]:
-    """Append items at the end of the checklist: all or none, one revision bump."""
-    now = ctx.now()
-    todos: list[Todo] = []
-    with ctx.store.write() as s:
-        _bump(s, thread_id, expected_revision)
-        top = s.exec(select(func.max(Todo.position)).where(Todo.thread_id == thread_id)).one()
-        for offset, (text, done) in enumerate(items, start=1):
-            todo = Todo(
-                thread_id=thread_id,
-                text=text,
-                done=done,
-                position=(top or 0) + offset,
-                created_at=now,
-                completed_at=now if done else None,
-            )
+class Todos:
+    """The checklists of threads."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+
+    def _append(
+        self,
+        thread_id: int,
+        items: list[tuple[str, bool]],
+        expected_revision: int | None,
+    ) -> list[Todo]:
+        """Append items at the end of the checklist: all or none, one revision bump."""
+        now = self.ctx.now()
+        todos: list[Todo] = []
+        with self.ctx.store.write() as s:
+            _bump(s, thread_id, expected_revision)
+            top = s.exec(select(func.max(Todo.position)).where(Todo.thread_id == thread_id)).one()
+            for offset, (text, done) in enumerate(items, start=1):
+                todo = Todo(
+                    thread_id=thread_id,
+                    text=text,
+                    done=done,
+                    position=(top or 0) + offset,
+                    created_at=now,
+                    completed_at=now if done else None,
+                )
+                s.add(todo)
+                todos.append(todo)
+            s.flush()
+        return todos
+
+    def add(
+        self,
+        thread_id: int,
+        text: str,
+        *,
+        done: bool = False,
+        expected_revision: int | None = None,
+    ) -> Todo:
+        """Add one item at the end of a thread's checklist."""
+        text = _text(text)
+        (todo,) = self._append(thread_id, [(text, done)], expected_revision)
+        self.ctx.journal.record("todo added", f"thread {thread_id}", text)
+        self.ctx.changed(ChangeTopic.TODOS)
+        return todo
+
+    def _set(self, thread_id: int, todo_id: int, done: bool, expected_revision: int | None) -> Todo:
+        """Complete (``done``) or reopen one item; an item already so is left as it is (no
+        write, no revision bump, no journal entry)."""
+        with self.ctx.store.write() as s:
+            todo = s.get(Todo, todo_id)
+            if todo is None or todo.thread_id != thread_id:
+                raise NotFound(f"thread {thread_id} has no todo {todo_id}")
+            if todo.done == done:  # completing a done one, reopening an open one: no change
+                return todo
+            _bump(s, thread_id, expected_revision)
+            todo.done = done
+            todo.completed_at = (todo.completed_at or self.ctx.now()) if done else None
             s.add(todo)
-            todos.append(todo)
-        s.flush()
-    return todos
+        self.ctx.journal.record(
+            "todo completed" if done else "todo reopened", f"thread {thread_id}", todo.text
+        )
+        self.ctx.changed(ChangeTopic.TODOS)
+        return todo
 
+    def import_checklist(
+        self, thread_id: int, markdown: str, *, expected_revision: int | None = None
+    ) -> list[Todo]:
+        """Add every ``- [ ]`` / ``- [x]`` item of a Markdown checklist to a thread."""
+        items = [
+            (" ".join(text.split()), done) for text, done in parse_markdown_checklist(markdown)
+        ]
+        if not items:
+            raise ValidationError("no '- [ ]' or '- [x]' items found in the checklist")
+        if len(items) > MAX_ITEMS:
+            raise ValidationError(f"too many checklist items ({MAX_ITEMS} at most)")
+        for text, _ in items:
+            if len(text) > MAX_TODO:
+                raise ValidationError(TOO_LONG)
+        todos = self._append(thread_id, items, expected_revision)
+        self.ctx.journal.record("checklist imported", f"thread {thread_id}", f"{len(todos)} items")
+        self.ctx.changed(ChangeTopic.TODOS)
+        return todos
 
-def add_todo(
-    ctx: ServiceContext,
-    thread_id: int,
-    text: str,
-    *,
-    done: bool = False,
-    expected_revision: int | None = None,
-) -> Todo:
-    """Add one item at the end of a thread's checklist."""
-    text = _text(text)
-    (todo,) = _append(ctx, thread_id, [(text, done)], expected_revision)
-    ctx.journal("todo added", f"thread {thread_id}", text)
-    ctx.changed(ChangeTopic.TODOS)
-    return todo
+    def complete(
+        self, thread_id: int, todo_id: int, *, expected_revision: int | None = None
+    ) -> Todo:
+        """Tick one item (an item already done is left as it is)."""
+        return self._set(thread_id, todo_id, True, expected_revision)
 
+    def reopen(self, thread_id: int, todo_id: int, *, expected_revision: int | None = None) -> Todo:
+        """Untick one item (an open item is left as it is)."""
+        return self._set(thread_id, todo_id, False, expected_revision)
 
-def set_todo(
-    ctx: ServiceContext, thread_id: int, todo_id: int, done: bool, expected_revision: int | None
-) -> Todo:
-    """Complete (``done``) or reopen one item; an item already so is left as it is (no
-    write, no revision bump, no journal entry)."""
-    with ctx.store.write() as s:
-        todo = s.get(Todo, todo_id)
-        if todo is None or todo.thread_id != thread_id:
-            raise NotFound(f"thread {thread_id} has no todo {todo_id}")
-        if todo.done == done:  # completing a done one, reopening an open one: no change
-            return todo
-        _bump(s, thread_id, expected_revision)
-        todo.done = done
-        todo.completed_at = (todo.completed_at or ctx.now()) if done else None
-        s.add(todo)
-    ctx.journal("todo completed" if done else "todo reopened", f"thread {thread_id}", todo.text)
-    ctx.changed(ChangeTopic.TODOS)
-    return todo
-
-
-def import_checklist(
-    ctx: ServiceContext, thread_id: int, markdown: str, *, expected_revision: int | None = None
-) -> list[Todo]:
-    """Add every ``- [ ]`` / ``- [x]`` item of a Markdown checklist to a thread."""
-    items = [(" ".join(text.split()), done) for text, done in parse_markdown_checklist(markdown)]
-    if not items:
-        raise ValidationError("no '- [ ]' or '- [x]' items found in the checklist")
-    if len(items) > MAX_ITEMS:
-        raise ValidationError(f"too many checklist items ({MAX_ITEMS} at most)")
-    for text, _ in items:
-        if len(text) > MAX_TODO:
-            raise ValidationError(TOO_LONG)
-    todos = _append(ctx, thread_id, items, expected_revision)
-    ctx.journal("checklist imported", f"thread {thread_id}", f"{len(todos)} items")
-    ctx.changed(ChangeTopic.TODOS)
-    return todos
+    def list(self, thread_id: int, *, include_done: bool = True) -> list[Todo]:
+        """A thread's checklist: open items first (by position), then done ones."""
+        self.ctx.get(Thread, thread_id, "thread")
+        with self.ctx.store.read() as s:
+            q = select(Todo).where(Todo.thread_id == thread_id)
+            if not include_done:
+                q = q.where(Todo.done == False)  # noqa: E712
+            rows = s.exec(q).all()
+        return sorted(rows, key=lambda t: (t.done, t.position, t.id or 0))

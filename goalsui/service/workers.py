@@ -1,4 +1,7 @@
-"""Workers: a worker's intent, running it now, editing its definition."""
+"""Workers: a worker's intent, running it now, editing its definition.
+
+Reached as ``service.workers``: ``service.workers.run_now(goal_id, worker)``.
+"""
 
 from __future__ import annotations
 
@@ -12,29 +15,11 @@ from goalsui.domain.states import RunTrigger
 from goalsui.domain.views import WorkerView
 from goalsui.errors import KBError, NotFound
 from goalsui.kb.paths import check_name
-from goalsui.service import goals, intents, kbindex
 from goalsui.service.context import ServiceContext
+from goalsui.service.goals import Goals
+from goalsui.service.intents import Intents
+from goalsui.service.kbindex import Index, worker_intent_key
 from goalsui.store.models import Intent, IntentRun
-
-
-def worker_intent(ctx: ServiceContext, goal_id: str, worker: str) -> Intent:
-    """The intent that schedules ``worker`` of ``goal_id``, or :class:`NotFound`."""
-    check_name(goal_id, "goal id")
-    check_name(worker, "worker name")
-    with ctx.store.read() as s:
-        intent = s.exec(
-            select(Intent).where(Intent.operation_key == kbindex.worker_intent_key(goal_id, worker))
-        ).first()
-    if intent is None:
-        raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
-    return intent
-
-
-def run_worker_now(ctx: ServiceContext, goal_id: str, worker: str) -> Intent:
-    """Mark the worker's intent due now (the scheduler fires it at once)."""
-    intent = worker_intent(ctx, goal_id, worker)
-    assert intent.id is not None  # a stored row
-    return intents.run_intent_now(ctx, intent.id)
 
 
 @dataclass(frozen=True)
@@ -46,52 +31,79 @@ class RunNowTicket:
     after_run_id: int
 
 
-def run_worker_now_ticket(ctx: ServiceContext, goal_id: str, worker: str) -> RunNowTicket:
-    """Like :func:`run_worker_now`, returning a ticket for the run it triggers.
+class Workers:
+    """The workers of the goals: their schedules and definitions."""
 
-    The newest run id is read *before* the intent is made due, so a scheduler that
-    starts (and even finishes) the run at once cannot slip past the ticket.
-    """
-    intent = worker_intent(ctx, goal_id, worker)
-    assert intent.id is not None  # a stored row
-    with ctx.store.read() as s:
-        newest = s.exec(select(func.max(IntentRun.id))).one()
-    after = int(newest or 0)
-    return RunNowTicket(intents.run_intent_now(ctx, intent.id), after)
+    def __init__(self, ctx: ServiceContext, goals: Goals, intents: Intents, index: Index) -> None:
+        self.ctx = ctx
+        self.goals = goals
+        self.intents = intents
+        self.index = index
 
+    def intent(self, goal_id: str, worker: str) -> Intent:
+        """The intent that schedules ``worker`` of ``goal_id``, or :class:`NotFound`."""
+        check_name(goal_id, "goal id")
+        check_name(worker, "worker name")
+        with self.ctx.store.read() as s:
+            intent = s.exec(
+                select(Intent).where(Intent.operation_key == worker_intent_key(goal_id, worker))
+            ).first()
+        if intent is None:
+            raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
+        return intent
 
-def ticket_run(ctx: ServiceContext, ticket: RunNowTicket) -> IntentRun | None:
-    """The run a :class:`RunNowTicket` triggered (running or done), or None yet.
+    def run_now(self, goal_id: str, worker: str) -> Intent:
+        """Mark the worker's intent due now (the scheduler fires it at once)."""
+        intent = self.intent(goal_id, worker)
+        assert intent.id is not None  # a stored row
+        return self.intents.run_now(intent.id)
 
-    A fire made while a run of the intent was live is recorded at once as a skipped
-    run (overlap): that is the ticket's run too.
-    """
-    with ctx.store.read() as s:
-        return s.exec(
-            select(IntentRun)
-            .where(
-                IntentRun.intent_id == ticket.intent.id,
-                col(IntentRun.id) > ticket.after_run_id,
-                IntentRun.trigger == str(RunTrigger.RUN_NOW),
+    def run_now_ticket(self, goal_id: str, worker: str) -> RunNowTicket:
+        """Like :meth:`run_now`, returning a ticket for the run it triggers.
+
+        The newest run id is read *before* the intent is made due, so a scheduler that
+        starts (and even finishes) the run at once cannot slip past the ticket.
+        """
+        intent = self.intent(goal_id, worker)
+        assert intent.id is not None  # a stored row
+        with self.ctx.store.read() as s:
+            newest = s.exec(select(func.max(IntentRun.id))).one()
+        after = int(newest or 0)
+        return RunNowTicket(self.intents.run_now(intent.id), after)
+
+    def ticket_run(self, ticket: RunNowTicket) -> IntentRun | None:
+        """The run a :class:`RunNowTicket` triggered (running or done), or None yet.
+
+        A fire made while a run of the intent was live is recorded at once as a skipped
+        run (overlap): that is the ticket's run too.
+        """
+        with self.ctx.store.read() as s:
+            return s.exec(
+                select(IntentRun)
+                .where(
+                    IntentRun.intent_id == ticket.intent.id,
+                    col(IntentRun.id) > ticket.after_run_id,
+                    IntentRun.trigger == str(RunTrigger.RUN_NOW),
+                )
+                .order_by(col(IntentRun.id))
+                .limit(1)
+            ).first()
+
+    def update(self, goal_id: str, worker: str, **changes: Any) -> WorkerView:
+        """Edit a worker's schedule, runner, timeout or prompt (comments are kept); a change
+        to what is already there writes nothing and journals nothing."""
+        before = worker_files(self.ctx, goal_id, worker)
+        self.ctx.kb.update_worker(goal_id, worker, **changes)
+        if worker_files(self.ctx, goal_id, worker) != before:
+            self.index.sync([goal_id])
+            self.ctx.journal.record(
+                "worker updated", f"{goal_id}/{worker}", ", ".join(sorted(changes))
             )
-            .order_by(col(IntentRun.id))
-            .limit(1)
-        ).first()
-
-
-def update_worker(ctx: ServiceContext, goal_id: str, worker: str, **changes: Any) -> WorkerView:
-    """Edit a worker's schedule, runner, timeout or prompt (comments are kept); a change
-    to what is already there writes nothing and journals nothing."""
-    before = worker_files(ctx, goal_id, worker)
-    ctx.kb.update_worker(goal_id, worker, **changes)
-    if worker_files(ctx, goal_id, worker) != before:
-        kbindex.sync_kb(ctx, [goal_id])
-        ctx.journal("worker updated", f"{goal_id}/{worker}", ", ".join(sorted(changes)))
-    view = goals.get_goal(ctx, goal_id)
-    found = next((w for w in view.workers if w.name == worker), None)
-    if found is None:
-        raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
-    return found
+        view = self.goals.get(goal_id)
+        found = next((w for w in view.workers if w.name == worker), None)
+        if found is None:
+            raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
+        return found
 
 
 def worker_files(ctx: ServiceContext, goal_id: str, worker: str) -> tuple[bytes | None, ...]:

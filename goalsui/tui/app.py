@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 
@@ -58,16 +58,16 @@ OPENING = "the console is still loading its records; try again in a moment"
 
 
 class PendingService:
-    """Stands in for the service while it opens: every call says so (a one-line error)."""
+    """Stands in for the service while it opens: every call (``service.intents.pause(1)``)
+    says so (a one-line error)."""
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
+    def __getattr__(self, name: str) -> PendingService:
         if name.startswith("__"):
             raise AttributeError(name)
+        return self
 
-        def not_yet(*args: Any, **kwargs: Any) -> Any:
-            raise GoalsuiError(OPENING)
-
-        return not_yet
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise GoalsuiError(OPENING)
 
 
 class GoalsApp(ConsoleBase):
@@ -99,10 +99,12 @@ class GoalsApp(ConsoleBase):
         super().__init__(theme=theme, ui_settings=ui_settings)
         if service is None and (opener is None or kb_root is None):
             raise ValueError("GoalsApp needs a service, or an opener and the KB root")
-        self.service: Any = service if service is not None else PendingService()
+        self.service: Service = (
+            service if service is not None else cast("Service", PendingService())
+        )
         #: False until the service is open (``opener`` mode): the panes show a preview.
         self.service_ready = service is not None
-        self.kb_root = Path(kb_root) if kb_root is not None else service.kb_root  # type: ignore[union-attr]  # no kb_root: a service (checked above)
+        self.kb_root = Path(kb_root) if kb_root is not None else service.kb.root  # type: ignore[union-attr]  # no kb_root: a service (checked above)
         self.read_only = read_only
         self.clock: Callable[[], datetime] = clock or utcnow
         self.frozen = False

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from textual.dom import DOMNode
 
 if TYPE_CHECKING:
+    from goalsui.service import Service
     from goalsui.tui.fmt import Palette
     from goalsui.tui.notices import ConsoleNotice
 
@@ -24,7 +25,7 @@ __all__ = ["ConsoleHost", "goals_app"]
 class ConsoleHost(Protocol):
     """The console's state and services as the screens see them (``GoalsApp`` has them)."""
 
-    service: Any
+    service: Service
     #: False while the console shows the KB preview and the service is still opening
     service_ready: bool
     read_only: bool

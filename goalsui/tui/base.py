@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App
@@ -21,6 +21,9 @@ from goalsui.tui.fmt import Palette
 from goalsui.tui.messages import DeliverMixin, PaletteChanged, deliver
 from goalsui.tui.notices import NoticeMixin
 from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_files
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 Notes = list[tuple[str, dict[str, Any]]]
 
@@ -35,7 +38,7 @@ class ConsoleBase(NoticeMixin, DeliverMixin, App[int]):
     NOTIFICATION_TIMEOUT = 5
 
     #: What the feed, the runtime and the screens share; the subclass sets them.
-    service: Any
+    service: Service
     service_ready: bool
     read_only: bool
     frozen: bool
@@ -133,9 +136,10 @@ class ConsoleBase(NoticeMixin, DeliverMixin, App[int]):
         """The KB's ``goalsui.yaml`` console settings (theme, keymap); {} when unreadable."""
         if not self.service_ready:
             return dict(self._given_settings or {})
+        from goalsui.kb.ui_settings import read_ui_settings
+
         try:
-            settings: dict[str, Any] = self.service.ui_settings()
-            return settings
+            return read_ui_settings(self.service.kb.root)
         except Exception:  # noqa: BLE001 - settings are optional
             return {}
 

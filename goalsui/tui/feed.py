@@ -145,7 +145,7 @@ class DashboardFeed:
         """
         if not self.app.service_ready:
             return
-        if self._stamp_gate.unchanged(self.app.service.change_stamp):
+        if self._stamp_gate.unchanged(self.app.service.overview.change_stamp):
             self._last_checked = self.app.clock()
             return
         self.app.run_worker(
@@ -160,7 +160,7 @@ class DashboardFeed:
     def _read_token(self) -> None:
         """Worker thread: the records' fingerprint."""
         try:
-            token = self.app.service.change_token()
+            token = self.app.service.overview.change_token()
         except Exception:  # noqa: BLE001 - a busy database: try again next second
             return
         deliver(self.app, self._token_polled, token)

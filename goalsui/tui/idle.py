@@ -14,7 +14,7 @@ TOKEN_EVERY_S = 15.0
 
 
 class StampGate:
-    """Says whether a cheap stamp (``Service.change_stamp``) is the same as last time.
+    """Says whether a cheap stamp (``service.overview.change_stamp``) is the same as last time.
 
     ``unchanged(read)`` returns True while ``read()`` gives the stamp seen before and
     the last full look is recent; otherwise it remembers the new stamp and returns False

@@ -97,23 +97,23 @@ class BoxCounts:
 def load_dashboard(service: Service, now: datetime, span: timedelta = RECENT_SPAN) -> Dashboard:
     """Everything the main screen needs, in a handful of reads."""
     started = time.perf_counter()
-    token = service.change_token()
-    goals, intent_rows = service.goals_and_intents()
+    token = service.overview.change_token()
+    goals, intent_rows = service.goals.with_intents()
     intents = {i.id: i for i in (row.record() for row in intent_rows)}
-    running = {r.intent_id: r.record() for r in service.running_runs()}
+    running = {r.intent_id: r.record() for r in service.runs.running()}
     recent: dict[int, list[RunRecord]] = defaultdict(list)
-    for run in service.list_runs(since=now - span, limit=20_000):
+    for run in service.runs.list(since=now - span, limit=20_000):
         recent[run.intent_id].append(run.record())
     for runs in recent.values():
         runs.sort(key=lambda r: (r.started_at, r.id))
-    attention = [r.record() for r in service.list_runs(failed=True, limit=300)]
+    attention = [r.record() for r in service.runs.list(failed=True, limit=300)]
     disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
     threads = [
         ThreadView(t.record(), [d.record() for d in todos])
-        for t in service.list_threads()
-        if t.id is not None and not quiet_home_thread(t, todos := service.list_todos(t.id))
+        for t in service.threads.list()
+        if t.id is not None and not quiet_home_thread(t, todos := service.todos.list(t.id))
     ]
-    summary = service.summary()
+    summary = service.overview.summary()
     spend_today, budgets = load_costs(service, goals)
     return Dashboard(
         at=now,
@@ -180,7 +180,7 @@ def _fallback_plan(service: Service, now: datetime, until: datetime, cap: int = 
     from goalsui.domain.triggers import next_due
 
     view = PlanView(source="schedules")
-    for intent in service.list_intents(status=IntentStatus.ACTIVE):
+    for intent in service.intents.list(status=IntentStatus.ACTIVE):
         if intent.id is None or intent.next_run_at is None:
             continue
         at: datetime | None = intent.next_run_at
@@ -205,7 +205,7 @@ def load_boxes(service: Service, goal: GoalView) -> dict[str, BoxCounts]:
             try:
                 entries = [
                     e
-                    for e in service.kb_list(goal.goal_id, f"workers/{worker.name}/{box}")
+                    for e in service.files.list(goal.goal_id, f"workers/{worker.name}/{box}")
                     if not e["dir"] and not e["name"].startswith(".")
                 ]
             except GoalsuiError:
@@ -221,7 +221,7 @@ def goal_log_count(service: Service, goal_id: str) -> tuple[str | None, int]:
     """The newest log file of a goal and its number of entries."""
     try:
         files = sorted(
-            (e for e in service.kb_list(goal_id, "log") if e["name"].endswith(".md")),
+            (e for e in service.files.list(goal_id, "log") if e["name"].endswith(".md")),
             key=lambda e: e["name"],
         )
     except GoalsuiError:
@@ -230,7 +230,7 @@ def goal_log_count(service: Service, goal_id: str) -> tuple[str | None, int]:
         return None, 0
     newest = files[-1]["path"]
     try:
-        text = service.kb_read(goal_id, newest)
+        text = service.files.read(goal_id, newest)
     except GoalsuiError:
         return newest, 0
     return newest, sum(1 for line in text.splitlines() if line.startswith("- "))
@@ -242,7 +242,7 @@ def list_reports(service: Service) -> list[tuple[str, str, str]]:
     from goalsui.runners.report import list_reports as goal_reports
 
     found: list[tuple[str, str, str]] = []
-    for goal in service.list_goals():
+    for goal in service.goals.list():
         try:
             reports = goal_reports(service, goal.goal_id)
         except (GoalsuiError, OSError):

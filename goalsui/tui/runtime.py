@@ -136,7 +136,7 @@ class ConsoleRuntime:
         other consoles look there); a registration that cannot be made is skipped."""
         try:
             self._registration = await asyncio.to_thread(
-                self.app.service.register_scheduler, "console", owner
+                self.app.service.schedulers.register, "console", owner
             )
         except Exception:  # noqa: BLE001 - e.g. this process registered already (tests)
             self._registration = None
@@ -236,7 +236,7 @@ class ConsoleRuntime:
     def _initial_sync(self) -> None:
         """Worker thread: the whole KB into the index."""
         try:
-            problems = self.app.service.refresh_kb()
+            problems = self.app.service.index.refresh()
         except Exception as exc:  # noqa: BLE001
             deliver(
                 self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=10
@@ -258,7 +258,7 @@ class ConsoleRuntime:
     async def _watch_kb(self) -> None:
         from goalsui.kb.watcher import KBWatcher
 
-        self.watcher = KBWatcher(self.app.service.kb_root)
+        self.watcher = KBWatcher(self.app.service.kb.root)
         async for batch in self.watcher.batches():
             self._kb_batch(batch)
 
@@ -290,7 +290,7 @@ class ConsoleRuntime:
     def _sync(self, goal_ids: list[str], config: bool) -> None:
         """Worker thread: the goals' files into the index."""
         try:
-            problems = self.app.service.sync_kb(goal_ids) if goal_ids or config else []
+            problems = self.app.service.index.sync(goal_ids) if goal_ids or config else []
         except Exception as exc:  # noqa: BLE001 - a vanished file mid-sync: try on the next event
             deliver(
                 self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=8

@@ -18,7 +18,7 @@ def serving_note(service: Any) -> str | None:
     Blocking (reads the state folder): call it from a worker thread.
     """
     try:
-        live = service.live_schedulers()
+        live = service.schedulers.live()
     except OSError:
         return None  # an unreadable state folder: behave as before (start one)
     if not live:

@@ -89,7 +89,7 @@ class Startup:
 
     def _use_service(self) -> None:
         """The service is open: the feed listens to it; the runtime lines up its starts."""
-        self.runtime.subscribe(self.app.service.subscribe(self.feed.on_service_change))
+        self.runtime.subscribe(self.app.service.changes.subscribe(self.feed.on_service_change))
         self.after_paint += self.runtime.service_opened()
 
     # -- opener mode -------------------------------------------------------------------------

@@ -42,14 +42,14 @@ def test_claimers_in_several_processes_take_disjoint_sets(
     ]
     with service.store.write() as s:
         s.execute(insert(Intent), rows)
-    ids = {i.id for i in service.list_intents()}
+    ids = {i.id for i in service.intents.list()}
     claimed = run_together(
         3, empty_kb, db_url, tmp_path / "state", "claim", DUE.isoformat(), go_dir=tmp_path
     )
     every = [i for mine in claimed for i in mine]
     assert Counter(every).most_common(1)[0][1] == 1, "a row was claimed twice"
     assert set(every) == ids, "a due row was left unclaimed"
-    runs = service.running_runs()
+    runs = service.runs.running()
     assert Counter(r.intent_id for r in runs) == Counter(ids)
-    owners = {i.id: i.lease_owner for i in service.list_intents()}
+    owners = {i.id: i.lease_owner for i in service.intents.list()}
     assert all(r.owner == owners[r.intent_id] for r in runs)

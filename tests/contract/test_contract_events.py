@@ -15,7 +15,7 @@ from goalsui.store.models import Event, Intent
 
 
 def _event_intent(service: Service) -> Intent:
-    return service.create_intent(
+    return service.intents.create(
         title="on push", kind="event", event_source="github", event_filter={"ref": "main"}
     )
 
@@ -30,11 +30,11 @@ def test_replayed_delivery_is_refused(
 ) -> None:
     service = make_service(empty_kb, db_url)
     intent = _event_intent(service)
-    first = service.emit_event("github", {"ref": "main"}, "d-1")
+    first = service.events.emit("github", {"ref": "main"}, "d-1")
     assert (first.fired, first.duplicate) == ([intent.id], False)
-    replay = service.emit_event("github", {"ref": "main"}, "d-1")
+    replay = service.events.emit("github", {"ref": "main"}, "d-1")
     assert replay == EmitResult(first.event_id, [], duplicate=True)
-    other_source = service.emit_event("gitlab", {"ref": "main"}, "d-1")
+    other_source = service.events.emit("gitlab", {"ref": "main"}, "d-1")
     assert other_source.duplicate is False and other_source.fired == []
     assert _events(service, "d-1") == 2
 
@@ -55,7 +55,7 @@ def test_concurrent_delivery(
     def emit(receiver: Service) -> None:
         try:
             barrier.wait(timeout=30)
-            results.append(receiver.emit_event("github", {"ref": "main"}, "same-delivery"))
+            results.append(receiver.events.emit("github", {"ref": "main"}, "same-delivery"))
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -70,4 +70,4 @@ def test_concurrent_delivery(
     assert fresh[0].fired == [intent.id]
     assert {r.event_id for r in results} == {fresh[0].event_id}
     assert _events(service, "same-delivery") == 1
-    assert service.get_intent(intent.id).pending_trigger == "event"
+    assert service.intents.get(intent.id).pending_trigger == "event"

@@ -26,16 +26,16 @@ def test_same_key_returns_the_existing_intent(
     db_url: str, empty_kb: Path, make_service: Callable[..., Service]
 ) -> None:
     service = make_service(empty_kb, db_url)
-    first = service.create_intent(
+    first = service.intents.create(
         title="nightly", kind="cron", schedule="0 3 * * *", operation_key="k1"
     )
-    again = service.create_intent(
+    again = service.intents.create(
         title="other title", kind="heartbeat", schedule="5m", operation_key="k1"
     )
     assert again.id == first.id
     assert again.title == "nightly"
     assert _count(service, "k1") == 1
-    other = service.create_intent(
+    other = service.intents.create(
         title="nightly", kind="cron", schedule="0 3 * * *", operation_key="k2"
     )
     assert other.id != first.id
@@ -52,7 +52,7 @@ def test_concurrent_creation_from_threads(
     def create() -> None:
         try:
             barrier.wait(timeout=30)
-            intent = service.create_intent(
+            intent = service.intents.create(
                 title="race", kind="cron", schedule="*/5 * * * *", operation_key="race-threads"
             )
             ids.append(intent.id)
@@ -78,7 +78,7 @@ def test_concurrent_creation_from_processes(
     )
     assert len(set(ids)) == 1
     assert _count(service, "race-procs") == 1
-    assert service.get_intent(ids[0]).operation_key == "race-procs"
+    assert service.intents.get(ids[0]).operation_key == "race-procs"
 
 
 WAIT = 30.0
@@ -109,7 +109,7 @@ def test_operator_action_racing_a_claim_sees_the_claim(
     overwrites the claim, on either engine."""
     service = make_service(empty_kb, db_url)
     operator = make_service(empty_kb, db_url)
-    intent = service.create_intent(title="claimed", kind="cron", schedule="* * * * *")
+    intent = service.intents.create(title="claimed", kind="cron", schedule="* * * * *")
     claim_open, release = threading.Event(), threading.Event()
     errors: list[BaseException] = []
 
@@ -132,9 +132,9 @@ def test_operator_action_racing_a_claim_sees_the_claim(
     def act() -> None:
         try:
             if operation == "pause":
-                operator.pause_intent(intent.id)
+                operator.intents.pause(intent.id)
             else:
-                operator.run_intent_now(intent.id)
+                operator.intents.run_now(intent.id)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -152,11 +152,11 @@ def test_operator_action_racing_a_claim_sees_the_claim(
     claimer.join(WAIT)
     actor.join(WAIT)
     assert errors == []
-    after = service.get_intent(intent.id)
+    after = service.intents.get(intent.id)
     assert after.status == "firing"
     assert after.lease_owner == "scheduler-1"
     if operation == "pause":
         assert after.pending_trigger == "pause"
     else:
-        (run,) = service.list_runs(intent_id=intent.id)
+        (run,) = service.runs.list(intent_id=intent.id)
         assert (run.status, run.reason) == ("skipped", "overlap")

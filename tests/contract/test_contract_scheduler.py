@@ -21,7 +21,7 @@ async def _fire(s: Scheduler) -> list[int]:
 
 
 def _runs(svc: Service, intent_id: int) -> list:
-    return sorted(svc.list_runs(intent_id=intent_id, limit=1000), key=lambda r: r.id or 0)
+    return sorted(svc.runs.list(intent_id=intent_id, limit=1000), key=lambda r: r.id or 0)
 
 
 async def test_retry_backoff_then_auto_disable(
@@ -31,22 +31,22 @@ async def test_retry_backoff_then_auto_disable(
     fake = FakeTurn()
     sched = Scheduler(svc, clock=clock, turn=fake, owner="contract")
     try:
-        intent = svc.create_intent(
+        intent = svc.intents.create(
             title="flaky", instruction="x", kind="cron", schedule="0 6 * * *"
         )
         fake.script[intent.id] = ["failed"] * 5
-        svc.run_intent_now(intent.id)
+        svc.intents.run_now(intent.id)
         delays = []
         for n in range(1, 6):
             assert len(await _fire(sched)) == 1
-            row = svc.get_intent(intent.id)
+            row = svc.intents.get(intent.id)
             assert row.consecutive_failures == n
             if n < 5:
                 assert (row.status, row.pending_trigger) == ("active", "retry")
                 delays.append((row.next_run_at - clock.now).total_seconds())
                 clock.set(row.next_run_at)
         assert delays == [2, 4, 8, 16]
-        row = svc.get_intent(intent.id)
+        row = svc.intents.get(intent.id)
         assert (row.status, row.next_run_at, row.last_error) == (
             "failed",
             None,
@@ -68,25 +68,25 @@ async def test_recovery_of_a_dead_schedulers_run(
     dead = Scheduler(svc, clock=clock, turn=fake, owner="dead", lease_seconds=30)
     alive = Scheduler(other, clock=clock, turn=FakeTurn(), owner="alive")
     try:
-        intent = svc.create_intent(
+        intent = svc.intents.create(
             title="r", instruction="x", kind="at", schedule=clock.now.isoformat()
         )
         gate = fake.gates[intent.id] = asyncio.Event()
         (run_id,) = await dead.tick()
         await alive.recover()
-        assert svc.get_run(run_id).status == "running"  # the lease is still valid
+        assert svc.runs.get(run_id).status == "running"  # the lease is still valid
         clock.advance(31)
         await alive.recover()
-        assert svc.get_run(run_id).status == "interrupted"
-        row = svc.get_intent(intent.id)
+        assert svc.runs.get(run_id).status == "interrupted"
+        row = svc.intents.get(intent.id)
         assert (row.status, row.consecutive_failures, row.pending_trigger) == ("active", 1, "retry")
         clock.advance(2)
         assert len(await _fire(alive)) == 1
-        assert svc.get_intent(intent.id).status == "done"
+        assert svc.intents.get(intent.id).status == "done"
         gate.set()  # the "dead" one finishes late: its outcome changes nothing
         await dead.drain(timeout=30)
         assert sorted(r.status for r in _runs(svc, intent.id)) == ["interrupted", "ok"]
-        assert svc.get_intent(intent.id).status == "done"
+        assert svc.intents.get(intent.id).status == "done"
     finally:
         await dead.stop(grace=1)
         await alive.stop(grace=1)
@@ -99,7 +99,7 @@ async def test_catch_up_coalesces_inside_the_limit_and_records_older_as_missed(
     svc = make_service(empty_kb, db_url, clock=clock)
     sched = Scheduler(svc, clock=clock, turn=FakeTurn(), owner="contract")
     try:
-        hourly = svc.create_intent(
+        hourly = svc.intents.create(
             title="hourly", instruction="x", kind="cron", schedule="0 * * * *"
         )
         clock.set(datetime(2026, 12, 2, 17, 30, tzinfo=UTC))  # 13..17 missed; limit 15:30
@@ -112,7 +112,7 @@ async def test_catch_up_coalesces_inside_the_limit_and_records_older_as_missed(
             "catch-up",
             datetime(2026, 12, 2, 17, 0, tzinfo=UTC),
         )
-        assert svc.get_intent(hourly.id).next_run_at == datetime(2026, 12, 2, 18, 0, tzinfo=UTC)
+        assert svc.intents.get(hourly.id).next_run_at == datetime(2026, 12, 2, 18, 0, tzinfo=UTC)
         clock.advance(timedelta(minutes=1).total_seconds())
         assert await _fire(sched) == []  # nothing else due: no storm
     finally:

@@ -19,7 +19,7 @@ def test_first_use_creates_and_stamps_the_schema(
     db_url: str, empty_kb: Path, make_service: Callable[..., Service]
 ) -> None:
     service = make_service(empty_kb, db_url)
-    assert service.schema_status() == {
+    assert service.schema.status() == {
         "state": "current",
         "current": [schema.head_revision()],
         "head": schema.head_revision(),
@@ -29,7 +29,7 @@ def test_first_use_creates_and_stamps_the_schema(
     assert set(SQLModel.metadata.tables) <= set(inspect(service.store.engine).get_table_names())
     # A second open finds it done.
     again = make_service(empty_kb, db_url)
-    assert again.schema_status()["state"] == "current"
+    assert again.schema.status()["state"] == "current"
 
 
 def test_concurrent_first_use_by_several_processes(
@@ -44,9 +44,9 @@ def test_concurrent_first_use_by_several_processes(
         with service.store.engine.connect() as conn:
             versions = conn.execute(text("SELECT version_num FROM alembic_version")).all()
         assert versions == [(schema.head_revision(),)]
-        goals = service.list_goals()
+        goals = service.goals.list()
         assert sorted(g.goal_id for g in goals) == sorted(service.kb.goal_ids())
-        keys = [i.operation_key for i in service.list_intents()]
+        keys = [i.operation_key for i in service.intents.list()]
         assert len(keys) == len(set(keys)) > 0
     finally:
         service.close()

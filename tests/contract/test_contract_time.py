@@ -45,7 +45,7 @@ def test_round_trip_is_the_same_instant_in_utc(
     service = make_service(empty_kb, db_url)
     ids = _store_intents(service)
     for intent_id, when in zip(ids, INSTANTS, strict=True):
-        got = service.get_intent(intent_id).next_run_at
+        got = service.intents.get(intent_id).next_run_at
         assert got is not None
         assert got.utcoffset() == timedelta(0) and got.tzinfo is UTC
         # (compare in UTC: PEP 495 makes an ambiguous local time unequal across zones)
@@ -91,27 +91,27 @@ def test_storage_is_utc_whatever_the_session_time_zone(
             ).scalar()
     assert raw == "2026-11-01 06:30:00.000000"
     # Reading through a session in another time zone still gives the UTC instant.
-    assert service.get_intent(ids[3]).next_run_at == datetime(2026, 11, 1, 6, 30, tzinfo=UTC)
+    assert service.intents.get(ids[3]).next_run_at == datetime(2026, 11, 1, 6, 30, tzinfo=UTC)
 
 
 def test_naive_datetimes_are_refused(
     db_url: str, empty_kb: Path, make_service: Callable[..., Service]
 ) -> None:
     service = make_service(empty_kb, db_url)
-    intent = service.create_intent(title="x", kind="cron", schedule="0 3 * * *")
+    intent = service.intents.create(title="x", kind="cron", schedule="0 3 * * *")
     with pytest.raises(StatementError, match="naive datetime"), service.store.write() as s:
         s.add(IntentRun(intent_id=intent.id, started_at=datetime(2026, 1, 1, 12, 0)))
-    assert service.list_runs(intent_id=intent.id) == []
+    assert service.runs.list(intent_id=intent.id) == []
 
 
 def test_service_timestamps_come_back_utc(
     db_url: str, empty_kb: Path, make_service: Callable[..., Service]
 ) -> None:
     service = make_service(empty_kb, db_url)
-    intent = service.create_intent(
+    intent = service.intents.create(
         title="berlin", kind="cron", schedule="30 2 * * *", timezone="Europe/Berlin"
     )
-    stored = service.get_intent(intent.id)
+    stored = service.intents.get(intent.id)
     assert stored.next_run_at is not None and stored.next_run_at.tzinfo is UTC
     assert stored.created_at.tzinfo is UTC and stored.updated_at.tzinfo is UTC
     local = stored.next_run_at.astimezone(BERLIN)

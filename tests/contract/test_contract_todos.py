@@ -17,17 +17,17 @@ def test_each_change_bumps_the_revision(
     db_url: str, empty_kb: Path, make_service: Callable[..., Service]
 ) -> None:
     service = make_service(empty_kb, db_url)
-    thread = service.create_thread("checklist")
-    assert service.get_thread(thread.id).revision == 0
-    a = service.add_todo(thread.id, "first")
-    b = service.add_todo(thread.id, "second", expected_revision=1)
-    service.complete_todo(thread.id, a.id, expected_revision=2)
-    assert service.get_thread(thread.id).revision == 3
+    thread = service.threads.create("checklist")
+    assert service.threads.get(thread.id).revision == 0
+    a = service.todos.add(thread.id, "first")
+    b = service.todos.add(thread.id, "second", expected_revision=1)
+    service.todos.complete(thread.id, a.id, expected_revision=2)
+    assert service.threads.get(thread.id).revision == 3
     with pytest.raises(Conflict, match="revision 3, you had 2"):
-        service.reopen_todo(thread.id, a.id, expected_revision=2)
-    service.reopen_todo(thread.id, a.id)
-    assert service.get_thread(thread.id).revision == 4
-    assert [(t.text, t.done) for t in service.list_todos(thread.id)] == [
+        service.todos.reopen(thread.id, a.id, expected_revision=2)
+    service.todos.reopen(thread.id, a.id)
+    assert service.threads.get(thread.id).revision == 4
+    assert [(t.text, t.done) for t in service.todos.list(thread.id)] == [
         ("first", False),
         ("second", False),
     ]
@@ -39,16 +39,16 @@ def test_racing_writers_with_the_same_revision_one_wins(
 ) -> None:
     service = make_service(empty_kb, db_url)
     writers = [make_service(empty_kb, db_url) for _ in range(6)]
-    thread = service.create_thread("contended")
-    todos = [service.add_todo(thread.id, f"item {i}") for i in range(6)]
-    revision = service.get_thread(thread.id).revision
+    thread = service.threads.create("contended")
+    todos = [service.todos.add(thread.id, f"item {i}") for i in range(6)]
+    revision = service.threads.get(thread.id).revision
     barrier = threading.Barrier(len(writers))
     outcomes: list[str] = []
 
     def complete(writer: Service, todo_id: int) -> None:
         barrier.wait(timeout=30)
         try:
-            writer.complete_todo(thread.id, todo_id, expected_revision=revision)
+            writer.todos.complete(thread.id, todo_id, expected_revision=revision)
             outcomes.append("ok")
         except Conflict:
             outcomes.append("conflict")
@@ -62,5 +62,5 @@ def test_racing_writers_with_the_same_revision_one_wins(
     for t in threads:
         t.join(timeout=60)
     assert sorted(outcomes) == ["conflict"] * 5 + ["ok"]
-    assert service.get_thread(thread.id).revision == revision + 1
-    assert sum(t.done for t in service.list_todos(thread.id)) == 1
+    assert service.threads.get(thread.id).revision == revision + 1
+    assert sum(t.done for t in service.todos.list(thread.id)) == 1

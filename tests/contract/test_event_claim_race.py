@@ -30,8 +30,8 @@ def test_an_event_during_a_claim_is_an_overlap_of_that_event(
 ) -> None:
     svc = make_service(empty_kb, pg_db)
     hook = make_service(empty_kb, pg_db)  # the hook listener's own engine
-    intent = svc.create_intent(title="on push", kind="event", instruction="x", event_source="ci")
-    first = svc.emit_event("ci", {"n": 1}, "d-1")
+    intent = svc.intents.create(title="on push", kind="event", instruction="x", event_source="ci")
+    first = svc.events.emit("ci", {"n": 1}, "d-1")
     assert first.fired == [intent.id]
 
     engine = svc.store.engine
@@ -52,7 +52,7 @@ def test_an_event_during_a_claim_is_an_overlap_of_that_event(
         )
         result: list[object] = []
         emitting = threading.Thread(
-            target=lambda: result.append(hook.emit_event("ci", {"n": 2}, "d-2")), daemon=True
+            target=lambda: result.append(hook.events.emit("ci", {"n": 2}, "d-2")), daemon=True
         )
         emitting.start()
         time.sleep(0.5)  # the hook is now waiting for the claim (or has read a stale row)
@@ -62,10 +62,10 @@ def test_an_event_during_a_claim_is_an_overlap_of_that_event(
     second = result[0]
     assert second.fired == []
 
-    after = svc.get_intent(int(intent.id))  # type: ignore[arg-type]
+    after = svc.intents.get(int(intent.id))  # type: ignore[arg-type]
     assert after.status == IntentStatus.FIRING
     assert (after.next_run_at, after.pending_trigger, after.pending_event_id) == (None, None, None)
-    runs = svc.list_runs(intent_id=int(intent.id))  # type: ignore[arg-type]
+    runs = svc.runs.list(intent_id=int(intent.id))  # type: ignore[arg-type]
     overlaps = [r for r in runs if r.status == RunStatus.SKIPPED]
     assert [(r.reason, r.trigger, r.event_id) for r in overlaps] == [
         ("overlap", "event", second.event_id)

@@ -58,7 +58,7 @@ def intents(service: Service) -> dict[str, int]:
     """Event intents: two match BODY, the others must not fire."""
 
     def make(title: str, source: str, event_filter: dict | None = None) -> int:
-        intent = service.create_intent(
+        intent = service.intents.create(
             title=title,
             instruction=f"handle {title}",
             kind="event",
@@ -74,7 +74,7 @@ def intents(service: Service) -> dict[str, int]:
         "github": make("github push", "github", {"ref": "refs/heads/main"}),
         "paused": make("paused ci", "ci"),
     }
-    service.pause_intent(ids["paused"])
+    service.intents.pause(ids["paused"])
     return ids
 
 
@@ -100,7 +100,7 @@ async def send(
 def intent_state(service: Service) -> dict[int, tuple]:
     return {
         i.id: (i.status, i.next_run_at, i.pending_trigger, i.pending_event_id, i.last_fired_at)  # type: ignore[misc]
-        for i in service.list_intents()
+        for i in service.intents.list()
     }
 
 
@@ -115,17 +115,17 @@ async def test_valid_delivery_fires_matching_intents_once_and_replay_fires_nothi
     assert sorted(answer["fired"]) == sorted([intents["main"], intents["any"]])
     event_id = answer["event_id"]
 
-    [event] = service.list_events()
+    [event] = service.events.list()
     assert (event.id, event.source, event.delivery_id) == (event_id, "ci", "delivery-1")
     assert event.payload == json.loads(BODY)
     assert sorted(event.matched_intent_ids) == sorted(answer["fired"])
     for key in ("main", "any"):
-        intent: Intent = service.get_intent(intents[key])
+        intent: Intent = service.intents.get(intents[key])
         assert intent.pending_trigger == "event"
         assert intent.pending_event_id == event_id
         assert intent.next_run_at == service.now()
     for key in ("dev", "github", "paused"):
-        intent = service.get_intent(intents[key])
+        intent = service.intents.get(intents[key])
         assert intent.pending_trigger is None and intent.pending_event_id is None
     assert row_counts(service)["intent_run"] == 0  # the scheduler runs them, not the listener
 
@@ -139,7 +139,7 @@ async def test_valid_delivery_fires_matching_intents_once_and_replay_fires_nothi
         status, answer = await send(listener, BODY, headers)
         assert status == 409, answer
         assert answer == {"error": "duplicate delivery", "event_id": event_id}
-    assert [e.id for e in service.list_events()] == [event_id]
+    assert [e.id for e in service.events.list()] == [event_id]
     assert intent_state(service) == before
 
 
@@ -151,7 +151,7 @@ async def test_a_second_distinct_delivery_fires_again(
     second = await send(listener, BODY, signed(BODY, "d-2", timestamp=NOW))
     assert first[0] == second[0] == 202
     assert sorted(second[1]["fired"]) == sorted([intents["main"], intents["any"]])
-    assert len(service.list_events()) == 2
+    assert len(service.events.list()) == 2
 
 
 @pytest.mark.parametrize("skew", [-300, -299, 0, 299, 300])
@@ -177,7 +177,7 @@ async def test_github_style_source(
         listener, BODY, signed(BODY, "gh-2", secret=OTHER_SECRET), source="github"
     )
     assert status == 401
-    assert len(service.list_events()) == 1
+    assert len(service.events.list()) == 1
 
 
 async def test_concurrent_copies_of_one_delivery_store_one_event(
@@ -187,7 +187,7 @@ async def test_concurrent_copies_of_one_delivery_store_one_event(
     results = await asyncio.gather(*(send(listener, BODY, headers) for _ in range(12)))
     statuses = sorted(status for status, _ in results)
     assert statuses == [202] + [409] * 11
-    assert len(service.list_events()) == 1
+    assert len(service.events.list()) == 1
 
 
 async def test_concurrent_distinct_deliveries_are_all_stored(
@@ -198,7 +198,7 @@ async def test_concurrent_distinct_deliveries_are_all_stored(
         *(send(listener, b, signed(b, f"many-{n}", timestamp=NOW)) for n, b in enumerate(bodies))
     )
     assert [status for status, _ in results] == [202] * 12
-    assert len(service.list_events()) == 12
+    assert len(service.events.list()) == 12
 
 
 # --- refusals -------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, 
         ("any", "ci", None),
         ("gh", "github", None),
     ]:
-        service.create_intent(
+        service.intents.create(
             title=title, instruction="x", kind="event", event_source=source, event_filter=flt
         )
     with pytest.MonkeyPatch.context() as mp:
@@ -445,7 +445,7 @@ async def test_hostile_payload_values_are_stored_alike_on_every_engine(
     db_url: str, sample_kb: Any, make_service: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     service = make_service(sample_kb, db_url)
-    intent = service.create_intent(title="any", kind="event", event_source="ci")
+    intent = service.intents.create(title="any", kind="event", event_source="ci")
     monkeypatch.setenv(CI_ENV, SECRET)
     server = await start_listener(service, clock=lambda: NOW)
     try:
@@ -453,13 +453,13 @@ async def test_hostile_payload_values_are_stored_alike_on_every_engine(
         status, answer = await send(server, body, signed(body, "hostile", timestamp=NOW))
         assert (status, answer.get("fired")) == (202, [intent.id]), answer
         # intact, except NUL, which PostgreSQL cannot hold: stripped on both engines alike
-        stored = service.get_event(answer["event_id"]).payload
+        stored = service.events.get(answer["event_id"]).payload
         assert stored == strip_nul_deep(HOSTILE_VALUES)
         assert stored["nul"] == "ab" and stored["ansi"] == HOSTILE_VALUES["ansi"]
         # One level deeper than allowed, and an unpaired surrogate: refused, nothing stored.
         for bad in (b"[" * 65 + b"]" * 65, b'{"x": "\\udc00"}'):
             status, answer = await send(server, bad, signed(bad, "refused", timestamp=NOW))
             assert status == 400, answer
-        assert len(service.list_events()) == 1
+        assert len(service.events.list()) == 1
     finally:
         await server.close()

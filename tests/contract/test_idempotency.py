@@ -46,26 +46,26 @@ def test_twenty_processes_one_key_one_intent(empty_kb: Path, tmp_path: Path) -> 
 
 
 def test_same_key_returns_the_existing_intent(service: Service) -> None:
-    first = service.create_intent(
+    first = service.intents.create(
         title="Reminder", instruction="a", kind="cron", schedule="0 9 * * *", operation_key="k1"
     )
-    again = service.create_intent(
+    again = service.intents.create(
         title="Other title", instruction="b", kind="heartbeat", schedule="5m", operation_key="k1"
     )
     assert again.id == first.id and again.title == "Reminder"
-    assert len([i for i in service.list_intents() if i.operation_key == "k1"]) == 1
-    other = service.create_intent(
+    assert len([i for i in service.intents.list() if i.operation_key == "k1"]) == 1
+    other = service.intents.create(
         title="Reminder", instruction="a", kind="cron", schedule="0 9 * * *", operation_key="k2"
     )
     assert other.id != first.id
 
 
 def test_key_is_returned_even_after_the_intent_ended(service: Service) -> None:
-    first = service.create_intent(
+    first = service.intents.create(
         title="Once", kind="at", schedule="2026-12-24T18:00:00Z", operation_key="xmas"
     )
-    service.cancel_intent(first.id)
-    again = service.create_intent(
+    service.intents.cancel(first.id)
+    again = service.intents.create(
         title="Once", kind="at", schedule="2026-12-24T18:00:00Z", operation_key="xmas"
     )
     assert again.id == first.id and again.status == "cancelled"
@@ -76,7 +76,7 @@ def test_operation_key_is_validated(service: Service) -> None:
 
     for key in ("", "   ", "x" * 201, "a\x00b"):
         with pytest.raises(ValidationError):
-            service.create_intent(title="t", kind="cron", schedule="0 9 * * *", operation_key=key)
+            service.intents.create(title="t", kind="cron", schedule="0 9 * * *", operation_key=key)
 
 
 def test_concurrent_creation_on_each_engine(db_url: str, empty_kb: Path, tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_concurrent_creation_on_each_engine(db_url: str, empty_kb: Path, tmp_pat
     def create(service: Service) -> None:
         try:
             barrier.wait(timeout=30)
-            intent = service.create_intent(
+            intent = service.intents.create(
                 title="race", kind="heartbeat", schedule="30m", operation_key="race-key"
             )
             ids.append(intent.id)
@@ -106,7 +106,7 @@ def test_concurrent_creation_on_each_engine(db_url: str, empty_kb: Path, tmp_pat
             t.join(timeout=60)
         assert errors == []
         assert len(ids) == len(services) and len(set(ids)) == 1
-        stored = [i.id for i in services[0].list_intents() if i.operation_key == "race-key"]
+        stored = [i.id for i in services[0].intents.list() if i.operation_key == "race-key"]
         assert stored == ids[:1]
     finally:
         for service in services:

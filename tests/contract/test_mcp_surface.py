@@ -42,12 +42,12 @@ def world(svc: Service) -> dict[str, Any]:
             prompt="r\n",
         ),
     ]
-    goal = svc.setup_goal("Surface", "exercise the surface", seeds).goal_id
-    other = svc.setup_goal("Neighbour", "someone else's").goal_id
-    thread = svc.create_thread("work")
-    other_thread = svc.create_thread("elsewhere")
-    first = svc.add_todo(thread.id, "check the build")  # type: ignore[arg-type]
-    secret = svc.create_thread("secret", private=True)
+    goal = svc.goals.create("Surface", "exercise the surface", seeds).goal_id
+    other = svc.goals.create("Neighbour", "someone else's").goal_id
+    thread = svc.threads.create("work")
+    other_thread = svc.threads.create("elsewhere")
+    first = svc.todos.add(thread.id, "check the build")  # type: ignore[arg-type]
+    secret = svc.threads.create("secret", private=True)
     return {
         "goal": goal,
         "other": other,
@@ -127,10 +127,10 @@ async def test_text_content_is_compact_json_and_holds_no_host_path(svc, world):
 
 
 async def test_paging_walks_all_250_intents_of_a_goal(svc):
-    goal = svc.setup_goal("Busy", "many intents").goal_id
+    goal = svc.goals.create("Busy", "many intents").goal_id
     at = (datetime.now(UTC) + timedelta(days=2)).isoformat()
     made = {
-        svc.create_intent(title=f"i{n}", instruction="x", kind="at", schedule=at, goal_id=goal).id
+        svc.intents.create(title=f"i{n}", instruction="x", kind="at", schedule=at, goal_id=goal).id
         for n in range(250)
     }
     seen: list[int] = []
@@ -215,7 +215,7 @@ async def test_keys_are_scoped_and_a_changed_payload_is_refused(svc, world):
     assert theirs["intent"]["id"] != mine["intent"]["id"]
     assert theirs["intent"]["thread_id"] == world["other_thread"]
     assert "another follow-up" in refused and str(mine["intent"]["id"]) not in refused
-    assert svc.get_intent(mine["intent"]["id"]).instruction == "check"
+    assert svc.intents.get(mine["intent"]["id"]).instruction == "check"
 
 
 async def test_an_operator_session_without_a_key_is_idempotent_too(svc, world):
@@ -287,9 +287,9 @@ async def test_no_op_writes_write_nothing(svc, world):
     definition = gdir / "workers" / "writer" / "definition.yaml"
     async with mcp_session(svc, *full(world)) as s:
         done = await ok(s, "todo_complete", {"todo_id": world["todo"]})
-        before = counts(svc), svc.get_thread(world["thread"]).revision
+        before = counts(svc), svc.threads.get(world["thread"]).revision
         again = await ok(s, "todo_complete", {"todo_id": world["todo"]})
-        assert (counts(svc), svc.get_thread(world["thread"]).revision) == before
+        assert (counts(svc), svc.threads.get(world["thread"]).revision) == before
         reopened = await ok(s, "todo_reopen", {"todo_id": world["todo"]})
         reopened_again = await ok(s, "todo_reopen", {"todo_id": world["todo"]})
         schedule = {"cron": "0 3 * * *", "timezone": "Europe/Berlin"}
@@ -308,7 +308,7 @@ async def test_no_op_writes_write_nothing(svc, world):
 
 async def test_get_context_and_instructions_tell_the_run_who_and_when_it_is(svc, world):
     run = run_of(svc, world["goal"], "writer", world["thread"], timeout_s=900)
-    params_started = svc.get_run(run.id).started_at
+    params_started = svc.runs.get(run.id).started_at
     async with mcp_session(svc, "--run", str(run.id)) as s:
         context = await ok(s, "get_context", {})
     assert context["run_id"] == run.id and context["goal_id"] == world["goal"]
@@ -354,7 +354,7 @@ async def test_schedule_intent_refuses_a_past_at_and_takes_in(svc, world):
 
 async def test_thread_read_pages_the_sessions_own_thread(svc, world):
     for n in range(45):
-        svc.post_message(f"message {n}", thread_id=world["thread"], role="user")
+        svc.threads.post(f"message {n}", thread_id=world["thread"], role="user")
     async with mcp_session(svc, *full(world)) as s:
         first = await ok(s, "thread_read", {})
         second = await ok(s, "thread_read", {"cursor": first["next_cursor"], "limit": 100})
@@ -367,7 +367,7 @@ async def test_thread_read_pages_the_sessions_own_thread(svc, world):
 async def test_delete_goal_needs_the_exact_id_as_confirmation(svc, world):
     async with mcp_session(svc, *full(world)) as s:
         wrong = await error(s, "delete_goal", {"goal_id": world["other"], "confirm": "neighbour"})
-        assert svc.get_goal(world["other"])
+        assert svc.goals.get(world["other"])
         gone = await ok(s, "delete_goal", {"goal_id": world["other"], "confirm": world["other"]})
     assert "exact id" in wrong and gone["deleted"] is True
-    assert world["other"] not in [g.goal_id for g in svc.list_goals()]
+    assert world["other"] not in [g.goal_id for g in svc.goals.list()]

@@ -50,10 +50,10 @@ def world(svc: Service) -> dict:
             "reader", {"schedule": {"cron": "0 4 * * *"}, "capabilities": ["read_kb"]}, prompt="r\n"
         ),
     ]
-    goal = svc.setup_goal("Tool Test", "exercise the tools", seeds).goal_id
-    thread = svc.create_thread("work")
-    first = svc.add_todo(thread.id, "check the build")  # type: ignore[arg-type]
-    secret = svc.create_thread("secret", private=True)
+    goal = svc.goals.create("Tool Test", "exercise the tools", seeds).goal_id
+    thread = svc.threads.create("work")
+    first = svc.todos.add(thread.id, "check the build")  # type: ignore[arg-type]
+    secret = svc.threads.create("secret", private=True)
     return {"goal": goal, "thread": thread.id, "todo": first.id, "secret": secret.id}
 
 
@@ -111,7 +111,7 @@ async def test_every_tool_works_in_an_operator_session(svc, world):
         await ok(s, "update_worker", {"worker": "writer", "prompt": "# writer v2\n"})
         assert (gdir / "workers" / "writer" / "prompt.md").read_text() == "# writer v2\n"
         await ok(s, "update_worker", {"worker": "reader", "schedule": {"cron": "15 4 * * *"}})
-        assert svc.worker_intent(goal, "reader").schedule == "15 4 * * *"
+        assert svc.workers.intent(goal, "reader").schedule == "15 4 * * *"
         listed = await ok(s, "todo_list", {})
         rev = listed["revision"]
         added = await ok(s, "todo_add", {"text": "write the notes", "expected_revision": rev})
@@ -170,10 +170,10 @@ async def test_every_tool_works_in_an_operator_session(svc, world):
             },
         )
         due = await ok(s, "run_worker_now", {"worker": "writer"})
-    message = [m for m in svc.messages(thread) if m.id == posted["message_id"]][0]
+    message = [m for m in svc.threads.messages(thread) if m.id == posted["message_id"]][0]
     assert message.content == "build is green" and "agent session" in (message.provenance or "")
-    assert svc.get_goal(new_goal["goal_id"]).workers[0].name == "w"
-    assert svc.get_intent(due["intent_id"]).pending_trigger == "run-now"
+    assert svc.goals.get(new_goal["goal_id"]).workers[0].name == "w"
+    assert svc.intents.get(due["intent_id"]).pending_trigger == "run-now"
 
 
 BAD_CALLS = [
@@ -281,7 +281,7 @@ async def test_paths_out_of_the_goal_tree_are_refused(svc, world, tmp_path):
     (gdir / "link-dir").symlink_to(outside, target_is_directory=True)
     (gdir / "inside-link.md").symlink_to(gdir / "definition.yaml")
     os.mkfifo(gdir / "pipe")
-    other = svc.setup_goal("Other", "neighbour").goal_id
+    other = svc.goals.create("Other", "neighbour").goal_id
     before = tree(outside), (svc.kb.goal_dir(other) / "definition.yaml").read_bytes()
     async with mcp_session(svc, "--goal", world["goal"], "--thread", str(world["thread"])) as s:
         for path in (
@@ -350,10 +350,10 @@ async def test_schedule_intent_is_idempotent_within_a_run(svc, world):
     assert other["created"] is True and other["intent"]["id"] != first["intent"]["id"]
     assert keyed_again["created"] is False and keyed_again["intent"]["id"] == keyed["intent"]["id"]
     assert "another follow-up" in refused
-    made = [i for i in svc.list_intents() if i.title in ("come back", "changed")]
+    made = [i for i in svc.intents.list() if i.title in ("come back", "changed")]
     assert len(made) == 3
-    key = svc.get_intent(first["intent"]["id"]).operation_key or ""
-    fire = f"fire:{run.intent_id}.{svc.get_intent(run.intent_id).fires}:"
+    key = svc.intents.get(first["intent"]["id"]).operation_key or ""
+    fire = f"fire:{run.intent_id}.{svc.intents.get(run.intent_id).fires}:"
     assert key.startswith(fire) and len(key) == len(fire) + 64
     calls = tool_calls(svc, run.id)
     assert [c.name for c in calls] == ["schedule_intent"] * 6
@@ -371,7 +371,7 @@ async def test_a_retried_turn_gets_the_same_follow_up_back(svc, world):
     async with mcp_session(svc, "--run", str(first_run.id)) as s:
         first = await ok(s, "schedule_intent", call)
     end_run(svc, first_run.id, status="failed")
-    intent = svc.get_intent(first_run.intent_id)
+    intent = svc.intents.get(first_run.intent_id)
     retry = start_run(svc, intent)  # the retry: the fire count is unchanged
     async with mcp_session(svc, "--run", str(retry.id)) as s:
         again = await ok(s, "schedule_intent", call)
@@ -388,7 +388,7 @@ async def test_a_retried_turn_gets_the_same_follow_up_back(svc, world):
     async with mcp_session(svc, "--run", str(next_fire.id)) as s:
         fresh = await ok(s, "schedule_intent", call)
     assert fresh["created"] is True and fresh["intent"]["id"] != first["intent"]["id"]
-    assert len([i for i in svc.list_intents() if i.title == "come back"]) == 2
+    assert len([i for i in svc.intents.list() if i.title == "come back"]) == 2
 
 
 async def test_a_finished_run_cannot_be_replayed(svc, world):

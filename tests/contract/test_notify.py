@@ -54,18 +54,18 @@ def two_services(
 @pytest.mark.postgres
 def test_a_change_through_one_service_wakes_the_other(two_services) -> None:
     a, b = two_services
-    assert a.notifies_across_processes and b.notifies_across_processes
+    assert a.changes.across_processes and b.changes.across_processes
     inbox = Inbox()
-    stop = b.listen_changes(inbox)
-    intent = a.create_intent(title="wake", kind="cron", schedule="0 * * * *")
+    stop = b.changes.listen(inbox)
+    intent = a.intents.create(title="wake", kind="cron", schedule="0 * * * *")
     assert inbox.next() == "intents"
-    a.pause_intent(intent.id)
+    a.intents.pause(intent.id)
     assert inbox.next() == "intents"
-    a.resume_intent(intent.id)
-    a.run_intent_now(intent.id)
+    a.intents.resume(intent.id)
+    a.intents.run_now(intent.id)
     assert inbox.until("intents") == ["intents"]
-    thread = a.create_thread("notes")
-    a.add_todo(thread.id, "check the logs")
+    thread = a.threads.create("notes")
+    a.todos.add(thread.id, "check the logs")
     assert inbox.until("todos")[-1] == "todos"
     stop()
 
@@ -74,9 +74,9 @@ def test_a_change_through_one_service_wakes_the_other(two_services) -> None:
 def test_every_listener_wakes_and_own_changes_are_skipped(two_services) -> None:
     a, b = two_services
     inbox_a, inbox_b, inbox_b_all = Inbox(), Inbox(), Inbox()
-    a.listen_changes(inbox_a)
-    b.listen_changes(inbox_b)
-    b.listen_changes(inbox_b_all, include_own=True)
+    a.changes.listen(inbox_a)
+    b.changes.listen(inbox_b)
+    b.changes.listen(inbox_b_all, include_own=True)
     a.changed("from-a")
     b.changed("from-b")
     # Notifications arrive in commit order: A's own echo would come before "from-b".
@@ -111,7 +111,7 @@ def test_a_change_from_another_process_wakes_the_listener(
 ) -> None:
     a, _ = two_services
     inbox = Inbox()
-    a.listen_changes(inbox)
+    a.changes.listen(inbox)
     res = run_cli(
         "thread", "new", "x", kb=empty_kb, db=pg_db, extra_env={"PYTHONPATH": str(REPO)}, timeout=60
     )
@@ -154,7 +154,7 @@ def test_listener_survives_a_dropped_connection_and_a_bad_callback(pg_db: str) -
 @pytest.mark.postgres
 def test_close_stops_the_listener_threads(pg_db: str, empty_kb: Path, tmp_path: Path) -> None:
     service = Service.open(empty_kb, pg_db, tmp_path / "state")
-    service.listen_changes(Inbox())
+    service.changes.listen(Inbox())
     (listener,) = service._change_listeners
     assert listener.listening
     service.close()
@@ -172,8 +172,8 @@ def test_sqlite_has_no_cross_process_notifications(
     url: str, tmp_path: Path, empty_kb: Path, make_service: Callable[..., Service]
 ) -> None:
     service = make_service(empty_kb, url.format(tmp=tmp_path))
-    assert service.notifies_across_processes is False
-    stop = service.listen_changes(Inbox())
+    assert service.changes.across_processes is False
+    stop = service.changes.listen(Inbox())
     assert service._change_listeners == []
     stop()
     assert notify.publish_now(service.store.engine, "intents") is False

@@ -83,26 +83,26 @@ def test_retry_starts_the_fire_again_and_clears_the_mark(db_url, empty_kb, make_
     svc = make_service(empty_kb, db_url, clock=clock)
     intent_id = _intent(svc, clock)
     (run_id,) = _held(svc, clock).values()
-    assert [r.id for r in svc.runs_awaiting_review()] == [run_id]
-    assert svc.get_intent(intent_id).status == "paused"
+    assert [r.id for r in svc.review.awaiting()] == [run_id]
+    assert svc.intents.get(intent_id).status == "paused"
 
-    intent = svc.retry_review(run_id)
+    intent = svc.review.retry(run_id)
     assert (intent.status, intent.next_run_at, intent.pending_trigger) == (
         "active",
         clock.now,
         "retry",
     )
     assert intent.last_error is None
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert (run.status, run.needs_review, run.dismissed) == ("interrupted", False, True)
-    assert svc.runs_awaiting_review() == []
-    assert run_id not in {r.id for r in svc.list_runs(failed=True)}
-    actions = [j.action for j in svc.list_journal()]
+    assert svc.review.awaiting() == []
+    assert run_id not in {r.id for r in svc.runs.list(failed=True)}
+    actions = [j.action for j in svc.journal.recent()]
     assert "run retried after review" in actions
     # The next claim fires it, as a retry of the same fire (no fire counted).
-    fires = svc.get_intent(intent_id).fires
+    fires = svc.intents.get(intent_id).fires
     again = _held(svc, clock)
-    assert intent_id in again and svc.get_intent(intent_id).fires == fires
+    assert intent_id in again and svc.intents.get(intent_id).fires == fires
 
 
 def test_dismiss_resumes_from_now_without_running(db_url, empty_kb, make_service, clock):
@@ -111,34 +111,34 @@ def test_dismiss_resumes_from_now_without_running(db_url, empty_kb, make_service
     once = _intent(svc, clock, kind="at", title="one-shot agent")
     runs = _held(svc, clock)
 
-    intent = svc.dismiss_review(runs[cron])
+    intent = svc.review.dismiss(runs[cron])
     assert intent.status == "active" and intent.last_error is None
     assert intent.pending_trigger is None
     assert intent.next_run_at is not None and intent.next_run_at > clock.now
     assert intent.next_run_at.minute == 0  # the next hour, not the interrupted fire
-    assert svc.get_run(runs[cron]).needs_review is False
+    assert svc.runs.get(runs[cron]).needs_review is False
 
-    done = svc.dismiss_review(runs[once])
+    done = svc.review.dismiss(runs[once])
     assert (done.status, done.next_run_at) == ("done", None)
-    assert svc.runs_awaiting_review() == []
-    assert "run dismissed after review" in [j.action for j in svc.list_journal()]
+    assert svc.review.awaiting() == []
+    assert "run dismissed after review" in [j.action for j in svc.journal.recent()]
 
 
 def test_a_run_not_awaiting_review_is_refused_and_nothing_changes(empty_kb, make_service, clock):
     svc = make_service(empty_kb, clock=clock)
     plain = _intent(svc, clock, on_interrupt="retry")
     (run_id,) = _held(svc, clock).values()
-    before = svc.get_intent(plain)
-    for decide in (svc.retry_review, svc.dismiss_review):
+    before = svc.intents.get(plain)
+    for decide in (svc.review.retry, svc.review.dismiss):
         with pytest.raises(Exception, match=f"run {run_id} is not awaiting review"):
             decide(run_id)
-    after = svc.get_intent(plain)
+    after = svc.intents.get(plain)
     assert (after.status, after.next_run_at, after.pending_trigger) == (
         before.status,
         before.next_run_at,
         before.pending_trigger,
     )
-    assert svc.get_run(run_id).dismissed is False
+    assert svc.runs.get(run_id).dismissed is False
 
 
 def test_retrying_or_resuming_the_intent_settles_its_review(empty_kb, make_service, clock):
@@ -146,17 +146,17 @@ def test_retrying_or_resuming_the_intent_settles_its_review(empty_kb, make_servi
     first = _intent(svc, clock, title="retried")
     second = _intent(svc, clock, title="resumed")
     runs = _held(svc, clock)
-    svc.retry_intent(first)
-    svc.resume_intent(second)
+    svc.intents.retry(first)
+    svc.intents.resume(second)
     for intent_id in (first, second):
-        assert svc.get_run(runs[intent_id]).needs_review is False
-        assert svc.get_intent(intent_id).last_error is None
+        assert svc.runs.get(runs[intent_id]).needs_review is False
+        assert svc.intents.get(intent_id).last_error is None
     # The console's plain "dismiss" on a held run is the review's dismiss.
     third = _intent(svc, clock, title="dismissed")
     run_id = _held(svc, clock)[third]
-    assert svc.get_intent(third).status == "paused"
-    svc.dismiss_run(run_id)
-    assert svc.get_intent(third).status == "active"
+    assert svc.intents.get(third).status == "paused"
+    svc.runs.dismiss(run_id)
+    assert svc.intents.get(third).status == "active"
 
 
 def test_the_command_line_decides_and_reports(empty_kb, make_service, clock):
@@ -183,11 +183,11 @@ def test_the_command_line_decides_and_reports(empty_kb, make_service, clock):
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["decision"] == "dismiss" and data["intent"]["status"] == "active"
-    assert svc.get_intent(retried).pending_trigger == "retry"
-    assert svc.runs_awaiting_review() == []
+    assert svc.intents.get(retried).pending_trigger == "retry"
+    assert svc.review.awaiting() == []
 
     # Deciding again, or a run that does not exist: one line, exit 1, nothing changed.
-    before = svc.get_intent(dismissed).next_run_at
+    before = svc.intents.get(dismissed).next_run_at
     for args in (
         ("runs", "dismiss", str(runs[dismissed])),
         ("runs", "retry", str(runs[retried])),
@@ -199,4 +199,4 @@ def test_the_command_line_decides_and_reports(empty_kb, make_service, clock):
         assert bad.returncode == 1, (args, bad.stdout, bad.stderr)
         assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "not awaiting review" in cli(svc, "runs", "retry", str(runs[retried])).stderr
-    assert svc.get_intent(dismissed).next_run_at == before
+    assert svc.intents.get(dismissed).next_run_at == before

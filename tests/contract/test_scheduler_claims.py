@@ -62,10 +62,10 @@ async def test_two_schedulers_fire_every_intent_exactly_once(
             await s.stop()
     fired = Counter(c.intent.id for t in turns for c in t.calls)
     assert set(fired) == set(ids) and set(fired.values()) == {1}
-    runs = a_svc.list_runs(limit=10_000)
+    runs = a_svc.runs.list(limit=10_000)
     assert Counter(r.intent_id for r in runs if r.status == "ok") == Counter(ids)
     assert {r.status for r in runs} == {"ok"}
-    assert {i.status for i in a_svc.list_intents()} == {"done"}
+    assert {i.status for i in a_svc.intents.list()} == {"done"}
 
 
 async def test_a_burst_starts_every_due_turn_before_recording_outcomes(
@@ -91,9 +91,9 @@ async def test_a_burst_starts_every_due_turn_before_recording_outcomes(
     finally:
         await sched.stop()
     assert events.count("run-finished") == n
-    runs = svc.list_runs(limit=10_000)
+    runs = svc.runs.list(limit=10_000)
     assert Counter(r.intent_id for r in runs if r.status == "ok") == Counter(ids)
-    assert {i.status for i in svc.list_intents()} == {"done"}
+    assert {i.status for i in svc.intents.list()} == {"done"}
 
 
 async def test_a_long_burst_still_records_outcomes_that_waited_too_long(
@@ -268,12 +268,12 @@ async def test_a_burst_the_free_slots_can_take_is_claimed_before_it_is_due(
         assert await sched.tick() == []  # due beyond the lookahead: the tick sees the burst
         assert len(await sched.tick()) == 600  # ... and the next one claims it all
         assert turn.calls == []  # claimed, not started: they wait for their due time
-        assert {i.status for i in svc.list_intents()} == {"firing"}
+        assert {i.status for i in svc.intents.list()} == {"firing"}
         await sched.drain()
     finally:
         await sched.stop()
     assert sorted(c.intent.id for c in turn.calls) == sorted(ids)
-    runs = svc.list_runs(limit=1000)
+    runs = svc.runs.list(limit=1000)
     assert {r.status for r in runs} == {"ok"} and {r.started_at for r in runs} == {due}
 
 
@@ -296,7 +296,7 @@ async def test_turns_claimed_ahead_share_a_start_gate_that_one_cancel_cannot_clo
     finally:
         await sched.stop()
     assert len(turn.calls) == 2
-    statuses = {r.id: r.status for r in svc.list_runs(limit=10)}
+    statuses = {r.id: r.status for r in svc.runs.list(limit=10)}
     assert statuses[runs[1]] == statuses[runs[2]] == "ok"
     assert statuses[runs[0]] == "interrupted"  # a cancelled task: its turn never ran
 
@@ -321,7 +321,7 @@ async def test_stopping_does_not_wait_for_turns_claimed_ahead_to_fall_due(
     await sched.stop()
     assert asyncio.get_running_loop().time() - started < 4  # the turns were due in 5 s
     assert turn.calls == []
-    runs = svc.list_runs(limit=100)
+    runs = svc.runs.list(limit=100)
     assert len(runs) == 60 and {r.status for r in runs} == {"interrupted"}
 
 
@@ -344,7 +344,7 @@ async def test_a_burst_is_claimed_early_only_as_far_as_the_slots_and_lookahead_a
             assert await sched.tick() == []
         finally:
             await sched.stop()
-    assert {i.status for i in svc.list_intents()} == {"active"}
+    assert {i.status for i in svc.intents.list()} == {"active"}
     # Their looks at the database do not even count the burst.
     for slots, lookahead in ((8, 0.25), (1000, 0)):
         sched = Scheduler(svc, max_concurrency=slots, lookahead_seconds=lookahead)
@@ -383,10 +383,10 @@ def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, cloc
         t.join(60)
     claimed = [i for mine in got.values() for i in mine]
     assert sorted(claimed) == sorted(ids)  # every row once, no duplicates
-    owners = {i.id: i.lease_owner for i in svc.list_intents()}
+    owners = {i.id: i.lease_owner for i in svc.intents.list()}
     for owner, mine in got.items():
         assert all(owners[i] == owner for i in mine)
-    runs = svc.running_runs()
+    runs = svc.runs.running()
     assert len(runs) == 400 and all(r.owner == owners[r.intent_id] for r in runs)
 
 
@@ -408,8 +408,8 @@ async def test_recovery_and_completion_cas_on_each_engine(
         assert [row["id"] for row, _, _ in rec.interrupted] == [intent_id]
         gate.set()
         await a.drain()
-        assert svc.get_run(run_id).status == "interrupted"
-        row = svc.get_intent(intent_id)
+        assert svc.runs.get(run_id).status == "interrupted"
+        row = svc.intents.get(intent_id)
         assert (row.status, row.pending_trigger, row.lease_owner) == ("active", "retry", None)
     finally:
         await a.stop()

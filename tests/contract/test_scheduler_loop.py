@@ -42,13 +42,13 @@ async def test_start_state_and_an_in_process_change_fires(svc):
         assert s.state == "running"
         with pytest.raises(RuntimeError):
             await s.start()
-        intent = svc.create_intent(
+        intent = svc.intents.create(
             title="now", instruction="x", kind="at", schedule=utcnow().isoformat()
         )
         await until(
             lambda: any(e.kind == "run-finished" and e.intent_id == intent.id for e in events)
         )
-        assert svc.get_intent(intent.id).status == "done"
+        assert svc.intents.get(intent.id).status == "done"
         assert [e.kind for e in events if e.intent_id == intent.id] == [
             "run-started",
             "run-finished",
@@ -64,11 +64,11 @@ async def test_the_alarm_fires_a_future_intent_not_before_its_time(svc):
     await s.start()
     try:
         due = utcnow() + timedelta(milliseconds=400)
-        intent = svc.create_intent(
+        intent = svc.intents.create(
             title="soon", instruction="x", kind="at", schedule=due.isoformat()
         )
-        await until(lambda: svc.get_intent(intent.id).status == "done")
-        (run,) = svc.list_runs(intent_id=intent.id)
+        await until(lambda: svc.intents.get(intent.id).status == "done")
+        (run,) = svc.runs.list(intent_id=intent.id)
         assert run.status == "ok" and run.planned_at == due and run.started_at >= due
     finally:
         await s.stop()
@@ -95,18 +95,18 @@ async def test_a_change_made_by_another_process_is_seen(db_url, empty_kb, make_s
 async def test_cancel_by_another_service_stops_a_running_turn(svc, empty_kb, make_service):
     turn = FakeTurn()
     s = Scheduler(svc, turn=turn, poll_interval=0.2)
-    intent = svc.create_intent(title="long", instruction="x", kind="cron", schedule="* * * * *")
+    intent = svc.intents.create(title="long", instruction="x", kind="cron", schedule="* * * * *")
     turn.gates[intent.id] = asyncio.Event()  # runs until stopped
-    svc.run_intent_now(intent.id)
+    svc.intents.run_now(intent.id)
     await s.start()
     try:
         await until(lambda: len(s.running) == 1)
         (run_id,) = s.running
         other = make_service(empty_kb)  # not subscribed: only the database tells
-        other.cancel_intent(intent.id)
-        await until(lambda: svc.get_run(run_id).status != "running")
-        assert svc.get_run(run_id).status == "cancelled"
-        assert svc.get_intent(intent.id).status == "cancelled"
+        other.intents.cancel(intent.id)
+        await until(lambda: svc.runs.get(run_id).status != "running")
+        assert svc.runs.get(run_id).status == "cancelled"
+        assert svc.intents.get(intent.id).status == "cancelled"
     finally:
         await s.stop()
 
@@ -115,7 +115,7 @@ async def test_start_recovers_a_dead_owners_rows_and_leases_are_renewed(
     svc, empty_kb, make_service
 ):
     dead_turn = FakeTurn()
-    intent = svc.create_intent(
+    intent = svc.intents.create(
         title="orphan", instruction="x", kind="at", schedule=utcnow().isoformat()
     )
     dead_turn.gates[intent.id] = asyncio.Event()
@@ -124,17 +124,17 @@ async def test_start_recovers_a_dead_owners_rows_and_leases_are_renewed(
     await asyncio.sleep(0.6)  # let the lease lapse (this is setup, not an assertion)
     turn = FakeTurn()
     alive = Scheduler(make_service(empty_kb), turn=turn, owner="alive", lease_seconds=0.6)
-    long = svc.create_intent(
+    long = svc.intents.create(
         title="long", instruction="x", kind="at", schedule=utcnow().isoformat()
     )
     turn.gates[long.id] = asyncio.Event()
     await alive.start()
     try:
-        assert svc.get_run(run_id).status == "interrupted"
+        assert svc.runs.get(run_id).status == "interrupted"
         await until(lambda: len(turn.calls) >= 1)
-        lease = svc.get_intent(long.id).lease_until
-        await until(lambda: svc.get_intent(long.id).lease_until > lease)  # renewed
-        assert svc.get_intent(long.id).status == "firing"
+        lease = svc.intents.get(long.id).lease_until
+        await until(lambda: svc.intents.get(long.id).lease_until > lease)  # renewed
+        assert svc.intents.get(long.id).status == "firing"
         await until(
             lambda: any(c.intent.id == intent.id and c.run.trigger == "retry" for c in turn.calls)
         )
@@ -142,6 +142,6 @@ async def test_start_recovers_a_dead_owners_rows_and_leases_are_renewed(
         await alive.stop(grace=0.5)
         dead_turn.gates[intent.id].set()
         await dead.stop()
-    runs = {r.id: r for r in svc.list_runs(limit=100)}
+    runs = {r.id: r for r in svc.runs.list(limit=100)}
     assert runs[run_id].status == "interrupted"
-    assert svc.get_intent(long.id).status == "active"  # interrupted by the stop: retry planned
+    assert svc.intents.get(long.id).status == "active"  # interrupted by the stop: retry planned

@@ -69,7 +69,7 @@ async def test_a_task_that_dies_stops_the_scheduler_and_says_which_and_why(svc, 
     s.writer._write_when_due = broken  # type: ignore[method-assign]  # a fault in one part
     await s.start()
     assert isinstance(s.state, SchedulerState) and s.state == "running"
-    intent = svc.create_intent(
+    intent = svc.intents.create(
         title="first", instruction="x", kind="at", schedule=utcnow().isoformat()
     )
     with caplog.at_level(logging.ERROR, logger="goalsui.scheduler"):
@@ -80,14 +80,14 @@ async def test_a_task_that_dies_stops_the_scheduler_and_says_which_and_why(svc, 
     assert any("writer" in r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
     assert s.monitor.tasks == {}  # every other part was stopped too
     # The stop still recorded the turn that had ended ...
-    (run,) = svc.list_runs(intent_id=intent.id)
+    (run,) = svc.runs.list(intent_id=intent.id)
     assert run.status == "ok"
     # ... and nothing claims any more.
-    later = svc.create_intent(
+    later = svc.intents.create(
         title="later", instruction="x", kind="at", schedule=utcnow().isoformat()
     )
     await asyncio.sleep(0.3)
-    assert svc.list_runs(intent_id=later.id) == [] and len(turn.calls) == 1
+    assert svc.runs.list(intent_id=later.id) == [] and len(turn.calls) == 1
     await s.stop()  # stopping a failed scheduler again is harmless; it stays failed
     assert s.state == "failed"
 
@@ -97,7 +97,7 @@ async def test_the_injected_claim_backend_does_the_database_work(svc):
     turn = FakeTurn()
     s = Scheduler(svc, turn=turn, backend=backend)
     try:
-        intent = svc.create_intent(
+        intent = svc.intents.create(
             title="x", instruction="x", kind="at", schedule=utcnow().isoformat()
         )
         assert len(await s.tick()) == 1
@@ -106,7 +106,7 @@ async def test_the_injected_claim_backend_does_the_database_work(svc):
         await s.prune()
     finally:
         await s.stop()
-    assert svc.get_intent(intent.id).status == "done"
+    assert svc.intents.get(intent.id).status == "done"
     assert backend.calls["step"] >= 1
     assert backend.calls["recover_expired"] == 1 and backend.calls["prune_runs"] == 1
 
@@ -117,7 +117,7 @@ async def test_an_idle_scheduler_keeps_its_heartbeat_without_polling(
     svc = make_service(empty_kb, db_url)
     far = utcnow() + timedelta(days=1)
     for k in range(20):
-        svc.create_intent(title=f"far {k}", instruction="x", kind="at", schedule=far.isoformat())
+        svc.intents.create(title=f"far {k}", instruction="x", kind="at", schedule=far.isoformat())
     backend = CountingBackend(svc)
     s = Scheduler(svc, turn=FakeTurn(), backend=backend)
     assert s.last_tick is None
@@ -184,7 +184,7 @@ async def test_a_claim_step_that_hangs_lets_the_heartbeat_age(db_url, empty_kb, 
         await until(lambda: s.last_tick is not None)
         await asyncio.sleep(0.3)  # parked: the heartbeat is now
         assert s.last_tick is not None and s.last_tick.monotonic >= time.monotonic() - 0.05
-        svc.create_intent(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
+        svc.intents.create(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
         await asyncio.sleep(0.6)  # the second step hangs on the database thread
         assert s.last_tick is not None
         assert time.monotonic() - s.last_tick.monotonic >= 0.5
@@ -212,7 +212,7 @@ async def test_an_idle_scheduler_on_sqlite_rings_a_bell_of_its_own(svc):
 def test_a_change_on_sqlite_rewrites_the_wake_file_with_its_origin(svc):
     folder = wakefile.wake_dir(svc.store.engine)
     assert folder is not None and folder.name == "goalsui.db-wake"
-    svc.create_intent(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
+    svc.intents.create(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
     assert (folder / wakefile.FILE_NAME).read_text() == svc.origin
     assert wakefile.read_origin(folder) == svc.origin
 
@@ -220,7 +220,7 @@ def test_a_change_on_sqlite_rewrites_the_wake_file_with_its_origin(svc):
 async def test_a_real_runner_records_its_host_and_process_group_on_the_run(svc):
     s = Scheduler(svc, grace_seconds=1)  # the default turn: the real run_turn
     code = "import os, time; print('group', os.getpgid(0), flush=True); time.sleep(0.5)"
-    intent = svc.create_intent(
+    intent = svc.intents.create(
         title="pgid",
         instruction="x",
         kind="at",
@@ -229,12 +229,12 @@ async def test_a_real_runner_records_its_host_and_process_group_on_the_run(svc):
     )
     try:
         (run_id,) = await s.tick()
-        await until(lambda: svc.get_run(run_id).pgid is not None)
-        assert s.running[run_id].pgid == svc.get_run(run_id).pgid  # noted while it runs
+        await until(lambda: svc.runs.get(run_id).pgid is not None)
+        assert s.running[run_id].pgid == svc.runs.get(run_id).pgid  # noted while it runs
         await s.drain(timeout=60)
     finally:
         await s.stop()
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert run.intent_id == intent.id and run.status == "ok"
     assert run.host == socket.gethostname()
     assert f"group {run.pgid}" in (run.output_tail or "")

@@ -79,7 +79,7 @@ def test_a_batch_with_nul_in_one_output_records_every_outcome(
         decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert len(done) == 6 and all(r.recorded and r.applied for r in done)
-    runs = {r.id: r for r in svc.list_runs(limit=100)}
+    runs = {r.id: r for r in svc.runs.list(limit=100)}
     assert sorted(r.status for r in runs.values()) == ["failed"] + ["ok"] * 5
     failed = runs[bad.run["id"]]
     assert (failed.output_tail, failed.reason, failed.exit_code) == (
@@ -88,9 +88,9 @@ def test_a_batch_with_nul_in_one_output_records_every_outcome(
         3,
     )
     assert (failed.prompt, failed.argv, failed.model) == ("look at this", ["agent", "--x"], "m")
-    assert svc.get_intent(bad.intent["id"]).last_error == "exit 3: bad"
-    assert all(svc.get_intent(c.intent["id"]).status == "done" for c in fired if c is not bad)
-    assert not [r for r in svc.list_runs(limit=100) if r.status in ("interrupted", "running")]
+    assert svc.intents.get(bad.intent["id"]).last_error == "exit 3: bad"
+    assert all(svc.intents.get(c.intent["id"]).status == "done" for c in fired if c is not bad)
+    assert not [r for r in svc.runs.list(limit=100) if r.status in ("interrupted", "running")]
 
 
 def test_one_outcome_that_cannot_be_stored_does_not_lose_the_others(
@@ -114,12 +114,12 @@ def test_one_outcome_that_cannot_be_stored_does_not_lose_the_others(
         decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert sorted(r.completion.run_id for r in done) == sorted(c.run["id"] for c in fired)
-    runs = {r.id: r for r in svc.list_runs(limit=100)}
+    runs = {r.id: r for r in svc.runs.list(limit=100)}
     assert [runs[c.run["id"]].status for c in fired] == ["ok", "failed", "ok", "ok", "ok"]
     kept = runs[bad.run["id"]]
     assert kept.exit_code is None and "could not be recorded" in (kept.reason or "")
     assert f"run {bad.run['id']}: its outcome could not be recorded" in caplog.text
-    assert svc.get_intent(bad.intent["id"]).pending_trigger == "retry"  # the rules applied
+    assert svc.intents.get(bad.intent["id"]).pending_trigger == "retry"  # the rules applied
 
 
 def test_step_with_an_unstorable_outcome_still_claims_and_records(
@@ -144,27 +144,27 @@ def test_step_with_an_unstorable_outcome_still_claims_and_records(
     )
     assert sorted(c.intent["id"] for c in result.fired) == sorted(waiting)
     assert len(done) == 3
-    statuses = {r.id: r.status for r in svc.list_runs(limit=100)}
+    statuses = {r.id: r.status for r in svc.runs.list(limit=100)}
     assert [statuses[c.run["id"]] for c in fired] == ["ok", "ok", "ok"]
 
 
 def test_service_writes_lose_nul_on_both_engines(db_url, empty_kb, make_service, clock):
     svc = make_service(empty_kb, db_url, clock=clock)
-    thread = svc.create_thread("t\x00itle")
-    todo = svc.add_todo(thread.id, "buy\x00 milk")
-    svc.post_message("hello\x00 world", thread_id=thread.id)
-    intent = svc.create_intent(
+    thread = svc.threads.create("t\x00itle")
+    todo = svc.todos.add(thread.id, "buy\x00 milk")
+    svc.threads.post("hello\x00 world", thread_id=thread.id)
+    intent = svc.intents.create(
         title="nul\x00",
         instruction="do\x00 it",
         kind="heartbeat",
         schedule="1h",
         checklist="- a\x00",
     )
-    svc.emit_event("gh", {"text": "pay\x00load", "list": ["\x00x"]}, "d-1")
-    assert svc.get_thread(thread.id).title == "title"
-    assert [t.text for t in svc.list_todos(thread.id)] == ["buy milk"] and todo.id
-    assert [m.content for m in svc.messages(thread.id)] == ["hello world"]
-    got = svc.get_intent(intent.id)
+    svc.events.emit("gh", {"text": "pay\x00load", "list": ["\x00x"]}, "d-1")
+    assert svc.threads.get(thread.id).title == "title"
+    assert [t.text for t in svc.todos.list(thread.id)] == ["buy milk"] and todo.id
+    assert [m.content for m in svc.threads.messages(thread.id)] == ["hello world"]
+    got = svc.intents.get(intent.id)
     assert (got.title, got.instruction, got.checklist) == ("nul", "do it", "- a")
-    (event,) = svc.list_events()
+    (event,) = svc.events.list()
     assert event.payload == {"text": "payload", "list": ["x"]}

@@ -117,14 +117,14 @@ def test_a_live_group_on_this_host_is_killed_before_the_retry(
     assert _group_pids(proc.pid) == []  # the whole group is gone, children included
     assert proc.wait(timeout=5) == -signal.SIGTERM
     assert [r["id"] for r in result.killed] == [run_id] and not result.alive
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert (run.status, run.host, run.pgid, run.needs_review) == (
         "interrupted",
         processes.this_host(),
         proc.pid,
         False,
     )
-    intent = svc.get_intent(intent_id)
+    intent = svc.intents.get(intent_id)
     assert (intent.status, intent.pending_trigger) == ("active", "retry")
 
 
@@ -139,7 +139,7 @@ def test_a_group_that_ignores_sigterm_is_killed(empty_kb, make_service, clock, s
     _recover(svc, clock, kill=partial(processes.kill_group, grace=0.3))
     assert _group_pids(proc.pid) == []
     assert proc.wait(timeout=5) == -signal.SIGKILL
-    assert svc.get_run(run_id).status == "interrupted"
+    assert svc.runs.get(run_id).status == "interrupted"
 
 
 def test_a_group_that_survives_blocks_the_retry(empty_kb, make_service, clock, spawned):
@@ -154,14 +154,14 @@ def test_a_group_that_survives_blocks_the_retry(empty_kb, make_service, clock, s
     result = _recover(svc, clock, kill=lambda pgid: False)
     assert [r["id"] for r in result.alive] == [run_id] and not result.interrupted
     assert proc.poll() is None
-    assert svc.get_run(run_id).status == "running"
-    assert svc.get_intent(intent_id).status == "firing"
+    assert svc.runs.get(run_id).status == "running"
+    assert svc.intents.get(intent_id).status == "firing"
     # Once it is gone, the next sweep recovers the run.
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=5)
     result = _recover(svc, clock)
     assert [row["id"] for row, _, _ in result.interrupted] == [intent_id]
-    assert svc.get_run(run_id).status == "interrupted"
+    assert svc.runs.get(run_id).status == "interrupted"
 
 
 def test_a_group_on_another_host_is_left_alone(empty_kb, make_service, clock, spawned):
@@ -180,11 +180,11 @@ def test_a_group_on_another_host_is_left_alone(empty_kb, make_service, clock, sp
         decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert not (early.interrupted or early.killed or early.orphans)
-    assert svc.get_run(run_id).status == "running"
+    assert svc.runs.get(run_id).status == "running"
     # Lease expired: the run is recovered, but a group elsewhere is not ours to signal.
     result = _recover(svc, clock)
     assert not result.killed and proc.poll() is None
-    assert svc.get_run(run_id).status == "interrupted"
+    assert svc.runs.get(run_id).status == "interrupted"
 
 
 @pytest.mark.parametrize("run_offset", [-3600, 3600], ids=["run-long-before", "run-after"])
@@ -201,10 +201,10 @@ def test_a_reused_process_group_number_is_not_killed(
     _intent(svc, clock)
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
     claims.record_process_group(svc.store.engine, run_id, processes.this_host(), proc.pid)
-    assert not processes.group_is_the_runs(proc.pid, svc.get_run(run_id).started_at)
+    assert not processes.group_is_the_runs(proc.pid, svc.runs.get(run_id).started_at)
     result = _recover(svc, clock)
     assert not result.killed and proc.poll() is None
-    assert svc.get_run(run_id).status == "interrupted"
+    assert svc.runs.get(run_id).status == "interrupted"
 
 
 def test_record_process_group_only_on_a_running_run(empty_kb, make_service, clock):
@@ -213,7 +213,7 @@ def test_record_process_group_only_on_a_running_run(empty_kb, make_service, cloc
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
     _recover(svc, clock)
     assert not claims.record_process_group(svc.store.engine, run_id, "h", 12345)
-    assert svc.get_run(run_id).pgid is None
+    assert svc.runs.get(run_id).pgid is None
 
 
 # -- the interrupt policy ------------------------------------------------------------------
@@ -236,19 +236,19 @@ def test_an_interrupted_agent_run_waits_for_review(db_url, empty_kb, make_servic
     result = _recover(svc, clock)
     assert len(result.interrupted) == 4
     for intent_id in (agent, asked):
-        intent = svc.get_intent(intent_id)
-        run = svc.get_run(runs[intent_id])
+        intent = svc.intents.get(intent_id)
+        run = svc.runs.get(runs[intent_id])
         assert (run.status, run.needs_review) == ("interrupted", True)
         assert (intent.status, intent.pending_trigger, intent.next_run_at) == ("paused", None, None)
         assert intent.last_error.startswith(f"needs review: run {runs[intent_id]} was interrupted")
         assert intent.consecutive_failures == 0 and intent.lease_owner is None
     for intent_id in (forced, plain):
-        intent = svc.get_intent(intent_id)
-        assert svc.get_run(runs[intent_id]).needs_review is False
+        intent = svc.intents.get(intent_id)
+        assert svc.runs.get(runs[intent_id]).needs_review is False
         assert (intent.status, intent.pending_trigger) == ("active", "retry")
-    assert "interrupted" in {r.status for r in svc.list_runs(failed=True)}
+    assert "interrupted" in {r.status for r in svc.runs.list(failed=True)}
     # The operator retries it: due now, fired again by the next claim.
-    svc.retry_intent(agent)
+    svc.intents.retry(agent)
     now = clock.now
     res = claims.claim_due(
         svc.store.engine,
@@ -265,7 +265,7 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
     svc = make_service(empty_kb, clock=clock)
     agent = _intent(svc, clock, runner={"agent": "claude"})
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
-    row = svc.get_intent(agent)
+    row = svc.intents.get(agent)
     (done,) = claims.complete_runs(
         svc.store.engine,
         owner=DEAD,
@@ -282,8 +282,8 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
         decide=lambda r, c: decide_after(r, c, clock.now, svc.config()),
     )
     assert done.decision is not None and done.decision.needs_review
-    assert svc.get_run(run_id).needs_review is True
-    assert svc.get_intent(agent).status == "paused"
+    assert svc.runs.get(run_id).needs_review is True
+    assert svc.intents.get(agent).status == "paused"
 
 
 def _claimed_by(svc, clock: FakeClock, owner: str) -> dict[int, int]:
@@ -313,14 +313,14 @@ def test_a_lapsed_lease_of_a_scheduler_that_still_lives_here_is_not_recovered(
 
     result = _recover(svc, clock)  # the lease lapsed 30 s ago
     assert not result.interrupted and not result.orphans
-    assert svc.get_run(run_id).status == "running"
-    assert svc.get_intent(intent_id).status == "firing"
+    assert svc.runs.get(run_id).status == "running"
+    assert svc.intents.get(intent_id).status == "firing"
 
     os.killpg(owner_proc.pid, signal.SIGKILL)
     owner_proc.wait(timeout=10)
     result = _recover(svc, clock)
     assert [row["id"] for row, _, _ in result.interrupted] == [intent_id]
-    assert svc.get_run(run_id).status == "interrupted"
+    assert svc.runs.get(run_id).status == "interrupted"
 
 
 def test_owner_alive_here_reads_host_pid_and_nonce() -> None:

@@ -36,38 +36,38 @@ def goal(svc: Service) -> str:
         seed("planner", ["todos", "schedule", "write_kb"]),
         seed("bare", ["todos"]),
     ]
-    view = svc.setup_goal("Home Test", "give every worker a home", seeds, protocol="# rules\n")
+    view = svc.goals.create("Home Test", "give every worker a home", seeds, protocol="# rules\n")
     return view.goal_id
 
 
 def test_a_worker_gets_its_home_thread_with_its_goal_and_keeps_it(svc: Service, goal: str) -> None:
-    homes = {t.worker: t for t in svc.list_threads() if t.goal_id == goal}
+    homes = {t.worker: t for t in svc.threads.list() if t.goal_id == goal}
     assert sorted(homes) == ["bare", "planner", "scout"]
     assert homes["scout"].title == "Home Test / scout" and not homes["scout"].private
-    svc.sync_kb()  # found again, not made twice
-    svc.sync_kb([goal])
-    assert svc.home_thread(goal, "scout").id == homes["scout"].id
-    assert len(svc.list_threads()) == 3
+    svc.index.sync()  # found again, not made twice
+    svc.index.sync([goal])
+    assert svc.threads.home(goal, "scout").id == homes["scout"].id
+    assert len(svc.threads.list()) == 3
 
 
 def test_a_database_without_home_threads_gets_them_lazily(svc: Service, goal: str) -> None:
     with svc.store.write() as s:  # as a database from before home threads
         for thread in s.exec(select(Thread)).all():
             s.delete(thread)
-    assert svc.find_home_thread(goal, "scout") is None
-    made = svc.home_thread(goal, "scout")  # a run's scope asks for it
+    assert svc.threads.find_home(goal, "scout") is None
+    made = svc.threads.home(goal, "scout")  # a run's scope asks for it
     assert made.title == "Home Test / scout"
-    svc.sync_kb()  # the KB index makes the others
-    assert {t.worker for t in svc.list_threads()} == {"scout", "planner", "bare"}
-    assert svc.home_thread(goal, "scout").id == made.id
+    svc.index.sync()  # the KB index makes the others
+    assert {t.worker for t in svc.threads.list()} == {"scout", "planner", "bare"}
+    assert svc.threads.home(goal, "scout").id == made.id
 
 
 async def test_a_worker_turn_is_served_todo_tools_in_its_home_thread(
     svc: Service, goal: str
 ) -> None:
-    intent = svc.worker_intent(goal, "scout")
+    intent = svc.workers.intent(goal, "scout")
     run = start_run(svc, intent)
-    home = svc.home_thread(goal, "scout")
+    home = svc.threads.home(goal, "scout")
     async with mcp_session(svc, "--run", str(run.id)) as s:
         names = await tool_names(s)
         assert {"todo_add", "todo_list", "schedule_intent", "goal_kb_read"} <= names
@@ -81,15 +81,15 @@ async def test_a_worker_turn_is_served_todo_tools_in_its_home_thread(
             {"title": "again", "instruction": "is it still flaky?", "kind": "at", "schedule": at},
         )
     assert added["thread_id"] == home.id == listed["thread_id"]
-    assert [t.text for t in svc.list_todos(home.id)] == ["look at the flaky test"]  # type: ignore[arg-type]
-    made = svc.get_intent(follow["intent"]["id"])
+    assert [t.text for t in svc.todos.list(home.id)] == ["look at the flaky test"]  # type: ignore[arg-type]
+    made = svc.intents.get(follow["intent"]["id"])
     assert (made.thread_id, made.goal_id, made.worker) == (home.id, goal, None)
 
 
 async def test_a_thread_run_of_a_workers_follow_up_gets_the_workers_capabilities(
     svc: Service, goal: str
 ) -> None:
-    planner = svc.worker_intent(goal, "planner")
+    planner = svc.workers.intent(goal, "planner")
     run = start_run(svc, planner)
     at = (svc.now() + timedelta(hours=1)).isoformat()
     async with mcp_session(svc, "--run", str(run.id)) as s:
@@ -97,7 +97,7 @@ async def test_a_thread_run_of_a_workers_follow_up_gets_the_workers_capabilities
             s, "schedule_intent", {"title": "t", "instruction": "i", "kind": "at", "schedule": at}
         )
     end_run(svc, run.id)
-    follow_up = svc.get_intent(made["intent"]["id"])
+    follow_up = svc.intents.get(made["intent"]["id"])
     follow_run = start_run(svc, follow_up)
     async with mcp_session(svc, "--run", str(follow_run.id)) as s:
         names = await tool_names(s)
@@ -108,8 +108,8 @@ async def test_a_thread_run_of_a_workers_follow_up_gets_the_workers_capabilities
         await ok(s, "goal_kb_write", {"path": "notes.md", "text": "planned\n"})
     assert (svc.kb.goal_dir(goal) / "notes.md").read_text() == "planned\n"
     # An operator's intent in an ordinary thread keeps the thread run's capabilities.
-    other = svc.create_thread("ordinary")
-    plain = svc.create_intent(
+    other = svc.threads.create("ordinary")
+    plain = svc.intents.create(
         title="o", instruction="i", kind="at", schedule=at, thread_id=other.id, goal_id=goal
     )
     plain_run = start_run(svc, plain)
@@ -121,7 +121,7 @@ async def test_a_thread_run_of_a_workers_follow_up_gets_the_workers_capabilities
 async def test_a_worker_without_read_kb_reads_only_its_prompt_and_the_protocol(
     svc: Service, goal: str
 ) -> None:
-    run = start_run(svc, svc.worker_intent(goal, "bare"))
+    run = start_run(svc, svc.workers.intent(goal, "bare"))
     async with mcp_session(svc, "--run", str(run.id)) as s:
         names = await tool_names(s)
         assert "goal_kb_read" in names and "goal_kb_list" not in names
@@ -132,7 +132,7 @@ async def test_a_worker_without_read_kb_reads_only_its_prompt_and_the_protocol(
             assert "read_kb is not granted" in await error(s, "goal_kb_read", {"path": other})
         assert "leaves its folder" in await error(s, "goal_kb_read", {"path": "../x"})
     # with read_kb the whole tree is readable
-    run = start_run(svc, svc.worker_intent(goal, "scout"))
+    run = start_run(svc, svc.workers.intent(goal, "scout"))
     async with mcp_session(svc, "--run", str(run.id)) as s:
         await ok(s, "goal_kb_read", {"path": "workers/bare/prompt.md"})
         assert "goal_kb_list" in await tool_names(s)
@@ -174,16 +174,16 @@ def test_a_follow_up_in_a_workers_home_thread_runs_with_the_workers_runner(
 
     definition = svc.kb.goal_dir(goal) / "workers" / "scout" / "definition.yaml"
     definition.write_text(definition.read_text() + "runner:\n  agent: codex\n")
-    svc.sync_kb([goal])
-    home = svc.home_thread(goal, "scout")
-    follow_up = svc.create_intent(
+    svc.index.sync([goal])
+    home = svc.threads.home(goal, "scout")
+    follow_up = svc.intents.create(
         title="check again", instruction="look", kind="at",
         schedule=(svc.now() + timedelta(hours=1)).isoformat(), thread_id=home.id,
     )  # fmt: skip
     assert resolve_runner(svc, follow_up) == {"agent": "codex"}
-    elsewhere = svc.create_intent(
+    elsewhere = svc.intents.create(
         title="other", instruction="x", kind="at",
         schedule=(svc.now() + timedelta(hours=1)).isoformat(),
-        thread_id=svc.create_thread("plain").id,
+        thread_id=svc.threads.create("plain").id,
     )  # fmt: skip
     assert resolve_runner(svc, elsewhere) == {}  # the KB default: none set

@@ -70,7 +70,7 @@ def agent_goal(svc: Service, agent: str) -> str:
         },
         prompt="# agent\n\nSchedule a check, note a todo, post the status, write notes.\n",
     )
-    return svc.setup_goal(f"Real {agent}", "let a real agent act", [worker]).goal_id
+    return svc.goals.create(f"Real {agent}", "let a real agent act", [worker]).goal_id
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def cli_env(
 
 async def one_turn(svc: Service, sched: Scheduler, goal: str, clock: FakeClock) -> int:
     clock.advance(1)
-    svc.run_worker_now(goal, "agent")
+    svc.workers.run_now(goal, "agent")
     (run_id,) = await sched.tick()
     await sched.drain(timeout=240)
     return run_id
@@ -116,15 +116,15 @@ async def test_three_of_three_turns_act_through_goalsui(
     agent: str, svc: Service, clock: FakeClock, model_server, cli_env
 ) -> None:
     goal = agent_goal(svc, agent)
-    home = svc.home_thread(goal, "agent")
+    home = svc.threads.home(goal, "agent")
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
         for n in (1, 2, 3):
             server = model_server(acting_script(n))
             cli_env(agent, server)
             run_id = await one_turn(svc, sched, goal, clock)
-            run = svc.get_run(run_id)
-            output = svc.run_output(run_id)
+            run = svc.runs.get(run_id)
+            output = svc.runs.output(run_id)
             assert run.status == "ok", (run.reason, output[-2000:])
             assert server.missing == [], f"not offered: {server.missing}"
             offered = set(server.offered_tools[0])
@@ -133,11 +133,11 @@ async def test_three_of_three_turns_act_through_goalsui(
             session = svc.agents.tool_session(run_id)
             assert session is not None and "todo_add" in session["tools"]
             # each effect, read back
-            (follow_up,) = [i for i in svc.list_intents() if i.title == f"check again {n}"]
+            (follow_up,) = [i for i in svc.intents.list() if i.title == f"check again {n}"]
             assert follow_up.thread_id == home.id
-            assert f"write the notes {n}" in [t.text for t in svc.list_todos(home.id)]
-            assert f"Build is green ({n})." in [m.content for m in svc.messages(home.id)]
-            assert svc.kb_read(goal, f"notes/{n}.md") == f"# {n}\n"
+            assert f"write the notes {n}" in [t.text for t in svc.todos.list(home.id)]
+            assert f"Build is green ({n})." in [m.content for m in svc.threads.messages(home.id)]
+            assert svc.files.read(goal, f"notes/{n}.md") == f"# {n}\n"
             shown = transcript(svc, run_id)
             names = [c["name"] for c in shown["tool_calls"]]
             assert names == ["schedule_intent", "todo_add", "thread_post", "goal_kb_write"]
@@ -173,7 +173,7 @@ async def test_a_cold_start_beside_two_cpu_burners_is_never_ok_without_tools(
             run_id = await one_turn(svc, sched, goal, clock)
     finally:
         await sched.stop(grace=1)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     got_tools = bool(server.offered_tools and server.offered_tools[0])
     if run.status == "ok":
         assert got_tools and server.missing == []
@@ -225,9 +225,9 @@ async def _slow_listing_turn(
         run_id = await one_turn(svc, sched, goal, clock)
     finally:
         await sched.stop(grace=1)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     if delay < 10:
-        assert run.status == "ok", (run.reason, svc.run_output(run_id)[-2000:])
+        assert run.status == "ok", (run.reason, svc.runs.output(run_id)[-2000:])
         assert server.missing == [] and "mcp__goalsui__todo_add" in server.offered_tools[0]
     else:
         assert server.offered_tools == [[]] or not server.offered_tools[0]

@@ -121,7 +121,7 @@ async def test_two_workers_of_different_kinds_doctor_accepts_and_scheduler_runs(
     service = Service.open(kb, None, state)
     try:
         for worker in ("scout", "reporter"):
-            service.run_worker_now(created["goal_id"], worker)
+            service.workers.run_now(created["goal_id"], worker)
         scheduler = Scheduler(service, grace_seconds=1)
         try:
             started = await scheduler.tick()
@@ -129,8 +129,8 @@ async def test_two_workers_of_different_kinds_doctor_accepts_and_scheduler_runs(
         finally:
             await scheduler.stop(grace=1)
         assert len(started) == 2
-        runs = {r.intent_id: r for r in service.list_runs(limit=10)}
-        by_worker = {service.get_intent(i).worker: r for i, r in runs.items()}
+        runs = {r.intent_id: r for r in service.runs.list(limit=10)}
+        by_worker = {service.intents.get(i).worker: r for i, r in runs.items()}
         assert by_worker["scout"].status == "ok", by_worker["scout"].reason
         assert by_worker["reporter"].status in ("ok", "silent"), by_worker["reporter"].reason
         assert list((root / "workers" / "scout" / "outbox").iterdir())

@@ -43,14 +43,14 @@ def test_runs_stop_stops_the_process_and_keeps_the_schedule(
     try:
         daemon.wait_ready()
         assert cli(empty_kb, state, "intent", "run-now", str(intent_id)).returncode == 0
-        wait_until(lambda: len(svc.running_runs()) == 1 and any(piddir.glob("*.pid")))
-        run_id = svc.running_runs()[0].id
+        wait_until(lambda: len(svc.runs.running()) == 1 and any(piddir.glob("*.pid")))
+        run_id = svc.runs.running()[0].id
         pid = int(next(piddir.glob("*.pid")).read_text())
         stopped = cli(empty_kb, state, "runs", "stop", str(run_id))
         assert stopped.returncode == 0, stopped.stderr
         assert "schedule goes on" in stopped.stdout
-        wait_until(lambda: svc.get_run(run_id).status == "cancelled", timeout=30)
-        wait_until(lambda: svc.get_intent(intent_id).status == "active", timeout=30)
+        wait_until(lambda: svc.runs.get(run_id).status == "cancelled", timeout=30)
+        wait_until(lambda: svc.intents.get(intent_id).status == "active", timeout=30)
         wait_until(lambda: not alive(pid), timeout=15)
         # a finished run cannot be stopped: one line, exit 1, nothing changed
         again = cli(empty_kb, state, "runs", "stop", str(run_id))
@@ -58,9 +58,9 @@ def test_runs_stop_stops_the_process_and_keeps_the_schedule(
         assert "cannot be stopped" in again.stderr and "resume" not in again.stderr
     finally:
         assert daemon.stop() == 0, "\n".join(daemon.lines)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert "stopped by the operator" in (run.reason or "")
-    intent = svc.get_intent(intent_id)
+    intent = svc.intents.get(intent_id)
     assert intent.status == "active" and intent.next_run_at is not None
     assert intent.pending_trigger is None
 
@@ -82,7 +82,7 @@ def test_intent_cancel_then_resume_reinstates(
     assert paused.returncode == 1 and "resume it first" in paused.stderr
     back = cli(empty_kb, state, "intent", "resume", intent_id)
     assert back.returncode == 0, back.stderr
-    intent = make_service(empty_kb).get_intent(int(intent_id))
+    intent = make_service(empty_kb).intents.get(int(intent_id))
     assert intent.status == "active" and intent.next_run_at is not None
     bad = cli(empty_kb, state, "runs", "stop", "nope")
     assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1

@@ -113,8 +113,8 @@ def test_the_console_stops_and_records_its_runs_when_its_terminal_closes(
         wait_until(lambda: len(pids_with(marker)) == 1 or console.exited(), timeout=90)
         assert not console.exited(), console.output.decode("utf-8", "replace")[-2000:]
         (runner,) = pids_with(marker)
-        wait_until(lambda: svc.list_runs(intent_id=intent_id)[0].pgid is not None, timeout=30)
-        (run,) = svc.list_runs(intent_id=intent_id)
+        wait_until(lambda: svc.runs.list(intent_id=intent_id)[0].pgid is not None, timeout=30)
+        (run,) = svc.runs.list(intent_id=intent_id)
         assert run.status == "running"
         pgid = run.pgid
         assert pgid is not None and os.getpgid(runner) == pgid
@@ -126,11 +126,11 @@ def test_the_console_stops_and_records_its_runs_when_its_terminal_closes(
         wait_until(console.exited, timeout=60)
 
         assert group_gone(pgid) and not alive(runner)
-        (run,) = svc.list_runs(intent_id=intent_id)
+        (run,) = svc.runs.list(intent_id=intent_id)
         assert run.status in ("interrupted", "cancelled"), (run.status, run.reason)
         assert run.finished_at is not None
         assert run.reason == "interrupted: the scheduler stopped (shutdown)"
-        intent = svc.get_intent(intent_id)
+        intent = svc.intents.get(intent_id)
         assert intent.status != "firing" and intent.lease_owner is None
     finally:
         console.kill()

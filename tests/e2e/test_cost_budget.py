@@ -36,7 +36,7 @@ async def turn(svc: Service, intent: Intent) -> TurnOutcome:
 
 
 def alerts(svc: Service) -> list[str]:
-    return [j.detail for j in svc.list_journal() if j.action == "alert"]
+    return [j.detail for j in svc.journal.recent() if j.action == "alert"]
 
 
 def goal_log(svc: Service, intent: Intent) -> str:
@@ -82,7 +82,7 @@ async def test_goal_and_kb_budgets_and_tokens_count_every_worker_of_their_scope(
     a = agent_worker(
         svc, "claude", "0.01", "600", "100", name="alpha", goal_budget={"tokens_per_day": 1400}
     )
-    b = svc.worker_intent(a.goal_id, "alpha")  # type: ignore[arg-type]
+    b = svc.workers.intent(a.goal_id, "alpha")  # type: ignore[arg-type]
     assert (await turn(svc, a)).status == "ok"  # 700 tokens
     assert (await turn(svc, b)).status == "ok"  # 1400: spent
     blocked = await turn(svc, a)

@@ -66,31 +66,31 @@ def svc(tmp_path: Path, make_service, clock) -> Service:
 
 
 async def test_a_turn_without_a_runner_fails_with_one_clear_line(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    thread = svc.create_thread("inbox")
-    intent = svc.create_intent(
+    thread = svc.threads.create("inbox")
+    intent = svc.intents.create(
         title="check", instruction="look", kind="at", schedule=clock.now.isoformat(),
         thread_id=thread.id,
     )  # fmt: skip
     outcome = await run_turn(svc, intent, start_run(svc, intent), cancel=asyncio.Event())
     assert (outcome.status, outcome.reason) == ("failed", NO_RUNNER)
     assert "goalsui.yaml" in NO_RUNNER and "docs/agents.md" in NO_RUNNER
-    assert svc.messages(thread.id) == []  # no fake success posted
+    assert svc.threads.messages(thread.id) == []  # no fake success posted
 
-    svc.cancel_intent(intent.id)  # type: ignore[arg-type]  # run by hand above
+    svc.intents.cancel(intent.id)  # type: ignore[arg-type]  # run by hand above
     scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
-        again = svc.create_intent(
+        again = svc.intents.create(
             title="again", instruction="look", kind="at", schedule=clock.now.isoformat()
         )
         (run_id,) = await scheduler.tick()
         await scheduler.drain(timeout=60)
     finally:
         await scheduler.stop(grace=1)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     # a configuration error: failed once with reason "config: ...", held for the operator
     assert run.intent_id == again.id and (run.status, run.reason) == ("failed", CONFIG + NO_RUNNER)
     assert run.needs_review
-    held = svc.get_intent(again.id)
+    held = svc.intents.get(again.id)
     assert held.status == "paused" and held.next_run_at is None
     assert held.consecutive_failures == 0  # not counted toward auto-disable
     assert NO_RUNNER in (held.last_error or "") and "retry" in (held.last_error or "")
@@ -99,23 +99,23 @@ async def test_a_turn_without_a_runner_fails_with_one_clear_line(svc: Service, c
 async def test_a_missing_program_fails_once_and_waits_for_the_operator(svc: Service, clock) -> None:
     scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
-        intent = svc.create_intent(
+        intent = svc.intents.create(
             title="typo", instruction="look", kind="cron", schedule="* * * * *",
             runner={"command": ["no-such-program-goalsui-test"]},
         )  # fmt: skip
-        svc.run_intent_now(intent.id)  # type: ignore[arg-type]
+        svc.intents.run_now(intent.id)  # type: ignore[arg-type]
         (run_id,) = await scheduler.tick()
         await scheduler.drain(timeout=60)
         clock.advance(600)  # long past any retry back-off: nothing fires again
         assert await scheduler.tick() == []
     finally:
         await scheduler.stop(grace=1)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert run.status == "failed" and (run.reason or "").startswith(CONFIG)
     assert "program not found" in (run.reason or "")
-    held = svc.get_intent(intent.id)  # type: ignore[arg-type]
+    held = svc.intents.get(intent.id)  # type: ignore[arg-type]
     assert held.status == "paused" and held.consecutive_failures == 0
-    assert len(svc.list_runs(intent_id=intent.id)) == 1
+    assert len(svc.runs.list(intent_id=intent.id)) == 1
 
 
 def test_the_sample_kb_keeps_an_explicit_runner(sample_kb: Path, make_service) -> None:

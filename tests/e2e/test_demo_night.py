@@ -27,7 +27,7 @@ def replay(sample_kb: Path, tmp_path: Path, now: datetime) -> list[tuple[str, st
 
 
 def nightshift(service: Service) -> str:
-    return next(g.goal_id for g in service.list_goals() if g.goal_id.startswith("nightshift-"))
+    return next(g.goal_id for g in service.goals.list() if g.goal_id.startswith("nightshift-"))
 
 
 def test_an_afternoon_demo_has_last_nights_report_and_nothing_overdue(
@@ -42,16 +42,16 @@ def test_an_afternoon_demo_has_last_nights_report_and_nothing_overdue(
         goal = nightshift(service)
         # last night started on the 2nd: its report, read this morning, is named by that date
         assert [r.night.isoformat() for r in list_reports(service, goal)] == ["2026-12-02"]
-        text = (Path(service.get_goal(goal).path) / "reports" / "2026-12-02.md").read_text()
+        text = (Path(service.goals.get(goal).path) / "reports" / "2026-12-02.md").read_text()
         assert text.startswith("# Nightshift report, night of 2026-12-02\n")
         assert "From 2026-12-02 12:00 to 2026-12-03 07:30 (Europe/Berlin)" in text
-        ran = service.list_runs(limit=50)
+        ran = service.runs.list(limit=50)
         assert len(ran) == len(NIGHT)  # no other goal fired while the clock moved
         for run in ran:
-            if run.status != "ok" or service.get_intent(run.intent_id).worker == "reporter":
+            if run.status != "ok" or service.intents.get(run.intent_id).worker == "reporter":
                 continue
             assert f"| {run.id} | schedule |" in text
-        nexts = [i.next_run_at for i in service.list_intents(goal_id=goal)]
+        nexts = [i.next_run_at for i in service.intents.list(goal_id=goal)]
         assert all(n is not None and n > now for n in nexts)  # the console finds none overdue
     finally:
         service.close()
@@ -65,7 +65,7 @@ def test_a_demo_before_dawn_replays_up_to_now(sample_kb: Path, tmp_path: Path) -
     try:
         goal = nightshift(service)
         assert [r.night.isoformat() for r in list_reports(service, goal)] == ["2026-12-01"]
-        assert all(i.next_run_at > now for i in service.list_intents(goal_id=goal))  # type: ignore[operator]
+        assert all(i.next_run_at > now for i in service.intents.list(goal_id=goal))  # type: ignore[operator]
     finally:
         service.close()
 

@@ -57,10 +57,10 @@ async def test_an_empty_checklist_is_skipped_on_run_now_with_no_runner_call(
     cli(kb, state, "intent", "run-now", str(intent["id"]))
     service = await fire_due(kb, state)
     try:
-        [run] = service.list_runs(intent_id=intent["id"])
+        [run] = service.runs.list(intent_id=intent["id"])
         assert (run.status, run.reason, run.trigger) == ("skipped", "empty-checklist", "run-now")
         assert not (tmp_path / "prompt.txt").exists()  # the runner never started
-        assert service.get_intent(intent["id"]).status == "active"  # it keeps its schedule
+        assert service.intents.get(intent["id"]).status == "active"  # it keeps its schedule
     finally:
         service.close()
 

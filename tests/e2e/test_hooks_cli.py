@@ -36,10 +36,10 @@ def hook_service(sample_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_emit_signs_and_posts_to_a_running_listener(hook_service: Service, tmp_path: Path) -> None:
     service = hook_service
-    wanted = service.create_intent(
+    wanted = service.intents.create(
         title="deploy finished", kind="event", event_source="ci", event_filter={"status": "ok"}
     )
-    service.create_intent(
+    service.intents.create(
         title="deploy failed", kind="event", event_source="ci", event_filter={"status": "failed"}
     )
     data = tmp_path / "payload.json"
@@ -65,7 +65,7 @@ def test_emit_signs_and_posts_to_a_running_listener(hook_service: Service, tmp_p
         answer = json.loads(done.stdout)
         assert answer["fired"] == [wanted.id]
         assert answer["delivery_id"] == "cli-1" and answer["source"] == "ci"
-        [event] = service.list_events()
+        [event] = service.events.list()
         assert event.id == answer["event_id"] and event.delivery_id == "cli-1"
 
         again = goalsui(
@@ -91,12 +91,12 @@ def test_emit_signs_and_posts_to_a_running_listener(hook_service: Service, tmp_p
         fresh = goalsui(kb, state, "event", "emit", "ci", "--data", str(data), "--url", url)
         assert fresh.returncode == 0, fresh.stderr
         assert f"fired intents: {wanted.id}" in fresh.stdout
-    assert len(service.list_events()) == 2
+    assert len(service.events.list()) == 2
 
 
 def test_emit_to_a_github_style_source_from_stdin(hook_service: Service) -> None:
     service = hook_service
-    wanted = service.create_intent(title="push", kind="event", event_source="github")
+    wanted = service.intents.create(title="push", kind="event", event_source="github")
     with ThreadedListener(service) as server:
         done = goalsui(
             service.kb.root,
@@ -134,7 +134,7 @@ def test_emit_refused_by_the_listener_is_one_line(hook_service: Service, tmp_pat
         )
         assert env_secret_wrong.returncode == 1
         assert "set the environment variable GOALSUI_HOOK_CI_SECRET" in env_secret_wrong.stderr
-    assert service.list_events() == []
+    assert service.events.list() == []
 
 
 def test_local_emit_needs_no_secret_and_events_lists_what_fired(
@@ -143,7 +143,7 @@ def test_local_emit_needs_no_secret_and_events_lists_what_fired(
     state = tmp_path / "state"
     service = Service.open(sample_kb, None, state)
     try:
-        wanted = service.create_intent(title="mail in", kind="event", event_source="mail")
+        wanted = service.intents.create(title="mail in", kind="event", event_source="mail")
     finally:
         service.close()
     data = tmp_path / "mail.json"
@@ -184,7 +184,7 @@ def test_daemon_with_hooks_port_runs_an_emitted_event(sample_kb: Path, tmp_path:
     state = tmp_path / "state"
     service = Service.open(sample_kb, None, state)
     try:
-        wanted = service.create_intent(
+        wanted = service.intents.create(
             title="on deploy",
             instruction="Say hello.",
             kind="event",

@@ -53,7 +53,7 @@ async def test_a_signed_delivery_runs_each_matching_intent_once(
     service: Service, stack: tuple[Listener, Scheduler]
 ) -> None:
     listener, scheduler = stack
-    main = service.create_intent(
+    main = service.intents.create(
         title="main build",
         instruction="Summarise the commit.",
         kind="event",
@@ -61,14 +61,14 @@ async def test_a_signed_delivery_runs_each_matching_intent_once(
         event_filter={"ref": "refs/heads/main"},
         runner={"command": ECHO},
     )
-    anything = service.create_intent(
+    anything = service.intents.create(
         title="any ci event",
         instruction="Note it.",
         kind="event",
         event_source="ci",
         runner={"command": ECHO},
     )
-    other = service.create_intent(
+    other = service.intents.create(
         title="dev build",
         instruction="x",
         kind="event",
@@ -94,23 +94,23 @@ async def test_a_signed_delivery_runs_each_matching_intent_once(
     started = await scheduler.tick()
     await scheduler.drain(timeout=60)
     assert len(started) == 2
-    runs = service.list_runs(limit=100)
+    runs = service.runs.list(limit=100)
     assert sorted(r.intent_id for r in runs) == sorted([main.id, anything.id])
     assert all(r.trigger == "event" and r.event_id == answer["event_id"] for r in runs)
     assert all(r.status in ("ok", "silent") for r in runs), [(r.status, r.reason) for r in runs]
-    assert service.list_runs(intent_id=other.id) == []
+    assert service.runs.list(intent_id=other.id) == []
 
     # The replay fires nothing, and the next tick runs nothing.
     status, replay = await send(listener, BODY, signed(BODY, "build-42"))
     assert status == 409 and replay["event_id"] == answer["event_id"]
     assert await scheduler.tick() == []
     await scheduler.drain(timeout=60)
-    assert len(service.list_runs(limit=100)) == 2
+    assert len(service.runs.list(limit=100)) == 2
     assert row_counts(service)["event"] == 1
 
     # What the runner received: the payload inside the fence, intact; the instruction last.
-    [run] = service.list_runs(intent_id=main.id)
-    log = service.run_output(run.id)  # the log: goalsui's header lines, then stdout
+    [run] = service.runs.list(intent_id=main.id)
+    log = service.runs.output(run.id)  # the log: goalsui's header lines, then stdout
     prompt = log[log.index("## Context") : log.rindex("\n[goalsui] ")]
     tokens = MarkdownIt("commonmark").parse(prompt)
     fences = [t.content for t in tokens if t.type == "fence"]

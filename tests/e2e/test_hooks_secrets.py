@@ -82,14 +82,14 @@ def test_secrets_appear_nowhere(
     monkeypatch.setenv(GITHUB_ENV, GH_SECRET)
     state = tmp_path / "state"
     service = Service.open(sample_kb, None, state, actor="operator")
-    ci = service.create_intent(
+    ci = service.intents.create(
         title="snoop ci",
         instruction="Report.",
         kind="event",
         event_source="ci",
         runner={"command": SNOOP},
     )
-    gh = service.create_intent(
+    gh = service.intents.create(
         title="snoop gh",
         instruction="Report.",
         kind="event",
@@ -139,11 +139,11 @@ def test_secrets_appear_nowhere(
         outputs += [out + err for _, out, err in emits]
 
     assert len(asyncio.run(run_due(service))) == 2
-    runs = service.list_runs(limit=100)
+    runs = service.runs.list(limit=100)
     assert {r.intent_id for r in runs} == {ci.id, gh.id}
     assert all(r.status == "ok" for r in runs), [(r.status, r.reason) for r in runs]
     for run in runs:
-        log = service.run_output(run.id)
+        log = service.runs.output(run.id)
         assert "Report." in log and "ci= gh=" in log  # the runner ran, and saw no secret
         outputs.append(log)
 
@@ -157,7 +157,7 @@ def test_secrets_appear_nowhere(
     )
     assert all(code in (0, 1) for code, _, _ in listings), listings
     outputs += [out + err for _, out, err in listings]
-    journal = service.list_journal(1000)
+    journal = service.journal.recent(1000)
     outputs.append("\n".join(f"{j.actor} {j.action} {j.subject} {j.detail}" for j in journal))
     outputs.append(db_text(service))
     outputs.append(caplog.text)

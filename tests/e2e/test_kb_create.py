@@ -52,7 +52,7 @@ def state_db(tmp_path: Path) -> Path:
 
 def test_setup_goal_creates_the_whole_tree(svc: Service, sample_kb: Path, tmp_path: Path) -> None:
     before = db_counts(state_db(tmp_path))
-    view = svc.setup_goal("Nightly Docs Sweep!", "Sweep the docs", WORKERS, owner="ops")
+    view = svc.goals.create("Nightly Docs Sweep!", "Sweep the docs", WORKERS, owner="ops")
     assert (
         view.goal_id.startswith("nightly-docs-sweep-") and len(view.goal_id.rsplit("-", 1)[1]) == 8
     )
@@ -82,9 +82,9 @@ def test_setup_goal_failure_hooks_leave_nothing(
 ) -> None:
     entries, rows = kb_entries(sample_kb), db_counts(state_db(tmp_path))
     with pytest.raises(GoalsuiError, match="injected failure"):
-        svc.setup_goal("Doomed", "never", WORKERS, **inject)
+        svc.goals.create("Doomed", "never", WORKERS, **inject)
     assert_nothing_left(sample_kb, entries, state_db(tmp_path), rows)
-    assert "Doomed" not in {g.name for g in svc.list_goals()}
+    assert "Doomed" not in {g.name for g in svc.goals.list()}
 
 
 def test_failing_rename_rolls_back_every_schedule(
@@ -96,13 +96,13 @@ def test_failing_rename_rolls_back_every_schedule(
 
     def rename(src: str, dst: str) -> None:
         if ".staging-" in str(src):
-            registered.extend(i.id for i in svc.list_intents() if i.title.startswith("Doomed"))
+            registered.extend(i.id for i in svc.intents.list() if i.title.startswith("Doomed"))
             raise OSError(5, "Input/output error")
         real_rename(src, dst)
 
     monkeypatch.setattr(layout.os, "rename", rename)
     with pytest.raises(GoalsuiError, match="could not create the goal tree"):
-        svc.setup_goal("Doomed", "never", WORKERS)
+        svc.goals.create("Doomed", "never", WORKERS)
     assert len(registered) == 3  # they were registered, then rolled back
     assert_nothing_left(sample_kb, entries, state_db(tmp_path), rows)
 
@@ -124,7 +124,7 @@ def test_failing_registration_is_all_or_nothing(
 
     monkeypatch.setattr(kbindex, "upsert_worker_intent", flaky)
     with pytest.raises(RuntimeError):
-        svc.setup_goal("Doomed", "never", WORKERS)
+        svc.goals.create("Doomed", "never", WORKERS)
     assert_nothing_left(sample_kb, entries, state_db(tmp_path), rows)
 
 
@@ -134,7 +134,7 @@ def test_invalid_worker_schedule_creates_nothing(
     entries, rows = kb_entries(sample_kb), db_counts(state_db(tmp_path))
     bad = [*WORKERS, WorkerSeed("w9", {"schedule": {"cron": "99 * * * *"}})]
     with pytest.raises(GoalsuiError, match="invalid cron"):
-        svc.setup_goal("Doomed", "never", bad)
+        svc.goals.create("Doomed", "never", bad)
     assert_nothing_left(sample_kb, entries, state_db(tmp_path), rows)
 
 

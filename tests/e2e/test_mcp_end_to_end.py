@@ -79,12 +79,12 @@ def agent_goal(svc: Service, follow_up_at: datetime) -> str:
         {"schedule": {"cron": "0 3 * * *"}, "capabilities": ["read_kb", "todos", "schedule"]},
         prompt=agent_prompt(follow_up_at.isoformat()),
     )
-    return svc.setup_goal("Agent Goal", "let an agent act", [worker]).goal_id
+    return svc.goals.create("Agent Goal", "let an agent act", [worker]).goal_id
 
 
 def agent_turn(svc: Service, clock: FakeClock, goal: str, thread_id: int, title: str) -> Intent:
     """An ``at`` intent due now: worker ``agent``'s turn through the claude preset."""
-    return svc.create_intent(
+    return svc.intents.create(
         title=title,
         instruction="",
         kind="at",
@@ -99,36 +99,36 @@ def agent_turn(svc: Service, clock: FakeClock, goal: str, thread_id: int, title:
 async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, fake_claude):
     follow_up_at = clock.now + timedelta(hours=2)
     goal = agent_goal(svc, follow_up_at)
-    thread = svc.create_thread("build watch")
-    todo = svc.add_todo(thread.id, "check the build")
-    svc.add_todo(thread.id, "write the notes")
+    thread = svc.threads.create("build watch")
+    todo = svc.todos.add(thread.id, "check the build")
+    svc.todos.add(thread.id, "write the notes")
     turn = agent_turn(svc, clock, goal, thread.id, "agent turn")
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
         (run_id,) = await sched.tick()
         await sched.drain(timeout=180)
-        run = svc.get_run(run_id)
-        assert run.status == "ok", (run.reason, svc.run_output(run_id))
+        run = svc.runs.get(run_id)
+        assert run.status == "ok", (run.reason, svc.runs.output(run_id))
 
-        assert [t.done for t in svc.list_todos(thread.id) if t.id == todo.id] == [True]
-        (follow_up,) = [i for i in svc.list_intents() if i.title == "build check"]
+        assert [t.done for t in svc.todos.list(thread.id) if t.id == todo.id] == [True]
+        (follow_up,) = [i for i in svc.intents.list() if i.title == "build check"]
         assert (follow_up.thread_id, follow_up.goal_id, follow_up.worker) == (thread.id, goal, None)
         # derived from the turn's fire (intent + fire count), the same for a retried turn
-        fire = f"fire:{turn.id}.{svc.get_intent(turn.id).fires}:"
+        fire = f"fire:{turn.id}.{svc.intents.get(turn.id).fires}:"
         assert (follow_up.operation_key or "").startswith(fire)
-        answer = [m for m in svc.messages(thread.id) if m.run_id == run_id]
+        answer = [m for m in svc.threads.messages(thread.id) if m.run_id == run_id]
         assert answer and answer[0].content.startswith("stand-in agent made 2 tool calls")
         assert answer[0].provenance == f"Came back about: {turn.title}"
         assert not list(svc.runs_dir.glob("*.mcp.json"))  # the config lived as long as the run
-        assert "[tool] → todo_complete(" in svc.run_output(run_id)  # inline with the output
+        assert "[tool] → todo_complete(" in svc.runs.output(run_id)  # inline with the output
 
         clock.set(follow_up_at + timedelta(seconds=1))
         (later,) = await sched.tick()
         await sched.drain(timeout=120)
     finally:
         await sched.stop(grace=1)
-    assert svc.get_run(later).intent_id == follow_up.id
-    came_back = [m for m in svc.messages(thread.id) if m.run_id == later]
+    assert svc.runs.get(later).intent_id == follow_up.id
+    came_back = [m for m in svc.threads.messages(thread.id) if m.run_id == later]
     assert came_back[0].provenance == "Came back about: build check"
     assert "Look at the build again" in came_back[0].content
 
@@ -152,8 +152,8 @@ async def test_a_worker_turn_schedules_a_follow_up_and_ticks_a_todo(svc, clock, 
 async def test_an_argv_runner_gets_the_mcp_config_and_run_id_placeholders(svc, clock):
     """``{mcp_config}`` names the run's HTTP endpoint, ``{mcp_stdio_config}`` a stdio
     ``goalsui mcp --run``; a runner given its tools that never opens them fails no-tools."""
-    thread = svc.create_thread("plain")
-    svc.create_intent(
+    thread = svc.threads.create("plain")
+    svc.intents.create(
         title="plain argv",
         instruction="post a note",
         kind="at",
@@ -175,11 +175,11 @@ async def test_an_argv_runner_gets_the_mcp_config_and_run_id_placeholders(svc, c
         await sched.drain(timeout=120)
     finally:
         await sched.stop(grace=1)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert run.status == "failed" and run.reason is not None
     assert run.reason.startswith("no-tools: the agent never opened its goalsui tool session")
     assert run.argv is not None and run.argv[-1] == str(run_id)
-    (line,) = [x for x in svc.run_output(run_id).splitlines() if x.startswith('{"configs"')]
+    (line,) = [x for x in svc.runs.output(run_id).splitlines() if x.startswith('{"configs"')]
     seen = json.loads(line)
     assert seen["run_id"] == str(run_id)
     http, stdio = seen["configs"]["config"], seen["configs"]["stdio"]
@@ -203,22 +203,22 @@ async def test_a_schedulers_agent_turns_get_their_tools_over_its_http_listener(
     the run records the tools its agent was offered; the listener closes with the
     scheduler."""
     goal = agent_goal(svc, clock.now + timedelta(days=1))
-    thread = svc.create_thread("build watch")
-    svc.add_todo(thread.id, "todo for the turn")
+    thread = svc.threads.create("build watch")
+    svc.todos.add(thread.id, "todo for the turn")
     agent_turn(svc, clock, goal, thread.id, "over http")
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
         (run_id,) = await sched.tick()
         await sched.drain(timeout=180)
-        run = svc.get_run(run_id)
-        assert run.status == "ok", (run.reason, svc.run_output(run_id))
-        (answer,) = [m for m in svc.messages(thread.id) if m.run_id == run_id]
+        run = svc.runs.get(run_id)
+        assert run.status == "ok", (run.reason, svc.runs.output(run_id))
+        (answer,) = [m for m in svc.threads.messages(thread.id) if m.run_id == run_id]
         assert answer.content.startswith("stand-in agent made 2 tool calls")
         session = svc.agents.tool_session(run_id)
         assert session is not None and "todo_complete" in session["tools"]
         assert "schedule_intent" in session["tools"] and "goal_kb_write" not in session["tools"]
-        (message,) = [m for m in svc.messages(thread.id) if m.run_id == run_id]
-        url = run_output_url(svc.run_output(run_id))
+        (message,) = [m for m in svc.threads.messages(thread.id) if m.run_id == run_id]
+        url = run_output_url(svc.runs.output(run_id))
     finally:
         await sched.stop(grace=1)
     assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")

@@ -60,7 +60,7 @@ class Wire:
 
 @pytest.fixture
 def wire(service: Service) -> Wire:
-    goal = service.list_goals()[0].goal_id
+    goal = service.goals.list()[0].goal_id
     w = Wire(service, goal)
     init = {
         "protocolVersion": "2025-06-18",

@@ -46,9 +46,9 @@ def worker_runs(svc: Service) -> tuple[int, int]:
         WorkerSeed("busy", {"schedule": {"every": "1h"}, "capabilities": ["todos", "schedule"]}),
         WorkerSeed("bare", {"schedule": {"every": "1h"}, "capabilities": []}),
     ]
-    goal = svc.setup_goal("Http", "serve two runs", seeds).goal_id
-    busy = start_run(svc, svc.worker_intent(goal, "busy")).id
-    bare = start_run(svc, svc.worker_intent(goal, "bare")).id
+    goal = svc.goals.create("Http", "serve two runs", seeds).goal_id
+    busy = start_run(svc, svc.workers.intent(goal, "busy")).id
+    bare = start_run(svc, svc.workers.intent(goal, "bare")).id
     assert busy is not None and bare is not None
     return busy, bare
 

@@ -34,7 +34,7 @@ def test_ls_cat_and_write_use_the_confined_tree(service: Service, tmp_path: Path
     source.write_text("plan: []\n")
     assert kb_cli(service, "write", GOAL, "state.yaml", f"@{source}").returncode == 0
     assert (service.kb.goal_dir(GOAL) / "state.yaml").read_text() == "plan: []\n"
-    actions = [(j.action, j.subject) for j in service.list_journal(10)]
+    actions = [(j.action, j.subject) for j in service.journal.recent(10)]
     assert ("file written", f"{GOAL}/state.yaml") in actions
 
 

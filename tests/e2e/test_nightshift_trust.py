@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from goalsui.service import Service
-from goalsui.service import nightshift as ns
+from goalsui.service.bindings import recorded_binding
 from tests.base_kit import run_cli
 from tests.e2e.test_nightshift_repo import run
 from tests.git_kit import git, make_repo
@@ -106,9 +106,9 @@ def test_a_replay_leaves_other_goals_and_the_coming_night_as_they_were(stray_nig
     )
     service = service_of(n)
     try:
-        service.sync_kb()
+        service.index.sync()
         before = {
-            i.id: (i.goal_id, i.worker, i.next_run_at, i.fires) for i in service.list_intents()
+            i.id: (i.goal_id, i.worker, i.next_run_at, i.fires) for i in service.intents.list()
         }
         assert any(goal != n["goal"] for goal, *_ in before.values())
     finally:
@@ -120,14 +120,14 @@ def test_a_replay_leaves_other_goals_and_the_coming_night_as_they_were(stray_nig
     service = service_of(n)
     try:
         after = {
-            i.id: (i.goal_id, i.worker, i.next_run_at, i.fires) for i in service.list_intents()
+            i.id: (i.goal_id, i.worker, i.next_run_at, i.fires) for i in service.intents.list()
         }
         # the other goal's every-minute worker: not claimed, not moved, never run; the
         # nightshift's own intents keep tonight's slots and tomorrow's report
         assert after == before
-        assert service.list_runs(limit=100) == []  # nothing recorded in the operator's db
+        assert service.runs.list(limit=100) == []  # nothing recorded in the operator's db
         now = datetime.now(UTC)
-        assert all(r.started_at <= now for r in service.list_runs(limit=100))
+        assert all(r.started_at <= now for r in service.runs.list(limit=100))
         slots = [nxt for goal, _, nxt, _ in after.values() if goal == n["goal"]]
         assert slots and all(s is not None and s > now for s in slots)
     finally:
@@ -282,7 +282,7 @@ def test_a_bad_repo_written_into_the_file_disables_nothing(
 def test_check_argv_is_the_operators_shell_words(stray_night: dict) -> None:
     service = service_of(stray_night)
     try:
-        binding = ns.recorded_binding(service, stray_night["goal"])
+        binding = recorded_binding(service, stray_night["goal"])
     finally:
         service.close()
     assert binding is not None and binding.check is not None

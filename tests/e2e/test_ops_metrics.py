@@ -67,10 +67,10 @@ def due_now(svc: Service, intent: Intent, *, back: timedelta = timedelta(0)) -> 
 
 def seed(svc: Service) -> None:
     """One intent per run status: ok, silent, failed, timeout, skipped, missed."""
-    thread = svc.create_thread("ops")
+    thread = svc.threads.create("ops")
 
     def make(title: str, argv: list[str], schedule: str = "0 3 * * *", **extra: object) -> Intent:
-        return svc.create_intent(
+        return svc.intents.create(
             title=title,
             instruction="x",
             kind="cron",

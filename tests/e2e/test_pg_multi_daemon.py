@@ -90,7 +90,7 @@ class Stream:
                         cli_add(self.kb, self.state, self.db, f"cli {k}", due.isoformat())
                     )
                 else:
-                    intent = self.svc.create_intent(
+                    intent = self.svc.intents.create(
                         title=f"stream {k}", instruction="x", kind="at", schedule=due.isoformat()
                     )
                     self.ids.append(int(intent.id))
@@ -126,10 +126,10 @@ def test_three_daemons_on_postgres_survive_a_kill_9_with_no_duplicate_and_none_l
         stream.start()
 
         def done() -> int:
-            return svc.summary()["intents"].get("done", 0)
+            return svc.overview.summary()["intents"].get("done", 0)
 
         def victim_running() -> list[int]:
-            return [r.id for r in svc.running_runs() if pid_of(r.owner) == victim.pid]  # type: ignore[misc]
+            return [r.id for r in svc.runs.running() if pid_of(r.owner) == victim.pid]  # type: ignore[misc]
 
         wait_until(lambda: done() >= BURST // 2, timeout=180, step=0.2)
         wait_until(lambda: bool(victim_running()), timeout=30, step=0.01)
@@ -137,14 +137,14 @@ def test_three_daemons_on_postgres_survive_a_kill_9_with_no_duplicate_and_none_l
         # What it held when it died: nobody may touch these rows until the lease expires.
         in_flight = {
             r.id: r.intent_id  # type: ignore[misc]
-            for r in svc.running_runs()
+            for r in svc.runs.running()
             if pid_of(r.owner) == victim.pid
         }
         stream.join()
         total = len(burst) + len(stream.ids)
 
         def settled() -> bool:
-            summary = svc.summary()
+            summary = svc.overview.summary()
             return summary["intents"].get("done", 0) == total and summary["running"] == 0
 
         wait_until(settled, timeout=240, step=0.5)
@@ -157,8 +157,8 @@ def test_three_daemons_on_postgres_survive_a_kill_9_with_no_duplicate_and_none_l
 
     ids = burst + stream.ids
     assert len(set(ids)) == len(ids) == BURST + len(stream.ids)
-    intents = svc.list_intents()
-    runs = svc.list_runs(limit=100_000)
+    intents = svc.intents.list()
+    runs = svc.runs.list(limit=100_000)
     by_intent: dict[int, list] = defaultdict(list)
     for run in sorted(runs, key=lambda r: (r.started_at, r.id)):
         by_intent[run.intent_id].append(run)
@@ -178,7 +178,7 @@ def test_three_daemons_on_postgres_survive_a_kill_9_with_no_duplicate_and_none_l
     assert in_flight, "the victim held no run when it was killed"
     survivor_pids = {d.pid for d in survivors}
     for run_id, intent_id in in_flight.items():
-        died = svc.get_run(run_id)
+        died = svc.runs.get(run_id)
         assert died.status == "interrupted" and "lease expired" in (died.reason or ""), died
         after = [r for r in by_intent[intent_id] if r.id != run_id]
         assert [(r.status, r.trigger) for r in after] == [("ok", "retry")], after

@@ -114,9 +114,9 @@ async def test_a_huge_token_count_never_loses_the_transcript(
     db_url: str, empty_kb: Path, make_service, clock
 ) -> None:
     svc: Service = make_service(empty_kb, db_url, clock=clock)
-    thread = svc.create_thread("results")
+    thread = svc.threads.create("results")
     huge = str(10**12)  # more than the 32-bit column holds
-    intent = svc.create_intent(
+    intent = svc.intents.create(
         title="count a lot",
         instruction="report",
         kind="at",
@@ -130,13 +130,13 @@ async def test_a_huge_token_count_never_loses_the_transcript(
         await sched.drain(timeout=60)
     finally:
         await sched.stop(grace=1)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert run.status == "ok", (run.status, run.reason)
     assert (run.tokens_in, run.tokens_out, run.cost_usd, run.model) == (None, 42, 0.5, "big-model")
     assert run.prompt and "report" in run.prompt
     assert run.argv and run.argv[-1] == "big-model"
     assert "done with big-model" in (run.output_tail or "")
-    assert svc.get_intent(intent.id).status == "done"
+    assert svc.intents.get(intent.id).status == "done"
 
 
 # -- non-finite numbers ----------------------------------------------------------------
@@ -179,11 +179,11 @@ async def test_a_turn_whose_result_cannot_be_delivered_is_ok_with_a_problem_neve
         "runner": {"command": ["sh", "-c", breaks]},
         "timeout": "30s",
     }
-    view = svc.setup_goal("Deliver", "t", [WorkerSeed("coder", definition, prompt="# w\n")])
-    intent = svc.worker_intent(view.goal_id, "coder")
+    view = svc.goals.create("Deliver", "t", [WorkerSeed("coder", definition, prompt="# w\n")])
+    intent = svc.workers.intent(view.goal_id, "coder")
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
-        svc.run_intent_now(intent.id)  # type: ignore[arg-type]
+        svc.intents.run_now(intent.id)  # type: ignore[arg-type]
         (run_id,) = await sched.tick()
         await sched.drain(timeout=60)
         clock.advance(600)  # a failed run would be retried by now
@@ -191,15 +191,15 @@ async def test_a_turn_whose_result_cannot_be_delivered_is_ok_with_a_problem_neve
         await sched.drain(timeout=60)
     finally:
         await sched.stop(grace=1)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert run.status == "ok", (run.status, run.reason)
     assert (run.reason or "").startswith("delivery problem:")
     assert "the result" in (run.output_tail or "")
-    assert again == [] and len(svc.list_runs(intent_id=intent.id)) == 1  # never re-run
-    got = svc.get_intent(intent.id)  # type: ignore[arg-type]
+    assert again == [] and len(svc.runs.list(intent_id=intent.id)) == 1  # never re-run
+    got = svc.intents.get(intent.id)  # type: ignore[arg-type]
     assert got.consecutive_failures == 0 and got.status == "active"
     alerts = [
-        j for j in svc.list_journal() if j.action == "alert" and "delivery problem" in j.detail
+        j for j in svc.journal.recent() if j.action == "alert" and "delivery problem" in j.detail
     ]
     assert alerts, "the operator is not told"
 

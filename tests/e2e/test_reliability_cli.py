@@ -82,8 +82,8 @@ def _read_only_db(db: Path) -> list[str]:
 def test_every_write_on_a_read_only_database_is_one_line(sample_kb: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     service = Service.open(sample_kb, None, state)
-    thread = service.create_thread("notes")
-    intent = service.list_intents()[0]
+    thread = service.threads.create("notes")
+    intent = service.intents.list()[0]
     rows = row_counts(service)
     service.close()
     for suffix in ("-wal", "-shm"):  # WAL checkpointed: the file holds it all

@@ -31,7 +31,7 @@ def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def make_goal(svc: Service, every: str = "30m") -> tuple[str, Path]:
-    view = svc.setup_goal(
+    view = svc.goals.create(
         "Fifo Test",
         "nothing blocks",
         [
@@ -124,8 +124,8 @@ def test_a_worker_turn_with_a_fifo_prompt_does_not_hang_the_daemon(
         daemon.wait_ready()
         fired = cli(empty_kb, state, "worker", "run-now", goal_id, "watch")
         assert fired.returncode == 0, fired.stderr
-        wait_until(lambda: len(svc.list_runs()) == 1, timeout=PROMPTLY)
-        (run,) = svc.list_runs()
+        wait_until(lambda: len(svc.runs.list()) == 1, timeout=PROMPTLY)
+        (run,) = svc.runs.list()
         assert run.status == "skipped"  # the prompt cannot be read: nothing to run
         listed = cli(empty_kb, state, "intent", "list")  # the database is not held
         assert listed.returncode == 0
@@ -147,19 +147,19 @@ def test_a_prompt_that_cannot_be_read_is_reported_and_badged(
 ) -> None:
     svc = make_service(empty_kb)
     goal_id, goal = make_goal(svc)
-    assert svc.get_goal(goal_id).error is None
+    assert svc.goals.get(goal_id).error is None
     prompt = goal / "workers" / "watch" / "prompt.md"
     damage(prompt)
     try:
         doctor = cli(empty_kb, tmp_path / "state", "doctor")
         assert doctor.returncode == 1
         assert f"{goal_id}/workers/watch/prompt.md" in doctor.stdout
-        problems = [p for p in svc.doctor() if p.path.endswith("prompt.md")]
+        problems = [p for p in svc.index.doctor() if p.path.endswith("prompt.md")]
         assert len(problems) == 1, problems
-        svc.sync_kb([goal_id])
-        (row,) = [g for g in svc.list_goals() if g.goal_id == goal_id]
+        svc.index.sync([goal_id])
+        (row,) = [g for g in svc.goals.list() if g.goal_id == goal_id]
         assert row.error and "prompt.md" in row.error
-        assert any(i.worker == "watch" for i in svc.list_intents())  # still scheduled
+        assert any(i.worker == "watch" for i in svc.intents.list())  # still scheduled
     finally:
         if prompt.is_dir():
             prompt.rmdir()
@@ -171,4 +171,4 @@ def test_the_kb_reader_reads_a_good_prompt(empty_kb: Path, make_service) -> None
     svc = make_service(empty_kb)
     goal_id, _ = make_goal(svc)
     assert KB(empty_kb).kb_read(goal_id, "workers/watch/prompt.md") == "- check the queue\n"
-    assert not [p for p in svc.doctor() if p.path.endswith("prompt.md")]
+    assert not [p for p in svc.index.doctor() if p.path.endswith("prompt.md")]

@@ -199,7 +199,7 @@ def test_the_metrics_port_caps_connections_and_times_out_slow_clients(
         ids = add_due_now(svc, 3)
 
         def ran() -> bool:
-            return all([r.status for r in svc.list_runs(intent_id=i)] == ["ok"] for i in ids)
+            return all([r.status for r in svc.runs.list(intent_id=i)] == ["ok"] for i in ids)
 
         wait_until(ran, 60)
         refused = [line for line in daemon.lines if "connection refused" in line]

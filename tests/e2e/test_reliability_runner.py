@@ -233,7 +233,7 @@ def test_kill_9_of_one_of_two_daemons_never_runs_the_intent_twice_at_once(
         (intent_id,) = add_due_now(svc, 1)
         wait_until(lambda: len(pids_with(marker)) == 1, timeout=60)
         (first_runner,) = pids_with(marker)
-        (first,) = svc.running_runs()
+        (first,) = svc.runs.running()
         (victim,) = [d for d in daemons if d.pid == _owner_pid(first.owner)]
         (survivor,) = [d for d in daemons if d is not victim]
         census = RunnerCensus(marker)
@@ -242,7 +242,7 @@ def test_kill_9_of_one_of_two_daemons_never_runs_the_intent_twice_at_once(
         # attempt would leave the retry to sleep 300 s as the first one: kill it after.
         wait_until(flag.exists, timeout=30)
         victim.kill()  # kill -9: no chance to stop or record its run
-        wait_until(lambda: svc.get_intent(intent_id).status == "done", timeout=90)
+        wait_until(lambda: svc.intents.get(intent_id).status == "done", timeout=90)
         assert census.watching(), "the census stopped sampling"
         census.stop()
         assert survivor.proc.poll() is None, "\n".join(survivor.lines)
@@ -257,7 +257,7 @@ def test_kill_9_of_one_of_two_daemons_never_runs_the_intent_twice_at_once(
     assert census.most == 1, f"{census.most} runners of one intent at once"
     assert len(census.seen) == 2 and first_runner in census.seen  # the first, then the retry
     assert not alive(first_runner)
-    runs = sorted(svc.list_runs(intent_id=intent_id), key=lambda r: r.id)
+    runs = sorted(svc.runs.list(intent_id=intent_id), key=lambda r: r.id)
     assert [(r.id, r.status) for r in runs] == [(first.id, "interrupted"), (runs[1].id, "ok")]
     assert runs[1].trigger == "retry"
     assert _owner_pid(runs[1].owner) == survivor.pid
@@ -274,7 +274,7 @@ async def test_no_file_descriptors_left_is_an_infrastructure_failure(
     svc = make_service(empty_kb, clock=clock)
     intent = worker(svc, "run_echo_stdin.py")
     run = start_run(svc, intent)
-    await asyncio.to_thread(svc.run_log_path, run.id)  # the state dir exists already
+    await asyncio.to_thread(svc.runs.log_path, run.id)  # the state dir exists already
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     cancel = asyncio.Event()
     resource.setrlimit(resource.RLIMIT_NOFILE, (_open_fds() + 2, hard))

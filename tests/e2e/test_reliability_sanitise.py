@@ -32,15 +32,15 @@ def cli(kb: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
 def evil_kb(empty_kb: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     state = tmp_path / "state"
     svc = Service.open(empty_kb, None, state)
-    view = svc.setup_goal(
+    view = svc.goals.create(
         f"Goal {EVIL}",
         f"task {EVIL}",
         [WorkerSeed("w", {"schedule": {"every": "1h"}, "runner": {"command": ["cat"]}})],
     )
-    thread = svc.create_thread(f"thread {EVIL}")
-    svc.post_message(f"agent said {EVIL}", thread_id=thread.id, role="assistant")
-    svc.add_todo(thread.id, f"todo {EVIL}")
-    intent = svc.create_intent(
+    thread = svc.threads.create(f"thread {EVIL}")
+    svc.threads.post(f"agent said {EVIL}", thread_id=thread.id, role="assistant")
+    svc.todos.add(thread.id, f"todo {EVIL}")
+    intent = svc.intents.create(
         title=f"intent {EVIL}", instruction=f"do {EVIL}", kind="heartbeat", schedule="1h"
     )
     svc.close()

@@ -112,10 +112,10 @@ def test_kill_9_of_a_daemon_ends_its_turns_whole_tree_within_2_s(
     try:
         daemon.wait_ready()
         add_due_now(svc, 1)
-        wait_until(lambda: len(svc.running_runs()) == 1, timeout=60)
-        (run,) = svc.running_runs()
-        wait_until(lambda: svc.get_run(run.id).pgid is not None, timeout=30)
-        pgid = svc.get_run(run.id).pgid
+        wait_until(lambda: len(svc.runs.running()) == 1, timeout=60)
+        (run,) = svc.runs.running()
+        wait_until(lambda: svc.runs.get(run.id).pgid is not None, timeout=30)
+        pgid = svc.runs.get(run.id).pgid
         if shape == "grandchild":
             wait_until(lambda: _sleep_in(pgid), timeout=30)
             victims = _sleep_in(pgid)

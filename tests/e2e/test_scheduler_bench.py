@@ -110,10 +110,10 @@ def test_bench_refuses_a_database_that_holds_intents_and_leaves_it_alone(
     tmp_path, empty_kb, make_service
 ):
     url = f"sqlite:///{tmp_path / 'busy.db'}"
-    make_service(empty_kb, url).create_intent(
+    make_service(empty_kb, url).intents.create(
         title="keep me", kind="at", schedule="2030-01-01T00:00:00Z"
     )
     res = run_cli("bench", "scheduler", "--db", url, "--intents", "5", cwd=tmp_path, timeout=60)
     assert res.returncode == 1
     assert res.stderr.count("\n") == 1 and "already holds 1 intents" in res.stderr
-    assert [i.title for i in make_service(empty_kb, url).list_intents()] == ["keep me"]
+    assert [i.title for i in make_service(empty_kb, url).intents.list()] == ["keep me"]

@@ -34,11 +34,11 @@ def test_two_daemons_run_500_intents_exactly_once(
         for d in daemons:
             d.wait_ready()
         ids = add_due_now(svc, 500)
-        wait_until(lambda: svc.summary()["intents"].get("done", 0) == 500)
+        wait_until(lambda: svc.overview.summary()["intents"].get("done", 0) == 500)
     finally:
         codes = [d.stop() for d in daemons]
     assert codes == [0, 0], "\n".join(daemons[0].lines + daemons[1].lines)
-    runs = svc.list_runs(limit=10_000)
+    runs = svc.runs.list(limit=10_000)
     assert Counter(r.intent_id for r in runs) == Counter(ids)  # one run per intent
     assert {r.status for r in runs} == {"ok"}
     assert len({r.owner for r in runs}) == 2, "both daemons took part"
@@ -55,24 +55,24 @@ def test_kill_9_then_restart_recovers_in_flight_runs(empty_kb, state, tmp_path, 
     first = Daemon(empty_kb, state)
     first.wait_ready()
     ids = add_due_now(svc, 5)
-    wait_until(lambda: len(svc.running_runs()) == 5 and len(list(piddir.glob("*.pid"))) == 5)
-    in_flight = {r.id: r.intent_id for r in svc.running_runs()}
+    wait_until(lambda: len(svc.runs.running()) == 5 and len(list(piddir.glob("*.pid"))) == 5)
+    in_flight = {r.id: r.intent_id for r in svc.runs.running()}
     first.kill()  # SIGKILL: no chance to record anything
-    assert {i.status for i in svc.list_intents()} == {"firing"}
+    assert {i.status for i in svc.intents.list()} == {"firing"}
     runner_config(empty_kb, ["sleep", "0"])  # the restarted daemon's retries succeed
     second = Daemon(empty_kb, state)
     try:
         second.wait_ready()
-        wait_until(lambda: {i.status for i in svc.list_intents()} == {"done"})
+        wait_until(lambda: {i.status for i in svc.intents.list()} == {"done"})
     finally:
         assert second.stop() == 0, "\n".join(second.lines)
     for run_id, intent_id in in_flight.items():
-        run = svc.get_run(run_id)
+        run = svc.runs.get(run_id)
         assert run.status == "interrupted" and "lease expired" in run.reason
-        after = [r for r in svc.list_runs(intent_id=intent_id) if r.id != run_id]
+        after = [r for r in svc.runs.list(intent_id=intent_id) if r.id != run_id]
         assert [(r.status, r.trigger) for r in after] == [("ok", "retry")]
     assert sorted(in_flight.values()) == sorted(ids)
-    assert not any(i.status == "firing" for i in svc.list_intents())
+    assert not any(i.status == "firing" for i in svc.intents.list())
     pids = [int(p.read_text()) for p in piddir.glob("*.pid")]
     wait_until(lambda: not any(alive(pid) for pid in pids), timeout=10)  # orphans exited
 
@@ -90,12 +90,12 @@ def test_sigterm_gives_running_runs_their_grace_and_records_them(
     wait_until(lambda: len(list(piddir.glob("*.pid"))) == 1)
     (pid,) = [int(p.read_text()) for p in piddir.glob("*.pid")]
     assert daemon.stop() == 0
-    (run,) = svc.list_runs(intent_id=intent_id)
+    (run,) = svc.runs.list(intent_id=intent_id)
     assert (run.status, run.reason) == (
         "interrupted",
         "interrupted: the scheduler stopped (shutdown)",
     )
-    assert svc.get_intent(intent_id).status == "active"  # the retry rule: it runs again later
+    assert svc.intents.get(intent_id).status == "active"  # the retry rule: it runs again later
     assert not alive(pid)
     assert any("stopping: 1 running run(s)" in line for line in daemon.lines)
     assert daemon.lines[-1].endswith("stopped")
@@ -106,7 +106,7 @@ def test_two_idle_daemons_leave_each_other_asleep(empty_kb, state, make_service)
     steps with their own (the wake file of the shared SQLite file stays untouched)."""
     runner_config(empty_kb, ["true"])
     svc = make_service(empty_kb)
-    svc.create_intent(title="far", instruction="x", kind="at", schedule="2099-01-01T00:00:00Z")
+    svc.intents.create(title="far", instruction="x", kind="at", schedule="2099-01-01T00:00:00Z")
     wake = Path(svc.db_url.removeprefix("sqlite:///") + "-wake") / "wake"
     daemons = [Daemon(empty_kb, state) for _ in range(2)]
     try:
@@ -118,7 +118,7 @@ def test_two_idle_daemons_leave_each_other_asleep(empty_kb, state, make_service)
         after = wake.stat().st_mtime_ns if wake.exists() else None
         assert after == before, "an idle daemon announced a change"
         add_due_now(svc, 1)  # a writer's announcement still wakes them
-        wait_until(lambda: svc.summary()["intents"].get("done", 0) == 1, timeout=20)
+        wait_until(lambda: svc.overview.summary()["intents"].get("done", 0) == 1, timeout=20)
     finally:
         codes = [d.stop() for d in daemons]
     assert codes == [0, 0]
@@ -142,7 +142,7 @@ def test_daemon_with_hooks_port_fires_event_intents(empty_kb, state, make_servic
         'runner:\n  command: ["true"]\nhooks:\n  sources:\n    ci:\n      secret_env: SCHED_TEST_SECRET\n'
     )
     svc = make_service(empty_kb)
-    intent = svc.create_intent(title="on ci", instruction="look", kind="event", event_source="ci")
+    intent = svc.intents.create(title="on ci", instruction="look", kind="event", event_source="ci")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -162,9 +162,9 @@ def test_daemon_with_hooks_port_fires_event_intents(empty_kb, state, make_servic
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status in (200, 202)
-        wait_until(lambda: [r.status for r in svc.list_runs(intent_id=intent.id)] == ["ok"])
+        wait_until(lambda: [r.status for r in svc.runs.list(intent_id=intent.id)] == ["ok"])
     finally:
         assert daemon.stop() == 0, "\n".join(daemon.lines)
-    (run,) = svc.list_runs(intent_id=intent.id)
+    (run,) = svc.runs.list(intent_id=intent.id)
     assert run.trigger == "event" and run.event_id is not None
     assert any("listening for event hooks" in line for line in daemon.lines)

@@ -34,8 +34,8 @@ async def sched(svc, clock):
 
 
 async def test_a_real_turn_captures_output_and_delivers_it(svc, sched, clock):
-    thread = svc.create_thread("results")
-    intent = svc.create_intent(
+    thread = svc.threads.create("results")
+    intent = svc.intents.create(
         title="report back",
         instruction="say something",
         kind="at",
@@ -47,19 +47,19 @@ async def test_a_real_turn_captures_output_and_delivers_it(svc, sched, clock):
     sched.subscribe(events.append)
     (run_id,) = await sched.tick()
     await sched.drain(timeout=60)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert (run.status, run.exit_code) == ("ok", 0)
     assert f"done for run {run_id}" in (run.output_tail or "")
     assert run.output_path and Path(run.output_path).is_file()
-    assert f"done for run {run_id}" in svc.run_output(run_id)
-    posted = [m for m in svc.messages(thread.id) if m.run_id == run_id]
+    assert f"done for run {run_id}" in svc.runs.output(run_id)
+    posted = [m for m in svc.threads.messages(thread.id) if m.run_id == run_id]
     assert posted and "second line of the result" in posted[0].content
-    assert svc.get_intent(intent.id).status == "done"
+    assert svc.intents.get(intent.id).status == "done"
     assert [e.kind for e in events] == ["run-started", "run-finished"]
 
 
 async def test_a_non_zero_exit_is_a_failed_run_that_retries(svc, sched, clock):
-    intent = svc.create_intent(
+    intent = svc.intents.create(
         title="breaks",
         instruction="x",
         kind="at",
@@ -68,10 +68,10 @@ async def test_a_non_zero_exit_is_a_failed_run_that_retries(svc, sched, clock):
     )
     (run_id,) = await sched.tick()
     await sched.drain(timeout=60)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert (run.status, run.exit_code) == ("failed", 3)
     assert "something broke" in (run.output_tail or "")
-    row = svc.get_intent(intent.id)
+    row = svc.intents.get(intent.id)
     assert (row.status, row.consecutive_failures, row.pending_trigger) == ("active", 1, "retry")
     assert row.last_error == run.reason
 
@@ -79,7 +79,7 @@ async def test_a_non_zero_exit_is_a_failed_run_that_retries(svc, sched, clock):
 async def test_a_timeout_kills_the_process_and_is_recorded(svc, sched, clock, tmp_path):
     piddir = tmp_path / "pids"
     piddir.mkdir()
-    intent = svc.create_intent(
+    intent = svc.intents.create(
         title="slow",
         instruction="x",
         kind="at",
@@ -89,36 +89,36 @@ async def test_a_timeout_kills_the_process_and_is_recorded(svc, sched, clock, tm
     )
     (run_id,) = await sched.tick()
     await sched.drain(timeout=60)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert run.status == "timeout"
     (pid,) = [int(p.read_text()) for p in piddir.glob("*.pid")]
     assert not alive(pid)
-    assert svc.get_intent(intent.id).consecutive_failures == 1
+    assert svc.intents.get(intent.id).consecutive_failures == 1
 
 
 async def test_cancel_stops_the_running_process(svc, sched, clock, tmp_path):
     piddir = tmp_path / "pids"
     piddir.mkdir()
-    intent = svc.create_intent(
+    intent = svc.intents.create(
         title="long",
         instruction="x",
         kind="cron",
         schedule="* * * * *",
         runner=script("sched_sleep.py", str(piddir), "60"),
     )
-    svc.run_intent_now(intent.id)
+    svc.intents.run_now(intent.id)
     (run_id,) = await sched.tick()
     while not list(piddir.glob("*.pid")):  # the process is up once it wrote its pid
         await sched.watch()
         await asyncio.sleep(0.02)
     (pid,) = [int(p.read_text()) for p in piddir.glob("*.pid")]
-    svc.cancel_intent(intent.id)
+    svc.intents.cancel(intent.id)
     await sched.watch()  # notices the cancel: SIGTERM to the process group
     await sched.drain(timeout=30)
-    run = svc.get_run(run_id)
+    run = svc.runs.get(run_id)
     assert run.status == "cancelled"
     assert not alive(pid)
-    assert svc.get_intent(intent.id).status == "cancelled"
+    assert svc.intents.get(intent.id).status == "cancelled"
 
 
 async def test_a_night_of_the_sample_nightshift_ends_in_a_morning_report(
@@ -126,16 +126,16 @@ async def test_a_night_of_the_sample_nightshift_ends_in_a_morning_report(
 ):
     clock.set(datetime(2026, 12, 2, 12, 0, tzinfo=UTC))
     svc = make_service(sample_kb, clock=clock)
-    night = next(g for g in svc.list_goals() if g.goal_id.startswith("nightshift"))
-    for goal in svc.list_goals():
+    night = next(g for g in svc.goals.list() if g.goal_id.startswith("nightshift"))
+    for goal in svc.goals.list():
         if goal.goal_id != night.goal_id and goal.status == "active":
-            svc.pause_goal(goal.goal_id)  # only the nightshift runs tonight
+            svc.goals.pause(goal.goal_id)  # only the nightshift runs tonight
     s = Scheduler(svc, clock=clock, grace_seconds=1)
     morning = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)  # 08:00 in Berlin
     fired: list[int] = []
     try:
         while True:
-            due = [i.next_run_at for i in svc.list_intents(status="active") if i.next_run_at]
+            due = [i.next_run_at for i in svc.intents.list(status="active") if i.next_run_at]
             if not due or min(due) > morning:
                 break
             clock.set(min(due))
@@ -143,8 +143,8 @@ async def test_a_night_of_the_sample_nightshift_ends_in_a_morning_report(
             await s.drain(timeout=120)
     finally:
         await s.stop()
-    runs = {r.id: r for r in svc.list_runs(limit=100)}
-    workers = {i.id: i.worker for i in svc.list_intents(goal_id=night.goal_id)}
+    runs = {r.id: r for r in svc.runs.list(limit=100)}
+    workers = {i.id: i.worker for i in svc.intents.list(goal_id=night.goal_id)}
     assert sorted(workers[runs[r].intent_id] for r in fired) == sorted(
         w.name for w in night.workers
     )

@@ -37,7 +37,7 @@ def make_goal(svc: Service, runner: list[str] | None = None) -> str:
     definition: dict = {"schedule": {"cron": "0 3 * * *"}}
     if runner:
         definition["runner"] = {"command": runner}
-    return svc.setup_goal("Bounded", "keep state small", [WorkerSeed("w", definition)]).goal_id
+    return svc.goals.create("Bounded", "keep state small", [WorkerSeed("w", definition)]).goal_id
 
 
 def test_doctor_reports_a_broken_state_yaml_with_file_and_line(
@@ -56,8 +56,8 @@ def test_doctor_reports_a_broken_state_yaml_with_file_and_line(
     assert f"{gid}/workers/w/notes.yaml" in problems  # a duplicate key, any YAML file
     assert f"{gid}/workers/w/outbox/result.yaml" not in problems  # results are not the KB's
     # ... and the goal carries the error (the console's badge) while its worker runs on.
-    assert svc.sync_kb([gid])
-    view = svc.get_goal(gid)
+    assert svc.index.sync([gid])
+    view = svc.goals.get(gid)
     assert view.error and f"{gid}/state.yaml:3" in view.error
     assert [w.status for w in view.workers] == ["active"]
 
@@ -65,7 +65,7 @@ def test_doctor_reports_a_broken_state_yaml_with_file_and_line(
 def test_state_yaml_that_is_not_a_mapping_is_a_problem(svc: Service, empty_kb: Path) -> None:
     gid = make_goal(svc)
     (empty_kb / gid / "state.yaml").write_text("- just\n- a list\n")
-    problems = svc.sync_kb([gid])
+    problems = svc.index.sync([gid])
     assert [(p.path, p.line) for p in problems] == [(f"{gid}/state.yaml", 1)]
     assert "mapping" in problems[0].message
 
@@ -75,9 +75,9 @@ def test_a_tool_write_over_the_bound_is_refused(svc: Service, empty_kb: Path) ->
     svc.config(reload=True)
     gid = make_goal(svc)
     before = (empty_kb / gid / "state.yaml").read_text()
-    svc.kb_write(gid, "state.yaml", "plan: [a, b]\n")  # small: accepted
+    svc.files.write(gid, "state.yaml", "plan: [a, b]\n")  # small: accepted
     with pytest.raises(GoalsuiError, match=r"over the state bound of 200 bytes") as err:
-        svc.kb_write(gid, "state.yaml", "plan: []\nnotes: " + "x" * 300 + "\n")
+        svc.files.write(gid, "state.yaml", "plan: []\nnotes: " + "x" * 300 + "\n")
     assert "state_max_bytes" in str(err.value) and "\n" not in str(err.value)
     assert (empty_kb / gid / "state.yaml").read_text() == "plan: [a, b]\n" != before
     # The check the tool server calls before a write.
@@ -96,7 +96,7 @@ def test_the_default_bound_is_64_kib(svc: Service) -> None:
 
 def test_a_bad_bound_in_goalsui_yaml_is_reported(svc: Service, empty_kb: Path) -> None:
     (empty_kb / "goalsui.yaml").write_text("silent_token: X\nstate_max_bytes: lots\n")
-    problems = svc.doctor()
+    problems = svc.index.doctor()
     assert [(p.path, p.line) for p in problems] == [("goalsui.yaml", 2)]
 
 
@@ -106,7 +106,7 @@ async def test_a_run_that_grows_state_over_the_bound_fails_and_is_put_back(
     (empty_kb / "goalsui.yaml").write_text("state_max_bytes: 1000\n")
     svc.config(reload=True)
     grow = [sys.executable, str(SCRIPTS / "run_grow_state.py")]
-    gid = svc.setup_goal(
+    gid = svc.goals.create(
         "Bounded",
         "t",
         [
@@ -115,12 +115,12 @@ async def test_a_run_that_grows_state_over_the_bound_fails_and_is_put_back(
         ],
     ).goal_id  # fmt: skip
     before = (empty_kb / gid / "state.yaml").read_text()
-    big = svc.worker_intent(gid, "big")
+    big = svc.workers.intent(gid, "big")
     outcome = await run_turn(svc, big, start_run(svc, big), cancel=asyncio.Event())
     assert outcome.status == "failed"
     assert "over the state bound of 1000 bytes" in (outcome.reason or "")
     assert (empty_kb / gid / "state.yaml").read_text() == before  # put back as it was
-    small = svc.worker_intent(gid, "small")
+    small = svc.workers.intent(gid, "small")
     outcome = await run_turn(svc, small, start_run(svc, small), cancel=asyncio.Event())
     assert outcome.status == "ok", outcome.reason
     assert 250 < len((empty_kb / gid / "state.yaml").read_bytes()) <= 1000

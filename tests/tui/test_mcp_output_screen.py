@@ -17,12 +17,12 @@ async def test_tool_calls_read_inline_with_the_output(
     clock,
 ) -> None:
     svc: Service = make_service(empty_kb, clock=clock)
-    thread = svc.create_thread("agent")
-    intent = svc.create_intent(
+    thread = svc.threads.create("agent")
+    intent = svc.intents.create(
         title="agent turn", kind="at", schedule=clock.now.isoformat(), thread_id=thread.id
     )
     run = start_run(svc, intent)
-    log = svc.run_log_path(run.id)  # type: ignore[arg-type]
+    log = svc.runs.log_path(run.id)  # type: ignore[arg-type]
     log.write_text("[goalsui] run header\nthinking about the build\n")
     svc.agents.record_tool_call(
         run.id,

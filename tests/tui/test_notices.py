@@ -42,20 +42,20 @@ def delivered(tmp_path: Path) -> list[dict]:
 async def test_results_and_alerts_notify_silent_runs_do_not(
     svc: Service, tmp_path: Path, clock
 ) -> None:  # type: ignore[no-untyped-def]
-    thread = svc.create_thread("Visa application")
+    thread = svc.threads.create("Visa application")
     now = clock.now.isoformat()
-    said = svc.create_intent(
+    said = svc.intents.create(
         title="report", instruction="say", kind="at", schedule=now, thread_id=thread.id,
         runner=script("sched_ok.py"),
     )  # fmt: skip
-    svc.create_intent(
+    svc.intents.create(
         title="quiet", instruction="nothing", kind="at", schedule=now, thread_id=thread.id,
         runner=script("run_silent.py"),
     )  # fmt: skip
-    goal = svc.setup_goal(
+    goal = svc.goals.create(
         "Ops", "t", [WorkerSeed("probe", {"schedule": {"every": "1h"}, "runner": {"command": ["false"]}})]
     )  # fmt: skip
-    svc.run_worker_now(goal.goal_id, "probe")
+    svc.workers.run_now(goal.goal_id, "probe")
 
     shown: list[Notice] = []
     scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
@@ -91,13 +91,13 @@ async def test_a_failing_notify_command_is_journalled_not_raised(
     svc = make_service(empty_kb, clock=clock)
     notice = Notice(kind="result", where="x", text="y", thread_id=1)
     assert await Notifier(svc).run_command(("false",), notice) is False
-    assert any(j.action == "notify command failed" for j in svc.list_journal())
+    assert any(j.action == "notify command failed" for j in svc.journal.recent())
 
 
 async def test_the_console_toast_names_the_thread_and_j_jumps_there(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    svc.create_thread("Groceries")
-    thread = svc.create_thread("Visa application")
-    svc.create_intent(
+    svc.threads.create("Groceries")
+    thread = svc.threads.create("Visa application")
+    svc.intents.create(
         title="report", instruction="say", kind="at", schedule=clock.now.isoformat(),
         thread_id=thread.id, runner=script("sched_ok.py"),
     )  # fmt: skip
@@ -120,11 +120,11 @@ async def test_the_console_toast_names_the_thread_and_j_jumps_there(svc: Service
 
 
 async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    svc.setup_goal("Groceries", "t")
-    goal = svc.setup_goal(
+    svc.goals.create("Groceries", "t")
+    goal = svc.goals.create(
         "Ops", "t", [WorkerSeed("probe", {"schedule": {"every": "1h"}, "runner": {"command": ["false"]}})]
     )  # fmt: skip
-    svc.run_worker_now(goal.goal_id, "probe")
+    svc.workers.run_now(goal.goal_id, "probe")
     app = make_app(svc, scheduler=True, watch=False, clock=clock)
     async with app.run_test(size=(130, 40)) as pilot:
         await settle(app, pilot)
@@ -146,11 +146,11 @@ async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, cloc
 async def test_a_private_threads_reply_reaches_notify_as_a_link_only(
     svc: Service, empty_kb: Path, tmp_path: Path, clock
 ) -> None:  # type: ignore[no-untyped-def]
-    from goalsui.service import conversations, kbconfig
+    from goalsui.service import kbconfig
 
     kbconfig.set_default_runner(svc, script("sched_ok.py"))
-    thread = svc.create_thread("Medical letters", private=True)
-    conversations.say(svc, thread.id, "summarise the letter")  # type: ignore[arg-type]
+    thread = svc.threads.create("Medical letters", private=True)
+    svc.threads.say(thread.id, "summarise the letter")  # type: ignore[arg-type]
     shown: list[Notice] = []
     scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
     notifier = Notifier(svc, shown.append)
@@ -161,7 +161,7 @@ async def test_a_private_threads_reply_reaches_notify_as_a_link_only(
         await notifier.drain()
     finally:
         await scheduler.stop(grace=1)
-    reply = [m for m in svc.messages(thread.id) if m.role == "assistant"]  # type: ignore[arg-type]
+    reply = [m for m in svc.threads.messages(thread.id) if m.role == "assistant"]  # type: ignore[arg-type]
     assert reply and reply[-1].content.strip()
     (received,) = delivered(tmp_path)
     assert received["private"] is True and received["target"] == f"thread:{thread.id}"

@@ -55,13 +55,13 @@ async def test_pause_and_resume_a_worker(demo: Service, clock) -> None:
         assert "in 1m00s" in worker_label(app)
         await pilot.press("p")
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).status == "paused"
+        assert demo.intents.get(intent_id).status == "paused"
         assert "paused" in worker_label(app)
         await pilot.press("p")
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).status == "active"
+        assert demo.intents.get(intent_id).status == "active"
         assert "in 1m00s" in worker_label(app)
-        actions = [j.action for j in demo.list_journal()]
+        actions = [j.action for j in demo.journal.recent()]
         assert "intent paused" in actions and "intent resumed" in actions
 
 
@@ -74,13 +74,13 @@ async def test_pause_and_resume_a_goal(demo: Service, clock) -> None:
         assert app.main.selection.kind == "goal"
         await pilot.press("p")
         await settle(app, pilot)
-        assert demo.get_goal(PULSE).status == "paused"
+        assert demo.goals.get(PULSE).status == "paused"
         assert "status: paused" in (demo.kb.root / PULSE / "definition.yaml").read_text()
         assert "paused" in label(app.main.goals.goal_nodes[PULSE])
         assert "paused" in worker_label(app)
         await pilot.press("p")
         await settle(app, pilot)
-        assert demo.get_goal(PULSE).status == "active"
+        assert demo.goals.get(PULSE).status == "active"
         assert "active" in label(app.main.goals.goal_nodes[PULSE])
 
 
@@ -92,7 +92,7 @@ async def test_run_now_marks_the_worker_due(demo: Service, clock) -> None:
         await pick_worker(app, pilot, "flaky")
         await pilot.press("r")
         await settle(app, pilot)
-        intent = demo.get_intent(intent_id)
+        intent = demo.intents.get(intent_id)
         assert intent.next_run_at == clock.now and intent.pending_trigger == "run-now"
         assert " due" in worker_label(app, "flaky")
         assert app.main.timeline.get_cell(f"intent:{intent_id}", "next").plain == "due"
@@ -106,12 +106,12 @@ async def test_run_now_marks_the_worker_due(demo: Service, clock) -> None:
         assert app.screen.focused is not None and app.screen.focused.id == "no"
         await pilot.press("n")
         await settle(app, pilot)
-        assert demo.worker_intent(PULSE, "pulse").pending_trigger is None
+        assert demo.workers.intent(PULSE, "pulse").pending_trigger is None
         await pilot.press("r")
         await settle(app, pilot)
         await pilot.press("y")
         await settle(app, pilot)
-        assert demo.worker_intent(PULSE, "pulse").pending_trigger == "run-now"
+        assert demo.workers.intent(PULSE, "pulse").pending_trigger == "run-now"
 
 
 async def test_end_schedule_asks_first_and_p_reinstates(demo: Service, clock) -> None:
@@ -130,18 +130,18 @@ async def test_end_schedule_asks_first_and_p_reinstates(demo: Service, clock) ->
         assert app.screen.focused is not None and app.screen.focused.id == "no"
         await pilot.press("enter")  # the safe choice
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).status == "active"
+        assert demo.intents.get(intent_id).status == "active"
         await pilot.press("X")
         await settle(app, pilot)
         await pilot.press("y")
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).status == "cancelled"
+        assert demo.intents.get(intent_id).status == "cancelled"
         assert "cancelled" in worker_label(app, "flaky")
         assert not app.main.check_action("end_schedule", ())
         assert app.main.check_action("pause", ())  # p reinstates an ended schedule
         await pilot.press("p")
         await settle(app, pilot)
-        intent = demo.get_intent(intent_id)
+        intent = demo.intents.get(intent_id)
         assert intent.status == "active" and intent.next_run_at is not None
         assert "cancelled" not in worker_label(app, "flaky")
 
@@ -164,7 +164,7 @@ async def test_x_on_a_running_run_asks_to_stop_only_the_run(demo: Service, clock
         assert f"Stop run {run_id}" in app.screen.question
         await pilot.press("y")
         await settle(app, pilot)
-        intent = demo.get_intent(intent_id)
+        intent = demo.intents.get(intent_id)
         # the scheduler owning the run stops it; the schedule is untouched
         assert intent.status == "firing" and intent.pending_trigger == "stop"
         assert intent.next_run_at is not None
@@ -184,7 +184,7 @@ async def test_retry_resumes_an_auto_disabled_intent(demo: Service, clock) -> No
         await settle(app, pilot)
         await pilot.press("R")
         await settle(app, pilot)
-        intent = demo.get_intent(intent_id)
+        intent = demo.intents.get(intent_id)
         assert intent.status == "active" and intent.pending_trigger == "retry"
         assert f"intent:{intent_id}" not in failed.row_keys()
 
@@ -212,12 +212,12 @@ async def test_dismiss_a_failed_run_from_the_pane(demo: Service, clock) -> None:
         await settle(app, pilot)
         await pilot.press("d")
         await settle(app, pilot)
-        assert demo.get_run(run_id).dismissed
+        assert demo.runs.get(run_id).dismissed
         assert f"run:{run_id}" not in app.main.failed.row_keys()
 
 
 async def test_add_complete_and_reopen_todos(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    thread = demo.find_thread("Visa application")
+    thread = demo.threads.find("Visa application")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -232,7 +232,7 @@ async def test_add_complete_and_reopen_todos(demo: Service, clock) -> None:  # t
         await pilot.press("enter")
         await settle(app, pilot)
         todo = next(
-            t for t in demo.list_todos(thread.id) if t.text == "Print the insurance certificate"
+            t for t in demo.todos.list(thread.id) if t.text == "Print the insurance certificate"
         )
         assert not todo.done
         assert f"todo:{todo.id}" in table.row_keys()
@@ -240,7 +240,7 @@ async def test_add_complete_and_reopen_todos(demo: Service, clock) -> None:  # t
         await settle(app, pilot)
         await pilot.press("space")
         await settle(app, pilot)
-        assert next(t for t in demo.list_todos(thread.id) if t.id == todo.id).done
+        assert next(t for t in demo.todos.list(thread.id) if t.id == todo.id).done
         cell = table.get_cell(f"todo:{todo.id}", "item")
         assert "strike" in str(cell.spans[-1].style)
         keys = table.row_keys()
@@ -252,7 +252,7 @@ async def test_add_complete_and_reopen_todos(demo: Service, clock) -> None:  # t
         await settle(app, pilot)
         await pilot.press("space")
         await settle(app, pilot)
-        assert not next(t for t in demo.list_todos(thread.id) if t.id == todo.id).done
+        assert not next(t for t in demo.todos.list(thread.id) if t.id == todo.id).done
         assert "strike" not in str(table.get_cell(f"todo:{todo.id}", "item").spans[-1].style)
 
 
@@ -277,7 +277,7 @@ async def test_edit_in_editor_then_detail_shows_the_change(
         prompt = demo.kb.root / PULSE / "workers" / "pulse" / "prompt.md"
         assert prompt.read_text().endswith("EDITED BY THE OPERATOR\n")
         assert "EDITED BY THE OPERATOR" in str(app.main.detail.shown[1])
-        assert any(j.action == "file edited" for j in demo.list_journal())
+        assert any(j.action == "file edited" for j in demo.journal.recent())
 
 
 async def test_open_output_follows_a_live_run(demo: Service, clock) -> None:
@@ -285,7 +285,7 @@ async def test_open_output_follows_a_live_run(demo: Service, clock) -> None:
     run_id = add_run(
         demo, intent_id, "running", clock.now - timedelta(seconds=5), output="line 1\n"
     )
-    log = demo.run_log_path(run_id)
+    log = demo.runs.log_path(run_id)
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -340,7 +340,7 @@ async def test_freeze_holds_the_display_until_unfrozen(demo: Service, clock) -> 
         await pilot.press("Z")
         await settle(app, pilot)
         assert app.frozen and app.main.query_one("StatusBar").info.frozen
-        demo.pause_intent(intent_id)
+        demo.intents.pause(intent_id)
         await settle(app, pilot)
         assert "paused" not in worker_label(app)
         await pilot.press("Z")
@@ -398,7 +398,7 @@ async def test_command_palette_runs_area_verb_commands(demo: Service, clock) -> 
         await settle(app, pilot)
         await pilot.press("enter")
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).status == "paused"
+        assert demo.intents.get(intent_id).status == "paused"
 
 
 async def test_refresh_shows_another_process_change(demo: Service, clock, tmp_path) -> None:
@@ -408,7 +408,7 @@ async def test_refresh_shows_another_process_change(demo: Service, clock, tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pick_worker(app, pilot)
-        other.pause_intent(intent_id)  # no in-process notification reaches the console
+        other.intents.pause(intent_id)  # no in-process notification reaches the console
         await pilot.press("ctrl+r")
         await settle(app, pilot)
         assert "paused" in worker_label(app)
@@ -482,8 +482,8 @@ async def test_read_only_binds_no_action(demo: Service, clock) -> None:
             await pilot.press(key)
             await settle(app, pilot)
         assert app.screen is app.main
-        assert demo.get_intent(intent_id).status == "active"
-        assert demo.get_intent(intent_id).pending_trigger is None
+        assert demo.intents.get(intent_id).status == "active"
+        assert demo.intents.get(intent_id).pending_trigger is None
         assert "READ-ONLY" in screen_text(app)
         state_ids = {
             "pause",
@@ -514,10 +514,10 @@ async def test_keymap_from_goalsui_yaml_remaps_run_now(demo: Service, clock) -> 
         await pick_worker(app, pilot)
         await pilot.press("r")
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).pending_trigger is None
+        assert demo.intents.get(intent_id).pending_trigger is None
         await pilot.press("n")
         await settle(app, pilot)
-        assert demo.get_intent(intent_id).pending_trigger == "run-now"
+        assert demo.intents.get(intent_id).pending_trigger == "run-now"
 
 
 async def test_end_schedule_dialog_shows_its_whole_text_at_80x24(demo: Service, clock) -> None:

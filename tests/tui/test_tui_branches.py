@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from goalsui.service import Service
-from goalsui.service import nightshift as ns
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.modals import ConfirmScreen
 from goalsui.tui.screens.reports import ReportsScreen
@@ -46,20 +45,21 @@ def night_scene(root: Path, clock: FakeClock) -> tuple[Service, str, Path]:
     repo = make_branches(root / "repo")
     (root / "kb").mkdir(parents=True)
     service = Service.open(root / "kb", None, root / "state", clock=clock, actor="operator")
-    view = ns.init_nightshift(service, repo, base="main", tz="Europe/Berlin", workers=2)
+    view = service.nightshift.init(repo, base="main", tz="Europe/Berlin", workers=2)
     for worker, task, branch in (
         ("worker-1", "Fix the typo", FIX),
         ("worker-2", "Document the setup", DOCS),
     ):
-        item, _ = ns.plan_add(service, view.goal_id, worker, task, night=NIGHT)
-        ns.set_item(
-            service,
+        item, _ = service.nightshift.plan_add(view.goal_id, worker, task, night=NIGHT)
+        service.nightshift.set_item(
             view.goal_id,
             replace(item, status="done", branch=branch, commits=1, check="passed", run_id=7),
         )
         # as a task's end does: goalsui approves only branches it made, at the reviewed commit
-        ns.record_branch(service, view.goal_id, branch, git(repo, "rev-parse", branch).strip())
-    report = ns.report_path(service, view.goal_id, NIGHT)  # reports/2026-12-01.md
+        service.nightshift.record_branch(
+            view.goal_id, branch, git(repo, "rev-parse", branch).strip()
+        )
+    report = service.nightshift.report_path(view.goal_id, NIGHT)  # reports/2026-12-01.md
     report.write_text(f"# Nightshift report, night of {NIGHT}\n\nTwo branches to review.\n")
     return service, view.goal_id, repo
 
@@ -104,9 +104,9 @@ async def test_approve_asks_first_then_merges_and_the_list_updates(scene) -> Non
         await wait_for(pilot, lambda: table.row_keys() == [DOCS])
     assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) == 3
     assert (repo / "README.md").read_text() == "# project, fixed\n"
-    actions = [j.action for j in service.list_journal()]
+    actions = [j.action for j in service.journal.recent()]
     assert "nightshift approved" in actions
-    assert {i.branch: i.status for i in ns.plan_list(service, goal_id)}[FIX] == "approved"
+    assert {i.branch: i.status for i in service.nightshift.plan(goal_id)}[FIX] == "approved"
 
 
 async def test_reject_deletes_after_confirmation_and_diff_shows_the_change(scene) -> None:
@@ -129,7 +129,7 @@ async def test_reject_deletes_after_confirmation_and_diff_shows_the_change(scene
     assert git(repo, "branch", "--list", "nightshift/*").split() == [FIX]
     head = git(repo, "rev-list", "-n", "1", "main").strip()
     assert git(repo, "log", "--format=%s", head).splitlines() == ["first"]  # base untouched
-    assert "nightshift rejected" in [j.action for j in service.list_journal()]
+    assert "nightshift rejected" in [j.action for j in service.journal.recent()]
 
 
 def test_reports_screen_with_branches_snapshot(utc, snap_compare, monkeypatch) -> None:

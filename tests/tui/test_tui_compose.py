@@ -16,7 +16,6 @@ import pytest
 
 from goalsui.domain.replies import reply_key
 from goalsui.service import Service
-from goalsui.service.conversations import create_reply
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import ThreadsScreen
 from tests.base_kit import FakeClock
@@ -55,7 +54,7 @@ async def test_typing_and_enter_post_and_the_reply_appears(
     tmp_path: Path, clock: FakeClock, template: Path
 ) -> None:
     service = demo_with_agent(tmp_path, clock, template, "echo")
-    thread = service.find_thread("Visa application")
+    thread = service.threads.find("Visa application")
     assert thread is not None
     try:
         app = make_app(service, scheduler=True, watch=False, clock=clock)
@@ -66,7 +65,7 @@ async def test_typing_and_enter_post_and_the_reply_appears(
             await pilot.press(*keys_for("when is my appointment"), "enter")
             await wait_for(
                 pilot,
-                lambda: any(m.role == "user" for m in service.messages(thread.id)),
+                lambda: any(m.role == "user" for m in service.threads.messages(thread.id)),
                 what="the message posted",
             )
             await wait_for(
@@ -78,7 +77,9 @@ async def test_typing_and_enter_post_and_the_reply_appears(
             text = screen_text(app)
             assert "Reply to: when is my appointment" in text  # its provenance
             assert app.screen.query_one("#compose-input").value == ""
-        replies = [m for m in service.messages(thread.id) if m.role == "assistant" and m.run_id]
+        replies = [
+            m for m in service.threads.messages(thread.id) if m.role == "assistant" and m.run_id
+        ]
         assert [m.content.strip() for m in replies][-1:] == [
             "Stand-in reply to: when is my appointment"
         ]
@@ -90,7 +91,7 @@ async def test_a_running_reply_shows_and_ctrl_x_cancels_it(
     tmp_path: Path, clock: FakeClock, template: Path
 ) -> None:
     service = demo_with_agent(tmp_path, clock, template, "slow")
-    thread = service.find_thread("Visa application")
+    thread = service.threads.find("Visa application")
     assert thread is not None
     try:
         app = make_app(service, scheduler=True, watch=False, clock=clock)
@@ -104,18 +105,18 @@ async def test_a_running_reply_shows_and_ctrl_x_cancels_it(
             await wait_for(
                 pilot, lambda: "replying" not in screen_text(app), timeout=60, what="cancelled"
             )
-            said = [m for m in service.messages(thread.id) if m.role == "user"][-1]
+            said = [m for m in service.threads.messages(thread.id) if m.role == "user"][-1]
             assert said.content == "take your time"
-            reply = service.list_intents(thread_id=thread.id)
+            reply = service.intents.list(thread_id=thread.id)
             [intent] = [i for i in reply if i.operation_key == reply_key(said.id)]
             assert intent.status == "cancelled"
             await wait_for(
                 pilot,
-                lambda: [r.status for r in service.list_runs(intent_id=intent.id)] == ["cancelled"],
+                lambda: [r.status for r in service.runs.list(intent_id=intent.id)] == ["cancelled"],
                 timeout=30,
                 what="the run stopped",
             )
-        assert not [m for m in service.messages(thread.id) if m.intent_id == intent.id]
+        assert not [m for m in service.threads.messages(thread.id) if m.intent_id == intent.id]
     finally:
         service.close()
 
@@ -145,11 +146,11 @@ def conversation(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Service, Fak
     shutil.rmtree(ROOT, ignore_errors=True)
     clock = FakeClock(NOW - timedelta(minutes=6))
     service = open_demo(ROOT / "kb", ROOT / "state", clock)
-    thread = service.find_thread("Visa application")
+    thread = service.threads.find("Visa application")
     assert thread is not None
-    service.post_message("Did the consulate answer about the lease?", thread_id=thread.id)
+    service.threads.post("Did the consulate answer about the lease?", thread_id=thread.id)
     clock.advance(minutes=1)
-    service.post_message(
+    service.threads.post(
         "Yes: they accept a signed lease of at least 12 months. Bring the original and a "
         "copy; the appointment stays on Friday 10:40.",
         thread_id=thread.id,
@@ -158,8 +159,8 @@ def conversation(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Service, Fak
     )
     clock.advance(minutes=4)
     text = "Then add 'print the lease' to my list."
-    said = service.post_message(text, thread_id=thread.id)
-    intent = create_reply(service, thread.id, said.id, text)  # type: ignore[arg-type]
+    said = service.threads.post(text, thread_id=thread.id)
+    intent = service.threads.create_reply(thread.id, said.id, text)  # type: ignore[arg-type]
     from goalsui.store.models import Intent
 
     with service.store.write() as s:  # shown as running, as while the scheduler runs it

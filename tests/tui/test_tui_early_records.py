@@ -29,15 +29,15 @@ def busy_history(demo: Service, clock: FakeClock) -> None:
     add_run(demo, flaky, "failed", now - timedelta(minutes=2), output="boom", exit_code=1)
     add_run(demo, flaky, "timeout", now - timedelta(hours=30))  # outside the window
     dismissed = add_run(demo, flaky, "failed", now - timedelta(minutes=9))
-    demo.dismiss_run(dismissed)
+    demo.runs.dismiss(dismissed)
     add_run(demo, worker_intent(demo, NIGHT, "scout"), "running", now - timedelta(seconds=20))
 
 
 def test_early_records_are_the_services_records(demo: Service, clock: FakeClock) -> None:
     busy_history(demo, clock)
-    thread = next(t for t in demo.list_threads() if t.worker is None)  # not a home thread
-    first_todo = demo.list_todos(thread.id)[0]  # type: ignore[arg-type]
-    demo.complete_todo(thread.id, first_todo.id)  # type: ignore[arg-type]
+    thread = next(t for t in demo.threads.list() if t.worker is None)  # not a home thread
+    first_todo = demo.todos.list(thread.id)[0]  # type: ignore[arg-type]
+    demo.todos.complete(thread.id, first_todo.id)  # type: ignore[arg-type]
     full = load_dashboard(demo, clock())
     path = sqlite_file(demo.kb.root, demo.db_url, None)
     assert path is not None and path.is_file()

@@ -54,10 +54,10 @@ def test_stamp_gate_lets_a_change_through_and_looks_again_after_a_while() -> Non
 
 
 def test_change_stamp_moves_with_a_write_and_only_then(demo: Service) -> None:
-    first = demo.change_stamp()
-    assert first is not None and first == demo.change_stamp()
-    demo.create_thread("a change")
-    assert demo.change_stamp() != first
+    first = demo.overview.change_stamp()
+    assert first is not None and first == demo.overview.change_stamp()
+    demo.threads.create("a change")
+    assert demo.overview.change_stamp() != first
 
 
 async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -> None:
@@ -84,7 +84,7 @@ async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -
         assert timeline._update_count == updates  # the table was not invalidated as a whole
         assert app.dashboard is dash and app._refresh_timer is None  # nothing re-read
         assert "refreshed 0s ago" in status.render_info().plain
-        demo.create_thread("now something changed")  # another write: the stamp moves
+        demo.threads.create("now something changed")  # another write: the stamp moves
         app._poll_and_tick()
         await settle(app, pilot)
         assert app.dashboard is not dash

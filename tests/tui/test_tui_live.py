@@ -139,7 +139,7 @@ async def test_definition_edit_replans_the_countdown(demo: Service, clock) -> No
         definition.write_text(definition.read_text().replace("every: 1m", "every: 5m"))
         await wait_for(pilot, lambda: "in 5m00s" in label(node), what="re-planned countdown")
         assert "every 5m" in label(node)
-        assert demo.get_intent(intent_id).schedule == "5m"
+        assert demo.intents.get(intent_id).schedule == "5m"
 
 
 async def test_broken_yaml_shows_a_badge_and_keeps_the_last_good_version(
@@ -158,7 +158,7 @@ async def test_broken_yaml_shows_a_badge_and_keeps_the_last_good_version(
         assert toasts, "a notification names the file"
         message = toasts[-1].message
         assert "demo-pulse-05c0f5ca/workers/flaky/definition.yaml" in message and ":" in message
-        intent = demo.get_intent(intent_id)
+        intent = demo.intents.get(intent_id)
         assert (
             intent.status == "active" and intent.schedule == "1m"
         )  # the last good version runs on

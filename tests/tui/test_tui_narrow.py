@@ -146,5 +146,5 @@ async def test_runs_screen_lists_newest_first_filters_and_retries(demo, clock) -
         assert "flaky" in screen_text(app)
         await pilot.press("R")
         await settle(app, pilot)
-        intent = demo.get_intent(flaky)
+        intent = demo.intents.get(flaky)
         assert intent.pending_trigger == "retry" and intent.next_run_at <= clock()

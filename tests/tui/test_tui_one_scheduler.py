@@ -24,7 +24,7 @@ async def test_console_watches_while_a_daemon_serves_the_kb(empty_kb: Path, tmp_
     daemon = daemon_on(empty_kb, state)
     service = Service.open(empty_kb, None, state, actor="operator")
     try:
-        [info] = service.live_schedulers()
+        [info] = service.schedulers.live()
         assert (info.pid, info.kind) == (daemon.pid, "daemon")
         app = make_app(service, scheduler=True, watch=False)
         async with app.run_test(size=(160, 48)) as pilot:
@@ -49,7 +49,7 @@ async def test_console_watches_while_a_daemon_serves_the_kb(empty_kb: Path, tmp_
     # once the daemon has stopped, its registration is gone and a console schedules again
     service = Service.open(empty_kb, None, state, actor="operator")
     try:
-        assert service.live_schedulers() == []
+        assert service.schedulers.live() == []
         app = make_app(service, scheduler=True, watch=False)
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(app, pilot)
@@ -64,9 +64,9 @@ def test_a_killed_daemon_leaves_no_live_registration(empty_kb: Path, tmp_path: P
     daemon = daemon_on(empty_kb, state)
     service = Service.open(empty_kb, None, state)
     try:
-        assert [s.pid for s in service.live_schedulers()] == [daemon.pid]
+        assert [s.pid for s in service.schedulers.live()] == [daemon.pid]
         daemon.kill()  # SIGKILL: its file stays, its lock goes with the process
-        wait_until(lambda: service.live_schedulers() == [], 10)
+        wait_until(lambda: service.schedulers.live() == [], 10)
         assert list((state / "schedulers").glob("*.json"))  # the leftover is ignored
     finally:
         service.close()

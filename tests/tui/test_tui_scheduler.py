@@ -23,7 +23,7 @@ timeout: 5m
 def demo(tmp_path: Path, clock, template: Path) -> Service:  # type: ignore[no-untyped-def]
     service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
     (service.kb.root / PULSE / "workers" / "flaky" / "definition.yaml").write_text(SLOW)
-    service.sync_kb([PULSE])
+    service.index.sync([PULSE])
     yield service
     service.close()
 
@@ -66,10 +66,10 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
         await settle(app, pilot)
         await pilot.press("y")
         await wait_for(pilot, lambda: not app.is_running, timeout=30, what="exit")
-    runs = demo.list_runs(intent_id=intent_id)
+    runs = demo.runs.list(intent_id=intent_id)
     assert runs and runs[0].status in ("cancelled", "interrupted", "failed")
     assert runs[0].finished_at is not None
-    assert demo.get_intent(intent_id).status != "firing"
+    assert demo.intents.get(intent_id).status != "firing"
 
 
 async def test_x_stops_the_running_run_and_the_schedule_goes_on(demo: Service, clock) -> None:
@@ -93,15 +93,15 @@ async def test_x_stops_the_running_run_and_the_schedule_goes_on(demo: Service, c
         await pilot.press("y")
         await wait_for(
             pilot,
-            lambda: demo.list_runs(intent_id=intent_id)[0].status == "cancelled",
+            lambda: demo.runs.list(intent_id=intent_id)[0].status == "cancelled",
             timeout=30,
             what="the run recorded cancelled",
         )
-        run = demo.list_runs(intent_id=intent_id)[0]
+        run = demo.runs.list(intent_id=intent_id)[0]
         assert run.finished_at is not None and "stopped by the operator" in (run.reason or "")
         await wait_for(
-            pilot, lambda: demo.get_intent(intent_id).status == "active", what="intent active"
+            pilot, lambda: demo.intents.get(intent_id).status == "active", what="intent active"
         )
-        intent = demo.get_intent(intent_id)
+        intent = demo.intents.get(intent_id)
         assert intent.next_run_at is not None and intent.pending_trigger is None
-        assert "stop requested" in " ".join(j.action for j in demo.list_journal())
+        assert "stop requested" in " ".join(j.action for j in demo.journal.recent())

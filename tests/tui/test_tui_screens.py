@@ -64,27 +64,27 @@ async def test_failures_screen_one_key_each(demo: Service, clock) -> None:
         await settle(app, pilot)
         await pilot.press("p")  # resume the auto-disabled intent
         await settle(app, pilot)
-        assert demo.get_intent(flaky).status == "active"
+        assert demo.intents.get(flaky).status == "active"
         assert f"intent:{flaky}" not in table.row_keys()
 
         table.move_to_key(f"run:{missed}")
         await settle(app, pilot)
         await pilot.press("r")  # replay the missed occurrence
         await settle(app, pilot)
-        assert demo.get_intent(scout).pending_trigger == "catch-up"
-        assert demo.get_run(missed).dismissed and f"run:{missed}" not in table.row_keys()
+        assert demo.intents.get(scout).pending_trigger == "catch-up"
+        assert demo.runs.get(missed).dismissed and f"run:{missed}" not in table.row_keys()
 
         table.move_to_key(f"run:{failed}")
         await settle(app, pilot)
         await pilot.press("R")  # retry the failed run's intent
         await settle(app, pilot)
-        assert demo.get_intent(pulse).pending_trigger == "retry"
+        assert demo.intents.get(pulse).pending_trigger == "retry"
 
         table.move_to_key(f"run:{interrupted}")
         await settle(app, pilot)
         await pilot.press("d")
         await settle(app, pilot)
-        assert demo.get_run(interrupted).dismissed
+        assert demo.runs.get(interrupted).dismissed
         assert f"run:{interrupted}" not in table.row_keys()
 
         table.move_to_key(f"run:{failed}")
@@ -141,19 +141,19 @@ async def test_failures_screen_decides_runs_that_need_review(demo: Service, cloc
 
         await pilot.press("R")
         await settle(app, pilot)
-        intent = demo.get_intent(pulse)
+        intent = demo.intents.get(pulse)
         assert (intent.status, intent.pending_trigger) == ("active", "retry")
-        assert demo.get_run(retried).needs_review is False
+        assert demo.runs.get(retried).needs_review is False
         assert f"run:{retried}" not in table.row_keys()
 
         table.move_to_key(f"run:{dismissed}")
         await settle(app, pilot)
         await pilot.press("d")
         await settle(app, pilot)
-        intent = demo.get_intent(scout)
+        intent = demo.intents.get(scout)
         assert intent.status == "active" and intent.pending_trigger is None
         assert intent.next_run_at is not None and intent.next_run_at > clock.now
-        assert demo.get_run(dismissed).needs_review is False
+        assert demo.runs.get(dismissed).needs_review is False
         assert table.row_keys() == []
 
 
@@ -235,14 +235,14 @@ async def test_reports_screen_stacks_its_panes_when_narrow(demo: Service, clock)
 
 
 async def test_events_and_threads_screens_show_untrusted_text_plainly(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    intent = demo.create_intent(
+    intent = demo.intents.create(
         title="Deploy watcher", kind="event", event_source="ci", instruction="look"
     )
-    demo.emit_event(
+    demo.events.emit(
         "ci", {"ref": "main", "note": "[bold red]not markup[/] \x1b[31mred\x1b[0m"}, "delivery-1"
     )
-    thread = demo.find_thread("Visa application")
-    demo.post_message(
+    thread = demo.threads.find("Visa application")
+    demo.threads.post(
         "The consulate confirmed [link=http://evil]the slot[/link].",
         thread_id=thread.id,
         role="assistant",

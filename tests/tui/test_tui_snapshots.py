@@ -184,6 +184,6 @@ def test_kb_error_badge(scene, snap_compare) -> None:
     service, clock = scene
     definition = service.kb.root / PULSE / "workers" / "flaky" / "definition.yaml"
     definition.write_text("schedule:\n  every: 1m\n  bogus: [unclosed\n")
-    service.sync_kb([PULSE])
+    service.index.sync([PULSE])
     app = console(service, clock)
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before(f"goal/{PULSE}"))

@@ -176,7 +176,7 @@ def test_preview_reads_what_the_index_holds(demo: Service) -> None:
     quick = [
         (g.goal_id, g.name, g.status, [w.name for w in g.workers]) for g in read_goals(demo.kb.root)
     ]
-    full = [(g.goal_id, g.name, g.status, [w.name for w in g.workers]) for g in demo.list_goals()]
+    full = [(g.goal_id, g.name, g.status, [w.name for w in g.workers]) for g in demo.goals.list()]
     assert quick == full
 
 
@@ -232,7 +232,7 @@ async def test_first_frame_shows_the_kb_then_the_records(
         assert not app.service_ready and app.dashboard is not None and app.dashboard.preview
         assert app.theme == "goalsui-dark"  # built in: the theme files are read after
         assert [label(n).split("  ")[0] for n in main.goals.goal_nodes.values()] == [
-            g.name for g in demo.list_goals()
+            g.name for g in demo.goals.list()
         ]
         text = screen_text(app)
         assert "loading…" in text and "records loading…" in text

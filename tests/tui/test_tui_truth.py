@@ -42,7 +42,7 @@ async def test_filter_counts_say_how_many_of_all(demo: Service, clock) -> None:
 
 
 async def test_goal_level_intent_shows_under_its_goal_by_title(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    intent = demo.create_intent(
+    intent = demo.intents.create(
         title="Check the pulse board", instruction="look", kind="cron",
         schedule="0 9 * * *", goal_id=PULSE,
     )  # fmt: skip
@@ -139,7 +139,7 @@ async def test_d_on_the_main_screen_is_offered_only_on_a_dismissable_run(
         assert not main.check_action("dismiss", ())
         await pilot.press("d")
         await settle(app, pilot)
-        assert demo.get_intent(pulse).status == "failed"
+        assert demo.intents.get(pulse).status == "failed"
         assert f"intent:{pulse}" in failed.row_keys()
 
         failed.move_to_key(f"run:{run_id}")
@@ -147,5 +147,5 @@ async def test_d_on_the_main_screen_is_offered_only_on_a_dismissable_run(
         assert main.selection.kind == "run" and main.check_action("dismiss", ())
         await pilot.press("d")
         await settle(app, pilot)
-        assert demo.get_run(run_id).dismissed
+        assert demo.runs.get(run_id).dismissed
         assert f"run:{run_id}" not in failed.row_keys()

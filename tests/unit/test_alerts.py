@@ -36,7 +36,7 @@ def failing(service: Service, intent: Intent, failures: int) -> tuple[Intent, In
         )
         s.add(run)
         s.flush()
-    return service.get_intent(intent.id), run  # type: ignore[arg-type]
+    return service.intents.get(intent.id), run  # type: ignore[arg-type]
 
 
 def config(kb: Path, extra: str = "") -> None:
@@ -51,8 +51,8 @@ def svc(empty_kb: Path, make_service, clock) -> Service:
 
 @pytest.fixture
 def thread_intent(svc: Service) -> Intent:
-    thread = svc.create_thread("Ops")
-    return svc.create_intent(
+    thread = svc.threads.create("Ops")
+    return svc.intents.create(
         title="Nightly sync",
         instruction="sync",
         kind="cron",
@@ -73,10 +73,10 @@ async def test_alert_after_threshold_once_per_cooldown(
     assert alert.message == (
         f"intent {intent.id} (Nightly sync) failed 2 times in a row; last: run {run.id} failed: exit 1: upstream unreachable."
     )
-    messages = svc.messages(thread_intent.thread_id)
+    messages = svc.threads.messages(thread_intent.thread_id)
     assert [m.content for m in messages] == [alert.message]
     assert messages[0].provenance == "Alert about: Nightly sync"
-    journal = [j for j in svc.list_journal() if j.action == "alert"]
+    journal = [j for j in svc.journal.recent() if j.action == "alert"]
     assert (
         len(journal) == 1 and journal[0].actor == "scheduler" and journal[0].detail == alert.message
     )
@@ -89,8 +89,8 @@ async def test_alert_after_threshold_once_per_cooldown(
     intent, run = failing(svc, thread_intent, 4)
     again = await maybe_alert(svc, intent, run, auto_disabled=False)
     assert again is not None and "failed 4 times in a row" in again.message
-    assert svc.get_intent(intent.id).last_alert_at == clock.now  # type: ignore[arg-type]
-    assert len(svc.messages(thread_intent.thread_id)) == 2
+    assert svc.intents.get(intent.id).last_alert_at == clock.now  # type: ignore[arg-type]
+    assert len(svc.threads.messages(thread_intent.thread_id)) == 2
 
 
 async def test_auto_disable_always_alerts(svc: Service, thread_intent: Intent, clock) -> None:
@@ -111,12 +111,12 @@ async def test_success_never_alerts(svc: Service, thread_intent: Intent) -> None
 
 
 async def test_worker_alert_goes_to_the_goal_log(svc: Service) -> None:
-    view = svc.setup_goal(
+    view = svc.goals.create(
         "Pulse",
         "t",
         [WorkerSeed("flaky", {"schedule": {"every": "1m"}, "runner": {"command": ["false"]}})],
     )
-    intent, run = failing(svc, svc.worker_intent(view.goal_id, "flaky"), 2)
+    intent, run = failing(svc, svc.workers.intent(view.goal_id, "flaky"), 2)
     alert = await maybe_alert(svc, intent, run, auto_disabled=False)
     assert alert is not None and alert.goal_id == view.goal_id and alert.worker == "flaky"
     log = (svc.kb.goal_dir(view.goal_id) / "log" / f"{svc.now():%Y-%m-%d}.md").read_text()
@@ -134,8 +134,8 @@ async def test_alert_command_gets_the_alert_as_json(
         f'  command: ["{sys.executable}", "{SCRIPTS / "run_capture_stdin.py"}", "{out}"]\n',
     )
     svc = make_service(empty_kb, clock=clock)
-    thread = svc.create_thread("Ops")
-    intent = svc.create_intent(
+    thread = svc.threads.create("Ops")
+    intent = svc.intents.create(
         title="Sync", instruction="x", kind="cron", schedule="0 2 * * *", thread_id=thread.id
     )
     intent, run = failing(svc, intent, 2)
@@ -155,22 +155,22 @@ async def test_failing_alert_command_is_logged_not_raised(
         f'  command: ["{sys.executable}", "{SCRIPTS / "run_capture_stdin.py"}", "{tmp_path / "x"}", "7"]\n',
     )
     svc = make_service(empty_kb, clock=clock)
-    thread = svc.create_thread("Ops")
-    intent = svc.create_intent(
+    thread = svc.threads.create("Ops")
+    intent = svc.intents.create(
         title="Sync", instruction="x", kind="cron", schedule="0 2 * * *", thread_id=thread.id
     )
     intent, run = failing(svc, intent, 2)
     assert await maybe_alert(svc, intent, run, auto_disabled=False) is not None
-    failed = [j for j in svc.list_journal() if j.action == "alert command failed"]
+    failed = [j for j in svc.journal.recent() if j.action == "alert command failed"]
     assert len(failed) == 1 and failed[0].detail == "exit 7"
 
 
 def test_mark_alerted_is_a_compare_and_set(svc: Service, thread_intent: Intent, clock) -> None:
     hour = timedelta(hours=1)
-    assert svc.mark_alerted(thread_intent.id, clock.now, cooldown=hour) is True  # type: ignore[arg-type]
+    assert svc.runs.mark_alerted(thread_intent.id, clock.now, cooldown=hour) is True  # type: ignore[arg-type]
     assert (
-        svc.mark_alerted(thread_intent.id, clock.now + timedelta(minutes=59), cooldown=hour)
+        svc.runs.mark_alerted(thread_intent.id, clock.now + timedelta(minutes=59), cooldown=hour)
         is False
     )  # type: ignore[arg-type]
-    assert svc.mark_alerted(thread_intent.id, clock.now + hour, cooldown=hour) is True  # type: ignore[arg-type]
-    assert svc.mark_alerted(thread_intent.id, clock.now + hour, cooldown=None) is True  # type: ignore[arg-type]
+    assert svc.runs.mark_alerted(thread_intent.id, clock.now + hour, cooldown=hour) is True  # type: ignore[arg-type]
+    assert svc.runs.mark_alerted(thread_intent.id, clock.now + hour, cooldown=None) is True  # type: ignore[arg-type]

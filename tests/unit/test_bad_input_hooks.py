@@ -43,7 +43,7 @@ def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, Th
     root = tmp_path_factory.mktemp("fuzzhooks")
     shutil.copytree(REPO / "sample_kb", root / "kb")
     service = Service.open(root / "kb", None, root / "state", clock=FakeClock())
-    service.create_intent(title="any ci", kind="event", event_source="ci")
+    service.intents.create(title="any ci", kind="event", event_source="ci")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(CI_ENV, SECRET)
         mp.setenv(GITHUB_ENV, OTHER_SECRET)
@@ -147,7 +147,7 @@ def test_signed_deliveries_are_stored_once_when_fresh_and_well_formed(
     elif well_formed:
         assert status == 202, answer
         # stored as sent, NUL stripped (PostgreSQL cannot hold it; both engines alike)
-        assert service.get_event(answer["event_id"]).payload == strip_nul_deep(parsed)
+        assert service.events.get(answer["event_id"]).payload == strip_nul_deep(parsed)
         # Replayed as is: a duplicate, nothing more is stored.
         again, replay = post(server.port, f"/hooks/{source}", body, headers)
         assert (again, replay["event_id"]) == (409, answer["event_id"])

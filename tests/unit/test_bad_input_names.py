@@ -151,19 +151,19 @@ def names_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]
 def calls(name: str) -> list:
     """Every service entry point that takes a goal id, worker name or event source."""
     return [
-        lambda s: s.get_goal(name),
-        lambda s: s.pause_goal(name),
-        lambda s: s.delete_goal(name),
-        lambda s: s.kb_read(name, "definition.yaml"),
-        lambda s: s.kb_write(name, "notes.md", "pwned"),
-        lambda s: s.worker_intent(GOAL, name),
-        lambda s: s.run_worker_now(name, "scout"),
-        lambda s: s.run_worker_now(GOAL, name),
-        lambda s: s.update_worker(GOAL, name, timeout="5m"),
-        lambda s: s.create_intent(title="t", kind="event", event_source=name),
-        lambda s: s.create_intent(title="t", kind="heartbeat", goal_id=name),
-        lambda s: s.emit_event(name, {"x": 1}, "d-1"),
-        lambda s: s.setup_goal(
+        lambda s: s.goals.get(name),
+        lambda s: s.goals.pause(name),
+        lambda s: s.goals.delete(name),
+        lambda s: s.files.read(name, "definition.yaml"),
+        lambda s: s.files.write(name, "notes.md", "pwned"),
+        lambda s: s.workers.intent(GOAL, name),
+        lambda s: s.workers.run_now(name, "scout"),
+        lambda s: s.workers.run_now(GOAL, name),
+        lambda s: s.workers.update(GOAL, name, timeout="5m"),
+        lambda s: s.intents.create(title="t", kind="event", event_source=name),
+        lambda s: s.intents.create(title="t", kind="heartbeat", goal_id=name),
+        lambda s: s.events.emit(name, {"x": 1}, "d-1"),
+        lambda s: s.goals.create(
             "New goal", "task", [WorkerSeed(name, {"schedule": {"every": "10m"}})]
         ),
     ]
@@ -186,7 +186,7 @@ def test_service_refuses_bad_names_and_changes_nothing(names_service: Service, n
 def test_service_file_access_is_confined(names_service: Service, rel: str) -> None:
     service = names_service
     tree = tree_snapshot(service.kb.root)
-    for read in (service.kb_read, service.kb_list):
+    for read in (service.files.read, service.files.list):
         try:
             read(GOAL, rel)
         except GoalsuiError as exc:
@@ -213,7 +213,7 @@ def test_kb_write_outside_is_refused(names_service: Service, rel: str) -> None:
     outside = service.kb.root.parent / "outside"
     before_out, tree = tree_snapshot(outside), tree_snapshot(service.kb.root)
     with pytest.raises(GoalsuiError) as caught:
-        service.kb_write(GOAL, rel, "pwned\n")
+        service.files.write(GOAL, rel, "pwned\n")
     one_line(caught.value)
     assert tree_snapshot(outside) == before_out
     assert tree_snapshot(service.kb.root) == tree

@@ -15,7 +15,7 @@ from goalsui.domain.cron import next_occurrence, validate_cron
 from goalsui.domain.durations import MAX_DURATION, parse_duration
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, ScheduleError
-from goalsui.service import Service
+from goalsui.service import Service, schedule_preview
 from tests.base_kit import REPO, FakeClock
 from tests.hooks_kit import row_counts, tree_snapshot
 
@@ -279,7 +279,7 @@ def test_create_intent_refusals_change_nothing(
     service = intents_service
     rows, tree = row_counts(service), tree_snapshot(service.kb.root)
     try:
-        intent = service.create_intent(
+        intent = service.intents.create(
             title="fuzz",
             instruction="x",
             kind=kind,
@@ -308,7 +308,7 @@ def test_schedule_preview_answers_or_fails_cleanly(
     intents_service: Service, expr: str, tz: str, count: int
 ) -> None:
     try:
-        result = intents_service.schedule_preview(expr, tz=tz, count=count)
+        result = schedule_preview(expr, tz=tz, count=count, now=intents_service.now())
     except GoalsuiError as exc:
         one_line(exc)
         return

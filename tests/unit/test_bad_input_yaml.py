@@ -236,7 +236,7 @@ def live(
 
 
 def schedules_of(service: Service) -> dict:
-    return {(i.goal_id, i.worker): (i.schedule, i.status) for i in service.list_intents()}
+    return {(i.goal_id, i.worker): (i.schedule, i.status) for i in service.intents.list()}
 
 
 @pytest.mark.parametrize(("kind", "data", "reason", "line"), _cases())
@@ -265,22 +265,22 @@ def test_bad_kb_yaml_is_a_clear_error_and_changes_nothing(
         assert "\n" not in str(err) and len(str(err)) < 400
 
         # Through the service: a problem is reported, the last good schedule keeps running.
-        problems = service.sync_kb(scope)
+        problems = service.index.sync(scope)
         assert any(p.path == FILES[kind] for p in problems), problems
-        assert any(p.path == FILES[kind] for p in service.doctor())
+        assert any(p.path == FILES[kind] for p in service.index.doctor())
         assert row_counts(service) == counts
         assert schedules_of(service) == schedules
         if kind == "goal":
             with pytest.raises(GoalsuiError):
-                service.pause_goal(GOAL)  # a broken definition is never rewritten
+                service.goals.pause(GOAL)  # a broken definition is never rewritten
         if kind == "worker":
             with pytest.raises(GoalsuiError):
-                service.update_worker(GOAL, WORKER, timeout="5m")
+                service.workers.update(GOAL, WORKER, timeout="5m")
         assert tree_snapshot(service.kb.root) == tree
         assert target.read_bytes() == data
     finally:
         target.write_bytes(original)
-        service.sync_kb(scope)
+        service.index.sync(scope)
     assert schedules_of(service) == schedules
 
 

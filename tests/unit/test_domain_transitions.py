@@ -66,28 +66,31 @@ def test_refusals_never_send_in_a_circle() -> None:
 
 
 def test_service_guards_follow_the_table(service, clock) -> None:  # type: ignore[no-untyped-def]
-    at = service.create_intent(title="once", kind="at", schedule="2026-12-01T00:00:00Z")
+    at = service.intents.create(title="once", kind="at", schedule="2026-12-01T00:00:00Z")
     with service.store.write() as s:
         row = s.get(type(at), at.id)
         row.status = "done"
         s.add(row)
     with pytest.raises(Conflict) as err:
-        service.run_intent_now(at.id)
+        service.intents.run_now(at.id)
     assert "cannot be run now" in str(err.value) and "resume" not in str(err.value)
     with pytest.raises(Conflict, match="cannot be resumed"):
-        service.resume_intent(at.id)
-    assert service.cancel_intent(at.id).status == "done"  # already ended: unchanged
-    cron = service.create_intent(title="daily", kind="cron", schedule="0 9 * * *")
-    service.cancel_intent(cron.id)
+        service.intents.resume(at.id)
+    assert service.intents.cancel(at.id).status == "done"  # already ended: unchanged
+    cron = service.intents.create(title="daily", kind="cron", schedule="0 9 * * *")
+    service.intents.cancel(cron.id)
     with pytest.raises(Conflict, match="resume it first"):
-        service.retry_intent(cron.id)
-    back = service.resume_intent(cron.id)
+        service.intents.retry(cron.id)
+    back = service.intents.resume(cron.id)
     assert back.status == "active" and back.next_run_at is not None and back.last_error is None
-    assert [j.action for j in service.list_journal(3)][:2] == ["intent resumed", "intent cancelled"]
+    assert [j.action for j in service.journal.recent(3)][:2] == [
+        "intent resumed",
+        "intent cancelled",
+    ]
 
 
 def test_a_worker_removed_from_the_kb_is_not_reinstated(service) -> None:  # type: ignore[no-untyped-def]
-    goal = service.list_goals()[0]
+    goal = service.goals.list()[0]
     worker = goal.workers[0]
     with service.store.write() as s:
         from goalsui.store.models import Intent
@@ -96,4 +99,4 @@ def test_a_worker_removed_from_the_kb_is_not_reinstated(service) -> None:  # typ
         row.status, row.last_error = "cancelled", "worker removed from the KB"
         s.add(row)
     with pytest.raises(Conflict, match="restore its files"):
-        service.resume_intent(worker.intent_id)
+        service.intents.resume(worker.intent_id)

@@ -45,34 +45,6 @@ INIT = "__init__"
 CYCLES_THROUGH_ANNOTATIONS: dict[str, list[frozenset[str]]] = {
     # claim, turns and writer hold each other (parts patched in after construction)
     "scheduler": [frozenset({"alarm", "claim", "turns", "writer"})],
-    # the facade imports every aggregate; each aggregate annotates with the facade
-    "service": [
-        frozenset(
-            {
-                INIT,
-                "agents",
-                "bulk",
-                "context",
-                "costs",
-                "events",
-                "facade",
-                "files",
-                "follow_ups",
-                "goals",
-                "intents",
-                "kbindex",
-                "lifecycle",
-                "nightshift",
-                "overview",
-                "review",
-                "runner_checks",
-                "runs",
-                "threads",
-                "todos",
-                "workers",
-            }
-        )
-    ],
 }
 
 

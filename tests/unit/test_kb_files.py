@@ -99,7 +99,7 @@ def test_kb_write_is_atomic_and_keeps_modes(service: Service, sample_kb: Path) -
     script = sample_kb / GOAL / "workers" / "scout" / "tick.py"
     script.chmod(0o755)
     inode_before = script.stat().st_ino
-    service.kb_write(GOAL, "workers/scout/tick.py", "print('new')\n")
+    service.files.write(GOAL, "workers/scout/tick.py", "print('new')\n")
     assert script.read_text() == "print('new')\n"
     assert script.stat().st_ino != inode_before  # replaced, not rewritten in place
     assert stat.S_IMODE(script.stat().st_mode) == 0o755
@@ -110,12 +110,12 @@ def test_kb_write_is_atomic_and_keeps_modes(service: Service, sample_kb: Path) -
 def test_goal_log_only_grows(service: Service, sample_kb: Path, clock) -> None:
     day = clock.now.strftime("%Y-%m-%d")
     log = sample_kb / GOAL / "log" / f"{day}.md"
-    path, line = service.append_goal_log(GOAL, "first entry")
+    path, line = service.files.append_log(GOAL, "first entry")
     assert path == log and line == 1
     first = log.read_bytes()
     inode = log.stat().st_ino
     clock.advance(60)
-    path, line = service.append_goal_log(GOAL, "second entry\nwith a detail line")
+    path, line = service.files.append_log(GOAL, "second entry\nwith a detail line")
     assert line == 2
     data = log.read_bytes()
     assert data.startswith(first) and len(data) > len(first)
@@ -127,7 +127,7 @@ def test_goal_log_only_grows(service: Service, sample_kb: Path, clock) -> None:
     ]
     old = sample_kb / GOAL / "log" / "2026-11-30.md"
     before = old.read_bytes()
-    service.append_goal_log(GOAL, "today only")
+    service.files.append_log(GOAL, "today only")
     assert old.read_bytes() == before
 
 
@@ -135,7 +135,7 @@ def test_goal_log_is_not_writable_through_kb_write(service: Service, sample_kb: 
     log = sample_kb / GOAL / "log" / "2026-11-30.md"
     before = log.read_bytes()
     with pytest.raises(ValidationError, match="append-only"):
-        service.kb_write(GOAL, "log/2026-11-30.md", "rewritten history\n")
+        service.files.write(GOAL, "log/2026-11-30.md", "rewritten history\n")
     assert log.read_bytes() == before
 
 
@@ -150,9 +150,9 @@ def hand_written(sample_kb: Path) -> Path:
 def test_update_worker_keeps_comments_and_key_order(
     service: Service, hand_written: Path, clock
 ) -> None:
-    service.sync_kb()
-    before_next = service.worker_intent(GOAL, "scout").next_run_at
-    view = service.update_worker(
+    service.index.sync()
+    before_next = service.workers.intent(GOAL, "scout").next_run_at
+    view = service.workers.update(
         GOAL, "scout", schedule={"cron": "45 21 * * *", "timezone": "Europe/Berlin"}
     )
     after = hand_written.read_text()
@@ -172,7 +172,7 @@ def test_update_worker_keeps_comments_and_key_order(
 def test_update_worker_timeout_runner_and_prompt(
     service: Service, hand_written: Path, sample_kb: Path
 ) -> None:
-    service.update_worker(
+    service.workers.update(
         GOAL, "scout", timeout="2m", runner={"builtin": "report"}, prompt="# new\n"
     )
     data, text = load_yaml_mapping(hand_written)
@@ -180,7 +180,7 @@ def test_update_worker_timeout_runner_and_prompt(
     assert data["timeout"] == "2m" and data["runner"] == {"builtin": "report"}
     assert "# raised from 30s on 2026-11-30" in text and "# end of file" in text
     assert (sample_kb / GOAL / "workers" / "scout" / "prompt.md").read_text() == "# new\n"
-    intent = service.worker_intent(GOAL, "scout")
+    intent = service.workers.intent(GOAL, "scout")
     assert intent.runner == {"builtin": "report"} and intent.timeout_s == 120
 
 
@@ -201,7 +201,7 @@ def test_update_worker_refuses_a_broken_file(
     path = sample_kb / GOAL / "workers" / "scout" / "definition.yaml"
     path.write_text(broken)
     with pytest.raises(KBError) as err:
-        service.update_worker(GOAL, "scout", schedule={"every": "10m"})
+        service.workers.update(GOAL, "scout", schedule={"every": "10m"})
     assert err.value.path == f"{GOAL}/workers/scout/definition.yaml"
     assert err.value.line == line
     assert reason in err.value.reason
@@ -217,7 +217,7 @@ def test_update_worker_refuses_an_invalid_change(service: Service, hand_written:
         {"runner": {"builtin": "nope"}},
     ):
         with pytest.raises(GoalsuiError):
-            service.update_worker(GOAL, "scout", **change)
+            service.workers.update(GOAL, "scout", **change)
         assert hand_written.read_text() == HAND_WRITTEN
 
 
@@ -274,25 +274,25 @@ def break_kb(kb: Path) -> dict[str, bytes]:
 
 def test_every_problem_is_reported_with_file_and_line(sample_kb: Path, make_service) -> None:
     service = make_service(sample_kb)
-    good = service.worker_intent(GOAL, "scout")
+    good = service.workers.intent(GOAL, "scout")
     saved = break_kb(sample_kb)
-    problems = service.sync_kb()
+    problems = service.index.sync()
     found = {p.path: p for p in problems}
     assert set(found) == set(BROKEN_FILES)
     for rel, (_, line, words) in BROKEN_FILES.items():
         assert found[rel].line == line, (rel, found[rel])
         assert words in found[rel].message
-    assert {p.path for p in service.doctor()} == set(BROKEN_FILES)
+    assert {p.path for p in service.index.doctor()} == set(BROKEN_FILES)
     # the last good version keeps running; nothing was rewritten
-    kept = service.worker_intent(GOAL, "scout")
+    kept = service.workers.intent(GOAL, "scout")
     assert (kept.status, kept.schedule, kept.next_run_at) == (
         good.status,
         good.schedule,
         good.next_run_at,
     )
-    assert service.get_goal("docs-review-bfb1526f").workers
+    assert service.goals.get("docs-review-bfb1526f").workers
     assert "docs-review-bfb1526f/definition.yaml" in (
-        service.get_goal("docs-review-bfb1526f").error or ""
+        service.goals.get("docs-review-bfb1526f").error or ""
     )
     assert {rel: (sample_kb / rel).read_bytes() for rel in BROKEN_FILES} == saved
 
@@ -304,7 +304,7 @@ def test_goal_folder_with_a_bad_name_is_a_problem_not_a_crash(
     bad.mkdir()
     (bad / "definition.yaml").write_text("goal_id: Bad Name\nname: x\n")
     service = make_service(sample_kb)
-    problems = service.doctor()
+    problems = service.index.doctor()
     assert [p.path for p in problems] == ["Bad Name"]
     assert "invalid goal id" in problems[0].message
 
@@ -321,23 +321,23 @@ def test_kb_write_validates_definitions_and_refuses_broken_yaml(
         "schedule: {every: 1m}\nx: 1\n",
     ):
         with pytest.raises(KBError):
-            service.kb_write(GOAL, "workers/scout/definition.yaml", text)
+            service.files.write(GOAL, "workers/scout/definition.yaml", text)
         with pytest.raises(KBError):
-            service.kb_write(GOAL, "workers\\scout\\definition.yaml", text)
+            service.files.write(GOAL, "workers\\scout\\definition.yaml", text)
     with pytest.raises(KBError):
-        service.kb_write(GOAL, "state.yaml", "plan: [\n")
+        service.files.write(GOAL, "state.yaml", "plan: [\n")
     with pytest.raises(KBError):
-        service.kb_write(GOAL, "definition.yaml", "goal_id: other-goal\nname: x\n")
+        service.files.write(GOAL, "definition.yaml", "goal_id: other-goal\nname: x\n")
     assert path.read_bytes() == before
 
 
 def test_kb_write_of_a_worker_definition_replans(service: Service, sample_kb: Path) -> None:
-    service.kb_write(
+    service.files.write(
         GOAL,
         "workers/scout/definition.yaml",
         "schedule:\n  cron: '0 13 * * *'\n  timezone: UTC\n",
     )
-    intent = service.worker_intent(GOAL, "scout")
+    intent = service.workers.intent(GOAL, "scout")
     assert intent.schedule == "0 13 * * *"
     assert intent.next_run_at == datetime(2026, 12, 2, 13, 0, tzinfo=UTC)
 

@@ -139,29 +139,29 @@ def test_kb_read_list_write_refuse_paths_out_of_the_goal(
     before = sorted(str(p) for p in sample_kb.rglob("*"))
     for rel in TRAVERSALS:
         with pytest.raises(GoalsuiError):
-            service.kb_read(GOAL, rel)
+            service.files.read(GOAL, rel)
         if rel:
             with pytest.raises(GoalsuiError):
-                service.kb_list(GOAL, rel)
+                service.files.list(GOAL, rel)
         with pytest.raises(GoalsuiError):
-            service.kb_write(GOAL, rel, "pwned\n")
+            service.files.write(GOAL, rel, "pwned\n")
         assert_untouched(armed)
     assert sorted(str(p) for p in sample_kb.rglob("*")) == before
 
 
 def test_kb_list_hides_symlinks_that_lead_out(armed: dict, service: Service) -> None:
-    names = {entry["name"] for entry in service.kb_list(GOAL)}
+    names = {entry["name"] for entry in service.files.list(GOAL)}
     assert {"definition.yaml", "workers", "log"} <= names
     assert not names & {"link-out", "secret-link.md", "dangling-out.md"}
     assert_untouched(armed)
 
 
 def test_confined_access_still_works_inside(armed: dict, service: Service) -> None:
-    service.kb_write(GOAL, "notes/today.md", "# notes\n")
-    assert service.kb_read(GOAL, "notes/today.md") == "# notes\n"
-    assert service.kb_read(GOAL, "./notes//today.md") == "# notes\n"
-    assert [e["path"] for e in service.kb_list(GOAL, "notes")] == ["notes/today.md"]
-    assert "scout" in {e["name"] for e in service.kb_list(GOAL, "workers")}
+    service.files.write(GOAL, "notes/today.md", "# notes\n")
+    assert service.files.read(GOAL, "notes/today.md") == "# notes\n"
+    assert service.files.read(GOAL, "./notes//today.md") == "# notes\n"
+    assert [e["path"] for e in service.files.list(GOAL, "notes")] == ["notes/today.md"]
+    assert "scout" in {e["name"] for e in service.files.list(GOAL, "workers")}
     assert_untouched(armed)
 
 
@@ -199,14 +199,14 @@ def test_goal_ids_are_refused(armed: dict, service: Service) -> None:
 
 def _refuse_goal_id(service: Service, name: str) -> None:
     for call in (
-        lambda: service.get_goal(name),
-        lambda: service.kb_read(name, "definition.yaml"),
-        lambda: service.kb_list(name),
-        lambda: service.kb_write(name, "x.md", "pwned"),
-        lambda: service.pause_goal(name),
-        lambda: service.delete_goal(name),
-        lambda: service.run_worker_now(name, "scout"),
-        lambda: service.update_worker(name, "scout", prompt="pwned"),
+        lambda: service.goals.get(name),
+        lambda: service.files.read(name, "definition.yaml"),
+        lambda: service.files.list(name),
+        lambda: service.files.write(name, "x.md", "pwned"),
+        lambda: service.goals.pause(name),
+        lambda: service.goals.delete(name),
+        lambda: service.workers.run_now(name, "scout"),
+        lambda: service.workers.update(name, "scout", prompt="pwned"),
     ):
         with pytest.raises((ValidationError, NotFound)):
             call()
@@ -215,9 +215,9 @@ def _refuse_goal_id(service: Service, name: str) -> None:
 def test_worker_names_are_refused(armed: dict, service: Service) -> None:
     for name in [*BAD_NAMES, "evil"]:
         with pytest.raises((ValidationError, NotFound)):
-            service.update_worker(GOAL, name, prompt="pwned", timeout="1m")
+            service.workers.update(GOAL, name, prompt="pwned", timeout="1m")
         with pytest.raises((ValidationError, NotFound)):
-            service.run_worker_now(GOAL, name)
+            service.workers.run_now(GOAL, name)
     assert_untouched(armed)
 
 
@@ -235,20 +235,20 @@ def test_a_symlinked_definition_is_never_read(
     """A worker whose definition.yaml is a symlink out of the KB is a problem, not a read;
     the worker keeps its last good schedule."""
     service = make_service(sample_kb)
-    good = service.worker_intent(GOAL, "librarian")
+    good = service.workers.intent(GOAL, "librarian")
     wdef = sample_kb / GOAL / "workers" / "librarian" / "definition.yaml"
     wdef.unlink()
     wdef.symlink_to(outside / "secret.txt")
-    problems = service.sync_kb()
+    problems = service.index.sync()
     assert [(p.path, p.message) for p in problems] == [
         (f"{GOAL}/workers/librarian/definition.yaml", "a symlink here leads outside the KB")
     ]
-    assert [p.path for p in service.doctor()] == [f"{GOAL}/workers/librarian/definition.yaml"]
-    kept = service.worker_intent(GOAL, "librarian")
+    assert [p.path for p in service.index.doctor()] == [f"{GOAL}/workers/librarian/definition.yaml"]
+    kept = service.workers.intent(GOAL, "librarian")
     assert (kept.status, kept.next_run_at) == (good.status, good.next_run_at)
     with pytest.raises((ValidationError, KBError)):
-        service.update_worker(GOAL, "librarian", timeout="1m")
-    assert "evil-goal" not in {g.goal_id for g in service.list_goals()}
+        service.workers.update(GOAL, "librarian", timeout="1m")
+    assert "evil-goal" not in {g.goal_id for g in service.goals.list()}
     assert_untouched(armed)
 
 
@@ -257,8 +257,8 @@ def test_a_symlink_that_stays_inside_the_kb_is_followed(sample_kb: Path, make_se
     workers = sample_kb / GOAL / "workers"
     (workers / "librarian" / "definition.yaml").unlink()
     (workers / "librarian" / "definition.yaml").symlink_to(workers / "scout" / "definition.yaml")
-    assert service.sync_kb() == []
-    librarian, scout = (service.worker_intent(GOAL, w) for w in ("librarian", "scout"))
+    assert service.index.sync() == []
+    librarian, scout = (service.workers.intent(GOAL, w) for w in ("librarian", "scout"))
     assert (librarian.schedule, librarian.timezone) == (scout.schedule, scout.timezone)
 
 
@@ -267,13 +267,13 @@ def test_symlinked_workers_folder_is_not_listed(
 ) -> None:
     goal = sample_kb / "blog-drafts-c24a3db0"
     service = make_service(sample_kb)
-    good = service.worker_intent("blog-drafts-c24a3db0", "drafter")
+    good = service.workers.intent("blog-drafts-c24a3db0", "drafter")
     shutil.rmtree(goal / "workers")
     (goal / "workers").symlink_to(outside / "goal" / "workers")
     expected = [("blog-drafts-c24a3db0/workers", "a symlink here leads outside the KB")]
-    assert [(p.path, p.message) for p in service.sync_kb()] == expected
-    assert [(p.path, p.message) for p in service.doctor()] == expected
-    kept = service.worker_intent("blog-drafts-c24a3db0", "drafter")
+    assert [(p.path, p.message) for p in service.index.sync()] == expected
+    assert [(p.path, p.message) for p in service.index.doctor()] == expected
+    kept = service.workers.intent("blog-drafts-c24a3db0", "drafter")
     assert (kept.status, kept.next_run_at) == (good.status, good.next_run_at)
     assert_untouched(armed)
 
@@ -287,7 +287,7 @@ def test_symlinked_log_folder_is_not_appended_to(
     (goal / "log").rmdir()
     (goal / "log").symlink_to(outside)
     with pytest.raises(ValidationError):
-        service.append_goal_log("docs-review-bfb1526f", "hello")
+        service.files.append_log("docs-review-bfb1526f", "hello")
     assert_untouched(armed)
 
 

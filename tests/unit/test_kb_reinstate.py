@@ -20,16 +20,16 @@ def test_touching_definition_yaml_reinstates_an_ended_worker(
     kb = tmp_path / "kb"
     shutil.copytree(REPO / "sample_kb", kb)
     svc = make_service(kb)
-    intent = svc.worker_intent(PULSE, "pulse")
-    svc.cancel_intent(intent.id)
+    intent = svc.workers.intent(PULSE, "pulse")
+    svc.intents.cancel(intent.id)
     definition = kb / PULSE / "workers" / "pulse" / "definition.yaml"
     past = time.time() - 3600
     os.utime(definition, (past, past))
-    svc.sync_kb([PULSE])  # a sync alone (the file older than the end) changes nothing
-    assert svc.get_intent(intent.id).status == "cancelled"
+    svc.index.sync([PULSE])  # a sync alone (the file older than the end) changes nothing
+    assert svc.intents.get(intent.id).status == "cancelled"
     later = time.time() + 5
     os.utime(definition, (later, later))  # touch
-    svc.sync_kb([PULSE])
-    back = svc.get_intent(intent.id)
+    svc.index.sync([PULSE])
+    back = svc.intents.get(intent.id)
     assert back.status == "active" and back.next_run_at is not None
     assert back.last_error is None

@@ -44,7 +44,7 @@ def test_the_contracts_catch_a_violation(tmp_path: Path) -> None:
     shutil.copytree(
         REPO / "goalsui", tmp_path / "goalsui", ignore=shutil.ignore_patterns("__pycache__")
     )
-    service = tmp_path / "goalsui" / "service" / "facade.py"
+    service = tmp_path / "goalsui" / "service" / "api.py"
     service.write_text(service.read_text() + "\nimport textual  # noqa\n")
     common = tmp_path / "goalsui" / "cli" / "common.py"
     common.write_text(common.read_text() + "\nimport goalsui.store.db  # noqa\n")

@@ -221,7 +221,7 @@ def test_doctor_reports_an_unknown_capability(sample_kb: Path, make_service) -> 
     definition = sample_kb / "demo-pulse-05c0f5ca" / "workers" / "pulse" / "definition.yaml"
     definition.write_text(definition.read_text().replace("capabilities: []", "capabilities: [teleport]"))
     service: Service = make_service(sample_kb)
-    problems = [p for p in service.doctor() if "teleport" in p.message]
+    problems = [p for p in service.index.doctor() if "teleport" in p.message]
     assert problems and problems[0].path.endswith("pulse/definition.yaml") and problems[0].line
 
 

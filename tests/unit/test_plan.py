@@ -33,7 +33,7 @@ def update(service: Service, intent_id: int, **values: object) -> None:
 
 
 def cron(service: Service, expr: str, tz: str, title: str = "job", **kw: object) -> Intent:
-    return service.create_intent(
+    return service.intents.create(
         title=title, instruction="x", kind="cron", schedule=expr, timezone=tz, **kw
     )
 
@@ -102,7 +102,7 @@ def test_new_york_and_sydney_transitions(svc: Service, clock) -> None:
 # -- lifecycle rules ----------------------------------------------------------------------------
 def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clock) -> None:
     paused = cron(svc, "*/5 * * * *", "UTC", "paused one")
-    svc.pause_intent(paused.id)  # type: ignore[arg-type]
+    svc.intents.pause(paused.id)  # type: ignore[arg-type]
     failed = cron(svc, "*/5 * * * *", "UTC", "broken one")
     update(
         svc,
@@ -113,7 +113,7 @@ def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clo
         next_run_at=None,
     )
     done = cron(svc, "*/5 * * * *", "UTC", "cancelled one")
-    svc.cancel_intent(done.id)  # type: ignore[arg-type]
+    svc.intents.cancel(done.id)  # type: ignore[arg-type]
     items = plan(svc, clock.now, clock.now + timedelta(hours=24))
     assert fires(items) == []
     notes = [f for f in items if f.kind == "note"]
@@ -128,8 +128,8 @@ def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clo
 
 
 def test_quiet_hours_skip_and_collapse(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    thread = svc.create_thread("Inbox")
-    hb = svc.create_intent(
+    thread = svc.threads.create("Inbox")
+    hb = svc.intents.create(
         title="hb",
         instruction="look",
         kind="heartbeat",
@@ -152,8 +152,8 @@ def test_quiet_hours_skip_and_collapse(svc: Service, clock) -> None:  # type: ig
 
 
 def test_empty_checklist_heartbeat_costs_nothing(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    thread = svc.create_thread("Inbox")
-    hb = svc.create_intent(
+    thread = svc.threads.create("Inbox")
+    hb = svc.intents.create(
         title="hb",
         instruction="look",
         kind="heartbeat",
@@ -205,7 +205,7 @@ def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:
     assert items[1].rule == "cron 0 20 * * * (UTC)" and items[1].local()[11:16] == "20:00"
 
     now_one = cron(svc, "0 20 * * *", "UTC", "run me")
-    svc.run_intent_now(now_one.id)  # type: ignore[arg-type]
+    svc.intents.run_now(now_one.id)  # type: ignore[arg-type]
     items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12)), now_one.id)
     assert items[0].at == clock.now and items[0].rule == "run-now pending"
     assert items[1].local()[11:16] == "20:00"
@@ -226,7 +226,7 @@ def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:
 
 
 def test_event_intent_cooldown_note(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    ev = svc.create_intent(
+    ev = svc.intents.create(
         title="ci", instruction="x", kind="event", event_source="ci", cooldown="10m"
     )
     update(svc, ev.id, last_fired_at=clock.now - timedelta(minutes=2))
@@ -252,13 +252,13 @@ def goal_with_two_workers(svc: Service) -> tuple[str, Intent, Intent]:
             },
         )
 
-    view = svc.setup_goal(
+    view = svc.goals.create(
         "Nightshift", "t", [seed("scout", "0 20 * * *"), seed("auditor", "5 20 * * *")]
     )
     return (
         view.goal_id,
-        svc.worker_intent(view.goal_id, "scout"),
-        svc.worker_intent(view.goal_id, "auditor"),
+        svc.workers.intent(view.goal_id, "scout"),
+        svc.workers.intent(view.goal_id, "auditor"),
     )
 
 
@@ -288,8 +288,8 @@ def test_two_workers_starting_close_together_are_not_a_conflict(svc: Service, cl
 
 
 def test_an_intent_overlapping_itself_uses_timeout_then_p95(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
-    thread = svc.create_thread("Inbox")
-    hb = svc.create_intent(
+    thread = svc.threads.create("Inbox")
+    hb = svc.intents.create(
         title="poll",
         instruction="look",
         kind="heartbeat",

@@ -65,7 +65,7 @@ async def real_run(service: Service, clock, intent: Intent, at: datetime) -> Int
         row.output_path = str(outcome.output_path) if outcome.output_path else None
         row.finished_at = at + timedelta(seconds=2)
         s.add(row)
-    return service.get_run(run.id)  # type: ignore[arg-type]
+    return service.runs.get(run.id)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def svc(empty_kb: Path, make_service, clock) -> Service:
 
 @pytest.fixture
 async def night(svc: Service, clock):  # type: ignore[no-untyped-def]
-    view = svc.setup_goal(
+    view = svc.goals.create(
         "Night Crew",
         "test the report",
         [
@@ -86,11 +86,11 @@ async def night(svc: Service, clock):  # type: ignore[no-untyped-def]
             seed("reporter", {"builtin": "report"}, "30 7 * * *"),
         ],
     )
-    other = svc.setup_goal(
+    other = svc.goals.create(
         "Other Goal", "x", [seed("alpha", script("run_result.py"), "0 20 * * *")]
     )
     goal = view.goal_id
-    w = {name: svc.worker_intent(goal, name) for name in ("alpha", "beta", "gamma", "delta")}
+    w = {name: svc.workers.intent(goal, name) for name in ("alpha", "beta", "gamma", "delta")}
     runs = {
         "ok": await real_run(svc, clock, w["alpha"], NIGHT),
         "failed": await real_run(svc, clock, w["beta"], NIGHT + timedelta(hours=1)),
@@ -116,7 +116,7 @@ async def night(svc: Service, clock):  # type: ignore[no-untyped-def]
     before = record(
         svc, w["alpha"], "ok", NIGHT - timedelta(days=1, hours=2)
     )  # the night before: not in it
-    elsewhere = record(svc, svc.worker_intent(other.goal_id, "alpha"), "failed", NIGHT)
+    elsewhere = record(svc, svc.workers.intent(other.goal_id, "alpha"), "failed", NIGHT)
     clock.set(MORNING)
     return {"goal": goal, "runs": runs, "excluded": [before.id, elsewhere.id]}
 
@@ -280,7 +280,7 @@ async def test_a_late_reporter_reports_the_night_it_was_due_for(svc: Service, ni
     """The reporter due at 07:30 but run at 13:00 (after the night turned over at noon)
     still reports the night of the 2nd, up to its end."""
     goal = night["goal"]
-    reporter = svc.worker_intent(goal, "beta")
+    reporter = svc.workers.intent(goal, "beta")
     late = MORNING + timedelta(hours=5, minutes=30)
     own = record(svc, reporter, "running", late, planned_at=MORNING, finished_at=None)
     report = compile_report(svc, goal, None, late, exclude_run_id=own.id, write=False)
@@ -331,7 +331,7 @@ async def test_report_cli_only_reads_and_its_window_runs_to_now(
     svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
 ) -> None:
     goal = night["goal"]
-    beta = svc.worker_intent(goal, "beta")
+    beta = svc.workers.intent(goal, "beta")
     real_now = datetime.now(UTC)
     # in the night under way (it began at the last noon in Berlin): an hour ago, or less
     begun = night_window(night_of(real_now, "Europe/Berlin"), "Europe/Berlin")[0]

@@ -63,7 +63,7 @@ async def drive_night(service: Service, clock, until: datetime) -> list[tuple[st
     done: list[tuple[str, int, str]] = []
     while True:
         due = [
-            i for i in service.list_intents(goal_id=GOAL) if i.status == "active" and i.next_run_at
+            i for i in service.intents.list(goal_id=GOAL) if i.status == "active" and i.next_run_at
         ]
         intent = min(due, key=lambda i: i.next_run_at)
         if intent.next_run_at > until:
@@ -108,7 +108,7 @@ async def test_sample_nightshift_night_produces_the_morning_report(service: Serv
     assert (goal_dir / "reports" / ".snapshots" / "2026-12-02" / "state.yaml").is_file()
     # The reporter's summary is delivered like any result: outbox, goal log, goal message.
     reporter_run = done[-1][1]
-    summary = next(m for m in service.messages(goal_id=GOAL) if m.run_id == reporter_run)
+    summary = next(m for m in service.threads.messages(goal_id=GOAL) if m.run_id == reporter_run)
     assert summary.provenance == "Came back about: Nightshift / reporter"
     assert summary.content.startswith("Nightshift report, night of 2026-12-02: 5 runs:")
     assert "Report: reports/2026-12-02.md" in summary.content
@@ -131,7 +131,7 @@ async def test_second_night_diffs_state_against_the_first_snapshot(service: Serv
     # Only the second night's runs are in the second report.
     first_night_ids = {
         r.id
-        for r in service.list_runs(limit=100)
+        for r in service.runs.list(limit=100)
         if r.started_at < datetime(2026, 12, 3, 11, tzinfo=UTC)
     }
     timeline = text[text.index("## Timeline") : text.index("## Findings")]
@@ -143,16 +143,16 @@ async def test_night_through_the_scheduler_tick(service: Service, clock) -> None
     """The same night driven by the real scheduler (claim, run record, run_turn, completion)."""
     from goalsui.scheduler.loop import Scheduler
 
-    for goal in service.list_goals():
+    for goal in service.goals.list():
         if goal.goal_id != GOAL:
-            service.pause_goal(goal.goal_id)
+            service.goals.pause(goal.goal_id)
     scheduler = Scheduler(service, clock=clock, grace_seconds=1)
     morning = datetime(2026, 12, 3, 6, 31, tzinfo=UTC)
     try:
         while True:
             due = [
                 i.next_run_at
-                for i in service.list_intents(goal_id=GOAL)
+                for i in service.intents.list(goal_id=GOAL)
                 if i.status == "active" and i.next_run_at
             ]
             if min(due) > morning:
@@ -163,10 +163,10 @@ async def test_night_through_the_scheduler_tick(service: Service, clock) -> None
     finally:
         await scheduler.stop()
     runs = sorted(
-        (r for i in service.list_intents(goal_id=GOAL) for r in service.list_runs(intent_id=i.id)),
+        (r for i in service.intents.list(goal_id=GOAL) for r in service.runs.list(intent_id=i.id)),
         key=lambda r: r.started_at,
     )
-    names = {i.id: i.worker for i in service.list_intents(goal_id=GOAL)}
+    names = {i.id: i.worker for i in service.intents.list(goal_id=GOAL)}
     assert [names[r.intent_id] for r in runs] == [*WORKERS, "reporter"]
     assert all(r.status in ("ok", "silent") for r in runs), [
         (names[r.intent_id], r.status, r.reason) for r in runs

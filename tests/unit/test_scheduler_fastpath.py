@@ -94,7 +94,7 @@ def test_compare_and_set_misses_a_row_that_moved(empty_kb, make_service, clock: 
             clock.now,
         )
     assert hit == 1
-    got = {i.id: i for i in svc.list_intents()}
+    got = {i.id: i for i in svc.intents.list()}
     assert (got[a].status, got[a].lease_owner, got[a].attempts) == ("firing", "me", 1)
     assert got[a].lease_until == clock.now + timedelta(seconds=30)
     assert (got[b].status, got[b].lease_owner, got[b].attempts) == ("active", None, 0)
@@ -119,7 +119,7 @@ def test_grouped_compare_and_set_still_misses_the_row_that_moved(
     with svc.store.engine.begin() as conn:
         hit = sqlite_hot.cas(sqlite_hot.cursor(conn), rows, clock.now, clock.now)
     assert hit == 4
-    got = {i.id: i for i in svc.list_intents()}
+    got = {i.id: i for i in svc.intents.list()}
     assert [got[i].status for i in ids] == ["firing"] * 4 + ["active", "paused"]
     assert {got[i].lease_until for i in ids[:4]} == {clock.now + timedelta(seconds=30)}
     assert [got[i].attempts for i in ids] == [1, 1, 1, 1, 0, 0]
@@ -135,7 +135,7 @@ def test_grouped_compare_and_set_still_misses_the_row_that_moved(
     updates = [(ids[0], done), (ids[1], done), (ids[3], done), (ids[2], retry)]
     with svc.store.engine.begin() as conn:
         sqlite_hot.update_after(sqlite_hot.cursor(conn), cols, updates, "me")
-    got = {i.id: i for i in svc.list_intents()}
+    got = {i.id: i for i in svc.intents.list()}
     assert [(got[i].status, got[i].lease_owner) for i in ids[:4]] == [
         ("done", None),
         ("done", None),
@@ -184,13 +184,13 @@ def test_batches_bigger_than_a_statement_chunk(empty_kb, make_service, clock: Fa
         decide=lambda row, c: decide_after(row, c, now + timedelta(seconds=1), svc.config()),
     )
     assert len(done) == n and all(r.recorded and r.applied for r in done)
-    runs = svc.list_runs(limit=10 * n)
+    runs = svc.runs.list(limit=10 * n)
     assert len(runs) == n and len({r.intent_id for r in runs}) == n
     by_status = {s: [r for r in runs if r.status == s] for s in ("ok", "failed")}
     assert len(by_status["ok"]) == n // 2 and len(by_status["failed"]) == n - n // 2
     assert all(r.finished_at == now + timedelta(seconds=1) for r in runs)
     assert {r.reason for r in by_status["failed"]} == {"boom 'x'"}
-    intents = {i.id: i for i in svc.list_intents()}
+    intents = {i.id: i for i in svc.intents.list()}
     assert {intents[r.intent_id].status for r in by_status["ok"]} == {"done"}
     retry = [intents[r.intent_id] for r in by_status["failed"]]
     assert {(i.status, i.pending_trigger, i.lease_owner) for i in retry} == {
@@ -213,7 +213,7 @@ def test_a_completion_leaves_an_intent_it_no_longer_owns(empty_kb, make_service,
         decide=lambda row: decide_claim(row, now),
     )
     (item,) = res.fired
-    svc.cancel_intent(intent_id)
+    svc.intents.cancel(intent_id)
     (done,) = claims.complete_runs(
         svc.store.engine,
         owner="me",
@@ -222,7 +222,7 @@ def test_a_completion_leaves_an_intent_it_no_longer_owns(empty_kb, make_service,
         decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert done.recorded and not done.applied
-    intent = svc.get_intent(intent_id)
+    intent = svc.intents.get(intent_id)
     assert (intent.status, intent.lease_owner, intent.consecutive_failures) == (
         "cancelled",
         None,

@@ -61,5 +61,5 @@ def test_build_fills_defaults_and_can_be_stored(service):
         s.flush()
         run.intent_id = intent.id
         s.add(run)
-    assert service.get_intent(intent.id).title == "t"
-    assert service.get_run(run.id).status == "ok"
+    assert service.intents.get(intent.id).title == "t"
+    assert service.runs.get(run.id).status == "ok"

@@ -20,7 +20,7 @@ def cron(service: Service, **kw):
         "kind": "cron",
         "schedule": "0 16 * * 5",
     }
-    return service.create_intent(**{**args, **kw})
+    return service.intents.create(**{**args, **kw})
 
 
 def test_create_cron_in_a_timezone(service: Service) -> None:
@@ -28,22 +28,22 @@ def test_create_cron_in_a_timezone(service: Service) -> None:
     assert intent.status == "active" and intent.kind == "cron"
     assert intent.timezone == "Europe/Berlin"
     assert intent.next_run_at == datetime(2026, 12, 4, 15, 0, tzinfo=UTC)  # 16:00 CET
-    assert service.get_intent(intent.id).next_run_at == intent.next_run_at
+    assert service.intents.get(intent.id).next_run_at == intent.next_run_at
     assert cron(service, title="utc").next_run_at == datetime(2026, 12, 4, 16, 0, tzinfo=UTC)
 
 
 def test_create_other_kinds(service: Service) -> None:
-    at = service.create_intent(title="once", kind="at", schedule="2026-12-24T18:00:00+01:00")
+    at = service.intents.create(title="once", kind="at", schedule="2026-12-24T18:00:00+01:00")
     assert at.next_run_at == datetime(2026, 12, 24, 17, 0, tzinfo=UTC) and at.timezone == "UTC"
-    local = service.create_intent(
+    local = service.intents.create(
         title="once", kind="at", schedule="2026-12-24 18:00", timezone="America/New_York"
     )
     assert local.next_run_at == datetime(2026, 12, 24, 23, 0, tzinfo=UTC)
-    beat = service.create_intent(
+    beat = service.intents.create(
         title="beat", kind="heartbeat", schedule="30m", checklist="- [ ] x"
     )
     assert beat.next_run_at == NOW + timedelta(minutes=30)
-    ev = service.create_intent(
+    ev = service.intents.create(
         title="ci", kind="event", event_source="ci", event_filter={"ref": "main"}, cooldown="5m"
     )
     assert ev.next_run_at is None and ev.cooldown_s == 300 and ev.event_filter == {"ref": "main"}
@@ -76,34 +76,34 @@ INVALID = [
 
 
 def test_invalid_intents_are_refused_and_nothing_is_stored(service: Service) -> None:
-    before = len(service.list_intents())
+    before = len(service.intents.list())
     for kw, error, words in INVALID:
         with pytest.raises(error, match=words):
             cron(service, **kw)
-    assert len(service.list_intents()) == before
+    assert len(service.intents.list()) == before
 
 
 def test_private_thread_refuses_intents(service: Service) -> None:
-    private = service.create_thread("Taxes", private=True)
-    before = len(service.list_intents())
+    private = service.threads.create("Taxes", private=True)
+    before = len(service.intents.list())
     with pytest.raises(ValidationError, match=f"thread {private.id} is private"):
         cron(service, thread_id=private.id, operation_key="tax-reminder")
-    assert len(service.list_intents()) == before
-    public = service.create_thread("Visa")
+    assert len(service.intents.list()) == before
+    public = service.threads.create("Visa")
     assert cron(service, thread_id=public.id).thread_id == public.id
 
 
 def test_pause_resume_plans_from_now(service: Service, clock) -> None:
     intent = cron(service, schedule="0 9 * * *")
     assert intent.next_run_at == datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
-    assert service.pause_intent(intent.id).status == "paused"
-    assert service.pause_intent(intent.id).status == "paused"  # idempotent
+    assert service.intents.pause(intent.id).status == "paused"
+    assert service.intents.pause(intent.id).status == "paused"  # idempotent
     clock.advance(days=5)  # five 09:00 occurrences pass while paused
-    resumed = service.resume_intent(intent.id)
+    resumed = service.intents.resume(intent.id)
     assert resumed.status == "active"
     assert resumed.next_run_at == datetime(2026, 12, 8, 9, 0, tzinfo=UTC)  # no catch-up storm
     with pytest.raises(Conflict):
-        service.resume_intent(intent.id)  # not paused
+        service.intents.resume(intent.id)  # not paused
 
 
 def test_resume_failed_resets_failures(service: Service) -> None:
@@ -112,31 +112,31 @@ def test_resume_failed_resets_failures(service: Service) -> None:
         row = s.get(type(intent), intent.id)
         row.status, row.consecutive_failures, row.last_error = "failed", 5, "exit 1"
         s.add(row)
-    resumed = service.resume_intent(intent.id)
+    resumed = service.intents.resume(intent.id)
     assert (resumed.status, resumed.consecutive_failures) == ("active", 0)
 
 
 def test_cancel_and_run_now(service: Service, clock) -> None:
     intent = cron(service)
-    due = service.run_intent_now(intent.id)
+    due = service.intents.run_now(intent.id)
     assert due.next_run_at == clock.now and due.pending_trigger == "run-now"
-    cancelled = service.cancel_intent(intent.id)
+    cancelled = service.intents.cancel(intent.id)
     assert cancelled.status == "cancelled" and cancelled.next_run_at is None
-    for action in (service.pause_intent, service.run_intent_now):
+    for action in (service.intents.pause, service.intents.run_now):
         with pytest.raises(Conflict):
             action(intent.id)
     # an ended schedule is reinstated by resume, planned from now (issue 19)
-    reinstated = service.resume_intent(intent.id)
+    reinstated = service.intents.resume(intent.id)
     assert reinstated.status == "active" and reinstated.next_run_at > clock.now
     paused = cron(service, title="paused")
-    service.pause_intent(paused.id)
+    service.intents.pause(paused.id)
     with pytest.raises(Conflict, match="resume it first"):
-        service.run_intent_now(paused.id)
+        service.intents.run_now(paused.id)
     for action in (
-        service.pause_intent,
-        service.resume_intent,
-        service.cancel_intent,
-        service.run_intent_now,
+        service.intents.pause,
+        service.intents.resume,
+        service.intents.cancel,
+        service.intents.run_now,
     ):
         with pytest.raises(NotFound):
             action(4242)
@@ -148,8 +148,8 @@ def test_run_now_while_firing_records_an_overlap_skip(service: Service) -> None:
         row = s.get(type(intent), intent.id)
         row.status = "firing"
         s.add(row)
-    service.run_intent_now(intent.id)
-    runs = service.list_runs(intent_id=intent.id)
+    service.intents.run_now(intent.id)
+    runs = service.runs.list(intent_id=intent.id)
     assert [(r.trigger, r.status, r.reason) for r in runs] == [("run-now", "skipped", "overlap")]
 
 
@@ -170,13 +170,13 @@ def test_run_listing(service: Service, clock) -> None:
                     exit_code=1 if status == "failed" else 0,
                 )
             )
-    runs = service.list_runs()
+    runs = service.runs.list()
     assert [r.status for r in runs] == list(reversed(statuses))  # newest first
-    assert [r.status for r in service.list_runs(failed=True)] == ["missed", "timeout", "failed"]
-    assert {r.intent_id for r in service.list_runs(intent_id=a.id)} == {a.id}
-    assert len(service.list_runs(limit=2)) == 2
+    assert [r.status for r in service.runs.list(failed=True)] == ["missed", "timeout", "failed"]
+    assert {r.intent_id for r in service.runs.list(intent_id=a.id)} == {a.id}
+    assert len(service.runs.list(limit=2)) == 2
     with pytest.raises(ValidationError):
-        service.list_runs(limit=0)
+        service.runs.list(limit=0)
 
 
 def test_schedule_preview_has_utc_offsets_across_dst() -> None:
@@ -199,10 +199,10 @@ def test_schedule_preview_has_utc_offsets_across_dst() -> None:
 
 
 def test_schedule_preview_from_now(service: Service) -> None:
-    result = service.schedule_preview("0 * * * *", count=2)
+    result = schedule_preview("0 * * * *", count=2, now=service.now())
     assert result["occurrences"] == ["2026-12-02T13:00:00+00:00", "2026-12-02T14:00:00+00:00"]
     for kw in ({"count": 0}, {"count": 5000}, {"tz": "Nowhere/City"}, {"start": "soon"}):
         with pytest.raises(ValidationError):
-            service.schedule_preview("0 * * * *", **kw)
+            schedule_preview("0 * * * *", now=service.now(), **kw)
     with pytest.raises(ValidationError):
-        service.schedule_preview("every day")
+        schedule_preview("every day")

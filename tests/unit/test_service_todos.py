@@ -10,67 +10,67 @@ from goalsui.service import Service
 
 @pytest.fixture
 def thread_id(service: Service) -> int:
-    return service.create_thread("Visa application").id  # type: ignore[return-value]
+    return service.threads.create("Visa application").id  # type: ignore[return-value]
 
 
 def revision(service: Service, thread_id: int) -> int:
-    return service.get_thread(thread_id).revision
+    return service.threads.get(thread_id).revision
 
 
 def test_threads(service: Service) -> None:
-    a = service.create_thread("  Visa   application ")
-    b = service.create_thread("Taxes", private=True)
+    a = service.threads.create("  Visa   application ")
+    b = service.threads.create("Taxes", private=True)
     assert a.title == "Visa application" and not a.private and a.revision == 0
     assert b.private
-    assert [t.id for t in service.list_threads() if t.goal_id is None] == [a.id, b.id]
-    assert service.get_thread(b.id).title == "Taxes"
-    assert service.find_thread("Taxes").id == b.id
+    assert [t.id for t in service.threads.list() if t.goal_id is None] == [a.id, b.id]
+    assert service.threads.get(b.id).title == "Taxes"
+    assert service.threads.find("Taxes").id == b.id
     for bad in ("", "   ", "x" * 201):
         with pytest.raises(ValidationError):
-            service.create_thread(bad)
+            service.threads.create(bad)
     with pytest.raises(NotFound):
-        service.get_thread(999)
+        service.threads.get(999)
 
 
 def test_add_complete_reopen_and_order(service: Service, thread_id: int) -> None:
-    a = service.add_todo(thread_id, "book appointment")
-    b = service.add_todo(thread_id, "passport photos")
-    c = service.add_todo(thread_id, "employment letter")
+    a = service.todos.add(thread_id, "book appointment")
+    b = service.todos.add(thread_id, "passport photos")
+    c = service.todos.add(thread_id, "employment letter")
     assert [t.position for t in (a, b, c)] == [1, 2, 3]
     assert revision(service, thread_id) == 3
-    done = service.complete_todo(thread_id, a.id)
+    done = service.todos.complete(thread_id, a.id)
     assert done.done and done.completed_at == service.now()
     # open items first (by position), then done ones
-    assert [t.text for t in service.list_todos(thread_id)] == [
+    assert [t.text for t in service.todos.list(thread_id)] == [
         "passport photos",
         "employment letter",
         "book appointment",
     ]
-    assert [t.id for t in service.list_todos(thread_id, include_done=False)] == [b.id, c.id]
+    assert [t.id for t in service.todos.list(thread_id, include_done=False)] == [b.id, c.id]
     assert revision(service, thread_id) == 4
-    reopened = service.reopen_todo(thread_id, a.id)
+    reopened = service.todos.reopen(thread_id, a.id)
     assert not reopened.done and reopened.completed_at is None
-    assert [t.id for t in service.list_todos(thread_id)] == [a.id, b.id, c.id]
+    assert [t.id for t in service.todos.list(thread_id)] == [a.id, b.id, c.id]
     assert revision(service, thread_id) == 5
 
 
 def test_expected_revision_conflict_changes_nothing(service: Service, thread_id: int) -> None:
-    a = service.add_todo(thread_id, "one")
+    a = service.todos.add(thread_id, "one")
     seen = revision(service, thread_id)
-    service.add_todo(thread_id, "two", expected_revision=seen)  # matches: accepted
+    service.todos.add(thread_id, "two", expected_revision=seen)  # matches: accepted
     with pytest.raises(Conflict, match="revision"):
-        service.complete_todo(thread_id, a.id, expected_revision=seen)  # stale
+        service.todos.complete(thread_id, a.id, expected_revision=seen)  # stale
     with pytest.raises(Conflict):
-        service.add_todo(thread_id, "three", expected_revision=seen)
+        service.todos.add(thread_id, "three", expected_revision=seen)
     with pytest.raises(Conflict):
-        service.import_checklist(thread_id, "- [ ] four", expected_revision=seen)
-    assert [t.text for t in service.list_todos(thread_id)] == ["one", "two"]
-    assert not service.list_todos(thread_id)[0].done
+        service.todos.import_checklist(thread_id, "- [ ] four", expected_revision=seen)
+    assert [t.text for t in service.todos.list(thread_id)] == ["one", "two"]
+    assert not service.todos.list(thread_id)[0].done
     assert revision(service, thread_id) == seen + 1
 
 
 def test_markdown_checklist_import(service: Service, thread_id: int) -> None:
-    service.add_todo(thread_id, "already there")
+    service.todos.add(thread_id, "already there")
     before = revision(service, thread_id)
     markdown = """# Visa
 
@@ -83,7 +83,7 @@ def test_markdown_checklist_import(service: Service, thread_id: int) -> None:
 1. [ ] numbered lists are not checklists
     - [ ] Nested item
 """
-    todos = service.import_checklist(thread_id, markdown)
+    todos = service.todos.import_checklist(thread_id, markdown)
     assert [(t.text, t.done) for t in todos] == [
         ("Book the appointment", True),
         ("Get passport photos", False),
@@ -93,7 +93,7 @@ def test_markdown_checklist_import(service: Service, thread_id: int) -> None:
     ]
     assert [t.position for t in todos] == [2, 3, 4, 5, 6]
     assert revision(service, thread_id) == before + 1  # one change, one bump
-    listed = service.list_todos(thread_id)
+    listed = service.todos.list(thread_id)
     assert [t.text for t in listed if not t.done] == [
         "already there",
         "Get passport photos",
@@ -103,31 +103,31 @@ def test_markdown_checklist_import(service: Service, thread_id: int) -> None:
 
 
 def test_bad_todo_input_changes_nothing(service: Service, thread_id: int) -> None:
-    a = service.add_todo(thread_id, "one")
-    other = service.create_thread("Other").id
+    a = service.todos.add(thread_id, "one")
+    other = service.threads.create("Other").id
     rev = revision(service, thread_id)
     with pytest.raises(ValidationError):
-        service.add_todo(thread_id, "   ")
+        service.todos.add(thread_id, "   ")
     with pytest.raises(ValidationError):
-        service.add_todo(thread_id, "x" * 2001)
+        service.todos.add(thread_id, "x" * 2001)
     with pytest.raises(ValidationError):
-        service.import_checklist(thread_id, "no boxes here\n- plain item\n")
+        service.todos.import_checklist(thread_id, "no boxes here\n- plain item\n")
     with pytest.raises(NotFound):
-        service.add_todo(999, "ghost")
+        service.todos.add(999, "ghost")
     with pytest.raises(NotFound):
-        service.complete_todo(thread_id, 999)
+        service.todos.complete(thread_id, 999)
     with pytest.raises(NotFound):
-        service.complete_todo(other, a.id)  # a todo of another thread
+        service.todos.complete(other, a.id)  # a todo of another thread
     with pytest.raises(NotFound):
-        service.list_todos(999)
-    assert [t.text for t in service.list_todos(thread_id)] == ["one"]
+        service.todos.list(999)
+    assert [t.text for t in service.todos.list(thread_id)] == ["one"]
     assert revision(service, thread_id) == rev
 
 
 def test_completing_twice_keeps_the_first_completion_time(
     service: Service, thread_id: int, clock
 ) -> None:
-    a = service.add_todo(thread_id, "one")
-    first = service.complete_todo(thread_id, a.id).completed_at
+    a = service.todos.add(thread_id, "one")
+    first = service.todos.complete(thread_id, a.id).completed_at
     clock.advance(3600)
-    assert service.complete_todo(thread_id, a.id).completed_at == first
+    assert service.todos.complete(thread_id, a.id).completed_at == first

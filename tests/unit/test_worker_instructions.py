@@ -89,8 +89,8 @@ def test_only_a_runner_without_tools_gets_the_files_text(
     seed = WorkerSeed(
         "scout", {"schedule": {"cron": "0 3 * * *"}, "runner": runner}, prompt="# scout\n\nGo.\n"
     )
-    goal = svc.setup_goal("Site", "links", [seed], protocol="# Protocol\n").goal_id
-    text = assemble_prompt(svc, svc.worker_intent(goal, "scout"), None)
+    goal = svc.goals.create("Site", "links", [seed], protocol="# Protocol\n").goal_id
+    text = assemble_prompt(svc, svc.workers.intent(goal, "scout"), None)
     assert ("Read `workers/scout/prompt.md`" in text) is shim
     assert ("# scout\n\nGo." in text) is not shim
 

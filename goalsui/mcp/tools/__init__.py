@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING, capability_of
 from goalsui.errors import GoalsuiError
 from goalsui.mcp.scope import Scope
-from goalsui.service.agents import acting
+from goalsui.service.journal import acting
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -91,7 +91,7 @@ def goal_changing_withheld(service: Service, scope: Scope) -> str | None:
 
 def _private(service: Service, thread_id: int) -> bool:
     try:
-        return bool(service.get_thread(thread_id).private)
+        return bool(service.threads.get(thread_id).private)
     except GoalsuiError:
         return False
 

@@ -134,7 +134,7 @@ def register(ctx: ToolContext) -> None:
         cursor: Cursor = None,
         limit: Annotated[int, Field(description="Goals per page, 1 to 1000.")] = 100,
     ) -> GoalList:
-        goals = svc.list_goals()
+        goals = svc.goals.list()
         note = None
         if not sees_all:
             goals = [g for g in goals if g.goal_id == scope.goal_id]
@@ -155,7 +155,7 @@ def register(ctx: ToolContext) -> None:
             if scope.goal_id is None:
                 raise ToolFailure("name the goal (argument 'goal_id')")
             goal_id = scope.goal_id
-        return goal_info(svc.get_goal(visible(goal_id)))
+        return goal_info(svc.goals.get(visible(goal_id)))
 
     @ctx.tool(
         "Create a goal",
@@ -175,7 +175,7 @@ def register(ctx: ToolContext) -> None:
         ] = None,
     ) -> GoalInfo:
         seeds = [_seed(w) for w in workers or []]
-        return goal_info(svc.setup_goal(name, task, seeds, owner="agent"))
+        return goal_info(svc.goals.create(name, task, seeds, owner="agent"))
 
     @ctx.tool(
         "Run a worker now",
@@ -188,7 +188,7 @@ def register(ctx: ToolContext) -> None:
         worker: Annotated[str, Field(description="The worker's name (workers/<name>/).")],
         goal_id: OptGoalId = None,
     ) -> RunNow:
-        intent = svc.run_worker_now(scope.goal(goal_id), worker)
+        intent = svc.workers.run_now(scope.goal(goal_id), worker)
         return {"intent_id": intent.id or 0, "status": intent.status}
 
     @ctx.tool(
@@ -209,6 +209,6 @@ def register(ctx: ToolContext) -> None:
             raise ToolFailure(
                 f"confirm must repeat the goal's exact id ({goal_id!r}); nothing was deleted"
             )
-        svc.get_goal(goal_id)
-        svc.delete_goal(goal_id)
+        svc.goals.get(goal_id)
+        svc.goals.delete(goal_id)
         return {"goal_id": goal_id, "deleted": True}

@@ -188,7 +188,7 @@ def register(ctx: ToolContext) -> None:
     def cancel_intent(
         intent_id: Annotated[int, Field(description="The intent's id (list_intents).")],
     ) -> OneIntent:
-        intent = svc.get_intent(intent_id)
+        intent = svc.intents.get(intent_id)
         if not in_scope(scope, intent):
             raise ToolFailure(f"intent {intent_id} is outside this session's thread and goal")
         if intent.worker and intent.operation_key and intent.operation_key.startswith("worker:"):
@@ -196,7 +196,7 @@ def register(ctx: ToolContext) -> None:
                 f"intent {intent_id} is worker '{intent.worker}''s schedule: change it with "
                 "update_worker"
             )
-        return {"intent": intent_json(svc.cancel_intent(intent_id))}
+        return {"intent": intent_json(svc.intents.cancel(intent_id))}
 
     @ctx.tool(
         "List intents",
@@ -227,10 +227,10 @@ def register(ctx: ToolContext) -> None:
                 thread_id is not None and thread_id != scope.thread_id
             ):
                 raise ToolFailure("that goal or thread is outside this session's scope")
-            rows = [i for i in svc.list_intents(include_ended=include_ended) if in_scope(scope, i)]
+            rows = [i for i in svc.intents.list(include_ended=include_ended) if in_scope(scope, i)]
         else:
             try:
-                rows = svc.list_intents(
+                rows = svc.intents.list(
                     include_ended=include_ended, goal_id=goal_id, thread_id=thread_id
                 )
             except GoalsuiError as exc:

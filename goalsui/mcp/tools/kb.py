@@ -250,6 +250,6 @@ def register(ctx: ToolContext) -> None:
 
         gid = scope.goal(goal_id)
         before = worker_files(svc, gid, worker)
-        view = svc.update_worker(gid, worker, schedule=schedule, timeout=timeout, prompt=prompt)
+        view = svc.workers.update(gid, worker, schedule=schedule, timeout=timeout, prompt=prompt)
         changed = worker_files(svc, gid, worker) != before
         return {**view.as_json(), "changed": changed}  # type: ignore[typeddict-item]  # as_json() returns a plain dict with the TypedDict's keys

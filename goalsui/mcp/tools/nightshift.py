@@ -56,7 +56,6 @@ GoalArg = Annotated[
 
 
 def register(ctx: ToolContext) -> None:
-    from goalsui.service import nightshift as ns
 
     svc, scope = ctx.service, ctx.scope
 
@@ -69,7 +68,7 @@ def register(ctx: ToolContext) -> None:
         if scope.run_id is not None:
             planned = svc.agents.live_run(scope.run_id).planned_at
         when = ensure_utc(planned) if planned is not None else None
-        return ns.current_night(svc, ns.goal_timezone(svc, goal_id), when)
+        return svc.nightshift.current_night(svc.nightshift.timezone(goal_id), when)
 
     @ctx.tool(
         "Read the night's plan",
@@ -78,12 +77,12 @@ def register(ctx: ToolContext) -> None:
         read_only=True,
     )
     def nightshift_plan(night: Night = None, goal_id: GoalArg = None) -> NightPlan:
-        gid, _ = ns.nightshift_goal(svc, scope.goal(goal_id))
+        gid, _ = svc.nightshift.goal(scope.goal(goal_id))
         when = night_of(gid, night)
         return {
             "night": when.isoformat(),
-            "workers": ns.task_workers(svc, gid),
-            "items": [i.as_json() for i in ns.plan_list(svc, gid, when)],  # type: ignore[misc]  # as_json() returns the TypedDict's keys as a plain dict
+            "workers": svc.nightshift.task_workers(gid),
+            "items": [i.as_json() for i in svc.nightshift.plan(gid, when)],  # type: ignore[misc]  # as_json() returns the TypedDict's keys as a plain dict
         }
 
     @ctx.tool(
@@ -100,8 +99,8 @@ def register(ctx: ToolContext) -> None:
         night: Night = None,
         goal_id: GoalArg = None,
     ) -> PlanAdded:
-        gid, _ = ns.nightshift_goal(svc, scope.goal(goal_id))
-        item, created = ns.plan_add(
-            svc, gid, worker, task, night=night_of(gid, night), reason=reason or None
+        gid, _ = svc.nightshift.goal(scope.goal(goal_id))
+        item, created = svc.nightshift.plan_add(
+            gid, worker, task, night=night_of(gid, night), reason=reason or None
         )
         return {"created": created, "item": item.as_json()}  # type: ignore[typeddict-item]  # as_json() returns a plain dict with the TypedDict's keys

@@ -76,8 +76,10 @@ def register(ctx: ToolContext) -> None:
         limit: Annotated[int, Field(description=f"Messages per page, 1 to {MAX_PAGE}.")] = 20,
     ) -> ThreadMessages:
         tid = scope.thread(None)
-        thread = svc.get_thread(tid)
-        rows = sorted(svc.messages(tid, limit=MAX_HISTORY), key=lambda m: m.id or 0, reverse=True)
+        thread = svc.threads.get(tid)
+        rows = sorted(
+            svc.threads.messages(tid, limit=MAX_HISTORY), key=lambda m: m.id or 0, reverse=True
+        )
         chunk, paging = page(rows, cursor, limit)
         messages = [
             MessageInfo(

@@ -53,7 +53,7 @@ def register(ctx: ToolContext) -> None:
     svc, scope = ctx.service, ctx.scope
 
     def revision(thread_id: int) -> int:
-        return svc.get_thread(thread_id).revision
+        return svc.threads.get(thread_id).revision
 
     def mark(
         change: Callable[..., Todo], todo_id: int, expected_revision: int | None
@@ -83,7 +83,7 @@ def register(ctx: ToolContext) -> None:
         ] = None,
     ) -> Checklist:
         tid = scope.thread(thread_id)
-        todos = [_todo(t) for t in svc.list_todos(tid)]
+        todos = [_todo(t) for t in svc.todos.list(tid)]
         return {"thread_id": tid, "revision": revision(tid), "todos": todos}
 
     @ctx.tool(
@@ -97,7 +97,7 @@ def register(ctx: ToolContext) -> None:
         expected_revision: Revision = None,
     ) -> TodoChange:
         tid = scope.thread(None)
-        todo = svc.add_todo(tid, text, expected_revision=expected_revision)
+        todo = svc.todos.add(tid, text, expected_revision=expected_revision)
         return {"thread_id": tid, "revision": revision(tid), "todo": _todo(todo), "changed": True}
 
     @ctx.tool(
@@ -108,7 +108,7 @@ def register(ctx: ToolContext) -> None:
         idempotent=True,
     )
     def todo_complete(todo_id: TodoId, expected_revision: Revision = None) -> TodoChange:
-        return mark(svc.complete_todo, todo_id, expected_revision)
+        return mark(svc.todos.complete, todo_id, expected_revision)
 
     @ctx.tool(
         "Reopen a todo",
@@ -118,4 +118,4 @@ def register(ctx: ToolContext) -> None:
         idempotent=True,
     )
     def todo_reopen(todo_id: TodoId, expected_revision: Revision = None) -> TodoChange:
-        return mark(svc.reopen_todo, todo_id, expected_revision)
+        return mark(svc.todos.reopen, todo_id, expected_revision)

@@ -143,8 +143,8 @@ def read_tab(service: Any, tab: DetailTab, now: datetime) -> tuple[str, bool]:
     """A tab's text, and whether to follow it (a run's output grows at the end)."""
     try:
         if tab.run_id is not None:
-            run = service.get_run(tab.run_id)
-            body = service.run_output(tab.run_id, tail_bytes=DETAIL_TAIL_BYTES)
+            run = service.runs.get(tab.run_id)
+            body = service.runs.output(tab.run_id, tail_bytes=DETAIL_TAIL_BYTES)
             empty = "(no output yet)" if run.status == RunStatus.RUNNING else "(no output)"
             return run_header(run, now) + (body or empty), True
         if tab.thread_id is not None:
@@ -210,12 +210,14 @@ def run_header(run: Any, now: datetime) -> str:
 
 def read_kb(service: Any, goal_id: str, rel: str) -> str:
     """A file's text; for a folder, its listing (newest first) and the newest file."""
-    path = service.kb_path(goal_id, rel)
+    path = service.files.path(goal_id, rel)
     if not path.is_dir():
-        text: str = service.kb_read(goal_id, rel)
+        text: str = service.files.read(goal_id, rel)
         return text
     entries = [
-        e for e in service.kb_list(goal_id, rel) if not e["dir"] and not e["name"].startswith(".")
+        e
+        for e in service.files.list(goal_id, rel)
+        if not e["dir"] and not e["name"].startswith(".")
     ]
     entries.sort(key=lambda e: (e["modified"], e["name"]), reverse=True)
     if not entries:
@@ -228,16 +230,16 @@ def read_kb(service: Any, goal_id: str, rel: str) -> str:
     newest = entries[0]
     lines += ["", f"── {newest['name']} " + "─" * 20]
     try:
-        lines.append(service.kb_read(goal_id, newest["path"]))
+        lines.append(service.files.read(goal_id, newest["path"]))
     except GoalsuiError as exc:
         lines.append(f"(cannot read: {exc})")
     return "\n".join(lines)
 
 
 def thread_text(service: Any, thread_id: int) -> str:
-    thread = service.get_thread(thread_id)
-    todos = service.list_todos(thread_id)
-    messages = service.messages(thread_id, limit=30)
+    thread = service.threads.get(thread_id)
+    todos = service.todos.list(thread_id)
+    messages = service.threads.messages(thread_id, limit=30)
     lines = [f"{thread.title}{'  (private)' if thread.private else ''}", ""]
     for todo in todos:
         lines.append(f"  [{'x' if todo.done else ' '}] {todo.text}")

@@ -67,8 +67,8 @@ class FailuresScreen(DataScreen):
         self.table.focus()
 
     def fetch(self, service: Any) -> list[FailureItem]:
-        attention = service.list_runs(failed=True, limit=1000)
-        intents = {i.id: i for i in service.list_intents()}
+        attention = service.runs.list(failed=True, limit=1000)
+        intents = {i.id: i for i in service.intents.list()}
         disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
         return failure_items(attention, disabled, intents)
 
@@ -144,7 +144,7 @@ class FailuresScreen(DataScreen):
         if item and item.run_id:
             goals_app(self).act(
                 f"Replaying missed run {item.run_id}",
-                goals_app(self).service.replay_run,
+                goals_app(self).service.runs.replay,
                 item.run_id,
             )
 
@@ -152,9 +152,9 @@ class FailuresScreen(DataScreen):
         item = self._item()
         app = goals_app(self)
         if item and item.needs_review and item.run_id:
-            app.act(f"Retrying reviewed run {item.run_id}", app.service.retry_review, item.run_id)
+            app.act(f"Retrying reviewed run {item.run_id}", app.service.review.retry, item.run_id)
         elif item:
-            app.act(f"Retrying {item.title}", app.service.retry_intent, item.intent_id)
+            app.act(f"Retrying {item.title}", app.service.intents.retry, item.intent_id)
 
     def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
         item = self._item()
@@ -162,17 +162,17 @@ class FailuresScreen(DataScreen):
         if item and item.needs_review and item.run_id:
             app.act(
                 f"Dismissed run {item.run_id}; {item.title} resumes from now",
-                app.service.dismiss_review,
+                app.service.review.dismiss,
                 item.run_id,
             )
         elif item and item.run_id:
-            app.act(f"Dismissed run {item.run_id}", app.service.dismiss_run, item.run_id)
+            app.act(f"Dismissed run {item.run_id}", app.service.runs.dismiss, item.run_id)
 
     def action_resume(self) -> None:
         item = self._item()
         if item:
             goals_app(self).act(
-                f"Resumed {item.title}", goals_app(self).service.resume_intent, item.intent_id
+                f"Resumed {item.title}", goals_app(self).service.intents.resume, item.intent_id
             )
 
     def action_open_output(self) -> None:

@@ -150,30 +150,30 @@ class ActionsPart(PanesScreen):
             if goal is None:
                 return
             if goal.status == GoalStatus.PAUSED:
-                app.act(f"Resumed goal {goal.name}", app.service.resume_goal, goal.goal_id)
+                app.act(f"Resumed goal {goal.name}", app.service.goals.resume, goal.goal_id)
             else:
-                app.act(f"Paused goal {goal.name}", app.service.pause_goal, goal.goal_id)
+                app.act(f"Paused goal {goal.name}", app.service.goals.pause, goal.goal_id)
             return
         intent = self.intent()
         if intent is None:
             return
         if intent.status == IntentStatus.CANCELLED:
-            app.act(f"Reinstated {intent.title}", app.service.resume_intent, intent.id)
+            app.act(f"Reinstated {intent.title}", app.service.intents.resume, intent.id)
             return
         resume = intent.status in (IntentStatus.PAUSED, IntentStatus.FAILED) or pause_pending(
             intent
         )
         if resume:
-            app.act(f"Resumed {intent.title}", app.service.resume_intent, intent.id)
+            app.act(f"Resumed {intent.title}", app.service.intents.resume, intent.id)
         else:
-            app.act(f"Paused {intent.title}", app.service.pause_intent, intent.id)
+            app.act(f"Paused {intent.title}", app.service.intents.pause, intent.id)
 
     def action_run_now(self) -> None:
         app = self.gapp
         if self.selection.kind != SelectionKind.GOAL:
             intent = self.intent()
             if intent is not None:
-                app.act(f"Run now: {intent.title}", app.service.run_intent_now, intent.id)
+                app.act(f"Run now: {intent.title}", app.service.intents.run_now, intent.id)
             return
         goal = self.goal()
         if goal is None:
@@ -182,7 +182,7 @@ class ActionsPart(PanesScreen):
 
         def run_all() -> None:
             for intent_id in ids:
-                app.service.run_intent_now(intent_id)
+                app.service.intents.run_now(intent_id)
 
         what = f"{len(ids)} worker{'s' if len(ids) != 1 else ''} of {goal.name}"
         self._confirm(
@@ -203,7 +203,7 @@ class ActionsPart(PanesScreen):
             "The schedule goes on: the next run fires as planned.",
             ("Stop it", "Keep it running"),
             lambda: app.act(
-                f"Stopping run {run.id} of {intent.title}", app.service.stop_run, run.id
+                f"Stopping run {run.id} of {intent.title}", app.service.runs.stop, run.id
             ),
         )
 
@@ -221,7 +221,7 @@ class ActionsPart(PanesScreen):
             detail,
             ("End it", "Keep it"),
             lambda: app.act(
-                f"Ended the schedule of {intent.title}", app.service.cancel_intent, intent.id
+                f"Ended the schedule of {intent.title}", app.service.intents.cancel, intent.id
             ),
         )
 
@@ -241,13 +241,13 @@ class ActionsPart(PanesScreen):
     def action_retry(self) -> None:
         intent = self.intent()
         if intent is not None:
-            self.gapp.act(f"Retrying {intent.title}", self.gapp.service.retry_intent, intent.id)
+            self.gapp.act(f"Retrying {intent.title}", self.gapp.service.intents.retry, intent.id)
 
     def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
         if self.selection.run_id is not None:
             self.gapp.act(
                 f"Dismissed run {self.selection.run_id}",
-                self.gapp.service.dismiss_run,
+                self.gapp.service.runs.dismiss,
                 self.selection.run_id,
             )
 
@@ -262,7 +262,7 @@ class ActionsPart(PanesScreen):
         if self.read_only:
             return
         try:
-            path = app.service.kb_path(goal_id, rel)
+            path = app.service.files.path(goal_id, rel)
         except GoalsuiError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -283,7 +283,7 @@ class ActionsPart(PanesScreen):
             return
         if code != 0:
             self.notify(f"{editor} exited with {code}", severity="warning")
-        app.service.journal("file edited", f"{goal_id}/{rel}", actor="operator")
+        app.service.journal.record("file edited", f"{goal_id}/{rel}", actor="operator")
         if rel.endswith("definition.yaml"):
             app.sync_goals([goal_id])
         self.load_detail()
@@ -299,7 +299,7 @@ class ActionsPart(PanesScreen):
 
         def added(text: str | None) -> None:
             if text:
-                app.act(f"Added: {text}", app.service.add_todo, thread_id, text)
+                app.act(f"Added: {text}", app.service.todos.add, thread_id, text)
 
         self.app.push_screen(
             TextInputScreen(f"New todo in thread {thread_id}", "what needs doing?"), added
@@ -322,9 +322,9 @@ class ActionsPart(PanesScreen):
             return
         app = self.gapp
         if todo.done:
-            app.act(f"Reopened: {todo.text}", app.service.reopen_todo, sel.thread_id, sel.todo_id)
+            app.act(f"Reopened: {todo.text}", app.service.todos.reopen, sel.thread_id, sel.todo_id)
         else:
-            app.act(f"Done: {todo.text}", app.service.complete_todo, sel.thread_id, sel.todo_id)
+            app.act(f"Done: {todo.text}", app.service.todos.complete, sel.thread_id, sel.todo_id)
 
     def action_open_output(self) -> None:
         tab = self.detail.current

@@ -64,8 +64,8 @@ class OutputScreen(DeliverMixin, Screen[None]):
     def load(self) -> None:
         service = goals_app(self).service
         try:
-            run = service.get_run(self.run_id)
-            text = service.run_output(self.run_id, tail_bytes=4 * 1024 * 1024)
+            run = service.runs.get(self.run_id)
+            text = service.runs.output(self.run_id, tail_bytes=4 * 1024 * 1024)
         except GoalsuiError as exc:
             deliver(self, self.notify, str(exc), severity="error")
             return

@@ -14,7 +14,6 @@ from textual.widgets import DataTable, Input, Static
 from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
-from goalsui.service import conversations
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, one_line
@@ -53,8 +52,8 @@ class EventsScreen(DataScreen):
         super().on_mount()
 
     def fetch(self, service: Any) -> tuple[list[Any], dict[int, str]]:
-        events = service.list_events(limit=500)
-        titles = {i.id: i.title for i in service.list_intents()}
+        events = service.events.list(limit=500)
+        titles = {i.id: i.title for i in service.intents.list()}
         return events, titles
 
     def show(self, data: tuple[list[Any], dict[int, str]]) -> None:
@@ -138,12 +137,12 @@ class ThreadsScreen(DataScreen):
 
     def fetch(self, service: Any) -> list[tuple[Any, list[Any], list[Any], list[Any]]]:
         out = []
-        for thread in service.list_threads():
-            todos = service.list_todos(thread.id)
-            messages = service.messages(thread.id, limit=300)
+        for thread in service.threads.list():
+            todos = service.todos.list(thread.id)
+            messages = service.threads.messages(thread.id, limit=300)
             if quiet_home_thread(thread, todos, messages):
                 continue  # a worker's home thread is listed once it holds something
-            out.append((thread, todos, messages, conversations.pending_replies(service, thread.id)))
+            out.append((thread, todos, messages, service.threads.pending_replies(thread.id)))
         return out
 
     def show(self, data: list[tuple[Any, list[Any], list[Any], list[Any]]]) -> None:
@@ -206,7 +205,8 @@ class ThreadsScreen(DataScreen):
         if thread_id is None:
             self.notify("Start a thread first (goalsui thread new TITLE)", severity="warning")
             return
-        self._call(conversations.say, thread_id, event.text, done="Sent; the reply is on its way")
+        threads = goals_app(self).service.threads
+        self._call(threads.say, thread_id, event.text, done="Sent; the reply is on its way")
 
     def action_compose(self) -> None:
         for compose in self.query(ComposeBox):
@@ -215,12 +215,13 @@ class ThreadsScreen(DataScreen):
     def action_cancel_reply(self) -> None:
         thread_id = self.selected_thread_id()
         if thread_id is not None:
-            self._call(conversations.cancel_replies, thread_id, done="Reply cancelled")
+            threads = goals_app(self).service.threads
+            self._call(threads.cancel_replies, thread_id, done="Reply cancelled")
 
     @work(thread=True, group="thread-actions", exit_on_error=False)
     def _call(self, call: Any, thread_id: int, *args: Any, done: str) -> None:
         try:
-            result = call(goals_app(self).service, thread_id, *args)
+            result = call(thread_id, *args)
         except GoalsuiError as exc:
             deliver(self, self.notify, str(exc), severity="error", timeout=8)
             return
@@ -252,7 +253,7 @@ class JournalScreen(DataScreen):
         super().on_mount()
 
     def fetch(self, service: Any) -> list[Any]:
-        entries: list[Any] = service.list_journal(limit=1000)
+        entries: list[Any] = service.journal.recent(limit=1000)
         return entries
 
     def show(self, entries: list[Any]) -> None:

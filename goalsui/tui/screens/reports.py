@@ -61,12 +61,12 @@ def goal_zone(intents: list[IntentRecord]) -> str:
 
 def load_night(service: Any, goal_id: str, night_name: date) -> Night:
     """The runs of the night that starts on ``night_name`` (noon to noon, goal's zone)."""
-    intents = service.list_intents(goal_id=goal_id)
+    intents = service.intents.list(goal_id=goal_id)
     zone = goal_zone(intents)
     start, end = night_window(night_name, zone)
     night = Night(goal_id, night_name, start, end, zone)
     for intent in intents:
-        for run in service.list_runs(intent_id=intent.id, since=start, limit=1000):
+        for run in service.runs.list(intent_id=intent.id, since=start, limit=1000):
             if run.started_at < end:
                 night.rows.append((intent, run))
     night.rows.sort(key=lambda pair: (pair[1].planned_at or pair[1].started_at, pair[1].id or 0))
@@ -273,7 +273,7 @@ class ReportsScreen(DataScreen):
     def load_report(self, goal_id: str, rel: str, night_name: date) -> None:
         service = goals_app(self).service
         try:
-            text = service.kb_read(goal_id, rel)
+            text = service.files.read(goal_id, rel)
             night = load_night(service, goal_id, night_name)
         except (GoalsuiError, ValueError) as exc:
             deliver(self, self.notify, f"{goal_id}/{rel}: {exc}", severity="error")

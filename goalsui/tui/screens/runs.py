@@ -93,9 +93,9 @@ class RunsScreen(DataScreen):
         super().on_mount()
 
     def fetch(self, service: Any) -> list[RunRow]:
-        intents = {i.id: i for i in service.list_intents()}
+        intents = {i.id: i for i in service.intents.list()}
         out = []
-        for run in service.list_runs(limit=LIMIT, include_dismissed=True):
+        for run in service.runs.list(limit=LIMIT, include_dismissed=True):
             intent = intents.get(run.intent_id)
             title = intent.title if intent is not None else f"intent {run.intent_id}"
             goal = intent.goal_id if intent is not None else None
@@ -211,7 +211,7 @@ class RunsScreen(DataScreen):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                app.act(f"Stopping run {run_id} of {row.title}", app.service.stop_run, run_id)
+                app.act(f"Stopping run {run_id} of {row.title}", app.service.runs.stop, run_id)
 
         self.app.push_screen(
             ConfirmScreen(
@@ -230,9 +230,9 @@ class RunsScreen(DataScreen):
             return
         app = goals_app(self)
         if row.needs_review:
-            app.act(f"Retrying reviewed run {row.run.id}", app.service.retry_review, row.run.id)
+            app.act(f"Retrying reviewed run {row.run.id}", app.service.review.retry, row.run.id)
         else:
-            app.act(f"Retrying {row.title}", app.service.retry_intent, row.run.intent_id)
+            app.act(f"Retrying {row.title}", app.service.intents.retry, row.run.intent_id)
 
     def action_open_output(self) -> None:
         row = self.selected()

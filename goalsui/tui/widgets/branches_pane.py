@@ -98,18 +98,17 @@ class BranchesPane(DeliverMixin, Container):
 
     @work(thread=True, exclusive=True, group="branches", exit_on_error=False)
     def load(self) -> None:
-        from goalsui.service import nightshift as ns
 
         goal_id = self.goal_id
         if goal_id is None:
             return
         try:
-            ns.nightshift_goal(self.service, goal_id)
+            self.service.nightshift.goal(goal_id)
         except GoalsuiError:
             deliver(self, self.show_rows, goal_id, None)
             return
         try:
-            views = ns.list_branches(self.service, goal_id)
+            views = self.service.nightshift.branches(goal_id)
         except GoalsuiError as exc:
             deliver(self, self.notify, f"{goal_id}: {exc}", severity="error")
             return
@@ -150,10 +149,9 @@ class BranchesPane(DeliverMixin, Container):
 
     @work(thread=True, exclusive=True, group="branch-diff", exit_on_error=False)
     def _load_diff(self, branch: str) -> None:
-        from goalsui.service import nightshift as ns
 
         try:
-            diff = ns.branch_diff(self.service, self.goal_id or "", branch)
+            diff = self.service.nightshift.diff(self.goal_id or "", branch)
         except GoalsuiError as exc:
             deliver(self, self.notify, str(exc), severity="error")
             return
@@ -181,11 +179,10 @@ class BranchesPane(DeliverMixin, Container):
 
     @work(thread=True, exclusive=True, group="branch-decide", exit_on_error=False)
     def _apply(self, verb: str, branch: str) -> None:
-        from goalsui.service import nightshift as ns
-
-        action = ns.approve if verb == "approve" else ns.reject
+        nightshift = self.service.nightshift
+        action = nightshift.approve if verb == "approve" else nightshift.reject
         try:
-            message = action(self.service, self.goal_id or "", branch)
+            message = action(self.goal_id or "", branch)
         except GoalsuiError as exc:
             deliver(self, self.notify, str(exc), severity="error", timeout=10)
             return

@@ -1,0 +1,111 @@
+"""The one service API used by the console, the command line and the tool server.
+
+:class:`Service` is the :class:`ServiceContext` (KB, store, clock, journal, change hub)
+with one object per aggregate as an attribute: ``service.intents.pause(intent_id)``,
+``service.threads.say(thread_id, text)``. Each aggregate is built on the context and
+gets the other aggregates it needs when it is built. Every mutating call leaves a journal
+entry and announces a :class:`~goalsui.domain.states.ChangeTopic` so in-process
+listeners (the scheduler, the console) react at once; other processes see the change
+through the database. See docs/architecture.md#the-service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goalsui.domain.timeutil import utcnow
+from goalsui.service.agents import Agents
+from goalsui.service.authoring import Authoring
+from goalsui.service.context import ServiceContext
+from goalsui.service.events import Events
+from goalsui.service.files import Files
+from goalsui.service.goals import Goals
+from goalsui.service.intents import Intents
+from goalsui.service.kbindex import Index
+from goalsui.service.lifecycle import Schema, open_service
+from goalsui.service.overview import Overview
+from goalsui.service.review import Review
+from goalsui.service.runs import Runs
+from goalsui.service.schedulers import Schedulers
+from goalsui.service.threads import Threads
+from goalsui.service.todos import Todos
+from goalsui.service.workers import Workers
+
+if TYPE_CHECKING:
+    from goalsui.service.bulk import Bulk
+    from goalsui.service.costs import Costs
+    from goalsui.service.nightshift import Nightshift
+
+
+class Service(ServiceContext):
+    """The API of goalsui: the context and its aggregates. Thread-safe for use from
+    worker threads."""
+
+    def __init__(
+        self,
+        kb: Path | str,
+        db_url: str | None = None,
+        state_dir: Path | str | None = None,
+        *,
+        actor: str = "cli",
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        super().__init__(kb, db_url, state_dir, actor=actor, clock=clock)
+        self.index = Index(self)
+        self.goals = Goals(self, self.index)
+        self.intents = Intents(self, self.goals)
+        self.review = Review(self)
+        self.runs = Runs(self, self.intents, self.review)
+        self.threads = Threads(self, self.intents, self.runs)
+        self.todos = Todos(self)
+        self.events = Events(self)
+        self.files = Files(self, self.index)
+        self.workers = Workers(self, self.goals, self.intents, self.index)
+        self.authoring = Authoring(self, self.goals, self.workers, self.intents, self.index)
+        self.agents = Agents(self, self.intents, self.threads, self.runs, self.index)
+        self.overview = Overview(self)
+        self.schedulers = Schedulers(self)
+        self.schema = Schema(self)
+
+    @classmethod
+    def open(
+        cls,
+        kb: Path | str,
+        db_url: str | None = None,
+        state_dir: Path | str | None = None,
+        *,
+        actor: str = "cli",
+        sync: bool = True,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> Service:
+        """Open a service: schema on first use, leftovers cleaned, KB index synced
+        (:func:`goalsui.service.lifecycle.open_service`)."""
+        service = open_service(cls, kb, db_url, state_dir, actor=actor, clock=clock)
+        if sync:
+            service.index.refresh()
+        return service
+
+    @cached_property
+    def costs(self) -> Costs:
+        """Spend queries and budget checks (loaded on first use)."""
+        from goalsui.service.costs import Costs
+
+        return Costs(self)
+
+    @cached_property
+    def nightshift(self) -> Nightshift:
+        """The nightshift goals (loaded on first use)."""
+        from goalsui.service.nightshift import Nightshift
+
+        return Nightshift(self, self.goals)
+
+    @cached_property
+    def bulk(self) -> Bulk:
+        """Bulk records for the benchmarks (loaded on first use)."""
+        from goalsui.service.bulk import Bulk
+
+        return Bulk(self)

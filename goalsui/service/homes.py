@@ -1,0 +1,66 @@
+"""Every worker's home thread: the thread its turns run in (their todos and posts land
+there), written inside the KB index's transactions.
+
+A home thread is created with its worker (:func:`ensure_home_threads`, called by the KB
+index) and found again by its ``goal_id`` and ``worker`` columns; it outlives the
+worker, so a worker added again finds its checklist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlmodel import Session, col, select
+
+from goalsui.domain.intent_spec import MAX_TITLE
+from goalsui.store.models import Thread
+
+
+def home_title(goal_name: str, worker: str) -> str:
+    """``<goal name> / <worker>``, cut to a thread title's limit."""
+    title = " ".join(f"{goal_name} / {worker}".split())
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+
+
+def home_threads(s: Session, goal_ids: Iterable[str] | None) -> dict[str, dict[str, Thread]]:
+    """The home threads of ``goal_ids`` (None: of every goal), by goal, then worker."""
+    q = select(Thread).where(col(Thread.goal_id).is_not(None))
+    if goal_ids is not None:
+        q = q.where(col(Thread.goal_id).in_(list(goal_ids)))
+    out: dict[str, dict[str, Thread]] = {}
+    for thread in s.exec(q).all():
+        if thread.goal_id and thread.worker:
+            out.setdefault(thread.goal_id, {})[thread.worker] = thread
+    return out
+
+
+def ensure_home_threads(
+    s: Session,
+    goal_id: str,
+    goal_name: str,
+    workers: Iterable[str],
+    now: datetime,
+    found: dict[str, Thread] | None = None,
+) -> tuple[list[Thread], bool]:
+    """Inside a write transaction serialised as ``kb-sync``: the home thread of each
+    worker, created when missing and retitled when the goal was renamed; and whether
+    any was written. ``found``: the goal's home threads already read (by worker)."""
+    names = list(workers)
+    if found is None:
+        found = home_threads(s, [goal_id]).get(goal_id, {}) if names else {}
+    out = []
+    written = False
+    for name in names:
+        thread = found.get(name)
+        title = home_title(goal_name, name)
+        if thread is None:
+            thread = Thread(title=title, goal_id=goal_id, worker=name, created_at=now)
+            s.add(thread)
+            written = True
+        elif thread.title != title:
+            thread.title = title
+            s.add(thread)
+            written = True
+        out.append(thread)
+    return out, written
