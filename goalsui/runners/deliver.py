@@ -125,19 +125,11 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
         )
         content = content[:MAX_MESSAGE_CHARS] + f"\n\n… (cut; the whole result is in {where})"
     message = None
-    if intent.thread_id is not None:
-        message = service.threads.post(
+    if intent.thread_id is not None or intent.goal_id is not None:
+        message = service.threads.post(  # into the thread, else the goal
             content,
             thread_id=intent.thread_id,
-            role="assistant",
-            intent_id=intent.id,
-            run_id=run.id,
-            provenance=provenance(intent),
-        )
-    elif intent.goal_id is not None:
-        message = service.threads.post(
-            content,
-            goal_id=intent.goal_id,
+            goal_id=None if intent.thread_id is not None else intent.goal_id,
             role="assistant",
             intent_id=intent.id,
             run_id=run.id,
