@@ -37,7 +37,6 @@ from goalsui.tui.messages import (
     MainMounted,
     ShowGoal,
     Tick,
-    deliver,
 )
 from goalsui.tui.model import Dashboard
 from goalsui.tui.notices import ConsoleNotice, NoticeAdded
@@ -279,18 +278,11 @@ class GoalsApp(ConsoleBase):
             return
         self._act(done, call, args)
 
-    @work(thread=True, group="actions", exit_on_error=False)
-    def _act(self, done: str, call: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        try:
-            call(*args)
-        except GoalsuiError as exc:
-            deliver(self, self.notify, str(exc), severity="error", timeout=8)
-            return
-        except Exception as exc:  # noqa: BLE001 - never a crash for an action
-            deliver(self, self.notify, f"{type(exc).__name__}: {exc}", severity="error", timeout=8)
-            return
-        deliver(self, self.notify, done, timeout=3)
-        deliver(self, self.feed.schedule, 0)
+    @work(name="Action", group="actions", exit_on_error=False)
+    async def _act(self, done: str, call: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        await asyncio.to_thread(call, *args)  # a failure is reported by WorkerFailures
+        self.notify(done, timeout=3)
+        self.feed.schedule(0)
 
     def run_main_action(self, action: str) -> None:
         """Run a palette command on the main screen (or the app for ``app.*``)."""

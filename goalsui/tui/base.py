@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -18,8 +19,8 @@ from textual.message import Message
 from goalsui.tui import keys
 from goalsui.tui.commands import GoalsCommands
 from goalsui.tui.fmt import Palette
-from goalsui.tui.messages import DeliverMixin, PaletteChanged, deliver
-from goalsui.tui.notices import NoticeMixin
+from goalsui.tui.messages import PaletteChanged
+from goalsui.tui.notices import NoticeMixin, WorkerFailures
 from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_files
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 Notes = list[tuple[str, dict[str, Any]]]
 
 
-class ConsoleBase(NoticeMixin, DeliverMixin, App[int]):
+class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
     """Looks and keys: the theme files, the wanted theme, the KB's keymap, ``?``."""
 
     CSS_PATH = "styles/app.tcss"
@@ -105,12 +106,10 @@ class ConsoleBase(NoticeMixin, DeliverMixin, App[int]):
         if self._themes_deferred:
             self.load_theme_files()
 
-    @work(thread=True, group="startup", exit_on_error=False)
-    def load_theme_files(self) -> None:
+    @work(name="Reading the theme files", group="startup", exit_on_error=False)
+    async def load_theme_files(self) -> None:
         """The theme files, after the first frame (the default theme was built in)."""
-        deliver(self, self._themes_loaded, load_themes())
-
-    def _themes_loaded(self, loaded: Any) -> None:
+        loaded = await asyncio.to_thread(load_themes)
         for message, options in self._register_themes(loaded):
             self.notify(message, **options)
 

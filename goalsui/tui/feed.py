@@ -12,16 +12,17 @@ the records' fingerprint once a second (changes by other processes), ``ctrl+r``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from textual.timer import Timer
-from textual.worker import get_current_worker
 
 from goalsui.tui.idle import StampGate
-from goalsui.tui.messages import DashboardReady, PlanReady, deliver
+from goalsui.tui.messages import DashboardReady, PlanReady
 from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
 from goalsui.tui.widgets.timeline import DEFAULT_SPAN
 
@@ -50,6 +51,7 @@ class DashboardFeed:
         self.dirty = False
         self.refresh_timer: Timer | None = None
         self._ui_loop: asyncio.AbstractEventLoop | None = None
+        self._ui_context = contextvars.Context()
         self._token_seen: tuple[Any, ...] | None = None
         self._last_checked: datetime | None = None  # app clock: fixed in tests
         self._stamp_gate = StampGate()
@@ -60,6 +62,7 @@ class DashboardFeed:
     def attach(self) -> None:
         """On the UI loop (the app's mount): thread-safe refresh requests may come."""
         self._ui_loop = asyncio.get_running_loop()
+        self._ui_context = contextvars.copy_context()  # the app's: timers need it
 
     # -- reading the records -----------------------------------------------------------------
     def on_service_change(self, what: str) -> None:
@@ -78,7 +81,8 @@ class DashboardFeed:
         if running is loop:
             self.schedule(delay)
         else:
-            deliver(self.app, self.schedule, delay)
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self.schedule, delay, context=self._ui_context)
 
     def schedule(self, delay: float = COALESCE_S) -> None:
         """On the UI loop: read the records after ``delay`` (once, however often asked)."""
@@ -96,25 +100,17 @@ class DashboardFeed:
             self.dirty = True
             return
         self.loading = True
-        self.app.run_worker(
-            self._read, name="load_dashboard", group="dashboard", thread=True, exit_on_error=False
-        )
+        self.app.run_worker(self._read(), name="Refresh", group="dashboard", exit_on_error=False)
 
-    def _read(self) -> None:
-        """Worker thread: one dashboard."""
+    async def _read(self) -> None:
+        """One dashboard, read in a thread; a failure is reported as the worker's."""
         try:
-            dash = load_dashboard(self.app.service, self.app.clock())
-        except Exception as exc:  # noqa: BLE001 - shown as a toast, never a crash
-            deliver(self.app, self._read_failed, exc)
-            return
-        deliver(self.app, self._loaded, dash)
-
-    def _read_failed(self, exc: Exception) -> None:
-        self.loading = False
-        self.app.notify(
-            f"Refresh failed: {' '.join(str(exc).split())[:200]}", severity="error", timeout=8
-        )
-        self._on_failed()
+            dash = await asyncio.to_thread(load_dashboard, self.app.service, self.app.clock())
+        except Exception:
+            self.loading = False
+            self._on_failed()
+            raise
+        self._loaded(dash)
 
     def _loaded(self, dash: Dashboard) -> None:
         self.loading = False
@@ -149,23 +145,15 @@ class DashboardFeed:
             self._last_checked = self.app.clock()
             return
         self.app.run_worker(
-            self._read_token,
-            name="read_token",
-            group="poll",
-            thread=True,
-            exclusive=True,
-            exit_on_error=False,
+            self._read_token(), name="read_token", group="poll", exclusive=True, exit_on_error=False
         )
 
-    def _read_token(self) -> None:
-        """Worker thread: the records' fingerprint."""
+    async def _read_token(self) -> None:
+        """The records' fingerprint, read in a thread."""
         try:
-            token = self.app.service.overview.change_token()
+            token = await asyncio.to_thread(self.app.service.overview.change_token)
         except Exception:  # noqa: BLE001 - a busy database: try again next second
             return
-        deliver(self.app, self._token_polled, token)
-
-    def _token_polled(self, token: tuple[Any, ...]) -> None:
         if token != self._token_seen:
             self.schedule(0)
         else:
@@ -226,27 +214,21 @@ class DashboardFeed:
             self._load_plan()
 
     def _load_plan(self) -> None:
-        span = self.span
         self.app.run_worker(
-            lambda: self._read_plan(span),
-            name="load_plan",
+            self._read_plan(self.span),
+            name="Plan",
             group="plan",
-            thread=True,
             exclusive=True,
             exit_on_error=False,
         )
 
-    def _read_plan(self, span: timedelta) -> None:
-        """Worker thread: the plan of the next ``span``."""
+    async def _read_plan(self, span: timedelta) -> None:
+        """The plan of the next ``span``, read in a thread (a newer one cancels it)."""
         now = self.app.clock()
         try:
-            plan = load_plan(self.app.service, now, now + span)
-        except Exception as exc:  # noqa: BLE001 - the timeline keeps its last plan
+            plan = await asyncio.to_thread(load_plan, self.app.service, now, now + span)
+        except Exception as exc:  # noqa: BLE001 - the timeline keeps its last plan, says why
             plan = PlanView(warnings=[f"plan failed: {exc}"], source="error")
-        if not get_current_worker().is_cancelled:
-            deliver(self.app, self._plan_loaded, plan)
-
-    def _plan_loaded(self, plan: PlanView) -> None:
         self.plan = plan
         if self.app.alive:
             self.app.broadcast(lambda: PlanReady(plan))

@@ -1,42 +1,16 @@
-"""The console's messages: worker results to the UI (post_message is thread-safe), and
-what the app, the feed and the runtime tell the screens instead of calling them.
-"""
+"""The console's messages: what the app, the feed and the runtime tell the screens
+instead of calling them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
-from textual.message_pump import MessagePump
 
 if TYPE_CHECKING:
     from goalsui.kb.watcher import KBChanges
     from goalsui.tui.model import Dashboard, PlanView
-
-
-class Deliver(Message, bubble=False):
-    """Run ``callback(*args)`` on the receiver's loop; never blocks the sending thread."""
-
-    def __init__(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        super().__init__()
-        self.callback = callback
-        self.args = args
-        self.kwargs = kwargs
-
-
-def deliver(target: MessagePump, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-    """Post ``callback(*args, **kwargs)`` to ``target`` from any thread (dropped once it is gone)."""
-    target.post_message(Deliver(callback, *args, **kwargs))
-
-
-class DeliverMixin:
-    """Add to a screen or app so :class:`Deliver` messages run their callback."""
-
-    def on_deliver(self, message: Deliver) -> None:
-        message.stop()
-        message.callback(*message.args, **message.kwargs)
 
 
 class Coalescing(Message, bubble=False):

@@ -2,8 +2,9 @@
 line) and the event log (``L``). There are no toasts: a toast covers a pane, whatever
 its place, and the notice line already shows the newest message at every size.
 
-The notice, the message that announces it (``NoticeAdded``) and the app's mixin live
-here; this module delivers through :mod:`goalsui.tui.messages`, which does not import it.
+The notice, the message that carries it (``NoticeAdded``: to the app from any thread,
+then to the screens) and the app's mixin live here, beside the one report of a failed
+worker (:class:`WorkerFailures`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.message import Message
+from textual.worker import Worker, WorkerState
 
 from goalsui.domain.untrusted import plain
-from goalsui.tui.messages import deliver
+from goalsui.errors import GoalsuiError
 
 #: How many notices the event log keeps (in memory, this console only).
 KEEP = 500
@@ -42,7 +45,7 @@ class ConsoleNotice:
 
 
 class NoticeAdded(Message, bubble=False):
-    """A notification was recorded: the notice line shows the newest."""
+    """A notification: the app records it, the screens' notice lines show the newest."""
 
     def __init__(self, notice: ConsoleNotice) -> None:
         super().__init__()
@@ -75,14 +78,40 @@ class NoticeMixin:
         timeout: float | None = None,
         markup: bool = True,
     ) -> None:
-        """Thread-safe like ``App.notify``: the notice is applied on the app's loop."""
+        """Thread-safe like ``App.notify``: the notice is recorded on the app's loop."""
         app: Any = self
         notice = ConsoleNotice(_plain_message(message, markup), title, str(severity), app.clock())
-        deliver(app, self.apply_notice, notice)
+        app.post_message(NoticeAdded(notice))
 
-    def apply_notice(self, notice: ConsoleNotice) -> None:
-        self.notices.append(notice)
-        self.notice_changed(notice)
+    def on_notice_added(self, message: NoticeAdded) -> None:
+        self.notices.append(message.notice)
+        self.notice_changed(message.notice)
 
     def notice_changed(self, notice: ConsoleNotice) -> None:
         """Show ``notice`` in the notice line (the app overrides it)."""
+
+
+def failure_text(error: BaseException | None) -> str:
+    """What went wrong, on one line: a goalsui error says it itself, others name their type."""
+    if isinstance(error, GoalsuiError):
+        return plain(str(error), limit=300)
+    return plain(f"{type(error).__name__}: {error}", limit=300)
+
+
+class WorkerFailures:
+    """Mixed into the app, the screens and a widget that run workers: a worker that ends
+    in error is reported once, here (notice line and event log), never as a traceback.
+
+    Workers return their result (or apply it on the UI loop after awaiting a thread);
+    they do not catch their errors to report them.
+    """
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state != WorkerState.ERROR:
+            return
+        worker = event.worker
+        node: Any = self
+        if node.app.is_running:
+            title = f"{worker.name} failed" if worker.name else ""
+            node.app.notify(failure_text(worker.error), title=title, severity="error")

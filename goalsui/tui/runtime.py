@@ -17,7 +17,7 @@ from goalsui.domain.states import FAILURE_RUNS
 from goalsui.domain.untrusted import escape_markup, plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
-from goalsui.tui.messages import WatcherBatch, deliver
+from goalsui.tui.messages import WatcherBatch
 
 if TYPE_CHECKING:
     from goalsui.service import Problem
@@ -229,28 +229,18 @@ class ConsoleRuntime:
     # -- the KB: initial re-read, watcher, syncs ------------------------------------------------
     def initial_sync(self) -> None:
         """Re-read the KB behind the first paint (from the last index), then start."""
-        self.app.run_worker(
-            self._initial_sync, name="initial_sync", group="sync", thread=True, exit_on_error=False
-        )
+        self.app.run_worker(self._initial_sync(), name="KB sync", group="sync", exit_on_error=False)
 
-    def _initial_sync(self) -> None:
-        """Worker thread: the whole KB into the index."""
+    async def _initial_sync(self) -> None:
+        """The whole KB into the index (in a thread); the scheduler starts after it, also
+        when it failed (the failure is reported as the worker's)."""
         try:
-            problems = self.app.service.index.refresh()
-        except Exception as exc:  # noqa: BLE001
-            deliver(
-                self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=10
-            )
-            problems = []
-        deliver(self.app, self._after_initial_sync, problems)
-
-    def _after_initial_sync(self, problems: list[Problem]) -> None:
-        if not self.app.alive:
-            return
-        self._report_problems(problems, initial=True)
-        self.feed.request_refresh(0)
-        if self.want_scheduler:
-            self.start_scheduler()
+            problems = await asyncio.to_thread(self.app.service.index.refresh)
+        finally:
+            if self.app.alive and self.want_scheduler:
+                self.start_scheduler()
+        if self.app.alive:
+            self._report_problems(problems, initial=True)
 
     def start_watch(self) -> None:
         self.app.run_worker(self._watch_kb(), group="watch", exclusive=True, exit_on_error=False)
@@ -279,24 +269,18 @@ class ConsoleRuntime:
 
     def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
         """Index the goals' changed files (a worker); toast new problems, forget fixed ones."""
-        self.app.run_worker(
-            lambda: self._sync(goal_ids, config),
-            name="sync_goals",
-            group="sync",
-            thread=True,
-            exit_on_error=False,
-        )
-
-    def _sync(self, goal_ids: list[str], config: bool) -> None:
-        """Worker thread: the goals' files into the index."""
-        try:
-            problems = self.app.service.index.sync(goal_ids) if goal_ids or config else []
-        except Exception as exc:  # noqa: BLE001 - a vanished file mid-sync: try on the next event
-            deliver(
-                self.app, self.app.notify, f"KB sync failed: {exc}", severity="error", timeout=8
+        if goal_ids or config:  # a failure (a vanished file mid-sync) is the worker's
+            self.app.run_worker(
+                self._sync(goal_ids, config),
+                name="KB sync",
+                group="sync",
+                exit_on_error=False,
             )
-            return
-        deliver(self.app, self._report_problems, problems, scope=set(goal_ids), config=config)
+
+    async def _sync(self, goal_ids: list[str], config: bool) -> None:
+        """The goals' files into the index, in a thread."""
+        problems = await asyncio.to_thread(self.app.service.index.sync, goal_ids)
+        self._report_problems(problems, scope=set(goal_ids), config=config)
 
     def report_goal_errors(self, dash: Dashboard | None) -> None:
         """The first records are on screen: one toast for the goals with KB errors."""

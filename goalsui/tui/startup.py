@@ -10,12 +10,13 @@ the CPU starts: the KB watch, the re-read of the KB, the scheduler, the plan.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goalsui.tui.messages import ServiceOpened, deliver
+from goalsui.tui.messages import ServiceOpened
 from goalsui.tui.model import Dashboard
 
 if TYPE_CHECKING:
@@ -79,13 +80,7 @@ class Startup:
         elif self._preview is not None:  # read before the app started: in the first frame
             self._apply_preview(self._preview)
         else:
-            self.app.run_worker(
-                self._read_preview,
-                name="load_preview",
-                group="startup",
-                thread=True,
-                exit_on_error=False,
-            )
+            self.app.run_worker(self._read_preview(), group="startup", exit_on_error=False)
 
     def _use_service(self) -> None:
         """The service is open: the feed listens to it; the runtime lines up its starts."""
@@ -93,15 +88,15 @@ class Startup:
         self.after_paint += self.runtime.service_opened()
 
     # -- opener mode -------------------------------------------------------------------------
-    def _read_preview(self) -> None:
-        """Worker thread: the goal tree from a quick read of the KB folders."""
+    async def _read_preview(self) -> None:
+        """The goal tree from a quick read of the KB folders, in a thread."""
         from goalsui.tui.preview import preview_dashboard
 
         try:
-            dash: Dashboard | None = preview_dashboard(self._kb_root, self.app.clock())
+            dash = await asyncio.to_thread(preview_dashboard, self._kb_root, self.app.clock())
         except Exception:  # noqa: BLE001 - the preview is optional: the panes say "loading"
             dash = None
-        deliver(self.app, self._apply_preview, dash)
+        self._apply_preview(dash)
 
     def _apply_preview(self, dash: Dashboard | None) -> None:
         if not self.app.alive or self.first_paint_at is not None or self.feed.dashboard is not None:
@@ -111,21 +106,15 @@ class Startup:
         else:
             self.app.call_after_refresh(self._painted, False)
 
-    def _open_service(self) -> None:
-        """Worker thread: open the service (database stack, schema check)."""
+    async def _open_service(self) -> None:
+        """Open the service (database stack, schema check) in a thread."""
         assert self._opener is not None
         try:
-            service = self._opener()
+            service = await asyncio.to_thread(self._opener)
         except Exception as exc:  # noqa: BLE001 - reported by the CLI after the app ends
-            deliver(self.app, self._open_failed, exc)
+            self.open_error = exc
+            self.app.exit(1, return_code=1)
             return
-        deliver(self.app, self._service_opened, service)
-
-    def _open_failed(self, exc: Exception) -> None:
-        self.open_error = exc
-        self.app.exit(1, return_code=1)
-
-    def _service_opened(self, service: Service) -> None:
         app = self.app
         if app.ending or app.service_ready:
             service.close()  # the console is ending already
@@ -173,13 +162,7 @@ class Startup:
             return
         self.app.load_deferred_themes()
         if not self.app.service_ready:
-            self.app.run_worker(
-                self._open_service,
-                name="open_service",
-                group="startup",
-                thread=True,
-                exit_on_error=False,
-            )
+            self.app.run_worker(self._open_service(), group="startup", exit_on_error=False)
 
     def _start_after(self) -> None:
         """Records are on screen and the service is open: start the watch, the re-read,

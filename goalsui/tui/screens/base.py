@@ -8,6 +8,7 @@ these screens: toasts would cover a pane).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from rich.text import Text
@@ -15,17 +16,15 @@ from textual import work
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static
-from textual.worker import get_current_worker
 
-from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
-from goalsui.tui.messages import DashboardReady, DeliverMixin, deliver
-from goalsui.tui.notices import NoticeAdded
+from goalsui.tui.messages import DashboardReady
+from goalsui.tui.notices import NoticeAdded, WorkerFailures
 
 
-class DataScreen(DeliverMixin, Screen[None]):
+class DataScreen(WorkerFailures, Screen[None]):
     """Subclasses implement ``fetch(service)`` (in a thread) and ``show(data)`` (UI)."""
 
     def __init__(self) -> None:
@@ -45,15 +44,9 @@ class DataScreen(DeliverMixin, Screen[None]):
         """The records changed (the feed read them again): read this screen's again."""
         self.reload()
 
-    @work(thread=True, exclusive=True, group="screen-data", exit_on_error=False)
-    def reload(self) -> None:
-        try:
-            data = self.fetch(goals_app(self).service)
-        except GoalsuiError as exc:
-            deliver(self, self.notify, str(exc), severity="error")
-            return
-        if not get_current_worker().is_cancelled:
-            deliver(self, self.show, data)
+    @work(name="Reading the records", exclusive=True, group="screen-data", exit_on_error=False)
+    async def reload(self) -> None:
+        self.show(await asyncio.to_thread(self.fetch, goals_app(self).service))
 
     def fetch(self, service: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -5,17 +5,19 @@ of an expanded goal's boxes.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 from textual import on, work
 
 from goalsui.errors import GoalsuiError
-from goalsui.tui.messages import WatcherBatch, deliver
+from goalsui.tui.messages import WatcherBatch
 from goalsui.tui.model import goal_log_count, load_boxes
 from goalsui.tui.screens.detail_content import detail_tabs, read_tab
 from goalsui.tui.screens.main_panes import LOADING, PanesScreen
 from goalsui.tui.widgets.cost_panel import CostPanel
-from goalsui.tui.widgets.detail import DetailTab, DetailView
+from goalsui.tui.widgets.detail import DetailView
 
 LIVE_POLL_S = 0.5
 
@@ -37,16 +39,14 @@ class DetailPart(PanesScreen):
             self.load_costs(self.selection.intent_id)
         self.ensure_live_poll()
 
-    @work(thread=True, exclusive=True, group="costs", exit_on_error=False)
-    def load_costs(self, intent_id: int | None) -> None:
-        """The selected intent's last runs for the cost panel (off the UI thread)."""
+    @work(name="Reading the costs", exclusive=True, group="costs", exit_on_error=False)
+    async def load_costs(self, intent_id: int | None) -> None:
+        """The selected intent's last runs for the cost panel (read in a thread)."""
         points = None
         if intent_id is not None and self.gapp.service_ready:
-            try:
-                points = self.gapp.service.costs.recent_runs(intent_id)
-            except GoalsuiError:
-                points = None
-        deliver(self, self.query_one(CostPanel).show, intent_id, points)
+            with contextlib.suppress(GoalsuiError):  # the panel says there is nothing
+                points = await asyncio.to_thread(self.gapp.service.costs.recent_runs, intent_id)
+        self.query_one(CostPanel).show(intent_id, points)
 
     @on(DetailView.TabChanged)
     def _tab_changed(self) -> None:
@@ -71,23 +71,21 @@ class DetailPart(PanesScreen):
             self._live_timer.stop()
             self._live_timer = None
 
-    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
-    def load_detail(self) -> None:
+    @work(name="Reading the detail", exclusive=True, group="detail", exit_on_error=False)
+    async def load_detail(self) -> None:
         tab = self.detail.current
         if tab is None:
             return
         if not self.gapp.service_ready and tab.text is None:
-            deliver(self, self._show_detail, tab, LOADING, False)
-            return
-        text, follow = read_tab(self.gapp.service, tab, self.gapp.clock())
-        deliver(self, self._show_detail, tab, text, follow)
-
-    def _show_detail(self, tab: DetailTab, text: str, follow: bool) -> None:
-        if tab != self.detail.current:
-            return
-        self.detail.set_body(tab, text, follow=follow)
-        self.gapp.detail_shown(tab, text)
-        self.ensure_live_poll()
+            text, follow = LOADING, False
+        else:
+            text, follow = await asyncio.to_thread(
+                read_tab, self.gapp.service, tab, self.gapp.clock()
+            )
+        if tab == self.detail.current:
+            self.detail.set_body(tab, text, follow=follow)
+            self.gapp.detail_shown(tab, text)
+            self.ensure_live_poll()
 
     def on_watcher_batch(self, message: WatcherBatch) -> None:
         """A watcher batch: reload what shows the changed files (not while frozen)."""
@@ -106,18 +104,19 @@ class DetailPart(PanesScreen):
             if node is not None and node.is_expanded:
                 self.load_boxes(goal_id)
 
-    @work(thread=True, group="boxes", exit_on_error=False)
-    def load_boxes(self, goal_id: str) -> None:
+    @work(name="Counting the boxes", group="boxes", exit_on_error=False)
+    async def load_boxes(self, goal_id: str) -> None:
         dash = self.dash
         goal = next((g for g in dash.goals if g.goal_id == goal_id), None) if dash else None
         if goal is None:
             return
+        service = self.gapp.service
         try:
-            boxes = load_boxes(self.gapp.service, goal)
-            _, count = goal_log_count(self.gapp.service, goal_id)
-        except GoalsuiError:
+            boxes = await asyncio.to_thread(load_boxes, service, goal)
+            _, count = await asyncio.to_thread(goal_log_count, service, goal_id)
+        except GoalsuiError:  # a goal folder gone meanwhile: the next refresh drops it
             return
-        deliver(self, self._show_boxes, goal_id, boxes, count)
+        self._show_boxes(goal_id, boxes, count)
 
     def _show_boxes(self, goal_id: str, boxes: Any, count: int) -> None:
         self.goals.set_boxes(goal_id, boxes, count)

@@ -16,8 +16,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from goalsui.tui.app_ref import ConsoleHost, goals_app
-from goalsui.tui.messages import DeliverMixin
 from goalsui.tui.model import Dashboard, PlanView
+from goalsui.tui.notices import WorkerFailures
 from goalsui.tui.selection import Selection
 from goalsui.tui.widgets.detail import DetailBody, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable
@@ -29,7 +29,7 @@ PANES = ("goals", "threads", "timeline", "failed", "detail")
 LOADING = "loading…"
 
 
-class PanesScreen(DeliverMixin, Screen[None]):
+class PanesScreen(WorkerFailures, Screen[None]):
     """The five panes, the selection and the records shown; overridden hooks below."""
 
     def __init__(self, *, read_only: bool = False) -> None:

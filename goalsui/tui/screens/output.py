@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -13,11 +14,10 @@ from textual.widgets import RichLog, Static
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
-from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, duration, elapsed
-from goalsui.tui.messages import DeliverMixin, deliver
+from goalsui.tui.notices import WorkerFailures
 from goalsui.tui.widgets.footer import Footer
 
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the models import SQLAlchemy: not before the console paints
     from goalsui.domain.records import RunRecord
 
 
-class OutputScreen(DeliverMixin, Screen[None]):
+class OutputScreen(WorkerFailures, Screen[None]):
     """Follows the bottom by default; scrolling up stops following, ``f``/``end`` resumes."""
 
     POLL_S = 0.5
@@ -60,16 +60,14 @@ class OutputScreen(DeliverMixin, Screen[None]):
         self.load()
         self.poll_timer = self.set_interval(self.POLL_S, self.load)
 
-    @work(thread=True, exclusive=True, group="output", exit_on_error=False)
-    def load(self) -> None:
+    @work(name="Reading the output", exclusive=True, group="output", exit_on_error=False)
+    async def load(self) -> None:
+        self.apply(*await asyncio.to_thread(self._read))
+
+    def _read(self) -> tuple[RunRecord, str]:
         service = goals_app(self).service
-        try:
-            run = service.runs.get(self.run_id)
-            text = service.runs.output(self.run_id, tail_bytes=4 * 1024 * 1024)
-        except GoalsuiError as exc:
-            deliver(self, self.notify, str(exc), severity="error")
-            return
-        deliver(self, self.apply, run, text)
+        run = service.runs.get(self.run_id)
+        return run, service.runs.output(self.run_id, tail_bytes=4 * 1024 * 1024)
 
     def apply(self, run: RunRecord, text: str) -> None:
         now = goals_app(self).clock()

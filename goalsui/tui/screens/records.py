@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,11 +14,9 @@ from textual.widgets import DataTable, Input, Static
 
 from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.untrusted import plain
-from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, one_line
-from goalsui.tui.messages import deliver
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.compose_box import ComposeBox
 from goalsui.tui.widgets.footer import Footer
@@ -218,18 +217,14 @@ class ThreadsScreen(DataScreen):
             threads = goals_app(self).service.threads
             self._call(threads.cancel_replies, thread_id, done="Reply cancelled")
 
-    @work(thread=True, group="thread-actions", exit_on_error=False)
-    def _call(self, call: Any, thread_id: int, *args: Any, done: str) -> None:
-        try:
-            result = call(thread_id, *args)
-        except GoalsuiError as exc:
-            deliver(self, self.notify, str(exc), severity="error", timeout=8)
-            return
+    @work(name="Thread", group="thread-actions", exit_on_error=False)
+    async def _call(self, call: Any, thread_id: int, *args: Any, done: str) -> None:
+        result = await asyncio.to_thread(call, thread_id, *args)
         if result == []:
-            deliver(self, self.notify, "No reply is pending in this thread", timeout=3)
+            self.notify("No reply is pending in this thread", timeout=3)
             return
-        deliver(self, self.notify, done, timeout=3)
-        deliver(self, self.reload)
+        self.notify(done, timeout=3)
+        self.reload()
 
 
 class JournalScreen(DataScreen):

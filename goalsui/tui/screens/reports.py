@@ -5,6 +5,7 @@ Each report is listed under its night, named by the date the night starts
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -21,11 +22,9 @@ from textual.widgets import DataTable, Markdown, Static, Tab, Tabs
 from goalsui.domain.nightshift import night_window
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
-from goalsui.errors import GoalsuiError
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, Palette, duration, one_line, short_span
 from goalsui.tui.md_tables import fit_tables
-from goalsui.tui.messages import deliver
 from goalsui.tui.model import list_reports
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane
@@ -269,16 +268,12 @@ class ReportsScreen(DataScreen):
         self._open = key
         self.load_report(goal_id, rel, self._nights[key])
 
-    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
-    def load_report(self, goal_id: str, rel: str, night_name: date) -> None:
+    @work(name="Reading the report", exclusive=True, group="report", exit_on_error=False)
+    async def load_report(self, goal_id: str, rel: str, night_name: date) -> None:
         service = goals_app(self).service
-        try:
-            text = service.files.read(goal_id, rel)
-            night = load_night(service, goal_id, night_name)
-        except (GoalsuiError, ValueError) as exc:
-            deliver(self, self.notify, f"{goal_id}/{rel}: {exc}", severity="error")
-            return
-        deliver(self, self.show_report, goal_id, rel, text, night)
+        text = await asyncio.to_thread(service.files.read, goal_id, rel)
+        night = await asyncio.to_thread(load_night, service, goal_id, night_name)
+        self.show_report(goal_id, rel, text, night)
 
     def show_report(self, goal_id: str, rel: str, text: str, night: Night) -> None:
         doc = self.query_one("#reports-doc", VerticalScroll)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from rich.text import Text
@@ -16,7 +17,7 @@ from textual.widgets import Label, Static
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui.app_ref import goals_app
-from goalsui.tui.messages import DeliverMixin, deliver
+from goalsui.tui.notices import WorkerFailures
 from goalsui.tui.screens.modals import ConfirmScreen
 from goalsui.tui.widgets.keyed_table import KeyedTable
 
@@ -45,7 +46,7 @@ class DiffScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-class BranchesPane(DeliverMixin, Container):
+class BranchesPane(WorkerFailures, Container):
     """Branches the nightshift produced for the goal whose report is open."""
 
     DEFAULT_CSS = """
@@ -96,23 +97,21 @@ class BranchesPane(DeliverMixin, Container):
         self.goal_id = goal_id
         self.load()
 
-    @work(thread=True, exclusive=True, group="branches", exit_on_error=False)
-    def load(self) -> None:
-
+    @work(name="Reading the branches", exclusive=True, group="branches", exit_on_error=False)
+    async def load(self) -> None:
         goal_id = self.goal_id
-        if goal_id is None:
-            return
+        if goal_id is not None:
+            self.show_rows(goal_id, await asyncio.to_thread(self._branches, goal_id))
+
+    def _branches(self, goal_id: str) -> list[Any] | None:
+        """The goal's nightshift branches; None: not a nightshift goal."""
+        nightshift = self.service.nightshift
         try:
-            self.service.nightshift.goal(goal_id)
+            nightshift.goal(goal_id)
         except GoalsuiError:
-            deliver(self, self.show_rows, goal_id, None)
-            return
-        try:
-            views = self.service.nightshift.branches(goal_id)
-        except GoalsuiError as exc:
-            deliver(self, self.notify, f"{goal_id}: {exc}", severity="error")
-            return
-        deliver(self, self.show_rows, goal_id, views)
+            return None
+        views: list[Any] = nightshift.branches(goal_id)
+        return views
 
     def show_rows(self, goal_id: str, views: list[Any] | None) -> None:
         if goal_id != self.goal_id:
@@ -147,15 +146,10 @@ class BranchesPane(DeliverMixin, Container):
         if branch is not None:
             self._load_diff(branch)
 
-    @work(thread=True, exclusive=True, group="branch-diff", exit_on_error=False)
-    def _load_diff(self, branch: str) -> None:
-
-        try:
-            diff = self.service.nightshift.diff(self.goal_id or "", branch)
-        except GoalsuiError as exc:
-            deliver(self, self.notify, str(exc), severity="error")
-            return
-        deliver(self, self.app.push_screen, DiffScreen(branch, diff))
+    @work(name="Reading the diff", exclusive=True, group="branch-diff", exit_on_error=False)
+    async def _load_diff(self, branch: str) -> None:
+        diff = await asyncio.to_thread(self.service.nightshift.diff, self.goal_id or "", branch)
+        self.app.push_screen(DiffScreen(branch, diff))
 
     def action_approve(self) -> None:
         self._decide("approve", "Merge into the base branch with a merge commit?")
@@ -177,14 +171,9 @@ class BranchesPane(DeliverMixin, Container):
             answered,
         )
 
-    @work(thread=True, exclusive=True, group="branch-decide", exit_on_error=False)
-    def _apply(self, verb: str, branch: str) -> None:
+    @work(name="Deciding the branch", exclusive=True, group="branch-decide", exit_on_error=False)
+    async def _apply(self, verb: str, branch: str) -> None:
         nightshift = self.service.nightshift
         action = nightshift.approve if verb == "approve" else nightshift.reject
-        try:
-            message = action(self.goal_id or "", branch)
-        except GoalsuiError as exc:
-            deliver(self, self.notify, str(exc), severity="error", timeout=10)
-            return
-        deliver(self, self.notify, message)
-        deliver(self, self.load)
+        self.notify(await asyncio.to_thread(action, self.goal_id or "", branch))
+        self.load()
