@@ -120,7 +120,7 @@ def cmd_goal_action(args: argparse.Namespace) -> int:
             print(f"deleted goal {args.goal_id}")
         return 0
     else:
-        view = getattr(service, f"{action}_goal")(args.goal_id)
+        view = getattr(service.goals, action)(args.goal_id)
     if args.json:
         print_json(view.as_json())
     else:

@@ -85,7 +85,6 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 def cmd_action(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import intent_json
-    from goalsui.service import authoring
 
     service = open_service(args)
     if args.action == "show" and args.argv:
@@ -110,7 +109,7 @@ def cmd_action(args: argparse.Namespace) -> int:
         else:
             print(f"removed worker {args.worker} of {args.goal_id}")
         return 0
-    intent = getattr(authoring, f"{args.action}_worker")(service, args.goal_id, args.worker)
+    intent = getattr(service.authoring, f"{args.action}_worker")(args.goal_id, args.worker)
     if args.json:
         print_json(intent_json(intent.record()))
     else:
