@@ -397,7 +397,7 @@ async def test_unexpected_failure_is_a_generic_500_logged_without_the_secret(
     def explode(*args: object) -> None:
         raise RuntimeError(f"database exploded near {SECRET}")
 
-    monkeypatch.setattr(service, "emit_event", explode)
+    monkeypatch.setattr(service.events, "emit", explode)
     caplog.set_level(logging.DEBUG)
     headers = signed(BODY, "boom", timestamp=NOW)
     status, answer = await send(listener, BODY, headers)
