@@ -68,19 +68,15 @@ def _claim(service: Any, owner: str, now_iso: str) -> list[int]:
     """Claim due intents in batches of 20 until none are left (the scheduler's statement)."""
     from datetime import datetime, timedelta
 
-    from goalsui.scheduler.rules import decide_claim
-    from goalsui.store import claims
+    from goalsui.scheduler.rules import Rules
+    from goalsui.store.claims import claim_backend_for
 
     now = datetime.fromisoformat(now_iso)
+    backend = claim_backend_for(service.store.engine, Rules())
     got: list[int] = []
     while True:
-        result = claims.claim_due(
-            service.store.engine,
-            owner=owner,
-            now=now,
-            lease_until=now + timedelta(minutes=5),
-            limit=20,
-            decide=lambda row: decide_claim(row, now),
+        result, _ = backend.step(
+            owner=owner, now=now, lease_until=now + timedelta(minutes=5), limit=20
         )
         if not result.fired:
             return got

@@ -22,14 +22,13 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.states import IntentStatus
-from goalsui.scheduler import rules, tuning
+from goalsui.scheduler import tuning
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.troubles import retry_delay
 from goalsui.scheduler.tuning import IDLE_CAP
-from goalsui.scheduler.writer import OutcomeWriter, decide_after
+from goalsui.scheduler.writer import OutcomeWriter
 from goalsui.store.claims import (
     BurstProbe,
-    ClaimDecision,
     ClaimResult,
     Completion,
     CompletionResult,
@@ -164,22 +163,13 @@ class Claimer:
             now=now,
             lease_until=now + timedelta(seconds=rt.settings.lease_seconds),
             limit=max(free, 0),
-            decide=partial(self._decide_claim, now),
             completions=batch,
-            decide_after=partial(decide_after, now, rt.service.config()),
-            overlap_next=partial(_overlap_next, now),
             check_overlaps=check,
             due_by=due_by,
             burst=self.burst_probe(now),
         )
         future: asyncio.Future[StepResult] = rt.db_now(call, notify=True)
         return _Step(future, batch, now, due_by)
-
-    # -- decisions (run on the database thread) ----------------------------------------------------
-    def _decide_claim(self, now: datetime, row: Row) -> ClaimDecision:
-        # A row claimed a little ahead (lookahead) is decided as of its due time.
-        due = row["next_run_at"]
-        return rules.decide_claim(row, max(now, due) if due else now, self.rt.service.files.read)
 
     # -- the soonest due time ----------------------------------------------------------------------
     async def soonest(self) -> tuple[datetime | None, int]:
@@ -259,12 +249,6 @@ class Claimer:
             self.rt.wake()  # claimable now
         elif soonest is not None and (known is None or soonest < known):
             self.alarm.arm(soonest)
-
-
-def _overlap_next(now: datetime, row: Row) -> datetime | None:
-    return rules.advance(
-        row["kind"], row.get("schedule"), row.get("timezone") or "UTC", row["next_run_at"], now
-    )
 
 
 async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:

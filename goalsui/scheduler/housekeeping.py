@@ -12,12 +12,10 @@ from typing import Any
 
 from goalsui.domain.durations import format_duration
 from goalsui.domain.states import IntentKind, RunStatus
-from goalsui.scheduler import rules
 from goalsui.scheduler.alerting import Alerter
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.tuning import CATCH_UP_GRACE, EXPIRE_EVERY, PRUNE_EVERY, PRUNE_FIRST
-from goalsui.scheduler.writer import decide_after
 from goalsui.store.claims import CatchUpPlan, RecoveryResult
 
 Row = dict[str, Any]
@@ -65,7 +63,6 @@ class Housekeeping:
                 rt.backend.recover_expired,
                 owner=rt.owner,
                 now=now,
-                decide=partial(decide_after, now, rt.service.config()),
             ),
             notify=True,
         )
@@ -109,8 +106,7 @@ class Housekeeping:
                 now=now,
                 overdue_before=now - CATCH_UP_GRACE,
                 kinds=(IntentKind.AT, IntentKind.CRON, IntentKind.HEARTBEAT),
-                plan=lambda row: rules.plan_catch_up(row, now, limit),
-                limit_text=format_duration(limit),
+                limit=limit,
             ),
             notify=True,
         )

@@ -48,6 +48,7 @@ from goalsui.scheduler.events import RunningInfo, SchedulerEvent
 from goalsui.scheduler.housekeeping import Housekeeping
 from goalsui.scheduler.leases import Leases
 from goalsui.scheduler.monitor import Monitor
+from goalsui.scheduler.rules import Rules
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.settings import Settings
 from goalsui.scheduler.state import Heartbeat, SchedulerState
@@ -119,7 +120,8 @@ class Scheduler:
         )
         if backend is None:
             store = service.store
-            backend = claim_backend_for(store.engine, store.read_engine)
+            rules = Rules(service.config, service.files.read)
+            backend = claim_backend_for(store.engine, rules, store.read_engine)
         rt = self.rt = Runtime(
             service, backend, owner or default_owner(), clock or service.now, settings
         )

@@ -25,7 +25,13 @@ from goalsui.domain.timeutil import load_zone
 from goalsui.domain.triggers import next_due
 from goalsui.errors import GoalsuiError
 from goalsui.kb.config import KBConfig
-from goalsui.store.claims import AfterDecision, CatchUpPlan, ClaimDecision, Completion
+from goalsui.store.claims import (
+    AfterDecision,
+    CatchUpPlan,
+    ClaimAction,
+    ClaimDecision,
+    Completion,
+)
 
 Row = dict[str, Any]
 #: Reads a KB text file of a goal: ``read(goal_id, rel_path)``; raises if it is missing.
@@ -45,6 +51,7 @@ MAX_MISSED_RECORDS = 100
 MAX_CATCH_UP_STEPS = 20_000
 
 __all__ = [
+    "Rules",
     "advance",
     "decide_after",
     "decide_claim",
@@ -143,11 +150,11 @@ def decide_claim(row: Row, now: datetime, read: TextReader | None = None) -> Cla
     kind = row["kind"]
     expires = row.get("expires_at")
     if expires is not None and expires <= now:
-        return ClaimDecision("end", trigger, planned, None, reason="expired")
+        return ClaimDecision(ClaimAction.END, trigger, planned, None, reason="expired")
     max_fires = row.get("max_fires")
     if max_fires and row["fires"] >= max_fires and trigger != "retry":
         return ClaimDecision(
-            "end", trigger, planned, None, reason=f"max fires ({max_fires}) reached"
+            ClaimAction.END, trigger, planned, None, reason=f"max fires ({max_fires}) reached"
         )
     anchor = trigger in ("schedule", "catch-up")
     nxt = advance(
@@ -162,10 +169,14 @@ def decide_claim(row: Row, now: datetime, read: TextReader | None = None) -> Cla
         and row.get("active_hours")
         and not in_active_hours(row["active_hours"], now)  # when it would run
     ):
-        return ClaimDecision("skip", trigger, planned, nxt_after_skip, reason="quiet-hours")
+        return ClaimDecision(
+            ClaimAction.SKIP, trigger, planned, nxt_after_skip, reason="quiet-hours"
+        )
     if kind == IntentKind.HEARTBEAT and checklist_is_empty(heartbeat_checklist(row, read)):
-        return ClaimDecision("skip", trigger, planned, nxt_after_skip, reason="empty-checklist")
-    return ClaimDecision("fire", trigger, planned, nxt, count_fire=trigger != "retry")
+        return ClaimDecision(
+            ClaimAction.SKIP, trigger, planned, nxt_after_skip, reason="empty-checklist"
+        )
+    return ClaimDecision(ClaimAction.FIRE, trigger, planned, nxt, count_fire=trigger != "retry")
 
 
 # -- after a run --------------------------------------------------------------------------------
@@ -363,3 +374,30 @@ def _walk_cron(row: Row, first: datetime, horizon: datetime, now: datetime) -> _
         t = advance(kind, schedule, tz, None, t, anchor=False)
         steps += 1
     return missed, more, coalesced, last_inside
+
+
+class Rules:
+    """These rules as the one object a claim backend is built with
+    (:class:`goalsui.store.claims.ClaimRules`): ``config`` gives the KB config in force
+    (retries, auto-disable), ``read`` a heartbeat's checklist."""
+
+    def __init__(
+        self, config: Callable[[], KBConfig] = KBConfig, read: TextReader | None = None
+    ) -> None:
+        self.config, self.read = config, read
+
+    def decide_claim(self, row: Row, now: datetime) -> ClaimDecision:
+        # A row claimed a little ahead (lookahead) is decided as of its due time.
+        due = row["next_run_at"]
+        return decide_claim(row, max(now, due) if due else now, self.read)
+
+    def decide_after(self, row: Row, c: Completion, now: datetime) -> AfterDecision:
+        return decide_after(row, c, now, self.config())
+
+    def overlap_next(self, row: Row, now: datetime) -> datetime | None:
+        return advance(
+            row["kind"], row.get("schedule"), row.get("timezone") or "UTC", row["next_run_at"], now
+        )
+
+    def plan_catch_up(self, row: Row, now: datetime, limit: timedelta) -> CatchUpPlan | None:
+        return plan_catch_up(row, now, limit)

@@ -13,13 +13,13 @@ import contextlib
 import time
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from goalsui.scheduler import rules, tuning
+from goalsui.scheduler import tuning
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.troubles import retry_delay
-from goalsui.store.claims import AfterDecision, Completion, CompletionResult
+from goalsui.store.claims import Completion, CompletionResult
 
 if TYPE_CHECKING:
     from goalsui.scheduler.alerting import Alerter
@@ -141,7 +141,6 @@ class OutcomeWriter:
             batch[k : k + tuning.WRITE_CHUNK] for k in range(0, len(batch), tuning.WRITE_CHUNK)
         ]
         now = self.rt.clock()
-        decide = partial(decide_after, now, self.rt.service.config())
 
         def write(chunk: list[Completion]) -> asyncio.Future[list[CompletionResult]]:
             call = partial(
@@ -149,7 +148,6 @@ class OutcomeWriter:
                 owner=self.rt.owner,
                 now=now,
                 items=chunk,
-                decide=decide,
             )
             return self.rt.db_now(call, notify=True)
 
@@ -234,8 +232,3 @@ class OutcomeWriter:
                 "owner": self.rt.owner,
             }
             self.alerter.after_failure(result.intent, run, status, decision.auto_disabled)
-
-
-def decide_after(now: datetime, config: Any, row: dict[str, Any], c: Completion) -> AfterDecision:
-    """The completion rules (:func:`goalsui.scheduler.rules.decide_after`) as of ``now``."""
-    return rules.decide_after(row, c, now, config)

@@ -15,12 +15,12 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.engine import Engine
 
 from goalsui.service import Service
-from goalsui.store.claims import claim_backend_for
 from goalsui.store.claims.binds import INTENT, RUN, rows
 from goalsui.store.claims.planner import new_run
 from goalsui.store.claims.primitives import PgPrimitives, SqlPrimitives
 from goalsui.store.claims.statements import AFTER_COLUMNS, RUN_DONE_COLUMNS
 from goalsui.store.sqlite_hot import Cas
+from tests.claims_kit import claims_for
 
 pytestmark = pytest.mark.postgres
 
@@ -72,7 +72,7 @@ def _runs(engine: Engine, ids: list[int]) -> list[dict[str, Any]]:
 
 
 def test_postgres_gets_the_batch_primitives(engine: Engine) -> None:
-    assert isinstance(claim_backend_for(engine).p, PgPrimitives)
+    assert isinstance(claims_for(engine).p, PgPrimitives)
 
 
 def _run_rows(intent_ids: list[int]) -> list[dict[str, Any]]:

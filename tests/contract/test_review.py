@@ -15,11 +15,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.service import Service
-from goalsui.store import claims
 from goalsui.store.models import Intent
 from tests.base_kit import FakeClock, run_cli
+from tests.claims_kit import claims_for
 
 DEAD = "dead-scheduler"
 
@@ -51,20 +50,16 @@ def _intent(svc: Service, clock: FakeClock, kind: str = "cron", **extra: object)
 def _held(svc: Service, clock: FakeClock) -> dict[int, int]:
     """Claim every due intent as a scheduler that dies, then recover: ``{intent: run}``."""
     now = clock.now
-    res = claims.claim_due(
-        svc.store.engine,
+    res, _ = claims_for(svc.store.engine).step(
         owner=DEAD,
         now=now,
         lease_until=now + timedelta(seconds=30),
         limit=50,
-        decide=lambda row: decide_claim(row, now),
     )
     later = clock.advance(seconds=60)
-    claims.recover_expired(
-        svc.store.engine,
+    claims_for(svc.store.engine).recover_expired(
         owner="new-scheduler",
         now=later,
-        decide=lambda row, c: decide_after(row, c, later, svc.config()),
     )
     return {c.intent["id"]: c.run["id"] for c in res.fired}
 

@@ -8,12 +8,12 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from goalsui.scheduler import Scheduler
-from goalsui.scheduler.rules import decide_claim
 from goalsui.service import Service
 from goalsui.store import claims
 from goalsui.store.claims import SqlClaimBackend
 from goalsui.store.models import Intent, IntentRun
 from tests.base_kit import FakeClock
+from tests.claims_kit import claims_for
 from tests.unit.test_scheduler_rules import FakeTurn
 
 
@@ -219,13 +219,11 @@ def test_a_step_counts_the_burst_due_with_the_soonest(
         return claims.BurstProbe(window, limit, by)
 
     def step(**kw: object) -> claims.ClaimResult:
-        result, _ = claims.step(
-            engine,
+        result, _ = claims_for(engine).step(
             owner="me",
             now=clock.now,
             lease_until=clock.now + timedelta(seconds=30),
             limit=10,
-            decide=lambda row: decide_claim(row, row["next_run_at"]),
             **kw,
         )
         return result
@@ -238,11 +236,14 @@ def test_a_step_counts_the_burst_due_with_the_soonest(
     assert counted(burst=probe(100)) == 35
     assert counted(burst=probe(20)) == 20
     assert counted() == 0  # not asked
-    assert claims.soonest_burst(engine, probe(100)) == (soonest, 35)
-    assert claims.soonest_burst(engine, None) == (soonest, 0)
+    assert claims_for(engine).soonest_burst(probe(100)) == (soonest, 35)
+    assert claims_for(engine).soonest_burst(None) == (soonest, 0)
     # A burst further off than the probe reaches is not counted (yet).
     assert counted(burst=probe(100, by=soonest - timedelta(seconds=1))) == 0
-    assert claims.soonest_burst(engine, probe(100, soonest - timedelta(seconds=1))) == (soonest, 0)
+    assert claims_for(engine).soonest_burst(probe(100, soonest - timedelta(seconds=1))) == (
+        soonest,
+        0,
+    )
     # Rows claimable by due_by are claimed, not counted (a step that claims says "full").
     result = step(due_by=soonest, burst=probe(100))
     assert len(result.fired) == 10 and result.full and result.burst == 0
@@ -363,13 +364,11 @@ def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, cloc
         mine: list[int] = []
         barrier.wait()
         while True:
-            res = claims.claim_due(
-                engine,
+            res, _ = claims_for(engine).step(
                 owner=owner,
                 now=clock.now,
                 lease_until=clock.now + timedelta(seconds=30),
                 limit=25,
-                decide=lambda row: decide_claim(row, clock.now),
             )
             if not res.fired:
                 break

@@ -19,6 +19,7 @@ import pytest
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.scheduler import Scheduler, SchedulerEvent
+from goalsui.scheduler.rules import Rules
 from goalsui.scheduler.state import SchedulerState
 from goalsui.service import Service
 from goalsui.store import wakefile
@@ -33,7 +34,8 @@ class CountingBackend:
 
     def __init__(self, service: Service) -> None:
         store = service.store
-        self.inner: ClaimBackend = claim_backend_for(store.engine, store.read_engine)
+        rules = Rules(service.config, service.files.read)
+        self.inner: ClaimBackend = claim_backend_for(store.engine, rules, store.read_engine)
         self.calls: Counter[str] = Counter()
 
     def __getattr__(self, name: str) -> Any:

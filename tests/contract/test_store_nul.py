@@ -10,23 +10,21 @@ from __future__ import annotations
 from datetime import timedelta
 
 from goalsui.domain.text import strip_nul, strip_nul_deep
-from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.store import claims
 from goalsui.store.claims import Completion
 from tests.base_kit import FakeClock
+from tests.claims_kit import claims_for
 from tests.contract.test_scheduler_claims import bulk_at
 
 
 def _claim(svc, n: int, clock: FakeClock) -> list[claims.ClaimedRun]:
     bulk_at(svc, n, clock.now)
     now = clock.now
-    res = claims.claim_due(
-        svc.store.engine,
+    res, _ = claims_for(svc.store.engine).step(
         owner="me",
         now=now,
         lease_until=now + timedelta(seconds=60),
         limit=n,
-        decide=lambda row: decide_claim(row, now),
     )
     assert len(res.fired) == n
     return res.fired
@@ -71,12 +69,10 @@ def test_a_batch_with_nul_in_one_output_records_every_outcome(
         for k, c in enumerate(fired)
     ]
     now = clock.now + timedelta(seconds=1)
-    done = claims.complete_runs(
-        svc.store.engine,
+    done = claims_for(svc.store.engine).complete_runs(
         owner="me",
         now=now,
         items=items,
-        decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert len(done) == 6 and all(r.recorded and r.applied for r in done)
     runs = {r.id: r for r in svc.runs.list(limit=100)}
@@ -106,12 +102,10 @@ def test_one_outcome_that_cannot_be_stored_does_not_lose_the_others(
         for c in fired
     ]
     now = clock.now + timedelta(seconds=1)
-    done = claims.complete_runs(
-        svc.store.engine,
+    done = claims_for(svc.store.engine).complete_runs(
         owner="me",
         now=now,
         items=items,
-        decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert sorted(r.completion.run_id for r in done) == sorted(c.run["id"] for c in fired)
     runs = {r.id: r for r in svc.runs.list(limit=100)}
@@ -132,15 +126,12 @@ def test_step_with_an_unstorable_outcome_still_claims_and_records(
     waiting = bulk_at(svc, 2, clock.now, prefix="later")
     now = clock.now + timedelta(seconds=1)
     items = [_done(c, "ok", exit_code=2**70 if k == 0 else 0) for k, c in enumerate(fired)]
-    result, done = claims.step(
-        svc.store.engine,
+    result, done = claims_for(svc.store.engine).step(
         owner="me",
         now=now,
         lease_until=now + timedelta(seconds=60),
         limit=10,
-        decide=lambda row: decide_claim(row, now),
         completions=items,
-        decide_after=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert sorted(c.intent["id"] for c in result.fired) == sorted(waiting)
     assert len(done) == 3

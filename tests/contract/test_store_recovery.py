@@ -17,15 +17,16 @@ import time
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from goalsui.domain.interrupts import interrupt_policy
-from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.store import claims, processes
 from goalsui.store.claims import Completion
 from goalsui.store.models import Intent
 from tests.base_kit import FakeClock
+from tests.claims_kit import claims_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -52,13 +53,11 @@ def _intent(svc, clock: FakeClock, **extra: object) -> int:  # type: ignore[no-u
 def _claimed_by_the_dead(svc, clock: FakeClock) -> dict[int, int]:
     """Claim every due intent as a scheduler that will die: ``{intent_id: run_id}``."""
     now = clock.now
-    res = claims.claim_due(
-        svc.store.engine,
+    res, _ = claims_for(svc.store.engine).step(
         owner=DEAD,
         now=now,
         lease_until=now + timedelta(seconds=30),
         limit=50,
-        decide=lambda row: decide_claim(row, now),
     )
     return {c.intent["id"]: c.run["id"] for c in res.fired}
 
@@ -73,13 +72,11 @@ def _group_pids(pgid: int) -> list[int]:
     return [pid for pid, state, _ in found if state != "Z"]
 
 
-def _recover(svc, clock: FakeClock, **kwargs: object) -> claims.RecoveryResult:
+def _recover(svc, clock: FakeClock, **kwargs: Any) -> claims.RecoveryResult:
     now = clock.advance(seconds=60)  # the dead scheduler's leases have expired
-    return claims.recover_expired(
-        svc.store.engine,
+    return claims_for(svc.store.engine).recover_expired(
         owner="new-scheduler",
         now=now,
-        decide=lambda row, c: decide_after(row, c, now, svc.config()),
         **kwargs,
     )
 
@@ -110,7 +107,9 @@ def test_a_live_group_on_this_host_is_killed_before_the_retry(
     spawned.append(proc)
     time.sleep(0.2)
     assert len(_group_pids(proc.pid)) == 3  # the shell and its two background children
-    assert claims.record_process_group(svc.store.engine, run_id, processes.this_host(), proc.pid)
+    assert claims_for(svc.store.engine).record_process_group(
+        run_id, processes.this_host(), proc.pid
+    )
 
     result = _recover(svc, clock, kill=partial(processes.kill_group, grace=1.0))
 
@@ -135,7 +134,7 @@ def test_a_group_that_ignores_sigterm_is_killed(empty_kb, make_service, clock, s
     proc = _spawn("goalsui-test-stubborn", "trap '' TERM; sleep 60 & wait; sleep 60")
     spawned.append(proc)
     time.sleep(0.2)
-    claims.record_process_group(svc.store.engine, run_id, processes.this_host(), proc.pid)
+    claims_for(svc.store.engine).record_process_group(run_id, processes.this_host(), proc.pid)
     _recover(svc, clock, kill=partial(processes.kill_group, grace=0.3))
     assert _group_pids(proc.pid) == []
     assert proc.wait(timeout=5) == -signal.SIGKILL
@@ -150,7 +149,7 @@ def test_a_group_that_survives_blocks_the_retry(empty_kb, make_service, clock, s
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
     proc = _spawn("goalsui-test-survivor")
     spawned.append(proc)
-    claims.record_process_group(svc.store.engine, run_id, processes.this_host(), proc.pid)
+    claims_for(svc.store.engine).record_process_group(run_id, processes.this_host(), proc.pid)
     result = _recover(svc, clock, kill=lambda pgid: False)
     assert [r["id"] for r in result.alive] == [run_id] and not result.interrupted
     assert proc.poll() is None
@@ -170,14 +169,12 @@ def test_a_group_on_another_host_is_left_alone(empty_kb, make_service, clock, sp
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
     proc = _spawn("goalsui-test-elsewhere")
     spawned.append(proc)
-    claims.record_process_group(svc.store.engine, run_id, "another-host.example", proc.pid)
+    claims_for(svc.store.engine).record_process_group(run_id, "another-host.example", proc.pid)
     # Its lease still holds: nothing happens at all.
     now = clock.now + timedelta(seconds=5)
-    early = claims.recover_expired(
-        svc.store.engine,
+    early = claims_for(svc.store.engine).recover_expired(
         owner="new-scheduler",
         now=now,
-        decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert not (early.interrupted or early.killed or early.orphans)
     assert svc.runs.get(run_id).status == "running"
@@ -200,7 +197,7 @@ def test_a_reused_process_group_number_is_not_killed(
     clock.set(clock.now + timedelta(seconds=run_offset))
     _intent(svc, clock)
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
-    claims.record_process_group(svc.store.engine, run_id, processes.this_host(), proc.pid)
+    claims_for(svc.store.engine).record_process_group(run_id, processes.this_host(), proc.pid)
     assert not processes.group_is_the_runs(proc.pid, svc.runs.get(run_id).started_at)
     result = _recover(svc, clock)
     assert not result.killed and proc.poll() is None
@@ -212,7 +209,7 @@ def test_record_process_group_only_on_a_running_run(empty_kb, make_service, cloc
     _intent(svc, clock)
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
     _recover(svc, clock)
-    assert not claims.record_process_group(svc.store.engine, run_id, "h", 12345)
+    assert not claims_for(svc.store.engine).record_process_group(run_id, "h", 12345)
     assert svc.runs.get(run_id).pgid is None
 
 
@@ -250,13 +247,11 @@ def test_an_interrupted_agent_run_waits_for_review(db_url, empty_kb, make_servic
     # The operator retries it: due now, fired again by the next claim.
     svc.intents.retry(agent)
     now = clock.now
-    res = claims.claim_due(
-        svc.store.engine,
+    res, _ = claims_for(svc.store.engine).step(
         owner="new-scheduler",
         now=now,
         lease_until=now + timedelta(seconds=30),
         limit=10,
-        decide=lambda row: decide_claim(row, now),
     )
     assert agent in {c.intent["id"] for c in res.fired}
 
@@ -266,8 +261,7 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
     agent = _intent(svc, clock, runner={"agent": "claude"})
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
     row = svc.intents.get(agent)
-    (done,) = claims.complete_runs(
-        svc.store.engine,
+    (done,) = claims_for(svc.store.engine).complete_runs(
         owner=DEAD,
         now=clock.now,
         items=[
@@ -279,7 +273,6 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
                 snapshot=(row.kind, row.schedule, row.timezone),
             )
         ],
-        decide=lambda r, c: decide_after(r, c, clock.now, svc.config()),
     )
     assert done.decision is not None and done.decision.needs_review
     assert svc.runs.get(run_id).needs_review is True
@@ -288,13 +281,11 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
 
 def _claimed_by(svc, clock: FakeClock, owner: str) -> dict[int, int]:
     now = clock.now
-    res = claims.claim_due(
-        svc.store.engine,
+    res, _ = claims_for(svc.store.engine).step(
         owner=owner,
         now=now,
         lease_until=now + timedelta(seconds=30),
         limit=50,
-        decide=lambda row: decide_claim(row, now),
     )
     return {c.intent["id"]: c.run["id"] for c in res.fired}
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from goalsui.scheduler.rules import decide_after, decide_claim
 from goalsui.service import Service
 from goalsui.store import claims, sqlite_hot
 from goalsui.store.claims import INTENT, Completion
 from goalsui.store.claims.binds import rows_of, select_columns
 from goalsui.store.models import Intent
 from tests.base_kit import FakeClock
+from tests.claims_kit import claims_for
 from tests.contract.test_scheduler_claims import bulk_at
 
 
@@ -154,20 +154,17 @@ def test_batches_bigger_than_a_statement_chunk(empty_kb, make_service, clock: Fa
     engine, now = svc.store.engine, clock.now
     fired: list[claims.ClaimedRun] = []
     while True:
-        res = claims.claim_due(
-            engine,
+        res, _ = claims_for(engine).step(
             owner="me",
             now=now,
             lease_until=now + timedelta(seconds=30),
             limit=n,
-            decide=lambda row: decide_claim(row, now),
         )
         if not res.fired:
             break
         fired.extend(res.fired)
     assert sorted(c.intent["id"] for c in fired) == sorted(ids)
-    done = claims.complete_runs(
-        engine,
+    done = claims_for(engine).complete_runs(
         owner="me",
         now=now + timedelta(seconds=1),
         items=[
@@ -181,7 +178,6 @@ def test_batches_bigger_than_a_statement_chunk(empty_kb, make_service, clock: Fa
             )
             for k, c in enumerate(fired)
         ],
-        decide=lambda row, c: decide_after(row, c, now + timedelta(seconds=1), svc.config()),
     )
     assert len(done) == n and all(r.recorded and r.applied for r in done)
     runs = svc.runs.list(limit=10 * n)
@@ -204,22 +200,18 @@ def test_a_completion_leaves_an_intent_it_no_longer_owns(empty_kb, make_service,
     svc = make_service(empty_kb, clock=clock)
     (intent_id,) = bulk_at(svc, 1, clock.now)
     now = clock.now
-    res = claims.claim_due(
-        svc.store.engine,
+    res, _ = claims_for(svc.store.engine).step(
         owner="me",
         now=now,
         lease_until=now + timedelta(seconds=30),
         limit=5,
-        decide=lambda row: decide_claim(row, now),
     )
     (item,) = res.fired
     svc.intents.cancel(intent_id)
-    (done,) = claims.complete_runs(
-        svc.store.engine,
+    (done,) = claims_for(svc.store.engine).complete_runs(
         owner="me",
         now=now,
         items=[Completion(run_id=item.run["id"], intent_id=intent_id, status="failed")],
-        decide=lambda row, c: decide_after(row, c, now, svc.config()),
     )
     assert done.recorded and not done.applied
     intent = svc.intents.get(intent_id)

@@ -11,14 +11,14 @@ through the store's reader engine.
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Protocol
 
 from sqlalchemy.engine import Connection, Engine
 
+from goalsui.domain.durations import format_duration
 from goalsui.errors import GoalsuiError
 from goalsui.store import processes
 from goalsui.store.claims import housekeeping, recovery
@@ -30,8 +30,8 @@ from goalsui.store.claims.shapes import (
     AfterDecision,
     BurstProbe,
     CatchUpPlan,
-    ClaimDecision,
     ClaimResult,
+    ClaimRules,
     Completion,
     CompletionResult,
     RecoveryResult,
@@ -49,7 +49,8 @@ DecideAfter = Callable[[Row, Completion], AfterDecision]
 class ClaimBackend(Protocol):
     """What the scheduler asks of the database (each call one short transaction).
 
-    The scheduler gets one injected and calls it only from its database thread.
+    The scheduler gets one injected and calls it only from its database thread; the
+    rules it applies (:class:`ClaimRules`) are given once, when it is built.
     """
 
     def step(
@@ -59,17 +60,14 @@ class ClaimBackend(Protocol):
         now: datetime,
         lease_until: datetime,
         limit: int,
-        decide: Callable[[Row], ClaimDecision],
         completions: Sequence[Completion] = (),
-        decide_after: DecideAfter | None = None,
-        overlap_next: Callable[[Row], datetime | None] | None = None,
         check_overlaps: bool = False,
         due_by: datetime | None = None,
         burst: BurstProbe | None = None,
     ) -> tuple[ClaimResult, list[CompletionResult]]: ...
 
     def complete_runs(
-        self, *, owner: str, now: datetime, items: Sequence[Completion], decide: DecideAfter
+        self, *, owner: str, now: datetime, items: Sequence[Completion]
     ) -> list[CompletionResult]: ...
 
     def recover_expired(
@@ -77,7 +75,6 @@ class ClaimBackend(Protocol):
         *,
         owner: str,
         now: datetime,
-        decide: DecideAfter,
         host: str | None = None,
         kill: Callable[[int], bool] | None = None,
     ) -> RecoveryResult: ...
@@ -95,13 +92,7 @@ class ClaimBackend(Protocol):
     def end_expired(self, *, now: datetime) -> list[Row]: ...
 
     def catch_up(
-        self,
-        *,
-        now: datetime,
-        overdue_before: datetime,
-        kinds: Sequence[str],
-        plan: Callable[[Row], CatchUpPlan | None],
-        limit_text: str,
+        self, *, now: datetime, overdue_before: datetime, kinds: Sequence[str], limit: timedelta
     ) -> list[tuple[Row, CatchUpPlan]]: ...
 
     def prune_runs(self, *, before: datetime, batch: int = 5000) -> list[Row]: ...
@@ -109,16 +100,24 @@ class ClaimBackend(Protocol):
 
 class SqlClaimBackend:
     """The claim backend on any SQLAlchemy engine (generic SQL, row locks if the
-    dialect has them). Writes go to ``engine``; the cheap reads (:meth:`check_running`,
-    :meth:`soonest_burst`) to ``read_engine`` (default: ``engine``)."""
+    dialect has them), applying ``rules``. Writes go to ``engine``; the cheap reads
+    (:meth:`check_running`, :meth:`soonest_burst`) to ``read_engine`` (default: ``engine``)."""
 
     primitives: type[SqlPrimitives] | None = None  # None: the dialect's (primitives_for)
 
-    def __init__(self, engine: Engine, read_engine: Engine | None = None) -> None:
+    def __init__(
+        self, engine: Engine, rules: ClaimRules, read_engine: Engine | None = None
+    ) -> None:
         self.engine = engine
+        self.rules = rules
         self.read_engine = engine if read_engine is None else read_engine
         kind = self.primitives
         self.p = primitives_for(engine.dialect) if kind is None else kind(engine.dialect)
+
+    def _after(self, now: datetime) -> DecideAfter:
+        """The completion rules as of ``now``."""
+        decide = self.rules.decide_after
+        return lambda row, c: decide(row, c, now)
 
     def _journal(self, conn: Connection, now: datetime, entries: list[JournalEntry]) -> None:
         if entries:
@@ -132,10 +131,7 @@ class SqlClaimBackend:
         now: datetime,
         lease_until: datetime,
         limit: int,
-        decide: Callable[[Row], ClaimDecision],
         completions: Sequence[Completion] = (),
-        decide_after: DecideAfter | None = None,
-        overlap_next: Callable[[Row], datetime | None] | None = None,
         check_overlaps: bool = False,
         due_by: datetime | None = None,
         burst: BurstProbe | None = None,
@@ -150,46 +146,32 @@ class SqlClaimBackend:
         is (see :class:`BurstProbe`). If the transaction fails with outcomes in it, the
         outcomes are recorded on their own (see :meth:`complete_runs`), then the claim.
         """
-        if completions and decide_after is None:
-            raise ValueError("completions need decide_after")
         claim = partial(
             self._step,
             owner=owner,
             now=now,
             lease_until=lease_until,
             limit=limit,
-            decide=decide,
-            overlap_next=overlap_next if check_overlaps else None,
+            check_overlaps=check_overlaps,
             due_by=due_by or now,
             burst=burst,
         )
         try:
-            return claim(completions=completions, decide_after=decide_after)
+            return claim(completions=completions)
         except LostRace:
-            return ClaimResult(), self._complete_apart(owner, now, completions, decide_after)
+            return ClaimResult(), self.complete_runs(owner=owner, now=now, items=completions)
         except GoalsuiError:
             raise
         except Exception as exc:
             if not completions:
                 raise
             log.warning("a claim with %d outcomes failed (%s); apart now", len(completions), exc)
-        done = self._complete_apart(owner, now, completions, decide_after)
+        done = self.complete_runs(owner=owner, now=now, items=completions)
         try:
-            result, _ = claim(completions=(), decide_after=None)
+            result, _ = claim(completions=())
         except LostRace:
             result = ClaimResult()
         return result, done
-
-    def _complete_apart(
-        self,
-        owner: str,
-        now: datetime,
-        items: Sequence[Completion],
-        decide: DecideAfter | None,
-    ) -> list[CompletionResult]:
-        if not items or decide is None:
-            return []
-        return self.complete_runs(owner=owner, now=now, items=items, decide=decide)
 
     def _step(
         self,
@@ -198,10 +180,8 @@ class SqlClaimBackend:
         now: datetime,
         lease_until: datetime,
         limit: int,
-        decide: Callable[[Row], ClaimDecision],
         completions: Sequence[Completion],
-        decide_after: DecideAfter | None,
-        overlap_next: Callable[[Row], datetime | None] | None,
+        check_overlaps: bool,
         due_by: datetime,
         burst: BurstProbe | None,
     ) -> tuple[ClaimResult, list[CompletionResult]]:
@@ -209,9 +189,10 @@ class SqlClaimBackend:
         left and the burst due with it, then the journal lines of all of it at once."""
         journal: list[JournalEntry] = []
         result = ClaimResult()
+        rules = self.rules
         with self.engine.begin() as conn:
             done: list[CompletionResult] = []
-            if completions and decide_after is not None:
+            if completions:
                 done = complete(
                     self.p,
                     conn,
@@ -219,11 +200,16 @@ class SqlClaimBackend:
                     owner=owner,
                     now=now,
                     items=completions,
-                    decide=decide_after,
+                    decide=self._after(now),
                 )
-            if overlap_next is not None:
+            if check_overlaps:
                 result.overlaps = record_overlaps(
-                    self.p, conn, journal, owner=owner, now=now, overlap_next=overlap_next
+                    self.p,
+                    conn,
+                    journal,
+                    owner=owner,
+                    now=now,
+                    overlap_next=lambda row: rules.overlap_next(row, now),
                 )
             claim_rows(
                 self.p,
@@ -234,7 +220,7 @@ class SqlClaimBackend:
                 now=now,
                 lease_until=lease_until,
                 limit=limit,
-                decide=decide,
+                decide=lambda row: rules.decide_claim(row, now),
                 due_by=due_by,
             )
             result.soonest = self.p.soonest(conn)
@@ -245,7 +231,7 @@ class SqlClaimBackend:
 
     # -- outcomes ------------------------------------------------------------------------------
     def complete_runs(
-        self, *, owner: str, now: datetime, items: Sequence[Completion], decide: DecideAfter
+        self, *, owner: str, now: datetime, items: Sequence[Completion]
     ) -> list[CompletionResult]:
         """Record outcomes and apply the rules, for many runs in one transaction.
 
@@ -258,6 +244,7 @@ class SqlClaimBackend:
         """
         if not items:
             return []
+        decide = self._after(now)
         try:
             return self._complete(owner, now, items, decide)
         except GoalsuiError:
@@ -302,7 +289,6 @@ class SqlClaimBackend:
         *,
         owner: str,
         now: datetime,
-        decide: DecideAfter,
         host: str | None = None,
         kill: Callable[[int], bool] | None = None,
     ) -> RecoveryResult:
@@ -328,7 +314,14 @@ class SqlClaimBackend:
         with self.engine.begin() as conn:
             lock = partial(self.p.lock, skip_locked=True)
             recovery.recover_stale(
-                conn, result, journal, now=now, decide=decide, lock=lock, alive=alive, live=live
+                conn,
+                result,
+                journal,
+                now=now,
+                decide=self._after(now),
+                lock=lock,
+                alive=alive,
+                live=live,
             )
             recovery.close_orphans(
                 conn, result, journal, owner=owner, now=now, alive=alive, live=live
@@ -379,17 +372,13 @@ class SqlClaimBackend:
         return ended
 
     def catch_up(
-        self,
-        *,
-        now: datetime,
-        overdue_before: datetime,
-        kinds: Sequence[str],
-        plan: Callable[[Row], CatchUpPlan | None],
-        limit_text: str,
+        self, *, now: datetime, overdue_before: datetime, kinds: Sequence[str], limit: timedelta
     ) -> list[tuple[Row, CatchUpPlan]]:
-        """Apply the catch-up rule to active rows overdue since before ``overdue_before``
-        (see :func:`goalsui.store.claims.housekeeping.catch_up_rows`)."""
+        """Apply the catch-up rule (occurrences older than ``limit`` are missed) to active
+        rows overdue since before ``overdue_before`` (see
+        :func:`goalsui.store.claims.housekeeping.catch_up_rows`)."""
         journal: list[JournalEntry] = []
+        plan = self.rules.plan_catch_up
         with self.engine.begin() as conn:
             done, missed = housekeeping.catch_up_rows(
                 conn,
@@ -397,8 +386,8 @@ class SqlClaimBackend:
                 now=now,
                 overdue_before=overdue_before,
                 kinds=kinds,
-                plan=plan,
-                limit_text=limit_text,
+                plan=lambda row: plan(row, now, limit),
+                limit_text=format_duration(limit),
             )
             self.p.insert_runs(conn, missed)
             self._journal(conn, now, journal)
@@ -416,19 +405,10 @@ class SqliteClaimBackend(SqlClaimBackend):
     primitives = SqlitePrimitives
 
 
-_backends: weakref.WeakKeyDictionary[Engine, SqlClaimBackend] = weakref.WeakKeyDictionary()
-
-
-def claim_backend_for(engine: Engine, read_engine: Engine | None = None) -> SqlClaimBackend:
-    """The claim backend of ``engine``, its kind chosen from the dialect.
-
-    Without a separate ``read_engine`` it is made once per engine; with one (the
-    scheduler's, reading through the store's reader engine) it is a new backend.
-    """
+def claim_backend_for(
+    engine: Engine, rules: ClaimRules, read_engine: Engine | None = None
+) -> SqlClaimBackend:
+    """A claim backend on ``engine`` applying ``rules``, its kind chosen from the dialect
+    (the scheduler's reads through the store's reader engine, ``read_engine``)."""
     cls = SqliteClaimBackend if engine.dialect.name == "sqlite" else SqlClaimBackend
-    if read_engine is not None and read_engine is not engine:
-        return cls(engine, read_engine)
-    backend = _backends.get(engine)
-    if backend is None:
-        backend = _backends[engine] = cls(engine)
-    return backend
+    return cls(engine, rules, read_engine)

@@ -25,6 +25,7 @@ from goalsui.store.claims.primitives import SqlPrimitives
 from goalsui.store.claims.shapes import (
     CLAIM_BATCH,
     BurstProbe,
+    ClaimAction,
     ClaimDecision,
     ClaimedRun,
     ClaimResult,
@@ -82,7 +83,7 @@ def claim_rows(
     events = _events_of(conn, runs)
     for (row, d), run in zip(kept, runs, strict=True):
         item = ClaimedRun(intent=row, run=run, event=events.get(run["event_id"]), decision=d)
-        if d.action == "fire":
+        if d.action == ClaimAction.FIRE:
             result.fired.append(item)
             journal.append(
                 ("run started", subject(row), f"run {run['id']}: {row['title']} ({d.trigger})")

@@ -18,6 +18,7 @@ from goalsui.domain.text import strip_nul
 from goalsui.store.claims.shapes import (
     JOURNAL_DETAIL_LIMIT,
     AfterDecision,
+    ClaimAction,
     ClaimDecision,
     Completion,
     CompletionResult,
@@ -148,7 +149,7 @@ def plan_claims(
     for (row, d), due_text in zip(decisions, due_texts, strict=True):
         row["_pending_event_id"] = row["pending_event_id"]
         nxt = d.next_run_at
-        if d.action == "fire":
+        if d.action == ClaimAction.FIRE:
             fires = 1 if d.count_fire else 0
             cas.append(
                 Cas(row["id"], due_text, IntentStatus.FIRING, owner, until_s, 1, fires, nxt, now_s)
@@ -158,7 +159,7 @@ def plan_claims(
             row["fires"] += fires
         else:
             status: str
-            if d.action == "skip" and nxt is not None:
+            if d.action == ClaimAction.SKIP and nxt is not None:
                 status = IntentStatus.ACTIVE
             else:
                 status, nxt = d.end_status, None
@@ -182,11 +183,11 @@ def claimed_runs(
     journal: list[JournalEntry] = []
     for row, d in plan.decisions:
         event_id = row.pop("_pending_event_id")
-        if d.action == "end":
+        if d.action == ClaimAction.END:
             ended.append((row, d.reason or "ended"))
             journal.append((f"intent {d.end_status}", subject(row), f"{row['title']}: {d.reason}"))
             continue
-        running = d.action == "fire"
+        running = d.action == ClaimAction.FIRE
         run_rows.append(
             new_run(
                 intent_id=row["id"],

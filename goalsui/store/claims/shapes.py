@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from enum import StrEnum
+from typing import Any, NamedTuple, Protocol
 
 from goalsui.domain.states import IntentStatus
 
@@ -30,6 +31,7 @@ __all__ = [
     "AfterDecision",
     "BurstProbe",
     "CatchUpPlan",
+    "ClaimAction",
     "ClaimDecision",
     "ClaimResult",
     "ClaimedRun",
@@ -40,11 +42,19 @@ __all__ = [
 ]
 
 
+class ClaimAction(StrEnum):
+    """What a claim does with a due row."""
+
+    FIRE = "fire"  # start a run
+    SKIP = "skip"  # record a skipped run (quiet hours, empty checklist), plan the next
+    END = "end"  # no run: the intent ends (expired, max fires reached)
+
+
 @dataclass
 class ClaimDecision:
     """What to do with one claimed row (returned by the claim ``decide`` callback)."""
 
-    action: str  # fire | skip | end
+    action: ClaimAction
     trigger: str
     planned_at: datetime | None
     next_run_at: datetime | None  # the next due time once this occurrence is dealt with
@@ -154,3 +164,24 @@ class BurstProbe(NamedTuple):
     window: timedelta
     limit: int
     by: datetime
+
+
+class ClaimRules(Protocol):
+    """The scheduling rules a claim backend applies, given to it once when it is built
+    (the scheduler's are :class:`goalsui.scheduler.rules.Rules`)."""
+
+    def decide_claim(self, row: Row, now: datetime) -> ClaimDecision:
+        """What a due row does when claimed at ``now``: fire, skip or end."""
+        ...
+
+    def decide_after(self, row: Row, c: Completion, now: datetime) -> AfterDecision:
+        """How the intent of a run that ended changes (its row is ours, ``firing``)."""
+        ...
+
+    def overlap_next(self, row: Row, now: datetime) -> datetime | None:
+        """The next due time of a ``firing`` row whose occurrence passed during its run."""
+        ...
+
+    def plan_catch_up(self, row: Row, now: datetime, limit: timedelta) -> CatchUpPlan | None:
+        """The catch-up plan of a row overdue at start (None: nothing to do)."""
+        ...
