@@ -78,4 +78,4 @@ def record(svc: Service, run: IntentRun, outcome: TurnOutcome, seconds: float = 
             row.cost_usd = outcome.usage.cost_usd
             row.model = outcome.usage.model
         s.add(row)
-    return svc.runs.get(run.id)  # type: ignore[arg-type]
+    return svc.runs.get(run.id)

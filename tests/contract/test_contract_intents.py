@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import update
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from goalsui.service import Service
 from goalsui.store.models import Intent
@@ -118,9 +118,9 @@ def test_operator_action_racing_a_claim_sees_the_claim(
             with service.store.write() as s:
                 hit = s.execute(
                     update(Intent)
-                    .where(Intent.id == intent.id, Intent.status == "active")
+                    .where(col(Intent.id) == intent.id, col(Intent.status) == "active")
                     .values(status="firing", lease_owner="scheduler-1")
-                    .returning(Intent.id)
+                    .returning(col(Intent.id))
                 ).all()
                 assert len(hit) == 1
                 claim_open.set()

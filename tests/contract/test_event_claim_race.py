@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import text
 
 from goalsui.domain.states import IntentStatus, RunStatus
-from goalsui.service import Service
+from goalsui.service import EmitResult, Service
 
 pytestmark = pytest.mark.postgres
 
@@ -50,7 +50,7 @@ def test_an_event_during_a_claim_is_an_overlap_of_that_event(
             ),
             {"i": intent.id},
         )
-        result: list[object] = []
+        result: list[EmitResult] = []
         emitting = threading.Thread(
             target=lambda: result.append(hook.events.emit("ci", {"n": 2}, "d-2")), daemon=True
         )
@@ -62,10 +62,10 @@ def test_an_event_during_a_claim_is_an_overlap_of_that_event(
     second = result[0]
     assert second.fired == []
 
-    after = svc.intents.get(int(intent.id))  # type: ignore[arg-type]
+    after = svc.intents.get(int(intent.id))
     assert after.status == IntentStatus.FIRING
     assert (after.next_run_at, after.pending_trigger, after.pending_event_id) == (None, None, None)
-    runs = svc.runs.list(intent_id=int(intent.id))  # type: ignore[arg-type]
+    runs = svc.runs.list(intent_id=int(intent.id))
     overlaps = [r for r in runs if r.status == RunStatus.SKIPPED]
     assert [(r.reason, r.trigger, r.event_id) for r in overlaps] == [
         ("overlap", "event", second.event_id)

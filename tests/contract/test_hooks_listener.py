@@ -99,7 +99,7 @@ async def send(
 
 def intent_state(service: Service) -> dict[int, tuple]:
     return {
-        i.id: (i.status, i.next_run_at, i.pending_trigger, i.pending_event_id, i.last_fired_at)  # type: ignore[misc]
+        i.id: (i.status, i.next_run_at, i.pending_trigger, i.pending_event_id, i.last_fired_at)
         for i in service.intents.list()
     }
 

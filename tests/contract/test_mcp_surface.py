@@ -18,7 +18,7 @@ from goalsui.mcp.server import tools_list_bytes
 from goalsui.service import Service
 from goalsui.store.models import Intent, Journal
 from tests.base_kit import run_cli
-from tests.mcp_kit import counts, error, mcp_session, ok, start_run, tool_names
+from tests.mcp_kit import counts, error, mcp_session, ok, start_run, text_of, tool_names
 
 EVERY = ["read_kb", "write_kb", "schedule", "todos", "threads", "goals"]
 
@@ -46,7 +46,7 @@ def world(svc: Service) -> dict[str, Any]:
     other = svc.goals.create("Neighbour", "someone else's").goal_id
     thread = svc.threads.create("work")
     other_thread = svc.threads.create("elsewhere")
-    first = svc.todos.add(thread.id, "check the build")  # type: ignore[arg-type]
+    first = svc.todos.add(thread.id, "check the build")
     secret = svc.threads.create("secret", private=True)
     return {
         "goal": goal,
@@ -109,15 +109,16 @@ async def test_every_tool_is_annotated_titled_described_and_typed(svc, world):
 async def test_text_content_is_compact_json_and_holds_no_host_path(svc, world):
     root = str(svc.kb.root)
     async with mcp_session(svc, *full(world)) as s:
-        for name, args in [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("get_goal", {}),
             ("list_goals", {}),
             ("goal_kb_list", {"recursive": True}),
             ("get_context", {}),
             ("setup_goal", {"name": "Spawned", "task": "t"}),
-        ]:
+        ]
+        for name, args in calls:
             res = await s.call_tool(name, args)
-            text = res.content[0].text  # type: ignore[union-attr]
+            text = text_of(res)
             assert not res.is_error, text
             assert json.loads(text) == res.structured_content
             assert "\n" not in text and ": " not in text.split('"task"')[0][:40], name

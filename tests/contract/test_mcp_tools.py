@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import select
@@ -52,7 +53,7 @@ def world(svc: Service) -> dict:
     ]
     goal = svc.goals.create("Tool Test", "exercise the tools", seeds).goal_id
     thread = svc.threads.create("work")
-    first = svc.todos.add(thread.id, "check the build")  # type: ignore[arg-type]
+    first = svc.todos.add(thread.id, "check the build")
     secret = svc.threads.create("secret", private=True)
     return {"goal": goal, "thread": thread.id, "todo": first.id, "secret": secret.id}
 
@@ -176,7 +177,7 @@ async def test_every_tool_works_in_an_operator_session(svc, world):
     assert svc.intents.get(due["intent_id"]).pending_trigger == "run-now"
 
 
-BAD_CALLS = [
+BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("get_goal", {"goal_id": "../etc"}, "invalid goal id"),
     ("nightshift_plan", {}, "is not a nightshift"),
     ("nightshift_plan_add", {"worker": "writer", "task": "x", "reason": "y"}, "not a nightshift"),

@@ -188,7 +188,7 @@ def test_claims_and_outcomes_on_intents_match_the_core_updates(engine: Engine) -
     def after(ids: list[int]) -> list[tuple[int, dict[str, Any]]]:
         out = []
         for k, i in enumerate(ids):
-            values = {c: None for c in AFTER_COLUMNS}
+            values: dict[str, Any] = {c: None for c in AFTER_COLUMNS}
             values.update(
                 status="active" if k % 2 else "done",
                 next_run_at=T0 + timedelta(hours=1) if k % 2 else None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def clock() -> FakeClock:
     return FakeClock(datetime.now(UTC).replace(microsecond=0))
 
 
-def _intent(svc: Service, clock: FakeClock, kind: str = "cron", **extra: object) -> int:
+def _intent(svc: Service, clock: FakeClock, kind: str = "cron", **extra: Any) -> int:
     schedule = "0 * * * *" if kind == "cron" else clock.now.isoformat()
     row = Intent(
         title=str(extra.pop("title", "agent job")),

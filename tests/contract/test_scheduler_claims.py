@@ -6,12 +6,14 @@ import asyncio
 import threading
 from collections import Counter
 from datetime import datetime, timedelta
+from typing import Any
 
 from goalsui.scheduler import Scheduler
 from goalsui.service import Service
 from goalsui.store import claims
 from goalsui.store.claims import SqlClaimBackend
 from goalsui.store.models import Intent, IntentRun
+from goalsui.store.tables import table_of
 from tests.base_kit import FakeClock
 from tests.claims_kit import claims_for
 from tests.unit.test_scheduler_rules import FakeTurn
@@ -84,7 +86,7 @@ async def test_a_burst_starts_every_due_turn_before_recording_outcomes(
         started = await sched.tick()
         assert len(started) == n
         assert "run-finished" not in events
-        assert svc.store.count_rows(IntentRun.__table__, status="ok") == 0
+        assert svc.store.count_rows(table_of(IntentRun), status="ok") == 0
         await sched.drain()
         assert len(turn.calls) == n
         assert events.index("run-finished") >= events.count("run-started") - 32  # last chunk
@@ -116,7 +118,7 @@ async def test_a_long_burst_still_records_outcomes_that_waited_too_long(
     finally:
         await sched.stop()
     assert events.count("run-finished") == n
-    assert svc.store.count_rows(IntentRun.__table__, status="ok") == n
+    assert svc.store.count_rows(table_of(IntentRun), status="ok") == n
 
 
 async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_behind(
@@ -135,9 +137,9 @@ async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_be
     folded: list[int] = []
     step = SqlClaimBackend.step  # the SQLite backend's too
 
-    def spy(self: SqlClaimBackend, **kwargs: object) -> object:
-        folded.append(len(kwargs.get("completions") or ()))  # type: ignore[arg-type]
-        return step(self, **kwargs)  # type: ignore[arg-type]
+    def spy(self: SqlClaimBackend, **kwargs: Any) -> Any:
+        folded.append(len(kwargs.get("completions") or ()))
+        return step(self, **kwargs)
 
     monkeypatch.setattr(SqlClaimBackend, "step", spy)
     svc = make_service(empty_kb, clock=clock)
@@ -171,7 +173,7 @@ async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_be
         await sched.drain()
     finally:
         await sched.stop()
-    assert svc.store.count_rows(IntentRun.__table__, status="ok") == 2 * big + 2
+    assert svc.store.count_rows(table_of(IntentRun), status="ok") == 2 * big + 2
 
 
 async def test_a_turn_claimed_for_later_does_not_hold_up_outcomes(
@@ -186,7 +188,7 @@ async def test_a_turn_claimed_for_later_does_not_hold_up_outcomes(
     sched = Scheduler(svc, clock=clock, turn=turn, lookahead_seconds=1.0)
 
     def ok() -> int:
-        return int(svc.store.count_rows(IntentRun.__table__, status="ok") or 0)
+        return int(svc.store.count_rows(table_of(IntentRun), status="ok") or 0)
 
     try:
         assert len(await sched.tick()) == 2
@@ -218,7 +220,7 @@ def test_a_step_counts_the_burst_due_with_the_soonest(
     def probe(limit: int, by: datetime = soonest) -> claims.BurstProbe:
         return claims.BurstProbe(window, limit, by)
 
-    def step(**kw: object) -> claims.ClaimResult:
+    def step(**kw: Any) -> claims.ClaimResult:
         result, _ = claims_for(engine).step(
             owner="me",
             now=clock.now,
@@ -228,7 +230,7 @@ def test_a_step_counts_the_burst_due_with_the_soonest(
         )
         return result
 
-    def counted(**kw: object) -> int:
+    def counted(**kw: Any) -> int:
         result = step(**kw)
         assert not result.fired  # nothing is due yet
         return result.burst

@@ -8,6 +8,7 @@ the batch was lost and those runs came back ``interrupted`` and ran again.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from goalsui.domain.text import strip_nul, strip_nul_deep
 from goalsui.store import claims
@@ -30,7 +31,7 @@ def _claim(svc, n: int, clock: FakeClock) -> list[claims.ClaimedRun]:
     return res.fired
 
 
-def _done(c: claims.ClaimedRun, status: str, **values: object) -> Completion:
+def _done(c: claims.ClaimedRun, status: str, **values: Any) -> Completion:
     intent = c.intent
     return Completion(
         run_id=c.run["id"],

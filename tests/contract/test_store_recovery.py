@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 DEAD = "dead-scheduler"
 
 
-def _intent(svc, clock: FakeClock, **extra: object) -> int:  # type: ignore[no-untyped-def]
+def _intent(svc, clock: FakeClock, **extra: Any) -> int:
     row = Intent(
         title=str(extra.pop("title", "job")),
         instruction="x",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import select
@@ -81,7 +82,7 @@ async def test_a_worker_turn_is_served_todo_tools_in_its_home_thread(
             {"title": "again", "instruction": "is it still flaky?", "kind": "at", "schedule": at},
         )
     assert added["thread_id"] == home.id == listed["thread_id"]
-    assert [t.text for t in svc.todos.list(home.id)] == ["look at the flaky test"]  # type: ignore[arg-type]
+    assert [t.text for t in svc.todos.list(home.id)] == ["look at the flaky test"]
     made = svc.intents.get(follow["intent"]["id"])
     assert (made.thread_id, made.goal_id, made.worker) == (home.id, goal, None)
 
@@ -141,7 +142,11 @@ async def test_a_worker_without_read_kb_reads_only_its_prompt_and_the_protocol(
 def test_doctor_and_worker_add_warn_about_capabilities_that_grant_nothing(
     svc: Service, goal: str
 ) -> None:
-    where = {"kb": svc.kb.root, "state": svc.state_dir, "extra_env": {"GOALSUI_DB": svc.db_url}}
+    where: dict[str, Any] = {
+        "kb": svc.kb.root,
+        "state": svc.state_dir,
+        "extra_env": {"GOALSUI_DB": svc.db_url},
+    }
     proc = run_cli(
         "worker", "add", goal, "lister", "--cron", "0 5 * * *",
         "--command", "llm -m gpt-4o", "--capabilities", "todos,nightshift", **where,

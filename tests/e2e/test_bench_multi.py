@@ -44,7 +44,7 @@ def test_the_table_names_each_daemon_and_the_exactly_once_check(tmp_path: Path) 
     assert out.startswith(
         "goalsui bench scheduler: 50 intents due at once, 2 scheduler process(es)"
     )
-    rows = dict(re.match(r"(\S.*?)\s{2,}(.*)", line).groups() for line in out.splitlines()[3:11])  # type: ignore[union-attr]
+    rows = dict(re.findall(r"^(\S.*?)\s{2,}(.*)$", "\n".join(out.splitlines()[3:11]), re.M))
     assert rows["runs ok"] == "50 of 50" and rows["exactly once"] == "ok"
     assert rows["duplicates"] == "0" and rows["lost"] == "0"
     daemon_rows = [line.split() for line in out.splitlines() if line[:1] in ("1", "2")]

@@ -82,7 +82,7 @@ async def test_goal_and_kb_budgets_and_tokens_count_every_worker_of_their_scope(
     a = agent_worker(
         svc, "claude", "0.01", "600", "100", name="alpha", goal_budget={"tokens_per_day": 1400}
     )
-    b = svc.workers.intent(a.goal_id, "alpha")  # type: ignore[arg-type]
+    b = svc.workers.intent(a.goal_id, "alpha")
     assert (await turn(svc, a)).status == "ok"  # 700 tokens
     assert (await turn(svc, b)).status == "ok"  # 1400: spent
     blocked = await turn(svc, a)

@@ -129,7 +129,7 @@ async def test_usage_is_stored_and_shown_and_unknown_is_never_zero(svc: Service)
     silent = agent_worker(svc, "none", "0", "0", "0", name="quiet")
     second = start_run(svc, silent)
     record(svc, second, await run_turn(svc, silent, second, cancel=asyncio.Event()))
-    stored = svc.runs.get(first.id)  # type: ignore[arg-type]
+    stored = svc.runs.get(first.id)
     assert (stored.tokens_in, stored.tokens_out, stored.cost_usd, stored.model) == (
         1000,
         50,
@@ -179,7 +179,7 @@ async def test_the_morning_report_has_cost_per_worker_per_night_and_top_spenders
     run = start_run(svc, pricey)
     record(svc, run, await run_turn(svc, pricey, run, cancel=asyncio.Event()))
     clock.set(datetime(2026, 12, 2, 21, 0, tzinfo=UTC))  # this night
-    cheap = svc.workers.intent(pricey.goal_id, "pricey")  # type: ignore[arg-type]
+    cheap = svc.workers.intent(pricey.goal_id, "pricey")
     runs = []
     for _ in range(2):
         run = start_run(svc, cheap)

@@ -65,7 +65,7 @@ def svc(tmp_path: Path, make_service, clock) -> Service:
     return make_service(tmp_path / "kb", clock=clock)
 
 
-async def test_a_turn_without_a_runner_fails_with_one_clear_line(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_a_turn_without_a_runner_fails_with_one_clear_line(svc: Service, clock) -> None:
     thread = svc.threads.create("inbox")
     intent = svc.intents.create(
         title="check", instruction="look", kind="at", schedule=clock.now.isoformat(),
@@ -76,7 +76,7 @@ async def test_a_turn_without_a_runner_fails_with_one_clear_line(svc: Service, c
     assert "goalsui.yaml" in NO_RUNNER and "docs/agents.md" in NO_RUNNER
     assert svc.threads.messages(thread.id) == []  # no fake success posted
 
-    svc.intents.cancel(intent.id)  # type: ignore[arg-type]  # run by hand above
+    svc.intents.cancel(intent.id)
     scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
         again = svc.intents.create(
@@ -103,7 +103,7 @@ async def test_a_missing_program_fails_once_and_waits_for_the_operator(svc: Serv
             title="typo", instruction="look", kind="cron", schedule="* * * * *",
             runner={"command": ["no-such-program-goalsui-test"]},
         )  # fmt: skip
-        svc.intents.run_now(intent.id)  # type: ignore[arg-type]
+        svc.intents.run_now(intent.id)
         (run_id,) = await scheduler.tick()
         await scheduler.drain(timeout=60)
         clock.advance(600)  # long past any retry back-off: nothing fires again
@@ -113,7 +113,7 @@ async def test_a_missing_program_fails_once_and_waits_for_the_operator(svc: Serv
     run = svc.runs.get(run_id)
     assert run.status == "failed" and (run.reason or "").startswith(CONFIG)
     assert "program not found" in (run.reason or "")
-    held = svc.intents.get(intent.id)  # type: ignore[arg-type]
+    held = svc.intents.get(intent.id)
     assert held.status == "paused" and held.consecutive_failures == 0
     assert len(svc.runs.list(intent_id=intent.id)) == 1
 

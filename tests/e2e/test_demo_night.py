@@ -65,7 +65,7 @@ def test_a_demo_before_dawn_replays_up_to_now(sample_kb: Path, tmp_path: Path) -
     try:
         goal = nightshift(service)
         assert [r.night.isoformat() for r in list_reports(service, goal)] == ["2026-12-01"]
-        assert all(i.next_run_at > now for i in service.intents.list(goal_id=goal))  # type: ignore[operator]
+        assert all(i.next_run_at > now for i in service.intents.list(goal_id=goal))
     finally:
         service.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -47,7 +48,7 @@ BAD = [
 
 
 @pytest.mark.parametrize(("change", "message"), BAD, ids=[m for _, m in BAD])
-def test_bad_input_is_one_line_error(change: dict[str, object], message: str) -> None:
+def test_bad_input_is_one_line_error(change: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError) as err:
         IntentSpec.parse(**{**GOOD, **change})
     text = str(err.value)
@@ -91,8 +92,8 @@ def test_from_spec_plans_from_now_and_refuses_a_past_expiry() -> None:
         Intent.from_spec(late, NOW)
 
 
-def test_the_service_stores_a_spec(service) -> None:  # type: ignore[no-untyped-def]
-    spec = IntentSpec.parse(**GOOD, operation_key="once")  # type: ignore[arg-type]
+def test_the_service_stores_a_spec(service) -> None:
+    spec = IntentSpec.parse(**GOOD, operation_key="once")
     first = service.intents.create(spec)
     assert service.intents.create(spec).id == first.id  # the key returns the same intent
     assert service.intents.get(first.id).schedule == "0 16 * * 5"

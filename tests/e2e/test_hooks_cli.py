@@ -7,6 +7,7 @@ import re
 import signal
 import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ def goalsui(
 
 
 @pytest.fixture
-def hook_service(sample_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Service:
+def hook_service(
+    sample_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Service]:
     monkeypatch.setenv(CI_ENV, SECRET)
     monkeypatch.setenv(GITHUB_ENV, OTHER_SECRET)
     service = Service.open(sample_kb, None, tmp_path / "state")

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from goalsui.errors import GoalsuiError
-from goalsui.kb import layout
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service import Service
 from tests.base_kit import run_cli
@@ -100,7 +99,7 @@ def test_failing_rename_rolls_back_every_schedule(
             raise OSError(5, "Input/output error")
         real_rename(src, dst)
 
-    monkeypatch.setattr(layout.os, "rename", rename)
+    monkeypatch.setattr(os, "rename", rename)  # the os module the goal tree is built with
     with pytest.raises(GoalsuiError, match="could not create the goal tree"):
         svc.goals.create("Doomed", "never", WORKERS)
     assert len(registered) == 3  # they were registered, then rolled back

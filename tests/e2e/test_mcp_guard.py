@@ -13,6 +13,7 @@ import os
 import select
 import subprocess
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -59,7 +60,7 @@ class Wire:
 
 
 @pytest.fixture
-def wire(service: Service) -> Wire:
+def wire(service: Service) -> Iterator[Wire]:
     goal = service.goals.list()[0].goal_id
     w = Wire(service, goal)
     init = {

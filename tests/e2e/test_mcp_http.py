@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from goalsui.kb.layout import WorkerSeed
 from goalsui.mcp.http import ToolHost
 from goalsui.service import Service
-from tests.mcp_kit import end_run, start_run
+from tests.mcp_kit import end_run, start_run, text_of
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ async def test_a_run_that_ended_gets_no_tool_call_through(svc: Service) -> None:
         ):
             end_run(svc, busy)
             refused = await session.call_tool("todo_add", {"text": "too late"})
-            assert refused.is_error and "not running" in refused.content[0].text  # type: ignore[union-attr]  # a TextContent
+            assert refused.is_error and "not running" in text_of(refused)
     finally:
         await host.stop()
 
@@ -119,7 +119,7 @@ async def test_the_listener_binds_loopback_only(svc: Service) -> None:
             if family != socket.AF_INET:
                 continue
             with pytest.raises(OSError):
-                socket.create_connection((address[0], host.port), timeout=1)
+                socket.create_connection((str(address[0]), host.port), timeout=1)
         await asyncio.sleep(0)
     finally:
         await host.stop()

@@ -129,17 +129,13 @@ def test_three_daemons_on_postgres_survive_a_kill_9_with_no_duplicate_and_none_l
             return svc.overview.summary()["intents"].get("done", 0)
 
         def victim_running() -> list[int]:
-            return [r.id for r in svc.runs.running() if pid_of(r.owner) == victim.pid]  # type: ignore[misc]
+            return [r.id for r in svc.runs.running() if pid_of(r.owner) == victim.pid]
 
         wait_until(lambda: done() >= BURST // 2, timeout=180, step=0.2)
         wait_until(lambda: bool(victim_running()), timeout=30, step=0.01)
         victim.kill()
         # What it held when it died: nobody may touch these rows until the lease expires.
-        in_flight = {
-            r.id: r.intent_id  # type: ignore[misc]
-            for r in svc.runs.running()
-            if pid_of(r.owner) == victim.pid
-        }
+        in_flight = {r.id: r.intent_id for r in svc.runs.running() if pid_of(r.owner) == victim.pid}
         stream.join()
         total = len(burst) + len(stream.ids)
 
@@ -170,8 +166,8 @@ def test_three_daemons_on_postgres_survive_a_kill_9_with_no_duplicate_and_none_l
     assert not lost, f"{len(lost)} intents never ran ok: {sorted(lost)[:10]}"
     assert set(by_intent) == set(ids)  # no run of an intent nobody created
     for intent_id, history in by_intent.items():
-        statuses = [r.status for r in history]
-        assert statuses[-1] == "ok" and set(statuses[:-1]) <= {"interrupted"}, (intent_id, statuses)
+        seen = [r.status for r in history]
+        assert seen[-1] == "ok" and set(seen[:-1]) <= {"interrupted"}, (intent_id, seen)
     assert {i.status for i in intents} == {"done"}  # none firing, none active and overdue
 
     # The victim died holding runs; the survivors closed them and retried each once, ok.

@@ -183,7 +183,7 @@ async def test_a_turn_whose_result_cannot_be_delivered_is_ok_with_a_problem_neve
     intent = svc.workers.intent(view.goal_id, "coder")
     sched = Scheduler(svc, clock=clock, grace_seconds=1)
     try:
-        svc.intents.run_now(intent.id)  # type: ignore[arg-type]
+        svc.intents.run_now(intent.id)
         (run_id,) = await sched.tick()
         await sched.drain(timeout=60)
         clock.advance(600)  # a failed run would be retried by now
@@ -196,7 +196,7 @@ async def test_a_turn_whose_result_cannot_be_delivered_is_ok_with_a_problem_neve
     assert (run.reason or "").startswith("delivery problem:")
     assert "the result" in (run.output_tail or "")
     assert again == [] and len(svc.runs.list(intent_id=intent.id)) == 1  # never re-run
-    got = svc.intents.get(intent.id)  # type: ignore[arg-type]
+    got = svc.intents.get(intent.id)
     assert got.consecutive_failures == 0 and got.status == "active"
     alerts = [
         j for j in svc.journal.recent() if j.action == "alert" and "delivery problem" in j.detail

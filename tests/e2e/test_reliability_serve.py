@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -51,7 +52,7 @@ def kb(tmp_path: Path) -> Path:
     return tmp_path / "kb"
 
 
-async def status(session: aiohttp.ClientSession, url: str, **kw: object) -> int:
+async def status(session: aiohttp.ClientSession, url: str, **kw: Any) -> int:
     deadline = time.monotonic() + 30
     while True:
         try:

@@ -117,7 +117,7 @@ def test_kill_9_of_a_daemon_ends_its_turns_whole_tree_within_2_s(
         wait_until(lambda: svc.runs.get(run.id).pgid is not None, timeout=30)
         pgid = svc.runs.get(run.id).pgid
         if shape == "grandchild":
-            wait_until(lambda: _sleep_in(pgid), timeout=30)
+            wait_until(lambda: bool(_sleep_in(pgid)), timeout=30)
             victims = _sleep_in(pgid)
         else:
             wait_until(lambda: (tmp_path / "child.pid").exists(), timeout=30)

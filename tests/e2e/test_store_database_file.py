@@ -18,6 +18,7 @@ import pytest
 from goalsui.errors import DatabaseReplaced, NoDatabase
 from goalsui.store.db import Store
 from goalsui.store.models import Journal
+from goalsui.store.tables import table_of
 from tests.base_kit import run_cli
 from tests.daemon_kit import Daemon, wait_until
 
@@ -55,8 +56,8 @@ def test_a_running_store_refuses_a_file_deleted_or_replaced(tmp_path: Path, how:
         store.dispose()
 
 
-def store_table():  # type: ignore[no-untyped-def]
-    return Journal.__table__  # type: ignore[attr-defined]
+def store_table():
+    return table_of(Journal)
 
 
 def test_a_new_store_does_not_create_a_database_that_was_deleted(tmp_path: Path) -> None:

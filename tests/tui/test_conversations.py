@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ class Env:
     def run(self, *args: str) -> subprocess.CompletedProcess:
         return run_cli(*args, env=self.env, timeout=300)
 
-    def json(self, *args: str) -> dict | list:
+    def json(self, *args: str) -> Any:
         done = self.run(*args, "--json")
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)

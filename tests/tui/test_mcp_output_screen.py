@@ -8,7 +8,7 @@ from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.output import OutputScreen
 from tests.mcp_kit import end_run, start_run
-from tests.tui_kit import settle
+from tests.tui_kit import screen_as, settle
 
 
 async def test_tool_calls_read_inline_with_the_output(
@@ -22,7 +22,7 @@ async def test_tool_calls_read_inline_with_the_output(
         title="agent turn", kind="at", schedule=clock.now.isoformat(), thread_id=thread.id
     )
     run = start_run(svc, intent)
-    log = svc.runs.log_path(run.id)  # type: ignore[arg-type]
+    log = svc.runs.log_path(run.id)
     log.write_text("[goalsui] run header\nthinking about the build\n")
     svc.agents.record_tool_call(
         run.id,
@@ -47,9 +47,7 @@ async def test_tool_calls_read_inline_with_the_output(
         await settle(app, pilot)
         app.push_screen(OutputScreen(run.id, "agent turn"))
         await settle(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, OutputScreen)
-        strips = list(screen.log_widget.lines)
+        strips = list(screen_as(app, OutputScreen).log_widget.lines)
     lines = [strip.text for strip in strips]
     assert lines[1] == "thinking about the build"
     assert lines[2] == '[tool] → todo_complete({"todo_id": 3})'

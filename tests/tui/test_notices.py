@@ -16,7 +16,7 @@ from goalsui.scheduler.notices import Notice, Notifier
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import ThreadsScreen
-from tests.tui_kit import screen_text, settle, wait_for
+from tests.tui_kit import screen_as, screen_text, settle, wait_for
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
@@ -41,7 +41,7 @@ def delivered(tmp_path: Path) -> list[dict]:
 
 async def test_results_and_alerts_notify_silent_runs_do_not(
     svc: Service, tmp_path: Path, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     thread = svc.threads.create("Visa application")
     now = clock.now.isoformat()
     said = svc.intents.create(
@@ -94,7 +94,7 @@ async def test_a_failing_notify_command_is_journalled_not_raised(
     assert any(j.action == "notify command failed" for j in svc.journal.recent())
 
 
-async def test_the_console_toast_names_the_thread_and_j_jumps_there(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_the_console_toast_names_the_thread_and_j_jumps_there(svc: Service, clock) -> None:
     svc.threads.create("Groceries")
     thread = svc.threads.create("Visa application")
     svc.intents.create(
@@ -114,12 +114,11 @@ async def test_the_console_toast_names_the_thread_and_j_jumps_there(svc: Service
         assert "Visa application: done for run" in toast.message and "J: go there" in toast.message
         await pilot.press("J")
         await settle(app, pilot)
-        assert isinstance(app.screen, ThreadsScreen)
-        assert app.screen.selected_thread_id() == thread.id
+        assert screen_as(app, ThreadsScreen).selected_thread_id() == thread.id
         assert "second line of the result" in screen_text(app)
 
 
-async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, clock) -> None:
     svc.goals.create("Groceries", "t")
     goal = svc.goals.create(
         "Ops", "t", [WorkerSeed("probe", {"schedule": {"every": "1h"}, "runner": {"command": ["false"]}})]
@@ -145,12 +144,12 @@ async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, cloc
 
 async def test_a_private_threads_reply_reaches_notify_as_a_link_only(
     svc: Service, empty_kb: Path, tmp_path: Path, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from goalsui.service import kbconfig
 
     kbconfig.set_default_runner(svc, script("sched_ok.py"))
     thread = svc.threads.create("Medical letters", private=True)
-    svc.threads.say(thread.id, "summarise the letter")  # type: ignore[arg-type]
+    svc.threads.say(thread.id, "summarise the letter")
     shown: list[Notice] = []
     scheduler = Scheduler(svc, clock=clock, grace_seconds=1)
     notifier = Notifier(svc, shown.append)
@@ -161,7 +160,7 @@ async def test_a_private_threads_reply_reaches_notify_as_a_link_only(
         await notifier.drain()
     finally:
         await scheduler.stop(grace=1)
-    reply = [m for m in svc.threads.messages(thread.id) if m.role == "assistant"]  # type: ignore[arg-type]
+    reply = [m for m in svc.threads.messages(thread.id) if m.role == "assistant"]
     assert reply and reply[-1].content.strip()
     (received,) = delivered(tmp_path)
     assert received["private"] is True and received["target"] == f"thread:{thread.id}"

@@ -216,7 +216,7 @@ async def test_dismiss_a_failed_run_from_the_pane(demo: Service, clock) -> None:
         assert f"run:{run_id}" not in app.main.failed.row_keys()
 
 
-async def test_add_complete_and_reopen_todos(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_add_complete_and_reopen_todos(demo: Service, clock) -> None:
     thread = demo.threads.find("Visa application")
     app = console(demo, clock)
     async with app.run_test(size=SIZE) as pilot:

@@ -19,6 +19,7 @@ from goalsui.tui.app import make_app
 from goalsui.tui.screens.modals import ConfirmScreen
 from goalsui.tui.screens.reports import ReportsScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane, DiffScreen
+from goalsui.tui.widgets.keyed_table import KeyedTable
 from tests.base_kit import FakeClock
 from tests.git_kit import git, make_repo
 from tests.tui_kit import screen_text, settle, wait_for
@@ -78,7 +79,9 @@ async def open_reports(app, pilot) -> BranchesPane:
     await settle(app, pilot)
     assert isinstance(app.screen, ReportsScreen)
     pane = app.screen.query_one(BranchesPane)
-    await wait_for(pilot, lambda: len(pane.query_one("#branches-table").row_keys()) == 2)
+    await wait_for(
+        pilot, lambda: len(pane.query_one("#branches-table", KeyedTable).row_keys()) == 2
+    )
     pane.query_one("#branches-table").focus()
     await settle(app, pilot)
     return pane
@@ -89,7 +92,7 @@ async def test_approve_asks_first_then_merges_and_the_list_updates(scene) -> Non
     app = make_app(service, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
         pane = await open_reports(app, pilot)
-        table = pane.query_one("#branches-table")
+        table = pane.query_one("#branches-table", KeyedTable)
         assert table.row_keys() == [FIX, DOCS]
         table.move_cursor(row=0)
         await pilot.press("a")
@@ -114,7 +117,7 @@ async def test_reject_deletes_after_confirmation_and_diff_shows_the_change(scene
     app = make_app(service, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
         pane = await open_reports(app, pilot)
-        table = pane.query_one("#branches-table")
+        table = pane.query_one("#branches-table", KeyedTable)
         table.move_cursor(row=1)
         await pilot.press("v")
         await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from goalsui.domain.replies import reply_key
 from goalsui.service import Service
@@ -76,7 +77,7 @@ async def test_typing_and_enter_post_and_the_reply_appears(
             )
             text = screen_text(app)
             assert "Reply to: when is my appointment" in text  # its provenance
-            assert app.screen.query_one("#compose-input").value == ""
+            assert app.screen.query_one("#compose-input", Input).value == ""
         replies = [
             m for m in service.threads.messages(thread.id) if m.role == "assistant" and m.run_id
         ]
@@ -160,7 +161,7 @@ def conversation(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Service, Fak
     clock.advance(minutes=4)
     text = "Then add 'print the lease' to my list."
     said = service.threads.post(text, thread_id=thread.id)
-    intent = service.threads.create_reply(thread.id, said.id, text)  # type: ignore[arg-type]
+    intent = service.threads.create_reply(thread.id, said.id, text)
     from goalsui.store.models import Intent
 
     with service.store.write() as s:  # shown as running, as while the scheduler runs it

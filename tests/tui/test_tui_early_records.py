@@ -36,8 +36,8 @@ def busy_history(demo: Service, clock: FakeClock) -> None:
 def test_early_records_are_the_services_records(demo: Service, clock: FakeClock) -> None:
     busy_history(demo, clock)
     thread = next(t for t in demo.threads.list() if t.worker is None)  # not a home thread
-    first_todo = demo.todos.list(thread.id)[0]  # type: ignore[arg-type]
-    demo.todos.complete(thread.id, first_todo.id)  # type: ignore[arg-type]
+    first_todo = demo.todos.list(thread.id)[0]
+    demo.todos.complete(thread.id, first_todo.id)
     full = load_dashboard(demo, clock())
     path = sqlite_file(demo.kb.root, demo.db_url, None)
     assert path is not None and path.is_file()

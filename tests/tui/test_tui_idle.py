@@ -10,6 +10,7 @@ from goalsui.store.claims import ClaimResult, RecoveryResult
 from goalsui.tui.app import make_app
 from goalsui.tui.fmt import countdown
 from goalsui.tui.idle import StampGate
+from goalsui.tui.widgets.status_bar import StatusBar
 from tests.tui_kit import PULSE, settle, worker_intent
 
 
@@ -73,7 +74,11 @@ async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -
         app.feed._stamp_gate.every_s = 3600
         app._poll_and_tick()
         await settle(app, pilot)
-        updates, dash, status = timeline._update_count, app.dashboard, app.main.query_one("#status")
+        updates, dash, status = (
+            timeline._update_count,
+            app.dashboard,
+            app.main.query_one("#status", StatusBar),
+        )
         clock.advance(1)
         app._poll_and_tick()
         await pilot.pause()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from textual.binding import Binding
+from textual.dom import DOMNode
+
 from goalsui.service import Service
 from goalsui.tui import keys
 from goalsui.tui.app import make_app
@@ -21,7 +24,7 @@ def clashes(screen) -> list[str]:
     Only bindings of ours (they all have ids) count: Textual's own duplicates
     (ctrl+c on screen and app) are its business.
     """
-    by_key: dict[str, list[tuple[object, object]]] = defaultdict(list)
+    by_key: dict[str, list[tuple[object, Binding]]] = defaultdict(list)
     for node, bindings in screen._modal_binding_chain:
         for key, binding in bindings:
             by_key[key].append((node, binding))
@@ -36,7 +39,7 @@ def clashes(screen) -> list[str]:
 def textual_keys(node) -> set[str]:
     """Keys bound by the Textual class a goalsui widget builds on."""
     for cls in type(node).__mro__:
-        if cls.__module__.startswith("textual"):
+        if issubclass(cls, DOMNode) and cls.__module__.startswith("textual"):
             merged = cls._merged_bindings
             return set(merged.key_to_bindings) if merged is not None else set()
     return set()

@@ -94,12 +94,11 @@ async def test_watcher_sees_an_atomic_replace_and_a_new_goal(tmp_path: Path) -> 
             tmp = prompt.with_name(f".prompt.md.{n}.tmp")
             tmp.write_text(f"v{n + 2}")
             os.replace(tmp, prompt)
-            await until(
-                lambda start=start: any(
-                    ("g1", "workers/w/prompt.md") in b.files for b in batches[start:]
-                ),
-                f"an event for replace {n + 1}",
-            )
+
+            def replaced(start: int = start) -> bool:
+                return any(("g1", "workers/w/prompt.md") in b.files for b in batches[start:])
+
+            await until(replaced, f"an event for replace {n + 1}")
         (root / "g2").mkdir()
         (root / "g2" / "definition.yaml").write_text("name: x\n")
         await until(lambda: any("g2" in b.goals_to_sync for b in batches), "the new goal")
@@ -162,7 +161,7 @@ async def test_broken_yaml_shows_a_badge_and_keeps_the_last_good_version(
         assert (
             intent.status == "active" and intent.schedule == "1m"
         )  # the last good version runs on
-        assert "flaky" in app.main.goals.child_nodes.get(f"worker/{PULSE}/flaky").label.plain
+        assert "flaky" in str(app.main.goals.child_nodes.get(f"worker/{PULSE}/flaky").label)
         # fixed again: the badge goes
         definition.write_text('schedule:\n  every: 1m\nrunner:\n  command: ["true"]\n')
         await wait_for(pilot, lambda: "error in KB" not in label(goal_node), what="badge gone")

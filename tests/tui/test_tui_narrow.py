@@ -18,9 +18,10 @@ from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import ThreadsScreen
 from goalsui.tui.screens.reports import ReportsScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane
+from goalsui.tui.widgets.keyed_table import KeyedTable
 from tests.base_kit import FakeClock
 from tests.tui.test_tui_branches import DOCS, FIX, night_scene
-from tests.tui_kit import screen_text, settle, wait_for
+from tests.tui_kit import screen_as, screen_text, settle, wait_for
 
 SIZES = [(80, 24), (100, 30)]
 
@@ -49,8 +50,8 @@ async def test_reports_show_two_branch_rows_and_m_maximises(night, size) -> None
         await settle(app, pilot)
         await pilot.press("M")
         await settle(app, pilot)
-        assert isinstance(app.screen, ReportsScreen)
-        table = app.screen.query_one(BranchesPane).query_one("#branches-table")
+        screen_as(app, ReportsScreen)
+        table = app.screen.query_one(BranchesPane).query_one("#branches-table", KeyedTable)
         await wait_for(pilot, lambda: table.row_count == 2, what="the two branches")
         await pilot.press("3")  # the branches pane (stacked layout: one pane at a time)
         await settle(app, pilot)
@@ -108,13 +109,13 @@ async def test_escape_in_the_compose_box_leaves_the_box_not_the_screen(demo, clo
         await settle(app, pilot)
         await pilot.press("T")
         await settle(app, pilot)
-        assert isinstance(app.screen, ThreadsScreen)
+        screen_as(app, ThreadsScreen)
         await pilot.press("c")
         await settle(app, pilot)
         assert app.screen.focused is not None and app.screen.focused.id == "compose-input"
         await pilot.press("q", "escape")  # q is text here; escape leaves the box
         await settle(app, pilot)
-        assert isinstance(app.screen, ThreadsScreen)
+        screen_as(app, ThreadsScreen)
         assert app.screen.focused is not None and app.screen.focused.id == "threads-list"
         await pilot.press("escape")  # now it goes back
         await settle(app, pilot)
@@ -137,8 +138,7 @@ async def test_runs_screen_lists_newest_first_filters_and_retries(demo, clock) -
         await settle(app, pilot)
         await pilot.press("U")
         await settle(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, RunsScreen)
+        screen = screen_as(app, RunsScreen)
         assert screen.table.row_keys()[:3] == [f"run:{newest}", f"run:{failed}", f"run:{ok}"]
         await pilot.press("v", "v")  # all -> running -> failed
         await settle(app, pilot)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
+from goalsui.tui.widgets.status_bar import StatusBar
 from tests.daemon_kit import Daemon, wait_until
 from tests.tui_kit import settle, wait_for
 
@@ -32,7 +33,7 @@ async def test_console_watches_while_a_daemon_serves_the_kb(empty_kb: Path, tmp_
             note = f"daemon pid {daemon.pid} (watching)"
             await wait_for(pilot, lambda: app.scheduler_state == note, what="watching note")
             assert app.scheduler is None  # no second scheduler
-            bar = app.main.query_one("StatusBar")
+            bar = app.main.query_one(StatusBar)
             assert bar.info.scheduler == note
             assert f"scheduler daemon pid {daemon.pid}" in str(bar.render_info())
         # --scheduler forces one beside the daemon

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.modals import ConfirmScreen
-from tests.tui_kit import PULSE, label, open_demo, settle, wait_for, worker_intent
+from goalsui.tui.widgets.status_bar import StatusBar
+from tests.tui_kit import PULSE, label, open_demo, screen_as, settle, wait_for, worker_intent
 
 SLOW = """schedule:
   every: 1m
@@ -20,7 +22,7 @@ timeout: 5m
 
 
 @pytest.fixture
-def demo(tmp_path: Path, clock, template: Path) -> Service:  # type: ignore[no-untyped-def]
+def demo(tmp_path: Path, clock, template: Path) -> Iterator[Service]:
     service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
     (service.kb.root / PULSE / "workers" / "flaky" / "definition.yaml").write_text(SLOW)
     service.index.sync([PULSE])
@@ -41,7 +43,7 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
         node = main.goals.child_nodes[f"worker/{PULSE}/flaky"]
         await wait_for(pilot, lambda: "▶ running" in label(node), what="running indicator")
         assert "running" in label(main.goals.goal_nodes[PULSE])
-        assert main.query_one("StatusBar").info.running == 1
+        assert main.query_one(StatusBar).info.running == 1
         # the detail pane tails the live output (its last tab)
         await wait_for(
             pilot, lambda: main.detail.tabs[-1].label == "▶ live output", what="live tab"
@@ -57,8 +59,7 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
         )
         await pilot.press("q")
         await settle(app, pilot)
-        assert isinstance(app.screen, ConfirmScreen)
-        assert app.screen.focused.id == "no"
+        assert screen_as(app, ConfirmScreen).focused.id == "no"
         await pilot.press("n")
         await settle(app, pilot)
         assert app.is_running and app.live_runs() == 1
@@ -88,8 +89,7 @@ async def test_x_stops_the_running_run_and_the_schedule_goes_on(demo: Service, c
         await wait_for(pilot, lambda: main.check_action("stop_run", ()), what="x enabled")
         await pilot.press("x")
         await settle(app, pilot)
-        assert isinstance(app.screen, ConfirmScreen)
-        assert "schedule goes on" in app.screen.detail
+        assert "schedule goes on" in screen_as(app, ConfirmScreen).detail
         await pilot.press("y")
         await wait_for(
             pilot,

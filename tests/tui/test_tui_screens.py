@@ -9,12 +9,15 @@ from goalsui.service import Service
 from goalsui.store.models import Intent
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.failures import FailuresScreen
+from goalsui.tui.screens.output import OutputScreen
 from goalsui.tui.screens.reports import ReportsScreen
+from goalsui.tui.widgets.keyed_table import KeyedTable
 from tests.tui_kit import (
     NIGHT,
     PULSE,
     add_run,
     auto_disable,
+    screen_as,
     screen_text,
     settle,
     worker_intent,
@@ -47,8 +50,7 @@ async def test_failures_screen_one_key_each(demo: Service, clock) -> None:
         await settle(app, pilot)
         await pilot.press("F")
         await settle(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, FailuresScreen)
+        screen = screen_as(app, FailuresScreen)
         table = screen.table
         # newest first
         assert table.row_keys() == [
@@ -91,8 +93,7 @@ async def test_failures_screen_one_key_each(demo: Service, clock) -> None:
         await settle(app, pilot)
         await pilot.press("o")
         await settle(app, pilot)
-        assert type(app.screen).__name__ == "OutputScreen"
-        assert app.screen.text == "oops\n"
+        assert screen_as(app, OutputScreen).text == "oops\n"
 
 
 def hold_for_review(service: Service, intent_id: int, run_id: int) -> None:
@@ -126,8 +127,7 @@ async def test_failures_screen_decides_runs_that_need_review(demo: Service, cloc
         await settle(app, pilot)
         await pilot.press("F")
         await settle(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, FailuresScreen)
+        screen = screen_as(app, FailuresScreen)
         table = screen.table
         assert table.row_keys() == [f"run:{dismissed}", f"run:{retried}"]
         assert all(table.items[k].status == "needs review" for k in table.row_keys())
@@ -190,13 +190,12 @@ async def test_reports_screen_shows_the_report_beside_the_night(demo: Service, c
         await settle(app, pilot)
         await pilot.press("M")
         await settle(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, ReportsScreen)
-        reports_table = screen.query_one("#reports-list")
+        screen = screen_as(app, ReportsScreen)
+        reports_table = screen.query_one("#reports-list", KeyedTable)
         assert reports_table.row_keys()[0].endswith("reports/2026-12-02.md")  # newest first
         listed = [str(reports_table.get_row(k)[0]) for k in reports_table.row_keys()]
         assert listed[:2] == ["2026-12-01", "2026-11-30"]  # each under its night's start
-        night = screen.query_one("#reports-night")
+        night = screen.query_one("#reports-night", KeyedTable)
         assert len(night.row_keys()) == 2
         rows = [[str(c) for c in night.get_row(k)] for k in night.row_keys()]
         assert rows[0][:5] == ["scout", "20:30", "20:30", "+3s", "1m35s"]
@@ -234,7 +233,7 @@ async def test_reports_screen_stacks_its_panes_when_narrow(demo: Service, clock)
         assert doc.region.y >= left.region.bottom and doc.region.width == 120
 
 
-async def test_events_and_threads_screens_show_untrusted_text_plainly(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_events_and_threads_screens_show_untrusted_text_plainly(demo: Service, clock) -> None:
     intent = demo.intents.create(
         title="Deploy watcher", kind="event", event_source="ci", instruction="look"
     )

@@ -41,7 +41,7 @@ SCREENS = {
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_screen_at_size(scene, snap_compare, screen: str, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_screen_at_size(scene, snap_compare, screen: str, size: tuple[int, int]) -> None:  # noqa: F811
     service, clock = scene
     if screen.startswith("reports"):
         add_night(service)

@@ -41,7 +41,7 @@ async def test_filter_counts_say_how_many_of_all(demo: Service, clock) -> None:
         assert f"1 of {threads} threads" in main.query_one("#threads-pane").border_subtitle
 
 
-async def test_goal_level_intent_shows_under_its_goal_by_title(demo: Service, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_goal_level_intent_shows_under_its_goal_by_title(demo: Service, clock) -> None:
     intent = demo.intents.create(
         title="Check the pulse board", instruction="look", kind="cron",
         schedule="0 9 * * *", goal_id=PULSE,

@@ -36,7 +36,7 @@ def failing(service: Service, intent: Intent, failures: int) -> tuple[Intent, In
         )
         s.add(run)
         s.flush()
-    return service.intents.get(intent.id), run  # type: ignore[arg-type]
+    return service.intents.get(intent.id), run
 
 
 def config(kb: Path, extra: str = "") -> None:
@@ -89,7 +89,7 @@ async def test_alert_after_threshold_once_per_cooldown(
     intent, run = failing(svc, thread_intent, 4)
     again = await maybe_alert(svc, intent, run, auto_disabled=False)
     assert again is not None and "failed 4 times in a row" in again.message
-    assert svc.intents.get(intent.id).last_alert_at == clock.now  # type: ignore[arg-type]
+    assert svc.intents.get(intent.id).last_alert_at == clock.now
     assert len(svc.threads.messages(thread_intent.thread_id)) == 2
 
 
@@ -167,10 +167,10 @@ async def test_failing_alert_command_is_logged_not_raised(
 
 def test_mark_alerted_is_a_compare_and_set(svc: Service, thread_intent: Intent, clock) -> None:
     hour = timedelta(hours=1)
-    assert svc.runs.mark_alerted(thread_intent.id, clock.now, cooldown=hour) is True  # type: ignore[arg-type]
+    assert svc.runs.mark_alerted(thread_intent.id, clock.now, cooldown=hour) is True
     assert (
         svc.runs.mark_alerted(thread_intent.id, clock.now + timedelta(minutes=59), cooldown=hour)
         is False
-    )  # type: ignore[arg-type]
-    assert svc.runs.mark_alerted(thread_intent.id, clock.now + hour, cooldown=hour) is True  # type: ignore[arg-type]
-    assert svc.runs.mark_alerted(thread_intent.id, clock.now + hour, cooldown=None) is True  # type: ignore[arg-type]
+    )
+    assert svc.runs.mark_alerted(thread_intent.id, clock.now + hour, cooldown=hour) is True
+    assert svc.runs.mark_alerted(thread_intent.id, clock.now + hour, cooldown=None) is True

@@ -65,7 +65,7 @@ def test_refusals_never_send_in_a_circle() -> None:
     assert "resume it first" in refusal("intent 3", "cancelled", Action.PAUSE, ended)
 
 
-def test_service_guards_follow_the_table(service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_service_guards_follow_the_table(service, clock) -> None:
     at = service.intents.create(title="once", kind="at", schedule="2026-12-01T00:00:00Z")
     with service.store.write() as s:
         row = s.get(type(at), at.id)
@@ -89,7 +89,7 @@ def test_service_guards_follow_the_table(service, clock) -> None:  # type: ignor
     ]
 
 
-def test_a_worker_removed_from_the_kb_is_not_reinstated(service) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_removed_from_the_kb_is_not_reinstated(service) -> None:
     goal = service.goals.list()[0]
     worker = goal.workers[0]
     with service.store.write() as s:

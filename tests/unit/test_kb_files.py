@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from goalsui.errors import GoalsuiError, KBError, ValidationError
-from goalsui.kb import atomic
 from goalsui.kb.atomic import atomic_write
 from goalsui.kb.layout import KB
 from goalsui.kb.yamlio import load_yaml_mapping, parse_yaml
@@ -59,7 +58,7 @@ def test_atomic_write_fsyncs_file_and_folder_and_leaves_no_temp(
         synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
         real_fsync(fd)
 
-    monkeypatch.setattr(atomic.os, "fsync", spy)
+    monkeypatch.setattr(os, "fsync", spy)  # the os module atomic_write calls
     target = tmp_path / "sub" / "state.yaml"
     atomic_write(target, "plan: []\n")
     atomic_write(target, "plan: [a]\n")
@@ -77,7 +76,7 @@ def test_atomic_write_failure_keeps_the_old_file(
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(atomic.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(OSError):
         atomic_write(target, "new\n")
     assert target.read_text() == "old\n"

@@ -13,6 +13,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from goalsui.service import Service
 GOAL = "nightshift-979afc6e"
 SECRET = "top secret: never read me\n"
 
-_WATCH: dict[str, object] = {"on": False, "roots": (), "allowed": (), "hits": []}
+_WATCH: dict[str, Any] = {"on": False, "roots": (), "allowed": (), "hits": []}
 _HOOKED = False
 _EVENTS = {
     "open",

@@ -102,7 +102,7 @@ def test_new_york_and_sydney_transitions(svc: Service, clock) -> None:
 # -- lifecycle rules ----------------------------------------------------------------------------
 def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clock) -> None:
     paused = cron(svc, "*/5 * * * *", "UTC", "paused one")
-    svc.intents.pause(paused.id)  # type: ignore[arg-type]
+    svc.intents.pause(paused.id)
     failed = cron(svc, "*/5 * * * *", "UTC", "broken one")
     update(
         svc,
@@ -113,7 +113,7 @@ def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clo
         next_run_at=None,
     )
     done = cron(svc, "*/5 * * * *", "UTC", "cancelled one")
-    svc.intents.cancel(done.id)  # type: ignore[arg-type]
+    svc.intents.cancel(done.id)
     items = plan(svc, clock.now, clock.now + timedelta(hours=24))
     assert fires(items) == []
     notes = [f for f in items if f.kind == "note"]
@@ -127,7 +127,7 @@ def test_paused_and_auto_disabled_say_so_once_and_fire_nothing(svc: Service, clo
     assert not any(n.intent_id == done.id for n in items)
 
 
-def test_quiet_hours_skip_and_collapse(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_quiet_hours_skip_and_collapse(svc: Service, clock) -> None:
     thread = svc.threads.create("Inbox")
     hb = svc.intents.create(
         title="hb",
@@ -151,7 +151,7 @@ def test_quiet_hours_skip_and_collapse(svc: Service, clock) -> None:  # type: ig
     assert skips[0].line().endswith("(10 ticks until 07:00)")
 
 
-def test_empty_checklist_heartbeat_costs_nothing(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_empty_checklist_heartbeat_costs_nothing(svc: Service, clock) -> None:
     thread = svc.threads.create("Inbox")
     hb = svc.intents.create(
         title="hb",
@@ -205,7 +205,7 @@ def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:
     assert items[1].rule == "cron 0 20 * * * (UTC)" and items[1].local()[11:16] == "20:00"
 
     now_one = cron(svc, "0 20 * * *", "UTC", "run me")
-    svc.intents.run_now(now_one.id)  # type: ignore[arg-type]
+    svc.intents.run_now(now_one.id)
     items = fires(plan(svc, clock.now, clock.now + timedelta(hours=12)), now_one.id)
     assert items[0].at == clock.now and items[0].rule == "run-now pending"
     assert items[1].local()[11:16] == "20:00"
@@ -225,7 +225,7 @@ def test_pending_retry_run_now_and_catch_up(svc: Service, clock) -> None:
     assert fires(items)[0].local()[11:16] == "20:00"
 
 
-def test_event_intent_cooldown_note(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_event_intent_cooldown_note(svc: Service, clock) -> None:
     ev = svc.intents.create(
         title="ci", instruction="x", kind="event", event_source="ci", cooldown="10m"
     )
@@ -287,7 +287,7 @@ def test_two_workers_starting_close_together_are_not_a_conflict(svc: Service, cl
     assert items[1].length_basis == "timeout 10m"
 
 
-def test_an_intent_overlapping_itself_uses_timeout_then_p95(svc: Service, clock) -> None:  # type: ignore[no-untyped-def]
+def test_an_intent_overlapping_itself_uses_timeout_then_p95(svc: Service, clock) -> None:
     thread = svc.threads.create("Inbox")
     hb = svc.intents.create(
         title="poll",

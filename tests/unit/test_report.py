@@ -7,6 +7,7 @@ import json
 import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def script(name: str, *args: str) -> dict:
     return {"command": ["{python}", str(SCRIPTS / name), *args]}
 
 
-def record(service: Service, intent: Intent, status: str, at: datetime, **kw: object) -> IntentRun:
+def record(service: Service, intent: Intent, status: str, at: datetime, **kw: Any) -> IntentRun:
     with service.store.write() as s:
         run = IntentRun(
             intent_id=intent.id,
@@ -65,7 +66,7 @@ async def real_run(service: Service, clock, intent: Intent, at: datetime) -> Int
         row.output_path = str(outcome.output_path) if outcome.output_path else None
         row.finished_at = at + timedelta(seconds=2)
         s.add(row)
-    return service.runs.get(run.id)  # type: ignore[arg-type]
+    return service.runs.get(run.id)
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def svc(empty_kb: Path, make_service, clock) -> Service:
 
 
 @pytest.fixture
-async def night(svc: Service, clock):  # type: ignore[no-untyped-def]
+async def night(svc: Service, clock):
     view = svc.goals.create(
         "Night Crew",
         "test the report",

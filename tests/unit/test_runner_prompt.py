@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from goalsui.domain.untrusted import FENCE_END, FENCE_START
 from goalsui.runners.prompt import (
@@ -41,8 +42,8 @@ def fenced_blocks(prompt: str) -> list[tuple[str, str]]:
     return out
 
 
-def context(**kw: object) -> TurnContext:
-    base: dict[str, object] = {
+def context(**kw: Any) -> TurnContext:
+    base: dict[str, Any] = {
         "intent_id": 7,
         "title": "Friday reminder",
         "instruction": "Go through the open items.",

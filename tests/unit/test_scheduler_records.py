@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from goalsui.scheduler.records import build
 from goalsui.store.models import Intent, IntentRun
+from goalsui.store.tables import table_of
 
 
 def intent_row() -> dict:
-    row = {c.name: None for c in Intent.__table__.c}
+    row: dict[str, Any] = {c.name: None for c in table_of(Intent).c}
     now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
     row.update(
         id=7,

@@ -122,7 +122,7 @@ def test_a_sync_of_an_unchanged_kb_changes_no_record(
     assert after == stamps  # the other goals were left alone
 
 
-def goal_stamps(service: Service) -> dict[str, object]:
+def goal_stamps(service: Service) -> dict[str, datetime]:
     with service.store.read() as s:
         return {g.goal_id: g.updated_at for g in s.exec(select(Goal)).all()}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_create_other_kinds(service: Service) -> None:
     assert capped.max_fires == 3 and capped.expires_at == datetime(2027, 1, 1, tzinfo=UTC)
 
 
-INVALID = [
+INVALID: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"schedule": "0 16 * *"}, ScheduleError, "invalid cron"),
     ({"schedule": "61 * * * *"}, ScheduleError, "invalid cron"),
     ({"timezone": "Europe/Berlim"}, ScheduleError, "unknown timezone"),

@@ -10,7 +10,7 @@ from goalsui.service import Service
 
 @pytest.fixture
 def thread_id(service: Service) -> int:
-    return service.threads.create("Visa application").id  # type: ignore[return-value]
+    return service.threads.create("Visa application").id
 
 
 def revision(service: Service, thread_id: int) -> int:

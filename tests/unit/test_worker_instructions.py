@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,8 +22,8 @@ from goalsui.runners.turn import assemble_prompt
 from goalsui.service import Service
 
 
-def rendered(**kw: object) -> str:
-    base: dict[str, object] = {
+def rendered(**kw: Any) -> str:
+    base: dict[str, Any] = {
         "goal_id": "site-1a2b3c4d",
         "worker": "scout",
         "kb_root": "/srv/kb",
