@@ -1,14 +1,15 @@
 """How a goal record and its intents become the :class:`GoalView` every client shows.
 
-Pure: the rows may be the database's rows or the values of :mod:`goalsui.domain.records`
-with the same fields (the console's first frame reads the database without the ORM, see
-:mod:`goalsui.service.quick`).
+Pure: the rows are read through small protocols, so the database's rows and the values
+of :mod:`goalsui.domain.records` (the console's first frame reads the database without
+the ORM, see :mod:`goalsui.service.quick`) both fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from goalsui.domain.states import IntentStatus
 from goalsui.domain.views import GoalView, WorkerView
@@ -16,12 +17,66 @@ from goalsui.domain.views import GoalView, WorkerView
 WORKER_KEY = "worker:{goal_id}/{worker}"
 
 
+class GoalFields(Protocol):
+    """What a goal's view reads of its goal row."""
+
+    @property
+    def goal_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def kb_path(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def sort_order(self) -> int: ...
+
+
+class IntentFields(Protocol):
+    """What a goal's view reads of an intent."""
+
+    @property
+    def id(self) -> int | None: ...
+    @property
+    def goal_id(self) -> str | None: ...
+    @property
+    def worker(self) -> str | None: ...
+    @property
+    def operation_key(self) -> str | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def schedule(self) -> str | None: ...
+    @property
+    def timezone(self) -> str: ...
+    @property
+    def next_run_at(self) -> datetime | None: ...
+    @property
+    def runner(self) -> dict[str, Any] | None: ...
+    @property
+    def last_error(self) -> str | None: ...
+
+
+class _HomeFields(Protocol):
+    @property
+    def worker(self) -> str | None: ...
+
+
+IntentT = TypeVar("IntentT", bound=IntentFields)
+
+
 def worker_intent_key(goal_id: str, worker: str) -> str:
     """The operation key of a worker's intent (one per goal and worker)."""
     return WORKER_KEY.format(goal_id=goal_id, worker=worker)
 
 
-def is_worker_schedule(intent: Any) -> bool:
+def is_worker_schedule(intent: IntentFields) -> bool:
     """True for the intent the KB owns for a worker (not another intent naming the worker,
     e.g. a follow-up a worker's turn scheduled)."""
     return bool(
@@ -31,16 +86,16 @@ def is_worker_schedule(intent: Any) -> bool:
     )
 
 
-def by_goal(intents: Iterable[Any]) -> dict[str, list[Any]]:
+def by_goal(intents: Iterable[IntentT]) -> dict[str, list[IntentT]]:
     """Intents grouped by their goal (intents without a goal left out)."""
-    grouped: dict[str, list[Any]] = {}
+    grouped: dict[str, list[IntentT]] = {}
     for intent in intents:
         if intent.goal_id is not None:
             grouped.setdefault(intent.goal_id, []).append(intent)
     return grouped
 
 
-def goal_view(goal: Any, intents: list[Any]) -> GoalView:
+def goal_view(goal: GoalFields, intents: Iterable[IntentFields]) -> GoalView:
     """The view of a goal row and its intents (workers removed from the KB left out)."""
     workers = [
         WorkerView(
@@ -69,7 +124,9 @@ def goal_view(goal: Any, intents: list[Any]) -> GoalView:
     )
 
 
-def quiet_home_thread(thread: Any, todos: Iterable[Any], messages: Iterable[Any] = ()) -> bool:
+def quiet_home_thread(
+    thread: _HomeFields, todos: Iterable[object], messages: Iterable[object] = ()
+) -> bool:
     """True for a worker's home thread with nothing in it yet (no todo, no message): the
     console lists a home thread once its worker has written something there."""
-    return bool(getattr(thread, "worker", None)) and not any(todos) and not any(messages)
+    return bool(thread.worker) and not any(todos) and not any(messages)

@@ -140,6 +140,21 @@ class TodoRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A message of a thread (or of a goal), with where it came from."""
+
+    id: int
+    content: str
+    created_at: datetime
+    role: str = "user"
+    thread_id: int | None = None
+    goal_id: str | None = None
+    intent_id: int | None = None
+    run_id: int | None = None
+    provenance: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EventRecord:
     id: int
     source: str

@@ -20,6 +20,7 @@ from goalsui.domain.records import (
     EventRecord,
     GoalRecord,
     IntentRecord,
+    MessageRecord,
     RunRecord,
     ThreadRecord,
     TodoRecord,
@@ -125,6 +126,9 @@ class Message(SQLModel, table=True):
     run_id: int | None = None
     provenance: str | None = None
     created_at: datetime = _created()
+
+    def record(self) -> MessageRecord:
+        return record_of(MessageRecord, self)
 
 
 class Intent(SQLModel, table=True):

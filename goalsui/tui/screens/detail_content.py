@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from goalsui.domain.records import RunRecord
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
@@ -143,7 +144,7 @@ def read_tab(service: Any, tab: DetailTab, now: datetime) -> tuple[str, bool]:
     """A tab's text, and whether to follow it (a run's output grows at the end)."""
     try:
         if tab.run_id is not None:
-            run = service.runs.get(tab.run_id)
+            run = service.runs.get(tab.run_id).record()
             body = service.runs.output(tab.run_id, tail_bytes=DETAIL_TAIL_BYTES)
             empty = "(no output yet)" if run.status == RunStatus.RUNNING else "(no output)"
             return run_header(run, now) + (body or empty), True
@@ -182,7 +183,7 @@ def intent_text(intent: Any) -> str:
     return "\n".join(lines)
 
 
-def run_header(run: Any, now: datetime) -> str:
+def run_header(run: RunRecord, now: datetime) -> str:
     parts = [
         f"run {run.id} · {run.status} · trigger {run.trigger} · started {clock_time(run.started_at, now)}"
     ]

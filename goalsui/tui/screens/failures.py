@@ -67,8 +67,8 @@ class FailuresScreen(DataScreen):
         self.table.focus()
 
     def fetch(self, service: Any) -> list[FailureItem]:
-        attention = service.runs.list(failed=True, limit=1000)
-        intents = {i.id: i for i in service.intents.list()}
+        attention = [r.record() for r in service.runs.list(failed=True, limit=1000)]
+        intents = {i.id: i for i in (r.record() for r in service.intents.list())}
         disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
         return failure_items(attention, disabled, intents)
 

@@ -66,7 +66,7 @@ class OutputScreen(WorkerFailures, Screen[None]):
 
     def _read(self) -> tuple[RunRecord, str]:
         service = goals_app(self).service
-        run = service.runs.get(self.run_id)
+        run = service.runs.get(self.run_id).record()
         return run, service.runs.output(self.run_id, tail_bytes=4 * 1024 * 1024)
 
     def apply(self, run: RunRecord, text: str) -> None:

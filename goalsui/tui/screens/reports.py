@@ -60,15 +60,15 @@ def goal_zone(intents: list[IntentRecord]) -> str:
 
 def load_night(service: Any, goal_id: str, night_name: date) -> Night:
     """The runs of the night that starts on ``night_name`` (noon to noon, goal's zone)."""
-    intents = service.intents.list(goal_id=goal_id)
+    intents = [i.record() for i in service.intents.list(goal_id=goal_id)]
     zone = goal_zone(intents)
     start, end = night_window(night_name, zone)
     night = Night(goal_id, night_name, start, end, zone)
     for intent in intents:
         for run in service.runs.list(intent_id=intent.id, since=start, limit=1000):
             if run.started_at < end:
-                night.rows.append((intent, run))
-    night.rows.sort(key=lambda pair: (pair[1].planned_at or pair[1].started_at, pair[1].id or 0))
+                night.rows.append((intent, run.record()))
+    night.rows.sort(key=lambda pair: (pair[1].planned_at or pair[1].started_at, pair[1].id))
     return night
 
 

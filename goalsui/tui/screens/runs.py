@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Container, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from goalsui.domain.records import RunRecord
 from goalsui.domain.states import ATTENTION_RUNS, RunStatus
 from goalsui.domain.transitions import Action, run_allows
 from goalsui.domain.untrusted import plain
@@ -43,7 +44,7 @@ RUNS_ACTIONS = keys.RUNS_SCREEN[2:]
 class RunRow:
     """One run with what the table shows of its intent."""
 
-    run: Any
+    run: RunRecord
     title: str
     goal_id: str | None
     needs_review: bool
@@ -95,11 +96,11 @@ class RunsScreen(DataScreen):
     def fetch(self, service: Any) -> list[RunRow]:
         intents = {i.id: i for i in service.intents.list()}
         out = []
-        for run in service.runs.list(limit=LIMIT, include_dismissed=True):
+        for run in (r.record() for r in service.runs.list(limit=LIMIT, include_dismissed=True)):
             intent = intents.get(run.intent_id)
             title = intent.title if intent is not None else f"intent {run.intent_id}"
             goal = intent.goal_id if intent is not None else None
-            out.append(RunRow(run, title, goal, bool(getattr(run, "needs_review", False))))
+            out.append(RunRow(run, title, goal, run.needs_review))
         return out
 
     def show(self, data: list[RunRow]) -> None:
