@@ -69,7 +69,7 @@ def newer_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_models_and_migrations_agree(engine) -> None:
-    """A column added to domain/models.py without a migration fails here."""
+    """A column added to store/models.py without a migration fails here."""
     schema.ensure_schema(engine)
     with engine.connect() as conn, conn.begin():
         drift = schema.schema_drift(conn)
