@@ -7,12 +7,15 @@ own scheduler and, unless ``--scheduler`` forces one, says who serves the KB ins
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 __all__ = ["serving_note"]
 
 
-def serving_note(service: Any) -> str | None:
+def serving_note(service: Service) -> str | None:
     """``daemon pid 4242`` when another scheduler process serves this KB, else None.
 
     Blocking (reads the state folder): call it from a worker thread.

@@ -9,7 +9,7 @@ these screens: toasts would cover a pane).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -22,6 +22,9 @@ from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
 from goalsui.tui.messages import DashboardReady
 from goalsui.tui.notices import NoticeAdded, WorkerFailures
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 
 class DataScreen(WorkerFailures, Screen[None]):
@@ -48,7 +51,7 @@ class DataScreen(WorkerFailures, Screen[None]):
     async def reload(self) -> None:
         self.show(await asyncio.to_thread(self.fetch, goals_app(self).service))
 
-    def fetch(self, service: Any) -> Any:  # pragma: no cover - abstract
+    def fetch(self, service: Service) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def show(self, data: Any) -> None:  # pragma: no cover - abstract

@@ -8,7 +8,7 @@ the tabs on the UI thread (:func:`detail_tabs`) and reads a tab's text in a work
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.records import RunRecord
 from goalsui.domain.states import IntentStatus, RunStatus
@@ -19,6 +19,9 @@ from goalsui.tui.model import Dashboard
 from goalsui.tui.selection import Selection, SelectionKind
 from goalsui.tui.widgets.detail import DetailTab
 from goalsui.tui.widgets.failed_pane import run_error
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 #: how much of a run's output the detail pane reads (the tail)
 DETAIL_TAIL_BYTES = 64 * 1024
@@ -140,7 +143,7 @@ def _goal(dash: Dashboard | None, goal_id: str | None) -> Any:
 
 
 # -- a tab's text (blocking: in a worker) ---------------------------------------------------------
-def read_tab(service: Any, tab: DetailTab, now: datetime) -> tuple[str, bool]:
+def read_tab(service: Service, tab: DetailTab, now: datetime) -> tuple[str, bool]:
     """A tab's text, and whether to follow it (a run's output grows at the end)."""
     try:
         if tab.run_id is not None:
@@ -209,7 +212,7 @@ def run_header(run: RunRecord, now: datetime) -> str:
     return header + "\n" + "─" * 40 + "\n"
 
 
-def read_kb(service: Any, goal_id: str, rel: str) -> str:
+def read_kb(service: Service, goal_id: str, rel: str) -> str:
     """A file's text; for a folder, its listing (newest first) and the newest file."""
     path = service.files.path(goal_id, rel)
     if not path.is_dir():
@@ -237,7 +240,7 @@ def read_kb(service: Any, goal_id: str, rel: str) -> str:
     return "\n".join(lines)
 
 
-def thread_text(service: Any, thread_id: int) -> str:
+def thread_text(service: Service, thread_id: int) -> str:
     thread = service.threads.get(thread_id)
     todos = service.todos.list(thread_id)
     messages = service.threads.messages(thread_id, limit=30)

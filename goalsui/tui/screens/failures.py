@@ -8,7 +8,7 @@ re-running it). Not bound at all in a read-only console.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on
@@ -17,6 +17,7 @@ from textual.containers import Container, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from goalsui.domain.interrupts import CONFIG
+from goalsui.domain.records import saved_id
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.transitions import Action, intent_allows, run_allows
 from goalsui.domain.untrusted import plain
@@ -26,6 +27,9 @@ from goalsui.tui.fmt import clock_time
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.failed_pane import AUTO_DISABLED, FailedTable, FailureItem, failure_items
 from goalsui.tui.widgets.footer import Footer
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 
 def allows(item: FailureItem, action: Action) -> bool:
@@ -66,9 +70,9 @@ class FailuresScreen(DataScreen):
         super().on_mount()
         self.table.focus()
 
-    def fetch(self, service: Any) -> list[FailureItem]:
+    def fetch(self, service: Service) -> list[FailureItem]:
         attention = [r.record() for r in service.runs.list(failed=True, limit=1000)]
-        intents = {i.id: i for i in (r.record() for r in service.intents.list())}
+        intents = {saved_id(i): i.record() for i in service.intents.list()}
         disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
         return failure_items(attention, disabled, intents)
 

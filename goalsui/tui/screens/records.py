@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -13,6 +13,7 @@ from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
 from goalsui.domain.goal_views import quiet_home_thread
+from goalsui.domain.records import saved_id
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
@@ -21,6 +22,9 @@ from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.compose_box import ComposeBox
 from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 
 def _title(text: str) -> Static:
@@ -50,9 +54,9 @@ class EventsScreen(DataScreen):
         table.focus()
         super().on_mount()
 
-    def fetch(self, service: Any) -> tuple[list[Any], dict[int, str]]:
+    def fetch(self, service: Service) -> tuple[list[Any], dict[int, str]]:
         events = service.events.list(limit=500)
-        titles = {i.id: i.title for i in service.intents.list()}
+        titles = {saved_id(i): i.title for i in service.intents.list()}
         return events, titles
 
     def show(self, data: tuple[list[Any], dict[int, str]]) -> None:
@@ -134,14 +138,14 @@ class ThreadsScreen(DataScreen):
         table.focus()
         super().on_mount()
 
-    def fetch(self, service: Any) -> list[tuple[Any, list[Any], list[Any], list[Any]]]:
+    def fetch(self, service: Service) -> list[tuple[Any, list[Any], list[Any], list[Any]]]:
         out = []
         for thread in service.threads.list():
-            todos = service.todos.list(thread.id)
+            todos = service.todos.list(saved_id(thread))
             messages = service.threads.messages(thread.id, limit=300)
             if quiet_home_thread(thread, todos, messages):
                 continue  # a worker's home thread is listed once it holds something
-            out.append((thread, todos, messages, service.threads.pending_replies(thread.id)))
+            out.append((thread, todos, messages, service.threads.pending_replies(saved_id(thread))))
         return out
 
     def show(self, data: list[tuple[Any, list[Any], list[Any], list[Any]]]) -> None:
@@ -247,7 +251,7 @@ class JournalScreen(DataScreen):
         table.focus()
         super().on_mount()
 
-    def fetch(self, service: Any) -> list[Any]:
+    def fetch(self, service: Service) -> list[Any]:
         entries: list[Any] = service.journal.recent(limit=1000)
         return entries
 

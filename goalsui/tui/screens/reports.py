@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from rich.text import Text
@@ -33,6 +33,7 @@ from goalsui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
     from goalsui.domain.records import IntentRecord, RunRecord
+    from goalsui.service import Service
 
 LANE = 24
 #: Cells of the report pane that are not the Markdown's text (borders, padding, scrollbar).
@@ -58,7 +59,7 @@ def goal_zone(intents: list[IntentRecord]) -> str:
     return "UTC"
 
 
-def load_night(service: Any, goal_id: str, night_name: date) -> Night:
+def load_night(service: Service, goal_id: str, night_name: date) -> Night:
     """The runs of the night that starts on ``night_name`` (noon to noon, goal's zone)."""
     intents = [i.record() for i in service.intents.list(goal_id=goal_id)]
     zone = goal_zone(intents)
@@ -232,7 +233,7 @@ class ReportsScreen(DataScreen):
                     self.show_pane(name)
                 return
 
-    def fetch(self, service: Any) -> list[tuple[str, str, str]]:
+    def fetch(self, service: Service) -> list[tuple[str, str, str]]:
         return list_reports(service)
 
     def show(self, reports: list[tuple[str, str, str]]) -> None:

@@ -8,7 +8,7 @@ selected failed run, ``o`` opens its output. All through the service, off the UI
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on
@@ -28,6 +28,9 @@ from goalsui.tui.screens.modals import ConfirmScreen
 from goalsui.tui.widgets.failed_pane import run_error
 from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
 
 #: How many runs the screen reads (newest first).
 LIMIT = 500
@@ -93,7 +96,7 @@ class RunsScreen(DataScreen):
         self.table.focus()
         super().on_mount()
 
-    def fetch(self, service: Any) -> list[RunRow]:
+    def fetch(self, service: Service) -> list[RunRow]:
         intents = {i.id: i for i in service.intents.list()}
         out = []
         for run in (r.record() for r in service.runs.list(limit=LIMIT, include_dismissed=True)):
