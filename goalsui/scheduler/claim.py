@@ -19,24 +19,22 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goalsui.domain.states import IntentStatus
 from goalsui.scheduler import tuning
+from goalsui.scheduler.alarm import Alarm
+from goalsui.scheduler.outcomes import Outcomes, Reporter
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.troubles import retry_delay
-from goalsui.scheduler.tuning import IDLE_CAP
-from goalsui.scheduler.writer import OutcomeWriter
+from goalsui.scheduler.tuning import IDLE_CAP, OVERDUE_FLOOR
+from goalsui.scheduler.turns import Launcher
 from goalsui.store.claims import (
     BurstProbe,
     ClaimResult,
     Completion,
     CompletionResult,
 )
-
-if TYPE_CHECKING:
-    from goalsui.scheduler.alarm import Alarm
-    from goalsui.scheduler.turns import Launcher
 
 Row = dict[str, Any]
 StepResult = tuple[ClaimResult, list[CompletionResult]]
@@ -58,13 +56,23 @@ class _Step:
 
 
 class Claimer:
-    """Claims due rows and hands them to the launcher; knows the soonest due time."""
+    """Claims due rows and hands them to the launcher; knows the soonest due time and
+    sets the alarm for it. A step takes the waiting ``outcomes`` into its transaction
+    and has the ``reporter`` tell how they ended."""
 
-    def __init__(self, rt: Runtime, launcher: Launcher, writer: OutcomeWriter) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        launcher: Launcher,
+        outcomes: Outcomes,
+        reporter: Reporter,
+        alarm: Alarm,
+    ) -> None:
         self.rt = rt
         self.launcher = launcher
-        self.writer = writer
-        self.alarm: Alarm  # set by the scheduler once both exist
+        self.outcomes = outcomes
+        self.reporter = reporter
+        self.alarm = alarm
         self.tick_lock = asyncio.Lock()
         self.known_soonest: datetime | None = None  # as the last look saw it
         self.ahead = rt.settings.lookahead  # how far ahead the next claim looks
@@ -96,8 +104,8 @@ class Claimer:
                     step = self._start_step(False, len(result.fired))
                 await self._launch_guarded(result, step, started)
             await self._arm_after(last)
-        if self.writer.pending:
-            self.writer.wake()  # outcomes left by a burst: the writer records them
+        if self.outcomes.pending:
+            self.outcomes.wake()  # outcomes left by a burst: the writer records them
         return started
 
     async def _finish_step(self, step: _Step) -> ClaimResult:
@@ -105,9 +113,9 @@ class Claimer:
         try:
             result, done = await step.future
         except BaseException:
-            self.writer.give_back(step.batch)  # not recorded: keep them for the next write
+            self.outcomes.give_back(step.batch)  # not recorded: keep them for the next write
             raise
-        self.writer.finished(step.batch, done, step.now)
+        self.reporter.finished(step.batch, done, step.now)
         return result
 
     async def _launch_guarded(
@@ -122,9 +130,9 @@ class Claimer:
                 try:
                     more, done = await asyncio.shield(step.future)
                 except Exception:  # noqa: BLE001 - nothing of it was kept
-                    self.writer.give_back(step.batch)
+                    self.outcomes.give_back(step.batch)
                 else:
-                    self.writer.finished(step.batch, done, step.now)
+                    self.reporter.finished(step.batch, done, step.now)
                     with contextlib.suppress(Exception):
                         await self.launcher.launch(more)
             raise
@@ -139,7 +147,7 @@ class Claimer:
             checked = self.rt.clock()
             claimed_by = checked + self.ahead
             soonest, burst = await self.soonest()
-        self.alarm.arm(soonest, checked_at=checked, claimed_by=claimed_by, burst=burst)
+        self.arm(soonest, checked_at=checked, claimed_by=claimed_by, burst=burst)
 
     def _start_step(self, first: bool, claimed: int) -> _Step | None:
         """Submit one claim step to the database thread (``None``: nothing to do).
@@ -151,7 +159,7 @@ class Claimer:
         """
         rt = self.rt
         now = rt.clock()
-        batch = self.writer.take(first, self.behind(now))
+        batch = self.outcomes.take(first, self.behind(now))
         free = rt.settings.max_concurrency - len(self.launcher.tasks) - claimed
         check = first and bool(self.launcher.info)
         due_by = now + self.ahead
@@ -227,7 +235,7 @@ class Claimer:
             self.ahead = ahead
             return True
         if soonest != self.known_soonest or ahead != self.ahead:
-            self.alarm.arm(soonest, burst=burst)  # ... or a burst that came closer: ring earlier
+            self.arm(soonest, burst=burst)  # ... or a burst that came closer: ring earlier
         return False
 
     def ring_for(self, results: list[CompletionResult]) -> None:
@@ -248,7 +256,45 @@ class Claimer:
         if soonest is not None and soonest <= self.rt.clock() + self.rt.settings.lookahead:
             self.rt.wake()  # claimable now
         elif soonest is not None and (known is None or soonest < known):
-            self.alarm.arm(soonest)
+            self.arm(soonest)
+
+    # -- the alarm ---------------------------------------------------------------------------------
+    def arm(
+        self,
+        soonest: datetime | None,
+        checked_at: datetime | None = None,
+        claimed_by: datetime | None = None,
+        burst: int = 0,
+    ) -> None:
+        """Note the soonest due time and set the alarm for it (30 s cap idle, 0.5 s floor
+        when overdue).
+
+        ``checked_at``: when the claim that found ``soonest`` ran (default: now), and
+        ``claimed_by`` the due time it claimed up to. Something claimable then and still
+        unclaimed is overdue: look again after the floor. Something that fell due since
+        is claimed at once. The alarm rings the claim's look-ahead before the due time
+        (longer for a ``burst``), but after a claim not before half a lookahead has
+        passed: a stream of intents due a millisecond apart costs one claim per half
+        lookahead (each still claimed at least that early), not one claim per intent.
+        """
+        self.known_soonest = soonest
+        self.ahead = self.ahead_for(burst)
+        self.alarm.ring_in(self._delay(soonest, checked_at, claimed_by))
+
+    def _delay(
+        self, soonest: datetime | None, checked_at: datetime | None, claimed_by: datetime | None
+    ) -> float | None:
+        """Seconds until the alarm rings; None: ring now."""
+        if soonest is None:
+            return IDLE_CAP
+        if claimed_by is not None and soonest <= claimed_by:
+            return OVERDUE_FLOOR  # it was claimable and is still not ours
+        lookahead = self.rt.settings.lookahead
+        ring = soonest - self.ahead
+        if checked_at is not None:
+            ring = max(ring, checked_at + lookahead / 2)
+        delay = min((ring - self.rt.clock()).total_seconds(), IDLE_CAP)
+        return None if delay <= 0 else delay
 
 
 async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
@@ -275,7 +321,7 @@ async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
             try:
                 await claimer.tick()
                 rt.ok("claim")
-                if not claimer.writer.pending:
+                if not claimer.outcomes.pending:
                     rt.ok("writer")  # the step recorded the outcomes that waited
             except Exception as exc:  # noqa: BLE001 - keep going; report it
                 rt.fail("claiming due intents failed", exc, part="claim")

@@ -7,11 +7,15 @@ claimed occurrence as an isolated turn (:func:`goalsui.runners.turn.run_turn`, o
 injected coroutine), and records the outcome with the rules of
 :mod:`goalsui.scheduler.rules`. See docs/architecture.md, "The scheduler".
 
-:class:`Scheduler` wires its parts together, each a small class in its own module:
+:class:`Scheduler` wires its parts together, each a small class in its own module built
+with the parts it uses (one way: the claimer hands claimed runs to the launcher, whose
+turns queue their outcomes for the writer):
 
 - claim-and-launch (:mod:`~goalsui.scheduler.claim`, :mod:`~goalsui.scheduler.turns`),
-- the outcome writer (:mod:`~goalsui.scheduler.writer`),
-- the alarm clock (:mod:`~goalsui.scheduler.alarm`, APScheduler's ``AsyncIOScheduler``),
+- the outcomes' queue and the outcome writer (:mod:`~goalsui.scheduler.outcomes`,
+  :mod:`~goalsui.scheduler.writer`),
+- the alarm clock (:mod:`~goalsui.scheduler.alarm`, APScheduler's ``AsyncIOScheduler``:
+  it only wakes the claim loop),
 - housekeeping (:mod:`~goalsui.scheduler.housekeeping`: recovery, catch-up, sweep,
   prune; :mod:`~goalsui.scheduler.leases`),
 - alerts (:mod:`~goalsui.scheduler.alerting`) and waking on other processes' changes
@@ -48,6 +52,7 @@ from goalsui.scheduler.events import RunningInfo, SchedulerEvent
 from goalsui.scheduler.housekeeping import Housekeeping
 from goalsui.scheduler.leases import Leases
 from goalsui.scheduler.monitor import Monitor
+from goalsui.scheduler.outcomes import Outcomes, Reporter
 from goalsui.scheduler.rules import Rules
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.settings import Settings
@@ -125,11 +130,15 @@ class Scheduler:
         rt = self.rt = Runtime(
             service, backend, owner or default_owner(), clock or service.now, settings
         )
+        # One way, each part built with what it uses: claimer -> launcher -> outcomes ->
+        # writer; the alarm only wakes the claim loop.
         self.alerter = Alerter(rt)
-        self.launcher = Launcher(rt, turn)
-        self.writer = self.launcher.writer = OutcomeWriter(rt, self.launcher, self.alerter)
-        self.claimer = self.writer.claimer = Claimer(rt, self.launcher, self.writer)
-        self.alarm = self.claimer.alarm = Alarm(rt, self.claimer)
+        self.outcomes = Outcomes()
+        self.launcher = Launcher(rt, turn, self.outcomes)
+        reporter = Reporter(rt, self.launcher.forget, self.alerter)
+        self.alarm = Alarm(rt)
+        self.claimer = Claimer(rt, self.launcher, self.outcomes, reporter, self.alarm)
+        self.writer = OutcomeWriter(rt, self.outcomes, reporter, self.launcher, self.claimer)
         self.housekeeping = Housekeeping(rt, self.alerter)
         self.leases = Leases(rt, self.launcher)
         self.waking = CrossProcessWake(rt)
@@ -270,7 +279,7 @@ class Scheduler:
                 "scheduler %s: %d run outcome(s) could not be recorded before stopping; "
                 "the next scheduler's recovery closes those runs",
                 self.owner,
-                len(self.writer.pending),
+                len(self.outcomes.pending),
             )
         await stop_tool_host(self.service)  # the turns' tool listener
         await self.monitor.cancel_all()
@@ -292,6 +301,7 @@ class Scheduler:
         if not rt.open():
             return
         self.writer.open()
+        self.outcomes.open()
         self.claimer.open()
         self.launcher.busy = asyncio.Event()
         self.monitor.spawn("writer", self.writer.run())
@@ -330,7 +340,7 @@ class Scheduler:
                 pause = self.writer.retry_in()
                 await asyncio.sleep(pause if left is None else min(pause, left))
                 continue
-            if not (launcher.tasks or rt.side_tasks or self.writer.pending):
+            if not (launcher.tasks or rt.side_tasks or self.outcomes.pending):
                 return
 
     async def recover(self) -> RecoveryResult:

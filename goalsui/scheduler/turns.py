@@ -3,7 +3,7 @@ writer (see docs/architecture.md, "The scheduler").
 
 Turns claimed ahead of their due time wait on one gate per due time (one loop timer
 for all of them); a turn due now starts at once. A turn's outcome goes to the
-:class:`~goalsui.scheduler.writer.OutcomeWriter`; its slot is free as soon as it ends.
+:class:`~goalsui.scheduler.outcomes.Outcomes` queue; its slot is free as soon as it ends.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from goalsui.domain.interrupts import CONFIG
 from goalsui.domain.states import RunStatus
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
+from goalsui.scheduler.outcomes import Outcomes
 from goalsui.scheduler.records import build
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.tuning import LAUNCH_CHUNK
@@ -28,7 +29,6 @@ from goalsui.store.claims import ClaimedRun, ClaimResult, Completion
 from goalsui.store.models import Event, Intent, IntentRun
 
 if TYPE_CHECKING:
-    from goalsui.scheduler.writer import OutcomeWriter
     from goalsui.service import Service
 
 log = logging.getLogger("goalsui.scheduler")
@@ -59,9 +59,9 @@ async def default_turn(
 class Launcher:
     """The turns this scheduler runs now, and how they start and end."""
 
-    def __init__(self, rt: Runtime, turn: TurnFunc | None) -> None:
+    def __init__(self, rt: Runtime, turn: TurnFunc | None, outcomes: Outcomes) -> None:
         self.rt = rt
-        self.writer: OutcomeWriter  # set by the scheduler once both exist
+        self.outcomes = outcomes
         self.info: dict[int, RunningInfo] = {}
         self.cancels: dict[int, asyncio.Event] = {}
         self.tasks: dict[int, asyncio.Task[None]] = {}
@@ -256,8 +256,8 @@ class Launcher:
 
     def _ended(self, info: RunningInfo, done: Completion) -> None:
         """A turn ended: queue its outcome, free its slot, wake whoever records it."""
-        writer = self.writer
-        writer.queue(done)
+        outcomes = self.outcomes
+        outcomes.put(done)
         self.tasks.pop(info.run_id, None)
         rt = self.rt
         if rt.started and not rt.closing and len(self.tasks) + 1 >= rt.settings.max_concurrency:
@@ -267,7 +267,7 @@ class Launcher:
         if not self.starting:
             # ... else the writer does, batched with others ending soon. Not while due
             # turns wait to start: they come first (the last of them to end wakes it).
-            writer.wake()
+            outcomes.wake()
 
     def _spawned(self, run_id: int, pgid: int) -> None:
         """The runner spawned its process group: note host and pgid on the run."""

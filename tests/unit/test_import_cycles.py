@@ -42,10 +42,7 @@ PACKAGES = (
 INIT = "__init__"
 
 #: per package, the cycles that exist only through ``if TYPE_CHECKING:`` imports
-CYCLES_THROUGH_ANNOTATIONS: dict[str, list[frozenset[str]]] = {
-    # claim, turns and writer hold each other (parts patched in after construction)
-    "scheduler": [frozenset({"alarm", "claim", "turns", "writer"})],
-}
+CYCLES_THROUGH_ANNOTATIONS: dict[str, list[frozenset[str]]] = {}
 
 
 @pytest.fixture(scope="module")
