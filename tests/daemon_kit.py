@@ -20,7 +20,7 @@ from tests.contract.test_scheduler_claims import bulk_at
 
 def add_due_now(svc: Service, n: int) -> list[int]:
     """``n`` one-shot intents due now, written straight to the database, then announced
-    as every goalsui writer announces (the wake file, or NOTIFY): idle daemons sleep
+    as every goalsui writer announces (the doorbells, or NOTIFY): idle daemons sleep
     until a change or their 30 s cap, they do not poll."""
     ids = bulk_at(svc, n, utcnow())
     svc.changed(ChangeTopic.INTENTS)

@@ -21,8 +21,8 @@ turns queue their outcomes for the writer):
 - alerts (:mod:`~goalsui.scheduler.alerting`) and waking on other processes' changes
   (:mod:`~goalsui.scheduler.waking`).
 
-They run as named tasks (``claim``, ``writer``, ``alarm``, ``housekeeping``, ``leases``,
-``wake-watch``) watched by one :class:`~goalsui.scheduler.monitor.Monitor`: a task that
+They run as named tasks (``claim``, ``writer``, ``alarm``, ``housekeeping``, ``leases``)
+watched by one :class:`~goalsui.scheduler.monitor.Monitor`: a task that
 dies stops the scheduler, whose ``state`` becomes ``failed`` and ``error`` says which
 task died and why. A step that fails (a full disk, a database that does not answer)
 kills no task: the scheduler stays ``running`` but ``degraded`` (not ready), retries
@@ -77,7 +77,7 @@ __all__ = ["Scheduler", "SchedulerState", "TurnFunc"]
 log = logging.getLogger("goalsui.scheduler")
 
 #: the tasks that run between start() and stop(), besides the writer
-TIMED_TASKS = ("alarm", "housekeeping", "leases", "wake-watch")
+TIMED_TASKS = ("alarm", "housekeeping", "leases")
 MAIN_STOP_WAIT = 30.0  # seconds the claim task gets to finish its step when stopping
 
 
@@ -239,7 +239,6 @@ class Scheduler:
         monitor.spawn("alarm", self.alarm.run())
         monitor.spawn("housekeeping", self.housekeeping.run())
         monitor.spawn("leases", self.leases.run())
-        monitor.spawn("wake-watch", self.waking.run())
         if rt.state == SchedulerState.STARTING:
             rt.state = SchedulerState.RUNNING
         log.info("scheduler %s started", self.owner)

@@ -1,14 +1,13 @@
 """Doorbells: how a process that changed a SQLite database wakes the others at no idle cost.
 
 Every process that wants to hear other processes' changes to one SQLite file binds a
-Unix datagram socket (a *bell*) in the database's wake folder (``<db>-wake/``). A
-writer, after each committed change, sends its origin to every bell there; a listener's
-event loop reads its socket only when a datagram arrives, so an idle listener wakes for
-nothing. A bell whose process died refuses datagrams, and the next writer removes it.
-
-Watching the wake file with ``watchfiles`` does the same job with a thread that takes
-the GIL every step; it stays as the fallback where a bell cannot be bound (no Unix
-sockets, a read-only folder). See docs/architecture.md, "Waking".
+Unix datagram socket (a *bell*) in the database's wake folder (``<db>-wake/``,
+:func:`wake_dir`). A writer, after each committed change, sends its origin to every
+bell there (:func:`ring`); a listener's event loop reads its socket only when a
+datagram arrives, so an idle listener wakes for nothing. A bell whose process died
+refuses datagrams, and the next writer removes it. Where a bell cannot be bound (no
+Unix sockets, a read-only folder) the scheduler polls instead. See
+docs/architecture.md, "Waking".
 """
 
 from __future__ import annotations
@@ -20,12 +19,25 @@ import secrets
 import socket
 from pathlib import Path
 
+from sqlalchemy.engine import Engine
+
 log = logging.getLogger(__name__)
 
 SUFFIX = ".bell"
 #: AF_UNIX paths longer than this cannot be bound or addressed directly (108 with the NUL)
 MAX_PATH = 100
 ORIGIN_BYTES = 200
+
+
+def wake_dir(engine: Engine) -> Path | None:
+    """The wake folder of a SQLite database file (None: not a file database)."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    db = Path(database).resolve()
+    return db.with_name(db.name + "-wake")
 
 
 def _address(folder_fd: int | None, path: Path) -> str:
@@ -59,7 +71,7 @@ class Bell:
             folder_fd = _open_folder(self.folder)
             address = _address(folder_fd, self.path)
             sock.bind(address)
-            os.chmod(address, 0o600)  # the bell is the owner's, like the wake file
+            os.chmod(address, 0o600)  # the bell is the owner's alone
             sock.setblocking(False)
         except BaseException:
             sock.close()

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
-from goalsui.store import wakefile
+from goalsui.store import doorbell
 
 CHANNEL = "goalsui_changes"
 RECONNECTED = "reconnected"
@@ -70,12 +70,14 @@ def publish_now(engine: Engine, what: str, origin: str = "") -> bool:
     """NOTIFY in a transaction of its own (after the caller's commit).
 
     Never raises: the change itself is already committed, and listeners also poll.
-    Returns whether a notification was sent. SQLite: none is, the wake file is
-    rewritten instead (:mod:`goalsui.store.wakefile`: schedulers of other processes
-    watch it).
+    Returns whether a notification was sent. SQLite: none is, the bells in the wake
+    folder ring instead (:mod:`goalsui.store.doorbell`: schedulers of other processes
+    listen there).
     """
     if engine.dialect.name != "postgresql":
-        wakefile.touch(engine, origin)
+        folder = doorbell.wake_dir(engine)
+        if folder is not None:
+            doorbell.ring(folder, origin)
         return False
     try:
         with engine.connect() as conn:

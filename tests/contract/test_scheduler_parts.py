@@ -22,7 +22,7 @@ from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.scheduler.rules import Rules
 from goalsui.scheduler.state import SchedulerState
 from goalsui.service import Service
-from goalsui.store import wakefile
+from goalsui.store import doorbell
 from goalsui.store.claims import ClaimBackend, claim_backend_for
 from tests.base_kit import run_cli
 from tests.contract.test_scheduler_loop import until
@@ -196,9 +196,7 @@ async def test_a_claim_step_that_hangs_lets_the_heartbeat_age(db_url, empty_kb, 
 
 
 async def test_an_idle_scheduler_on_sqlite_rings_a_bell_of_its_own(svc):
-    from goalsui.store import doorbell
-
-    folder = wakefile.wake_dir(svc.store.engine)
+    folder = doorbell.wake_dir(svc.store.engine)
     assert folder is not None
     s = Scheduler(svc, turn=FakeTurn())
     await s.start()
@@ -211,12 +209,17 @@ async def test_an_idle_scheduler_on_sqlite_rings_a_bell_of_its_own(svc):
     assert list(folder.glob(f"*{doorbell.SUFFIX}")) == []
 
 
-def test_a_change_on_sqlite_rewrites_the_wake_file_with_its_origin(svc):
-    folder = wakefile.wake_dir(svc.store.engine)
+def test_a_change_on_sqlite_rings_every_bell_with_its_origin(svc):
+    folder = doorbell.wake_dir(svc.store.engine)
     assert folder is not None and folder.name == "goalsui.db-wake"
-    svc.intents.create(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
-    assert (folder / wakefile.FILE_NAME).read_text() == svc.origin
-    assert wakefile.read_origin(folder) == svc.origin
+    folder.mkdir(parents=True, exist_ok=True)
+    bell = doorbell.Bell(folder)
+    bell.open()
+    try:
+        svc.intents.create(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
+        assert set(bell.origins()) == {svc.origin}
+    finally:
+        bell.close()
 
 
 async def test_a_real_runner_records_its_host_and_process_group_on_the_run(svc):

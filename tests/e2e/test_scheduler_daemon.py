@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from goalsui.service import Service
+from goalsui.store import doorbell
 from tests.base_kit import run_cli
 from tests.daemon_kit import Daemon, add_due_now, alive, runner_config, wait_until
 
@@ -103,23 +104,28 @@ def test_sigterm_gives_running_runs_their_grace_and_records_them(
 
 def test_two_idle_daemons_leave_each_other_asleep(empty_kb, state, make_service):
     """An empty claim step announces nothing, so idle daemons do not answer each other's
-    steps with their own (the wake file of the shared SQLite file stays untouched)."""
+    steps with their own (a bell of ours in the shared SQLite file's wake folder hears
+    nothing)."""
     runner_config(empty_kb, ["true"])
     svc = make_service(empty_kb)
     svc.intents.create(title="far", instruction="x", kind="at", schedule="2099-01-01T00:00:00Z")
-    wake = Path(svc.db_url.removeprefix("sqlite:///") + "-wake") / "wake"
+    folder = doorbell.wake_dir(svc.store.engine)
+    assert folder is not None
+    folder.mkdir(parents=True, exist_ok=True)
+    bell = doorbell.Bell(folder)
+    bell.open()
     daemons = [Daemon(empty_kb, state) for _ in range(2)]
     try:
         for d in daemons:
             d.wait_ready()
         time.sleep(3)  # start-up steps and their announcements are over
-        before = wake.stat().st_mtime_ns if wake.exists() else None
+        bell.origins()
         time.sleep(8)  # several heartbeats and sweeps of each daemon
-        after = wake.stat().st_mtime_ns if wake.exists() else None
-        assert after == before, "an idle daemon announced a change"
+        assert bell.origins() == [], "an idle daemon announced a change"
         add_due_now(svc, 1)  # a writer's announcement still wakes them
         wait_until(lambda: svc.overview.summary()["intents"].get("done", 0) == 1, timeout=20)
     finally:
+        bell.close()
         codes = [d.stop() for d in daemons]
     assert codes == [0, 0]
 

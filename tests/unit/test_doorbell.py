@@ -46,7 +46,7 @@ def test_a_bell_nobody_holds_is_removed_by_the_next_ring(tmp_path: Path) -> None
 def test_ringing_an_empty_or_missing_folder_is_harmless(tmp_path: Path) -> None:
     assert doorbell.ring(tmp_path, "w") == 0
     assert doorbell.ring(tmp_path / "missing", "w") == 0
-    (tmp_path / "wake").write_text("x")  # the wake file is not a bell
+    (tmp_path / "wake").write_text("x")  # a file that is not a bell
     assert doorbell.ring(tmp_path, "w") == 0
 
 
