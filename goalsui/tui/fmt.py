@@ -7,7 +7,7 @@ so the same labels re-render correctly after a theme switch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from rich.text import Text
 
@@ -217,10 +217,6 @@ def one_line(text: str | None, limit: int = 200) -> str:
     cleaned = plain(text or "")
     first = " ".join(cleaned.split())
     return first if len(first) <= limit else first[: limit - 1] + "…"
-
-
-def since_label(delta: timedelta) -> str:
-    return short_span(delta.total_seconds())
 
 
 def name_cell(title: str | None, limit: int) -> str:

@@ -65,11 +65,9 @@ STOP = Binding("x", "screen.stop_run", "Stop run…", id="stop_run")
 END = Binding("X", "screen.end_schedule", "End schedule…", id="end_schedule")
 RETRY = Binding("R", "screen.retry", "Retry", id="retry")
 EDIT = Binding("e", "screen.edit", "Edit", id="edit")
-DISMISS = Binding("d", "screen.dismiss", "Dismiss", id="dismiss")
-TODO_ADD = Binding("a", "screen.add_todo", "Add todo", id="todo.add")
-TODO_TOGGLE = Binding(
-    "space", "screen.toggle_todo", "Done/Reopen", id="todo.toggle", key_display="space"
-)
+DISMISS = Binding("d", "dismiss", "Dismiss", id="dismiss")
+TODO_ADD = Binding("a", "add_todo", "Add todo", id="todo.add")
+TODO_TOGGLE = Binding("space", "toggle_todo", "Done/Reopen", id="todo.toggle", key_display="space")
 
 GOALS_SAFE = [*LIST_NAV, OUTPUT, COPY]
 GOALS_ACTIONS = [PAUSE, RUN_NOW, STOP, END, RETRY, EDIT]

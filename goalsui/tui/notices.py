@@ -18,6 +18,7 @@ from typing import Any
 from rich.text import Text
 from textual import on
 from textual.message import Message
+from textual.message_pump import MessagePump
 from textual.worker import Worker, WorkerState
 
 from goalsui.domain.untrusted import plain
@@ -93,25 +94,20 @@ class NoticeMixin:
 
 def failure_text(error: BaseException | None) -> str:
     """What went wrong, on one line: a goalsui error says it itself, others name their type."""
-    if isinstance(error, GoalsuiError):
-        return plain(str(error), limit=300)
-    return plain(f"{type(error).__name__}: {error}", limit=300)
+    text = str(error) if isinstance(error, GoalsuiError) else f"{type(error).__name__}: {error}"
+    return plain(" ".join(text.split()), limit=300)
 
 
-class WorkerFailures:
-    """Mixed into the app, the screens and a widget that run workers: a worker that ends
-    in error is reported once, here (notice line and event log), never as a traceback.
-
-    Workers return their result (or apply it on the UI loop after awaiting a thread);
-    they do not catch their errors to report them.
+class WorkerFailures(MessagePump):
+    """Mixed into the app, the screens and the widgets that run workers: a worker that
+    ends in error is reported here, once (notice line and event log, one sanitised line,
+    no traceback). Workers return or apply their result; they never report their errors.
     """
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.state != WorkerState.ERROR:
-            return
         worker = event.worker
-        node: Any = self
-        if node.app.is_running:
+        if event.state == WorkerState.ERROR and self.app.is_running:
             title = f"{worker.name} failed" if worker.name else ""
-            node.app.notify(failure_text(worker.error), title=title, severity="error")
+            text = failure_text(worker.error)
+            self.app.notify(text, title=title, severity="error", markup=False)

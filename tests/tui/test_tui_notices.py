@@ -12,7 +12,7 @@ from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import JournalScreen
 from goalsui.tui.widgets.notice_bar import NoticeBar
-from tests.tui_kit import PULSE, add_run, screen_text, settle, worker_intent
+from tests.tui_kit import PULSE, add_run, screen_as, screen_text, settle, worker_intent
 
 
 def toasts(app) -> list[Toast]:
@@ -79,3 +79,31 @@ async def test_newest_failure_is_selected_and_detail_shows_its_whole_error(
         detail = main.detail.shown[1]  # what the Detail pane shows (wrapped on screen)
         assert long in detail
         assert all(word in text for word in long.split())
+
+
+async def test_a_failed_worker_is_reported_once_on_one_line(demo: Service, clock) -> None:
+    """Workers do not report their own errors: the one Worker.StateChanged handler does,
+    on the notice line and in the event log, sanitised, without a traceback; a worker of a
+    screen is reported the same way as one of the app."""
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("disk [b]on[/b] fire\n  at line 3\x1b[31m")
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        before = len(app.notices)
+        app.act("never said", broken)
+        await settle(app, pilot)
+        (notice,) = list(app.notices)[before:]
+        assert (notice.title, notice.severity) == ("Action failed", "error")
+        assert notice.message == "RuntimeError: disk [b]on[/b] fire at line 3"
+        assert "disk [b]on[/b] fire" in app.main.query_one(NoticeBar).notice.one_line
+        await pilot.press("L")
+        await settle(app, pilot)
+        journal = screen_as(app, JournalScreen)
+        journal.fetch = broken  # type: ignore[method-assign, assignment]  # its read fails
+        journal.reload()
+        await settle(app, pilot)
+        assert [n.title for n in app.notices][-1] == "Reading the records failed"
+        assert "disk [b]on[/b] fire" in screen_text(app)

@@ -1,7 +1,8 @@
 """The main screen: Goals, Threads, Timeline, Failed runs and Detail, plus the status bar.
 
-The screen owns the selection and turns keys into service calls (through the app, in
-worker threads). It never reads the records itself and is never handed them by a
+The screen wires the panes together: it owns the selection and the actions on the
+selected intent or run that several panes share; what acts on one pane's rows (todos,
+dismissing a run, an opened goal's boxes, zoom) is that pane's own. It never reads the records itself and is never handed them by a
 call: the feed's ``DashboardReady`` and ``PlanReady`` messages bring them, ``Tick``
 moves the countdowns, and the app's other messages (``DisplayFrozen``,
 ``NoticeAdded``, ``WatcherBatch``, ...) say what else changed. It does not import the app.
@@ -270,9 +271,7 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         if dash.preview or dash.early:  # the service's own read follows
             return
         self.load_costs(self.selection.intent_id)  # the selected intent's runs may have changed
-        for goal_id, node in self.goals.goal_nodes.items():
-            if node.is_expanded and goal_id not in self.goals.boxes:
-                self.load_boxes(goal_id)
+        self.goals.load_missing_boxes()
         self.ensure_live_poll()
 
     def _timeline_subtitle(self, overlaps: int) -> str:

@@ -1,5 +1,6 @@
 """The main screen's operator actions on the selection: pause, run now, stop, end,
-retry, dismiss, edit, todos, output, copy. Each goes through the app to the service in
+retry, edit, output, copy (the todos are the threads pane's, dismissing a run the
+failed pane's). Each goes through the app to the service in
 a worker; which ones apply is asked of the domain's transition table
 (:mod:`goalsui.domain.transitions`), so a key that shows is a key that works.
 """
@@ -28,10 +29,7 @@ NEEDS_RECORDS = frozenset(
         "stop_run",
         "end_schedule",
         "retry",
-        "dismiss",
         "edit",
-        "add_todo",
-        "toggle_todo",
         "open_output",
     }
 )
@@ -56,19 +54,13 @@ class ActionsPart(PanesScreen):
         return True if check is None else check()
 
     def _checks(self) -> dict[str, Callable[[], bool]]:
-        sel = self.selection
         return {
             "pause": self._can_pause,
             "run_now": self._can_run_now,
             "stop_run": lambda: self._running_run() is not None,
             "end_schedule": lambda: self._intent_allows(Action.END_SCHEDULE),
             "retry": self._can_retry,
-            "dismiss": self._can_dismiss,
             "edit": lambda: self._edit_target() is not None,
-            "add_todo": lambda: (
-                sel.kind in (SelectionKind.THREAD, SelectionKind.TODO) and sel.thread_id is not None
-            ),
-            "toggle_todo": lambda: sel.kind == SelectionKind.TODO,
             "open_output": self._can_open_output,
         }
 
@@ -102,17 +94,6 @@ class ActionsPart(PanesScreen):
         last = self.dash.last_run(intent.id) if self.dash else None
         failing = last is not None and last.status in ATTENTION_RUNS
         return intent.status == IntentStatus.FAILED or intent.consecutive_failures > 0 or failing
-
-    def _can_dismiss(self) -> bool:
-        """A selected run whose status allows dismissing it (a live run is stopped)."""
-        sel = self.selection
-        if sel.kind != SelectionKind.RUN or sel.run_id is None or self.dash is None:
-            return False
-        dash = self.dash
-        runs = [*dash.attention, *dash.running.values()]
-        runs += [r for rs in dash.recent.values() for r in rs]
-        run = next((r for r in runs if r.id == sel.run_id), None)
-        return run is not None and run_allows(run.status, Action.DISMISS)
 
     def _can_open_output(self) -> bool:
         tab = self.detail.current if self.is_mounted else None
@@ -243,14 +224,6 @@ class ActionsPart(PanesScreen):
         if intent is not None:
             self.gapp.act(f"Retrying {intent.title}", self.gapp.service.intents.retry, intent.id)
 
-    def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
-        if self.selection.run_id is not None:
-            self.gapp.act(
-                f"Dismissed run {self.selection.run_id}",
-                self.gapp.service.runs.dismiss,
-                self.selection.run_id,
-            )
-
     def action_edit(self) -> None:
         target = self._edit_target()
         if target is not None:
@@ -288,43 +261,6 @@ class ActionsPart(PanesScreen):
             app.sync_goals([goal_id])
         self.load_detail()
         app.request_refresh(0)
-
-    def action_add_todo(self) -> None:
-        from goalsui.tui.screens.modals import TextInputScreen
-
-        thread_id = self.selection.thread_id
-        if thread_id is None:
-            return
-        app = self.gapp
-
-        def added(text: str | None) -> None:
-            if text:
-                app.act(f"Added: {text}", app.service.todos.add, thread_id, text)
-
-        self.app.push_screen(
-            TextInputScreen(f"New todo in thread {thread_id}", "what needs doing?"), added
-        )
-
-    def action_toggle_todo(self) -> None:
-        sel = self.selection
-        if (
-            sel.kind != SelectionKind.TODO
-            or sel.thread_id is None
-            or sel.todo_id is None
-            or self.dash is None
-        ):
-            return
-        todo = next(
-            (t for view in self.dash.threads for t in view.todos if t.id == sel.todo_id),
-            None,
-        )
-        if todo is None:
-            return
-        app = self.gapp
-        if todo.done:
-            app.act(f"Reopened: {todo.text}", app.service.todos.reopen, sel.thread_id, sel.todo_id)
-        else:
-            app.act(f"Done: {todo.text}", app.service.todos.complete, sel.thread_id, sel.todo_id)
 
     def action_open_output(self) -> None:
         tab = self.detail.current

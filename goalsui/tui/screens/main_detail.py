@@ -13,7 +13,6 @@ from textual import on, work
 
 from goalsui.errors import GoalsuiError
 from goalsui.tui.messages import WatcherBatch
-from goalsui.tui.model import goal_log_count, load_boxes
 from goalsui.tui.screens.detail_content import detail_tabs, read_tab
 from goalsui.tui.screens.main_panes import LOADING, PanesScreen
 from goalsui.tui.widgets.cost_panel import CostPanel
@@ -102,23 +101,4 @@ class DetailPart(PanesScreen):
         for goal_id in counted:
             node = self.goals.goal_nodes.get(goal_id)
             if node is not None and node.is_expanded:
-                self.load_boxes(goal_id)
-
-    @work(name="Counting the boxes", group="boxes", exit_on_error=False)
-    async def load_boxes(self, goal_id: str) -> None:
-        dash = self.dash
-        goal = next((g for g in dash.goals if g.goal_id == goal_id), None) if dash else None
-        if goal is None:
-            return
-        service = self.gapp.service
-        try:
-            boxes = await asyncio.to_thread(load_boxes, service, goal)
-            _, count = await asyncio.to_thread(goal_log_count, service, goal_id)
-        except GoalsuiError:  # a goal folder gone meanwhile: the next refresh drops it
-            return
-        self._show_boxes(goal_id, boxes, count)
-
-    def _show_boxes(self, goal_id: str, boxes: Any, count: int) -> None:
-        self.goals.set_boxes(goal_id, boxes, count)
-        if not self.gapp.frozen:
-            self.goals.tick(self.gapp.clock())
+                self.goals.load_boxes(goal_id)

@@ -122,14 +122,6 @@ class PanesScreen(WorkerFailures, Screen[None]):
         """Read the cost panel's runs for ``intent_id`` (main_detail)."""
         raise NotImplementedError
 
-    def load_boxes(self, goal_id: str) -> Any:  # a worker
-        """Count the goal's inbox, outbox and log files (main_detail)."""
-        raise NotImplementedError
-
     def action_open_output(self) -> None:
         """Open the selected run's output (main_actions)."""
-        raise NotImplementedError
-
-    def action_toggle_todo(self) -> None:
-        """Mark the selected todo done or open (main_actions)."""
         raise NotImplementedError

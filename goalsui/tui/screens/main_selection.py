@@ -38,16 +38,6 @@ class SelectionPart(PanesScreen):
         if self.pane == "goals" or self.selection.kind == SelectionKind.NONE:
             self._select_from("goals")
 
-    @on(Tree.NodeExpanded, "#goals")
-    def _tree_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
-        ref = event.node.data
-        if ref is not None and ref.kind == "goal" and self.dash is not None:
-            goal = next((g for g in self.dash.goals if g.goal_id == ref.goal_id), None)
-            if goal is not None:
-                self.goals._sync_children(event.node, goal)
-                self.goals.tick(self.gapp.clock())
-                self.load_boxes(ref.goal_id)
-
     @on(Tree.NodeSelected, "#goals")
     def _tree_selected(self, event: Tree.NodeSelected[NodeRef]) -> None:
         ref = event.node.data
@@ -62,11 +52,8 @@ class SelectionPart(PanesScreen):
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        pane = self.pane_of(event.data_table)
-        if pane in ("timeline", "failed"):
+        if self.pane_of(event.data_table) in ("timeline", "failed"):
             self.action_open_output()
-        elif pane == "threads" and not self.read_only and self.selection.kind == SelectionKind.TODO:
-            self.action_toggle_todo()
 
     def _select_from(self, pane: str) -> None:
         sel = self.selection_for(pane)

@@ -7,11 +7,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.widgets.data_table import ColumnKey
 
 from goalsui.domain.states import RunStatus
+from goalsui.domain.transitions import Action, run_allows
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, name_cell, one_line
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
@@ -37,6 +38,7 @@ class FailureItem:
     title: str
     error: str
     run_id: int | None = None
+    run_status: str = ""  # the run's own status (a run that needs review is interrupted)
     trigger: str = ""
 
     @property
@@ -68,6 +70,7 @@ def failure_items(
                 title=intent.title if intent else f"intent {run.intent_id}",
                 error=run_error(run),
                 run_id=run.id,
+                run_status=run.status,
                 trigger=run.trigger,
             )
         )
@@ -89,17 +92,11 @@ def failure_items(
 class FailedTable(KeyedTable):
     """Columns: when, status, intent, error."""
 
-    def __init__(
-        self,
-        *,
-        read_only: bool = False,
-        id: str | None = "failed",
-        actions: list[Binding] | None = None,
-    ) -> None:
+    def __init__(self, *, read_only: bool = False, id: str | None = "failed") -> None:
         super().__init__(id=id, flex_column="error")
         keys.bind(self, keys.FAILED_SAFE)
         if not read_only:
-            keys.bind(self, keys.FAILED_ACTIONS if actions is None else actions)
+            keys.bind(self, keys.FAILED_ACTIONS)
         self.filter_text = ""
         self.items: dict[str, FailureItem] = {}
         self.narrow = False
@@ -169,3 +166,16 @@ class FailedTable(KeyedTable):
     def selected_item(self) -> FailureItem | None:
         key = self.cursor_key
         return self.items.get(key) if key else None
+
+    # -- the pane's action (bound only in a console that may write) ----------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action != "dismiss":
+            return True
+        item = self.selected_item() if goals_app(self).service_ready else None
+        return bool(item and item.run_id and run_allows(item.run_status, Action.DISMISS))
+
+    def action_dismiss(self) -> None:
+        item = self.selected_item()
+        if item is not None and item.run_id is not None:
+            app = goals_app(self)
+            app.act(f"Dismissed run {item.run_id}", app.service.runs.dismiss, item.run_id)

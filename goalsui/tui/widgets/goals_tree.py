@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import work
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from goalsui.domain.states import TERMINAL_INTENT, GoalStatus, IntentStatus, RunStatus
+from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import (
     INTENT_GLYPH,
     RUN_GLYPH,
@@ -22,7 +26,8 @@ from goalsui.tui.fmt import (
     elapsed,
     one_line,
 )
-from goalsui.tui.model import BoxCounts, Dashboard
+from goalsui.tui.model import BoxCounts, Dashboard, goal_log_count, load_boxes
+from goalsui.tui.notices import WorkerFailures
 from goalsui.tui.widgets.cost_panel import budget_label
 
 if TYPE_CHECKING:
@@ -48,7 +53,7 @@ class NodeRef:
         return "/".join(p for p in parts if p)
 
 
-class GoalsTree(Tree[NodeRef]):
+class GoalsTree(WorkerFailures, Tree[NodeRef]):
     """Goal trees with status badges, schedules, countdowns and running indicators."""
 
     DEFAULT_CSS = """
@@ -188,9 +193,21 @@ class GoalsTree(Tree[NodeRef]):
         return node
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
+        """An opened goal shows its workers and intents, and counts its boxes."""
         ref = event.node.data
-        if ref is not None and ref.kind == "goal" and not self.filter_text:
+        if ref is None or ref.kind != "goal":
+            return
+        if not self.filter_text:
             self.expanded_goals.add(ref.goal_id)
+        goal = self._goal(ref.goal_id)
+        if goal is not None:
+            self._sync_children(event.node, goal)
+            self.tick(goals_app(self).clock())
+            self.load_boxes(ref.goal_id)
+
+    def _goal(self, goal_id: str) -> GoalView | None:
+        dash = self._dash
+        return next((g for g in dash.goals if g.goal_id == goal_id), None) if dash else None
 
     def on_tree_node_collapsed(self, event: Tree.NodeCollapsed[NodeRef]) -> None:
         ref = event.node.data
@@ -256,11 +273,29 @@ class GoalsTree(Tree[NodeRef]):
         )
         return text
 
-    def set_boxes(self, goal_id: str, boxes: dict[str, BoxCounts], log_count: int) -> None:
+    def load_missing_boxes(self) -> None:
+        """Count the boxes of every open goal not counted yet."""
+        for goal_id, node in self.goal_nodes.items():
+            if node.is_expanded and goal_id not in self.boxes:
+                self.load_boxes(goal_id)
+
+    @work(name="Counting the boxes", group="boxes", exit_on_error=False)
+    async def load_boxes(self, goal_id: str) -> None:
+        """Count the goal's inbox, outbox and log files (in a thread), then show them."""
+        goal, app = self._goal(goal_id), goals_app(self)
+        if goal is None:
+            return
+        try:
+            boxes = await asyncio.to_thread(load_boxes, app.service, goal)
+            _, log_count = await asyncio.to_thread(goal_log_count, app.service, goal_id)
+        except GoalsuiError:  # a goal folder gone meanwhile: the next refresh drops it
+            return
         for worker, counts in boxes.items():
             self.seen_outbox.setdefault((goal_id, worker), counts.newest_outbox)
         self.boxes[goal_id] = boxes
         self.log_counts[goal_id] = log_count
+        if not app.frozen:
+            self.tick(app.clock())
 
     def mark_seen(self, ref: NodeRef) -> None:
         """Opening an outbox clears its "new" badge."""
@@ -311,11 +346,6 @@ class GoalsTree(Tree[NodeRef]):
     def _relabel(node: TreeNode[NodeRef], label: Text) -> None:
         if node.label != label:
             node.set_label(label)
-
-    def _intent_for(self, w: WorkerView) -> IntentRecord | None:
-        if self._dash is None or w.intent_id is None:
-            return None
-        return self._dash.intents.get(w.intent_id)
 
     def _live_run(self, w: WorkerView) -> RunRecord | None:
         if self._dash is None or w.intent_id is None:

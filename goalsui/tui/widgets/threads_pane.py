@@ -1,11 +1,15 @@
-"""The Threads pane: each thread's checklist, open items first, done ones struck through."""
+"""The Threads pane: each thread's checklist, open items first, done ones struck through;
+``a`` adds a todo to the thread under the cursor, ``space`` (or enter) ticks one off."""
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
+from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from goalsui.tui import keys
+from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import Palette, one_line
 from goalsui.tui.model import ThreadView
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
@@ -17,6 +21,7 @@ class ThreadsTable(KeyedTable):
     def __init__(self, *, read_only: bool = False, id: str | None = "threads") -> None:
         super().__init__(id=id, show_header=False, flex_column="item")
         keys.bind(self, keys.THREADS_SAFE)
+        self.read_only = read_only
         if not read_only:
             keys.bind(self, keys.THREADS_ACTIONS)
         self.filter_text = ""
@@ -76,3 +81,46 @@ class ThreadsTable(KeyedTable):
         if kind == "thread":
             return "thread", number, None
         return "todo", self.todo_thread.get(number, 0), number
+
+    # -- the pane's actions (bound only in a console that may write) --------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in ("add_todo", "toggle_todo"):
+            return True
+        picked = self.selected() if goals_app(self).service_ready else None
+        return picked is not None and (action == "add_todo" or picked[0] == "todo")
+
+    def action_add_todo(self) -> None:
+        from goalsui.tui.screens.modals import TextInputScreen
+
+        picked = self.selected()
+        if picked is None:
+            return
+        thread_id, app = picked[1], goals_app(self)
+
+        def added(text: str | None) -> None:
+            if text:
+                app.act(f"Added: {text}", app.service.todos.add, thread_id, text)
+
+        self.app.push_screen(
+            TextInputScreen(f"New todo in thread {thread_id}", "what needs doing?"), added
+        )
+
+    def action_toggle_todo(self) -> None:
+        picked = self.selected()
+        if picked is None or picked[2] is None or self._last is None:
+            return
+        _, thread_id, todo_id = picked
+        todo = next((t for v in self._last[0] for t in v.todos if t.id == todo_id), None)
+        if todo is None:
+            return
+        todos = goals_app(self).service.todos
+        if todo.done:
+            goals_app(self).act(f"Reopened: {todo.text}", todos.reopen, thread_id, todo_id)
+        else:
+            goals_app(self).act(f"Done: {todo.text}", todos.complete, thread_id, todo_id)
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self) -> None:
+        """Enter on a todo ticks it off (or opens it again)."""
+        if not self.read_only:
+            self.action_toggle_todo()
