@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.bundled import find_sample_kb
+from goalsui.domain.pids import pid_alive
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write, fsync_dir
 from goalsui.kb.authoring import (
@@ -521,7 +522,7 @@ def _staging_entries(root: Path) -> list[tuple[os.DirEntry[str], str, bool]]:
         parts = entry.name[len(STAGING_PREFIX) :].rsplit("-", 2)
         live = False
         if len(parts) == 3 and parts[1].isdigit():
-            live = _pid_alive(int(parts[1]))
+            live = pid_alive(int(parts[1]))
             try:
                 live = live and time.time() - entry.stat().st_mtime < STAGING_MAX_AGE_S
             except OSError:
@@ -602,20 +603,6 @@ def _log_entry(text: str, when: datetime) -> str:
     if len(lines) > 1:
         entry += "\n" + "\n".join(f"  {line}".rstrip() for line in lines[1:])
     return entry
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def _no_link_below(path: Path, base: Path) -> bool:

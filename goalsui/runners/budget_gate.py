@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from goalsui.domain.budget import Exhausted
 from goalsui.domain.states import ChangeTopic, RunStatus
-from goalsui.errors import GoalsuiError
+from goalsui.runners.alerts import deliver_alert
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.command import build_env, run_command
 from goalsui.store.models import Intent, IntentRun
@@ -40,33 +40,14 @@ async def budget_outcome(service: Service, intent: Intent, run: IntentRun) -> Tu
     return TurnOutcome("skipped", reason=reason, skipped=True)
 
 
-def _deliver(service: Service, intent: Intent, run: IntentRun, message: str) -> None:
-    if intent.thread_id is not None:
-        try:
-            service.threads.post(
-                message,
-                thread_id=intent.thread_id,
-                role="system",
-                intent_id=intent.id,
-                run_id=run.id,
-                provenance=f"Budget alert about: {intent.title}",
-            )
-        except GoalsuiError:
-            log.warning("budget alert for intent %s: its thread is gone", intent.id)
-    elif intent.goal_id:
-        try:
-            service.files.append_log(intent.goal_id, f"ALERT run {run.id}: {message}")
-        except (GoalsuiError, OSError):
-            log.warning("budget alert for intent %s: cannot write the goal log", intent.id)
-    service.journal.record("alert", f"intent {intent.id}", message, actor="scheduler")
-    service.changed(ChangeTopic.ALERTS)
-
-
 async def _alert(service: Service, intent: Intent, run: IntentRun, spent: Exhausted) -> None:
     message = spent.message()
     log.warning("budget alert: %s", message)
     try:
-        await asyncio.to_thread(_deliver, service, intent, run, message)
+        await asyncio.to_thread(
+            deliver_alert, service, intent, run.id, message, kind="budget alert"
+        )
+        service.changed(ChangeTopic.ALERTS)
     except Exception as exc:  # noqa: BLE001 - an alert never stops the skip being recorded
         log.warning("budget alert could not be delivered: %s", exc)
     command = service.config().alerts.command

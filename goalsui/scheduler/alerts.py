@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain.states import FAILURE_RUNS, RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
+from goalsui.runners.alerts import deliver_alert
 from goalsui.runners.command import build_env, run_command
 from goalsui.store.models import Intent, IntentRun
 
@@ -94,28 +95,6 @@ async def run_alert_command(service: Service, argv: tuple[str, ...], alert: Aler
     return False
 
 
-def _deliver(service: Service, intent: Intent, alert: Alert) -> None:
-    """The thread message or goal-log line, and the journal entry (blocking)."""
-    if intent.thread_id is not None:
-        try:
-            service.threads.post(
-                alert.message,
-                thread_id=intent.thread_id,
-                role="system",
-                intent_id=intent.id,
-                run_id=alert.run_id,
-                provenance=f"Alert about: {intent.title}",
-            )
-        except GoalsuiError:
-            log.warning("alert for intent %s: its thread is gone", intent.id)
-    elif intent.goal_id:
-        try:
-            service.files.append_log(intent.goal_id, f"ALERT run {alert.run_id}: {alert.message}")
-        except (GoalsuiError, OSError):
-            log.warning("alert for intent %s: cannot write the goal log", intent.id)
-    service.journal.record("alert", f"intent {intent.id}", alert.message, actor="scheduler")
-
-
 async def maybe_alert(
     service: Service, intent: Intent, run: IntentRun | None, *, auto_disabled: bool
 ) -> Alert | None:
@@ -161,7 +140,7 @@ async def maybe_alert(
         thread_id=fresh.thread_id,
         at=now,
     )
-    await asyncio.to_thread(_deliver, service, fresh, alert)
+    await asyncio.to_thread(deliver_alert, service, fresh, alert.run_id, alert.message)
     service.changed("alerts")
     if policy.command:
         try:

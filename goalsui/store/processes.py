@@ -19,6 +19,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from goalsui.domain.pids import pid_alive
+
 __all__ = ["group_alive", "group_is_the_runs", "kill_group", "owner_alive_here", "this_host"]
 
 PROC = Path("/proc")
@@ -64,13 +66,7 @@ def owner_alive_here(owner: str | None, *, me: str, host: str) -> bool:
         state = ""
     if state:
         return state[state.rfind(")") + 2 :].split()[0] != "Z"
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def _members(pgid: int) -> list[tuple[int, str, int]] | None:
