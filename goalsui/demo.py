@@ -83,15 +83,7 @@ def make_demo_kb(target: Path | None = None) -> Path:
 def replay_last_night(
     open_at: Callable[[Callable[[], datetime]], Service], now: datetime
 ) -> list[tuple[str, str]]:
-    """Run the sample nightshift from the start of its last full night up to ``now``.
-
-    The real scheduler claims each worker at its due time on a clock that jumps from one
-    due time to the next; the workers run their own tick scripts and the builtin
-    reporter writes the morning report, so the Reports screen has a real night to show.
-    Only the nightshift is indexed while it runs (no other goal fires).
-    ``open_at(clock)`` opens the demo's service, without a KB sync, on that clock.
-    Returns ``(worker, status)`` of every run, in order.
-    """
+    """Run the sample nightshift from the start of its last full night up to ``now``."""
     from goalsui.domain.nightshift import night_of, night_window
 
     clock = MovingClock(now)

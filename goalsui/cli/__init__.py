@@ -82,10 +82,7 @@ class UnknownCommand(Exception):
 
 
 def _default_to_console(argv: list[str]) -> tuple[list[str], str | None]:
-    """``goalsui [global options] [console options]`` means ``goalsui ... console ...``.
-
-    Returns the arguments and the command they name (None for help and version).
-    """
+    """``goalsui [global options] [console options]`` means ``goalsui ... console ...``."""
     i = 0
     while i < len(argv):
         token = argv[i]

@@ -40,13 +40,8 @@ async def await_reply(
     pickup: float | None = None,
     on_run: Callable[[RunRecord], None] | None = None,
 ) -> ReplyResult:
-    """Wait for a reply intent to be answered (or to fail for good).
-
-    When no scheduler starts it within ``pickup`` seconds, a scheduler runs in this
-    process until the reply is decided (it fires whatever else is due meanwhile, as a
-    daemon would). ``on_run`` sees each run of the reply as it ends (e.g. a failed
-    attempt before a retry).
-    """
+    """Wait for a reply intent to be answered (or to fail for good). When no scheduler picks it up
+    within ``pickup`` seconds, one runs in this process until the reply is decided."""
     intent = service.intents.get(intent_id)
     if not is_reply(intent.operation_key):
         raise ValidationError(f"intent {intent_id} is not a reply")

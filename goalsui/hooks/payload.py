@@ -57,13 +57,9 @@ def _check_tree(data: Any, limit: int) -> None:
 
 
 def parse_payload(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any] | list[Any]:
-    """Parse a payload; ValidationError with a one-line reason when it is not usable.
-
-    Refuses bodies over ``limit`` bytes, non-UTF-8 bytes, a byte-order mark, invalid
-    JSON (``NaN`` and ``Infinity`` included, and numbers that overflow to infinity such
-    as ``1e400``), top-level scalars, deep nesting and
-    unpaired surrogate escapes (which PostgreSQL's JSON type refuses).
-    """
+    """Parse a payload; ValidationError with a one-line reason when it is not usable. Refuses
+    oversize, non-UTF-8, a BOM, invalid JSON (``NaN``, ``1e400``), top-level scalars, deep nesting
+    and unpaired surrogates (PostgreSQL refuses them)."""
     if len(body) > limit:
         raise ValidationError(f"payload is too large ({len(body)} bytes, limit {limit})")
     try:

@@ -327,12 +327,7 @@ async def start_listener(
     max_connections: int = MAX_CONNECTIONS,
     log_interval: float = LOG_INTERVAL_S,
 ) -> Listener:
-    """Serve ``POST /hooks/<source>`` and ``GET /healthz`` on ``host:port`` in this loop.
-
-    ``port=0`` picks a free port (see ``Listener.port``). Raises GoalsuiError when the
-    address cannot be bound. The timeouts and the connection limit are described in the
-    module docstring.
-    """
+    """Serve ``POST /hooks/<source>`` and ``GET /healthz`` on ``host:port`` in this loop."""
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         raise GoalsuiError(f"invalid hooks port {port!r}: use 0-65535")
     limits = Limits(max_connections, header_timeout, log_interval)

@@ -108,11 +108,8 @@ class KB:
 
     def check_inside(self, path: Path, shown: str | None = None, below: Path | None = None) -> Path:
         """``path`` itself if it resolves inside the KB; a symlink leading out is refused.
-
-        ``below``: a folder already proven inside the KB that ``path`` lies under. When no
-        component from there on is a symlink, ``path`` is inside too (an lstat each instead
-        of resolving the whole path); otherwise it is resolved as usual.
-        """
+        ``below``: a folder proven inside the KB that ``path`` lies under (an lstat per component
+        instead of a resolve)."""
         if below is not None and _no_link_below(Path(path), below):
             return path
         if not is_within(Path(path).resolve(), self.root):
@@ -177,11 +174,7 @@ class KB:
         check_state_bytes(f"{goal_id}/{STATE_FILE}", new_bytes, self.state_limit())
 
     def load_goal(self, goal_id: str, *, state_limit: int | None = None) -> LoadedGoal:
-        """Read and validate one goal tree; problems are collected, not raised.
-
-        Besides the definitions, every YAML file of the tree must parse and
-        ``state.yaml`` must stay under ``state_limit`` (default: from goalsui.yaml).
-        """
+        """Read and validate one goal tree; problems are collected, not raised."""
         path = self.goal_dir(goal_id)
         loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
         def_path = path / "definition.yaml"
@@ -267,17 +260,8 @@ class KB:
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
         """Create a goal tree in a sibling staging folder, validate it, rename it into place.
-
-        ``protocol`` is the text of ``protocol.md``; without it the template (purpose,
-        message formats, conventions, KPIs) is filled with the name and task. A worker
-        seed without a prompt gets one rendered from its instructions.
-
-        ``register`` is called with the loaded goal before the rename and must return
-        an undo callable; if anything fails afterwards every registration is undone and
-        the staging folder removed, so the goal exists whole or not at all. ``files``
-        (relative path -> text) are written into the tree too, replacing the defaults
-        (e.g. a ``protocol.md`` from a template).
-        """
+        ``register`` returns an undo callable; on any later failure all is undone and the staging
+        folder removed, so the goal exists whole or not at all."""
         name, workers = _checked_seeds(name, workers)
         self.root.mkdir(parents=True, exist_ok=True)
         goal_id = goal_id or new_goal_id(name)
@@ -353,10 +337,8 @@ class KB:
         return any(gid == goal_id and live for _, gid, live in _staging_entries(self.root))
 
     def cleanup_leftovers(self) -> list[str]:
-        """Remove staging and trash folders left by a crash; returns their names.
-
-        A staging folder of a creation still in progress (its process is alive) is kept.
-        """
+        """Remove staging and trash folders left by a crash; returns their names. A staging folder
+        whose process is alive is kept."""
         removed = []
         for entry, _, live in _staging_entries(self.root):
             if not live:
@@ -511,8 +493,7 @@ def _load_staged(staging: Path, goal_id: str) -> LoadedGoal:
 
 
 def _staging_entries(root: Path) -> list[tuple[os.DirEntry[str], str, bool]]:
-    """Staging folders in ``root`` as (entry, goal_id, still being written by a live
-    process)."""
+    """Staging folders in ``root`` as (entry, goal_id, still being written by a live process)."""
     out: list[tuple[os.DirEntry[str], str, bool]] = []
     if not root.is_dir():
         return out
@@ -626,10 +607,7 @@ def _no_link_below(path: Path, base: Path) -> bool:
 
 
 def check_kb_text(goal_id: str, parts: tuple[str, ...], text: str, shown: str) -> None:
-    """Refuse YAML that does not parse, and goal or worker definitions that do not validate.
-
-    ``parts`` is the file's path inside the goal tree, split in components.
-    """
+    """Refuse YAML that does not parse, and goal or worker definitions that do not validate."""
     if not parts or not parts[-1].endswith((".yaml", ".yml")):
         return
     data = parse_yaml(text, shown)
@@ -656,11 +634,7 @@ def copy_sample_kb(target: Path) -> Path:
 
 
 def init_kb(path: Path, *, sample: bool = False) -> Path:
-    """Create an empty KB (or a copy of the sample KB) at ``path``.
-
-    A path that cannot hold a KB (a file, a device, a folder that cannot be created)
-    is a ValidationError with the reason; nothing is created.
-    """
+    """Create an empty KB (or a copy of the sample KB) at ``path``."""
     path = Path(path).expanduser()
     try:
         return _init_kb(path, sample)

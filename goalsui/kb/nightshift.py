@@ -118,11 +118,7 @@ def _state_list(path: Path, key: str) -> tuple[str, list[object]]:
 def update_plan(
     goal_dir: Path, change: Callable[[list[PlanItem], list[object]], list[object] | None]
 ) -> None:
-    """Read the plan, let ``change(items, raw_plan)`` return the new raw plan, write it.
-
-    ``raw_plan`` is the ``plan:`` list as stored (items that are not plan items are kept
-    as they are); returning None writes nothing. ``decisions`` are untouched.
-    """
+    """Read the plan, let ``change(items, raw_plan)`` return the new raw plan, write it."""
     path = goal_dir / STATE_FILE
     with _locked(goal_dir):
         text, raw = _state_list(path, "plan")

@@ -47,11 +47,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _looks_like_traversal(comp: str) -> bool:
-    """A name that another tool could read as ``..`` or a separator, or holds control chars.
-
-    Unicode look-alikes (fullwidth dots and solidi, the division slash, one-dot leaders)
-    are harmless on a POSIX file system but not to every tool that later handles the path.
-    """
+    """A name that another tool could read as ``..`` or a separator, or holds control chars. Unicode
+    look-alikes are refused: tools that handle the path later may misread them."""
     if _CONTROL.search(comp):
         return True
     if comp.isascii():
@@ -66,11 +63,8 @@ def _looks_like_traversal(comp: str) -> bool:
 
 
 def safe_join(root: Path, *parts: str) -> Path:
-    """Join relative ``parts`` under ``root`` and prove the result stays inside it.
-
-    Refuses absolute parts, ``..`` components, NUL bytes, and symlinks (anywhere on the
-    way) that resolve outside ``root``.
-    """
+    """Join relative ``parts`` under ``root`` and prove the result stays inside it. Refuses absolute
+    parts, ``..``, NUL bytes and symlinks that resolve outside ``root``."""
     root_resolved = Path(root).resolve()
     rel_parts: list[str] = []
     for part in parts:

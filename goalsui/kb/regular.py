@@ -40,10 +40,7 @@ def _not_regular(shown: str, mode: int) -> KBError:
 
 
 def open_regular(path: Path | str, display: str | None = None) -> int:
-    """A read-only descriptor of ``path``, which must be a regular file (KBError if not).
-
-    Missing and unreadable files are KBErrors too. The caller closes the descriptor.
-    """
+    """A read-only descriptor of ``path``, which must be a regular file (KBError if not)."""
     shown = display or str(path)
     try:
         before = os.stat(path)

@@ -215,14 +215,10 @@ class Repo:
             raise GitError(f"{branch} moved meanwhile; it was kept")
 
     def merge(self, branch: str, base: str, message: str, *, tip: str | None = None) -> MergeResult:
-        """Merge ``branch`` (exactly the commit ``tip`` when given) into ``base`` with a
-        merge commit; refuse on conflict.
-
-        When ``base`` is checked out in a work tree, that tree must be clean and the merge
-        happens there (``git merge --no-ff``; aborted on conflict). Otherwise the merge is
-        computed without a work tree (``git merge-tree --write-tree``) and ``base`` moves
-        only by compare-and-set.
-        """
+        """Merge ``branch`` (exactly the commit ``tip`` when given) into ``base`` with a merge
+        commit; refuse on conflict. Merges in ``base``'s clean work tree when checked out
+        (``--no-ff``, aborted on conflict), else with ``git merge-tree`` and a compare-and-set of
+        ``base``."""
         where = self.worktree_for(base)
         if where is not None:
             if self.git("status", "--porcelain", cwd=where).strip():

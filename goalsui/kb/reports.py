@@ -142,12 +142,9 @@ def _move_dir(src: Path, dst: Path) -> bool:
 
 
 def migrate_reports(goal_dir: Path) -> list[tuple[Path, Path]]:
-    """Rename the goal's old reports, and their snapshots, to their nights' names.
-
-    Oldest first, so a chain of old names shifts by one day without a clash. An old report
-    whose night already has a report named by it is kept in ``reports/.legacy/`` (out of
-    the listing). Returns the moves made, ``(from, to)``.
-    """
+    """Rename the goal's old reports, and their snapshots, to their nights' names. Oldest first, so
+    a chain of old names shifts without a clash; a report whose night is taken goes to
+    ``reports/.legacy/``."""
     folder = goal_dir / REPORTS
     moves: list[tuple[Path, Path]] = []
     for report in scan_reports(goal_dir):

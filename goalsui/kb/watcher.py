@@ -89,11 +89,8 @@ class KBChanges:
 
 
 def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange | None:
-    """Classify one changed path under the KB ``root``; None for what nobody shows.
-
-    Temp files of atomic writes (``.name.*.tmp``), staging and trash folders, and
-    hidden files are ignored: their final rename arrives as its own event.
-    """
+    """Classify one changed path under the KB ``root``; None for what nobody shows. Atomic-write
+    temp files, staging, trash and hidden files are ignored: their final rename is its own event."""
     p = Path(path)
     try:
         parts = p.relative_to(root).parts
@@ -132,12 +129,8 @@ def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange
 
 
 class KBWatcher:
-    """Watches a KB folder (recursively) and yields :class:`KBChanges` batches.
-
-    Health is visible for a status bar: ``healthy``, ``error``, ``last_batch_at`` and
-    ``polling`` (the fallback when the OS watch limit is reached). A failing watch is
-    restarted after ``retry_s``; the iterator only ends on :meth:`stop`.
-    """
+    """Watches a KB folder (recursively) and yields :class:`KBChanges` batches. A failing watch
+    restarts after ``retry_s`` (polling past the OS watch limit); only :meth:`stop` ends it."""
 
     def __init__(
         self,

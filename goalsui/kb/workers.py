@@ -43,11 +43,9 @@ def add_worker(
     *,
     register: Callable[[], object] | None = None,
 ) -> WorkerDef:
-    """Create ``workers/<name>/`` (definition, prompt, inbox, outbox) in one rename.
-
-    ``register`` runs after the rename (it indexes the schedule); if it fails, the folder is
-    removed again, so the worker exists with its schedule or not at all.
-    """
+    """Create ``workers/<name>/`` (definition, prompt, inbox, outbox) in one rename. If ``register``
+    (after the rename) fails, the folder is removed: the worker exists with its schedule or not at
+    all."""
     check_name(seed.name, "worker name")
     name, task, protocol = _goal_texts(kb, goal_id)
     root = safe_join(kb.goal_dir(goal_id), "workers")

@@ -88,13 +88,9 @@ _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 def _fast_load(text: str) -> tuple[bool, Any]:
-    """``(True, data)`` when libyaml loads ``text`` cleanly, else ``(False, None)``.
-
-    A first pass over libyaml's events (iterative, no nodes built) makes sure the
-    document has no alias and stays well inside the nesting limit; anything unusual
-    (an alias, deep nesting, any error at all) is left to :class:`_StrictLoader`, which
-    refuses it with its exact message. So both paths accept and refuse the same files.
-    """
+    """``(True, data)`` when libyaml loads ``text`` cleanly, else ``(False, None)``. An event
+    pre-pass rules out aliases and deep nesting; anything unusual goes to :class:`_StrictLoader`, so
+    both paths accept and refuse the same files."""
     if _CParser is None:
         return False, None
     try:
@@ -118,10 +114,8 @@ def _fast_load(text: str) -> tuple[bool, Any]:
 
 
 def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = None) -> str:
-    """Read a UTF-8 text file, refusing huge, binary or non-UTF-8 content with a KBError.
-
-    Only a regular file is read (never a FIFO or a device, which could block forever).
-    """
+    """Read a UTF-8 text file, refusing huge, binary or non-UTF-8 content with a KBError. Only a
+    regular file (a FIFO or a device could block forever)."""
     shown = display or str(path)
     data = read_regular(path, limit, shown)
     try:
@@ -186,10 +180,7 @@ def line_of_key(text: str, key: str) -> int | None:
 
 
 def guess_indent(text: str) -> tuple[int, int]:
-    """The file's own block indentation: (mapping indent, offset of "- " under its key).
-
-    So an edit keeps a human's layout (4-space mappings, unindented sequences, ...).
-    """
+    """The file's own block indentation: (mapping indent, offset of "- " under its key)."""
     mapping: int | None = None
     offset: int | None = None
     prev_indent, prev_opens = 0, False

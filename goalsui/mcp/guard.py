@@ -173,11 +173,8 @@ async def _serve(server: MCPServer, lines: _GuardedLines) -> None:
 
 
 def run_stdio(server: MCPServer) -> None:
-    """Serve ``server`` over stdin/stdout like ``server.run("stdio")``, every line checked.
-
-    While serving, fd 0 points at the null device (a tool or a child never reads the
-    wire), as the SDK does for the standard streams.
-    """
+    """Serve ``server`` over stdin/stdout like ``server.run("stdio")``, every line checked. fd 0
+    points at the null device while serving, so nothing reads the wire."""
     wire = os.dup(0)
     os.set_inheritable(wire, False)
     null = os.open(os.devnull, os.O_RDONLY)

@@ -88,14 +88,9 @@ class _RunApp:
 
 
 class _GuardedH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, capped and timed before any token is read.
-
-    A connection past :data:`MAX_CONNECTIONS` is closed as it is accepted; a connection
-    whose request headers are not complete :data:`HEADER_TIMEOUT_S` after it opened (or
-    after the first byte of its next request) is closed. uvicorn alone answers 503 only
-    once a request arrives and starts its idle timer only after a response, so a client
-    that sends nothing, or trickles its headers, would otherwise be kept for ever.
-    """
+    """uvicorn's HTTP/1.1 protocol, capped and timed before any token is read. Connections past
+    :data:`MAX_CONNECTIONS`, or without complete headers within :data:`HEADER_TIMEOUT_S`, are
+    closed: uvicorn alone would keep a silent client for ever."""
 
     _header_timer: asyncio.TimerHandle | None = None
     _waiting_past: Any = None  # the request cycle current when the timer was armed
@@ -141,11 +136,7 @@ class _QuietServer(uvicorn.Server):
 
 
 class ToolHost:
-    """The scheduler's tool listener: one 127.0.0.1 port, one scope per live run.
-
-    Start it inside the loop that runs the turns (:meth:`start`), open a run's tools
-    around its turn (:meth:`serve_run`), and :meth:`stop` it with the scheduler.
-    """
+    """The scheduler's tool listener: one 127.0.0.1 port, one scope per live run."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
@@ -205,11 +196,7 @@ class ToolHost:
 
     @contextlib.asynccontextmanager
     async def serve_run(self, run_id: int) -> AsyncIterator[RunEndpoint]:
-        """A live run's tools for the duration of the block: its URL and bearer token.
-
-        The scope is read once from the database (the run's goal, worker, thread and
-        capabilities); every call is still checked against the run's status.
-        """
+        """A live run's tools for the duration of the block: its URL and bearer token."""
         scope = await asyncio.to_thread(run_scope, self.service, run_id)
         async with self.serve_scope(scope) as endpoint:
             yield endpoint

@@ -140,10 +140,8 @@ async def start_ops_server(
     max_quiet: float,
     limits: Limits | None = None,
 ) -> OpsServer:
-    """Serve the three endpoints on ``host:port`` (0 picks a free port) in this loop.
-
-    Like every port of goalsui (:mod:`goalsui.ops.listen`): at most 128 connections at
-    once, request headers within 5 s, refusals logged once a minute (``limits``)."""
+    """Serve the three endpoints on ``host:port`` (0 picks a free port) in this loop. With the
+    limits of every port (:mod:`goalsui.ops.listen`)."""
     limits = limits or Limits()
     readiness = Readiness(service, scheduler, max_quiet=max_quiet)
     registry = make_registry(

@@ -98,11 +98,8 @@ class QuietLog:
 
 
 class QuietFilter(logging.Filter):
-    """Lets one record per message template through per ``interval`` seconds, as one line.
-
-    For aiohttp's own per-request error logs ("Error handling request" with a traceback
-    for every malformed request): a flood of bad requests must not flood the log.
-    """
+    """Lets one record per message template through per ``interval`` seconds, as one line. A flood
+    of bad requests must not flood the log."""
 
     def __init__(self, interval: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -145,11 +142,7 @@ class _Refused(asyncio.Protocol):
 
 
 class ConnectionCap:
-    """A protocol factory for ``loop.create_server`` allowing ``limit`` connections.
-
-    ``server`` is aiohttp's low-level server (``AppRunner.server``): calling it makes the
-    protocol of one connection, and ``server.connections`` lists the open ones.
-    """
+    """A protocol factory for ``loop.create_server`` allowing ``limit`` connections."""
 
     def __init__(self, server: Any, limit: int, quiet: QuietLog, name: str = "listener") -> None:
         self.server = server

@@ -52,14 +52,9 @@ MAX_MODEL_CHARS = 200
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens, cost and model of one turn, each None when the agent did not say.
-
-    Out-of-range values are unknown, whoever built the report: a count that is not a
-    whole number from 0 to :data:`MAX_TOKENS`, a cost that is not a finite amount from
-    0 to :data:`MAX_COST_USD` become None (``note`` says which), and a model name is cut
-    to :data:`MAX_MODEL_CHARS`. So a bad report never fails the write of the run, its
-    output and its transcript.
-    """
+    """Tokens, cost and model of one turn, each None when the agent did not say. Out-of-range counts
+    and costs become None (``note`` says which) and the model name is cut, so a bad report never
+    fails the write of the run."""
 
     tokens_in: int | None = None
     tokens_out: int | None = None

@@ -272,11 +272,7 @@ def _supervised(
 async def _spawn(
     args: list[str], *, cwd: str | None, env: dict[str, str] | None
 ) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None]:
-    """Start ``args`` in a new session; on Linux under the turn supervisor.
-
-    Returns the process (the supervisor, whose pid is the group id), its exit event and
-    the read end of the supervisor's status pipe (None when unsupervised).
-    """
+    """Start ``args`` in a new session; on Linux under the turn supervisor."""
     loop = asyncio.get_running_loop()
     supervised = _supervised(args, env)
     status_r: int | None = None
@@ -420,13 +416,9 @@ async def run_command(
     log_header: str = "",
     on_spawn: Callable[[int], None] | None = None,
 ) -> CommandResult:
-    """Run ``argv`` in a new process group and return how it ended (never raises OSError).
-
-    ``timeout`` and ``grace`` are real seconds. When the surrounding task is cancelled
-    the process group is stopped the same way before the cancellation propagates.
-    ``on_spawn`` is called with the group id right after the program started (e.g. to
-    record it on the run, so a recovery can find the group); its errors are logged.
-    """
+    """Run ``argv`` in a new process group and return how it ended (never raises OSError). A
+    cancelled caller stops the group the same way before the cancellation propagates; ``on_spawn``
+    gets the group id at start."""
     args = expand_argv(argv)
     refused = _refuse_start(args, cwd)
     if refused is not None:
@@ -551,12 +543,9 @@ async def _supervise(
     cancel: asyncio.Event | None,
     grace: float,
 ) -> str | None:
-    """Wait for the program to end (stopping its group on timeout or cancel), drain its
-    pipes and stop what it left behind; returns ``timeout``, ``cancelled`` or None.
-
-    If the awaiting task is cancelled (shutdown), the tree is stopped before that
-    propagates: it is never left running.
-    """
+    """Wait for the program to end (stopping its group on timeout or cancel), drain its pipes and
+    stop what it left behind; returns ``timeout``, ``cancelled`` or None. A cancelled caller stops
+    the tree first: it is never left running."""
     proc, exited = running.proc, running.exited
     wait_task = asyncio.create_task(exited.wait())
     cancel_task = asyncio.create_task(cancel.wait()) if cancel is not None else None

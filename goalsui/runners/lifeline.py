@@ -42,11 +42,8 @@ def pdeathsig_supported() -> bool:
 
 
 def child_setup() -> Callable[[], None] | None:
-    """The ``preexec_fn`` that makes the child die (SIGKILL) with its parent, or None.
-
-    If the parent is already gone when the child gets there (it died between ``fork``
-    and ``prctl``), the child exits at once instead of running orphaned.
-    """
+    """The ``preexec_fn`` that makes the child die (SIGKILL) with its parent, or None. A child whose
+    parent died before ``prctl`` exits at once."""
     prctl = _prctl()
     if prctl is None:
         return None
@@ -62,12 +59,9 @@ def child_setup() -> Callable[[], None] | None:
 
 
 def supervisor_setup() -> Callable[[], None] | None:
-    """The ``preexec_fn`` for a turn supervisor (``goalsui/runners/supervisor.py``), or None.
-
-    The supervisor becomes a child subreaper (the tree's orphans, ``setsid()`` ones
-    included, are reparented to it) and gets SIGUSR1, which it catches to kill the
-    whole tree, when its parent dies. Both settings survive ``exec``.
-    """
+    """The ``preexec_fn`` for a turn supervisor (``goalsui/runners/supervisor.py``), or None. As a
+    child subreaper it adopts the tree's orphans and kills the tree on SIGUSR1; both survive
+    ``exec``."""
     prctl = _prctl()
     if prctl is None:
         return None

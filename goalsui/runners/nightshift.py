@@ -68,10 +68,8 @@ class _Run:
 
 
 def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, str] | None:
-    """(binding, repo, timezone) when the intent is a nightshift task worker, else None.
-
-    Raises GoalsuiError when the goal is a nightshift but its repository is unusable.
-    """
+    """(binding, repo, timezone) when the intent is a nightshift task worker, else None. Raises
+    GoalsuiError when a nightshift's repository is unusable."""
     if not intent.goal_id or not intent.worker:
         return None
     # the operator's binding: a nightshift.yaml changed since is not obeyed (doctor says so)

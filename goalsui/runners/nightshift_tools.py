@@ -52,12 +52,7 @@ CLAUDE_DENIED = ("Bash(git push:*)", "Bash(git remote:*)", "Bash(git fetch:*)")
 
 @dataclass(frozen=True)
 class AgentOptions:
-    """How one nightshift agent runs: its CLI's own tools, flags, folder and environment.
-
-    ``tools``: the CLI's own tools to offer and allow (Claude's ``--tools`` and
-    ``--allowedTools``; empty for Codex, whose sandbox decides). ``argv``: flags to add.
-    ``cwd``: the folder to run in. ``env``: variables to add to the turn's environment.
-    """
+    """How one nightshift agent runs: its CLI's own tools, flags, folder and environment."""
 
     tools: tuple[str, ...]
     argv: tuple[str, ...]
@@ -127,12 +122,7 @@ def _without_pair(argv: list[str], flag: str, value: str) -> list[str]:
 
 
 def apply_agent_options(argv: Sequence[str], agent: str, options: AgentOptions) -> list[str]:
-    """``argv`` (a preset's) with ``options`` folded in.
-
-    Claude: the tools join the existing ``--tools`` and ``--allowedTools`` lists (added
-    when absent), the flags go at the end. Codex: the flags go before the trailing ``-``
-    (the prompt from stdin). Any other argv gets the flags at the end.
-    """
+    """``argv`` (a preset's) with ``options`` folded in."""
     out = list(argv)
     if agent == "claude" and options.tools:
         if not _extend_list_flag(out, "--tools", options.tools):

@@ -408,11 +408,8 @@ def compile_report(
     write: bool = True,
     to_now: bool = False,
 ) -> NightReport:
-    """Compile (and by default write) the report of ``goal_id`` on the night of ``night``
-    (its start date; default: the night of the report's own run's due time, else of now).
-
-    ``to_now``: the window runs to ``now`` instead of stopping at the night's end.
-    """
+    """Compile (and by default write) the report of ``goal_id`` on the night of ``night`` (its start
+    date; default: the night of the report's own run's due time, else of now)."""
     view = service.goals.get(goal_id)
     goal_dir = service.kb.goal_dir(goal_id)
     tz = tz or report_timezone(service, goal_id)

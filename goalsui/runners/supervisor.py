@@ -144,10 +144,8 @@ def _reap() -> None:
 
 
 def kill_tree(root: int, *, rounds: int = 50, reap: bool = False) -> int:
-    """SIGKILL every descendant of ``root`` until none is left; returns how many were hit.
-
-    A process forked just before its parent was killed shows up in the next scan, so
-    this repeats (``rounds`` at most, a few ms apart).
+    """SIGKILL every descendant of ``root`` until none is left; returns how many were hit. Repeats
+    up to ``rounds`` times: a process forked just before its parent died shows up in the next scan.
     """
     hit = 0
     for _ in range(rounds):

@@ -267,14 +267,8 @@ async def run_turn(
     grace: float = DEFAULT_GRACE,
     on_spawn: Callable[[int], None] | None = None,
 ) -> TurnOutcome:
-    """Run one isolated turn for a claimed intent and deliver its result.
-
-    ``run`` is the ``running`` IntentRun the scheduler inserted; ``cancel`` stops the
-    turn (the process group gets SIGTERM, then SIGKILL after ``grace`` seconds).
-    ``on_spawn`` gets the runner's process group id as soon as it started.
-    The scheduler records the returned outcome on the run. A turn that failed because
-    the machine ran out of file descriptors says ``infrastructure=True``.
-    """
+    """Run one isolated turn for a claimed intent and deliver its result. A turn that failed for
+    lack of file descriptors says ``infrastructure=True``."""
     try:
         outcome = await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
     except asyncio.CancelledError:

@@ -161,13 +161,8 @@ class ToolContext:
         destructive: bool = False,
         idempotent: bool = False,
     ) -> Callable[[F], F]:
-        """Register the decorated function as a tool if the session is served its name.
-
-        ``read_only``: changes nothing; ``destructive``: may remove or overwrite what
-        exists; ``idempotent``: repeating the same call changes nothing more. Inside
-        the call, service errors become one-line tool errors and journal entries carry
-        the run id and the tool name.
-        """
+        """Register the decorated function as a tool if the session is served its name. Service
+        errors become one-line tool errors; journal entries carry the run id and tool name."""
 
         def decorator(fn: F) -> F:
             name = fn.__name__
