@@ -1,11 +1,6 @@
-"""The demo's stand-in for an agent CLI on the nightshift: real git, no model.
-
-``python -m goalsui.demo_agent`` reads the prompt on stdin. In a commander's turn (its
-working directory is the goal's folder) it plans the lines ``- WORKER: TASK`` of
-``backlog.md`` for tonight through ``goalsui nightshift plan add``; in a task worker's
-turn (its working directory is the task's worktree) it writes the task into ``TODO.md``,
-commits on the task's branch, and prints what it did.
-"""
+"""The demo's stand-in for an agent CLI on the nightshift: real git, no model. A commander plans
+``backlog.md`` lines with ``goalsui nightshift plan add``; a task worker commits a ``TODO.md`` on
+its branch."""
 
 from __future__ import annotations
 

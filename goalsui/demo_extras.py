@@ -1,12 +1,5 @@
-"""What only ``goalsui demo`` adds to its scratch copy of the sample KB.
-
-- A worker long enough to watch and to stop: ``demo-pulse/long`` prints one progress
-  line a second for 90 s (select it, ``r`` runs it now, ``x`` stops the run).
-- The demo's stand-in agent as the KB's default runner, so a message in a demo thread
-  gets a reply. It is a small script, not a model, and every reply says so.
-
-The sample KB itself (``goalsui init --sample``) is left as it is.
-"""
+"""What only ``goalsui demo`` adds to its scratch copy of the sample KB. The stand-in agent is a
+script, not a model, and every reply says so."""
 
 from __future__ import annotations
 

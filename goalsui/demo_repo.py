@@ -1,10 +1,4 @@
-"""The demo's nightshift on a repository: a scratch git repo, one night replayed.
-
-``goalsui demo`` creates a small git repository beside its scratch KB, binds a nightshift
-goal to it whose runner is :mod:`goalsui.demo_agent` (real commits, no model), and
-replays last night with the real scheduler, so the Reports screen has branches to
-approve or reject.
-"""
+"""The demo's nightshift on a repository: a scratch git repo, one night replayed."""
 
 from __future__ import annotations
 

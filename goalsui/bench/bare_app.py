@@ -1,16 +1,6 @@
-"""The reference for ``goalsui bench console``: a bare Textual app of the console's size.
-
-Same terminal size, same layout (five bordered panes, a status line, a footer), the
-same number of tree nodes and table rows as the console shows for the KB, filled with
-made-up text. It imports nothing of goalsui but this module and
-:mod:`goalsui.tui.rss` (the standard library only), so the difference to the
-console is what goalsui adds: its imports, its database reads, its own rendering.
-
-Run: ``python -m goalsui.bench.bare_app GOALS WORKERS OUT_FILE [stay]``; it writes the
-first paint time and peak RSS (``VmHWM``, not ``ru_maxrss``, which survives ``exec``) to
-OUT_FILE as JSON (``paint_t``, ``paint_rss_kb``), then exits, or with ``stay`` keeps
-running (the idle CPU reference).
-"""
+"""The reference for ``goalsui bench console``: a bare Textual app of the console's size. It imports
+only the standard library and :mod:`goalsui.tui.rss`. Run: ``python -m goalsui.bench.bare_app GOALS
+WORKERS OUT_FILE [stay]``; it writes ``paint_t`` and ``paint_rss_kb`` (``VmHWM``) as JSON."""
 
 from __future__ import annotations
 

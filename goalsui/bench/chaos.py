@@ -1,29 +1,8 @@
-"""``goalsui bench chaos``: K real ``goalsui daemon`` processes on one PostgreSQL database,
-a steady load of every kind of intent, and a fault every few seconds; then the invariants.
-
-Load (about ``--rate`` fires an hour): heartbeats every 10 s, heartbeats with checklists
-every 15 s (one with an empty checklist, one outside its active hours), cron ``* * * *
-*`` in zones with daylight saving time, ``at`` intents created as it goes (due 2 s ahead)
-and event intents fired by signed POSTs to one daemon's hook port. Every turn is a real
-subprocess (``env GOALSUI_CHAOS_TURN=<tag> sh -c ...``): most sleep briefly, some fail,
-some time out, some leave a child sleeping in the background. The tag is inherited by
-every process of the turn, so the process table can be searched for leftovers.
-
-Faults, one every ``--fault-every`` seconds, in a random order that deals each kind in
-turn: ``kill -9`` of a daemon (restarted after a pause), ``SIGSTOP`` of a daemon for longer
-than a lease (then ``SIGCONT``), a PostgreSQL restart (``pg_ctl restart -m fast`` or ``-m
-immediate``, alternately; only with ``--pg-dir``), and a dropped connection
-(``pg_terminate_backend`` of one backend of one daemon: each daemon connects with its own
-``application_name``).
-
-At the end the faults stop, every daemon is healthy again, the schedulers settle, and
-the invariants are checked against the database and the process table (see
-:func:`check`): every expected occurrence has a record; none has two; no retry without a
-failure; no two runs of one intent at once; every hook delivery the listener accepted is
-stored once; no run ``running`` without a live owner; then, after ``SIGTERM`` to every
-daemon, no intent ``firing``, no run ``running``, no run holding an open tool session,
-and no turn process (grandchildren included) alive.
-"""
+"""``goalsui bench chaos``: K real ``goalsui daemon`` processes on one PostgreSQL database, a steady
+load of every kind of intent, and a fault every few seconds; then the invariants. Load: heartbeats,
+checklists, DST cron, ``at`` intents and signed hook events, each turn a tagged real subprocess.
+Faults: ``kill -9``, ``SIGSTOP`` past a lease, PostgreSQL restarts, dropped connections. Then
+:func:`check` verifies the invariants (docs/operations.md)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""``goalsui bench mcp``: how fast an agent gets goalsui's tools, and how big they are.
-
-On a scratch copy of the sample KB (database prepared first, not measured):
-
-- **default path** (how a scheduler's turns get their tools): the scheduler's tool
-  listener (:class:`~goalsui.mcp.http.ToolHost`) opens a scope (``open_s``, paid by the
-  scheduler before the agent starts), then an MCP client connects over Streamable HTTP,
-  initialises and lists the tools (``tools_listed_s``: what the agent waits for from its
-  start). Target: at most 0.3 s.
-- **stdio cold**: ``goalsui mcp --goal G`` started as a process, to its tools list (an
-  operator's own session, and goose's turns).
-- **reference**: the same for ``mcp-server-time`` from PyPI (a small reference server on
-  the same SDK), started cold, when it is installed.
-- **size of tools/list**: the JSON bytes of the tools list of a session with every
-  capability (a goal and a thread), beside the reference servers' (``mcp-server-time``, ``-git``, ``-fetch``).
-
-Each process is run once unmeasured first (bytecode, file cache); medians are reported.
-"""
+"""``goalsui bench mcp``: how fast an agent gets goalsui's tools, and how big they are. The default
+path (the scheduler's ToolHost over Streamable HTTP; target 0.3 s to tools listed), stdio cold,
+``mcp-server-time`` as a reference and the tools/list size; medians after one unmeasured run."""
 
 from __future__ import annotations
 

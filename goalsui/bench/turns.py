@@ -1,13 +1,6 @@
-"""A turn's overhead with each agent preset, beside a trivial command (``bench mcp``).
-
-On a scratch KB, one goal holds a worker per preset (``runner: {agent: …}``, capabilities
-``read_kb`` and ``todos``) and a worker whose runner is a trivial command. Each round
-makes every worker due and times, through a real scheduler in this process, the claim
-to the recorded end of its turn. The agent CLIs answer from whatever model their
-environment names: to measure goalsui's overhead rather than a model's latency, point
-them at a scripted model server (``tests/model_server.py``; docs/agents.md, "How a turn
-gets its tools"). A preset whose program is not on ``PATH`` is reported as missing.
-"""
+"""A turn's overhead with each agent preset, beside a trivial command (``bench mcp``). Point the
+agent CLIs at ``tests/model_server.py`` to measure goalsui's overhead, not a model's latency; a
+preset not on ``PATH`` is reported missing."""
 
 from __future__ import annotations
 

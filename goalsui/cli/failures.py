@@ -1,10 +1,5 @@
-"""What the command line says when a command fails for a reason outside goalsui's code.
-
-Bad input and a hostile environment (a path that is not a folder, a read-only
-database, a number too big for a column, input nested thousands deep) are the
-operator's problem to fix, so they get one line and exit code 1, never an "internal
-error" with a traceback hint.
-"""
+"""What the command line says when a command fails for a reason outside goalsui's code. Bad input
+and a hostile environment get one line and exit 1, never an internal error."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Every file or stdin input of the command line is read with a size bound.
-
-``@FILE`` and ``-`` arguments (instructions, protocols, messages, checklists, ``kb
-write``, ``event emit --data``) go through :func:`read_input_bytes`: at most ``limit``
-bytes are read, one more tells that the input is too big, so ``@/dev/zero`` or an
-endless pipe is one line on stderr (exit 1), never a machine out of memory. Only
-regular files, pipes and terminals are read: a device or a folder is refused before
-any read.
-"""
+"""Every file or stdin input of the command line is read with a size bound. At most ``limit`` bytes
+are read (``@/dev/zero`` is one line on stderr, exit 1), and only from regular files, pipes and
+terminals."""
 
 from __future__ import annotations
 

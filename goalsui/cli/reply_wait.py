@@ -1,9 +1,5 @@
-"""Waiting for a reply turn from the command line (``goalsui thread say``).
-
-A running console or daemon starts the reply within a second or so; when none does,
-this process runs a scheduler itself until the reply is decided. It lives in the CLI
-layer because it starts a scheduler, which the service layer below must not.
-"""
+"""Waiting for a reply turn from the command line (``goalsui thread say``). It lives in the CLI
+because it may start a scheduler, which the service must not."""
 
 from __future__ import annotations
 

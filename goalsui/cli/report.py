@@ -1,8 +1,6 @@
-"""``goalsui report [GOAL] [--date YYYY-MM-DD] [--write]``: the morning reports, read-only by default.
-
-``--date`` names a night by the date it starts, as the report's file name and heading do
-(:func:`goalsui.domain.nightshift.night_of`): the report read at 07:30 on the 4th is
-``--date`` of the 3rd."""
+"""``goalsui report [GOAL] [--date YYYY-MM-DD] [--write]``: the morning reports, read-only by
+default. ``--date`` names a night by its start date: the report read on the 4th is ``--date`` of the
+3rd."""
 
 from __future__ import annotations
 

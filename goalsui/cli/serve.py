@@ -1,15 +1,6 @@
-"""``goalsui serve``: the console in a browser, through textual-serve.
-
-textual-serve starts one console process per browser tab, so the served consoles only
-watch (``--no-scheduler``) and the scheduler runs once: in a ``goalsui daemon`` that
-serve starts beside them, guarded by a single-instance lock in the state directory
-(a second ``goalsui serve`` on the same KB shares the first one's daemon).
-
-Every request needs a token (see :mod:`goalsui.cli.serve_auth`): from
-``GOALSUI_SERVE_TOKEN``, else made at start and printed once. It binds 127.0.0.1 unless
-``--host`` says otherwise, and refuses another address unless the operator chose the
-token (``GOALSUI_SERVE_TOKEN``).
-"""
+"""``goalsui serve``: the console in a browser, through textual-serve. Served consoles only watch;
+one ``goalsui daemon`` (single-instance lock) runs the scheduler. It binds 127.0.0.1 unless
+``--host``, another address only with ``GOALSUI_SERVE_TOKEN`` set."""
 
 from __future__ import annotations
 

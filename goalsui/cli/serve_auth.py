@@ -1,16 +1,6 @@
-"""A token on every request to ``goalsui serve`` (textual-serve has no authentication).
-
-The token comes from ``GOALSUI_SERVE_TOKEN`` or is made at start and printed once, in
-the URL to open. A request carries it as ``?token=...``, as ``Authorization: Bearer
-...`` or in the cookie the first page sets (so the page's own websocket and static
-requests need nothing more). Anything else gets 401 and never reaches a console.
-Tokens are compared in constant time.
-
-Before any token is checked, the port itself is bounded like every port of goalsui
-(:mod:`goalsui.ops.listen`): at most 128 connections at once, request headers within
-5 s, and a failed ``accept()`` (out of file descriptors) never stops the process, so
-idle connections cannot end ``goalsui serve`` and the scheduler it started.
-"""
+"""A token on every request to ``goalsui serve`` (textual-serve has no authentication). The token
+(``GOALSUI_SERVE_TOKEN``, or made and printed once) comes as ``?token=``, a Bearer header or the
+cookie, compared in constant time; the port is bounded first (:mod:`goalsui.ops.listen`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The worker options shared by ``goal create`` and ``worker add``.
-
-In ``goal create`` each ``--worker NAME`` opens a worker and the options after it
-(``--cron``/``--every``/``--at``, ``--tz``, ``--instructions``, ``--runner``/``--command``,
-``--capabilities``, ``--timeout``) are that worker's. The older ``--worker NAME=CRON``
-form still works; a ``--tz`` that follows no ``--worker NAME`` is the default of every
-worker without its own.
-"""
+"""The worker options shared by ``goal create`` and ``worker add``. Options after ``--worker NAME``
+are that worker's; ``--worker NAME=CRON`` still works and a ``--tz`` before any worker is every
+worker's default."""
 
 from __future__ import annotations
 

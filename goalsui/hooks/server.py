@@ -1,27 +1,8 @@
-"""The HTTP event receiver: ``POST /hooks/<source>`` in the running asyncio loop.
-
-Order of checks for a delivery (nothing is parsed or stored before the signature holds):
-
-1. the source name is valid and configured in ``goalsui.yaml`` (else 404), and its
-   secret environment variable is set and non-empty (else 503);
-2. the body is at most 1 MiB (Content-Length first, then while reading: 413) and not
-   content-encoded (400);
-3. the signature (HMAC-SHA256, constant-time compare) and, for goalsui-style sources,
-   the timestamp (5 minutes either way) are checked: 401 otherwise;
-4. the delivery id is checked (400) and the body must be a JSON object or array (400);
-5. the service stores the event once per ``(source, delivery id)`` and fires matching
-   intents: 202 ``{event_id, fired}``, or 409 for a repeated delivery id.
-
-Answers are small JSON objects ``{"error": "..."}``; an unexpected failure is a 500
-with a generic message, logged as one line with every hook secret redacted.
-
-Slow or idle clients cannot hold the process's file descriptors: a connection whose
-request headers are not complete within ``header_timeout`` seconds (or that idles that
-long between requests) is closed, a body not received within ``body_timeout`` gets 408,
-and at most ``max_connections`` are open at once (see :mod:`goalsui.ops.listen`, the
-helper every listening port of goalsui shares).
-Refusals are logged once per interval with a count, not once per attempt.
-"""
+"""The HTTP event receiver: ``POST /hooks/<source>`` in the running asyncio loop. Nothing is parsed
+or stored before the signature holds: source (404/503), size and encoding (413/400), signature and
+timestamp (401), delivery id and JSON (400), then one store per delivery id (202; 409 for a repeat).
+Errors are one-line JSON with secrets redacted; slow clients are bounded by
+:mod:`goalsui.ops.listen`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Authored goal files: the templates a new goal starts from, and the bound on its state.
-
-Templates live in ``goalsui/kb/templates/`` (shipped in the wheel with the package)
-and use ``$name`` placeholders (:class:`string.Template`): text given by the operator
-is substituted once and never expanded again.
-"""
+"""Authored goal files: the templates a new goal starts from, and the bound on its state. Templates
+in ``goalsui/kb/templates/`` use ``$name`` placeholders: operator text is substituted once, never
+expanded again."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""File access confined to one goal tree: the verbs an agent and ``goalsui kb`` share.
-
-Every path is relative to the goal directory. Refused: absolute paths, ``..``, a
-symlink (anywhere on the way) that leads out of the tree, anything that is not a
-regular file where a file is expected (FIFOs, devices, sockets), and any rewrite of
-``log/`` (the goal log is append-only: :meth:`ConfinedTree.append_log`). Writes are
-atomic (:func:`goalsui.kb.atomic.atomic_write`); a symlink inside the tree is written
-through, so the link stays a link.
-"""
+"""File access confined to one goal tree: the verbs an agent and ``goalsui kb`` share. Refused:
+absolute paths, ``..``, symlinks out of the tree, non-regular files and rewrites of the append-only
+``log/``. Writes are atomic and go through in-tree symlinks."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """A nightshift goal's files: its binding to a repository and its plan in ``state.yaml``.
-
-``<goal>/nightshift.yaml`` binds the goal to a git work tree::
-
-    repo: /home/me/src/project     # absolute path of the work tree's top
-    base: main                     # the branch tasks start from and approvals merge into
-    check: ["make", "test"]        # optional: run in each task's worktree after the turn
-
-A goal without that file is not a nightshift. The plan's items live in ``state.yaml``
-under ``plan:`` (see :mod:`goalsui.domain.nightshift`); every change here is a
-read-modify-write of that one file under a lock file, written atomically, keeping the
-human's comments and the other keys.
-"""
+``nightshift.yaml`` holds ``repo``, ``base`` and an optional ``check`` (docs/nightshift.md); a plan
+change is a locked, atomic read-modify-write of ``state.yaml`` that keeps the human's comments."""
 
 from __future__ import annotations
 

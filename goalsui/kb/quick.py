@@ -1,14 +1,6 @@
-"""A quick read of the KB's goal folders, for the console's first frame.
-
-It lists goal folders and their workers and picks ``name``, ``status`` and
-``sort_order`` out of each ``definition.yaml`` without a full parse (a plain or simply
-quoted scalar on a top-level line; anything else falls back to the strict YAML parse of
-that one file). No validation and nothing of the KB index: the records replace this as
-soon as the service is open. It fills the service's own views
-(:mod:`goalsui.domain.views`), so the console shows both the same way, and imports
-neither the rest of the KB layer (only the small regular-file opener) nor the
-database stack.
-"""
+"""A quick read of the KB's goal folders, for the console's first frame. Plain scalars are picked
+out of each ``definition.yaml`` (the strict parse is the fallback), without validation; it fills the
+service's own views so both show the same."""
 
 from __future__ import annotations
 

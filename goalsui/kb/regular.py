@@ -1,12 +1,6 @@
-"""Open KB files only when they are regular files, without ever blocking.
-
-A FIFO, a device or a socket put where a KB file belongs would make an ordinary
-``open`` or ``read`` wait forever (a FIFO waits for a writer), and every reader behind
-it with it. Here the path is checked with ``stat`` first, opened with ``O_NONBLOCK``
-(so even a FIFO swapped in after the check opens at once), and checked again with
-``fstat`` on the open descriptor before a byte is read. Anything but a regular file is
-an :class:`~goalsui.errors.KBError` naming the file and what it is.
-"""
+"""Open KB files only when they are regular files, without ever blocking. A FIFO, device or socket
+would block ``open``/``read`` for ever, so the path is ``stat``-ed, opened with ``O_NONBLOCK`` and
+``fstat``-ed before a byte is read; anything but a regular file is a KBError."""
 
 from __future__ import annotations
 

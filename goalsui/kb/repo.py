@@ -1,9 +1,6 @@
-"""Git operations on the repository a nightshift goal works on, each a fixed argv.
-
-Every call runs with ``protocol.allow=never``, so no transport (ssh, https, file, git)
-can be used: the nightshift cannot fetch, clone or push, whatever a remote says.
-Prompts for credentials are off. Errors become one-line :class:`GitError`.
-"""
+"""Git operations on the repository a nightshift goal works on, each a fixed argv. Every call runs
+with ``protocol.allow=never`` (no fetch, clone or push, whatever a remote says) and no credential
+prompts."""
 
 from __future__ import annotations
 

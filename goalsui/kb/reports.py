@@ -1,14 +1,6 @@
-"""A goal's stored morning reports: ``reports/<night>.md``, and the files named the old way.
-
-A report is named by the night it is about, the night's start date
-(:func:`goalsui.domain.nightshift.report_file`), and so is the snapshot of ``state.yaml``
-and ``protocol.md`` kept beside it (``reports/.snapshots/<night>/``). Before that rule the
-reporter named both by the morning it wrote them (``2026-12-04.md`` for the night of the
-3rd). Reading finds both kinds: an old file is recognised by its heading
-(:func:`goalsui.domain.nightshift.report_night`) and listed under its night. Writing a
-report first renames the goal's old files to their nights (:func:`migrate_reports`), so a
-new report never overwrites an old report of the night before.
-"""
+"""A goal's stored morning reports: ``reports/<night>.md``, and the files named the old way. Reports
+and snapshots are named by their night; older files named by their morning are recognised by their
+heading and renamed before a new report is written."""
 
 from __future__ import annotations
 

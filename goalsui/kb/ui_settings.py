@@ -1,8 +1,5 @@
-"""The console's own settings in the KB's ``goalsui.yaml`` (``keymap``, ``theme``).
-
-Read with the YAML reader only (not the KB layer and its validation), so the console
-can apply them to its first frame; the service reads them the same way.
-"""
+"""The console's own settings in the KB's ``goalsui.yaml`` (``keymap``, ``theme``). Read with the
+YAML reader only, so the console can apply them to its first frame."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Live KB watching with watchfiles: batches of classified changes for the console.
-
-Core code (no Textual). Facts that shape it (see docs/architecture.md): watch *directories*
-(a watched single file is lost after its first atomic replace), treat any event on a
-path as "re-read it if it exists" (an editor save arrives as *added*, vim's as added +
-deleted), and use a small ``step`` (50 ms: a change arrives within ~1-2 steps, 50-100 ms;
-each step wakes the watch thread, so 25 ms cost an idle console a quarter of a percent of
-a core for little gain).
-
-Use::
-
-    watcher = KBWatcher(kb_root)
-    async for batch in watcher.batches():
-        batch.goals_to_sync     # goal ids whose definitions changed (re-plan them)
-        batch.files             # (goal_id, rel) of every touched file
-    watcher.stop()              # from the same loop; the iterator ends
-"""
+"""Live KB watching with watchfiles: batches of classified changes for the console. It watches
+directories (a watched file is lost after its first atomic replace) with a 50 ms step (25 ms cost an
+idle console a quarter of a percent of a core)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Adding and removing one worker of an existing goal, whole or not at all.
-
-A new worker is written in a hidden staging folder beside the others
-(``workers/.staging-<name>-...``, which readers skip), validated, then renamed into
-place; a removed one is renamed aside first. Readers never see half a worker.
-"""
+"""Adding and removing one worker of an existing goal, whole or not at all. A worker is written in a
+hidden staging folder, validated, then renamed into place (a removed one is renamed aside first):
+readers never see half a worker."""
 
 from __future__ import annotations
 

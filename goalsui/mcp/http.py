@@ -1,20 +1,6 @@
-"""goalsui's tool server over MCP Streamable HTTP, served by the scheduler itself.
-
-A scheduler that launches an agent turn serves that turn's tools from its own event
-loop: one listener on 127.0.0.1 (an ephemeral port) for all its runs, and for each live
-run a session manager of the SDK's Streamable HTTP transport with the run's own scope.
-A run is reached with a per-run bearer token (random, 256 bits) that is the run's
-scope: the listener looks the token up and hands the request to that run's manager; any
-other request is answered 401 before anything else is read. The token is valid only
-while the run is live (:meth:`ToolHost.serve_run` opens and closes it around the turn)
-and is never logged or stored: the run's config file (mode 0600) or the agent's
-environment carries it.
-
-The tools are therefore as warm as the scheduler: no process starts per session, and
-the agent finds its tools ready before its first model request. ``goalsui mcp`` over
-stdio stays for an operator's own agent session and for agents that speak only stdio.
-See docs/agents.md, "How a turn gets its tools".
-"""
+"""goalsui's tool server over MCP Streamable HTTP, served by the scheduler itself. One 127.0.0.1
+listener per scheduler; a live run is reached with its own 256-bit bearer token (never logged or
+stored), any other request gets 401 first. See docs/agents.md, "How a turn gets its tools"."""
 
 from __future__ import annotations
 

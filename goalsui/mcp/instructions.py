@@ -1,11 +1,4 @@
-"""What a session is told about itself: the MCP ``instructions`` and ``get_context``.
-
-Both come from :func:`session_context`: the run, goal, worker and thread, the
-capabilities and tools served, the time now in UTC and in the goal's timezone, the
-run's deadline (its start plus its timeout, :func:`goalsui.runners.turn.resolve_timeout`)
-and the limits the tools enforce. The instructions also carry the habits that keep a
-turn's promises: a follow-up promised is a follow-up scheduled, unfinished work is a todo.
-"""
+"""What a session is told about itself: the MCP ``instructions`` and ``get_context``."""
 
 from __future__ import annotations
 

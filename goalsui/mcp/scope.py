@@ -1,14 +1,6 @@
-"""Who is calling the tool server and what it may touch.
-
-A run's scope comes from the database (the run's intent: goal, worker, thread; a
-worker's turn runs in its home thread) and is checked again at every call: the run
-must still be running, so a leaked config is useless once the run ends. An operator's
-session names its scope on the command line.
-
-A worker's scope may always read its own ``prompt.md`` and the goal's ``protocol.md``:
-without ``read_kb`` it gets ``goal_kb_read`` limited to those files
-(:attr:`Scope.readable`).
-"""
+"""Who is calling the tool server and what it may touch. It is checked again at every call (the run
+must still be running, so a leaked config dies with the run); a worker may always read its
+``prompt.md`` and the goal's ``protocol.md``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``goalsui mcp``: the tool server over stdio, narrowed to one scope.
-
-Every call of a run's session is checked against the database first (the run must
-still be running) and recorded in ``tool_call`` afterwards, errors included.
-"""
+"""``goalsui mcp``: the tool server over stdio, narrowed to one scope. Every call is checked against
+the database first and recorded in ``tool_call`` afterwards."""
 
 from __future__ import annotations
 

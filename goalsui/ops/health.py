@@ -1,18 +1,6 @@
 """``/metrics``, ``/healthz`` and ``/readyz`` over aiohttp, in the daemon's event loop.
-
-* ``/healthz``: 200 while the process serves requests (liveness).
-* ``/readyz``: 200 only while the database answers a query on a freshly opened
-  connection (so a SQLite file deleted, moved or replaced is noticed) and the scheduler
-  is running, not degraded (its writes succeed: see :mod:`goalsui.scheduler.troubles`)
-  and has ticked recently; else 503 with a one-line reason.
-* ``/metrics``: Prometheus text (see :mod:`goalsui.ops.metrics`).
-
-"Ticked recently": when the scheduler exposes ``last_tick`` (a ``time.monotonic()``
-float, an aware datetime, or an object with a ``monotonic`` attribute) it must be at most
-``max_quiet`` seconds old (the daemon passes twice the scheduler's longest sleep). A
-scheduler without ``last_tick`` is judged by its ``state`` alone (``running``; an
-``error: ...`` state is not ready).
-"""
+``/healthz``: liveness; ``/readyz``: 200 only while a fresh database connection answers and the
+scheduler runs, not degraded, and ticked within ``max_quiet``; ``/metrics``: Prometheus text."""
 
 from __future__ import annotations
 

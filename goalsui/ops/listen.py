@@ -1,26 +1,7 @@
-"""Listening ports that idle, slow or numerous clients cannot use to starve the process.
-
-One helper for every port goalsui listens on over aiohttp (the hook listener, the
-metrics and health server, ``goalsui serve``), applied before any request is read, so
-before any token or signature check:
-
-- :class:`ConnectionCap` builds the port's protocols: at most ``max_connections`` at
-  once; one more is closed as soon as it is accepted (so a flood of connections costs
-  at most that many file descriptors, and the scheduler keeps the rest).
-- :func:`make_runner` sets aiohttp's idle timeout to ``header_timeout``: a connection
-  whose request headers are not complete in time (a slow-loris client trickling a byte
-  a second), or that idles that long between requests, is closed.
-- :func:`guard_accept_errors`: when ``accept()`` fails because the process is out of
-  file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), asyncio pauses the port
-  for a second and tries again; the guard logs that once a minute with a count and
-  makes sure no log handler that fails meanwhile (it too may need a descriptor) can
-  stop the event loop, and with it the scheduler that shares it.
-- :class:`QuietLog` logs a repeated refusal once per interval, with the count of the
-  ones it held back, instead of one line per attempt; :func:`quiet_aiohttp` does the
-  same for aiohttp's own per-request error logs.
-
-:func:`listen` puts them together. Body timeouts stay with each server's handlers.
-"""
+"""Listening ports that idle, slow or numerous clients cannot use to starve the process. Before any
+request is read: :class:`ConnectionCap` (at most ``max_connections``), a header timeout against
+slow-loris clients, :func:`guard_accept_errors` (EMFILE never stops the loop) and :class:`QuietLog`
+(refusals logged once per interval)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Log output of the daemon: plain lines (default) or one JSON object per line.
-
-``--log-format json`` makes every line the daemon writes, its own run lines and the
-library's log records alike, one JSON object: ``{"ts": ISO-8601 with offset, "level":
-"info", "logger": "goalsui.daemon", "message": "...", ...extra fields}``. Messages are
-sanitised (control characters removed) like everything shown to an operator.
-"""
+"""Log output of the daemon: plain lines (default) or one JSON object per line. ``--log-format
+json``: one object a line (``ts``, ``level``, ``logger``, ``message``, extra fields), sanitised."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Prometheus metrics computed from the database at scrape time.
-
-A custom collector on a registry of its own (never the process-global one) reads a
-few aggregate queries per scrape (:meth:`goalsui.service.costs.Costs.run_stats`), so the
-numbers are the same whichever process ran the turns, and nothing is coupled to the
-scheduler's internals except its liveness (``goalsui_scheduler_up``). Counters are
-totals over the run history the database keeps (pruned after 30 days by default), so a
-prune can lower them; Prometheus treats that as a counter reset.
-"""
+"""Prometheus metrics computed from the database at scrape time. A registry of its own reads
+aggregate queries per scrape; counters are totals over the kept run history, so a prune can lower
+them (a counter reset)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The contract between the scheduler and the runners.
-
-The scheduler claims an intent, records a ``running`` IntentRun, then awaits
-:func:`goalsui.runners.turn.run_turn`, which assembles the prompt, runs the runner
-(a command or a builtin), streams output to the run's log file, and delivers the
-result (outbox file, goal log, thread message with provenance). The scheduler then
-records the outcome and applies the retry / lifecycle rules.
-"""
+"""The contract between the scheduler and the runners."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The budget gate a turn passes before its runner is called.
-
-A turn whose budget is spent is not run: :func:`budget_outcome` returns a ``skipped``
-outcome with reason ``budget: ...``. The first skip of a budget in a period raises an
-alert (a thread message or goal-log line, a journal entry, and the KB's alert command);
-later skips of the same budget in the same period do not (see ``Costs.claim_alert``).
-"""
+"""The budget gate a turn passes before its runner is called. Only the first skip of a budget in a
+period alerts (``Costs.claim_alert``)."""
 
 from __future__ import annotations
 

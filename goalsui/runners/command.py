@@ -1,17 +1,7 @@
-"""The command runner: one program per isolated turn, in its own process group.
-
-The prompt goes to stdin; stdout and stderr are streamed, line by line and flushed, to
-the run's log file while the program runs (so the console can tail it); stdout is the
-result. A timeout or a cancel stops the whole process tree: SIGTERM to the group, then
-SIGKILL after a grace period. However the run ends, whatever is left in its process
-group (background children, even ones that let go of the pipes) is stopped the same
-way. On Linux the program runs under the turn supervisor
-(``goalsui/runners/supervisor.py``), which leads the process group, adopts every
-orphan of the tree (``setsid()`` ones included) and kills the whole tree when the
-thread that started it dies: a ``kill -9`` of the scheduler leaves nothing running
-beside the retry a restarted scheduler would start. A program that cannot start is a
-failed result, never an exception.
-"""
+"""The command runner: one program per isolated turn, in its own process group. A timeout or a
+cancel stops the whole tree (SIGTERM, then SIGKILL); on Linux the turn supervisor adopts its
+orphans, so a ``kill -9`` of the scheduler leaves nothing running. A program that cannot start is a
+failed result, never an exception."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Result delivery: outbox file, goal log line, message with provenance.
-
-Blocking (files and database): call these through ``asyncio.to_thread`` from a loop.
-"""
+"""Result delivery: outbox file, goal log line, message with provenance. Blocking: call these
+through ``asyncio.to_thread``."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""A runner's process lives no longer than the scheduler that started it.
-
-On Linux a child can ask the kernel for a signal when its parent dies
-(``prctl(PR_SET_PDEATHSIG)``). :func:`child_setup` returns the function the child runs
-between ``fork`` and ``exec`` to ask for SIGKILL; the setting survives ``exec`` of a
-normal (not set-uid) program. Elsewhere it returns None and nothing changes.
-
-The signal comes when the *thread* that forked the child ends, so runners must be
-started from a long-lived thread (the event loop's), which is how goalsui starts them.
-"""
+"""A runner's process lives no longer than the scheduler that started it. The signal comes when the
+*thread* that forked the child ends, so runners start from the event loop's long-lived thread."""
 
 from __future__ import annotations
 

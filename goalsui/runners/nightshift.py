@@ -1,13 +1,5 @@
-"""A nightshift task worker's turn: its planned tasks, each on its own branch and worktree.
-
-For each item planned for this worker tonight: ``git worktree add`` a new branch
-``nightshift/<night>/<worker>-<task>`` from the base branch in goalsui's state directory,
-run the runner there (the task appended to the worker's prompt), count the commits it
-made, run the goal's ``check:`` in the worktree, record all of it on the plan item, and
-remove the worktree (never the branch). goalsui never pushes, never fetches and never
-checks out the base branch. A worker with nothing planned is skipped without a runner
-call.
-"""
+"""A nightshift task worker's turn: its planned tasks, each on its own branch and worktree. goalsui
+never pushes, fetches or checks out the base branch; the worktree is removed, never the branch."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""After a nightshift task: nothing outside the task's own branch may have moved.
-
-Before the task goalsui notes every local branch and tag; after it, each one that moved
-(other than the task's branch) is judged by who made its new commits. A task's git
-commands run with a committer address of their own (:func:`committer_env`), so:
-
-- a ref that moved forward by commits *all* made by this task (a commit left on the base
-  branch, or on a branch the agent made) is moved onto a review branch
-  ``nightshift/<night>/review-<worker>-<ref>`` and put back where it was (compare and
-  set; where it is checked out, that work tree is reset with it, and only when it has no
-  uncommitted change);
-- a ref whose new commits were made by another nightshift task is that task's business;
-- anything else (a person's commit, history rewritten, a ref deleted, or a work tree
-  with changes in the way) is left as it is and only flagged on the plan item and in the
-  report.
-"""
+"""After a nightshift task: nothing outside the task's own branch may have moved. A ref moved only
+by this task's commits (its own committer address) goes to
+``nightshift/<night>/review-<worker>-<ref>`` and is put back; anything else is flagged, never
+touched (docs/nightshift.md)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""What a nightshift agent may touch: its own worktree (a task) or the repository, read only
-(the commander).
-
-:func:`nightshift_agent_options` answers, for an agent preset and a role, which of the
-CLI's own tools the model gets, the extra flags, the working folder and the environment;
-:func:`apply_agent_options` folds that into a preset's argv (extending its ``--tools`` and
-``--allowedTools`` lists instead of repeating them, and keeping Codex's trailing ``-``).
-
-- Claude, task: ``Read, Edit, Write, Glob, Grep, Bash`` besides goalsui's tools, the
-  worktree as its working folder and only added folder, edits accepted without a prompt
-  (``--permission-mode acceptEdits``: ``-p`` cannot ask), and ``git push`` refused by a
-  deny rule.
-- Claude, commander: ``Read, Glob, Grep`` on the repository (``--add-dir REPO``).
-- Codex, task: its shell, with ``-C WORKTREE --sandbox workspace-write`` (writes only
-  there; the sandbox has no network, so nothing can be pushed).
-- Codex, commander: its shell, with ``-C REPO --sandbox read-only``.
-
-Every role also gets git configuration through the environment that turns every git
-transport off (``protocol.allow=never``) for the git commands the agent runs, so a push
-fails even where the CLI's own rule would not catch it. The repository's own config is
-never changed.
-"""
+"""What a nightshift agent may touch: its own worktree (a task) or the repository, read only (the
+commander). The roles are in docs/nightshift.md; every role's git runs with
+``protocol.allow=never``, so a push fails even where the CLI's own rule would not catch it."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """Agent CLI presets: ``runner: {agent: claude}`` becomes an argv wired to goalsui's tools.
-
-A turn's tools are served by the scheduler that launches it, over MCP Streamable HTTP on
-127.0.0.1 (:mod:`goalsui.mcp.http`): a preset's config points the agent at that URL with
-the run's bearer token, and sets the CLI's own wait-for-servers and approval settings so
-a slow start delays the turn instead of emptying it. ``goalsui mcp --run ID`` over stdio
-(:class:`McpLaunch`) remains for agents that speak only stdio (goose) and for the
-``{mcp_stdio_config}`` placeholder.
-
-Any argv runner may use these placeholders inside its arguments:
-
-- ``{mcp_config}``: the path of a per-run JSON file (mode 0600, removed after the run)
-  in the usual ``{"mcpServers": {"goalsui": …}}`` shape, naming the run's HTTP endpoint
-  (``type``, ``url``, ``headers``);
-- ``{mcp_stdio_config}``: the same file with a stdio entry (``command``, ``args``,
-  ``env``) that starts ``goalsui mcp --run ID``;
-- ``{run_id}``: the run's id.
-
-docs/agents.md lists each flag, what the model is offered, and where it was checked.
+Placeholders: ``{mcp_config}`` (a per-run 0600 JSON file naming the HTTP endpoint),
+``{mcp_stdio_config}`` (the same with a stdio entry), ``{run_id}``; docs/agents.md lists each flag.
 """
 
 from __future__ import annotations

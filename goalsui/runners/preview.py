@@ -1,9 +1,5 @@
-"""What a worker's next turn will get, before it runs: argv, environment names, MCP config.
-
-``goalsui worker show G W --argv`` prints it. The argv and the config are built by the
-same functions a turn uses (:mod:`goalsui.runners.presets`); only the values a live run
-alone has (its id, the listener's port, its bearer token) are shown as placeholders.
-"""
+"""What a worker's next turn will get, before it runs: argv, environment names, MCP config. Built by
+the functions a turn uses; values only a live run has are placeholders."""
 
 from __future__ import annotations
 

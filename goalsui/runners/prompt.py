@@ -1,22 +1,5 @@
-"""Prompt assembly for isolated turns. Pure functions: text in, text out.
-
-- A worker tick whose agent can read files (an agent preset, or a command handed
-  goalsui's tools through ``{mcp_config}``) gets the static shim: it only names the
-  worker, the goal and the KB and points at ``workers/<w>/prompt.md`` and
-  ``protocol.md``; what changes is in the files, never in the prompt.
-- A plain command (no tools) gets the instructions themselves
-  (:func:`worker_instructions`): the context block (goal, worker, run, time), the
-  goal's ``protocol.md`` (cut at :data:`MAX_PROTOCOL_CHARS` with a note) and, as the
-  final message, the worker's ``prompt.md``. Both files are put in a fence their text
-  cannot close (:func:`file_block`), so a file cannot forge goalsui's own sections.
-- A thread (or goal) intent's instruction is the FINAL user message. Before it comes
-  context: the thread's open todos (at most 10), the active goals (at most 10), recent
-  thread messages and an event payload. Everything that is not the operator's
-  instruction is fenced as untrusted data
-  (:func:`goalsui.domain.untrusted.fence_untrusted`) and never spliced into it.
-- A heartbeat's checklist IS the operator's instruction (they wrote it to say what each
-  tick looks at), so it is part of the final message, not fenced.
-"""
+"""Prompt assembly for isolated turns. Pure functions: text in, text out. Everything but the
+operator's instruction is fenced as untrusted data (docs/agents.md)."""
 
 from __future__ import annotations
 

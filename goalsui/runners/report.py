@@ -1,18 +1,5 @@
-"""The builtin ``report`` runner: the nightshift morning report of one goal.
-
-A report is about one *night*, named by its start date
-(:func:`goalsui.domain.nightshift.night_of`: noon to noon in the reporter's timezone; the
-reporter at 07:30 on the 4th reports the night of the 3rd). It compiles every run of the
-goal's intents in the night's window (up to now, at most to the night's end) with planned
-versus actual start, duration, status, error and the outbox file each produced; the
-night's changes to ``state.yaml`` and ``protocol.md`` as a unified diff against the
-snapshot kept by the previous report (``reports/.snapshots/<night>/``); and writes
-``reports/<night>.md`` atomically (old files named by their morning are renamed first,
-see :mod:`goalsui.kb.reports`). Every statement names its source: the run id and the
-outbox file, the goal log line or the run log line.
-
-Blocking (database and files): call :func:`compile_report` through ``asyncio.to_thread``.
-"""
+"""The builtin ``report`` runner: the nightshift morning report of one goal. Every statement names
+its source. Blocking: call :func:`compile_report` through ``asyncio.to_thread``."""
 
 from __future__ import annotations
 

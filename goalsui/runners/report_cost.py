@@ -1,8 +1,5 @@
-"""The morning report's cost section: per worker, per night, and the top spenders.
-
-Only reported usage is summed; runs that reported nothing are counted as ``unknown``
-(never as zero cost). The per-night history uses the same window on earlier nights.
-"""
+"""The morning report's cost section: per worker, per night, and the top spenders. Runs that
+reported nothing count as ``unknown``, never as zero cost."""
 
 from __future__ import annotations
 

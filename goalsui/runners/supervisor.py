@@ -1,32 +1,8 @@
-"""The turn supervisor: a runner's whole process tree ends with its scheduler.
-
-``PR_SET_PDEATHSIG`` reaches only the process that asked for it, so a runner's own
-children (a build, ``sh -c 'sleep 300 &'``, a child that called ``setsid()`` and left
-the process group) would outlive a scheduler killed with ``kill -9``. On Linux the
-command runner therefore starts this file as a script (``python -I -S supervisor.py``:
-standard library only, no ``goalsui`` import, a few milliseconds) in the run's new
-process group, and it starts the real program:
-
-- The scheduler's ``preexec_fn`` makes the supervisor a child subreaper
-  (``PR_SET_CHILD_SUBREAPER``: every orphan of the tree, ``setsid()`` or not, is
-  reparented to it, never to init) and asks for ``SIGUSR1`` when the scheduler dies.
-- On that signal the supervisor kills every descendant with SIGKILL (walking
-  ``/proc/*/stat`` for children until none is left) and exits.
-- SIGTERM, SIGINT and SIGHUP (a cancel or timeout sends SIGTERM to the group) are
-  passed on to the descendants that left the group; the group itself got them already.
-- When the program ends, whatever it left behind gets SIGTERM, a grace period, then
-  SIGKILL; then the supervisor exits with the program's exit code, or is killed by the
-  signal that killed it.
-- Standard input, output and error belong to the program: the supervisor keeps none.
-
-The program's argv travels in the environment variable :data:`ARGV_ENV` (removed before
-the program starts), so the process table shows the program's command line once. A
-program that cannot be started is reported on the status pipe (``E<errno> ``);
-stopped leftovers as ``L<count> ``. Arguments: the scheduler's pid, the leftover grace
-in seconds, the status pipe's file descriptor.
-
-The scheduler imports :func:`descendants` and :func:`kill_tree` from here too.
-"""
+"""The turn supervisor: a runner's whole process tree ends with its scheduler. ``PR_SET_PDEATHSIG``
+reaches only its own process, so on Linux the command runner starts this stdlib-only script in the
+run's group: a child subreaper that kills every descendant when the scheduler dies, passes SIGTERM,
+SIGINT and SIGHUP to those that left the group and stops leftovers when the program ends. The argv
+travels in :data:`ARGV_ENV`; the status pipe says ``E<errno>`` or ``L<count>``."""
 
 from __future__ import annotations
 

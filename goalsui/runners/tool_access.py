@@ -1,15 +1,5 @@
-"""How a turn's agent reaches goalsui's tools: the scheduler's HTTP listener, per run.
-
-:func:`turn_tools` opens a live run's tools around its turn: the scheduler's
-:class:`~goalsui.mcp.http.ToolHost` (started on the first turn that needs it, in the
-loop that runs the turns) serves the run's scope at a URL with a per-run bearer token,
-and the stdio launch of ``goalsui mcp --run ID`` is there for agents that only speak
-stdio. The MCP SDK is imported only here, lazily, in a thread: a scheduler whose turns
-never speak MCP never pays for it.
-
-:func:`no_tools_reason` is the rule "no run is ``ok`` without its tools": a runner that
-speaks MCP whose agent never listed its tools failed, whatever it printed.
-"""
+"""How a turn's agent reaches goalsui's tools: the scheduler's HTTP listener, per run. The MCP SDK
+is imported lazily, in a thread; :func:`no_tools_reason`: no run is ``ok`` without its tools."""
 
 from __future__ import annotations
 

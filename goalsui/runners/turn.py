@@ -1,10 +1,5 @@
-"""One isolated turn: pick the runner, assemble the prompt, run it, deliver the result.
-
-:func:`run_turn` is the only entry point the scheduler calls. It never raises for a
-runner problem (a program that cannot start, a timeout, a broken KB): every ending is a
-:class:`~goalsui.runners.base.TurnOutcome`. Blocking work (database, files) runs in
-threads (``asyncio.to_thread``) because the console hosts this in its UI loop.
-"""
+"""One isolated turn: pick the runner, assemble the prompt, run it, deliver the result. It never
+raises for a runner problem (every ending is a TurnOutcome); blocking work runs in threads."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""What a turn cost, read from the agent's machine-readable output.
-
-Three shapes are understood (see docs/operations.md, "Usage: what a run cost"):
-
-* **Claude Code** ``claude -p --output-format json``: stdout is one result object
-  ``{"type": "result", "result": TEXT, "total_cost_usd": X, "usage": {"input_tokens",
-  "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"},
-  "modelUsage": {MODEL: {"inputTokens", "outputTokens", "costUSD", ...}}}``. With
-  ``--verbose`` it is a JSON array of messages and with ``--output-format stream-json``
-  one message per line; the last ``result`` message counts either way. Cache reads and
-  writes count as input tokens. The delivered result is the ``result`` text.
-* **Codex** ``codex exec --json``: one event per line. ``turn.completed`` events carry
-  ``usage: {"input_tokens", "cached_input_tokens", "output_tokens"}`` (summed over
-  turns; cached input is part of ``input_tokens``); older releases print ``token_count``
-  events (``msg`` or ``info.total_token_usage``, cumulative: the last one counts). Codex
-  reports no cost. The delivered result is the last agent message.
-* **Any program**: a line ``{"goalsui_usage": {"tokens_in": N, "tokens_out": N,
-  "cost_usd": X, "model": "..."}}``; the last such line counts and is removed from the
-  delivered result.
-
-Anything else, or a field that is missing or malformed, is unknown (None), never zero.
-"""
+"""What a turn cost, read from the agent's machine-readable output. The shapes (Claude Code, Codex,
+a ``goalsui_usage`` line) are in docs/operations.md, "Usage: what a run cost"; a missing or
+malformed field is unknown (None), never zero."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""The tool server's tools, one module per group, and what they share; the server adds
-those in scope (:func:`goalsui.mcp.server.register_all`).
-
-Every tool is registered through :meth:`ToolContext.tool` with a title and the MCP
-annotations that are true of it (``openWorldHint`` is always false: the tools touch
-only goalsui's own KB and database). A tool returns a TypedDict, so its output schema
-is typed; the text content the SDK sends beside the structured result is compact JSON.
-
-Errors are one line; command-line flags in shared service messages are translated to
-the tools' argument names and the KB's absolute location never leaves the server.
-"""
+"""The tool server's tools, one module per group, and what they share; the server adds those in
+scope (:func:`goalsui.mcp.server.register_all`). ``openWorldHint`` is always false; errors are one
+line and never show the KB's absolute location."""
 
 from __future__ import annotations
 
