@@ -76,11 +76,6 @@ def stored_reports(goal_dir: Path) -> list[StoredReport]:
     return [chosen[night] for night in sorted(chosen)]
 
 
-def find_report(goal_dir: Path, night: date) -> StoredReport | None:
-    """The stored report of ``night``, whichever way its file is named."""
-    return next((r for r in stored_reports(goal_dir) if r.night == night), None)
-
-
 def snapshot_dirs(goal_dir: Path) -> dict[date, Path]:
     """The goal's report snapshots by night. A snapshot folder named like an old report is
     that report's (named by its morning, so it belongs to the night before its name)."""

@@ -70,9 +70,6 @@ class KBChanges:
         """``(goal_id, rel)`` of every touched path inside a goal."""
         return {(c.goal_id, c.rel) for c in self.changes if c.goal_id}
 
-    def touches(self, goal_id: str, rel: str) -> bool:
-        return (goal_id, rel) in self.files
-
 
 def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange | None:
     """Classify one changed path under the KB ``root``; None for what nobody shows. Atomic-write
