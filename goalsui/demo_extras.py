@@ -9,8 +9,6 @@ from pathlib import Path
 from goalsui.kb.atomic import atomic_write
 from goalsui.kb.yamlio import roundtrip_update
 
-__all__ = ["add_demo_extras"]
-
 PULSE = "demo-pulse-05c0f5ca"
 STANDIN_DIR = ".demo"  # a dot folder: never read as a goal
 

@@ -978,6 +978,3 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(render(result))
     return 0 if result.ok else 1
-
-
-__all__ = ["main", "render", "run", "tagged_processes"]

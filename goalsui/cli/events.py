@@ -11,12 +11,12 @@ import urllib.request
 from typing import Any
 
 from goalsui.cli.common import add_json, kb_path, local, open_service, print_json, table
+from goalsui.domain.names import check_name
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks import signing
 from goalsui.hooks.net import is_loopback
 from goalsui.hooks.payload import parse_payload
-from goalsui.kb.paths import check_name
 
 HTTP_TIMEOUT_S = 15
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from goalsui.domain.untrusted import plain
 
-__all__ = ["user_message"]
-
 
 def _database(exc: BaseException) -> str | None:
     """A database error the operator can act on, in one line."""

@@ -11,8 +11,6 @@ from pathlib import Path
 
 from goalsui.errors import ValidationError
 
-__all__ = ["MAX_INPUT_BYTES", "read_input_bytes", "read_input_text"]
-
 #: the largest text an @FILE or stdin input may hold (the KB's own file limit)
 MAX_INPUT_BYTES = 2 * 1024 * 1024
 

@@ -18,8 +18,6 @@ from typing import Any, TextIO
 
 from goalsui.domain.untrusted import json_escape, plain
 
-__all__ = ["SafeStream", "guard_streams", "json_text"]
-
 
 class SafeStream(io.TextIOBase):
     """A text stream that writes ``plain(text)`` to the stream it wraps."""

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from goalsui.scheduler import Scheduler
     from goalsui.service import Service
 
-__all__ = ["PICKUP_SECONDS", "await_reply"]
 
 #: How long to wait for another scheduler (console, daemon) to start the turn before
 #: running one here: a running scheduler looks at the database at least every second.

@@ -21,8 +21,6 @@ from goalsui.errors import GoalsuiError
 from goalsui.ops import listen
 from goalsui.ops.listen import Limits
 
-__all__ = ["COOKIE", "TOKEN_ENV", "make_token", "token_middleware", "with_token"]
-
 TOKEN_ENV = "GOALSUI_SERVE_TOKEN"
 COOKIE = "goalsui_serve_token"
 MIN_TOKEN_CHARS = 16

@@ -11,8 +11,6 @@ from typing import Any
 from goalsui.cli.common import read_text_arg
 from goalsui.errors import ValidationError
 
-__all__ = ["add_worker_options", "worker_seeds"]
-
 
 class _WorkerStart(argparse.Action):
     """``--worker NAME`` (opens a worker) or ``--worker NAME=CRON`` (a whole one)."""

@@ -9,8 +9,6 @@ from typing import Any
 from goalsui.errors import ValidationError
 from goalsui.hooks.signing import MAX_BODY_BYTES
 
-__all__ = ["MAX_DEPTH", "parse_payload"]
-
 #: Containers nested deeper than this are refused (the console and the prompt walk them).
 MAX_DEPTH = 64
 

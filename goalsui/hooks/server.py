@@ -19,16 +19,14 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
+from goalsui.domain.names import NAME_RE
 from goalsui.domain.views import EmitResult
 from goalsui.errors import GoalsuiError
 from goalsui.hooks import signing
 from goalsui.hooks.net import is_loopback
 from goalsui.hooks.payload import parse_payload
-from goalsui.kb.paths import NAME_RE
 from goalsui.ops import listen
 from goalsui.ops.listen import ConnectionCap, Limits, QuietLog
-
-__all__ = ["Listener", "make_app", "start_listener"]
 
 log = logging.getLogger("goalsui.hooks")
 

@@ -14,26 +14,6 @@ import re
 import time
 import uuid
 
-__all__ = [
-    "DELIVERY",
-    "GITHUB_DELIVERY",
-    "GITHUB_SIGNATURE",
-    "MAX_BODY_BYTES",
-    "SIGNATURE",
-    "TIMESTAMP",
-    "TOLERANCE_S",
-    "delivery_header",
-    "new_delivery_id",
-    "parse_timestamp",
-    "sign",
-    "sign_github",
-    "signed_headers",
-    "timestamp_fresh",
-    "valid_delivery_id",
-    "verify",
-    "verify_github",
-]
-
 TIMESTAMP = "X-Goalsui-Timestamp"
 DELIVERY = "X-Goalsui-Delivery"
 SIGNATURE = "X-Goalsui-Signature"

@@ -15,19 +15,6 @@ from goalsui.domain.agents import AGENTS
 from goalsui.errors import KBError, ValidationError
 from goalsui.kb.yamlio import parse_yaml, read_text
 
-__all__ = [
-    "AGENT_PRESETS",
-    "STATE_FILE",
-    "agents_on_path",
-    "TEMPLATES",
-    "check_state_bytes",
-    "protocol_name",
-    "render_protocol",
-    "render_template",
-    "render_worker_prompt",
-    "yaml_problems",
-]
-
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATE_FILE = "state.yaml"
 #: Folders of a goal tree whose YAML files are not the KB's own (results, history).

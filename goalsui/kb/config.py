@@ -11,9 +11,9 @@ from goalsui.domain.budget import Budget
 from goalsui.domain.capabilities import CAPABILITIES, unknown_capabilities
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
+from goalsui.domain.names import check_name
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, KBError, ValidationError
-from goalsui.kb.paths import check_name
 from goalsui.kb.yamlio import line_of_key
 
 BUILTIN_RUNNERS = ("report",)

@@ -16,8 +16,6 @@ from goalsui.kb.atomic import append_line, atomic_write
 from goalsui.kb.paths import is_within, safe_join
 from goalsui.kb.yamlio import read_text
 
-__all__ = ["MAX_FILE_BYTES", "ConfinedTree", "Validator"]
-
 MAX_FILE_BYTES = 2 * 1024 * 1024
 LOG_DIR = "log"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.bundled import find_sample_kb
+from goalsui.domain.names import check_name
 from goalsui.domain.pids import pid_alive
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write, fsync_dir
@@ -35,7 +36,7 @@ from goalsui.kb.config import (
     parse_worker,
 )
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
-from goalsui.kb.paths import check_name, is_within, new_goal_id, safe_join
+from goalsui.kb.paths import is_within, new_goal_id, safe_join
 from goalsui.kb.regular import open_regular
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 

@@ -8,18 +8,8 @@ import secrets
 import unicodedata
 from pathlib import Path
 
-from goalsui.domain.names import NAME_RE, check_name
+from goalsui.domain.names import check_name
 from goalsui.errors import ValidationError
-
-__all__ = [
-    "NAME_RE",
-    "check_name",
-    "is_within",
-    "new_goal_id",
-    "relative_display",
-    "safe_join",
-    "slugify",
-]
 
 
 def slugify(text: str, limit: int = 32) -> str:

@@ -10,8 +10,6 @@ from pathlib import Path
 
 from goalsui.errors import KBError
 
-__all__ = ["describe_mode", "open_regular", "read_regular"]
-
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO (named pipe)"),

@@ -11,14 +11,13 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from goalsui.domain.names import check_name
 from goalsui.errors import KBError, ValidationError
 from goalsui.kb.atomic import atomic_write, fsync_dir
 from goalsui.kb.config import WorkerDef, parse_goal, parse_worker
 from goalsui.kb.layout import KB, WorkerSeed
-from goalsui.kb.paths import check_name, safe_join
+from goalsui.kb.paths import safe_join
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, read_text
-
-__all__ = ["add_worker", "remove_worker"]
 
 
 def _goal_texts(kb: KB, goal_id: str) -> tuple[str, str, str]:

@@ -30,8 +30,6 @@ from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-__all__ = ["MAX_SAFE_INT", "LineProblem", "check_line", "run_stdio"]
-
 MAX_SAFE_INT = 2**53 - 1
 _MAX_NUMBER_CHARS = 100
 PARSE_ERROR = -32700

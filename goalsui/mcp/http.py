@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
     from goalsui.service import Service
 
-__all__ = ["RunEndpoint", "ToolHost"]
 
 log = logging.getLogger("goalsui.mcp")
 

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from goalsui.mcp.scope import Scope
     from goalsui.service import Service
 
-__all__ = ["LIMITS", "build_instructions", "session_context", "session_instructions"]
 
 #: how much ``goal_kb_read`` returns by default, in bytes
 READ_DEFAULT_BYTES = 100 * 1024

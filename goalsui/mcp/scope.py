@@ -13,7 +13,6 @@ from goalsui.errors import ValidationError
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["Scope", "operator_scope", "run_scope"]
 
 #: a thread intent's run has no worker file: it gets these
 THREAD_RUN_CAPABILITIES = ("read_kb", "todos", "threads", "schedule")

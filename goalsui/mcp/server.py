@@ -19,8 +19,6 @@ from goalsui.mcp.scope import Scope
 from goalsui.mcp.tools import ToolContext, not_served_message, served_tools
 from goalsui.service import Service
 
-__all__ = ["ToolServer", "build_server", "register_all", "serve", "tools_list_bytes"]
-
 
 def _one_line(exc: ToolError) -> ToolError:
     """A tool error of one line: argument validation lists only the first problem."""

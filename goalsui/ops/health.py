@@ -23,7 +23,6 @@ from goalsui.ops.metrics import make_registry, render
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["OpsServer", "Readiness", "start_ops_server", "tick_age"]
 
 log = logging.getLogger("goalsui.ops")
 DB_PROBE_TIMEOUT = 5.0  # seconds a readiness probe waits for the database

@@ -16,19 +16,6 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = [
-    "Bounded",
-    "ConnectionCap",
-    "Limits",
-    "QuietFilter",
-    "QuietLog",
-    "close",
-    "guard_accept_errors",
-    "listen",
-    "make_runner",
-    "quiet_aiohttp",
-]
-
 log = logging.getLogger("goalsui.listen")
 
 HEADER_TIMEOUT_S = 5.0

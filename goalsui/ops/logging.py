@@ -11,8 +11,6 @@ from typing import Any, TextIO
 
 from goalsui.domain.untrusted import plain
 
-__all__ = ["JsonFormatter", "LineWriter", "configure"]
-
 
 def _stamp() -> str:
     return datetime.now().astimezone().isoformat(timespec="milliseconds")

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from goalsui.service import Service
     from goalsui.store.usage import HistogramData
 
-__all__ = ["DURATION_BUCKETS", "LATENESS_BUCKETS", "GoalsuiCollector", "make_registry", "render"]
 
 log = logging.getLogger("goalsui.ops")
 

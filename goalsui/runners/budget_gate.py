@@ -18,7 +18,6 @@ from goalsui.store.models import Intent, IntentRun
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["budget_outcome"]
 
 log = logging.getLogger("goalsui.runners")
 ALERT_COMMAND_TIMEOUT = 10.0

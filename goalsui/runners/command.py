@@ -25,14 +25,6 @@ from goalsui.domain.untrusted import plain
 from goalsui.runners.lifeline import child_setup, supervisor_setup
 from goalsui.runners.supervisor import ARGV_ENV, encode_argv, kill_tree
 
-__all__ = [
-    "CommandResult",
-    "build_env",
-    "expand_argv",
-    "format_timeout",
-    "run_command",
-]
-
 log = logging.getLogger("goalsui.runners")
 DEFAULT_GRACE = 5.0
 KILL_WAIT = 5.0  # seconds to wait for a SIGKILLed group to disappear

@@ -23,17 +23,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("goalsui.runners")
 
-__all__ = [
-    "OUTBOX_NAME",
-    "Delivery",
-    "deliver_result",
-    "headline",
-    "is_silent",
-    "log_failure",
-    "outbox_name",
-    "provenance",
-    "run_label",
-]
 
 OUTBOX_NAME = re.compile(r"^(\d{8}T\d{6}Z)-(\d+)\.md$")
 MAX_MESSAGE_CHARS = 64 * 1024

@@ -10,8 +10,6 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
-__all__ = ["child_setup", "pdeathsig_supported", "supervisor_setup"]
-
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 

@@ -8,15 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = [
-    "COMMANDER",
-    "TASK",
-    "AgentOptions",
-    "apply_agent_options",
-    "no_push_env",
-    "nightshift_agent_options",
-]
-
 TASK = "task"
 COMMANDER = "commander"
 ROLES = (TASK, COMMANDER)

@@ -18,29 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.domain import capabilities
-from goalsui.runners.base import Usage
-
-__all__ = [
-    "AGENTS",
-    "MCP_CONFIG",
-    "MCP_STDIO_CONFIG",
-    "RUN_ID",
-    "McpLaunch",
-    "ToolEndpoint",
-    "TurnTools",
-    "config_placeholders",
-    "expand_placeholders",
-    "needs_config",
-    "parse_agent_output",
-    "preset_argv",
-    "preset_env",
-    "remove_mcp_config",
-    "runner_argv",
-    "speaks_mcp",
-    "write_mcp_config",
-]
-
 from goalsui.domain.agents import AGENTS  # re-exported for callers
+from goalsui.runners.base import Usage
 
 SERVER_NAME = "goalsui"
 MCP_CONFIG = "{mcp_config}"

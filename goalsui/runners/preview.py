@@ -21,7 +21,6 @@ from goalsui.runners.presets import (
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["TurnPreview", "preview_worker_turn"]
 
 #: what stands for the values only a live run has
 RUN_PLACEHOLDER = "<run id>"

@@ -13,24 +13,6 @@ from typing import Any
 
 from goalsui.domain.untrusted import fence_untrusted, plain
 
-__all__ = [
-    "MAX_CONTEXT_GOALS",
-    "MAX_CONTEXT_MESSAGES",
-    "MAX_CONTEXT_TODOS",
-    "GoalLine",
-    "PromptMessage",
-    "TodoLine",
-    "TurnContext",
-    "WorkerContext",
-    "build_messages",
-    "file_block",
-    "checklist_block",
-    "event_block",
-    "render_prompt",
-    "worker_instructions",
-    "worker_shim",
-]
-
 MAX_CONTEXT_TODOS = 10
 MAX_CONTEXT_GOALS = 10
 MAX_CONTEXT_MESSAGES = 5

@@ -30,16 +30,6 @@ if TYPE_CHECKING:
 
     from goalsui.service import Service
 
-__all__ = [
-    "NightReport",
-    "ReportFile",
-    "RunEntry",
-    "build_report",
-    "compile_report",
-    "default_window",
-    "list_reports",
-    "report_timezone",
-]
 
 SNAPSHOT_FILES = ("state.yaml", "protocol.md")
 STATUS_ORDER = (

@@ -17,7 +17,6 @@ from goalsui.store.models import IntentRun
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["cost_lines", "cost_summary"]
 
 NIGHTS = 7  # nights shown in the history, this one included
 TOP = 3  # runs named as the top spenders

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 else:  # the C module: ``signal`` imports enum, which costs start-up time
     import _signal as signal
 
-__all__ = ["ARGV_ENV", "decode_argv", "descendants", "encode_argv", "kill_tree"]
 
 ARGV_ENV = "GOALSUI_SUPERVISED_ARGV"
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from goalsui.mcp.http import ToolHost
     from goalsui.service import Service
 
-__all__ = ["NO_TOOLS", "no_tools_reason", "stop_tool_host", "turn_tools"]
 
 #: the reason of a run whose agent never listed its goalsui tools
 NO_TOOLS = "no-tools"

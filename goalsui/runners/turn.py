@@ -64,7 +64,6 @@ from goalsui.store.models import Event, Intent, IntentRun
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["assemble_prompt", "resolve_runner", "resolve_timeout", "run_turn", "turn_env"]
 
 log = logging.getLogger("goalsui.runners")
 

@@ -11,8 +11,6 @@ from typing import Any
 
 from goalsui.runners.base import Usage
 
-__all__ = ["ParsedOutput", "parse_output"]
-
 _MAX_JSON = 4 * 1024 * 1024  # characters: larger outputs are not parsed as JSON documents
 
 

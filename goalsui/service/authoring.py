@@ -12,13 +12,13 @@ from typing import Any
 
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
+from goalsui.domain.names import check_name
 from goalsui.domain.records import saved_id
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.domain.views import WorkerView
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.config import BUILTIN_RUNNERS
 from goalsui.kb.layout import WorkerSeed
-from goalsui.kb.paths import check_name
 from goalsui.service.context import ServiceContext
 from goalsui.service.goals import Goals
 from goalsui.service.intents import Intents

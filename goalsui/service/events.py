@@ -12,10 +12,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from goalsui.domain.matching import filter_matches
+from goalsui.domain.names import check_name
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.views import EmitResult
 from goalsui.errors import ValidationError
-from goalsui.kb.paths import check_name
 from goalsui.service.context import ServiceContext
 from goalsui.store.models import Event, Intent, skipped_run
 

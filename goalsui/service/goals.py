@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterable, Mapping
 from sqlmodel import col, select
 
 from goalsui.domain.goal_views import by_goal, goal_view
+from goalsui.domain.names import check_name
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus
 from goalsui.domain.views import GoalView
 from goalsui.errors import NotFound
 from goalsui.kb.layout import LoadedGoal, WorkerSeed
-from goalsui.kb.paths import check_name
 from goalsui.service import kbindex
 from goalsui.service.context import ServiceContext
 from goalsui.service.homes import ensure_home_threads

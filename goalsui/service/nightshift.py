@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.domain import nightshift as rules
+from goalsui.domain.names import check_name
 from goalsui.domain.timeutil import load_zone
 from goalsui.domain.untrusted import plain
 from goalsui.domain.views import GoalView
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb import nightshift as files
 from goalsui.kb.nightshift import Binding
-from goalsui.kb.paths import check_name
 from goalsui.kb.repo import GitError, Repo
 from goalsui.service.bindings import journal_details, record_binding, recorded_binding
 from goalsui.service.context import ServiceContext

@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from goalsui.domain.names import check_name
 from goalsui.domain.states import RunTrigger
 from goalsui.domain.views import WorkerView
 from goalsui.errors import KBError, NotFound
-from goalsui.kb.paths import check_name
 from goalsui.service.context import ServiceContext
 from goalsui.service.goals import Goals
 from goalsui.service.intents import Intents

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from goalsui.domain.names import NAME_RE, check_name
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.kb.layout import WorkerSeed
-from goalsui.kb.paths import NAME_RE, check_name, safe_join
+from goalsui.kb.paths import safe_join
 from goalsui.service import Service
 from tests.base_kit import REPO, FakeClock
 from tests.hooks_kit import row_counts, tree_snapshot

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from goalsui.domain.names import check_name
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
 from goalsui.kb.layout import KB
-from goalsui.kb.paths import check_name, safe_join
+from goalsui.kb.paths import safe_join
 from goalsui.service import Service
 
 GOAL = "nightshift-979afc6e"
