@@ -150,8 +150,7 @@ class Daemon:
 
 # -- PostgreSQL ------------------------------------------------------------------------------------
 class Postgres:
-    """The database the daemons share: an admin connection (terminating backends, reading
-    the records) and, with ``--pg-dir``, ``pg_ctl restart`` of its server."""
+    """The shared database: an admin connection and, with ``--pg-dir``, ``pg_ctl restart``."""
 
     def __init__(self, url: str, pg_dir: Path | None) -> None:
         self.url = libpq_url(url)
@@ -734,8 +733,7 @@ def _events(pg: Postgres) -> dict[int, dict[str, Any]]:
 
 
 def _cover_end(r: dict[str, Any]) -> datetime:
-    """The last occurrence a record accounts for: a claim (fire or skip) coalesces every
-    occurrence that passed before it was claimed; an overlap or missed record only its own."""
+    """The last occurrence a record covers (a claim coalesces all passed before it)."""
     planned: datetime = r["planned_at"]
     if r["status"] == RunStatus.MISSED or r["reason"] == "overlap":
         return planned
@@ -744,9 +742,7 @@ def _cover_end(r: dict[str, Any]) -> datetime:
 
 
 def _exempt(recs: list[dict[str, Any]], intent: dict[str, Any]) -> list[tuple[datetime, datetime]]:
-    """Where a schedule legitimately has no record: after a failed run until its retry
-    chain ends (the successful retry plans the next occurrence from its own claim, see
-    :func:`_check_schedule`), or for good after an auto-disable or a retry still pending."""
+    """Windows where a schedule may lack records: a retry chain, auto-disable, a pending retry."""
     spans = []
     open_at: datetime | None = None
     for r in sorted(recs, key=lambda r: (r["started_at"], r["id"])):
@@ -764,8 +760,7 @@ def _exempt(recs: list[dict[str, Any]], intent: dict[str, Any]) -> list[tuple[da
 def _next_expected(
     kind: str, schedule: str, tz: str, o: datetime, exempt: list[tuple[datetime, datetime]]
 ) -> datetime | None:
-    """The occurrence after ``o``; a failure between them drops the rest of the cadence,
-    which restarts from the claim of the retry that ended its chain (None: never)."""
+    """The occurrence after ``o`` (a failure restarts the cadence at its retry; None: never)."""
     nxt = advance(kind, schedule, tz, o, o)
     for start, end in exempt:
         if nxt is None:

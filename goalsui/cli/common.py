@@ -28,8 +28,7 @@ def kb_path(args: argparse.Namespace) -> Path:
 
 
 def db_settings(args: argparse.Namespace) -> tuple[str | None, str | None]:
-    """The database URL and state folder given (``--db``, ``--state-dir``, or their
-    environment variables); None: the service's default."""
+    """The ``--db`` and ``--state-dir`` given (or their env vars); None: the default."""
     db = args.db or os.environ.get("GOALSUI_DB")
     state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
     return db, state
@@ -52,8 +51,7 @@ def open_service(
 
 
 def resolve_goal_args(service: Service, args: argparse.Namespace) -> None:
-    """A goal named by a unique prefix or its slug becomes its full id (``goal_id`` and
-    ``goal`` arguments); an unknown one with close matches says "did you mean"."""
+    """Expand a goal prefix or slug in ``goal_id``/``goal`` (else "did you mean")."""
     from goalsui.service.goal_ids import resolve_goal_id
 
     for name in ("goal_id", "goal"):
@@ -121,8 +119,7 @@ def positive_count(value: str) -> int:
 
 
 def read_text_arg(value: str) -> str:
-    """``@FILE`` reads a file, ``-`` reads stdin, anything else is the text itself; a
-    file or stdin holds at most ``MAX_INPUT_BYTES`` (goalsui/cli/inputs.py)."""
+    """``@FILE`` or ``-`` (stdin) read with a size bound, else the text itself."""
     from goalsui.cli.inputs import read_input_text
 
     if value == "-":
@@ -133,8 +130,7 @@ def read_text_arg(value: str) -> str:
 
 
 def print_capability_warnings(service: Service, goal_id: str, worker: str | None = None) -> None:
-    """A ``warning:`` line on stderr for each capability of the goal's workers (or of one
-    worker) that would grant nothing; the command still succeeds."""
+    """Warn on stderr of each capability of the goal's workers that grants nothing."""
     shown = f"/workers/{worker}/" if worker else None
     for w in service.index.capability_warnings([goal_id]):
         if shown is None or shown in w.path:

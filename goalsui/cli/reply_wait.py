@@ -35,8 +35,7 @@ async def await_reply(
     pickup: float | None = None,
     on_run: Callable[[RunRecord], None] | None = None,
 ) -> ReplyResult:
-    """Wait for a reply intent to be answered (or to fail for good). When no scheduler picks it up
-    within ``pickup`` seconds, one runs in this process until the reply is decided."""
+    """Wait for a reply's decision; with no scheduler in ``pickup`` s, run one here."""
     intent = service.intents.get(intent_id)
     if not is_reply(intent.operation_key):
         raise ValidationError(f"intent {intent_id} is not a reply")

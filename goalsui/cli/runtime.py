@@ -160,8 +160,7 @@ def _run_demo(args: argparse.Namespace, kb: Path) -> int:
 
 
 def _open_demo(args: argparse.Namespace) -> Any:
-    """The demo's service: last night of the sample nightshift replayed (so there is a
-    morning report to read), the KB indexed, the demo records loaded."""
+    """The demo's service: last night replayed, the KB indexed, demo records loaded."""
     from goalsui.demo import load_demo_records, replay_last_night
     from goalsui.domain.timeutil import utcnow
 

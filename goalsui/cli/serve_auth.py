@@ -79,8 +79,7 @@ class RedactToken(logging.Filter):
 
 
 def with_token(server_class: type[Any], token: str, limits: Limits | None = None) -> type[Any]:
-    """A subclass of textual-serve's ``Server`` whose web app checks ``token`` and whose
-    port is bounded by ``limits`` (default: 128 connections, headers within 5 s)."""
+    """textual-serve's ``Server`` checking ``token``, its port bounded by ``limits``."""
     bounds = limits or Limits()
 
     class TokenServer(server_class):  # type: ignore[misc]  # textual-serve ships no types: Any
@@ -95,8 +94,7 @@ def with_token(server_class: type[Any], token: str, limits: Limits | None = None
             return app
 
         def serve(self, debug: bool = False) -> None:
-            """textual-serve's ``serve`` (its logging, its app), on a bounded port
-            instead of ``web.run_app``; SIGINT and SIGTERM stop it."""
+            """textual-serve's ``serve`` on a bounded port; SIGINT and SIGTERM stop it."""
             self.debug = debug
             self.initialize_logging()
             asyncio.run(self._serve_bounded())

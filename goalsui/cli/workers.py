@@ -199,8 +199,7 @@ def _wait_for_run(service: Service, ticket: Any, timeout: float) -> Any:
 
 
 async def _run_here(service: Service, ticket: Any, timeout: float) -> Any:
-    """A scheduler in this process (registered, so a console opened meanwhile watches it)
-    until the ticket's run has finished."""
+    """A registered scheduler in this process until the ticket's run has finished."""
     import asyncio
 
     from goalsui.scheduler.loop import Scheduler

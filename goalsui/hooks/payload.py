@@ -18,8 +18,7 @@ def _no_constants(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
-    """A JSON number with a fraction or exponent; one that overflows (``1e400``) is refused:
-    Python would read it as infinity, which no database JSON type stores."""
+    """A JSON float; one overflowing to infinity (``1e400``) is refused: no database stores it."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"number {text[:40]} is out of range")

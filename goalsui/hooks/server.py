@@ -132,8 +132,7 @@ _TOO_LARGE = f"body too large (limit {signing.MAX_BODY_BYTES} bytes)"
 
 
 async def _receive(request: web.Request) -> web.Response:
-    """``POST /hooks/<source>``: the checks of the module docstring, in order; the first
-    that fails answers."""
+    """``POST /hooks/<source>``: the module docstring's checks in order."""
     service = request.app[SERVICE_KEY]
     state = request.app[STATE_KEY]
     source = request.match_info.get("source", "")

@@ -11,8 +11,7 @@ from pathlib import Path
 
 
 def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half. The file
-    keeps its permission bits; a new one gets ``mode`` or 0o644."""
+    """Write ``path`` atomically, keeping its mode (a new file gets ``mode`` or 0o644)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:

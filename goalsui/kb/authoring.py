@@ -88,9 +88,7 @@ def _yaml_files(goal_dir: Path) -> Iterator[Path]:
 def yaml_problems(
     goal_dir: Path, goal_id: str, state_limit: int, *, skip: tuple[str, ...] = ()
 ) -> list[KBError]:
-    """Every YAML file of a goal tree that does not parse (file and line), except the
-    definitions and the top-level files named in ``skip`` (validated by their own
-    parsers), plus a ``state.yaml`` that is not a mapping or is over ``state_limit``."""
+    """Files of a goal tree that do not parse (but ``skip``), and a bad ``state.yaml``."""
     problems: list[KBError] = []
     for count, path in enumerate(_yaml_files(goal_dir)):
         rel = path.relative_to(goal_dir)
@@ -138,8 +136,7 @@ def state_snapshot(goal_dir: Path, limit: int) -> bytes | None:
 def enforce_state_bound(
     goal_dir: Path, goal_id: str, before: bytes | None, limit: int
 ) -> str | None:
-    """After a turn: a ``state.yaml`` grown over ``limit`` is put back as it was before
-    the turn; returns the one-line reason (None when within the bound)."""
+    """Put back a ``state.yaml`` a turn grew over ``limit``; the one-line reason, else None."""
     from goalsui.kb.atomic import atomic_write
 
     path = goal_dir / STATE_FILE

@@ -108,9 +108,7 @@ class KB:
             return str(path)
 
     def check_inside(self, path: Path, shown: str | None = None, below: Path | None = None) -> Path:
-        """``path`` itself if it resolves inside the KB; a symlink leading out is refused.
-        ``below``: a folder proven inside the KB that ``path`` lies under (an lstat per component
-        instead of a resolve)."""
+        """``path`` if it resolves inside the KB (``below``: a proven ancestor, to lstat only)."""
         if below is not None and _no_link_below(Path(path), below):
             return path
         if not is_within(Path(path).resolve(), self.root):
@@ -153,8 +151,7 @@ class KB:
         return path
 
     def state_limit(self) -> int:
-        """``state_max_bytes`` of goalsui.yaml (the default while that file is broken);
-        read again only when the file changed (every goal's load asks for it)."""
+        """``state_max_bytes`` of goalsui.yaml (default if broken), re-read when it changed."""
         try:
             st = (self.root / CONFIG_FILE).stat()
             stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
@@ -260,9 +257,7 @@ class KB:
         files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
-        """Create a goal tree in a sibling staging folder, validate it, rename it into place.
-        ``register`` returns an undo callable; on any later failure all is undone and the staging
-        folder removed, so the goal exists whole or not at all."""
+        """Create a goal tree in staging and rename it into place; whole or not at all."""
         name, workers = _checked_seeds(name, workers)
         self.root.mkdir(parents=True, exist_ok=True)
         goal_id = goal_id or new_goal_id(name)
@@ -299,8 +294,7 @@ class KB:
         write: Callable[[], None],
         register: Callable[[LoadedGoal], Callable[[], None]] | None,
     ) -> LoadedGoal:
-        """``write`` the tree into ``staging``, validate and register it, rename it to
-        ``final``; on any failure the registration is undone and the staging removed."""
+        """Write, validate, register and rename ``staging`` to ``final``; undo all on failure."""
         undo: Callable[[], None] | None = None
         try:
             staging.mkdir()
@@ -338,8 +332,7 @@ class KB:
         return any(gid == goal_id and live for _, gid, live in _staging_entries(self.root))
 
     def cleanup_leftovers(self) -> list[str]:
-        """Remove staging and trash folders left by a crash; returns their names. A staging folder
-        whose process is alive is kept."""
+        """Remove staging and trash left by a crash (not a live process's); returns their names."""
         removed = []
         for entry, _, live in _staging_entries(self.root):
             if not live:
@@ -553,8 +546,7 @@ def _write_goal_tree(
 
 
 def _listing(path: Path, root: Path) -> list[dict[str, Any]]:
-    """The entries of the folder ``path`` of the goal tree ``root``, by name; temporary
-    files, symlinks leading out of the tree and entries gone meanwhile are left out."""
+    """The entries of folder ``path`` of the tree, by name, less temp files and outward links."""
     out = []
     for entry in sorted(os.scandir(path), key=lambda e: e.name):
         if entry.name.startswith(".") and entry.name.endswith(".tmp"):
@@ -588,8 +580,7 @@ def _log_entry(text: str, when: datetime) -> str:
 
 
 def _no_link_below(path: Path, base: Path) -> bool:
-    """True when ``path`` lies lexically under ``base`` and no component after ``base``
-    is a symlink (a missing component counts as a link: the caller resolves)."""
+    """``path`` is under ``base`` with no symlink (or missing component) after ``base``."""
     try:
         rest = path.relative_to(base).parts
     except ValueError:

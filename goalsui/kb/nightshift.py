@@ -95,8 +95,7 @@ def read_plan(goal_dir: Path) -> list[PlanItem]:
 
 
 def _state_list(path: Path, key: str) -> tuple[str, list[object]]:
-    """``state.yaml``'s text ("" if there is none) and its list under ``key`` (empty if
-    unset); :class:`KBError` if that is not a list."""
+    """``state.yaml``'s text ("" if none) and its list under ``key``; KBError if not a list."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     data, _ = load_yaml_mapping(path, STATE_FILE) if text else ({}, "")
     value = data.get(key) or []

@@ -37,8 +37,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _looks_like_traversal(comp: str) -> bool:
-    """A name that another tool could read as ``..`` or a separator, or holds control chars. Unicode
-    look-alikes are refused: tools that handle the path later may misread them."""
+    """A name a tool could read as ``..`` or a separator (look-alikes too), or control chars."""
     if _CONTROL.search(comp):
         return True
     if comp.isascii():
@@ -53,8 +52,7 @@ def _looks_like_traversal(comp: str) -> bool:
 
 
 def safe_join(root: Path, *parts: str) -> Path:
-    """Join relative ``parts`` under ``root`` and prove the result stays inside it. Refuses absolute
-    parts, ``..``, NUL bytes and symlinks that resolve outside ``root``."""
+    """Join ``parts`` under ``root``; refuse absolute parts, ``..``, NUL and symlinks out of it."""
     root_resolved = Path(root).resolve()
     rel_parts: list[str] = []
     for part in parts:

@@ -131,8 +131,7 @@ class Repo:
         return proc.returncode == 0
 
     def committers(self, tip: str, *excluded: str) -> list[str]:
-        """The committer e-mail of each commit reachable from ``tip`` but from none of
-        ``excluded``, newest first."""
+        """Committer e-mails of commits in ``tip`` but not ``excluded``, newest first."""
         args = ["log", "--format=%ce", tip]
         if excluded:
             args += ["--not", *excluded]
@@ -150,8 +149,7 @@ class Repo:
         self.git("update-ref", "-d", ref, old)
 
     def reset_work_tree(self, work_tree: Path, commit: str) -> None:
-        """Move the branch checked out in ``work_tree`` back to ``commit``, its files with
-        it (``reset --keep``: refused rather than losing a local change)."""
+        """Reset ``work_tree``'s branch to ``commit`` (``reset --keep``: never loses a change)."""
         self.git("reset", "-q", "--keep", commit, cwd=work_tree)
 
     def current_branch(self) -> str | None:
@@ -212,10 +210,7 @@ class Repo:
             raise GitError(f"{branch} moved meanwhile; it was kept")
 
     def merge(self, branch: str, base: str, message: str, *, tip: str | None = None) -> MergeResult:
-        """Merge ``branch`` (exactly the commit ``tip`` when given) into ``base`` with a merge
-        commit; refuse on conflict. Merges in ``base``'s clean work tree when checked out
-        (``--no-ff``, aborted on conflict), else with ``git merge-tree`` and a compare-and-set of
-        ``base``."""
+        """Merge ``branch`` (``tip`` if given) into ``base`` with a merge commit, or refuse."""
         where = self.worktree_for(base)
         if where is not None:
             if self.git("status", "--porcelain", cwd=where).strip():

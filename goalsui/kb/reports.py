@@ -66,8 +66,7 @@ def scan_reports(goal_dir: Path) -> list[StoredReport]:
 
 
 def stored_reports(goal_dir: Path) -> list[StoredReport]:
-    """The goal's reports, one per night, oldest first. Where a night has an old file and
-    one named by the night, the latter is the report."""
+    """The goal's reports, one per night (a night's new-style file wins), oldest first."""
     chosen: dict[date, StoredReport] = {}
     for report in scan_reports(goal_dir):
         have = chosen.get(report.night)
@@ -77,8 +76,7 @@ def stored_reports(goal_dir: Path) -> list[StoredReport]:
 
 
 def snapshot_dirs(goal_dir: Path) -> dict[date, Path]:
-    """The goal's report snapshots by night. A snapshot folder named like an old report is
-    that report's (named by its morning, so it belongs to the night before its name)."""
+    """Report snapshots by night (an old-style name belongs to the night before it)."""
     root = goal_dir / REPORTS / SNAPSHOT_DIR
     if not root.is_dir():
         return {}
@@ -129,9 +127,7 @@ def _move_dir(src: Path, dst: Path) -> bool:
 
 
 def migrate_reports(goal_dir: Path) -> list[tuple[Path, Path]]:
-    """Rename the goal's old reports, and their snapshots, to their nights' names. Oldest first, so
-    a chain of old names shifts without a clash; a report whose night is taken goes to
-    ``reports/.legacy/``."""
+    """Rename old reports and snapshots to their nights, oldest first (clashes: ``.legacy/``)."""
     folder = goal_dir / REPORTS
     moves: list[tuple[Path, Path]] = []
     for report in scan_reports(goal_dir):

@@ -17,8 +17,7 @@ HEAD_BYTES = 256 * 1024 + 1
 
 
 def read_ui_settings(root: Path | str) -> dict[str, Any]:
-    """``keymap`` and ``theme`` from ``<root>/goalsui.yaml``, raw; empty when the file is
-    absent, broken, or a symlink out of the KB (``KB.config()`` reports those)."""
+    """Raw ``keymap`` and ``theme`` of goalsui.yaml; empty when absent, broken or out of the KB."""
     root = Path(root)
     path = root / CONFIG_FILE
     try:

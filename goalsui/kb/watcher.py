@@ -72,8 +72,7 @@ class KBChanges:
 
 
 def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange | None:
-    """Classify one changed path under the KB ``root``; None for what nobody shows. Atomic-write
-    temp files, staging, trash and hidden files are ignored: their final rename is its own event."""
+    """Classify a changed path (None for temp, staging, trash and hidden files)."""
     p = Path(path)
     try:
         parts = p.relative_to(root).parts
@@ -112,8 +111,7 @@ def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange
 
 
 class KBWatcher:
-    """Watches a KB folder (recursively) and yields :class:`KBChanges` batches. A failing watch
-    restarts after ``retry_s`` (polling past the OS watch limit); only :meth:`stop` ends it."""
+    """Watches a KB folder and yields :class:`KBChanges` batches until :meth:`stop`."""
 
     def __init__(
         self,

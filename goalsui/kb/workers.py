@@ -39,9 +39,7 @@ def add_worker(
     *,
     register: Callable[[], object] | None = None,
 ) -> WorkerDef:
-    """Create ``workers/<name>/`` (definition, prompt, inbox, outbox) in one rename. If ``register``
-    (after the rename) fails, the folder is removed: the worker exists with its schedule or not at
-    all."""
+    """Create ``workers/<name>/`` in one rename; removed again if ``register`` fails."""
     check_name(seed.name, "worker name")
     name, task, protocol = _goal_texts(kb, goal_id)
     root = safe_join(kb.goal_dir(goal_id), "workers")

@@ -88,9 +88,7 @@ _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 def _fast_load(text: str) -> tuple[bool, Any]:
-    """``(True, data)`` when libyaml loads ``text`` cleanly, else ``(False, None)``. An event
-    pre-pass rules out aliases and deep nesting; anything unusual goes to :class:`_StrictLoader`, so
-    both paths accept and refuse the same files."""
+    """``(True, data)`` when libyaml loads ``text`` cleanly, else ``(False, None)``."""
     if _CParser is None:
         return False, None
     try:
@@ -114,8 +112,7 @@ def _fast_load(text: str) -> tuple[bool, Any]:
 
 
 def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = None) -> str:
-    """Read a UTF-8 text file, refusing huge, binary or non-UTF-8 content with a KBError. Only a
-    regular file (a FIFO or a device could block forever)."""
+    """Read a regular UTF-8 text file; huge, binary or non-UTF-8 content is a KBError."""
     shown = display or str(path)
     data = read_regular(path, limit, shown)
     try:

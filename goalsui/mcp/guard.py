@@ -171,8 +171,7 @@ async def _serve(server: MCPServer, lines: _GuardedLines) -> None:
 
 
 def run_stdio(server: MCPServer) -> None:
-    """Serve ``server`` over stdin/stdout like ``server.run("stdio")``, every line checked. fd 0
-    points at the null device while serving, so nothing reads the wire."""
+    """Serve ``server`` over stdio, every line checked (fd 0 is the null device meanwhile)."""
     wire = os.dup(0)
     os.set_inheritable(wire, False)
     null = os.open(os.devnull, os.O_RDONLY)

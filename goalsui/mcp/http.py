@@ -73,9 +73,7 @@ class _RunApp:
 
 
 class _GuardedH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, capped and timed before any token is read. Connections past
-    :data:`MAX_CONNECTIONS`, or without complete headers within :data:`HEADER_TIMEOUT_S`, are
-    closed: uvicorn alone would keep a silent client for ever."""
+    """uvicorn's HTTP/1.1 protocol with a connection cap and a header timeout."""
 
     _header_timer: asyncio.TimerHandle | None = None
     _waiting_past: Any = None  # the request cycle current when the timer was armed

@@ -46,8 +46,7 @@ def _aware(when: datetime) -> datetime:
 
 
 def goal_timezone(service: Service, scope: Scope) -> str:
-    """The goal's timezone: the session worker's schedule zone, else the first worker's
-    that is not UTC, else UTC."""
+    """The goal's zone: the worker's, else the first non-UTC worker's, else UTC."""
     if scope.goal_id is None:
         return "UTC"
     try:

@@ -132,9 +132,7 @@ def build_server(service: Service, scope: Scope) -> ToolServer:
 
 
 def tools_list_bytes(service: Service, goal_id: str, thread_id: int | None = None) -> int:
-    """The size in bytes of the ``tools/list`` answer (its JSON, as sent) of a session
-    holding every capability on ``goal_id`` (and ``thread_id``): what a model reads
-    before its first step. ``goalsui bench mcp`` reports it."""
+    """Bytes of the ``tools/list`` answer with every capability (``goalsui bench mcp``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from mcp.types import ListToolsResult

@@ -127,8 +127,7 @@ async def start_ops_server(
     max_quiet: float,
     limits: Limits | None = None,
 ) -> OpsServer:
-    """Serve the three endpoints on ``host:port`` (0 picks a free port) in this loop. With the
-    limits of every port (:mod:`goalsui.ops.listen`)."""
+    """Serve the three endpoints on ``host:port`` (0: a free port), with the port limits."""
     limits = limits or Limits()
     readiness = Readiness(service, scheduler, max_quiet=max_quiet)
     registry = make_registry(

@@ -28,8 +28,7 @@ ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOM
 
 @dataclass(frozen=True)
 class Limits:
-    """What one port allows: connections at once, seconds to complete the request
-    headers (and to idle between requests), and how often a refusal is logged."""
+    """One port's limits: connections, header (and idle) timeout, refusal log interval."""
 
     max_connections: int = MAX_CONNECTIONS
     header_timeout: float = HEADER_TIMEOUT_S
@@ -66,8 +65,7 @@ class QuietLog:
 
 
 class QuietFilter(logging.Filter):
-    """Lets one record per message template through per ``interval`` seconds, as one line. A flood
-    of bad requests must not flood the log."""
+    """One record per message template per ``interval``: a flood must not flood the log."""
 
     def __init__(self, interval: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -138,9 +136,7 @@ _accept_quiet = QuietLog(log, LOG_INTERVAL_S)
 
 
 def guard_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
-    """Install (once per loop) an exception handler that turns asyncio's report of a
-    failed ``accept()`` (out of descriptors or memory: it pauses the port a second and
-    retries) into one line a minute, and never lets a failing handler stop the loop."""
+    """Failed ``accept()``: one line a minute; a failing handler never stops the loop."""
     previous = loop.get_exception_handler()
     if getattr(previous, "goalsui_guard", False):
         return
@@ -169,9 +165,7 @@ def guard_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def make_runner(app: web.Application, limits: Limits, **kwargs: Any) -> web.AppRunner:
-    """An ``AppRunner`` for ``app`` whose idle timeout is ``limits.header_timeout``
-    (aiohttp closes a connection whose request headers are not complete in that time, or
-    that idles that long between requests). ``kwargs`` go to ``AppRunner``."""
+    """An ``AppRunner`` whose idle timeout is ``limits.header_timeout``."""
     kwargs.setdefault("access_log", None)
     kwargs.setdefault("handle_signals", False)
     return web.AppRunner(app, keepalive_timeout=limits.header_timeout, **kwargs)
@@ -198,10 +192,7 @@ async def listen(
     name: str,
     quiet: QuietLog | None = None,
 ) -> Bounded:
-    """Serve ``runner`` (set up, made by :func:`make_runner`) on ``host:port`` in this
-    loop, capped and guarded (see the module docstring). ``port=0`` picks a free port.
-    ``quiet``: the :class:`QuietLog` for refusals (default: one of ``goalsui.listen``).
-    Raises ``OSError`` when the address cannot be bound."""
+    """Serve ``runner`` on ``host:port``, capped and guarded; OSError if it cannot bind."""
     server = runner.server
     if server is None:
         raise RuntimeError("listen() needs a runner that is set up")

@@ -60,8 +60,7 @@ class LineWriter:
 
 
 def configure(fmt: str) -> LineWriter:
-    """JSON: goalsui's log records (warnings and up) go to stderr as JSON. Returns the
-    writer of the daemon's own lines. Text: logging is left as it is."""
+    """JSON: records (warning and up) to stderr; returns the writer of the daemon's lines."""
     if fmt != "json":
         return LineWriter(fmt)
     handler = logging.StreamHandler(sys.stderr)

@@ -45,9 +45,7 @@ MAX_MODEL_CHARS = 200
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens, cost and model of one turn, each None when the agent did not say. Out-of-range counts
-    and costs become None (``note`` says which) and the model name is cut, so a bad report never
-    fails the write of the run."""
+    """A turn's tokens, cost and model; None when unknown or out of range (``note`` says)."""
 
     tokens_in: int | None = None
     tokens_out: int | None = None

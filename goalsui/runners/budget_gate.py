@@ -52,8 +52,7 @@ async def _alert(service: Service, intent: Intent, run: IntentRun, spent: Exhaus
 async def _run_command(
     service: Service, argv: tuple[str, ...], intent: Intent, run: IntentRun, message: str
 ) -> None:
-    """The KB's ``alerts.command`` with the alert as JSON on stdin (the shape of the
-    scheduler's failure alerts, ``kind: budget``); failures are logged, never raised."""
+    """Run ``alerts.command`` with the alert JSON (``kind: budget``) on stdin; never raises."""
     alert = {
         "kind": "budget",
         "intent_id": intent.id,

@@ -580,8 +580,7 @@ async def _wait_or_stop(
 
 
 async def _drain_pipes(running: _Running, sink: _LogSink, grace: float) -> None:
-    """The program has exited; its pipes close unless something it left behind holds
-    them: then that is stopped, and a pipe still open after it is given up."""
+    """After exit: stop what holds the pipes open, then give up a pipe still open."""
     pipes = {running.out_task, running.err_task}
     _, pending = await asyncio.wait(pipes, timeout=_PIPE_DRAIN_AFTER_EXIT)
     if not pending:

@@ -32,8 +32,7 @@ def pdeathsig_supported() -> bool:
 
 
 def child_setup() -> Callable[[], None] | None:
-    """The ``preexec_fn`` that makes the child die (SIGKILL) with its parent, or None. A child whose
-    parent died before ``prctl`` exits at once."""
+    """The ``preexec_fn`` that kills the child with its parent (at once if already gone)."""
     prctl = _prctl()
     if prctl is None:
         return None
@@ -49,9 +48,7 @@ def child_setup() -> Callable[[], None] | None:
 
 
 def supervisor_setup() -> Callable[[], None] | None:
-    """The ``preexec_fn`` for a turn supervisor (``goalsui/runners/supervisor.py``), or None. As a
-    child subreaper it adopts the tree's orphans and kills the tree on SIGUSR1; both survive
-    ``exec``."""
+    """The supervisor's ``preexec_fn``: child subreaper, SIGUSR1 when the parent dies."""
     prctl = _prctl()
     if prctl is None:
         return None

@@ -44,8 +44,7 @@ class _Run:
     agent: str | None = None  # the runner's agent preset, if it has one
 
     def in_worktree(self, worktree: Path, branch: str) -> tuple[list[str], dict[str, str], Path]:
-        """argv, environment and folder of one task: the agent confined to its worktree
-        (:mod:`goalsui.runners.nightshift_tools`), git transports off for everyone."""
+        """argv, environment and folder of a task: confined to its worktree, no git transports."""
         options = nightshift_agent_options(self.agent or "", TASK, worktree)
         argv = (
             apply_agent_options(self.argv, self.agent or "", options) if self.agent else self.argv
@@ -60,8 +59,7 @@ class _Run:
 
 
 def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, str] | None:
-    """(binding, repo, timezone) when the intent is a nightshift task worker, else None. Raises
-    GoalsuiError when a nightshift's repository is unusable."""
+    """(binding, repo, zone) of a nightshift task worker, else None; GoalsuiError if unusable."""
     if not intent.goal_id or not intent.worker:
         return None
     # the operator's binding: a nightshift.yaml changed since is not obeyed (doctor says so)
@@ -250,8 +248,7 @@ async def _work_in_worktree(
     binding: Binding,
     repo: Repo,
 ) -> _Done:
-    """Run the runner in the task's worktree, count its commits, run the goal's check
-    (after an ok run), and remove the worktree however that went (never the branch)."""
+    """Run the task in its worktree, count commits, check, and remove the worktree."""
     argv, env, cwd = shared.in_worktree(worktree, branch)
     try:
         result = await run_command(
@@ -280,8 +277,7 @@ async def _work_in_worktree(
 def _recorded(
     running: rules.PlanItem, done: _Done, moved: bool
 ) -> tuple[rules.PlanItem, TurnOutcome | None]:
-    """The plan item as the task left it, and the turn's failure if it failed (its
-    runner did not end ok, or the base branch moved meanwhile)."""
+    """The plan item as the task left it, and the turn's failure if it failed."""
     result = done.result
     status = (
         rules.FAILED
@@ -314,8 +310,7 @@ def prompt_task(prompt: str) -> str:
 
 
 def _commit_leftovers(repo: Repo, worktree: Path, env: dict[str, str], task: str) -> None:
-    """Commit what a successful task left uncommitted in its worktree (an agent whose
-    sandbox cannot write the repository's git folder edits files; goalsui commits)."""
+    """Commit what an ok task left uncommitted (a sandboxed agent cannot; goalsui does)."""
     if repo.is_clean(worktree):
         return
     repo.git("add", "-A", cwd=worktree)

@@ -64,8 +64,7 @@ def nightshift_section(service: Service, goal_id: str, night: date, since: datet
 
 
 def nightshift_actions(service: Service, goal_id: str, night: date) -> list[str]:
-    """What the operator has to do about the night: branches waiting for approval, failed
-    checks, commits found outside a task's branch. Empty for a goal that is no nightshift."""
+    """What the operator must do about the night (approvals, failed checks, stray commits)."""
     try:
         binding = service.nightshift.binding_of(goal_id)
     except GoalsuiError as exc:

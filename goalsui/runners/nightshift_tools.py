@@ -43,9 +43,7 @@ def no_push_env() -> dict[str, str]:
 
 
 def nightshift_agent_options(agent: str, role: str, workdir: Path) -> AgentOptions:
-    """The options of ``agent`` (``claude`` or ``codex``) in ``role`` (``task`` or
-    ``commander``); ``workdir`` is the task's worktree, or the repository for the
-    commander. Another agent gets only the folder and the no-push environment."""
+    """``agent``'s options in ``role`` with ``workdir``; others get the folder and no-push env."""
     if role not in ROLES:
         raise ValueError(f"unknown nightshift role {role!r} (known: {', '.join(ROLES)})")
     workdir = Path(workdir)

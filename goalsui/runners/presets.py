@@ -131,8 +131,7 @@ CODEX_SHELL = "shell"
 
 
 def codex_user_servers(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Names of the MCP servers in the user's Codex config (``$CODEX_HOME/config.toml``,
-    else ``~/.codex/config.toml``), goalsui's own excepted; [] when there is none."""
+    """MCP servers of the user's Codex config but goalsui's own; [] when there is none."""
     env = os.environ if environ is None else environ
     home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else Path.home() / ".codex"
     try:
@@ -187,8 +186,7 @@ def preset_argv(
 
 
 def preset_env(agent: str | None, tools: TurnTools) -> dict[str, str]:
-    """Environment a turn's agent gets for its tools: the endpoint, and each CLI's own
-    wait-for-servers settings (a slow start delays the turn instead of emptying it)."""
+    """The agent's tool environment: the endpoint and the CLI's wait-for-servers settings."""
     env: dict[str, str] = {}
     if tools.http is not None:
         env[URL_ENV] = tools.http.url

@@ -141,8 +141,7 @@ def file_block(path: str, text: str, *, limit: int, about: str) -> str:
 def worker_instructions(
     ctx: WorkerContext, *, checklist: str | None = None, event: str | None = None
 ) -> list[PromptMessage]:
-    """A plain command's worker tick: the context block, the protocol, then the
-    worker's prompt as the final message (then the operator's heartbeat checklist)."""
+    """A plain command's tick: context, protocol, then the worker's prompt (and checklist)."""
     goal_dir = f"{ctx.kb_root.rstrip('/')}/{ctx.goal_id}"
     prompt_path = f"workers/{ctx.worker}/prompt.md"
     parts = [
@@ -285,8 +284,7 @@ def build_messages(ctx: TurnContext) -> list[PromptMessage]:
 
 
 def _recent_messages(ctx: TurnContext) -> str | None:
-    """The thread's last messages, fenced; the one this turn replies to is left out
-    (it comes last, as the instruction)."""
+    """The thread's last messages, fenced, less the one this turn replies to."""
     earlier = list(ctx.messages)
     if earlier and earlier[-1].role == "user" and earlier[-1].content == ctx.instruction:
         earlier.pop()

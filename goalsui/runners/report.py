@@ -125,8 +125,7 @@ def default_window(night: date, now: datetime, zone: ZoneInfo) -> tuple[datetime
 
 
 def report_instant(service: Service, run_id: int | None, now: datetime) -> datetime:
-    """The instant that picks the night of a report: the time its own run was due (a
-    reporter running late still reports the night it was due for), else ``now``."""
+    """The instant picking the report's night: its run's due time, else ``now``."""
     if run_id is None:
         return now
     try:
@@ -385,8 +384,7 @@ def compile_report(
     write: bool = True,
     to_now: bool = False,
 ) -> NightReport:
-    """Compile (and by default write) the report of ``goal_id`` on the night of ``night`` (its start
-    date; default: the night of the report's own run's due time, else of now)."""
+    """Compile (and write) ``goal_id``'s report of ``night`` (default: the due time's night)."""
     view = service.goals.get(goal_id)
     goal_dir = service.kb.goal_dir(goal_id)
     tz = tz or report_timezone(service, goal_id)
@@ -620,8 +618,7 @@ def build_report(
 
 
 def list_reports(service: Service, goal_id: str) -> list[ReportFile]:
-    """The goal's reports, one per night, oldest first (old files named by their morning
-    are listed under their night)."""
+    """The goal's reports, one per night, oldest first."""
     return [
         ReportFile(goal_id, r.night, r.path, r.size, r.legacy)
         for r in stored.stored_reports(service.kb.goal_dir(goal_id))

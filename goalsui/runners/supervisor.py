@@ -119,9 +119,7 @@ def _reap() -> None:
 
 
 def kill_tree(root: int, *, rounds: int = 50, reap: bool = False) -> int:
-    """SIGKILL every descendant of ``root`` until none is left; returns how many were hit. Repeats
-    up to ``rounds`` times: a process forked just before its parent died shows up in the next scan.
-    """
+    """SIGKILL ``root``'s descendants, rescanning up to ``rounds`` times; returns the count."""
     hit = 0
     for _ in range(rounds):
         pids = [pid for pid, _ in descendants(root)]

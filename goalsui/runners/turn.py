@@ -69,8 +69,7 @@ log = logging.getLogger("goalsui.runners")
 
 
 def resolve_runner(service: Service, intent: Intent) -> dict[str, Any]:
-    """The intent's own runner; for a thread intent in a worker's home thread (a follow-up
-    its turn scheduled) the worker's runner; else the KB default ({} when unset)."""
+    """The intent's runner, else its home worker's (a follow-up), else the KB default ({})."""
     if intent.runner:
         return dict(intent.runner)
     owner = _home_worker(service, intent)
@@ -116,8 +115,7 @@ def _find_event(service: Service, intent: Intent, run: IntentRun) -> Event | Non
 def assemble_prompt(
     service: Service, intent: Intent, event: Event | None, run: IntentRun | None = None
 ) -> str:
-    """The text for the runner's stdin (blocking: reads the database and, for a plain
-    command's worker tick, the worker's ``prompt.md`` and the goal's ``protocol.md``)."""
+    """The runner's stdin text (blocking: database and, for a plain tick, the KB files)."""
     config = service.config()
     kb_root = str(service.kb.root)
     if intent.goal_id and intent.worker:
@@ -261,8 +259,7 @@ async def run_turn(
     grace: float = DEFAULT_GRACE,
     on_spawn: Callable[[int], None] | None = None,
 ) -> TurnOutcome:
-    """Run one isolated turn for a claimed intent and deliver its result. A turn that failed for
-    lack of file descriptors says ``infrastructure=True``."""
+    """Run one isolated turn for a claimed intent; fd exhaustion: ``infrastructure=True``."""
     try:
         outcome = await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
     except asyncio.CancelledError:
@@ -347,9 +344,7 @@ async def _run_turn(
 
 
 async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -> TurnOutcome:
-    """The runner's argv, prompt, folder and environment, then the turn itself (inside
-    its tools when the runner speaks MCP); the outcome carries the prompt and the
-    (redacted) argv for the transcript."""
+    """Build the runner's call and run the turn (inside its tools when it speaks MCP)."""
     service, intent, run = turn.service, turn.intent, turn.run
     run_id = saved_id(run)  # the scheduler inserted the run before the turn
     if not spec.get("agent") and not spec.get("command"):

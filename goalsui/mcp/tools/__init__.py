@@ -63,8 +63,7 @@ def tool_message(text: str, kb_root: str | None = None) -> str:
 
 
 def served_tools(service: Service, scope: Scope) -> frozenset[str]:
-    """The tools a session is served: its scope's, less the goal-changing ones in a
-    session without a goal of its own or in a private thread."""
+    """The tools served: the scope's, less goal-changing ones without an own goal or in private."""
     tools = set(scope.tools)
     withheld = goal_changing_withheld(service, scope)
     if withheld:
@@ -89,8 +88,7 @@ def _private(service: Service, thread_id: int) -> bool:
 
 
 def not_served_message(service: Service, scope: Scope, name: str) -> str:
-    """The error for a call of a tool this session is not served: which capability
-    grants it, or why the session cannot have it."""
+    """The error for a tool not served: the capability that grants it, or why it cannot."""
     cap = capability_of(name)
     if cap is None or name not in ALL_TOOLS:
         return f"no tool {name!r} in goalsui (get_context lists the tools of this session)"
@@ -112,8 +110,7 @@ def not_served_message(service: Service, scope: Scope, name: str) -> str:
 
 
 def page(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], dict[str, Any]]:
-    """One page of ``items`` from ``cursor`` (an opaque offset) and the paging fields:
-    ``total``, ``truncated`` (more follow) and ``next_cursor`` (None at the end)."""
+    """One page of ``items`` from ``cursor``, with ``total``, ``truncated`` and ``next_cursor``."""
     if not 1 <= limit <= MAX_PAGE:
         raise ToolFailure(f"limit must be between 1 and {MAX_PAGE}")
     start = 0
@@ -153,8 +150,7 @@ class ToolContext:
         destructive: bool = False,
         idempotent: bool = False,
     ) -> Callable[[F], F]:
-        """Register the decorated function as a tool if the session is served its name. Service
-        errors become one-line tool errors; journal entries carry the run id and tool name."""
+        """Register the function as a tool if served; service errors become one-line errors."""
 
         def decorator(fn: F) -> F:
             name = fn.__name__

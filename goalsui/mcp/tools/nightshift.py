@@ -60,8 +60,7 @@ def register(ctx: ToolContext) -> None:
     svc, scope = ctx.service, ctx.scope
 
     def night_of(goal_id: str, night: str | None) -> Any:
-        """The night named, else the night the calling run was planned for (a late or
-        replayed commander still plans its own night), else tonight."""
+        """The night named, else the calling run's planned night, else tonight."""
         if night:
             return parse_night(night)
         planned = None
