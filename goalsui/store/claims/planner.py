@@ -317,7 +317,10 @@ def plan_completions(
     succeeded. The rows in ``rows`` are updated in place.
     """
     plan = CompletionPlan()
-    for c in map(clean_completion, items):
+    # More outcomes than JOURNAL_DETAIL_LIMIT make one journal line that quotes the first
+    # three (journal_rows): the others' lines need no text.
+    detailed = len(items) <= JOURNAL_DETAIL_LIMIT
+    for k, c in enumerate(map(clean_completion, items)):
         row = rows.get(c.intent_id)
         ours = row is not None and row["lease_owner"] == owner
         status = c.status
@@ -335,9 +338,12 @@ def plan_completions(
             row["lease_owner"], row["lease_until"] = None, None
         review = decision is not None and decision.needs_review
         plan.runs.append((c, status, review))
-        detail = f"run {c.run_id}: {status}" + (f" - {c.reason}" if c.reason else "")
-        plan.journal.append(("run finished", f"intent {c.intent_id}", detail))
-        if decision is not None:
+        if detailed or k < 3:
+            detail = f"run {c.run_id}: {status}" + (f" - {c.reason}" if c.reason else "")
+            plan.journal.append(("run finished", f"intent {c.intent_id}", detail))
+        else:
+            plan.journal.append(("run finished", "", ""))
+        if decision is not None and decision.journal:
             plan.journal.extend((a, f"intent {c.intent_id}", d) for a, d in decision.journal)
         plan.results.append(
             CompletionResult(
