@@ -77,6 +77,15 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json_text(data, default) + "\n")
 
 
+def answer(args: argparse.Namespace, data: Any, text: str) -> int:
+    """Print ``data`` as JSON with ``--json``, else ``text``; the exit code 0."""
+    if args.json:
+        print_json(data)
+    else:
+        print(text)
+    return 0
+
+
 def local(dt: datetime | None) -> str:
     """An instant for people: local time of this machine, minutes precision, with offset."""
     if dt is None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from goalsui.cli.common import (
     add_json,
+    answer,
     local,
     open_service,
     print_capability_warnings,
@@ -114,11 +115,7 @@ def cmd_goal_action(args: argparse.Namespace) -> int:
     elif action == "delete":
         view = service.goals.get(args.goal_id)
         service.goals.delete(args.goal_id)
-        if args.json:
-            print_json({"deleted": args.goal_id})
-        else:
-            print(f"deleted goal {args.goal_id}")
-        return 0
+        return answer(args, {"deleted": args.goal_id}, f"deleted goal {args.goal_id}")
     else:
         view = getattr(service.goals, action)(args.goal_id)
     if args.json:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     add_json,
+    answer,
     local,
     open_service,
     parse_id,
@@ -174,13 +175,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         active_hours=_active_hours(args.active_hours, args.tz or "UTC"),
     )
     intent = open_service(args).intents.create(spec)
-    if args.json:
-        print_json(intent_json(intent.record()))
-    else:
-        print(
-            f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}"
-        )
-    return 0
+    return answer(
+        args,
+        intent_json(intent.record()),
+        f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}",
+    )
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -239,11 +238,11 @@ def cmd_action(args: argparse.Namespace) -> int:
         "retry": service.intents.retry,
     }[action]
     intent = method(intent_id)
-    if args.json:
-        print_json(intent_json(intent.record()))
-    else:
-        print(f"intent {intent.id}: {intent.status}, next {local(intent.next_run_at)}")
-    return 0
+    return answer(
+        args,
+        intent_json(intent.record()),
+        f"intent {intent.id}: {intent.status}, next {local(intent.next_run_at)}",
+    )
 
 
 def _runs_table(runs: list[RunRecord]) -> str:
@@ -302,11 +301,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
         intent_id=parse_id(args.intent, "intent") if args.intent else None,
         limit=args.limit,
     )
-    if args.json:
-        print_json([run_json(r.record()) for r in runs])
-    else:
-        print(_runs_table([r.record() for r in runs]) if runs else "no runs")
-    return 0
+    return answer(
+        args,
+        [run_json(r.record()) for r in runs],
+        _runs_table([r.record() for r in runs]) if runs else "no runs",
+    )
 
 
 def _decide_review(args: argparse.Namespace) -> int:
@@ -326,13 +325,11 @@ def _decide_review(args: argparse.Namespace) -> int:
             f"run {run_id}: dismissed, intent {intent.id} {intent.status}, "
             f"next {local(intent.next_run_at)}"
         )
-    if args.json:
-        print_json(
-            {"run_id": run_id, "decision": args.verb, "intent": intent_json(intent.record())}
-        )
-    else:
-        print(done)
-    return 0
+    return answer(
+        args,
+        {"run_id": run_id, "decision": args.verb, "intent": intent_json(intent.record())},
+        done,
+    )
 
 
 def _stop_run(args: argparse.Namespace) -> int:
@@ -343,14 +340,12 @@ def _stop_run(args: argparse.Namespace) -> int:
         raise ValidationError("runs stop needs a run id")
     run_id = parse_id(args.run_id, "run")
     run = open_service(args).runs.stop(run_id)
-    if args.json:
-        print_json(run_json(run.record()))
-    else:
-        print(
-            f"run {run.id}: stop requested; the scheduler running it stops it "
-            "(SIGTERM, then SIGKILL) and the schedule goes on"
-        )
-    return 0
+    return answer(
+        args,
+        run_json(run.record()),
+        f"run {run.id}: stop requested; the scheduler running it stops it "
+        "(SIGTERM, then SIGKILL) and the schedule goes on",
+    )
 
 
 def _show_run(args: argparse.Namespace) -> int:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from goalsui.cli.common import add_json, local, open_service, print_json, read_text_arg, table
+from goalsui.cli.common import (
+    add_json,
+    answer,
+    local,
+    open_service,
+    print_json,
+    read_text_arg,
+    table,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,8 +76,8 @@ def cmd_write(args: argparse.Namespace) -> int:
     service = open_service(args, sync=False)
     path = service.agents.kb_write(args.goal, args.path, text)
     rel = "/".join(service.agents.tree(args.goal).parts(path))
-    if args.json:
-        print_json({"goal": args.goal, "path": rel, "bytes": len(text.encode("utf-8"))})
-    else:
-        print(f"wrote {args.goal}/{rel} ({len(text.encode('utf-8'))} bytes)")
-    return 0
+    return answer(
+        args,
+        {"goal": args.goal, "path": rel, "bytes": len(text.encode("utf-8"))},
+        f"wrote {args.goal}/{rel} ({len(text.encode('utf-8'))} bytes)",
+    )

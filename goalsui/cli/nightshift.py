@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from goalsui.cli.common import add_json, open_service, print_json, table
+from goalsui.cli.common import add_json, answer, open_service, print_json, table
 from goalsui.domain.nightshift import parse_night
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
@@ -119,11 +119,11 @@ def cmd_init(args: argparse.Namespace) -> int:
             name=args.name,
             check=check,
         )
-    if args.json:
-        print_json(view.as_json())
-    else:
-        print(f"created nightshift goal {view.goal_id} ({len(view.workers)} workers)")
-    return 0
+    return answer(
+        args,
+        view.as_json(),
+        f"created nightshift goal {view.goal_id} ({len(view.workers)} workers)",
+    )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -209,11 +209,7 @@ def cmd_branch_action(args: argparse.Namespace) -> int:
             message = service.nightshift.approve(goal_id, args.branch, sha=args.sha)
         else:
             message = service.nightshift.reject(goal_id, args.branch)
-    if args.json:
-        print_json({"branch": args.branch, "action": args.action, "message": message})
-    else:
-        print(message)
-    return 0
+    return answer(args, {"branch": args.branch, "action": args.action, "message": message}, message)
 
 
 def cmd_trust(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     add_json,
+    answer,
     local,
     open_service,
     parse_id,
@@ -88,11 +89,11 @@ def cmd_thread_new(args: argparse.Namespace) -> int:
 
     service = open_service(args)
     thread = service.threads.create(args.title, private=args.private)
-    if args.json:
-        print_json(thread_json(thread.record()))
-    else:
-        print(f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""))
-    return 0
+    return answer(
+        args,
+        thread_json(thread.record()),
+        f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""),
+    )
 
 
 def cmd_thread_list(args: argparse.Namespace) -> int:
@@ -227,11 +228,7 @@ def cmd_todo_add(args: argparse.Namespace) -> int:
 
     service = open_service(args)
     todo = service.todos.add(parse_id(args.thread_id, "thread"), args.text)
-    if args.json:
-        print_json(todo_json(todo.record()))
-    else:
-        print(f"todo {todo.id} added")
-    return 0
+    return answer(args, todo_json(todo.record()), f"todo {todo.id} added")
 
 
 def cmd_todo_set(args: argparse.Namespace) -> int:
@@ -243,11 +240,9 @@ def cmd_todo_set(args: argparse.Namespace) -> int:
     todo = (service.todos.complete if args.action == "done" else service.todos.reopen)(
         thread_id, item
     )
-    if args.json:
-        print_json(todo_json(todo.record()))
-    else:
-        print(f"todo {todo.id} {'done' if todo.done else 'reopened'}")
-    return 0
+    return answer(
+        args, todo_json(todo.record()), f"todo {todo.id} {'done' if todo.done else 'reopened'}"
+    )
 
 
 def cmd_todo_import(args: argparse.Namespace) -> int:
@@ -257,8 +252,4 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
     todos = service.todos.import_checklist(
         parse_id(args.thread_id, "thread"), read_text_arg(args.source)
     )
-    if args.json:
-        print_json([todo_json(t.record()) for t in todos])
-    else:
-        print(f"{len(todos)} todos imported")
-    return 0
+    return answer(args, [todo_json(t.record()) for t in todos], f"{len(todos)} todos imported")

@@ -8,7 +8,14 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import add_json, local, open_service, print_capability_warnings, print_json
+from goalsui.cli.common import (
+    add_json,
+    answer,
+    local,
+    open_service,
+    print_capability_warnings,
+    print_json,
+)
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
@@ -104,17 +111,17 @@ def cmd_action(args: argparse.Namespace) -> int:
         return 0
     if args.action == "remove":
         service.authoring.remove_worker(args.goal_id, args.worker)
-        if args.json:
-            print_json({"removed": f"{args.goal_id}/{args.worker}"})
-        else:
-            print(f"removed worker {args.worker} of {args.goal_id}")
-        return 0
+        return answer(
+            args,
+            {"removed": f"{args.goal_id}/{args.worker}"},
+            f"removed worker {args.worker} of {args.goal_id}",
+        )
     intent = getattr(service.authoring, f"{args.action}_worker")(args.goal_id, args.worker)
-    if args.json:
-        print_json(intent_json(intent.record()))
-    else:
-        print(f"worker {args.worker} of {args.goal_id}: {intent.status}")
-    return 0
+    return answer(
+        args,
+        intent_json(intent.record()),
+        f"worker {args.worker} of {args.goal_id}: {intent.status}",
+    )
 
 
 def _show_turn(service: Service, args: argparse.Namespace) -> int:
@@ -151,11 +158,11 @@ def cmd_run_now(args: argparse.Namespace) -> int:
     ticket = service.workers.run_now_ticket(args.goal_id, args.worker)
     intent = ticket.intent
     if not wait:
-        if args.json:
-            print_json(intent_json(intent.record()))
-        else:
-            print(f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})")
-        return 0
+        return answer(
+            args,
+            intent_json(intent.record()),
+            f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})",
+        )
     if args.here:
         import asyncio
 
