@@ -1,6 +1,5 @@
-"""The demo's stand-in for an agent CLI on the nightshift: real git, no model. A commander plans
-``backlog.md`` lines with ``goalsui nightshift plan add``; a task worker commits a ``TODO.md`` on
-its branch."""
+"""The demo's stand-in for an agent CLI on the nightshift (real git, no model): it plans
+``backlog.md`` lines, or commits a ``TODO.md`` on its branch."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``goalsui bench mcp``: how fast an agent gets goalsui's tools, and how big they are. The default
-path (the scheduler's ToolHost over Streamable HTTP; target 0.3 s to tools listed), stdio cold,
-``mcp-server-time`` as a reference and the tools/list size; medians after one unmeasured run."""
+"""``goalsui bench mcp``: how fast an agent gets goalsui's tools over HTTP (target 0.3 s) and stdio,
+beside ``mcp-server-time``, and their size."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A turn's overhead with each agent preset, beside a trivial command (``bench mcp``). Point the
-agent CLIs at ``tests/model_server.py`` to measure goalsui's overhead, not a model's latency; a
-preset not on ``PATH`` is reported missing."""
+"""A turn's overhead with each agent preset beside a trivial command; point the CLIs at
+``tests/model_server.py`` to leave a model's latency out."""
 
 from __future__ import annotations
 

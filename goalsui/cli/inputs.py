@@ -1,6 +1,5 @@
-"""Every file or stdin input of the command line is read with a size bound. At most ``limit`` bytes
-are read (``@/dev/zero`` is one line on stderr, exit 1), and only from regular files, pipes and
-terminals."""
+"""Every file or stdin input is read with a size bound (``@/dev/zero`` is one line on stderr), from
+regular files, pipes and terminals only."""
 
 from __future__ import annotations
 

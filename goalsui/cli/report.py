@@ -1,6 +1,5 @@
-"""``goalsui report [GOAL] [--date YYYY-MM-DD] [--write]``: the morning reports, read-only by
-default. ``--date`` names a night by its start date: the report read on the 4th is ``--date`` of the
-3rd."""
+"""``goalsui report [GOAL] [--date YYYY-MM-DD] [--write]``, read-only by default; ``--date`` is the
+night's start (read on the 4th: the 3rd)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``goalsui serve``: the console in a browser, through textual-serve. Served consoles only watch;
-one ``goalsui daemon`` (single-instance lock) runs the scheduler. It binds 127.0.0.1 unless
-``--host``, another address only with ``GOALSUI_SERVE_TOKEN`` set."""
+"""``goalsui serve``: watching consoles in a browser beside one ``goalsui daemon``; not on another
+address than 127.0.0.1 without ``GOALSUI_SERVE_TOKEN``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A token on every request to ``goalsui serve`` (textual-serve has no authentication). The token
-(``GOALSUI_SERVE_TOKEN``, or made and printed once) comes as ``?token=``, a Bearer header or the
-cookie, compared in constant time; the port is bounded first (:mod:`goalsui.ops.listen`)."""
+"""A token on every request to ``goalsui serve`` (``?token=``, Bearer or cookie; compared in
+constant time), on a port bounded by :mod:`goalsui.ops.listen`."""
 
 from __future__ import annotations
 

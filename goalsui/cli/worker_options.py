@@ -1,6 +1,5 @@
-"""The worker options shared by ``goal create`` and ``worker add``. Options after ``--worker NAME``
-are that worker's; ``--worker NAME=CRON`` still works and a ``--tz`` before any worker is every
-worker's default."""
+"""Worker options of ``goal create`` and ``worker add``: those after ``--worker NAME`` are its; a
+``--tz`` before any is every worker's default."""
 
 from __future__ import annotations
 

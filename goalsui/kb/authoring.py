@@ -1,6 +1,5 @@
-"""Authored goal files: the templates a new goal starts from, and the bound on its state. Templates
-in ``goalsui/kb/templates/`` use ``$name`` placeholders: operator text is substituted once, never
-expanded again."""
+"""A new goal's templates (``$name`` placeholders: operator text is substituted once, never expanded
+again) and the bound on a goal's state."""
 
 from __future__ import annotations
 

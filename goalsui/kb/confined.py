@@ -1,6 +1,5 @@
-"""File access confined to one goal tree: the verbs an agent and ``goalsui kb`` share. Refused:
-absolute paths, ``..``, symlinks out of the tree, non-regular files and rewrites of the append-only
-``log/``. Writes are atomic and go through in-tree symlinks."""
+"""File access confined to one goal tree (agents and ``goalsui kb``): no escape by path or symlink,
+no non-regular file, ``log/`` append-only; atomic writes."""
 
 from __future__ import annotations
 

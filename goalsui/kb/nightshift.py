@@ -1,6 +1,5 @@
-"""A nightshift goal's files: its binding to a repository and its plan in ``state.yaml``.
-``nightshift.yaml`` holds ``repo``, ``base`` and an optional ``check`` (docs/nightshift.md); a plan
-change is a locked, atomic read-modify-write of ``state.yaml`` that keeps the human's comments."""
+"""A nightshift goal's binding (``nightshift.yaml``: repo, base, check) and its plan in
+``state.yaml``, changed by locked, atomic, comment-keeping writes."""
 
 from __future__ import annotations
 

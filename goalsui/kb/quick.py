@@ -1,6 +1,5 @@
-"""A quick read of the KB's goal folders, for the console's first frame. Plain scalars are picked
-out of each ``definition.yaml`` (the strict parse is the fallback), without validation; it fills the
-service's own views so both show the same."""
+"""A quick read of the goal folders for the console's first frame: plain scalars of each
+``definition.yaml``, no validation, into the service's own views."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Open KB files only when they are regular files, without ever blocking. A FIFO, device or socket
-would block ``open``/``read`` for ever, so the path is ``stat``-ed, opened with ``O_NONBLOCK`` and
-``fstat``-ed before a byte is read; anything but a regular file is a KBError."""
+"""Open KB files only when regular, never blocking: ``stat``, ``O_NONBLOCK`` open, ``fstat`` before
+a byte is read (a FIFO would block for ever)."""
 
 from __future__ import annotations
 

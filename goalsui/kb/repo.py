@@ -1,6 +1,5 @@
-"""Git operations on the repository a nightshift goal works on, each a fixed argv. Every call runs
-with ``protocol.allow=never`` (no fetch, clone or push, whatever a remote says) and no credential
-prompts."""
+"""Git operations on a nightshift's repository, each a fixed argv run with ``protocol.allow=never``
+(no fetch, clone or push) and no credential prompts."""
 
 from __future__ import annotations
 

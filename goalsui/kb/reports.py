@@ -1,6 +1,5 @@
-"""A goal's stored morning reports: ``reports/<night>.md``, and the files named the old way. Reports
-and snapshots are named by their night; older files named by their morning are recognised by their
-heading and renamed before a new report is written."""
+"""A goal's morning reports, ``reports/<night>.md``; old files named by their morning are recognised
+by their heading and renamed to their night."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Live KB watching with watchfiles: batches of classified changes for the console. It watches
-directories (a watched file is lost after its first atomic replace) with a 50 ms step (25 ms cost an
-idle console a quarter of a percent of a core)."""
+"""Live KB watching with watchfiles: classified change batches for the console. Directories are
+watched (a watched file is lost after an atomic replace)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Adding and removing one worker of an existing goal, whole or not at all. A worker is written in a
-hidden staging folder, validated, then renamed into place (a removed one is renamed aside first):
-readers never see half a worker."""
+"""Adding and removing a worker whole or not at all: written in a hidden staging folder, validated,
+renamed into place (renamed aside to remove)."""
 
 from __future__ import annotations
 

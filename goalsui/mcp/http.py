@@ -1,6 +1,5 @@
-"""goalsui's tool server over MCP Streamable HTTP, served by the scheduler itself. One 127.0.0.1
-listener per scheduler; a live run is reached with its own 256-bit bearer token (never logged or
-stored), any other request gets 401 first. See docs/agents.md, "How a turn gets its tools"."""
+"""The tool server over MCP Streamable HTTP in the scheduler: one 127.0.0.1 listener, a 256-bit
+bearer token per live run (docs/agents.md, "How a turn gets its tools")."""
 
 from __future__ import annotations
 

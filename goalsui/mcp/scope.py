@@ -1,6 +1,5 @@
-"""Who is calling the tool server and what it may touch. It is checked again at every call (the run
-must still be running, so a leaked config dies with the run); a worker may always read its
-``prompt.md`` and the goal's ``protocol.md``."""
+"""Who is calling the tool server and what it may touch, checked at every call (a leaked config dies
+with its run)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``/metrics``, ``/healthz`` and ``/readyz`` over aiohttp, in the daemon's event loop.
-``/healthz``: liveness; ``/readyz``: 200 only while a fresh database connection answers and the
-scheduler runs, not degraded, and ticked within ``max_quiet``; ``/metrics``: Prometheus text."""
+"""``/metrics``, ``/healthz`` (liveness) and ``/readyz`` (a fresh database answer and a running,
+ticking scheduler) over aiohttp in the daemon's loop."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Listening ports that idle, slow or numerous clients cannot use to starve the process. Before any
-request is read: :class:`ConnectionCap` (at most ``max_connections``), a header timeout against
-slow-loris clients, :func:`guard_accept_errors` (EMFILE never stops the loop) and :class:`QuietLog`
-(refusals logged once per interval)."""
+"""Ports that idle, slow or numerous clients cannot starve: a connection cap, a header timeout,
+accept() errors survived, refusals logged once an interval."""
 
 from __future__ import annotations
 

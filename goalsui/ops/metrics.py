@@ -1,6 +1,5 @@
-"""Prometheus metrics computed from the database at scrape time. A registry of its own reads
-aggregate queries per scrape; counters are totals over the kept run history, so a prune can lower
-them (a counter reset)."""
+"""Prometheus metrics read from the database per scrape, in a registry of its own; a prune can lower
+a counter (a reset)."""
 
 from __future__ import annotations
 

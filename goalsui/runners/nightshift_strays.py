@@ -1,7 +1,5 @@
-"""After a nightshift task: nothing outside the task's own branch may have moved. A ref moved only
-by this task's commits (its own committer address) goes to
-``nightshift/<night>/review-<worker>-<ref>`` and is put back; anything else is flagged, never
-touched (docs/nightshift.md)."""
+"""After a nightshift task, refs it moved go to ``nightshift/<night>/review-<worker>-<ref>`` and
+back; others' are only flagged (docs/nightshift.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a nightshift agent may touch: its own worktree (a task) or the repository, read only (the
-commander). The roles are in docs/nightshift.md; every role's git runs with
-``protocol.allow=never``, so a push fails even where the CLI's own rule would not catch it."""
+"""What a nightshift agent may touch: its worktree (task) or the repository read-only (commander);
+git transports are off for every role (docs/nightshift.md)."""
 
 from __future__ import annotations
 

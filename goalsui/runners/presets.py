@@ -1,7 +1,5 @@
-"""Agent CLI presets: ``runner: {agent: claude}`` becomes an argv wired to goalsui's tools.
-Placeholders: ``{mcp_config}`` (a per-run 0600 JSON file naming the HTTP endpoint),
-``{mcp_stdio_config}`` (the same with a stdio entry), ``{run_id}``; docs/agents.md lists each flag.
-"""
+"""Agent CLI presets wired to goalsui's tools; argv placeholders ``{mcp_config}``,
+``{mcp_stdio_config}``, ``{run_id}`` (docs/agents.md lists each flag)."""
 
 from __future__ import annotations
 

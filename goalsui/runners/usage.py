@@ -1,6 +1,5 @@
-"""What a turn cost, read from the agent's machine-readable output. The shapes (Claude Code, Codex,
-a ``goalsui_usage`` line) are in docs/operations.md, "Usage: what a run cost"; a missing or
-malformed field is unknown (None), never zero."""
+"""What a turn cost, from the agent's output (shapes: docs/operations.md, "Usage: what a run cost");
+a missing or malformed field is None, never zero."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The tool server's tools, one module per group, and what they share; the server adds those in
-scope (:func:`goalsui.mcp.server.register_all`). ``openWorldHint`` is always false; errors are one
-line and never show the KB's absolute location."""
+"""The tool server's tools, one module per group, and what they share (``openWorldHint`` always
+false; one-line errors without the KB's location)."""
 
 from __future__ import annotations
 
