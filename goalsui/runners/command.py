@@ -35,8 +35,6 @@ _PARTIAL_LIMIT = 4096  # a line longer than this is written before its newline a
 _PIPE_DRAIN_AFTER_EXIT = 1.0  # seconds to wait for pipes after the program exited
 _LEFTOVER_GRACE = 1.0  # seconds a finished run's leftover processes get after SIGTERM
 
-log = logging.getLogger("goalsui.runners")
-
 
 @dataclass(frozen=True)
 class CommandResult:
