@@ -163,12 +163,9 @@ def cmd_run_now(args: argparse.Namespace) -> int:
             intent_json(intent.record()),
             f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})",
         )
-    if args.here:
-        import asyncio
+    import asyncio
 
-        run = asyncio.run(_run_here(service, ticket, args.timeout))
-    else:
-        run = _wait_for_run(service, ticket, args.timeout)
+    run = asyncio.run(_await_run(service, ticket, args.timeout, here=args.here))
     if run is None:
         raise ValidationError(
             f"the run of intent {intent.id} did not finish within {args.timeout:g}s "
@@ -189,39 +186,28 @@ def _report_run(args: argparse.Namespace, run: Any) -> int:
 
 
 def _finished(service: Service, ticket: Any) -> Any:
-
     run = service.workers.ticket_run(ticket)
     return run if run is not None and run.status != RunStatus.RUNNING else None
 
 
-def _wait_for_run(service: Service, ticket: Any, timeout: float) -> Any:
-    """Poll for the ticket's run until it has finished (None: not within ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = _finished(service, ticket)
-        if run is not None:
-            return run
-        time.sleep(0.1)
-    return None
-
-
-async def _run_here(service: Service, ticket: Any, timeout: float) -> Any:
-    """A registered scheduler in this process until the ticket's run has finished."""
+async def _await_run(service: Service, ticket: Any, timeout: float, *, here: bool) -> Any:
+    """The ticket's finished run (None: not within ``timeout``); with ``here``, a registered
+    scheduler runs in this process meanwhile."""
     import asyncio
+    import contextlib
 
     from goalsui.scheduler.loop import Scheduler
 
-    scheduler = Scheduler(service)
-    await scheduler.start()
-    registration = service.schedulers.register("run-now", scheduler.owner)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        if here:
+            scheduler = Scheduler(service)
+            await scheduler.start()
+            stack.push_async_callback(scheduler.stop)
+            stack.callback(service.schedulers.register("run-now", scheduler.owner).close)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run = await asyncio.to_thread(_finished, service, ticket)
             if run is not None:
                 return run
             await asyncio.sleep(0.1)
-        return None
-    finally:
-        registration.close()
-        await scheduler.stop()
+    return None
