@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING
 
-from goalsui.cli.common import add_json, kb_path, print_json
+from goalsui.cli.common import add_json, db_settings, kb_path, print_json
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -30,8 +29,7 @@ def _service(args: argparse.Namespace) -> Service:
     """A service that does NOT check the schema on open (that is what we are here for)."""
     from goalsui.service import Service
 
-    db = args.db or os.environ.get("GOALSUI_DB")
-    state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
+    db, state = db_settings(args)
     try:
         return Service(kb_path(args), db, state)
     except OSError as exc:
