@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 DEMO_FILE = "demo_records.yaml"
 NIGHTSHIFT = "nightshift-"
-#: A night of the sample nightshift runs in a few seconds; this bounds a stuck one.
-NIGHT_TIMEOUT_S = 120.0
 
 
 def load_demo_records(service: Service, path: Path | None = None) -> dict[str, int]:

@@ -75,10 +75,3 @@ def safe_join(root: Path, *parts: str) -> Path:
     if not is_within(resolved, root_resolved):
         raise ValidationError(f"path leads outside the KB: {'/'.join(rel_parts)!r}")
     return candidate
-
-
-def relative_display(path: Path, root: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path(root).resolve()))
-    except ValueError:
-        return str(path)

@@ -226,10 +226,6 @@ def expand_placeholders(
     return out
 
 
-def needs_config(argv: Sequence[str]) -> bool:
-    return any(MCP_CONFIG in arg or MCP_STDIO_CONFIG in arg for arg in argv)
-
-
 def config_placeholders(argv: Sequence[str]) -> list[str]:
     """The config placeholders ``argv`` uses, in a fixed order."""
     return [p for p in (MCP_CONFIG, MCP_STDIO_CONFIG) if any(p in arg for arg in argv)]
