@@ -35,6 +35,7 @@ from goalsui.tui.messages import (
     DashboardShown,
     DisplayFrozen,
     MainMounted,
+    RefreshWanted,
     ShowGoal,
     Tick,
 )
@@ -198,7 +199,6 @@ class GoalsApp(ConsoleBase):
         return super().alive and isinstance(self.screen_stack[0], MainScreen)
 
     def on_mount(self) -> None:
-        self.feed.attach()
         if not self.is_headless:  # SIGHUP (terminal closed) and SIGTERM quit cleanly
             from goalsui.tui.signals import trap_stop_signals
 
@@ -209,6 +209,9 @@ class GoalsApp(ConsoleBase):
         # comes first, so the age the tick shows is steady instead of flipping with phases
         self.set_interval(TICK_S, self._poll_and_tick)
         self.startup.app_mounted()
+
+    def on_refresh_wanted(self, message: RefreshWanted) -> None:
+        self.feed.schedule(message.delay)
 
     def on_main_mounted(self, message: MainMounted) -> None:
         self.startup.main_mounted()

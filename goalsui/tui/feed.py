@@ -12,8 +12,6 @@ the records' fingerprint once a second (changes by other processes), ``ctrl+r``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -22,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from textual.timer import Timer
 
 from goalsui.tui.idle import StampGate
-from goalsui.tui.messages import DashboardReady, PlanReady
+from goalsui.tui.messages import DashboardReady, PlanReady, RefreshWanted
 from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
 from goalsui.tui.widgets.timeline import DEFAULT_SPAN
 
@@ -50,8 +48,6 @@ class DashboardFeed:
         self.loading = False
         self.dirty = False
         self.refresh_timer: Timer | None = None
-        self._ui_loop: asyncio.AbstractEventLoop | None = None
-        self._ui_context = contextvars.Context()
         self._token_seen: tuple[Any, ...] | None = None
         self._last_checked: datetime | None = None  # app clock: fixed in tests
         self._stamp_gate = StampGate()
@@ -59,30 +55,15 @@ class DashboardFeed:
         self._plan_at = 0.0
         self._plan_timer: Timer | None = None
 
-    def attach(self) -> None:
-        """On the UI loop (the app's mount): thread-safe refresh requests may come."""
-        self._ui_loop = asyncio.get_running_loop()
-        self._ui_context = contextvars.copy_context()  # the app's: timers need it
-
     # -- reading the records -----------------------------------------------------------------
     def on_service_change(self, what: str) -> None:
         """Service listener: any thread. Schedules one coalesced reload."""
         self.request_refresh()
 
     def request_refresh(self, delay: float = COALESCE_S) -> None:
-        """Thread-safe: reload the dashboard soon (bursts become one reload)."""
-        loop = self._ui_loop
-        if loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self.schedule(delay)
-        else:
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(self.schedule, delay, context=self._ui_context)
+        """Any thread: reload the dashboard soon (bursts become one reload); the app
+        schedules it on its loop when the message arrives."""
+        self.app.post_message(RefreshWanted(delay))
 
     def schedule(self, delay: float = COALESCE_S) -> None:
         """On the UI loop: read the records after ``delay`` (once, however often asked)."""

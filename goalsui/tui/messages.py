@@ -90,3 +90,12 @@ class ShowGoal(Message, bubble=False):
     def __init__(self, goal_id: str) -> None:
         super().__init__()
         self.goal_id = goal_id
+
+
+class RefreshWanted(Message, bubble=False):
+    """Read the records again after ``delay`` (posted from any thread: a service or
+    scheduler event); the app schedules the read on its loop."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
