@@ -17,7 +17,6 @@ from typing import Any
 
 from goalsui.domain import capabilities
 from goalsui.domain.agents import AGENTS  # re-exported for callers
-from goalsui.runners.base import Usage
 
 SERVER_NAME = "goalsui"
 MCP_CONFIG = "{mcp_config}"
@@ -246,58 +245,3 @@ def write_mcp_config(folder: Path, name: str, document: Mapping[str, Any]) -> Pa
 def remove_mcp_config(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _claude_output(stdout: str) -> tuple[str, Usage] | None:
-    data = json.loads(stdout)
-    if not isinstance(data, dict) or "result" not in data:
-        return None
-    raw_usage = data.get("usage")
-    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-    cost = data.get("total_cost_usd")
-    model_usage = data.get("modelUsage")
-    model = next(iter(model_usage), None) if isinstance(model_usage, dict) else None
-    return str(data["result"] or ""), Usage(
-        tokens_in=_int(usage.get("input_tokens")),
-        tokens_out=_int(usage.get("output_tokens")),
-        cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        model=model,
-    )
-
-
-def _codex_output(stdout: str) -> tuple[str, Usage] | None:
-    text, tokens_in, tokens_out = None, None, None
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        item = event.get("item")
-        if isinstance(item, dict) and item.get("type") == "agent_message":
-            text = str(item.get("text") or "")
-        usage = event.get("usage")
-        if event.get("type") == "turn.completed" and isinstance(usage, dict):
-            tokens_in = _int(usage.get("input_tokens"))
-            tokens_out = _int(usage.get("output_tokens"))
-    if text is None:
-        return None
-    return text, Usage(tokens_in=tokens_in, tokens_out=tokens_out)
-
-
-def parse_agent_output(agent: str | None, stdout: str) -> tuple[str, Usage | None]:
-    """A preset's answer text and usage from its JSON output; other output as it is."""
-    parsers = {"claude": _claude_output, "codex": _codex_output}
-    parser = parsers.get(agent or "")
-    if parser is None:
-        return stdout, None
-    try:
-        parsed = parser(stdout)
-    except (ValueError, TypeError):
-        parsed = None
-    return parsed if parsed is not None else (stdout, None)

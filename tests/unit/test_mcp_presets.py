@@ -19,13 +19,13 @@ from goalsui.runners.presets import (
     ToolEndpoint,
     TurnTools,
     expand_placeholders,
-    parse_agent_output,
     preset_argv,
     preset_env,
     remove_mcp_config,
     runner_argv,
     write_mcp_config,
 )
+from goalsui.runners.usage import ParsedOutput, parse_output
 from goalsui.service import Service
 
 LAUNCH = McpLaunch(
@@ -140,7 +140,8 @@ def test_agent_output_is_parsed_into_the_answer_and_its_usage() -> None:
             "modelUsage": {"claude-sonnet-4": {}},
         }
     )
-    text, usage = parse_agent_output("claude", claude)
+    parsed = parse_output(claude)
+    text, usage = parsed.text, parsed.usage
     assert text == "two todos ticked"
     assert usage is not None and (usage.tokens_in, usage.tokens_out, usage.cost_usd) == (
         900,
@@ -155,10 +156,10 @@ def test_agent_output_is_parsed_into_the_answer_and_its_usage() -> None:
             {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 3}},
         )
     )
-    text, usage = parse_agent_output("codex", codex)
-    assert text == "done" and usage is not None and usage.tokens_in == 10
-    assert parse_agent_output("claude", "not json at all") == ("not json at all", None)
-    assert parse_agent_output(None, '{"result": "x"}') == ('{"result": "x"}', None)
+    parsed = parse_output(codex)
+    assert parsed.text == "done" and parsed.usage is not None and parsed.usage.tokens_in == 10
+    assert parse_output("not json at all") == ParsedOutput(None, "not json at all")
+    assert parse_output('{"result": "x"}') == ParsedOutput(None, '{"result": "x"}')
 
 
 def test_secrets_never_reach_a_stored_argv() -> None:
@@ -219,7 +220,9 @@ def test_capabilities_select_tools_and_unknown_ones_are_kb_errors() -> None:
 
 def test_doctor_reports_an_unknown_capability(sample_kb: Path, make_service) -> None:
     definition = sample_kb / "demo-pulse-05c0f5ca" / "workers" / "pulse" / "definition.yaml"
-    definition.write_text(definition.read_text().replace("capabilities: []", "capabilities: [teleport]"))
+    definition.write_text(
+        definition.read_text().replace("capabilities: []", "capabilities: [teleport]")
+    )
     service: Service = make_service(sample_kb)
     problems = [p for p in service.index.doctor() if "teleport" in p.message]
     assert problems and problems[0].path.endswith("pulse/definition.yaml") and problems[0].line
@@ -244,5 +247,5 @@ def test_the_goose_preset_adds_the_server_as_a_stdio_extension() -> None:
         "GOALSUI_DB=sqlite:////tmp/a b/x.db",
         "/opt/my python/bin/python3", "-m", "goalsui", "mcp", "--run", "7",
     ]  # fmt: skip
-    text, usage = parse_agent_output("goose", "Done: scheduled the follow-up.\n")
-    assert (text, usage) == ("Done: scheduled the follow-up.\n", None)  # usage unknown
+    done = "Done: scheduled the follow-up.\n"
+    assert parse_output(done) == ParsedOutput(None, done)  # usage unknown
