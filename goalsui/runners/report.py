@@ -609,14 +609,6 @@ def _summary_text(night: _Night) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_report(
-    service: Service, goal_id: str, night: date | None, now: datetime | None = None
-) -> tuple[Path, str]:
-    """Compile and write ``reports/<night>.md`` of ``goal_id``; returns its path and text."""
-    report = compile_report(service, goal_id, night, now)
-    return report.path, report.markdown
-
-
 def list_reports(service: Service, goal_id: str) -> list[ReportFile]:
     """The goal's reports, one per night, oldest first."""
     return [

@@ -14,7 +14,7 @@ import pytest
 from goalsui.cli import main
 from goalsui.domain.nightshift import night_of, night_window
 from goalsui.kb.layout import WorkerSeed
-from goalsui.runners.report import build_report, compile_report, list_reports
+from goalsui.runners.report import compile_report, list_reports
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
 from goalsui.store.models import Intent, IntentRun
@@ -221,7 +221,7 @@ async def test_window_is_a_parameter(svc: Service, night) -> None:
 
 async def test_snapshots_and_diff_between_reports(svc: Service, night, clock) -> None:
     goal_dir = svc.kb.goal_dir(night["goal"])
-    path, first = build_report(svc, night["goal"], date(2026, 12, 2), MORNING)
+    first = compile_report(svc, night["goal"], date(2026, 12, 2), MORNING).markdown
     assert "No earlier snapshot" in first
     assert (goal_dir / "reports" / ".snapshots" / "2026-12-02" / "protocol.md").read_text() == (
         goal_dir / "protocol.md"
@@ -229,12 +229,16 @@ async def test_snapshots_and_diff_between_reports(svc: Service, night, clock) ->
     (goal_dir / "protocol.md").write_text(
         (goal_dir / "protocol.md").read_text() + "\n## KPI\n- new rule: ticks under 1m\n"
     )
-    _, second = build_report(svc, night["goal"], date(2026, 12, 3), MORNING + timedelta(days=1))
+    second = compile_report(
+        svc, night["goal"], date(2026, 12, 3), MORNING + timedelta(days=1)
+    ).markdown
     assert "`protocol.md`: +3 −0 lines since the report of the night of 2026-12-02" in second
     assert "+- new rule: ticks under 1m" in second
     assert "`state.yaml`: unchanged since the report of the night of 2026-12-02" in second
     # Rebuilding a day diffs against the previous day, not against itself.
-    _, again = build_report(svc, night["goal"], date(2026, 12, 3), MORNING + timedelta(days=1))
+    again = compile_report(
+        svc, night["goal"], date(2026, 12, 3), MORNING + timedelta(days=1)
+    ).markdown
     assert "+- new rule: ticks under 1m" in again
     assert [r.night for r in list_reports(svc, night["goal"])] == [
         date(2026, 12, 2),
@@ -294,7 +298,7 @@ async def test_a_late_reporter_reports_the_night_it_was_due_for(svc: Service, ni
 async def test_report_cli_lists_prints_and_json(
     svc: Service, night, empty_kb: Path, tmp_path: Path, capsys
 ) -> None:
-    build_report(svc, night["goal"], date(2026, 12, 2), MORNING)
+    compile_report(svc, night["goal"], date(2026, 12, 2), MORNING)
     base = ["--kb", str(empty_kb), "--state-dir", str(tmp_path / "state")]
     assert main([*base, "report"]) == 0
     listing = capsys.readouterr().out
