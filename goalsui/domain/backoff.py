@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from datetime import timedelta
 
-__all__ = ["retry_delay"]
-
 
 def retry_delay(n_failures: int, base: float = 2, cap: float = 300) -> timedelta:
     """``min(base ** n_failures, cap)`` seconds, for the n-th consecutive failure (n >= 1).

@@ -16,20 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-__all__ = [
-    "LIMITS",
-    "NIGHT_END",
-    "NIGHT_START",
-    "Budget",
-    "BudgetLimit",
-    "Exhausted",
-    "Spend",
-    "exhausted",
-    "format_tokens",
-    "format_usd",
-    "period_window",
-]
-
 NIGHT_START = time(18, 0)
 NIGHT_END = time(8, 0)
 #: limit name -> (period, unit)
@@ -159,3 +145,15 @@ def format_tokens(value: int | None) -> str:
 
 def format_amount(value: float, unit: str) -> str:
     return format_usd(value) if unit == "usd" else f"{format_tokens(int(value))} tokens"
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run of an intent, for a sparkline: when, how long, how it ended, what it cost."""
+
+    run_id: int
+    status: str
+    started_at: datetime
+    seconds: float | None
+    cost_usd: float | None
+    tokens: int | None

@@ -19,25 +19,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = [
-    "ALWAYS",
-    "CAPABILITIES",
-    "INTENT_TOOLS",
-    "READ_ONLY",
-    "THREAD_TOOLS",
-    "ALL_TOOLS",
-    "GOAL_CHANGING",
-    "capability_of",
-    "MCP_CONFIG",
-    "MCP_PLACEHOLDERS",
-    "OWN_FILES_TOOL",
-    "idle_capabilities",
-    "own_files",
-    "speaks_mcp",
-    "tools_for",
-    "unknown_capabilities",
-]
-
 #: capability -> the tools it unlocks
 CAPABILITIES: dict[str, tuple[str, ...]] = {
     "read_kb": ("goal_kb_list", "goal_kb_read"),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["checklist_is_empty", "parse_markdown_checklist"]
-
 _ITEM = re.compile(r"^\s*[-*+]\s+\[([ xX])\](?:\s+(.*?))?\s*$")
 _STUB = re.compile(r"^\s*[-*+](?:\s+\[[ xX]\])?\s*$")  # "- [ ]", "- [x]", a bare "-"
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s.*)?$")

@@ -28,15 +28,6 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 from goalsui.domain.timeutil import ensure_utc, gap_end, load_zone, quote, wall_instants
 from goalsui.errors import ScheduleError
 
-__all__ = [
-    "MAX_CRON_LENGTH",
-    "describe_dst_rule",
-    "is_every_hour",
-    "next_occurrence",
-    "occurrences",
-    "validate_cron",
-]
-
 MAX_CRON_LENGTH = 200
 MAX_OCCURRENCES = 100_000
 

@@ -8,8 +8,6 @@ from datetime import timedelta
 
 from goalsui.errors import ScheduleError
 
-__all__ = ["MAX_DURATION", "format_duration", "parse_duration"]
-
 MAX_DURATION = timedelta(days=366)
 
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-__all__ = ["REVIEW", "RETRY", "InterruptPolicy", "interrupt_policy", "needs_review_error"]
-
 InterruptPolicy = Literal["retry", "review"]
 RETRY: InterruptPolicy = "retry"
 REVIEW: InterruptPolicy = "review"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["filter_matches"]
-
 
 def _scalar_equal(want: Any, got: Any) -> bool:
     # JSON true is not 1: Python's True == 1 must not leak into matching.

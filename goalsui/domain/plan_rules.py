@@ -12,8 +12,6 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-__all__ = ["expected_length", "p95", "self_overlaps"]
-
 
 def p95(values: Sequence[float]) -> float:
     """The 95th percentile by nearest rank (the largest value for fewer than 20 samples)."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["MASK", "redact_argv"]
-
 MASK = "***"
 _SECRET_NAME = re.compile(r"(?i)(token|secret|passw(or)?d|api[-_]?key|auth|credential)")
 _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?P<at>@)")

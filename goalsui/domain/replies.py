@@ -7,8 +7,6 @@ instruction is the user's text; its result is posted as the reply.
 
 from __future__ import annotations
 
-__all__ = ["REPLY_PREFIX", "is_reply", "reply_key", "reply_title"]
-
 REPLY_PREFIX = "reply:"
 _TITLE_CHARS = 80
 

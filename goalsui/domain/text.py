@@ -11,8 +11,6 @@ from typing import Any, overload
 
 from goalsui.errors import ValidationError
 
-__all__ = ["one_line", "strip_nul", "strip_nul_deep"]
-
 NUL = "\x00"
 
 

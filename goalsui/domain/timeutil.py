@@ -16,20 +16,6 @@ from zoneinfo import ZoneInfo
 
 from goalsui.errors import ScheduleError
 
-__all__ = [
-    "UTC",
-    "ensure_utc",
-    "gap_end",
-    "iso",
-    "iso_local",
-    "load_zone",
-    "localize",
-    "parse_instant",
-    "quote",
-    "utcnow",
-    "wall_instants",
-]
-
 _MAX_ZONE_NAME = 255
 _MAX_TIMESTAMP = 64
 _DATE_CHARS = frozenset("0123456789-W")

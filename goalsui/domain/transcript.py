@@ -8,8 +8,6 @@ from typing import Any
 
 from goalsui.domain.untrusted import plain
 
-__all__ = ["TOOL_LINE", "format_tool_call", "format_transcript"]
-
 #: how a tool call's lines start in a run's log (the Output screen styles them)
 TOOL_LINE = "[tool] "
 

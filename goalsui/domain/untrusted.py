@@ -21,15 +21,6 @@ from __future__ import annotations
 import re
 import secrets
 
-__all__ = [
-    "FENCE_END",
-    "FENCE_START",
-    "escape_markup",
-    "fence_untrusted",
-    "json_escape",
-    "plain",
-]
-
 FENCE_START = "untrusted-data"
 FENCE_END = "end-untrusted-data"
 

@@ -1,7 +1,7 @@
 """The one service API the console, the CLI and the tool server use.
 
 :class:`Service` (``api.py``) holds one object per aggregate (``service.intents``,
-``service.threads``, ...); the views it returns come from ``views.py``; intents are
+``service.threads``, ...); the views it returns come from :mod:`goalsui.domain.views`; intents are
 created from a :class:`~goalsui.domain.intent_spec.IntentSpec`. See docs/architecture.md.
 
 The names below load on first use (PEP 562), so that a light module of this package
@@ -17,25 +17,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from goalsui.domain.intent_spec import MAX_INSTRUCTION, MAX_TITLE, IntentSpec
     from goalsui.domain.states import ChangeTopic
+    from goalsui.domain.views import EmitResult, GoalView, Problem, WorkerView
     from goalsui.service.api import Service
     from goalsui.service.kbindex import GOAL_HOLDS, REMOVED_FROM_KB, WORKER_KEY, worker_intent_key
     from goalsui.service.overview import schedule_preview
     from goalsui.service.state_dir import default_state_dir
-    from goalsui.service.views import EmitResult, GoalView, Problem, WorkerView
 
 _WHERE = {
     "ChangeTopic": "goalsui.domain.states",
-    "EmitResult": "goalsui.service.views",
+    "EmitResult": "goalsui.domain.views",
     "GOAL_HOLDS": "goalsui.service.kbindex",
-    "GoalView": "goalsui.service.views",
+    "GoalView": "goalsui.domain.views",
     "IntentSpec": "goalsui.domain.intent_spec",
     "MAX_INSTRUCTION": "goalsui.domain.intent_spec",
     "MAX_TITLE": "goalsui.domain.intent_spec",
-    "Problem": "goalsui.service.views",
+    "Problem": "goalsui.domain.views",
     "REMOVED_FROM_KB": "goalsui.service.kbindex",
     "Service": "goalsui.service.api",
     "WORKER_KEY": "goalsui.service.kbindex",
-    "WorkerView": "goalsui.service.views",
+    "WorkerView": "goalsui.domain.views",
     "default_state_dir": "goalsui.service.state_dir",
     "schedule_preview": "goalsui.service.overview",
     "worker_intent_key": "goalsui.service.kbindex",

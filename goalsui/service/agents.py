@@ -36,8 +36,6 @@ from goalsui.service.runs import Runs
 from goalsui.service.threads import Threads
 from goalsui.store.models import Intent, IntentRun, Message, Thread, ToolCall
 
-__all__ = ["Agents", "RunScope"]
-
 MAX_RESULT_CHARS = 8000
 MAX_POST_CHARS = 64 * 1024
 

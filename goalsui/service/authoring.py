@@ -26,8 +26,6 @@ from goalsui.service.kbindex import Index
 from goalsui.service.workers import Workers
 from goalsui.store.models import Intent
 
-__all__ = ["Authoring", "WorkerDetail", "worker_seed"]
-
 SCHEDULE_FORMS = ("cron", "every", "at")
 
 

@@ -16,8 +16,6 @@ from goalsui.service.context import ServiceContext
 from goalsui.store.models import Event, Intent, IntentRun, Journal
 from goalsui.store.tables import table_of
 
-__all__ = ["Bulk"]
-
 
 class Bulk:
     """Bulk records of one service, for the benchmarks (``service.bulk``)."""

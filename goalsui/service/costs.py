@@ -17,14 +17,19 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
-from goalsui.domain.budget import Budget, BudgetLimit, Exhausted, Spend, exhausted, period_window
+from goalsui.domain.budget import (
+    Budget,
+    BudgetLimit,
+    Exhausted,
+    RunPoint,
+    Spend,
+    exhausted,
+    period_window,
+)
 from goalsui.errors import GoalsuiError
 from goalsui.service.context import ServiceContext
 from goalsui.store import usage as queries
 from goalsui.store.models import Intent, Meta
-from goalsui.store.usage import RunPoint
-
-__all__ = ["BudgetLine", "CostRow", "Costs", "RunPoint", "Scope"]
 
 _ALERT_PREFIX = "budget-alert:"
 

@@ -34,14 +34,6 @@ from goalsui.service.context import ServiceContext
 from goalsui.service.intents import Intents
 from goalsui.store.models import Intent
 
-__all__ = [
-    "MAX_AGENT_KEY",
-    "follow_up_key",
-    "payload_digest",
-    "schedule_follow_up",
-    "scope_name",
-]
-
 MAX_AGENT_KEY = 80
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")
 _ENDED = (IntentStatus.DONE, IntentStatus.CANCELLED, IntentStatus.FAILED)

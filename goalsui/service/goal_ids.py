@@ -8,8 +8,6 @@ import difflib
 from goalsui.errors import NotFound, ValidationError
 from goalsui.service.context import ServiceContext
 
-__all__ = ["resolve_goal_id"]
-
 
 def _slug(goal_id: str) -> str:
     head, _, tail = goal_id.rpartition("-")

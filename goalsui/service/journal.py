@@ -15,8 +15,6 @@ from sqlmodel import col, select
 from goalsui.store.db import Store
 from goalsui.store.models import Journal as Entry
 
-__all__ = ["Journal", "acting", "acting_now"]
-
 _ACTING: contextvars.ContextVar[tuple[int | None, str | None]] = contextvars.ContextVar(
     "goalsui_acting", default=(None, None)
 )

@@ -18,8 +18,6 @@ from goalsui.kb.layout import CONFIG_FILE
 from goalsui.kb.yamlio import load_yaml_mapping, parse_yaml, roundtrip_update
 from goalsui.service.context import ServiceContext
 
-__all__ = ["runner_from_words", "set_default_runner"]
-
 BUILTINS = ("report",)
 
 

@@ -13,8 +13,6 @@ from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.layout import KB
 from goalsui.service.context import ServiceContext
 
-__all__ = ["Schema", "open_service"]
-
 S = TypeVar("S", bound=ServiceContext)
 
 

@@ -19,8 +19,6 @@ from goalsui.errors import GoalsuiError, KBError
 from goalsui.kb.layout import LoadedGoal
 from goalsui.service.context import ServiceContext
 
-__all__ = ["missing_program", "runner_warnings"]
-
 NO_RUNNER_HINT = (
     "no runner configured (no runner: here and no default in goalsui.yaml): its turns "
     "would fail with reason config; set one with 'goalsui config set runner PRESET' or "

@@ -24,8 +24,6 @@ from typing import IO, Any
 
 from goalsui.service.context import ServiceContext
 
-__all__ = ["SchedulerInfo", "SchedulerRegistration", "Schedulers"]
-
 FOLDER = "schedulers"
 
 

@@ -24,8 +24,6 @@ from goalsui.service.intents import Intents
 from goalsui.service.runs import Runs
 from goalsui.store.models import Goal, Intent, IntentRun, Message, Thread
 
-__all__ = ["MAX_MESSAGE", "ReplyResult", "Said", "Threads"]
-
 MAX_MESSAGE = 20_000
 
 

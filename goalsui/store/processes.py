@@ -21,8 +21,6 @@ from pathlib import Path
 
 from goalsui.domain.pids import pid_alive
 
-__all__ = ["group_alive", "group_is_the_runs", "kill_group", "owner_alive_here", "this_host"]
-
 PROC = Path("/proc")
 #: Seconds between SIGTERM and SIGKILL, and how long to wait for the group to go after.
 TERM_GRACE = 3.0

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-__all__ = ["HEAD", "is_current"]
-
 #: The newest revision in ``goalsui/store/migrations/versions``.
 HEAD = "0005"
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 from sqlalchemy import Table, inspect
 from sqlmodel import SQLModel
 
-__all__ = ["table_of"]
-
 
 def table_of(model: type[SQLModel]) -> Table:
     """The table SQLModel built for ``model`` (a ``table=True`` model)."""

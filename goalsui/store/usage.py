@@ -16,21 +16,10 @@ from sqlalchemy import and_, case, func, literal, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from goalsui.domain.budget import Spend
+from goalsui.domain.budget import RunPoint, Spend
 from goalsui.domain.states import EXECUTED_RUNS, RunStatus
 from goalsui.store.models import Intent, IntentRun
 from goalsui.store.tables import table_of
-
-__all__ = [
-    "HistogramData",
-    "RunPoint",
-    "RunStats",
-    "database_problem",
-    "recent_runs",
-    "run_stats",
-    "spend",
-    "spend_by_worker",
-]
 
 _RUN = table_of(IntentRun)
 _INTENT = table_of(Intent)
@@ -101,18 +90,6 @@ def spend_by_worker(
         q = q.where(_RUN.c.started_at < end)
     with engine.connect() as conn:
         return [(r[0], r[1], r[2], _spend_of(r[3:])) for r in conn.execute(q)]
-
-
-@dataclass(frozen=True)
-class RunPoint:
-    """One run of an intent, for a sparkline: when, how long, how it ended, what it cost."""
-
-    run_id: int
-    status: str
-    started_at: datetime
-    seconds: float | None
-    cost_usd: float | None
-    tokens: int | None
 
 
 def recent_runs(engine: Engine, intent_id: int, limit: int = 30) -> list[RunPoint]:

@@ -20,8 +20,8 @@ from goalsui.domain.budget import format_amount, format_usd
 from goalsui.tui.fmt import Palette
 
 if TYPE_CHECKING:
-    from goalsui.domain.budget import Spend
-    from goalsui.service.costs import BudgetLine, RunPoint
+    from goalsui.domain.budget import RunPoint, Spend
+    from goalsui.service.costs import BudgetLine
 
 __all__ = ["CostPanel", "budget_label", "cost_summary", "today_text"]
 
