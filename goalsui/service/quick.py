@@ -23,6 +23,7 @@ from goalsui.domain.goal_views import by_goal, goal_view, quiet_home_thread
 from goalsui.domain.records import GoalRecord, IntentRecord, RunRecord, ThreadRecord, TodoRecord
 from goalsui.domain.states import ATTENTION_RUNS, EXECUTED_RUNS, IntentStatus, RunStatus
 from goalsui.domain.views import GoalView
+from goalsui.store import frame_sql
 from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
 
 #: the same limits as the console's dashboard read
@@ -142,13 +143,8 @@ def _summary(snap: Snapshot, now: datetime) -> dict[str, Any]:
         "goals": snap.scalar("SELECT count(*) FROM goal"),
         "goal_errors": snap.scalar("SELECT count(*) FROM goal WHERE error IS NOT NULL"),
         "intents": by_status,
-        "due": snap.scalar(
-            "SELECT count(*) FROM intent WHERE status = ? AND next_run_at <= ?",
-            (str(IntentStatus.ACTIVE), stamp(now)),
-        ),
-        "running": snap.scalar(
-            "SELECT count(*) FROM intent_run WHERE status = ?", (str(RunStatus.RUNNING),)
-        ),
+        "due": snap.scalar(frame_sql.DUE_COUNT, (stamp(now),)),
+        "running": snap.scalar(frame_sql.RUNNING_COUNT),
         "failed_24h": snap.scalar(
             f"SELECT count(*) FROM intent_run WHERE status IN ({marks}) AND dismissed = 0 "
             "AND started_at >= ?",

@@ -34,6 +34,7 @@ from sqlalchemy import JSON
 from sqlalchemy.engine import Connection
 
 from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.store import frame_sql
 from goalsui.store.models import Intent, IntentRun, Journal, UTCDateTime
 from goalsui.store.tables import table_of
 
@@ -186,7 +187,7 @@ def intents_by_id(cur: sqlite3.Cursor, ids: Sequence[int], names: Sequence[str])
 
 def soonest(cur: sqlite3.Cursor) -> datetime | None:
     """``min(next_run_at)`` of the active intents (one probe of the due index)."""
-    cur.execute("SELECT min(next_run_at) FROM intent WHERE status = ?", (IntentStatus.ACTIVE,))
+    cur.execute(frame_sql.SOONEST)
     value = cur.fetchone()[0]
     return None if value is None else _parse_stamp(value)
 

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Dialect
 
-from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.domain.states import IntentStatus
 from goalsui.store import sqlite_hot
 from goalsui.store.claims.binds import INTENT, JOURNAL, RUN, rows_of, select_columns, stamper
 from goalsui.store.claims.planner import RunOutcome
@@ -27,6 +27,7 @@ from goalsui.store.claims.statements import (
     AFTER_GROUP,
     CAS,
     CAS_GROUP,
+    OPEN_RUN,
     RUN_DONE,
     RUN_DONE_COLUMNS,
     RUN_DONE_GROUP,
@@ -87,7 +88,7 @@ class SqlPrimitives:
 
     def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
         """Which of these runs are still ``running`` (locked)."""
-        q = select(RUN.c.id).where(RUN.c.id.in_(list(run_ids)), RUN.c.status == RunStatus.RUNNING)
+        q = select(RUN.c.id).where(RUN.c.id.in_(list(run_ids)), OPEN_RUN)
         return set(conn.execute(self.lock(q)).scalars().all())
 
     def soonest(self, conn: Connection) -> datetime | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 
-from goalsui.domain.states import IntentStatus
+from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.store.claims.binds import INTENT, RUN, Stamp, bind
 from goalsui.store.sqlite_hot import Cas
 
@@ -21,6 +21,9 @@ __all__ = [
     "AFTER_READ",
     "CAS",
     "CAS_GROUP",
+    "DUE_COUNT",
+    "OPEN_RUN",
+    "RUNNING_COUNT",
     "RUNNING_READ",
     "RUN_DONE",
     "RUN_DONE_COLUMNS",
@@ -29,10 +32,24 @@ __all__ = [
     "RUN_INSERT",
     "SOONEST",
     "cas_params",
+    "frame_module",
 ]
 
 #: The soonest due time of the active intents (one probe of the (status, next_run_at) index).
 SOONEST = select(func.min(INTENT.c.next_run_at)).where(INTENT.c.status == IntentStatus.ACTIVE)
+
+#: How many active intents are due by ``_now`` (the first frame's count).
+DUE_COUNT = (
+    select(func.count())
+    .select_from(INTENT)
+    .where(
+        INTENT.c.status == IntentStatus.ACTIVE,
+        INTENT.c.next_run_at <= bindparam("_now", type_=Stamp()),
+    )
+)
+#: A run still ``running`` (what recording an outcome checks, and the first frame counts).
+OPEN_RUN = RUN.c.status == RunStatus.RUNNING
+RUNNING_COUNT = select(func.count()).select_from(RUN).where(OPEN_RUN)
 
 #: What ``check_running`` reads of an intent.
 RUNNING_READ = ("id", "status", "lease_owner", "next_run_at", "pending_trigger")
@@ -173,3 +190,31 @@ def _after(by_id: Any) -> Any:
 
 AFTER = _after(INTENT.c.id == bindparam("_id"))
 AFTER_GROUP = _after(INTENT.c.id.in_(bindparam("_ids", expanding=True)))
+
+
+def frame_module() -> str:
+    """The text of :mod:`goalsui.store.frame_sql`: :data:`SOONEST`, :data:`DUE_COUNT` and
+    :data:`RUNNING_COUNT` compiled for SQLite, constants inline and ``_``-named
+    parameters left as ``?`` (tests/unit/test_frame_sql.py checks the file against it)."""
+    from sqlalchemy import String
+    from sqlalchemy.dialects import sqlite
+
+    dialect = sqlite.dialect()
+    literal = String().literal_processor(dialect)  # type: ignore[no-untyped-call]  # untyped in SQLAlchemy
+    assert literal is not None
+    lines = [
+        '"""The first frame\'s SQL: the Core statements of :mod:`goalsui.store.claims.statements`',
+        "compiled for SQLite, written by its ``frame_module()`` (tests/unit/test_frame_sql.py",
+        'fails when they drift). Text, so that the first frame imports no SQLAlchemy."""',
+        "",
+    ]
+    for name in ("SOONEST", "DUE_COUNT", "RUNNING_COUNT"):
+        compiled = globals()[name].compile(dialect=dialect)
+        parts = " ".join(str(compiled).split()).split("?")
+        names = compiled.positiontup or []
+        sql = parts[0]
+        for key, rest in zip(names, parts[1:], strict=True):
+            value = compiled.params[key]
+            sql += ("?" if key.startswith("_") else literal(str(value))) + rest
+        lines.append(f"{name} = {sql!r}")
+    return "\n".join(lines) + "\n"
