@@ -75,7 +75,7 @@ def _claim(service: Any, owner: str, now_iso: str) -> list[int]:
     backend = claim_backend_for(service.store.engine, Rules())
     got: list[int] = []
     while True:
-        result, _ = backend.step(
+        result = backend.acquire(
             owner=owner, now=now, lease_until=now + timedelta(minutes=5), limit=20
         )
         if not result.fired:

@@ -37,7 +37,6 @@ from goalsui.store.claims import (
 )
 
 Row = dict[str, Any]
-StepResult = tuple[ClaimResult, list[CompletionResult]]
 
 
 class _Step:
@@ -47,7 +46,7 @@ class _Step:
 
     def __init__(
         self,
-        future: asyncio.Future[StepResult],
+        future: asyncio.Future[ClaimResult],
         batch: list[Completion],
         now: datetime,
         due_by: datetime,
@@ -111,11 +110,11 @@ class Claimer:
     async def _finish_step(self, step: _Step) -> ClaimResult:
         """Wait for a step; tell how its outcomes ended (they wait again if it failed)."""
         try:
-            result, done = await step.future
+            result = await step.future
         except BaseException:
             self.outcomes.give_back(step.batch)  # not recorded: keep them for the next write
             raise
-        self.reporter.finished(step.batch, done, step.now)
+        self.reporter.finished(step.batch, result.released, step.now)
         return result
 
     async def _launch_guarded(
@@ -128,11 +127,11 @@ class Claimer:
         except BaseException:
             if step is not None:
                 try:
-                    more, done = await asyncio.shield(step.future)
+                    more = await asyncio.shield(step.future)
                 except Exception:  # noqa: BLE001 - nothing of it was kept
                     self.outcomes.give_back(step.batch)
                 else:
-                    self.reporter.finished(step.batch, done, step.now)
+                    self.reporter.finished(step.batch, more.released, step.now)
                     with contextlib.suppress(Exception):
                         await self.launcher.launch(more)
             raise
@@ -166,17 +165,17 @@ class Claimer:
         if free <= 0 and not check and not batch:
             return None
         call = partial(
-            rt.backend.step,
-            owner=rt.owner,
-            now=now,
-            lease_until=now + timedelta(seconds=rt.settings.lease_seconds),
-            limit=max(free, 0),
-            completions=batch,
-            check_overlaps=check,
+            rt.backend.acquire,
+            rt.owner,
+            now,
+            now + timedelta(seconds=rt.settings.lease_seconds),
+            max(free, 0),
             due_by=due_by,
             burst=self.burst_probe(now),
+            completions=batch,
+            check_overlaps=check,
         )
-        future: asyncio.Future[StepResult] = rt.db_now(call, notify=True)
+        future: asyncio.Future[ClaimResult] = rt.db_now(call, notify=True)
         return _Step(future, batch, now, due_by)
 
     # -- the soonest due time ----------------------------------------------------------------------

@@ -59,11 +59,7 @@ class Housekeeping:
         rt = self.rt
         now = rt.clock()
         result = await rt.db(
-            partial(
-                rt.backend.recover_expired,
-                owner=rt.owner,
-                now=now,
-            ),
+            partial(rt.backend.recover, rt.owner, now),
             notify=True,
         )
         if result.interrupted:
@@ -142,7 +138,7 @@ class Housekeeping:
         """Delete runs older than ``prune_after`` (and their log files); returns how many."""
         rt = self.rt
         after = rt.settings.prune_after
-        removed = await rt.db(partial(rt.backend.prune_runs, before=rt.clock() - after))
+        removed = await rt.db(partial(rt.backend.prune, rt.clock() - after))
         if removed:
             await rt.db(partial(remove_logs, rt.service.runs_dir, removed))
             await rt.db(

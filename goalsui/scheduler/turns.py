@@ -25,7 +25,7 @@ from goalsui.scheduler.outcomes import Outcomes
 from goalsui.scheduler.records import build
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.tuning import LAUNCH_CHUNK
-from goalsui.store.claims import ClaimedRun, ClaimResult, Completion
+from goalsui.store.claims import Claimed, ClaimResult, Completion
 from goalsui.store.models import Event, Intent, IntentRun
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ class Launcher:
             self.open_gate(due)
 
     # -- running ------------------------------------------------------------------------------------
-    def _kwargs(self, run_id: int, item: ClaimedRun, cancel: asyncio.Event) -> dict[str, Any]:
+    def _kwargs(self, run_id: int, item: Claimed, cancel: asyncio.Event) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "event": build(Event, item.event) if item.event else None,
             "cancel": cancel,
@@ -190,7 +190,7 @@ class Launcher:
     async def _execute(
         self,
         info: RunningInfo,
-        item: ClaimedRun,
+        item: Claimed,
         cancel: asyncio.Event,
         snapshot: Snapshot,
         gate: asyncio.Future[None] | None = None,

@@ -109,7 +109,7 @@ class OutcomeWriter:
         chunks = [batch[k : k + size] for k in range(0, len(batch), size)]
         futures = [
             rt.db_now(
-                partial(rt.backend.complete_runs, owner=rt.owner, now=now, items=chunk),
+                partial(rt.backend.release, rt.owner, chunk, now),
                 notify=True,
             )
             for chunk in chunks

@@ -51,14 +51,14 @@ def _intent(svc: Service, clock: FakeClock, kind: str = "cron", **extra: Any) ->
 def _held(svc: Service, clock: FakeClock) -> dict[int, int]:
     """Claim every due intent as a scheduler that dies, then recover: ``{intent: run}``."""
     now = clock.now
-    res, _ = claims_for(svc.store.engine).step(
+    res = claims_for(svc.store.engine).acquire(
         owner=DEAD,
         now=now,
         lease_until=now + timedelta(seconds=30),
         limit=50,
     )
     later = clock.advance(seconds=60)
-    claims_for(svc.store.engine).recover_expired(
+    claims_for(svc.store.engine).recover(
         owner="new-scheduler",
         now=later,
     )

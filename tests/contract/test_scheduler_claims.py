@@ -135,13 +135,13 @@ async def test_a_tick_folds_waiting_outcomes_into_its_claim_unless_a_burst_is_be
 
     monkeypatch.setattr(OutcomeWriter, "run", no_writer)
     folded: list[int] = []
-    step = SqlClaimBackend.step  # the SQLite backend's too
+    acquire = SqlClaimBackend.acquire  # the SQLite backend's too
 
-    def spy(self: SqlClaimBackend, **kwargs: Any) -> Any:
+    def spy(self: SqlClaimBackend, *args: Any, **kwargs: Any) -> Any:
         folded.append(len(kwargs.get("completions") or ()))
-        return step(self, **kwargs)
+        return acquire(self, *args, **kwargs)
 
-    monkeypatch.setattr(SqlClaimBackend, "step", spy)
+    monkeypatch.setattr(SqlClaimBackend, "acquire", spy)
     svc = make_service(empty_kb, clock=clock)
     turn = FakeTurn()
     big = tuning.FOLD_FIRST_MAX + 20
@@ -221,7 +221,7 @@ def test_a_step_counts_the_burst_due_with_the_soonest(
         return claims.BurstProbe(window, limit, by)
 
     def step(**kw: Any) -> claims.ClaimResult:
-        result, _ = claims_for(engine).step(
+        result = claims_for(engine).acquire(
             owner="me",
             now=clock.now,
             lease_until=clock.now + timedelta(seconds=30),
@@ -366,7 +366,7 @@ def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, cloc
         mine: list[int] = []
         barrier.wait()
         while True:
-            res, _ = claims_for(engine).step(
+            res = claims_for(engine).acquire(
                 owner=owner,
                 now=clock.now,
                 lease_until=clock.now + timedelta(seconds=30),

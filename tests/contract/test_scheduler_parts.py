@@ -109,8 +109,8 @@ async def test_the_injected_claim_backend_does_the_database_work(svc):
     finally:
         await s.stop()
     assert svc.intents.get(intent.id).status == "done"
-    assert backend.calls["step"] >= 1
-    assert backend.calls["recover_expired"] == 1 and backend.calls["prune_runs"] == 1
+    assert backend.calls["acquire"] >= 1
+    assert backend.calls["recover"] == 1 and backend.calls["prune"] == 1
 
 
 async def test_an_idle_scheduler_keeps_its_heartbeat_without_polling(
@@ -137,7 +137,7 @@ async def test_an_idle_scheduler_keeps_its_heartbeat_without_polling(
         # ... while nothing looked at the database: no poll, no claim (the alarm is a day,
         # capped at 30 s, away; other processes' changes wake it instead).
         assert backend.calls["soonest_burst"] == 0
-        assert backend.calls["step"] == 1  # the first tick at start
+        assert backend.calls["acquire"] == 1  # the first tick at start
     finally:
         await s.stop()
 
@@ -171,7 +171,7 @@ async def test_a_claim_step_that_hangs_lets_the_heartbeat_age(db_url, empty_kb, 
     class HangingBackend(CountingBackend):
         def __getattr__(self, name: str) -> Any:
             value = super().__getattr__(name)
-            if name != "step" or self.calls["step"] < 2:
+            if name != "acquire" or self.calls["acquire"] < 2:
                 return value
 
             def hang(*args: Any, **kwargs: Any) -> Any:

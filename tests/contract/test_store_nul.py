@@ -18,10 +18,10 @@ from tests.claims_kit import claims_for
 from tests.contract.test_scheduler_claims import bulk_at
 
 
-def _claim(svc, n: int, clock: FakeClock) -> list[claims.ClaimedRun]:
+def _claim(svc, n: int, clock: FakeClock) -> list[claims.Claimed]:
     bulk_at(svc, n, clock.now)
     now = clock.now
-    res, _ = claims_for(svc.store.engine).step(
+    res = claims_for(svc.store.engine).acquire(
         owner="me",
         now=now,
         lease_until=now + timedelta(seconds=60),
@@ -31,7 +31,7 @@ def _claim(svc, n: int, clock: FakeClock) -> list[claims.ClaimedRun]:
     return res.fired
 
 
-def _done(c: claims.ClaimedRun, status: str, **values: Any) -> Completion:
+def _done(c: claims.Claimed, status: str, **values: Any) -> Completion:
     intent = c.intent
     return Completion(
         run_id=c.run["id"],
@@ -70,10 +70,10 @@ def test_a_batch_with_nul_in_one_output_records_every_outcome(
         for k, c in enumerate(fired)
     ]
     now = clock.now + timedelta(seconds=1)
-    done = claims_for(svc.store.engine).complete_runs(
+    done = claims_for(svc.store.engine).release(
         owner="me",
         now=now,
-        items=items,
+        completions=items,
     )
     assert len(done) == 6 and all(r.recorded and r.applied for r in done)
     runs = {r.id: r for r in svc.runs.list(limit=100)}
@@ -103,10 +103,10 @@ def test_one_outcome_that_cannot_be_stored_does_not_lose_the_others(
         for c in fired
     ]
     now = clock.now + timedelta(seconds=1)
-    done = claims_for(svc.store.engine).complete_runs(
+    done = claims_for(svc.store.engine).release(
         owner="me",
         now=now,
-        items=items,
+        completions=items,
     )
     assert sorted(r.completion.run_id for r in done) == sorted(c.run["id"] for c in fired)
     runs = {r.id: r for r in svc.runs.list(limit=100)}
@@ -127,7 +127,7 @@ def test_step_with_an_unstorable_outcome_still_claims_and_records(
     waiting = bulk_at(svc, 2, clock.now, prefix="later")
     now = clock.now + timedelta(seconds=1)
     items = [_done(c, "ok", exit_code=2**70 if k == 0 else 0) for k, c in enumerate(fired)]
-    result, done = claims_for(svc.store.engine).step(
+    result = claims_for(svc.store.engine).acquire(
         owner="me",
         now=now,
         lease_until=now + timedelta(seconds=60),
@@ -135,7 +135,7 @@ def test_step_with_an_unstorable_outcome_still_claims_and_records(
         completions=items,
     )
     assert sorted(c.intent["id"] for c in result.fired) == sorted(waiting)
-    assert len(done) == 3
+    assert len(result.released) == 3
     statuses = {r.id: r.status for r in svc.runs.list(limit=100)}
     assert [statuses[c.run["id"]] for c in fired] == ["ok", "ok", "ok"]
 

@@ -53,7 +53,7 @@ def _intent(svc, clock: FakeClock, **extra: Any) -> int:
 def _claimed_by_the_dead(svc, clock: FakeClock) -> dict[int, int]:
     """Claim every due intent as a scheduler that will die: ``{intent_id: run_id}``."""
     now = clock.now
-    res, _ = claims_for(svc.store.engine).step(
+    res = claims_for(svc.store.engine).acquire(
         owner=DEAD,
         now=now,
         lease_until=now + timedelta(seconds=30),
@@ -74,7 +74,7 @@ def _group_pids(pgid: int) -> list[int]:
 
 def _recover(svc, clock: FakeClock, **kwargs: Any) -> claims.RecoveryResult:
     now = clock.advance(seconds=60)  # the dead scheduler's leases have expired
-    return claims_for(svc.store.engine).recover_expired(
+    return claims_for(svc.store.engine).recover(
         owner="new-scheduler",
         now=now,
         **kwargs,
@@ -172,7 +172,7 @@ def test_a_group_on_another_host_is_left_alone(empty_kb, make_service, clock, sp
     claims_for(svc.store.engine).record_process_group(run_id, "another-host.example", proc.pid)
     # Its lease still holds: nothing happens at all.
     now = clock.now + timedelta(seconds=5)
-    early = claims_for(svc.store.engine).recover_expired(
+    early = claims_for(svc.store.engine).recover(
         owner="new-scheduler",
         now=now,
     )
@@ -247,7 +247,7 @@ def test_an_interrupted_agent_run_waits_for_review(db_url, empty_kb, make_servic
     # The operator retries it: due now, fired again by the next claim.
     svc.intents.retry(agent)
     now = clock.now
-    res, _ = claims_for(svc.store.engine).step(
+    res = claims_for(svc.store.engine).acquire(
         owner="new-scheduler",
         now=now,
         lease_until=now + timedelta(seconds=30),
@@ -261,10 +261,10 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
     agent = _intent(svc, clock, runner={"agent": "claude"})
     (run_id,) = _claimed_by_the_dead(svc, clock).values()
     row = svc.intents.get(agent)
-    (done,) = claims_for(svc.store.engine).complete_runs(
+    (done,) = claims_for(svc.store.engine).release(
         owner=DEAD,
         now=clock.now,
-        items=[
+        completions=[
             Completion(
                 run_id=run_id,
                 intent_id=agent,
@@ -281,7 +281,7 @@ def test_a_run_interrupted_at_shutdown_follows_the_policy_too(empty_kb, make_ser
 
 def _claimed_by(svc, clock: FakeClock, owner: str) -> dict[int, int]:
     now = clock.now
-    res, _ = claims_for(svc.store.engine).step(
+    res = claims_for(svc.store.engine).acquire(
         owner=owner,
         now=now,
         lease_until=now + timedelta(seconds=30),

@@ -152,9 +152,9 @@ def test_batches_bigger_than_a_statement_chunk(empty_kb, make_service, clock: Fa
     n = sqlite_hot.CHUNK * 2 + 37
     ids = bulk_at(svc, n, clock.now)
     engine, now = svc.store.engine, clock.now
-    fired: list[claims.ClaimedRun] = []
+    fired: list[claims.Claimed] = []
     while True:
-        res, _ = claims_for(engine).step(
+        res = claims_for(engine).acquire(
             owner="me",
             now=now,
             lease_until=now + timedelta(seconds=30),
@@ -164,10 +164,10 @@ def test_batches_bigger_than_a_statement_chunk(empty_kb, make_service, clock: Fa
             break
         fired.extend(res.fired)
     assert sorted(c.intent["id"] for c in fired) == sorted(ids)
-    done = claims_for(engine).complete_runs(
+    done = claims_for(engine).release(
         owner="me",
         now=now + timedelta(seconds=1),
-        items=[
+        completions=[
             Completion(
                 run_id=c.run["id"],
                 intent_id=c.intent["id"],
@@ -200,7 +200,7 @@ def test_a_completion_leaves_an_intent_it_no_longer_owns(empty_kb, make_service,
     svc = make_service(empty_kb, clock=clock)
     (intent_id,) = bulk_at(svc, 1, clock.now)
     now = clock.now
-    res, _ = claims_for(svc.store.engine).step(
+    res = claims_for(svc.store.engine).acquire(
         owner="me",
         now=now,
         lease_until=now + timedelta(seconds=30),
@@ -208,10 +208,10 @@ def test_a_completion_leaves_an_intent_it_no_longer_owns(empty_kb, make_service,
     )
     (item,) = res.fired
     svc.intents.cancel(intent_id)
-    (done,) = claims_for(svc.store.engine).complete_runs(
+    (done,) = claims_for(svc.store.engine).release(
         owner="me",
         now=now,
-        items=[Completion(run_id=item.run["id"], intent_id=intent_id, status="failed")],
+        completions=[Completion(run_id=item.run["id"], intent_id=intent_id, status="failed")],
     )
     assert done.recorded and not done.applied
     intent = svc.intents.get(intent_id)

@@ -49,32 +49,34 @@ DecideAfter = Callable[[Row, Completion], AfterDecision]
 class ClaimBackend(Protocol):
     """What the scheduler asks of the database (each call one short transaction).
 
-    The scheduler gets one injected and calls it only from its database thread; the
-    rules it applies (:class:`ClaimRules`) are given once, when it is built.
+    :meth:`acquire`, :meth:`release`, :meth:`recover` and :meth:`prune` are the claim
+    cycle; the rest are the scheduler's cheap reads and its lease and housekeeping
+    writes. The scheduler gets one injected and calls it only from its database thread;
+    the rules it applies (:class:`ClaimRules`) are given once, when it is built.
     """
 
-    def step(
+    def acquire(
         self,
-        *,
         owner: str,
         now: datetime,
         lease_until: datetime,
         limit: int,
-        completions: Sequence[Completion] = (),
-        check_overlaps: bool = False,
+        *,
         due_by: datetime | None = None,
         burst: BurstProbe | None = None,
-    ) -> tuple[ClaimResult, list[CompletionResult]]: ...
+        completions: Sequence[Completion] = (),
+        check_overlaps: bool = False,
+    ) -> ClaimResult: ...
 
-    def complete_runs(
-        self, *, owner: str, now: datetime, items: Sequence[Completion]
+    def release(
+        self, owner: str, completions: Sequence[Completion], now: datetime
     ) -> list[CompletionResult]: ...
 
-    def recover_expired(
+    def recover(
         self,
-        *,
         owner: str,
         now: datetime,
+        *,
         host: str | None = None,
         kill: Callable[[int], bool] | None = None,
     ) -> RecoveryResult: ...
@@ -95,7 +97,7 @@ class ClaimBackend(Protocol):
         self, *, now: datetime, overdue_before: datetime, kinds: Sequence[str], limit: timedelta
     ) -> list[tuple[Row, CatchUpPlan]]: ...
 
-    def prune_runs(self, *, before: datetime, batch: int = 5000) -> list[Row]: ...
+    def prune(self, before: datetime, batch: int = 5000) -> list[Row]: ...
 
 
 class SqlClaimBackend:
@@ -124,19 +126,20 @@ class SqlClaimBackend:
             self.p.insert_journal(conn, journal_rows(now, entries))
 
     # -- claim -------------------------------------------------------------------------------
-    def step(
+    def acquire(
         self,
-        *,
         owner: str,
         now: datetime,
         lease_until: datetime,
         limit: int,
-        completions: Sequence[Completion] = (),
-        check_overlaps: bool = False,
+        *,
         due_by: datetime | None = None,
         burst: BurstProbe | None = None,
-    ) -> tuple[ClaimResult, list[CompletionResult]]:
-        """One scheduler step in ONE transaction: record ``completions``, then claim due rows.
+        completions: Sequence[Completion] = (),
+        check_overlaps: bool = False,
+    ) -> ClaimResult:
+        """Claim up to ``limit`` due rows in ONE transaction, recording ``completions``
+        first (their results in ``released``).
 
         Writing outcomes in the claim's transaction keeps claims from queueing behind
         separate completion commits (fire lateness) and halves the commits per fire.
@@ -144,10 +147,10 @@ class SqlClaimBackend:
         recorded as starting at their due time. When nothing more is claimable by
         ``due_by``, the result also says how big the ``burst`` due with the soonest row
         is (see :class:`BurstProbe`). If the transaction fails with outcomes in it, the
-        outcomes are recorded on their own (see :meth:`complete_runs`), then the claim.
+        outcomes are recorded on their own (see :meth:`release`), then the claim.
         """
         claim = partial(
-            self._step,
+            self._acquire,
             owner=owner,
             now=now,
             lease_until=lease_until,
@@ -159,21 +162,22 @@ class SqlClaimBackend:
         try:
             return claim(completions=completions)
         except LostRace:
-            return ClaimResult(), self.complete_runs(owner=owner, now=now, items=completions)
+            return ClaimResult(released=self.release(owner, completions, now))
         except GoalsuiError:
             raise
         except Exception as exc:
             if not completions:
                 raise
             log.warning("a claim with %d outcomes failed (%s); apart now", len(completions), exc)
-        done = self.complete_runs(owner=owner, now=now, items=completions)
+        done = self.release(owner, completions, now)
         try:
-            result, _ = claim(completions=())
+            result = claim(completions=())
         except LostRace:
             result = ClaimResult()
-        return result, done
+        result.released = done
+        return result
 
-    def _step(
+    def _acquire(
         self,
         *,
         owner: str,
@@ -184,16 +188,15 @@ class SqlClaimBackend:
         check_overlaps: bool,
         due_by: datetime,
         burst: BurstProbe | None,
-    ) -> tuple[ClaimResult, list[CompletionResult]]:
-        """The transaction of :meth:`step`: outcomes, overlaps, the claim, the soonest row
+    ) -> ClaimResult:
+        """The transaction of :meth:`acquire`: outcomes, overlaps, the claim, the soonest row
         left and the burst due with it, then the journal lines of all of it at once."""
         journal: list[JournalEntry] = []
         result = ClaimResult()
         rules = self.rules
         with self.engine.begin() as conn:
-            done: list[CompletionResult] = []
             if completions:
-                done = complete(
+                result.released = complete(
                     self.p,
                     conn,
                     journal,
@@ -227,11 +230,11 @@ class SqlClaimBackend:
             if result.soonest is not None and result.soonest > due_by:
                 result.burst = burst_size(conn, result.soonest, burst)
             self._journal(conn, now, journal)
-        return result, done
+        return result
 
     # -- outcomes ------------------------------------------------------------------------------
-    def complete_runs(
-        self, *, owner: str, now: datetime, items: Sequence[Completion]
+    def release(
+        self, owner: str, completions: Sequence[Completion], now: datetime
     ) -> list[CompletionResult]:
         """Record outcomes and apply the rules, for many runs in one transaction.
 
@@ -242,19 +245,21 @@ class SqlClaimBackend:
         recorded in its own transaction, and one that still fails is logged and recorded
         with its status and reason only.
         """
-        if not items:
+        if not completions:
             return []
         decide = self._after(now)
         try:
-            return self._complete(owner, now, items, decide)
+            return self._complete(owner, now, completions, decide)
         except GoalsuiError:
             raise
         except Exception as exc:  # noqa: BLE001 - each outcome then goes on its own
-            if len(items) == 1:
-                return self._complete_bare(owner, now, items[0], decide, exc)
-            log.warning("recording %d outcomes at once failed (%s); one by one", len(items), exc)
+            if len(completions) == 1:
+                return self._complete_bare(owner, now, completions[0], decide, exc)
+            log.warning(
+                "recording %d outcomes at once failed (%s); one by one", len(completions), exc
+            )
         results: list[CompletionResult] = []
-        for c in items:
+        for c in completions:
             try:
                 results.extend(self._complete(owner, now, [c], decide))
             except GoalsuiError:
@@ -284,11 +289,11 @@ class SqlClaimBackend:
         return self._complete(owner, now, [bare_completion(c, exc)], decide)
 
     # -- recovery and leases ---------------------------------------------------------------------
-    def recover_expired(
+    def recover(
         self,
-        *,
         owner: str,
         now: datetime,
+        *,
         host: str | None = None,
         kill: Callable[[int], bool] | None = None,
     ) -> RecoveryResult:
@@ -393,7 +398,7 @@ class SqlClaimBackend:
             self._journal(conn, now, journal)
         return done
 
-    def prune_runs(self, *, before: datetime, batch: int = 5000) -> list[Row]:
+    def prune(self, before: datetime, batch: int = 5000) -> list[Row]:
         """Delete finished runs that started before ``before``; returns (id, output_path)."""
         return housekeeping.prune_runs(self.engine, before=before, batch=batch)
 

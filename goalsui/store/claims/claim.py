@@ -27,7 +27,7 @@ from goalsui.store.claims.shapes import (
     BurstProbe,
     ClaimAction,
     ClaimDecision,
-    ClaimedRun,
+    Claimed,
     ClaimResult,
     Row,
 )
@@ -82,7 +82,7 @@ def claim_rows(
     runs = p.insert_runs(conn, run_rows)
     events = _events_of(conn, runs)
     for (row, d), run in zip(kept, runs, strict=True):
-        item = ClaimedRun(intent=row, run=run, event=events.get(run["event_id"]), decision=d)
+        item = Claimed(row, run, events.get(run["event_id"]), d)
         if d.action == ClaimAction.FIRE:
             result.fired.append(item)
             journal.append(

@@ -34,7 +34,7 @@ __all__ = [
     "ClaimAction",
     "ClaimDecision",
     "ClaimResult",
-    "ClaimedRun",
+    "Claimed",
     "Completion",
     "CompletionResult",
     "RecoveryResult",
@@ -63,23 +63,27 @@ class ClaimDecision:
     count_fire: bool = True  # fire: does it count toward max_fires?
 
 
-@dataclass
-class ClaimedRun:
-    intent: Row  # the intent row as it is after the claim
-    run: Row  # the run row as inserted (with its id)
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A row claimed: the intent as it is after the claim, its run as inserted (with its
+    id), the event that made it due, and what the rules decided."""
+
+    intent: Row
+    run: Row
     event: Row | None
     decision: ClaimDecision
 
 
 @dataclass
 class ClaimResult:
-    fired: list[ClaimedRun] = field(default_factory=list)
-    skipped: list[ClaimedRun] = field(default_factory=list)  # quiet hours, empty checklist
+    fired: list[Claimed] = field(default_factory=list)
+    skipped: list[Claimed] = field(default_factory=list)  # quiet hours, empty checklist
     overlaps: list[Row] = field(default_factory=list)  # skipped-overlap runs recorded
     ended: list[tuple[Row, str]] = field(default_factory=list)  # (intent, reason): no run
     full: bool = False  # the batch was full: more rows may be due
     soonest: datetime | None = None  # min(next_run_at) of the active rows after the claim
     burst: int = 0  # active rows due within the burst window of ``soonest`` (capped)
+    released: list[CompletionResult] = field(default_factory=list)  # the outcomes recorded
 
 
 class Completion(NamedTuple):
