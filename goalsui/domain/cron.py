@@ -171,16 +171,6 @@ def is_every_hour(expr: str) -> bool:
     return _compile(expr).every_hour
 
 
-def describe_dst_rule(expr: str) -> str:
-    """One line saying how ``expr`` behaves across DST transitions (for ``plan``/preview)."""
-    if _compile(expr).every_hour:
-        return "fires once per real hour across DST changes"
-    return (
-        "a skipped local time fires at the end of the gap; "
-        "a repeated local time fires at its first occurrence"
-    )
-
-
 def _zone(tz: str | tzinfo) -> tzinfo:
     return load_zone(tz) if isinstance(tz, str) else tz
 

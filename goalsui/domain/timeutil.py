@@ -166,17 +166,6 @@ def parse_instant(text: str, tz: str | tzinfo | None = None) -> datetime:
         raise ScheduleError(f"invalid timestamp {quote(text)}: out of range") from None
 
 
-def iso(dt: datetime) -> str:
-    """``dt`` in UTC as ISO 8601 with offset, to the second: ``2026-12-02T18:00:00+00:00``."""
-    return ensure_utc(dt).isoformat(timespec="seconds")
-
-
-def iso_local(dt: datetime, tz: str | tzinfo) -> str:
-    """``dt`` as ISO 8601 local time in ``tz`` with its offset, to the second."""
-    zone = load_zone(tz) if isinstance(tz, str) else tz
-    return ensure_utc(dt).astimezone(zone).isoformat(timespec="seconds")
-
-
 class MovingClock:
     """A clock that reads what it was last set to: a replay moves it from one due time
     to the next (``clock.now = ...``)."""

@@ -26,8 +26,6 @@ from goalsui.service.kbindex import Index
 from goalsui.service.workers import Workers
 from goalsui.store.models import Intent
 
-SCHEDULE_FORMS = ("cron", "every", "at")
-
 
 def _schedule(
     name: str, cron: str | None, every: str | None, at: str | None, tz: str

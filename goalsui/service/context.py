@@ -19,7 +19,6 @@ from goalsui.kb.layout import KB
 from goalsui.service.changes import ChangeHub
 from goalsui.service.journal import Journal
 from goalsui.service.state_dir import default_state_dir as default_state_dir
-from goalsui.store import notify as change_notify
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
 
@@ -56,11 +55,6 @@ class ServiceContext:
     def origin(self) -> str:
         """The name of this service in cross-process change notifications."""
         return self.changes.origin
-
-    @property
-    def _change_listeners(self) -> list[change_notify.ChangeListener]:
-        """The live cross-process listeners (for tests that check they stop)."""
-        return self.changes.remote
 
     def now(self) -> datetime:
         """The service's clock (injectable for tests and replays)."""

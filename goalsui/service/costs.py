@@ -59,22 +59,6 @@ class BudgetLine:
         return self.spent / self.limit.value if self.limit.value else 1.0
 
 
-@dataclass(frozen=True)
-class CostRow:
-    """A spender (a worker, or a thread intent) and what it reported."""
-
-    goal_id: str | None
-    worker: str | None
-    intent_id: int | None
-    spend: Spend
-
-    @property
-    def label(self) -> str:
-        if self.goal_id:
-            return f"{self.goal_id}/{self.worker}" if self.worker else self.goal_id
-        return f"intent {self.intent_id}"
-
-
 class Costs:
     """Spend queries and budget checks of one service (thread-safe)."""
 
@@ -176,14 +160,6 @@ class Costs:
         worker: str | None = None,
     ) -> Spend:
         return queries.spend(self.ctx.store.read_engine, start, end, goal_id=goal_id, worker=worker)
-
-    def by_worker(
-        self, start: datetime | None = None, end: datetime | None = None
-    ) -> list[CostRow]:
-        """Spenders in the window, the most expensive first."""
-        rows = queries.spend_by_worker(self.ctx.store.read_engine, start, end)
-        out = [CostRow(g, w, i, s) for g, w, i, s in rows]
-        return sorted(out, key=lambda r: (-r.spend.usd, -r.spend.tokens, r.label))
 
     def recent_runs(self, intent_id: int, limit: int = 30) -> list[RunPoint]:
         return queries.recent_runs(self.ctx.store.read_engine, intent_id, limit)

@@ -72,26 +72,6 @@ def spend(
         return _spend_of(conn.execute(q).one())
 
 
-def spend_by_worker(
-    engine: Engine, start: datetime | None = None, end: datetime | None = None
-) -> list[tuple[str | None, str | None, int | None, Spend]]:
-    """(goal_id, worker, intent_id for a thread intent, spend) for every spender."""
-    goal = _INTENT.c.goal_id
-    worker = _INTENT.c.worker
-    thread_intent = case((goal.is_(None), _INTENT.c.id), else_=literal(None))
-    q = (
-        select(goal, worker, thread_intent, *_spend_columns())
-        .select_from(_RUN.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id))
-        .group_by(goal, worker, thread_intent)
-    )
-    if start is not None:
-        q = q.where(_RUN.c.started_at >= start)
-    if end is not None:
-        q = q.where(_RUN.c.started_at < end)
-    with engine.connect() as conn:
-        return [(r[0], r[1], r[2], _spend_of(r[3:])) for r in conn.execute(q)]
-
-
 def recent_runs(engine: Engine, intent_id: int, limit: int = 30) -> list[RunPoint]:
     """The intent's last ``limit`` executed runs, oldest first."""
     q = (

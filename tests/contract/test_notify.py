@@ -155,7 +155,7 @@ def test_listener_survives_a_dropped_connection_and_a_bad_callback(pg_db: str) -
 def test_close_stops_the_listener_threads(pg_db: str, empty_kb: Path, tmp_path: Path) -> None:
     service = Service.open(empty_kb, pg_db, tmp_path / "state")
     service.changes.listen(Inbox())
-    (listener,) = service._change_listeners
+    (listener,) = service.changes.remote
     assert listener.listening
     service.close()
     assert not listener._thread.is_alive()
@@ -174,6 +174,6 @@ def test_sqlite_has_no_cross_process_notifications(
     service = make_service(empty_kb, url.format(tmp=tmp_path))
     assert service.changes.across_processes is False
     stop = service.changes.listen(Inbox())
-    assert service._change_listeners == []
+    assert service.changes.remote == []
     stop()
     assert notify.publish_now(service.store.engine, "intents") is False
