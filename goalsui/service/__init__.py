@@ -1,12 +1,7 @@
-"""The one service API the console, the CLI and the tool server use.
+"""The one service API (:class:`Service` in ``api.py``) of the console, the CLI and the tool server.
 
-:class:`Service` (``api.py``) holds one object per aggregate (``service.intents``,
-``service.threads``, ...); the views it returns come from :mod:`goalsui.domain.views`; intents are
-created from a :class:`~goalsui.domain.intent_spec.IntentSpec`. See docs/architecture.md.
-
-The names below load on first use (PEP 562), so that a light module of this package
-(:mod:`goalsui.service.quick`, :mod:`goalsui.service.state_dir`) can be imported
-without the database stack the service brings.
+The names below load on first use (PEP 562), so that light modules of this package
+(``quick``, ``state_dir``) import without the database stack.
 """
 
 from __future__ import annotations

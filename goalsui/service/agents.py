@@ -1,12 +1,5 @@
-"""What agents do through goalsui, shared by the tool server and the command line.
-
-- confined KB verbs on one goal tree (list, read, write, log append);
-- the journal's ``run_id`` and ``tool`` for every write made on a run's behalf
-  (:func:`goalsui.service.journal.acting` marks the calls);
-- tool calls recorded per run (table ``tool_call``);
-- idempotent follow-ups: a ``schedule_intent`` without a key gets one derived from the
-  run and the call's content, so a repeated call returns the same intent;
-- run transcripts: prompt, argv, tool calls and output of one run.
+"""What agents do through goalsui (tool server and command line): confined KB verbs on
+one goal tree, journaled writes and tool calls per run, idempotent follow-ups, transcripts.
 """
 
 from __future__ import annotations
@@ -84,11 +77,10 @@ class Agents:
         return self.tree(goal_id).read(rel)
 
     def kb_write(self, goal_id: str, rel: str, text: str, *, definitions: bool = True) -> Path:
-        """Write a file atomically; YAML and definitions are validated first.
+        """Write a file atomically, validating YAML and definitions first.
 
-        ``definitions=False`` (an agent's write) refuses the goal's and its workers'
-        ``definition.yaml``: a runner is the program goalsui starts, never an agent's pick.
-        """
+        ``definitions=False`` (an agent's write) refuses ``definition.yaml``: a runner is
+        the program goalsui starts, never an agent's pick."""
 
         def validate(parts: tuple[str, ...], body: str, shown: str) -> None:
             if not definitions and _is_definition(parts):
@@ -130,12 +122,8 @@ class Agents:
         return run
 
     def run_scope(self, run_id: int) -> RunScope:
-        """The scope of a live run, from its intent and (for a worker) the worker's file.
-
-        A worker's turn runs in its home thread (unless its intent names a thread). A
-        thread intent in a worker's home thread (e.g. a follow-up the worker's turn
-        scheduled) belongs to that worker: it gets the worker's goal and capabilities.
-        """
+        """The scope of a live run: a worker's turn, or a thread intent in a worker's
+        home thread, gets that worker's goal and capabilities."""
         run = self.live_run(run_id)
         intent = self.intents.get(run.intent_id)
         goal_id, worker, thread_id = intent.goal_id, intent.worker, intent.thread_id

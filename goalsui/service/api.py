@@ -1,12 +1,6 @@
-"""The one service API used by the console, the command line and the tool server.
-
-:class:`Service` is the :class:`ServiceContext` (KB, store, clock, journal, change hub)
-with one object per aggregate as an attribute: ``service.intents.pause(intent_id)``,
-``service.threads.say(thread_id, text)``. Each aggregate is built on the context and
-gets the other aggregates it needs when it is built. Every mutating call leaves a journal
-entry and announces a :class:`~goalsui.domain.states.ChangeTopic` so in-process
-listeners (the scheduler, the console) react at once; other processes see the change
-through the database. See docs/architecture.md#the-service.
+"""The one service API: the :class:`ServiceContext` with one object per aggregate
+(``service.intents.pause(id)``); every mutating call is journaled and announces a
+:class:`~goalsui.domain.states.ChangeTopic`. See docs/architecture.md#the-service.
 """
 
 from __future__ import annotations

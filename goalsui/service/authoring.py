@@ -1,8 +1,4 @@
-"""Authoring workers: the operations behind ``worker add|remove|pause|resume|show``.
-
-Reached as ``service.authoring``; :func:`worker_seed` checks a worker's options before
-anything is written. The CLI and the console call these, never the KB directly.
-"""
+"""Authoring workers (``service.authoring``): ``worker add|remove|pause|resume|show``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The operator's records of a nightshift goal, kept in the journal (out of every agent
-tool's reach): the binding (repository, base, check) the operator set, and what
-``doctor`` says when a goal's ``nightshift.yaml`` no longer matches it.
+"""The operator's nightshift bindings (repository, base, check), kept in the journal out
+of every agent tool's reach, and ``doctor``'s word when ``nightshift.yaml`` drifts from them.
 """
 
 from __future__ import annotations

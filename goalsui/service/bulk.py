@@ -1,8 +1,4 @@
-"""Bulk records for benchmarks: many intents in one transaction, counts, a wipe.
-
-``goalsui bench`` measures the scheduler on a scratch database; it seeds and checks it
-through these calls, never through the store (docs/architecture.md, the layers).
-"""
+"""Bulk records for ``goalsui bench``: many intents in one transaction, counts, a wipe."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Change notification: in-process callbacks and, on PostgreSQL, LISTEN/NOTIFY.
-
-Every mutating service call announces a :class:`~goalsui.domain.states.ChangeTopic`;
-subscribers in this process hear it at once, other processes through NOTIFY (or by
-polling :func:`goalsui.service.overview.change_token` on SQLite).
-"""
+"""Change notification: in-process callbacks and, on PostgreSQL, LISTEN/NOTIFY."""
 
 from __future__ import annotations
 
@@ -56,12 +51,9 @@ class ChangeHub:
     ) -> Callable[[], None]:
         """Call ``callback(topic)`` when any process changes the database; returns stop().
 
-        PostgreSQL: a LISTEN thread (``callback`` runs in it; hand over to your loop).
-        ``topic`` is a :class:`ChangeTopic` value, ``"reconnected"`` after a lost
-        connection came back (re-read everything). This service's own changes are
-        skipped unless ``include_own`` (they reach :meth:`subscribe` callbacks already).
-        Returns once LISTEN is active (or after ``wait`` s; it keeps retrying).
-        SQLite: a no-op, keep polling.
+        PostgreSQL: a LISTEN thread (``callback`` runs in it); ``"reconnected"`` after a
+        lost connection (re-read everything); own changes only with ``include_own``.
+        Returns once LISTEN is active or after ``wait`` s. SQLite: a no-op, keep polling.
         """
         if not self.across_processes:
             return lambda: None

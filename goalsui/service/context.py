@@ -1,8 +1,4 @@
-"""What every aggregate of the service shares: the KB, the store, the clock, the journal.
-
-:class:`goalsui.service.Service` is a :class:`ServiceContext` that holds the aggregates
-(``service.intents``, ``service.goals``, ...); each aggregate is built on the context.
-"""
+"""What every aggregate of the service shares: the KB, the store, the clock, the journal."""
 
 from __future__ import annotations
 

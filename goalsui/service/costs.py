@@ -1,9 +1,6 @@
-"""Spend and budgets at the service level: what ran cost, and whether a turn may start.
+"""Spend and budgets (``service.costs``): what runs cost, and whether a turn may start.
 
-Reached as ``service.costs`` (a :class:`Costs` bound to one service). Budgets come from
-three files (see :mod:`goalsui.domain.budget`): ``goalsui.yaml`` (every run), the goal's
-``definition.yaml`` and the worker's ``definition.yaml``; the definitions are re-read
-only when their modification time changes.
+Definitions' budgets are re-read only when their modification time changes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Events: stored once per delivery; matching event intents become due.
-
-Reached as ``service.events``: ``service.events.emit(source, payload, delivery_id)``.
-"""
+"""Events (``service.events``): stored once per delivery; matching event intents become due."""
 
 from __future__ import annotations
 
@@ -31,9 +28,7 @@ class Events:
     def emit(self, source: str, payload: Any, delivery_id: str) -> EmitResult:
         """Store an event once per ``(source, delivery_id)`` and make matching intents due.
 
-        Only active event intents of ``source`` whose filter matches the payload fire,
-        after their cooldown and expiry checks. A repeated delivery fires nothing.
-        """
+        A repeated delivery fires nothing."""
         check_name(source, "event source")
         delivery_id = str(delivery_id).strip()
         if (
@@ -96,11 +91,8 @@ def _delivered(s: Session, source: str, delivery_id: str) -> Event | None:
 
 
 def _fire_matching(s: Session, event: Event, now: datetime) -> list[int]:
-    """Make the event intents that match ``event`` due now; returns their ids.
-
-    An expired intent ends; one in its cooldown is left alone; one still running
-    records a skipped (overlap) run.
-    """
+    """Make matching event intents due now (expired ones end, cooling ones wait, running
+    ones record an overlap skip); returns their ids."""
     fired: list[int] = []
     # Row-locked (PostgreSQL; SQLite's write lock serialises writers anyway): a scheduler
     # claiming one of these rows holds it until its claim commits, and this update must

@@ -1,7 +1,4 @@
-"""KB files of one goal tree: list, read, write (confined to the goal), the goal log.
-
-Reached as ``service.files``: ``service.files.read(goal_id, "protocol.md")``.
-"""
+"""KB files of one goal tree (``service.files``): list, read, write (confined), the goal log."""
 
 from __future__ import annotations
 

@@ -1,21 +1,9 @@
 """Follow-ups an agent schedules, idempotent within the session's scope.
 
-An intent's ``operation_key`` is unique across the KB, so a key an agent names is
-stored inside its scope's namespace (the thread's, else the goal's) together with a
-digest of the call's payload:
-
-- ``key:<scope>:<key>:<digest>`` for a key the agent names. The same key with the same
-  payload returns the intent it made (``created`` false); the same key with another
-  payload is refused; a key of another scope is another key.
-- ``fire:<intent>.<fire>:<sha256>`` for a run's call without a key (:func:`follow_up_key`):
-  every attempt of one fire derives the same key, so a retried turn gets its follow-up
-  back.
-- ``op:<scope>:<digest>:<n>`` for an operator's session (no run) without a key: an
-  identical call returns the intent it made while that intent has not ended; after
-  it ended, the same call schedules a new one.
-
-The digest covers kind, schedule (a relative ``in`` as given, not the instant it
-resolves to), timezone, event source, title, instruction and max fires.
+Keys are namespaced by scope with a digest of the payload: ``key:<scope>:<key>:<digest>``
+(a named key; another payload is refused), ``fire:<intent>.<fire>:<sha256>`` (a run's
+call; every attempt of one fire gets its follow-up back), ``op:<scope>:<digest>:<n>``
+(an operator's call; a new one once the previous intent ended).
 """
 
 from __future__ import annotations
@@ -81,13 +69,8 @@ def follow_up_key(
     title: str,
     instruction: str,
 ) -> str:
-    """``fire:<intent>.<fire>:<sha256>`` of the call's content.
-
-    ``fire`` is the calling intent's fire count during the run: a retry does not count a
-    fire (:func:`goalsui.scheduler.rules.decide_claim`), so every attempt of one fire (a
-    failed turn retried, an interrupted one retried after review) derives the same key,
-    although each attempt is a run of its own with a new id.
-    """
+    """``fire:<intent>.<fire>:<sha256>`` of the call's content; a retry does not count a
+    fire, so every attempt of one fire derives the same key."""
     content = json.dumps(
         [kind, schedule or "", timezone or "", title, instruction], ensure_ascii=False
     )
@@ -105,9 +88,7 @@ def schedule_follow_up(
     schedule_as_given: str | None = None,
     **spec: Any,
 ) -> tuple[Intent, bool]:
-    """Create the follow-up once per scoped key; returns (intent, created).
-
-    ``fire_of(run_id)``: the (intent id, fire count) of the calling run."""
+    """Create the follow-up once per scoped key; returns (intent, created)."""
     scope = scope_name(spec.get("thread_id"), spec.get("goal_id"))
     given = schedule_as_given if schedule_as_given is not None else spec.get("schedule")
     digest = payload_digest(spec, given)

@@ -15,13 +15,10 @@ def _slug(goal_id: str) -> str:
 
 
 def resolve_goal_id(ctx: ServiceContext, text: str) -> str:
-    """The goal id ``text`` stands for.
+    """The goal id ``text`` stands for: an exact id, else one id or slug prefix match.
 
-    Exact ids win; then the goals whose id starts with ``text`` or whose slug is
-    ``text``: one is the answer, several are refused with the candidates. With none, a
-    :class:`NotFound` names the closest ids when there are any, else ``text`` comes back
-    as it is (the command then says the goal does not exist in its own words).
-    """
+    Several matches are refused; none raises NotFound with the closest ids, if any, else
+    returns ``text``."""
     text = text.strip()
     ids = ctx.kb.goal_ids()
     if not text or text in ids:

@@ -1,7 +1,4 @@
-"""Goals: creation (files and schedules, all or nothing), listing, status, deletion.
-
-Reached as ``service.goals``: ``service.goals.pause(goal_id)``.
-"""
+"""Goals (``service.goals``): creation (all or nothing), listing, status, deletion."""
 
 from __future__ import annotations
 
@@ -43,10 +40,7 @@ class Goals:
     ) -> GoalView:
         """Create a goal tree and register its workers' schedules, all or nothing.
 
-        ``protocol`` is protocol.md's text (default: the template, see
-        :mod:`goalsui.kb.authoring`); ``files`` (relative path -> text) are written into
-        the tree too; ``_fail_*`` inject failures for the tests of the rollback.
-        """
+        ``_fail_*`` inject failures for the tests of the rollback."""
 
         def register(loaded: LoadedGoal) -> Callable[[], None]:
             undo = self._register(loaded, task, owner)

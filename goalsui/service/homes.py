@@ -1,9 +1,5 @@
-"""Every worker's home thread: the thread its turns run in (their todos and posts land
-there), written inside the KB index's transactions.
-
-A home thread is created with its worker (:func:`ensure_home_threads`, called by the KB
-index) and found again by its ``goal_id`` and ``worker`` columns; it outlives the
-worker, so a worker added again finds its checklist.
+"""Every worker's home thread (its turns' todos and posts land there), found by ``goal_id``
+and ``worker``; it outlives the worker, so a worker added again finds its checklist.
 """
 
 from __future__ import annotations
@@ -43,9 +39,8 @@ def ensure_home_threads(
     now: datetime,
     found: dict[str, Thread] | None = None,
 ) -> tuple[list[Thread], bool]:
-    """Inside a write transaction serialised as ``kb-sync``: the home thread of each
-    worker, created when missing and retitled when the goal was renamed; and whether
-    any was written. ``found``: the goal's home threads already read (by worker)."""
+    """Create missing home threads and retitle renamed ones (inside a ``kb-sync`` write);
+    returns whether any was written."""
     names = list(workers)
     if found is None:
         found = home_threads(s, [goal_id]).get(goal_id, {}) if names else {}

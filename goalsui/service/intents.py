@@ -1,10 +1,5 @@
-"""Intents: creation from an :class:`IntentSpec`, queries, and the operator's actions.
-
-Reached as ``service.intents``: ``service.intents.pause(intent_id)``.
-
-Every action asks :mod:`goalsui.domain.transitions` whether the intent's state allows
-it, so the refusals here and the console's disabled keys say the same thing.
-"""
+"""Intents (``service.intents``): creation, queries and the operator's actions, each
+allowed by :mod:`goalsui.domain.transitions` (the console's keys say the same)."""
 
 from __future__ import annotations
 
@@ -71,11 +66,8 @@ class Intents:
         self.goals = goals
 
     def create(self, spec: IntentSpec | None = None, /, **fields: Any) -> Intent:
-        """Store an :class:`IntentSpec` (an existing ``operation_key`` returns that intent).
-
-        The keyword form (``title=..., kind=..., cooldown="5m"``) builds the spec with
-        :meth:`IntentSpec.parse` first.
-        """
+        """Store an :class:`IntentSpec` (or keywords parsed into one); an existing
+        ``operation_key`` returns that intent."""
         if spec is None:
             spec = IntentSpec.parse(**fields)
         elif fields:
@@ -83,11 +75,9 @@ class Intents:
         return self.save(spec)
 
     def save(self, spec: IntentSpec, *, reply: bool = False) -> Intent:
-        """Store a validated spec; an existing ``operation_key`` returns that intent instead.
+        """Store a validated spec; an existing ``operation_key`` returns that intent.
 
-        ``reply``: the answer to a user's message (``service.threads.say``), the one
-        intent a private thread accepts; every other one (a follow-up) is refused there.
-        """
+        ``reply``: the answer to a user's message, the one intent a private thread accepts."""
         ctx = self.ctx
         if spec.goal_id is not None:
             self.goals.get(spec.goal_id)
@@ -171,11 +161,8 @@ class Intents:
         return self._update(intent_id, "intent paused", apply)
 
     def resume(self, intent_id: int) -> Intent:
-        """Resume a paused or auto-disabled intent, or reinstate an ended one; its runs
-        awaiting review are settled.
-
-        Planned from now (no catch-up storm); the failure count starts again.
-        """
+        """Resume or reinstate an intent, planned from now (no catch-up storm); its runs
+        awaiting review are settled and the failure count restarts."""
 
         def apply(i: Intent, now: datetime) -> None:
             if i.status == IntentStatus.FIRING and i.pending_trigger in (
@@ -209,10 +196,7 @@ class Intents:
         return intent
 
     def cancel(self, intent_id: int) -> Intent:
-        """End the schedule; a running process is stopped by the scheduler that runs it.
-
-        Ending an intent that already ended changes nothing.
-        """
+        """End the schedule (a no-op if ended); the scheduler stops a running process."""
 
         def apply(i: Intent, now: datetime) -> None:
             if i.status in (IntentStatus.CANCELLED, IntentStatus.DONE):

@@ -1,8 +1,5 @@
-"""The journal: what the operator, the scheduler, the hooks and the tools did, with times.
-
-Reached as ``service.journal``. A tool server call marks the writes it makes on a run's
-behalf (:func:`acting`), so each entry says which run and tool made it.
-"""
+"""The journal (``service.journal``): who did what, when; :func:`acting` marks a tool
+call's writes with its run and tool."""
 
 from __future__ import annotations
 

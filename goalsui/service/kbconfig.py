@@ -1,8 +1,5 @@
-"""KB-level settings edited from the command line: ``goalsui config set runner ...``.
-
-``goalsui.yaml`` is edited in place with ruamel's round trip (the operator's comments
-and key order stay), validated as the KB would read it before anything is written, and
-replaced atomically. A broken file is never rewritten.
+"""``goalsui config set runner ...``: ``goalsui.yaml`` edited in place (comments and key
+order kept), validated first, replaced atomically; a broken file is never rewritten.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The KB index: goal rows and worker intents rebuilt from the goal trees on disk.
-
-Reached as ``service.index``: ``service.index.sync()``, ``service.index.doctor()``. The
-KB is the truth for what a goal and its workers are; the index follows it. A goal or
-worker whose files fail validation keeps its last good intent.
+"""The KB index (``service.index``): goal rows and worker intents rebuilt from the goal
+trees, the truth; a goal or worker that fails validation keeps its last good intent.
 """
 
 from __future__ import annotations
@@ -214,11 +211,7 @@ def upsert_worker_intent(
 
 
 def align_goal_status(intent: Intent, goal_active: bool, now: datetime) -> None:
-    """Worker intents follow their goal: a paused goal pauses its workers.
-
-    Only intents the goal paused (marked ``goal paused``/``goal completed``...) resume
-    with it; a worker the operator paused on its own stays paused.
-    """
+    """Worker intents follow their goal; only those the goal paused resume with it."""
     if not goal_active and intent.status == IntentStatus.ACTIVE:
         intent.status = IntentStatus.PAUSED
         intent.last_error = "goal paused"
@@ -326,9 +319,7 @@ class Index:
         return problems
 
     def capability_warnings(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
-        """Warnings, not problems: capabilities of workers that would grant nothing
-        (:func:`idle_capabilities`; the worker runs, its agent just gets no such tool),
-        and workers whose runner could not start."""
+        """Warnings, not problems: capabilities that grant nothing, runners that cannot start."""
         ids = None if goal_ids is None else list(goal_ids)
         try:
             config = self.ctx.kb.config()

@@ -25,11 +25,8 @@ def open_service(
     actor: str,
     clock: Callable[[], datetime],
 ) -> S:
-    """A ``cls`` on an existing KB, its state folder prepared and its schema in place.
-
-    Each failure is one line: no KB (nothing created then), a state folder that cannot
-    be made, a database that cannot be opened (its password hidden).
-    """
+    """A ``cls`` on an existing KB with its state folder and schema in place; each
+    failure is one line (a database's password hidden)."""
     root = KB(kb).root
     if not root.is_dir():  # checked first: a missing KB creates no state folder
         raise NotFound(

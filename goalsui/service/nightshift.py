@@ -1,9 +1,5 @@
-"""The nightshift's service operations: bind a goal to a repository, plan the night,
-list the branches the night produced, and approve (merge) or reject (delete) them.
-
-Reached as ``service.nightshift``. Every decision is journaled (action ``nightshift ...``,
-subject the goal) so the next morning report can show it; the operator's binding is
-recorded too (:mod:`goalsui.service.bindings`).
+"""The nightshift (``service.nightshift``): bind a goal to a repository, plan the night,
+list its branches, approve (merge) or reject (delete) them; every decision journaled.
 """
 
 from __future__ import annotations
@@ -38,12 +34,8 @@ BRANCH_RECORD = "nightshift branch"
 
 @dataclass(frozen=True)
 class BranchView:
-    """One branch the nightshift produced, with what the plan knows of it.
-
-    ``reviewed``: the commit goalsui recorded when the task ended (what the report, the
-    diff and an approval show and merge), None for a branch goalsui did not make;
-    ``tip``: where the branch points now.
-    """
+    """One branch the nightshift produced: ``reviewed`` is the commit recorded when the
+    task ended (None for a branch goalsui did not make), ``tip`` where it points now."""
 
     branch: str
     commits: int
@@ -151,9 +143,8 @@ class Nightshift:
         return view
 
     def binding_of(self, goal_id: str) -> Binding | None:
-        """The binding goalsui acts on: the operator's recorded one (a ``nightshift.yaml``
-        changed since is not obeyed), else the file's (a goal made before records existed).
-        None for a goal that is no nightshift; KBError for a broken file without a record."""
+        """The operator's recorded binding (a later ``nightshift.yaml`` edit is not
+        obeyed), else the file's; None for no nightshift."""
         try:
             on_file = files.load_binding(self.ctx.kb.goal_dir(goal_id))
         except GoalsuiError:
@@ -218,10 +209,7 @@ class Nightshift:
         night: date | None = None,
         reason: str | None = None,
     ) -> tuple[rules.PlanItem, bool]:
-        """Put a task into the night's plan; the same (night, worker, task) is added once.
-
-        Returns the item and whether it was created.
-        """
+        """Add a task to the night's plan once per (night, worker, task); returns (item, created)."""
         check_name(worker, "worker name")
         if worker not in self.task_workers(goal_id):
             choices = ", ".join(self.task_workers(goal_id)) or "none"
@@ -317,14 +305,11 @@ class Nightshift:
         return reviewed
 
     def approve(self, goal_id: str, branch: str, *, sha: str | None = None) -> str:
-        """Merge exactly the reviewed commit of the branch into the base (a merge commit),
+        """Merge exactly the reviewed commit of the branch (or ``sha``) into the base,
         then delete the branch.
 
-        The reviewed commit is the one goalsui recorded when the task ended (shown by the
-        report, ``branches`` and ``diff``); ``sha`` names another one the operator reviewed.
-        Refused for a branch goalsui did not make, and for one that points elsewhere now
-        (both commits named): nothing added after the review is merged unseen.
-        """
+        Refused for a branch goalsui did not make or one that moved since: nothing added
+        after the review is merged unseen."""
         _, binding = self.goal(goal_id)
         repo = _checked_branch(binding, branch)
         recorded = self._made_by_goalsui(goal_id, branch, "approve")

@@ -1,7 +1,4 @@
-"""Read-only overviews: the status-bar summary, the change fingerprints, cron previews.
-
-Reached as ``service.overview``; :func:`schedule_preview` needs no KB or database.
-"""
+"""Read-only overviews (``service.overview``): status summary, change fingerprints, previews."""
 
 from __future__ import annotations
 
@@ -58,12 +55,8 @@ class Overview:
         self.ctx = ctx
 
     def change_stamp(self) -> tuple[Any, ...] | None:
-        """A stat-only fingerprint of a SQLite database: size and mtime of the file and its WAL.
-
-        Any commit by any process changes it (the WAL grows, or is restarted by a
-        checkpoint, which writes the file). None for other databases: ask
-        :meth:`change_token`. Costs two ``stat`` calls, no query.
-        """
+        """A SQLite database's fingerprint from two ``stat`` calls (file and WAL size and
+        mtime), changed by any commit; None for other databases."""
         from sqlalchemy.engine import make_url
 
         url = make_url(self.ctx.db_url)

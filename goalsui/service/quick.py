@@ -1,11 +1,5 @@
-"""The console's first records, read before the database stack is imported.
-
-Opening the service imports SQLAlchemy and SQLModel, which cost a cold process more
-than Textual does. On the default SQLite database this module reads what the main
-screen shows (the same reads as the console's dashboard, through
-:mod:`goalsui.store.snapshot`, as the same values) with the standard library alone, so the first frame can
-show the records. The service opens behind it and its first read replaces this one.
-Only what needs no KB parsing is here: budget lines come with the service's read.
+"""The console's first records, read with the standard library before the database stack
+is imported (SQLAlchemy and SQLModel cost a cold process more than Textual does).
 
 Import nothing from the service's other modules here: they load the ORM.
 """

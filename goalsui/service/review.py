@@ -1,17 +1,6 @@
-"""Runs that wait for review: an interrupted run of an ``on_interrupt: review`` intent.
-
-Recovery (:mod:`goalsui.store.claims.recovery`) and the outcome writer mark such a run
-``needs_review`` and pause its intent with a ``needs review: ...`` last error instead of
-retrying it. The operator then decides:
-
-- :meth:`Review.retry`: fire the intent again now (trigger ``retry``, so the same fire),
-  clear the mark and take the run off the Failures list;
-- :meth:`Review.dismiss`: clear the mark and take the run off the list, and resume the
-  schedule from now without running the interrupted fire again (a one-shot ``at``
-  intent is then done).
-
-Both refuse, in one line, a run that is not awaiting review. Reached as
-``service.review``; resuming or retrying the intent itself settles its runs too.
+"""Runs awaiting review (``service.review``): an interrupted run of an
+``on_interrupt: review`` intent, its intent paused; the operator retries the fire or
+dismisses it (resuming from now). Both refuse a run that is not awaiting review.
 """
 
 from __future__ import annotations
@@ -85,11 +74,8 @@ class Review:
         return self._decide(run_id, "run retried after review", apply)[1]
 
     def dismiss(self, run_id: int) -> Intent:
-        """Leave the interrupted fire be and resume the intent's schedule from now.
-
-        An intent that is no longer held for this review (resumed, ended or running again
-        since) keeps its state: only the run's mark is cleared.
-        """
+        """Resume the intent from now without the interrupted fire; an intent no longer
+        held for this review keeps its state (only the run's mark is cleared)."""
 
         def apply(s: Session, run: IntentRun, i: Intent, now: datetime) -> None:
             held = i.status == IntentStatus.PAUSED and (i.last_error or "").startswith(NEEDS_REVIEW)

@@ -1,10 +1,5 @@
-"""Runners that cannot start: warned about before a turn fails on them.
-
-A worker whose turns would fail for a reason no retry fixes (no runner configured, a
-program that is not on ``PATH``) is reported by ``goal create``, ``worker add`` and
-``doctor`` as a warning; at run time the same turn fails once with reason ``config``
-and waits for the operator (see ``goalsui/store/claims/planner.py``).
-"""
+"""Runners that cannot start (none configured, a program not on ``PATH``): warned about
+before a turn fails on them for a reason no retry fixes."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Runs: history queries, live output, dismissal, replay, and the alert mark.
-
-Reached as ``service.runs``: ``service.runs.stop(run_id)``.
-"""
+"""Runs (``service.runs``): history, live output, dismissal, replay, the alert mark."""
 
 from __future__ import annotations
 
@@ -86,11 +83,8 @@ class Runs:
         return result
 
     def stop(self, run_id: int) -> IntentRun:
-        """Ask the scheduler running ``run_id`` to stop it (SIGTERM, then SIGKILL).
-
-        Only the run stops: it is recorded ``cancelled`` and its intent keeps its schedule
-        (the next occurrence fires as planned). Asking twice changes nothing.
-        """
+        """Ask the scheduler running ``run_id`` to stop it (SIGTERM, then SIGKILL); only
+        the run is cancelled, its intent keeps its schedule."""
         with self.ctx.store.write() as s:
             run = s.get(IntentRun, run_id)
             if run is None:
@@ -115,11 +109,8 @@ class Runs:
     def mark_alerted(
         self, intent_id: int, at: datetime, *, cooldown: timedelta | None = None
     ) -> bool:
-        """Record an alert at ``at``; with ``cooldown``, only if none was raised within it.
-
-        A compare-and-set (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): of several
-        schedulers alerting about one intent at once, exactly one gets True.
-        """
+        """Record an alert at ``at`` unless one was raised within ``cooldown``; a
+        compare-and-set, so of several schedulers exactly one gets True."""
         with self.ctx.store.write() as s:
             intent = s.get(Intent, intent_id, with_for_update=True)
             if intent is None:

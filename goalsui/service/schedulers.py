@@ -1,14 +1,7 @@
-"""Which schedulers serve a KB: one registration file per live scheduler process.
+"""Which schedulers serve a KB: ``<state dir>/schedulers/<pid>.json`` per live process.
 
-A scheduler process (``goalsui daemon``) writes ``<state dir>/schedulers/<pid>.json``
-(its pid, host, KB, owner, kind and start time) and keeps an exclusive ``flock`` on it
-for as long as it lives. A reader asks for a shared lock: refused means the process is
-alive; granted means it died (the kernel releases the lock of a dead process), and the
-file is ignored. The console reads these files to avoid starting a second scheduler on a
-KB a daemon already serves.
-
-Locks are per open file, so a registration is seen as live from the very process that
-holds it as well (tests run both in one process). Reached as ``service.schedulers``.
+Its writer holds an exclusive ``flock`` for life; a reader's shared lock is refused while
+the process is alive and granted once it died (the kernel frees a dead process's lock).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Threads (conversations) and their messages; a user's message and the reply it starts.
-
-Reached as ``service.threads``. The reply to a user's message is an ordinary one-shot
-intent (``at`` now, on the thread, keyed by the message), so the scheduler runs it like
-any other: retries, timeout, cancel, transcript. A private thread accepts this reply and
-nothing else. Every worker's home thread (:mod:`goalsui.service.homes`) is found here too.
+"""Threads (``service.threads``) and their messages; a user's message starts its reply,
+an ordinary one-shot intent keyed by the message (the one intent a private thread takes).
 """
 
 from __future__ import annotations
@@ -145,11 +141,8 @@ class Threads:
 
     # -- conversations ---------------------------------------------------------------------------
     def say(self, thread_id: int, text: str, *, reply: bool = True) -> Said:
-        """Post ``text`` as the user in a thread; with ``reply``, start the reply turn now.
-
-        A reply needs the KB's default runner: without one, nothing is posted and the
-        error says how to set it.
-        """
+        """Post ``text`` as the user; with ``reply``, start the reply turn now (nothing is
+        posted without a default runner)."""
         if not text.strip():
             raise ValidationError("the message is empty")
         if len(text) > MAX_MESSAGE:

@@ -1,7 +1,4 @@
-"""A thread's checklist: todos under one revision that every change bumps.
-
-Reached as ``service.todos``: ``service.todos.add(thread_id, text)``.
-"""
+"""A thread's checklist (``service.todos``): todos under one revision every change bumps."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Workers: a worker's intent, running it now, editing its definition.
-
-Reached as ``service.workers``: ``service.workers.run_now(goal_id, worker)``.
-"""
+"""Workers (``service.workers``): a worker's intent, running it now, its definition."""
 
 from __future__ import annotations
 
@@ -59,11 +56,8 @@ class Workers:
         return self.intents.run_now(intent.id)
 
     def run_now_ticket(self, goal_id: str, worker: str) -> RunNowTicket:
-        """Like :meth:`run_now`, returning a ticket for the run it triggers.
-
-        The newest run id is read *before* the intent is made due, so a scheduler that
-        starts (and even finishes) the run at once cannot slip past the ticket.
-        """
+        """Like :meth:`run_now`, returning a ticket; the newest run id is read before the
+        intent is made due, so a run started at once cannot slip past it."""
         intent = self.intent(goal_id, worker)
         assert intent.id is not None  # a stored row
         with self.ctx.store.read() as s:
@@ -72,11 +66,7 @@ class Workers:
         return RunNowTicket(self.intents.run_now(intent.id), after)
 
     def ticket_run(self, ticket: RunNowTicket) -> IntentRun | None:
-        """The run a :class:`RunNowTicket` triggered (running or done), or None yet.
-
-        A fire made while a run of the intent was live is recorded at once as a skipped
-        run (overlap): that is the ticket's run too.
-        """
+        """The run a ticket triggered (an overlap skip counts), or None yet."""
         with self.ctx.store.read() as s:
             return s.exec(
                 select(IntentRun)
