@@ -49,22 +49,6 @@ Values = tuple[Any, ...]
 #: Rows per statement (at most ~8,000 bound variables; SQLite allows 32,766).
 CHUNK = 500
 
-__all__ = [
-    "Cas",
-    "Reader",
-    "cas",
-    "close_runs",
-    "cursor",
-    "insert_journal",
-    "insert_runs",
-    "intents_by_id",
-    "open_runs",
-    "select_due",
-    "soonest",
-    "stamp",
-    "update_after",
-]
-
 
 def cursor(conn: Connection) -> sqlite3.Cursor:
     """A DBAPI cursor on the connection of ``conn``'s open transaction."""

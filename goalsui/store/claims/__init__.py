@@ -1,8 +1,9 @@
 """The scheduler's statements: claim, lease, overlap, completion, recovery, catch-up, pruning.
 
 One :class:`~goalsui.store.claims.backend.ClaimBackend` per engine
-(:func:`claim_backend_for`) runs them: SQLAlchemy Core on the generic SQL backend (row
-locks with ``FOR UPDATE [SKIP LOCKED]`` where the dialect has them, PostgreSQL), the
+(:func:`claim_backend_for`; the cycle is ``acquire``, ``release``, ``recover``, ``prune``)
+runs them: SQLAlchemy Core on the generic SQL backend (row locks with ``FOR UPDATE
+[SKIP LOCKED]`` where the dialect has them, PostgreSQL), the
 DBAPI cursor on the SQLite one (under ``BEGIN IMMEDIATE``). Every operation is ONE
 short transaction on the writer engine, so that several schedulers on one database
 never fire the same occurrence. An ORM session per claim is about 7x slower.
@@ -10,7 +11,8 @@ never fire the same occurrence. An ORM session per claim is about 7x slower.
 The rules (what to do with a due row, how an outcome changes an intent) are not here:
 a backend is built with a :class:`ClaimRules` object (the scheduler's is
 :class:`goalsui.scheduler.rules.Rules`), which sees each row as a plain ``dict`` and
-returns what to write; its decisions are :class:`ClaimAction` enums. The pure part of
+returns what to write; its decisions are :class:`ClaimAction` enums; a claimed row comes
+back as a frozen :class:`Claimed`. The pure part of
 turning rows and decisions into values to write is :mod:`goalsui.store.claims.planner`.
 
 Modules: ``shapes`` (values exchanged with the scheduler), ``binds`` and ``statements``

@@ -41,7 +41,6 @@ from goalsui.store.claims.statements import RUNNING_READ
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClaimBackend", "SqlClaimBackend", "SqliteClaimBackend", "claim_backend_for"]
 
 DecideAfter = Callable[[Row, Completion], AfterDecision]
 

@@ -26,20 +26,6 @@ RUN: Any = table_of(IntentRun)
 JOURNAL: Any = table_of(Journal)
 EVENT: Any = table_of(Event)
 
-__all__ = [
-    "EVENT",
-    "INTENT",
-    "JOURNAL",
-    "RUN",
-    "Stamp",
-    "bind",
-    "rows",
-    "rows_of",
-    "select_columns",
-    "sqlite_text",
-    "stamper",
-]
-
 
 class Stamp(TypeDecorator[Any]):
     """Binds an aware datetime exactly as :class:`UTCDateTime` stores it, in one step.

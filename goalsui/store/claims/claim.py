@@ -32,8 +32,6 @@ from goalsui.store.claims.shapes import (
     Row,
 )
 
-__all__ = ["LostRace", "burst_size", "claim_rows", "record_overlaps"]
-
 
 class LostRace(Exception):
     """The compare-and-set missed rows it had selected: nothing of the batch is kept."""

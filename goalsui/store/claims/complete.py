@@ -20,8 +20,6 @@ from goalsui.store.claims.primitives import SqlPrimitives
 from goalsui.store.claims.shapes import AfterDecision, Completion, CompletionResult, Row
 from goalsui.store.claims.statements import AFTER_READ
 
-__all__ = ["complete"]
-
 
 def complete(
     p: SqlPrimitives,

@@ -18,14 +18,6 @@ from goalsui.store.claims.binds import INTENT, RUN, rows
 from goalsui.store.claims.planner import JournalEntry, new_run, subject
 from goalsui.store.claims.shapes import CatchUpPlan, Row
 
-__all__ = [
-    "catch_up_rows",
-    "end_expired_rows",
-    "prune_runs",
-    "record_process_group",
-    "renew_leases",
-]
-
 
 def renew_leases(
     conn: Connection, *, owner: str, intent_ids: Sequence[int], lease_until: datetime

@@ -37,19 +37,6 @@ from goalsui.store.sqlite_hot import Cas
 
 Row = dict[str, Any]
 
-__all__ = [
-    "cas",
-    "close_runs",
-    "cursor",
-    "insert_journal",
-    "insert_runs",
-    "intents_by_id",
-    "open_runs",
-    "select_due",
-    "soonest",
-    "update_after",
-]
-
 
 def cursor(conn: Connection) -> psycopg.Cursor[Any]:
     """A psycopg cursor on the connection of ``conn``'s open transaction."""

@@ -32,19 +32,6 @@ JournalEntry = tuple[str, str, str]
 #: ``(run_id, *values of RUN_DONE_COLUMNS)``: one outcome as written to its run row.
 RunOutcome = tuple[Any, ...]
 
-__all__ = [
-    "ClaimPlan",
-    "CompletionPlan",
-    "JournalEntry",
-    "clean_completion",
-    "journal_rows",
-    "new_run",
-    "plan_claims",
-    "plan_completions",
-    "review_decision",
-    "run_outcomes",
-    "subject",
-]
 
 _RUN_DEFAULTS: Row = {
     "reason": None,

@@ -37,8 +37,6 @@ from goalsui.store.claims.statements import (
     cas_params,
 )
 
-__all__ = ["PgPrimitives", "SqlPrimitives", "SqlitePrimitives", "primitives_for"]
-
 
 class SqlPrimitives:
     """Generic SQL (Core statements); row locks when the dialect has them."""

@@ -29,16 +29,6 @@ from goalsui.store.claims.planner import JournalEntry, after_outcome, new_run, s
 from goalsui.store.claims.shapes import AfterDecision, Completion, RecoveryResult, Row
 from goalsui.store.claims.statements import AFTER_COLUMNS
 
-__all__ = [
-    "REASON",
-    "close_orphans",
-    "end_live_groups",
-    "live_owners",
-    "nothing_to_recover",
-    "recover_stale",
-    "release_leases",
-]
-
 REASON = "interrupted: the scheduler running it stopped (lease expired)"
 #: ``kill(pgid) -> gone``: ends a process group (tests pass a shorter grace).
 Killer = Callable[[int], bool]

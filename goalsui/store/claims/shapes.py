@@ -24,23 +24,6 @@ JOURNAL_DETAIL_LIMIT = 20
 #: statement when at least this many share them; the others row by row.
 GROUP_MIN = 3
 
-__all__ = [
-    "CLAIM_BATCH",
-    "GROUP_MIN",
-    "JOURNAL_DETAIL_LIMIT",
-    "AfterDecision",
-    "BurstProbe",
-    "CatchUpPlan",
-    "ClaimAction",
-    "ClaimDecision",
-    "ClaimResult",
-    "Claimed",
-    "Completion",
-    "CompletionResult",
-    "RecoveryResult",
-    "Row",
-]
-
 
 class ClaimAction(StrEnum):
     """What a claim does with a due row."""

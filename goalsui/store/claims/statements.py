@@ -14,27 +14,6 @@ from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.store.claims.binds import INTENT, RUN, Stamp, bind
 from goalsui.store.sqlite_hot import Cas
 
-__all__ = [
-    "AFTER",
-    "AFTER_COLUMNS",
-    "AFTER_GROUP",
-    "AFTER_READ",
-    "CAS",
-    "CAS_GROUP",
-    "DUE_COUNT",
-    "OPEN_RUN",
-    "RUNNING_COUNT",
-    "RUNNING_READ",
-    "RUN_DONE",
-    "RUN_DONE_COLUMNS",
-    "RUN_DONE_GROUP",
-    "RUN_DONE_KEYS",
-    "RUN_INSERT",
-    "SOONEST",
-    "cas_params",
-    "frame_module",
-]
-
 #: The soonest due time of the active intents (one probe of the (status, next_run_at) index).
 SOONEST = select(func.min(INTENT.c.next_run_at)).where(INTENT.c.status == IntentStatus.ACTIVE)
 
