@@ -7,10 +7,7 @@ from datetime import timedelta
 
 
 def retry_delay(n_failures: int, base: float = 2, cap: float = 300) -> timedelta:
-    """``min(base ** n_failures, cap)`` seconds, for the n-th consecutive failure (n >= 1).
-
-    Never overflows: a huge ``n_failures`` simply gives ``cap``.
-    """
+    """``min(base ** n_failures, cap)`` seconds for the n-th failure; never overflows."""
     if isinstance(n_failures, bool) or not isinstance(n_failures, int):
         raise TypeError("n_failures must be an int")
     if n_failures < 1:

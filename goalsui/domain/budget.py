@@ -1,13 +1,8 @@
 """Budget rules: limits, their periods in a timezone, and whether a turn may start.
 
-A budget is ``usd_per_day``, ``usd_per_night`` and/or ``tokens_per_day``, set in the KB's
-``goalsui.yaml`` (every run), a goal's ``definition.yaml`` (the goal's runs) or a worker's
-``definition.yaml`` (that worker's runs). A *day* is local midnight to midnight; the
-*night* is the nightshift window, :data:`NIGHT_START` to :data:`NIGHT_END` local time
-(18:00 to 08:00 the next morning). Outside the night window a night budget does not
-apply. Periods are computed in the budget's ``timezone`` when it names one, else in the
-timezone of the intent about to run (a worker's schedule timezone). Only reported usage
-counts: a run whose cost is unknown adds nothing.
+A day is local midnight to midnight; the night is :data:`NIGHT_START` to :data:`NIGHT_END`
+(a night budget applies only then), in the budget's timezone, else the intent's. Only
+reported usage counts: a run of unknown cost adds nothing.
 """
 
 from __future__ import annotations

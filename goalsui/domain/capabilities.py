@@ -1,17 +1,7 @@
 """Worker capabilities and the tool server's tools they unlock. Pure rules, no I/O.
 
-A worker's ``definition.yaml`` lists ``capabilities``; each names a group of tools of
-``goalsui mcp``. A few read-only lookups are always served. Intent tools never reach a
-run whose thread is private, and thread tools need a thread in the scope (every worker
-has a home thread, so a worker's turn always has one).
-
-A worker's turn may always read its own ``workers/<w>/prompt.md`` and the goal's
-``protocol.md`` (:func:`own_files`): without ``read_kb`` it is still served
-``goal_kb_read``, limited to those two files.
-
-:func:`idle_capabilities` says which capabilities of a worker would grant nothing (its
-runner speaks no MCP, ``nightshift`` outside a nightshift goal): ``doctor`` and the
-commands that add workers warn about them.
+Intent tools never reach a private thread's run; a worker's turn may always read its own
+``prompt.md`` and the goal's ``protocol.md`` (:func:`own_files`), even without ``read_kb``.
 """
 
 from __future__ import annotations
@@ -81,11 +71,8 @@ def tools_for(
     private_thread: bool,
     has_worker: bool = False,
 ) -> frozenset[str]:
-    """The tools a scope may call: its capabilities' tools, narrowed by its thread.
-
-    A worker's scope also gets ``goal_kb_read`` (limited to :func:`own_files` by the
-    caller when ``read_kb`` is not among the capabilities).
-    """
+    """The tools a scope may call: its capabilities' tools, narrowed by its thread (a
+    worker's scope also gets ``goal_kb_read``)."""
     tools = set(ALWAYS)
     for name in capabilities:
         tools.update(CAPABILITIES.get(name, ()))
@@ -111,11 +98,7 @@ def speaks_mcp(runner: Mapping[str, Any] | None) -> bool:
 def idle_capabilities(
     capabilities: Iterable[str], runner: Mapping[str, Any] | None, *, nightshift_goal: bool
 ) -> list[str]:
-    """One line for each capability of a worker that would grant nothing.
-
-    ``runner`` is the runner the worker's turns get (its own, else the KB default; None
-    when there is none: that is an error reported elsewhere, not a warning here).
-    """
+    """One line for each capability of a worker that would grant nothing with ``runner``."""
     caps = [name for name in capabilities if name in CAPABILITIES]
     out: list[str] = []
     if caps and runner:

@@ -11,10 +11,7 @@ _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
 def parse_markdown_checklist(text: str | None) -> list[tuple[str, bool]]:
-    """``(text, done)`` for each ``- [ ] text`` / ``- [x] text`` / ``* [X] text`` line.
-
-    Item text is stripped; lines without a checkbox and boxes without text are ignored.
-    """
+    """``(text, done)`` for each ``- [ ] text`` / ``* [X] text`` line with text."""
     items: list[tuple[str, bool]] = []
     for line in (text or "").splitlines():
         match = _ITEM.match(line)
@@ -24,11 +21,8 @@ def parse_markdown_checklist(text: str | None) -> list[tuple[str, bool]]:
 
 
 def checklist_is_empty(text: str | None) -> bool:
-    """True when ``text`` holds nothing to act on.
-
-    Empty means only blank lines, Markdown headings, ``<!-- comments -->`` and empty
-    checkbox stubs (``- [ ]`` with no text after the box). None and "" are empty.
-    """
+    """True when ``text`` has only blank lines, headings, ``<!-- comments -->`` and empty
+    ``- [ ]`` stubs (None and "" too)."""
     if not text:
         return True
     body = _COMMENT.sub("", text)

@@ -1,17 +1,8 @@
 """Cron occurrences in an IANA timezone, by goalsui's DST rules (docs/architecture.md, "Time").
 
-croniter walks *wall-clock* (naive) times; this module maps each wall time to real
-instants itself, so the rules do not depend on croniter's own DST handling:
-
-- a schedule whose hour field fires every hour ("every-hour"): each real instant whose
-  local reading matches fires, so it fires once per real hour across both transitions
-  (both passes through a repeated hour; nothing for wall times skipped by a gap);
-- any other schedule (fixed hours): a wall time inside a spring-forward gap fires once,
-  at the first valid instant after the gap; a wall time that happens twice fires once,
-  at its first occurrence (fold=0). (croniter 7 alone fires it twice.)
-
-Several wall times that map to the same instant fire once. Vixie semantics throughout:
-when both day-of-month and day-of-week are restricted, either may match (``day_or``).
+croniter walks wall-clock times; this module maps them to instants itself: an every-hour
+schedule fires once per real hour, a fixed-hour one fires a skipped time at the gap's end
+and a repeated time once (croniter 7 alone fires it twice). Vixie ``day_or`` semantics.
 """
 
 from __future__ import annotations
@@ -158,11 +149,8 @@ def _compile_text(expr: str) -> _Spec:
 def validate_cron(expr: str) -> str:
     """The tidied expression (single spaces, aliases lower case), or ScheduleError.
 
-    Accepts five fields (minute hour day-of-month month day-of-week) or one of
-    ``@hourly @daily @weekly @monthly @yearly @annually @midnight``. Refuses a seconds
-    field, hashed/random fields, expressions that can never fire (``0 0 31 2 *``),
-    control characters and anything longer than 200 characters.
-    """
+    Five fields or an ``@hourly``-style alias; refuses seconds, hashed fields, expressions
+    that never fire, control characters and more than 200 characters."""
     return _compile(expr).normalized
 
 
@@ -228,11 +216,8 @@ def occurrences(
     count: int | None = None,
     until: datetime | None = None,
 ) -> list[datetime]:
-    """Occurrences strictly after ``start``: at most ``count`` and/or up to ``until`` (inclusive).
-
-    At least one bound is required. Returns aware UTC instants, ascending. An ``until``
-    alone that would produce more than 100 000 occurrences raises ScheduleError.
-    """
+    """Aware UTC occurrences strictly after ``start``, ascending, bounded by ``count``
+    and/or ``until`` (inclusive); more than 100 000 from ``until`` alone is refused."""
     if count is None and until is None:
         raise ValueError("occurrences() needs count or until")
     if count is not None and (isinstance(count, bool) or count < 0):

@@ -36,12 +36,7 @@ def _checked(seconds: float, shown: object) -> timedelta:
 
 
 def parse_duration(text: str | int | float) -> timedelta:
-    """A positive duration of at most 366 days.
-
-    Accepts ``30s``, ``10m``, ``2h``, ``1d``, compounds in descending units such as
-    ``1h30m`` or ``1d 2h``, decimals such as ``1.5h``, and a bare number of seconds
-    (``90``, ``90.5``, or the int/float itself). Raises ScheduleError otherwise.
-    """
+    """A positive duration of at most 366 days: ``30s``, ``1h30m``, ``1.5h``, or seconds."""
     if isinstance(text, bool):
         raise ScheduleError(f"invalid duration {_show(text)}: {_HINT}")
     if isinstance(text, int | float):

@@ -1,9 +1,5 @@
-"""How a goal record and its intents become the :class:`GoalView` every client shows.
-
-Pure: the rows are read through small protocols, so the database's rows and the values
-of :mod:`goalsui.domain.records` (the console's first frame reads the database without
-the ORM, see :mod:`goalsui.service.quick`) both fit.
-"""
+"""How a goal record and its intents become the :class:`GoalView` every client shows;
+rows are read through small protocols, so tables and records both fit."""
 
 from __future__ import annotations
 

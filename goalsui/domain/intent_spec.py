@@ -1,10 +1,7 @@
-"""What an operator (or an agent) asks for when creating an intent, checked once. Pure.
+"""What an operator or agent asks for when creating an intent, checked once. Pure.
 
-:class:`IntentSpec` is a frozen value: building one validates every field that can be
-checked without the records (kind, schedule, timezone, limits, expiry, cooldown, event
-filter, destination names, idempotency key). What needs the records (the goal exists,
-the thread is not private, the key is new, the expiry is still ahead) is checked by the
-service when it stores the spec. See docs/architecture.md, "The life of an intent".
+What needs the records (goal exists, thread not private, key new) is checked by the
+service. See docs/architecture.md, "The life of an intent".
 """
 
 from __future__ import annotations
@@ -79,12 +76,9 @@ def _expiry(value: str | datetime | None, tz: str | None) -> datetime | None:
 
 @dataclass(frozen=True)
 class IntentSpec:
-    """A validated request for a new intent (stored as ``Intent.from_spec``).
+    """A validated request for a new intent; build one from operator text with :meth:`parse`.
 
-    ``timezone`` is the zone of a cron schedule and of instants written without a UTC
-    offset; left out (None), cron runs in UTC and an instant without an offset is refused.
-    Build one from operator text with :meth:`parse`; direct construction validates too.
-    """
+    Without ``timezone`` cron runs in UTC and an instant without an offset is refused."""
 
     title: str
     kind: IntentKind
@@ -185,10 +179,7 @@ class IntentSpec:
         timeout: str | int | None = None,
         **fields: Any,
     ) -> IntentSpec:
-        """A spec from operator text: expiry as ISO text, cooldown and timeout as durations.
-
-        The other keyword arguments are the fields of the class; an unknown one is refused.
-        """
+        """A spec from operator text (expiry ISO, cooldown and timeout durations)."""
         unknown = set(fields) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValidationError(f"unknown intent field {sorted(unknown)[0]!r}")

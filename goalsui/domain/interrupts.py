@@ -1,9 +1,5 @@
-"""What happens to an intent whose run was interrupted (its scheduler died or stopped).
-
-``retry``: the run counts as a failure and the intent follows the retry rule (the default
-for plain commands: running them again is what their authors expect). ``review``: the run
-may have had side effects (an agent that edits files, pushes, posts), so it is held as
-"needs review" until the operator retries or dismisses it (the default for agent presets).
+"""What happens to an intent whose run was interrupted: ``retry`` (a failure; plain
+commands' default) or ``review`` (held, since an agent's run may have had side effects).
 """
 
 from __future__ import annotations
@@ -18,11 +14,7 @@ NEEDS_REVIEW = "needs review: "
 
 
 def interrupt_policy(on_interrupt: str | None, runner: Any) -> InterruptPolicy:
-    """The policy of an intent: its own ``on_interrupt``, else its runner's default.
-
-    An agent preset (``{"agent": ...}``) defaults to ``review``, anything else (a plain
-    command, a builtin, no runner) to ``retry``. An unknown value falls back the same way.
-    """
+    """The intent's ``on_interrupt``, else ``review`` for an agent preset, ``retry`` otherwise."""
     if on_interrupt == RETRY:
         return RETRY
     if on_interrupt == REVIEW:

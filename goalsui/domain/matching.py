@@ -27,12 +27,8 @@ def _matches(want: Any, got: Any) -> bool:
 
 
 def filter_matches(filter: dict[str, Any] | None, payload: Any) -> bool:
-    """JSON subset match of ``payload`` against ``filter``.
-
-    None or ``{}`` matches everything. Every key of a dict filter must exist in the
-    payload and match recursively; a list matches when each of its elements matches
-    some element of the payload list; a scalar must be equal (``true`` is not ``1``).
-    """
+    """JSON subset match: None or ``{}`` matches all; dict keys match recursively, a list
+    element-wise against any payload element, scalars by equality (``true`` is not ``1``)."""
     if filter is None or (isinstance(filter, dict) and not filter):
         return True
     return _matches(filter, payload)

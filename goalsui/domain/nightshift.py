@@ -1,12 +1,7 @@
 """Pure rules of the nightshift: nights, slots, branch names and plan items.
 
-A *night* is named by the local date on which it starts: the night of 2026-12-03
-runs from 12:00 on 2026-12-03 to 12:00 on 2026-12-04 in the goal's timezone, so a worker
-firing at 02:30 on the 4th works for the night of the 3rd. :func:`night_of` is the one
-rule; the plan, the branches (``nightshift/<night>/...``), the morning report's file
-(``reports/<night>.md``) and heading, ``goalsui report --date`` and the console's
-Reports screen all name a night by it. The plan lives in the goal's ``state.yaml``
-under ``plan:`` as items ``{night, worker, task, status, ...}``.
+A night is named by the local date it starts (noon to noon in the goal's timezone); the
+plan, the branches, the report file and the console all name a night by :func:`night_of`.
 """
 
 from __future__ import annotations
@@ -45,12 +40,8 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def night_of(when: datetime, tz: str | tzinfo | None = None) -> date:
-    """The name of the night ``when`` belongs to: the local date on which it started.
-
-    Nights turn over at noon in ``tz`` (the goal's timezone; without one, ``when`` is
-    taken as local time): an instant before noon belongs to the night that began the
-    evening before, so 02:30 and 07:30 on the 4th are both in the night of the 3rd.
-    """
+    """The night ``when`` belongs to: before noon in ``tz``, the night that began the
+    evening before (02:30 on the 4th is the night of the 3rd)."""
     local = when if tz is None else when.astimezone(load_zone(tz) if isinstance(tz, str) else tz)
     return local.date() if local.time() >= NOON else local.date() - timedelta(days=1)
 
@@ -73,9 +64,7 @@ def slug(text: str, limit: int = 40) -> str:
 
 
 def report_file(night: date) -> str:
-    """The file name of the morning report of ``night``, in the goal's ``reports/``: the
-    night's start date, like its branches (the report of the night of the 3rd, written at
-    07:30 on the 4th, is ``2026-12-03.md``)."""
+    """The morning report's file name in ``reports/``: the night's start date."""
     return f"{night.isoformat()}.md"
 
 
@@ -90,12 +79,8 @@ _LEGACY_HEADING = re.compile(r"^# .* report (\d{4}-\d{2}-\d{2})\s*$")
 def report_night(named: date, first_line: str) -> tuple[date, bool]:
     """The night a stored report is about, and whether its name is the old one.
 
-    ``named`` is the date of its file name, ``first_line`` its heading. Reports written
-    before the night rule was applied to them are named by their *morning* (the night of
-    the 3rd as ``2026-12-04.md``) and their heading ends with that date
-    (``# X report 2026-12-04``); such a file is about the night before its name. Any other
-    file (``# X report, night of 2026-12-03``, or one written by hand) is named by its night.
-    """
+    Old reports are named by their morning (heading ending in that date) and are about
+    the night before their name; any other file is named by its night."""
     match = _LEGACY_HEADING.match(first_line.strip())
     if match and match.group(1) == named.isoformat():
         return named - timedelta(days=1), True

@@ -1,9 +1,5 @@
-"""Pure rules of ``goalsui plan``: the expected run length and which fires conflict.
-
-A conflict that matters is an intent predicted to overlap *itself*: its next fire comes
-before its previous run is expected to end, so the scheduler would record that fire as a
-skipped run (reason ``overlap``). Two different intents or workers that merely start at
-the same time are not a conflict: they run side by side.
+"""Pure rules of ``goalsui plan``: expected run length and intents overlapping themselves
+(a fire before the previous run ends is skipped); intents starting together do not conflict.
 """
 
 from __future__ import annotations
@@ -44,13 +40,8 @@ def _short(value: timedelta) -> str:
 def self_overlaps(
     starts: Sequence[datetime], length: timedelta, busy_until: datetime | None = None
 ) -> list[int]:
-    """Indexes of ``starts`` (one intent's fires, in time order) that begin while its own
-    previous run is still expected to run.
-
-    ``length`` is the expected run length of each fire; ``busy_until`` is when a run of the
-    same intent that is live now is expected to end. A fire that conflicts is skipped by the
-    scheduler, so the run it collided with stays the one that decides the next end.
-    """
+    """Indexes of ``starts`` that begin while the intent's previous run (or the live one,
+    until ``busy_until``) is expected to run; a skipped fire does not move the end."""
     hits: list[int] = []
     busy = busy_until
     for index, start in enumerate(starts):

@@ -1,9 +1,7 @@
 """The records the console, the command line and the first-frame reader show. Pure.
 
-Frozen values with the field names of the database's tables (:mod:`goalsui.store.models`),
-holding only what is shown. The service maps a table row to one with the row's
-``record()``; the console's first-frame reader builds the same values from its SQL
-(:mod:`goalsui.store.snapshot`). See docs/architecture.md, "Values and tables".
+Frozen values named like the tables' fields; a row maps to one with ``record()``. See
+docs/architecture.md, "Values and tables".
 """
 
 from __future__ import annotations
@@ -21,10 +19,7 @@ class _Saved(Protocol):
 
 
 def saved_id(row: _Saved) -> int:
-    """The id of a row read from or written to the database.
-
-    A table row has no id until it is inserted; every row the service hands out has one.
-    """
+    """The id of a row the service hands out (only an uninserted row has none)."""
     if row.id is None:
         raise ValueError(f"this {type(row).__name__} has not been saved: it has no id")
     return row.id

@@ -19,11 +19,8 @@ def _mask_text(arg: str) -> str:
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
-    """``argv`` with secrets masked: passwords in URLs, ``NAME=value`` and ``--token X``.
-
-    A name counts as secret when it mentions a token, secret, password, API key, auth
-    or credential; the value after such an option (``--api-key X``) is masked too.
-    """
+    """``argv`` with secrets masked: URL passwords, ``NAME=value`` and ``--token X`` for
+    names mentioning a token, secret, password, API key, auth or credential."""
     out: list[str] = []
     hide_next = False
     for raw in argv:

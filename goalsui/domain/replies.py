@@ -1,9 +1,4 @@
-"""Replies in a conversation: the one-shot intent that answers a user's message.
-
-A reply intent is an ``at``-now intent on the thread whose ``operation_key`` is
-``reply:<message id>`` (so posting the same message twice never asks twice). Its
-instruction is the user's text; its result is posted as the reply.
-"""
+"""Replies: the ``at``-now intent keyed ``reply:<message id>`` (never asked twice) that answers a user's message."""
 
 from __future__ import annotations
 

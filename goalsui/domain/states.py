@@ -87,10 +87,7 @@ ATTENTION_RUNS = frozenset(
 
 
 class SchedulerState(StrEnum):
-    """Where a scheduler is in its life; a ``StrEnum``, so ``state == "running"`` holds.
-
-    ``FAILED``: one of its tasks died; ``Scheduler.error`` says which and why.
-    """
+    """Where a scheduler is in its life (``FAILED``: a task died, see ``Scheduler.error``)."""
 
     STOPPED = "stopped"
     STARTING = "starting"

@@ -1,9 +1,5 @@
-"""Text as the database can hold it: PostgreSQL rejects NUL (``\\x00``) in text values.
-
-The store strips NUL from everything it writes to text columns (and from the strings
-inside JSON values) with these helpers, on both engines, so a record reads back the same
-whatever the engine.
-"""
+"""Text as the database can hold it: PostgreSQL rejects NUL, so the store strips it on
+both engines and a record reads back the same whatever the engine."""
 
 from __future__ import annotations
 
@@ -26,10 +22,8 @@ def strip_nul(text: str | None) -> str | None:
 
 
 def strip_nul_deep(value: Any) -> Any:
-    """A JSON-like value with NUL removed from every string in it (keys included).
-
-    Containers come back as new lists and dicts only when something changed.
-    """
+    """A JSON-like value with NUL removed from every string (keys too); unchanged
+    containers come back as they were."""
     if isinstance(value, str):
         return strip_nul(value)
     if isinstance(value, dict):

@@ -1,11 +1,5 @@
-"""Instants, zones and wall clocks: aware UTC everywhere, local time only for display and cron.
-
-Rules (see docs/architecture.md, "Time"):
-
-- every instant goalsui keeps is a timezone-aware ``datetime`` in UTC;
-- a local wall time that does not exist (spring-forward gap) means the first valid
-  instant after the gap;
-- a local wall time that happens twice (fall-back) means its first occurrence (fold=0).
+"""Instants, zones and wall clocks (docs/architecture.md, "Time"): every instant is
+aware UTC; a wall time in a gap means the gap's end, a repeated one its first occurrence.
 """
 
 from __future__ import annotations
@@ -67,11 +61,7 @@ def load_zone(name: str | tzinfo) -> ZoneInfo:
 
 
 def wall_instants(wall: datetime, zone: tzinfo) -> tuple[datetime, ...]:
-    """The UTC instants at which clocks in ``zone`` read the naive ``wall`` time.
-
-    ``()`` inside a spring-forward gap, one instant normally, two (earliest first)
-    inside a repeated fall-back hour.
-    """
+    """The UTC instants at which ``zone`` reads ``wall``: none in a gap, two in a repeated hour."""
     wall = wall.replace(tzinfo=None, fold=0)
     found: list[datetime] = []
     for fold in (0, 1):
@@ -82,11 +72,7 @@ def wall_instants(wall: datetime, zone: tzinfo) -> tuple[datetime, ...]:
 
 
 def gap_end(wall: datetime, zone: tzinfo) -> datetime:
-    """The first instant (UTC) at which clocks in ``zone`` read ``wall`` or later.
-
-    For a wall time inside a spring-forward gap this is the transition instant, whose
-    local reading is the end of the gap (02:30 Berlin on 2026-03-29 -> 03:00 local).
-    """
+    """The first UTC instant at which ``zone`` reads ``wall`` or later (a gap's end)."""
     wall = wall.replace(tzinfo=None, fold=0)
     a = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
     b = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
@@ -111,11 +97,7 @@ def gap_end(wall: datetime, zone: tzinfo) -> datetime:
 
 
 def localize(wall: datetime, zone: str | tzinfo) -> datetime:
-    """A naive local ``wall`` time in ``zone`` as aware UTC, by goalsui's DST rules.
-
-    A non-existent time moves to the first instant after the gap; an ambiguous one
-    takes its first occurrence (fold=0).
-    """
+    """A naive wall time in ``zone`` as aware UTC: a gap's end, or the first occurrence."""
     z = load_zone(zone) if isinstance(zone, str) else zone
     instants = wall_instants(wall, z)
     if instants:
@@ -124,12 +106,8 @@ def localize(wall: datetime, zone: str | tzinfo) -> datetime:
 
 
 def parse_instant(text: str, tz: str | tzinfo | None = None) -> datetime:
-    """An ISO 8601 timestamp as aware UTC.
-
-    Accepts a trailing ``Z`` and a space instead of ``T``. A timestamp without a UTC
-    offset is read as local time in ``tz`` (see :func:`localize`); without ``tz`` it is
-    refused, since its meaning would depend on the machine.
-    """
+    """An ISO 8601 timestamp as aware UTC (``Z`` and a space allowed); one without an
+    offset is local to ``tz``, and refused without it (it would depend on the machine)."""
     if not isinstance(text, str):
         raise ScheduleError(f"invalid timestamp {quote(text)}: expected an ISO 8601 string")
     s = text.strip()

@@ -1,9 +1,5 @@
-"""Which operator actions each intent and run state allows. Pure: a table and lookups.
-
-The service's guards and the console's ``check_action`` both ask here, so a key that
-is shown is a key that works, and a refusal never sends the operator in a circle
-("resume it first" only where resuming is possible). See docs/architecture.md,
-"Where each rule lives".
+"""Which operator actions each intent and run state allows. Pure: a table and lookups,
+asked by the service's guards and the console alike, so a key shown is a key that works.
 """
 
 from __future__ import annotations
@@ -67,10 +63,7 @@ RUN_ACTIONS: dict[RunStatus, frozenset[Action]] = {
 
 
 def intent_actions(status: IntentStatus | str, *, pause_pending: bool = False) -> frozenset[Action]:
-    """What an operator may do to an intent in ``status`` (an unknown status: nothing).
-
-    ``pause_pending``: a pause was asked while it fires; resuming takes the request back.
-    """
+    """What an operator may do to an intent in ``status`` (an unknown status: nothing)."""
     try:
         allowed = INTENT_ACTIONS[IntentStatus(status)]
     except ValueError:
@@ -108,12 +101,8 @@ def refusal(
     *,
     how_to_resume: str = "",
 ) -> str:
-    """Why ``action`` is refused on ``subject`` in ``status``, pointing at the way out.
-
-    "resume it first" (followed by ``how_to_resume``) only when the state allows
-    resuming or reinstating, so the advice never leads in a circle; otherwise it says
-    the action is not possible in that state.
-    """
+    """Why ``action`` is refused; "resume it first" only when resuming is possible, so
+    the advice never leads in a circle."""
     if action not in (Action.RESUME, Action.REINSTATE) and (
         Action.RESUME in allowed or Action.REINSTATE in allowed
     ):

@@ -1,19 +1,9 @@
 """Untrusted data stays data: fenced for prompts, neutralised for the screen.
 
-Untrusted text is anything goalsui did not write itself: event payloads, thread
-messages, agent output, KB file contents shown on screen, delivery ids.
-
-- :func:`fence_untrusted` puts it in a prompt as a fenced block labelled as untrusted
-  data. The fence cannot be closed from inside: it is a run of backticks longer than
-  any run in the text, and its opening line and end marker carry a random id the text
-  cannot know. Control characters, bidirectional overrides and escape sequences are
-  shown as visible escapes (``\\x1b``, ``\\u202e``), so they reach the model inert.
-- :func:`plain` makes it safe to show in a terminal: escape sequences are removed,
-  control and bidi-override characters replaced. It does **not** escape markup:
-  render its result as ``rich.text.Text`` / ``textual.content.Content`` (or a widget
-  with ``markup=False``), never as a markup string, or ``[bold]`` and Textual's
-  ``[@click=...]`` actions would be interpreted. Where an API insists on markup
-  (e.g. ``App.notify``), use :func:`escape_markup`.
+Untrusted text is anything goalsui did not write: payloads, messages, agent output, KB
+files, delivery ids. :func:`plain` does not escape markup: render its result as
+``Text``/``Content``, never as a markup string (``[@click=...]`` would act); where an API
+insists on markup, use :func:`escape_markup`.
 """
 
 from __future__ import annotations
@@ -54,12 +44,8 @@ def _inert(text: str) -> str:
 def fence_untrusted(label: str, text: object, *, limit: int | None = None) -> str:
     """Wrap ``text`` in a fenced block labelled as untrusted data.
 
-    The fence is a run of backticks longer than any run inside ``text`` (at least 3), so
-    by CommonMark rules nothing inside can close it; the opening line and the line after
-    the closing fence carry a random 16-hex id, so a reader that does not count backticks
-    cannot be fooled by a fake end either. ``limit`` cuts the text (in characters)
-    with a visible note. Non-string values are shown with ``str()``.
-    """
+    The fence is longer than any backtick run inside and carries a random id at both
+    ends, so nothing inside can close it; ``limit`` cuts the text with a note."""
     body = _inert(text if isinstance(text, str) else str(text))
     if limit is not None and len(body) > limit:
         body = body[:limit] + f"\n… (cut: {len(body) - limit} more characters)"
@@ -79,13 +65,8 @@ def fence_untrusted(label: str, text: object, *, limit: int | None = None) -> st
 
 
 def plain(text: str | None, *, limit: int | None = None) -> str:
-    """Text safe to show in a terminal: no escape sequences or control characters.
-
-    Newlines and tabs are kept (``\\r\\n`` becomes ``\\n``); escape sequences are
-    removed; other control characters, bidi overrides and unpaired surrogates become
-    U+FFFD. Markup is NOT escaped: render the result as ``Text``/``Content``, never as
-    markup (see the module docstring), or use :func:`escape_markup`.
-    """
+    """Text safe for a terminal: escape sequences removed, other controls, bidi overrides
+    and lone surrogates as U+FFFD (newlines and tabs kept); markup NOT escaped."""
     if not text:
         return ""
     cleaned = _ANSI.sub("", str(text).replace("\r\n", "\n"))
@@ -102,12 +83,8 @@ _JSON_UNSAFE = re.compile(
 
 
 def json_escape(encoded: str) -> str:
-    """JSON text (from ``json.dumps``) with DEL, C1 controls and bidi characters escaped.
-
-    ``json.dumps`` escapes C0 controls itself but leaves these (and unpaired surrogates) raw; inside a JSON string
-    ``\\uXXXX`` means the same character, so the data is unchanged for a parser while a
-    terminal showing the JSON never sees them.
-    """
+    """JSON text with DEL, C1 controls and bidi characters ``\\u``-escaped too (same data
+    for a parser, inert in a terminal)."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 

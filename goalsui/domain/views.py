@@ -1,9 +1,5 @@
-"""What a goal and its workers look like to the console and the command line.
-
-Plain dataclasses with no database or KB imports, so that the service (which fills
-them from the records) and the KB's quick first-frame read (:mod:`goalsui.kb.quick`,
-which fills them from the folders before the database is open) share one shape.
-See docs/architecture.md, "Views".
+"""What a goal and its workers look like: filled by the service and by the KB's
+first-frame read alike (no database imports). See docs/architecture.md, "Views".
 """
 
 from __future__ import annotations

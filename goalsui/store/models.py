@@ -1,11 +1,5 @@
-"""The database's tables (SQLModel). Declarations: no engine, no I/O.
-
-What the console and the command line show are the frozen values of
-:mod:`goalsui.domain.records`; a row maps to its value with ``record()``.
-
-Every timestamp is a timezone-aware UTC ``datetime`` in Python and is stored
-unambiguously (UTC) on every engine through :class:`UTCDateTime`.
-"""
+"""The database's tables (SQLModel), mapped to :mod:`goalsui.domain.records` by ``record()``;
+every timestamp is stored as UTC (:class:`UTCDateTime`)."""
 
 from __future__ import annotations
 

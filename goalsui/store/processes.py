@@ -1,12 +1,7 @@
 """The process groups of runs on this host: is one still alive, and ending it.
 
-A run's runner is started in its own process group (``start_new_session``); the
-scheduler records ``(host, pgid)`` on the run row. When a scheduler dies, the scheduler
-that recovers its runs asks here whether the group still lives and, if it is on this
-host, kills it before the run may be retried: the same job never runs twice at once.
-
-Liveness is read from ``/proc`` on Linux (a group whose members are all zombies is dead:
-their parent is gone or has not reaped them yet); elsewhere ``killpg(pgid, 0)``.
+A dead scheduler's runs are retried only after their group is gone, so the same job never
+runs twice at once; on Linux all-zombie groups count as dead (``/proc``).
 """
 
 from __future__ import annotations
@@ -39,13 +34,10 @@ def this_host() -> str:
 
 
 def owner_alive_here(owner: str | None, *, me: str, host: str) -> bool:
-    """Whether the scheduler named ``owner`` (``host:pid:nonce``) still lives on this host.
+    """Whether the scheduler ``owner`` (``host:pid:nonce``) still lives on this host.
 
-    A lease that lapsed while its owner lives means a slow scheduler (a starved CPU, a
-    long pause), not a dead one: recovering its runs would run them twice. ``me`` (the
-    asking scheduler) is alive by definition; another scheduler of this same process
-    (another nonce) is not: it stopped. A pid on another host cannot be checked.
-    """
+    A lapsed lease of a live owner means a slow scheduler: recovering its runs would run
+    them twice. Another nonce of this process has stopped; another host cannot be checked."""
     if not owner:
         return False
     if owner == me:
@@ -103,9 +95,8 @@ def group_alive(pgid: int) -> bool:
 
 
 def group_is_the_runs(pgid: int, started_at: datetime | None) -> bool:
-    """False when the group's leader cannot be the run's runner: it started more than
-    ``EARLY`` before the run did, or more than ``LATE`` after (its number was reused by
-    another program); True when it cannot tell (no leader left, no /proc)."""
+    """False when the group's leader started too early or late to be the run's runner
+    (a reused pid); True when it cannot tell."""
     if started_at is None:
         return True
     try:
@@ -137,11 +128,8 @@ def _wait_gone(pgid: int, seconds: float) -> bool:
 
 
 def kill_group(pgid: int, *, grace: float = TERM_GRACE, wait: float = KILL_WAIT) -> bool:
-    """End process group ``pgid``: SIGTERM, then SIGKILL after ``grace`` seconds.
-
-    Returns True once no live member is left, False if one survived (not ours to kill,
-    or stuck in the kernel): the caller must not start the run again.
-    """
+    """SIGTERM group ``pgid``, then SIGKILL after ``grace`` s; False if a member survived
+    (the caller must not start the run again)."""
     if not group_alive(pgid):
         return True
     _signal(pgid, signal.SIGTERM)

@@ -1,11 +1,5 @@
-"""The schema revision this goalsui writes, checked without importing Alembic (and,
-for :data:`HEAD` alone, importable without SQLAlchemy: see :mod:`goalsui.store.snapshot`).
-
-Every start checks the database's schema. When the database already carries
-:data:`HEAD` (the common case) one ``SELECT`` says so, and Alembic, whose import costs
-a cold process a noticeable part of a second, is never loaded. Anything else (an empty,
-older, newer or unversioned database, or a failed read) goes to the full check in
-:mod:`goalsui.store.schema`. A test keeps :data:`HEAD` equal to the shipped head.
+"""The schema revision this goalsui writes, checked by one ``SELECT`` without importing
+Alembic (a noticeable part of a second for a cold process); :data:`HEAD` needs no SQLAlchemy.
 """
 
 from __future__ import annotations

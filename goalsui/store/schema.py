@@ -1,19 +1,7 @@
 """The database schema: Alembic migrations shipped in the package, run programmatically.
 
-* :func:`ensure_schema` runs at every start: an empty database is created through the
-  migrations (``upgrade head``, which also stamps it); a database at an older revision,
-  or one whose revision this goalsui does not know (newer code wrote it), is refused
-  with a one-line :class:`SchemaError`.
-* :func:`upgrade` is ``goalsui db upgrade``; :func:`status` is ``goalsui db status``.
-
-Creation and upgrades run in ONE transaction that first takes a lock, so several
-processes starting on a fresh database at once are safe: on PostgreSQL a transaction
-advisory lock (DDL is transactional there), on SQLite the ``BEGIN IMMEDIATE`` write lock
-of the writer engine. Whoever gets the lock second re-reads the revision and finds the
-work done.
-
-No ``alembic.ini`` is needed: :func:`alembic_config` points ``script_location`` at the
-``migrations`` folder beside this module (shipped in the wheel).
+Creation and upgrades run in one transaction under a lock (an advisory lock on PostgreSQL,
+``BEGIN IMMEDIATE`` on SQLite), so processes starting together on a fresh database are safe.
 """
 
 from __future__ import annotations
@@ -137,13 +125,8 @@ def head_revision() -> str:
 
 
 def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
-    """Render goalsui's column types as plain SQLAlchemy types in migration scripts.
-
-    ``UTCDateTime`` is a TypeDecorator over ``DateTime(timezone=True)``: the DDL is the
-    same (TIMESTAMP WITH TIME ZONE on PostgreSQL, DATETIME on SQLite) and migrations must
-    not depend on application code that may change later. SQLModel's ``AutoString`` is a
-    ``String``.
-    """
+    """Render ``UTCDateTime`` and ``AutoString`` as plain SQLAlchemy types, so migrations
+    do not depend on application code that may change."""
     if type_ != "type":
         return False
     from sqlmodel.sql.sqltypes import AutoString
@@ -225,10 +208,7 @@ def schema_drift(connection: Connection) -> list[Any]:
 
 
 def ensure_schema(engine: Engine) -> SchemaStatus:
-    """Create the schema of an empty database; refuse an older or newer one.
-
-    Raises :class:`SchemaError` (one line) when the operator has to act.
-    """
+    """Create the schema of an empty database; refuse an older or newer one (SchemaError)."""
     found = status(engine)
     if found.state == CURRENT:
         return found
@@ -240,11 +220,8 @@ def ensure_schema(engine: Engine) -> SchemaStatus:
 def upgrade(engine: Engine) -> tuple[SchemaStatus, SchemaStatus]:
     """``goalsui db upgrade``: apply pending migrations; returns (before, after).
 
-    A database created before migrations existed (goalsui tables, no version) is
-    adopted when its tables match the models exactly; a newer one is refused. A SQLite
-    database deleted since it was created is created again, empty (only here: see
-    :class:`goalsui.store.engine.SqliteFile`).
-    """
+    A pre-migration database is adopted when its tables match the models; a deleted
+    SQLite file is created again, empty (only here)."""
     guard = sqlite_file(engine)
     if guard is not None:
         guard.allow_create()
@@ -298,12 +275,8 @@ def _connect(engine: Engine) -> Connection:
 def autogenerate_revision(
     url: str, message: str, rev_id: str | None = None, *, batch: bool | None = None
 ) -> None:
-    """Write a new revision into ``migrations/versions`` from the models' differences
-    against the database at ``url`` (which must be at head). For developers only.
-
-    ``batch`` overrides batch rendering (on by default for SQLite, which later ALTERs
-    need; the initial revision only creates tables and is rendered without it).
-    """
+    """Write a new revision from the models' differences against ``url`` (developers only;
+    ``batch`` overrides SQLite's batch rendering)."""
     from goalsui.store.engine import make_engine
 
     engine = make_engine(url)

@@ -1,13 +1,6 @@
-"""A read-only look at a SQLite database with the standard library alone.
-
-The console's first frame wants the records before SQLAlchemy and SQLModel, which
-take longer to import than Textual, are loaded. This module opens the database file
-read-only with :mod:`sqlite3` and builds the very values the service hands out
-(:mod:`goalsui.domain.records`): it selects a record's fields by name and converts each
-column by its declared type (``DATETIME`` to an aware UTC datetime, ``JSON`` parsed,
-``BOOLEAN`` to bool), so nothing here restates the schema. It answers only for a database at the schema revision this
-goalsui writes (:data:`goalsui.store.revision.HEAD`); anything else is left to the full
-open, which upgrades or explains.
+"""A read-only look at a SQLite database with the standard library alone, for the
+console's first frame: it builds the records the service hands out, converting columns by
+their declared type, and answers only at :data:`goalsui.store.revision.HEAD`.
 """
 
 from __future__ import annotations
@@ -94,9 +87,8 @@ class Snapshot:
 
 
 def open_snapshot(path: Path) -> Snapshot | None:
-    """A read-only snapshot of the SQLite file at ``path`` at the current schema revision;
-    None when there is no such file, it is not at :data:`HEAD`, or it cannot be read.
-    One read transaction: every row read through it comes from the same moment."""
+    """A read-only snapshot in one read transaction; None when the file is missing, not at
+    :data:`HEAD`, or unreadable."""
     if not path.is_file():
         return None
     try:

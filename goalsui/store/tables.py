@@ -1,8 +1,4 @@
-"""The SQLAlchemy ``Table`` behind a SQLModel table model, typed.
-
-SQLModel sets ``Model.__table__`` when the class is created, but declares no such
-attribute, so mypy refuses ``Intent.__table__``.
-"""
+"""The ``Table`` behind a SQLModel model, typed (SQLModel declares no ``__table__``)."""
 
 from __future__ import annotations
 

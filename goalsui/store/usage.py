@@ -1,9 +1,4 @@
-"""Spend and run-statistics queries (SQLite and PostgreSQL, Core statements).
-
-Only reported usage is summed: a run whose cost or tokens are NULL adds nothing and is
-counted as ``unknown``. Durations and lateness are computed in SQL so a scrape or a view
-never loads the run history into memory.
-"""
+"""Spend and run-statistics queries in SQL (unreported usage counts as ``unknown``)."""
 
 from __future__ import annotations
 
@@ -188,11 +183,8 @@ def run_stats(
 
 
 def database_problem(engine: Engine) -> str | None:
-    """None while the database answers a query; else one line saying why not.
-
-    SQLite: the file is opened afresh (read-only), so a file deleted, moved or replaced
-    under a running process is noticed (its open connections would still answer).
-    """
+    """None while the database answers a query, else why not; SQLite's file is opened
+    afresh, so a file deleted or replaced under a running process is noticed."""
     import sqlite3
     from urllib.parse import quote
 
