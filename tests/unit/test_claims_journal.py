@@ -22,7 +22,7 @@ def _finished(n: int) -> list[dict[str, Any]]:
     items = [Completion(run_id=10 + i, intent_id=i, status="ok") for i in rows]
     rules = Rules()
     plan = plan_completions(
-        rows, items, lambda r, c: rules.decide_after(r, c, NOW), owner="me", now=NOW
+        rows, items, lambda r, c: rules.decide_after(r, c, NOW), owner="me", now=NOW, open_ids=()
     )
     return [r for r in journal_rows(NOW, plan.journal) if r["action"] == "run finished"]
 

@@ -38,10 +38,12 @@ def complete(
     """
     ids = sorted({c.intent_id for c in items})
     found = p.read_intents(conn, ids, AFTER_READ, lock=True)
-    plan = plan_completions({r["id"]: r for r in found}, items, decide, owner=owner, now=now)
-    # Runs first: a run closed meanwhile keeps its record.
+    # A run closed meanwhile keeps its record.
     open_ids = p.open_runs(conn, [c.run_id for c in items])
-    p.close_runs(conn, run_outcomes(plan, open_ids, now))
+    plan = plan_completions(
+        {r["id"]: r for r in found}, items, decide, owner=owner, now=now, open_ids=open_ids
+    )
+    p.close_runs(conn, run_outcomes(plan, now))
     p.update_after(conn, plan.intent_updates, owner)
     if plan.release:
         conn.execute(

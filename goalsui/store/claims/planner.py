@@ -7,7 +7,7 @@ text that goes to a text column passes :func:`~goalsui.domain.text.strip_nul` he
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -282,7 +282,9 @@ class CompletionPlan:
     """What recording a batch of outcomes writes (see :func:`plan_completions`)."""
 
     intent_updates: list[tuple[int, Row]] = field(default_factory=list)
-    runs: list[tuple[Completion, str, bool]] = field(default_factory=list)  # (c, status, review)
+    runs: list[tuple[Completion, str, bool]] = field(
+        default_factory=list
+    )  # (c, status, review) of the open runs
     overlap_runs: list[Row] = field(default_factory=list)
     release: list[int] = field(default_factory=list)  # intents whose lease is just dropped
     journal: list[JournalEntry] = field(default_factory=list)
@@ -296,8 +298,10 @@ def plan_completions(
     *,
     owner: str,
     now: datetime,
+    open_ids: Collection[int],
 ) -> CompletionPlan:
-    """Apply the rules to each outcome whose intent is still ours and ``firing``.
+    """Apply the rules to each outcome whose intent is still ours and ``firing``
+    (``open_ids``: the runs still ``running``, which get their outcome recorded).
 
     An intent cancelled (or otherwise ended) while its run lived keeps its status and
     only loses our lease; its run is recorded ``cancelled`` unless it had already
@@ -324,7 +328,8 @@ def plan_completions(
             plan.release.append(row["id"])
             row["lease_owner"], row["lease_until"] = None, None
         review = decision is not None and decision.needs_review
-        plan.runs.append((c, status, review))
+        if c.run_id in open_ids:
+            plan.runs.append((c, status, review))
         if detailed or k < 3:
             detail = f"run {c.run_id}: {status}" + (f" - {c.reason}" if c.reason else "")
             plan.journal.append(("run finished", f"intent {c.intent_id}", detail))
@@ -333,14 +338,7 @@ def plan_completions(
         if decision is not None and decision.journal:
             plan.journal.extend((a, f"intent {c.intent_id}", d) for a, d in decision.journal)
         plan.results.append(
-            CompletionResult(
-                completion=c,
-                run_status=status,
-                recorded=True,
-                applied=decision is not None,
-                intent=row,
-                decision=decision,
-            )
+            CompletionResult(c, status, c.run_id in open_ids, decision is not None, row, decision)
         )
     return plan
 
@@ -358,12 +356,9 @@ def _plan_after(
     row.update(full)
 
 
-def run_outcomes(plan: CompletionPlan, open_ids: set[int], now: datetime) -> list[RunOutcome]:
-    """The outcome of each run still ``running`` (a closed run keeps its record), in the
-    order of :data:`~goalsui.store.claims.statements.RUN_DONE_COLUMNS`; marks the results
-    whose run was not recorded."""
-    for r in plan.results:
-        r.recorded = r.completion.run_id in open_ids
+def run_outcomes(plan: CompletionPlan, now: datetime) -> list[RunOutcome]:
+    """The outcome of each run, in the order of
+    :data:`~goalsui.store.claims.statements.RUN_DONE_COLUMNS`."""
     return [
         (
             c.run_id,
@@ -382,7 +377,6 @@ def run_outcomes(plan: CompletionPlan, open_ids: set[int], now: datetime) -> lis
             review,
         )
         for c, status, review in plan.runs
-        if c.run_id in open_ids
     ]
 
 

@@ -113,7 +113,7 @@ class AfterDecision:
     needs_review: bool = False  # an interrupted run held for the operator (no retry)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class CompletionResult:
     completion: Completion
     run_status: str  # what was recorded on the run (may differ: a cancel wins)
@@ -133,7 +133,7 @@ class RecoveryResult:
     killed: list[Row] = field(default_factory=list)  # runs whose live process group was killed
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class CatchUpPlan:
     missed: list[datetime]  # occurrences recorded ``missed``
     fire_at: datetime | None  # fire once (trigger catch-up) planned at this occurrence
