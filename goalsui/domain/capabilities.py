@@ -47,8 +47,7 @@ GOAL_CHANGING = CAPABILITIES["goals"] + CAPABILITIES["nightshift"]
 
 
 def capability_of(tool: str) -> str | None:
-    """The capability that grants ``tool`` ("always" for the tools every session gets;
-    None for a name that is no goalsui tool)."""
+    """The capability granting ``tool`` ("always" for every session's; None if unknown)."""
     if tool in ALWAYS:
         return "always"
     return next((cap for cap, tools in CAPABILITIES.items() if tool in tools), None)
@@ -86,8 +85,7 @@ def tools_for(
 
 
 def speaks_mcp(runner: Mapping[str, Any] | None) -> bool:
-    """True when a runner's agent is handed goalsui's tools: an agent preset, or a
-    command whose argv carries an MCP config placeholder (``{mcp_config}``)."""
+    """True for an agent preset or an argv with ``{mcp_config}``: its agent gets the tools."""
     if not runner or runner.get("builtin"):
         return False
     if runner.get("agent"):

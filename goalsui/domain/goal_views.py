@@ -73,8 +73,7 @@ def worker_intent_key(goal_id: str, worker: str) -> str:
 
 
 def is_worker_schedule(intent: IntentFields) -> bool:
-    """True for the intent the KB owns for a worker (not another intent naming the worker,
-    e.g. a follow-up a worker's turn scheduled)."""
+    """True for the intent the KB owns for a worker (not a follow-up naming it)."""
     return bool(
         intent.worker
         and intent.goal_id
@@ -123,6 +122,5 @@ def goal_view(goal: GoalFields, intents: Iterable[IntentFields]) -> GoalView:
 def quiet_home_thread(
     thread: _HomeFields, todos: Iterable[object], messages: Iterable[object] = ()
 ) -> bool:
-    """True for a worker's home thread with nothing in it yet (no todo, no message): the
-    console lists a home thread once its worker has written something there."""
+    """True for a worker's home thread with no todo or message yet (the console hides it)."""
     return bool(thread.worker) and not any(todos) and not any(messages)

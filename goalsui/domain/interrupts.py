@@ -29,8 +29,7 @@ CONFIG = "config: "
 
 
 def config_error(run_id: int | None, reason: str | None) -> str:
-    """The ``last_error`` of an intent held because its run could not start for a reason
-    no retry fixes (no runner, an unknown preset, a program that does not exist)."""
+    """The ``last_error`` of an intent whose run cannot start for a reason no retry fixes."""
     which = f"run {run_id}" if run_id else "its run"
     why = (reason or "").removeprefix(CONFIG) or "a configuration error"
     return (

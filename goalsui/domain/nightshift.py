@@ -47,8 +47,7 @@ def night_of(when: datetime, tz: str | tzinfo | None = None) -> date:
 
 
 def night_window(night: date, tz: str | tzinfo) -> tuple[datetime, datetime]:
-    """Where the night of ``night`` begins and ends: noon on its date to noon the next day,
-    in ``tz``, as aware instants."""
+    """The night of ``night``: noon on its date to noon the next day in ``tz``, aware."""
     zone = load_zone(tz) if isinstance(tz, str) else tz
     start = localize(datetime.combine(night, NOON), zone)
     return start, localize(datetime.combine(night + timedelta(days=1), NOON), zone)

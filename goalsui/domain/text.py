@@ -22,8 +22,7 @@ def strip_nul(text: str | None) -> str | None:
 
 
 def strip_nul_deep(value: Any) -> Any:
-    """A JSON-like value with NUL removed from every string (keys too); unchanged
-    containers come back as they were."""
+    """A JSON-like value with NUL removed from every string, keys too."""
     if isinstance(value, str):
         return strip_nul(value)
     if isinstance(value, dict):

@@ -145,8 +145,7 @@ def parse_instant(text: str, tz: str | tzinfo | None = None) -> datetime:
 
 
 class MovingClock:
-    """A clock that reads what it was last set to: a replay moves it from one due time
-    to the next (``clock.now = ...``)."""
+    """A clock that reads what it was last set to (a replay sets ``clock.now``)."""
 
     def __init__(self, now: datetime) -> None:
         self.now = now

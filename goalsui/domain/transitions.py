@@ -101,8 +101,7 @@ def refusal(
     *,
     how_to_resume: str = "",
 ) -> str:
-    """Why ``action`` is refused; "resume it first" only when resuming is possible, so
-    the advice never leads in a circle."""
+    """Why ``action`` is refused; "resume it first" only where resuming is possible."""
     if action not in (Action.RESUME, Action.REINSTATE) and (
         Action.RESUME in allowed or Action.REINSTATE in allowed
     ):

@@ -34,8 +34,7 @@ MAX_POST_CHARS = 64 * 1024
 
 
 def _is_definition(parts: tuple[str, ...]) -> bool:
-    """The goal's ``definition.yaml`` or a worker's ``workers/<w>/definition.yaml``, or a
-    file that chooses a program or a repository (a nightshift's ``nightshift.yaml``)."""
+    """A definition file: the goal's or a worker's ``definition.yaml``, or ``nightshift.yaml``."""
     return parts in (("definition.yaml",), ("nightshift.yaml",)) or (
         len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
     )
@@ -122,8 +121,7 @@ class Agents:
         return run
 
     def run_scope(self, run_id: int) -> RunScope:
-        """The scope of a live run: a worker's turn, or a thread intent in a worker's
-        home thread, gets that worker's goal and capabilities."""
+        """A live run's scope; a thread intent in a worker's home thread is that worker's."""
         run = self.live_run(run_id)
         intent = self.intents.get(run.intent_id)
         goal_id, worker, thread_id = intent.goal_id, intent.worker, intent.thread_id
@@ -172,8 +170,7 @@ class Agents:
     def record_tool_call(
         self, run_id: int, name: str, arguments: Any, result: str, *, is_error: bool
     ) -> None:
-        """One row of ``tool_call`` (the result cut at a few KiB), and the call's lines in
-        the run's live log, so it reads inline with the output."""
+        """One ``tool_call`` row (result cut at a few KiB), echoed in the run's live log."""
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "… (cut)"
         call = {"name": name, "arguments": arguments, "result": result, "is_error": is_error}
@@ -196,8 +193,8 @@ class Agents:
         self.ctx.changed("runs")
 
     def record_tool_session(self, run_id: int, tools: Sequence[str] | None) -> None:
-        """Note on a run that its agent opened its tool session (``tools`` None) or was
-        offered ``tools`` (the names of a ``tools/list`` answer)."""
+        """Note that a run's agent opened its tool session (``tools`` None) or was offered
+        ``tools``."""
         with self.ctx.store.write() as s:
             run = s.get(IntentRun, run_id)
             if run is None:
@@ -265,8 +262,7 @@ class Agents:
     def schedule_follow_up(
         self, run_id: int | None, *, key: str | None = None, **spec: Any
     ) -> tuple[Intent, bool]:
-        """Create an intent once per key, scoped to the session's thread or goal; returns
-        (intent, created). See :mod:`goalsui.service.follow_ups`."""
+        """Create an intent once per key in the session's scope; returns (intent, created)."""
         return schedule_follow_up(self.ctx, self.intents, self._fire_of, run_id, key=key, **spec)
 
     def _fire_of(self, run_id: int) -> tuple[int, int]:

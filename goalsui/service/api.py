@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 
 
 class Service(ServiceContext):
-    """The API of goalsui: the context and its aggregates. Thread-safe for use from
-    worker threads."""
+    """The API of goalsui: the context and its aggregates; thread-safe."""
 
     def __init__(
         self,
@@ -76,8 +75,7 @@ class Service(ServiceContext):
         sync: bool = True,
         clock: Callable[[], datetime] = utcnow,
     ) -> Service:
-        """Open a service: schema on first use, leftovers cleaned, KB index synced
-        (:func:`goalsui.service.lifecycle.open_service`)."""
+        """Open a service: schema on first use, leftovers cleaned, KB index synced."""
         service = open_service(cls, kb, db_url, state_dir, actor=actor, clock=clock)
         if sync:
             service.index.refresh()

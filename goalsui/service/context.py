@@ -22,8 +22,7 @@ T = TypeVar("T")
 
 
 class ServiceContext:
-    """The KB (files), the store (records), the clock, the actor, the journal and the
-    change hub."""
+    """The KB (files), the store (records), the clock, the actor, the journal and the change hub."""
 
     def __init__(
         self,

@@ -137,8 +137,7 @@ class Costs:
 
     # -- spend -------------------------------------------------------------------------------------
     def day_total(self, tz: str | None = None, now: datetime | None = None) -> Spend:
-        """What every run started today reported (from midnight in ``tz``; None: this
-        machine's local time)."""
+        """What every run started today reported (from midnight in ``tz``, else local)."""
         now = now or self.ctx.now()
         if tz is None:
             start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)

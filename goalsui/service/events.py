@@ -91,8 +91,7 @@ def _delivered(s: Session, source: str, delivery_id: str) -> Event | None:
 
 
 def _fire_matching(s: Session, event: Event, now: datetime) -> list[int]:
-    """Make matching event intents due now (expired ones end, cooling ones wait, running
-    ones record an overlap skip); returns their ids."""
+    """Make matching event intents due now (expired end, cooling wait, running skip)."""
     fired: list[int] = []
     # Row-locked (PostgreSQL; SQLite's write lock serialises writers anyway): a scheduler
     # claiming one of these rows holds it until its claim commits, and this update must

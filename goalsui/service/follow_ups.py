@@ -37,8 +37,7 @@ def scope_name(thread_id: int | None, goal_id: str | None) -> str:
 
 
 def payload_digest(spec: dict[str, Any], schedule_as_given: str | None) -> str:
-    """sha256 of what a follow-up asks for (``schedule_as_given``: 'in:2h' for a
-    relative instant, else the schedule text)."""
+    """sha256 of what a follow-up asks for (a relative instant as given, e.g. 'in:2h')."""
     content = json.dumps(
         [
             spec.get("kind"),

@@ -39,8 +39,7 @@ def ensure_home_threads(
     now: datetime,
     found: dict[str, Thread] | None = None,
 ) -> tuple[list[Thread], bool]:
-    """Create missing home threads and retitle renamed ones (inside a ``kb-sync`` write);
-    returns whether any was written."""
+    """Create missing and retitle renamed home threads (in a ``kb-sync`` write); True if any."""
     names = list(workers)
     if found is None:
         found = home_threads(s, [goal_id]).get(goal_id, {}) if names else {}

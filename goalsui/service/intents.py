@@ -66,8 +66,7 @@ class Intents:
         self.goals = goals
 
     def create(self, spec: IntentSpec | None = None, /, **fields: Any) -> Intent:
-        """Store an :class:`IntentSpec` (or keywords parsed into one); an existing
-        ``operation_key`` returns that intent."""
+        """Store an :class:`IntentSpec` (or keywords); an existing ``operation_key`` wins."""
         if spec is None:
             spec = IntentSpec.parse(**fields)
         elif fields:
@@ -232,8 +231,7 @@ class Intents:
         return intent
 
     def retry(self, intent_id: int) -> Intent:
-        """Retry a failed (auto-disabled) or failing intent at once, failure count reset;
-        its runs awaiting review are settled."""
+        """Retry a failed or failing intent now, failure count reset, review marks settled."""
 
         def apply(i: Intent, now: datetime) -> None:
             require(i, Action.RETRY)
@@ -249,8 +247,7 @@ class Intents:
         return intent
 
     def _settle(self, intent_id: int) -> int:
-        """Clear the review marks of an intent's runs (the operator retried or resumed the
-        intent itself); returns how many runs were waiting."""
+        """Clear the review marks of an intent's runs; returns how many were waiting."""
         with self.ctx.store.write() as s:
             runs = list(
                 s.exec(

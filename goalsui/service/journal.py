@@ -49,8 +49,7 @@ class Journal:
         run_id: int | None = None,
         tool: str | None = None,
     ) -> None:
-        """Append one entry (its own transaction); inside :func:`acting` it is marked
-        with the run and tool unless they are given."""
+        """Append one entry in its own transaction (marked with :func:`acting`'s run and tool)."""
         if run_id is None and tool is None:
             run_id, tool = acting_now()
         with self.store.write() as s:

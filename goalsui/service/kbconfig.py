@@ -21,8 +21,7 @@ BUILTINS = ("report",)
 def runner_from_words(
     preset: str | None, command: str | None, model: str | None = None
 ) -> dict[str, Any]:
-    """The ``runner:`` mapping for a preset (``claude``), a builtin (``report``) or an
-    argv given as one shell-like string (``--command 'llm -m gpt-4o'``)."""
+    """The ``runner:`` mapping for a preset, a builtin or a shell-like argv string."""
     if (preset is None) == (command is None):
         raise ValidationError("give a runner preset (e.g. claude) or --command ARGV, not both")
     runner: dict[str, Any]
@@ -51,8 +50,7 @@ def runner_from_words(
 
 
 def set_default_runner(ctx: ServiceContext, runner: dict[str, Any]) -> dict[str, Any]:
-    """Write ``runner:`` into the KB's goalsui.yaml (the default runner of every turn
-    that names none); returns the runner as the KB now reads it."""
+    """Write the KB's default ``runner:``; returns it as the KB now reads it."""
     path = ctx.kb.root / CONFIG_FILE
     ctx.kb.check_inside(path, CONFIG_FILE)
     text = ""

@@ -87,8 +87,7 @@ def _index_goal(
     goal: Goal | None,
     existing: dict[str, Intent],
 ) -> Goal:
-    """Bring one goal row and its workers' intents in line with its files (the home
-    threads of its workers are the caller's)."""
+    """Bring one goal row and its workers' intents in line with its files."""
     goal = _goal_row(s, loaded, now, goal)
     goal_active = goal.status == GoalStatus.ACTIVE
     # Workers whose files are broken keep their last good intent.
@@ -117,8 +116,7 @@ def _index_goal(
 
 
 def _touched_since_ended(goal_path: Path, worker: str, intent: Intent) -> bool:
-    """True when an ended worker intent's definition.yaml was edited or touched after it
-    ended (an operator's way to bring the schedule back)."""
+    """True when an ended worker's definition.yaml was touched since (brings it back)."""
     if intent.status != IntentStatus.CANCELLED or removed_from_kb(intent):
         return False
     try:

@@ -90,16 +90,14 @@ class Nightshift:
         return records
 
     def copy_branch_records(self, goal_id: str, to: Nightshift) -> None:
-        """Copy the branch records of ``goal_id`` into ``to`` (another database's), so
-        branches a replay made can be approved from the real one."""
+        """Copy ``goal_id``'s branch records into ``to``, so a replay's branches can be approved."""
         known = to.branch_records(goal_id)
         for branch, sha in self.branch_records(goal_id).items():
             if known.get(branch) != sha:
                 to.record_branch(goal_id, branch, sha)
 
     def copy_records(self, goal_id: str, to: Nightshift) -> None:
-        """Give ``to`` (a replay's own database) the operator's records of the goal: its
-        binding and the branches goalsui made."""
+        """Give ``to`` (a replay's database) the goal's binding and branch records."""
         binding = recorded_binding(self.ctx, goal_id)
         if binding is not None:
             record_binding(to.ctx, goal_id, binding)

@@ -44,8 +44,7 @@ class QuickRecords:
 
 
 def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None) -> Path | None:
-    """The SQLite file the service would open for these settings (None: not SQLite, or
-    not a plain file URL)."""
+    """The SQLite file the service would open (None: not a plain SQLite file URL)."""
     if db_url:
         prefix = "sqlite:///"
         if not db_url.startswith(prefix) or "?" in db_url:
@@ -62,8 +61,7 @@ def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None)
 
 
 def read_records(path: Path, now: datetime, span: timedelta) -> QuickRecords | None:
-    """The records from the SQLite file at ``path`` (None: no file, another schema
-    revision, or a failed read: the service's read follows either way)."""
+    """The records from the SQLite file at ``path``, or None (the service's read follows)."""
     import sqlite3
     import time
 
@@ -148,8 +146,7 @@ def _summary(snap: Snapshot, now: datetime) -> dict[str, Any]:
 
 
 def _spend_today(snap: Snapshot, now: datetime) -> Spend:
-    """What the runs started today (from this machine's local midnight) reported, as
-    the service's day total counts it."""
+    """What runs started since local midnight reported, as the service's day total counts."""
     start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
     known = "(cost_usd IS NOT NULL OR tokens_in IS NOT NULL OR tokens_out IS NOT NULL)"
     executed = [str(s) for s in EXECUTED_RUNS]

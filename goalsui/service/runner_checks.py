@@ -47,8 +47,7 @@ def runner_problem(runner: dict[str, Any] | None, cwd: Path) -> str | None:
 
 
 def loaded_goals(ctx: ServiceContext, goal_ids: Iterable[str] | None) -> list[LoadedGoal]:
-    """The KB's goals (``goal_ids`` None: all) that load; a broken one is doctor's
-    problem, so it is left out here."""
+    """The KB's goals that load (``goal_ids`` None: all); broken ones are doctor's."""
     if goal_ids is None:
         return ctx.kb.scan()
     goals = []

@@ -54,8 +54,7 @@ class Runs:
         return run.output_tail or ""
 
     def dismiss(self, run_id: int) -> IntentRun:
-        """Take a run off the Failures list (it stays in the history); a run awaiting
-        review is dismissed as a review (its intent's schedule resumes from now)."""
+        """Take a run off the Failures list; one awaiting review is dismissed as a review."""
         if self.get(run_id).needs_review:
             self.review.dismiss(run_id)
             return self.get(run_id)

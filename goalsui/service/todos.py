@@ -87,8 +87,7 @@ class Todos:
         return todo
 
     def _set(self, thread_id: int, todo_id: int, done: bool, expected_revision: int | None) -> Todo:
-        """Complete (``done``) or reopen one item; an item already so is left as it is (no
-        write, no revision bump, no journal entry)."""
+        """Complete or reopen one item; one already so is left alone (no write, no bump)."""
         with self.ctx.store.write() as s:
             todo = s.get(Todo, todo_id)
             if todo is None or todo.thread_id != thread_id:

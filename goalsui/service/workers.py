@@ -80,8 +80,7 @@ class Workers:
             ).first()
 
     def update(self, goal_id: str, worker: str, **changes: Any) -> WorkerView:
-        """Edit a worker's schedule, runner, timeout or prompt (comments are kept); a change
-        to what is already there writes nothing and journals nothing."""
+        """Edit a worker's schedule, runner, timeout or prompt (comments kept); no-op if same."""
         before = worker_files(self.ctx, goal_id, worker)
         self.ctx.kb.update_worker(goal_id, worker, **changes)
         if worker_files(self.ctx, goal_id, worker) != before:

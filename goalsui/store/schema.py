@@ -275,8 +275,7 @@ def _connect(engine: Engine) -> Connection:
 def autogenerate_revision(
     url: str, message: str, rev_id: str | None = None, *, batch: bool | None = None
 ) -> None:
-    """Write a new revision from the models' differences against ``url`` (developers only;
-    ``batch`` overrides SQLite's batch rendering)."""
+    """Write a new revision from the models' diff against ``url`` (developers only)."""
     from goalsui.store.engine import make_engine
 
     engine = make_engine(url)

@@ -87,8 +87,7 @@ class Snapshot:
 
 
 def open_snapshot(path: Path) -> Snapshot | None:
-    """A read-only snapshot in one read transaction; None when the file is missing, not at
-    :data:`HEAD`, or unreadable."""
+    """A read-only snapshot in one read transaction; None if missing, not at HEAD, unreadable."""
     if not path.is_file():
         return None
     try:
