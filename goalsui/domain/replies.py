@@ -1,4 +1,4 @@
-"""Replies: the ``at``-now intent keyed ``reply:<message id>`` (never asked twice) that answers a user's message."""
+"""Replies: the ``at``-now intent keyed ``reply:<message id>`` (so never asked twice)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from goalsui.kb.atomic import append_line
 from goalsui.kb.authoring import STATE_FILE
 from goalsui.kb.confined import ConfinedTree
 from goalsui.kb.layout import check_kb_text
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import ServiceContext, found
 from goalsui.service.follow_ups import schedule_follow_up
 from goalsui.service.intents import Intents
 from goalsui.service.kbindex import Index
@@ -65,7 +65,6 @@ class Agents:
         self.runs = runs
         self.index = index
 
-    # -- confined KB -------------------------------------------------------------------------
     def tree(self, goal_id: str) -> ConfinedTree:
         return ConfinedTree(self.ctx.kb.goal_dir(goal_id), goal_id)
 
@@ -107,13 +106,10 @@ class Agents:
         self.ctx.changed("files")
         return path, line
 
-    # -- runs and their scope ------------------------------------------------------------------
     def live_run(self, run_id: int) -> IntentRun:
         """The run if it is still running; a finished or unknown run is refused."""
         with self.ctx.store.read() as s:
-            run = s.get(IntentRun, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id}")
+            run = found(s.get(IntentRun, run_id), "run", run_id)
         if run.status != RunStatus.RUNNING:
             raise ValidationError(
                 f"run {run_id} is {run.status}, not running: its tools are closed"
@@ -196,9 +192,7 @@ class Agents:
         """Note that a run's agent opened its tool session (``tools`` None) or was offered
         ``tools``."""
         with self.ctx.store.write() as s:
-            run = s.get(IntentRun, run_id)
-            if run is None:
-                raise NotFound(f"no run {run_id}")
+            run = found(s.get(IntentRun, run_id), "run", run_id)
             if run.status != RunStatus.RUNNING:
                 return  # what an ended run's agent sees no longer matters
             session = dict(run.tool_session or {})
@@ -223,9 +217,7 @@ class Agents:
     def set_run_inputs(self, run_id: int, prompt: str, argv: Sequence[str]) -> None:
         """Keep a run's prompt and argv (secrets masked) on its row as it starts."""
         with self.ctx.store.write() as s:
-            run = s.get(IntentRun, run_id)
-            if run is None:
-                raise NotFound(f"no run {run_id}")
+            run = found(s.get(IntentRun, run_id), "run", run_id)
             run.prompt = prompt
             run.argv = redact_argv(argv)
             s.add(run)
@@ -258,7 +250,6 @@ class Agents:
             "output": self.runs.output(run_id),
         }
 
-    # -- intents and threads ---------------------------------------------------------------------
     def schedule_follow_up(
         self, run_id: int | None, *, key: str | None = None, **spec: Any
     ) -> tuple[Intent, bool]:
@@ -268,9 +259,7 @@ class Agents:
     def _fire_of(self, run_id: int) -> tuple[int, int]:
         """(intent id, fire count) of a run: which fire of its intent the run attempts."""
         with self.ctx.store.read() as s:
-            run = s.get(IntentRun, run_id)
-            if run is None:
-                raise NotFound(f"no run {run_id}")
+            run = found(s.get(IntentRun, run_id), "run", run_id)
             intent = s.get(Intent, run.intent_id)
             return run.intent_id, intent.fires if intent is not None else 0
 
@@ -282,9 +271,7 @@ class Agents:
         if len(content) > MAX_POST_CHARS:
             raise ValidationError(f"a message is too long ({MAX_POST_CHARS} characters at most)")
         with self.ctx.store.read() as s:
-            thread = s.get(Thread, thread_id)
-        if thread is None:
-            raise NotFound(f"no thread {thread_id}")
+            found(s.get(Thread, thread_id), "thread", thread_id)
         message = self.threads.post(
             content,
             thread_id=thread_id,

@@ -21,6 +21,13 @@ from goalsui.store.engine import sqlite_url
 T = TypeVar("T")
 
 
+def found(record: T | None, what: str, key: object) -> T:
+    """``record``, or :class:`NotFound` (``no <what> <key>``) when it is None."""
+    if record is None:
+        raise NotFound(f"no {what} {key}")
+    return record
+
+
 class ServiceContext:
     """The KB (files), the store (records), the clock, the actor, the journal and the change hub."""
 
@@ -81,10 +88,7 @@ class ServiceContext:
     def get(self, model: type[T], key: int, what: str) -> T:
         """The ``model`` record with id ``key``, or :class:`NotFound` (``no <what> <key>``)."""
         with self.store.read() as s:
-            record = s.get(model, key)
-        if record is None:
-            raise NotFound(f"no {what} {key}")
-        return record
+            return found(s.get(model, key), what, key)
 
     def db_url_display(self) -> str:
         """The database URL with any password hidden."""

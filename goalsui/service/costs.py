@@ -64,7 +64,6 @@ class Costs:
         self._lock = threading.Lock()
         self._defs: dict[str, tuple[tuple[int, ...], dict[str | None, Budget | None]]] = {}
 
-    # -- budgets ---------------------------------------------------------------------------------
     def scopes(self, intent: Intent) -> list[Scope]:
         """The budgets that apply to ``intent``'s runs, narrowest first."""
         out = []
@@ -135,7 +134,6 @@ class Costs:
             return []
         return self.lines(Scope(f"goal {goal_id}", budget, "", goal_id), tz)
 
-    # -- spend -------------------------------------------------------------------------------------
     def day_total(self, tz: str | None = None, now: datetime | None = None) -> Spend:
         """What every run started today reported (from midnight in ``tz``, else local)."""
         now = now or self.ctx.now()
@@ -169,7 +167,6 @@ class Costs:
         """None while the database answers; else one line (for readiness probes)."""
         return queries.database_problem(self.ctx.store.engine)
 
-    # -- internals ----------------------------------------------------------------------------------
     def _spend(self, scope: Scope, start: datetime, end: datetime) -> Spend:
         return queries.spend(
             self.ctx.store.read_engine,

@@ -16,9 +16,9 @@ from goalsui.domain.interrupts import NEEDS_REVIEW
 from goalsui.domain.states import OVERLAP, ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.transitions import Action, intent_actions, refusal
 from goalsui.domain.triggers import first_due
-from goalsui.errors import Conflict, NotFound, ValidationError
+from goalsui.errors import Conflict, ValidationError
 from goalsui.service import kbindex
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import ServiceContext, found
 from goalsui.service.goals import Goals
 from goalsui.store.models import Intent, IntentRun, Thread, skipped_run
 
@@ -135,9 +135,7 @@ class Intents:
         now = self.ctx.now()
         with self.ctx.store.write() as s:
             # FOR UPDATE: on PostgreSQL wait for a claim in flight and see its result.
-            intent = s.get(Intent, intent_id, with_for_update=True)
-            if intent is None:
-                raise NotFound(f"no intent {intent_id}")
+            intent = found(s.get(Intent, intent_id, with_for_update=True), "intent", intent_id)
             apply(intent, now)
             intent.updated_at = now
             s.add(intent)
@@ -210,9 +208,9 @@ class Intents:
         """Fire once now; while a run of it is live the fire is recorded skipped (overlap)."""
         now = self.ctx.now()
         with self.ctx.store.write() as s:
-            intent = s.get(Intent, intent_id, with_for_update=True)  # see _update
-            if intent is None:
-                raise NotFound(f"no intent {intent_id}")
+            intent = found(
+                s.get(Intent, intent_id, with_for_update=True), "intent", intent_id
+            )  # see _update
             require(intent, Action.RUN_NOW)
             skipped = intent.status == IntentStatus.FIRING
             if skipped:

@@ -207,7 +207,7 @@ class Nightshift:
         night: date | None = None,
         reason: str | None = None,
     ) -> tuple[rules.PlanItem, bool]:
-        """Add a task to the night's plan once per (night, worker, task); returns (item, created)."""
+        """Add a task to the night's plan once per (night, worker, task); returns (item, new)."""
         check_name(worker, "worker name")
         if worker not in self.task_workers(goal_id):
             choices = ", ".join(self.task_workers(goal_id)) or "none"

@@ -14,8 +14,8 @@ from goalsui.domain.interrupts import NEEDS_REVIEW
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.transitions import Action
 from goalsui.domain.triggers import first_due
-from goalsui.errors import Conflict, NotFound
-from goalsui.service.context import ServiceContext
+from goalsui.errors import Conflict
+from goalsui.service.context import ServiceContext, found
 from goalsui.service.intents import require, settle
 from goalsui.store.models import Intent, IntentRun
 
@@ -42,14 +42,12 @@ class Review:
         """Apply the operator's decision to a run awaiting review and its intent, at once."""
         now = self.ctx.now()
         with self.ctx.store.write() as s:
-            run = s.get(IntentRun, run_id)
-            if run is None:
-                raise NotFound(f"no run {run_id}")
+            run = found(s.get(IntentRun, run_id), "run", run_id)
             if not run.needs_review:
                 raise Conflict(f"run {run_id} is not awaiting review (status {run.status})")
-            intent = s.get(Intent, run.intent_id, with_for_update=True)
-            if intent is None:
-                raise NotFound(f"no intent {run.intent_id}")
+            intent = found(
+                s.get(Intent, run.intent_id, with_for_update=True), "intent", run.intent_id
+            )
             apply(s, run, intent, now)
             settle(run)
             intent.updated_at = now

@@ -15,8 +15,8 @@ from goalsui.domain.states import (
     RunTrigger,
 )
 from goalsui.domain.transitions import Action, refusal, run_actions
-from goalsui.errors import Conflict, NotFound, ValidationError
-from goalsui.service.context import ServiceContext
+from goalsui.errors import Conflict, ValidationError
+from goalsui.service.context import ServiceContext, found
 from goalsui.service.intents import Intents, stop_pending
 from goalsui.service.review import Review
 from goalsui.store.models import Intent, IntentRun
@@ -62,9 +62,7 @@ class Runs:
 
     def _dismiss(self, run_id: int) -> IntentRun:
         with self.ctx.store.write() as s:
-            run = s.get(IntentRun, run_id)
-            if run is None:
-                raise NotFound(f"no run {run_id}")
+            run = found(s.get(IntentRun, run_id), "run", run_id)
             _require(run, Action.DISMISS)
             run.dismissed = True
             s.add(run)
@@ -85,9 +83,7 @@ class Runs:
         """Ask the scheduler running ``run_id`` to stop it (SIGTERM, then SIGKILL); only
         the run is cancelled, its intent keeps its schedule."""
         with self.ctx.store.write() as s:
-            run = s.get(IntentRun, run_id)
-            if run is None:
-                raise NotFound(f"no run {run_id}")
+            run = found(s.get(IntentRun, run_id), "run", run_id)
             _require(run, Action.STOP_RUN)
             intent = s.get(Intent, run.intent_id)
             if intent is None or intent.status != IntentStatus.FIRING:
@@ -111,9 +107,7 @@ class Runs:
         """Record an alert at ``at`` unless one was raised within ``cooldown``; a
         compare-and-set, so of several schedulers exactly one gets True."""
         with self.ctx.store.write() as s:
-            intent = s.get(Intent, intent_id, with_for_update=True)
-            if intent is None:
-                raise NotFound(f"no intent {intent_id}")
+            intent = found(s.get(Intent, intent_id, with_for_update=True), "intent", intent_id)
             last = intent.last_alert_at
             if cooldown is not None and last is not None and last + cooldown > at:
                 return False

@@ -116,7 +116,6 @@ class Threads:
         self.ctx.changed(ChangeTopic.MESSAGES)
         return message
 
-    # -- home threads --------------------------------------------------------------------------
     def find_home(self, goal_id: str, worker: str) -> Thread | None:
         """A worker's home thread, None when it was not created yet."""
         with self.ctx.store.read() as s:
@@ -139,7 +138,6 @@ class Threads:
         self.ctx.changed(ChangeTopic.THREADS)
         return thread
 
-    # -- conversations ---------------------------------------------------------------------------
     def say(self, thread_id: int, text: str, *, reply: bool = True) -> Said:
         """Post ``text`` as the user; with ``reply``, start the reply turn now (nothing is
         posted without a default runner)."""

@@ -9,7 +9,7 @@ from goalsui.domain.checklist import parse_markdown_checklist
 from goalsui.domain.states import ChangeTopic
 from goalsui.domain.text import one_line
 from goalsui.errors import Conflict, NotFound, ValidationError
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import ServiceContext, found
 from goalsui.store.models import Thread, Todo
 
 MAX_TODO = 2000
@@ -26,9 +26,7 @@ def _bump(s: Session, thread_id: int, expected_revision: int | None) -> Thread:
     """Bump the checklist revision; a stale ``expected_revision`` is a :class:`Conflict`."""
     # FOR UPDATE: on PostgreSQL racing writers queue here and re-read the revision
     # (SQLite's BEGIN IMMEDIATE already serialises them; the clause is dropped there).
-    thread = s.get(Thread, thread_id, with_for_update=True)
-    if thread is None:
-        raise NotFound(f"no thread {thread_id}")
+    thread = found(s.get(Thread, thread_id, with_for_update=True), "thread", thread_id)
     if expected_revision is not None and thread.revision != expected_revision:
         raise Conflict(
             f"thread {thread_id}'s checklist changed (revision {thread.revision}, "

@@ -92,9 +92,6 @@ class SchemaStatus:
         }
 
 
-# --- Alembic plumbing ------------------------------------------------------------------
-
-
 def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
     """An Alembic config for the shipped migrations; env.py uses ``connection`` if given."""
     config = Config()
@@ -157,9 +154,6 @@ def migration_options(connection: Connection) -> dict[str, Any]:
     }
 
 
-# --- reading the state -----------------------------------------------------------------
-
-
 def _status(connection: Connection) -> SchemaStatus:
     script = script_directory()
     head = head_revision()
@@ -202,9 +196,6 @@ def schema_drift(connection: Connection) -> list[Any]:
     """Differences between the models and the database (Alembic autogenerate)."""
     ctx = MigrationContext.configure(connection, opts=migration_options(connection))
     return list(compare_metadata(ctx, SQLModel.metadata))
-
-
-# --- changing it -----------------------------------------------------------------------
 
 
 def ensure_schema(engine: Engine) -> SchemaStatus:
@@ -267,9 +258,6 @@ def _connect(engine: Engine) -> Connection:
         where = engine.url.render_as_string(hide_password=True)
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise GoalsuiError(f"cannot open the database {where}: {reason}") from None
-
-
-# --- for developers --------------------------------------------------------------------
 
 
 def autogenerate_revision(
