@@ -7,7 +7,7 @@ reported usage counts: a run of unknown cost adds nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -39,12 +39,7 @@ class Budget:
         return out
 
     def as_json(self) -> dict[str, float | int | str | None]:
-        return {
-            "usd_per_day": self.usd_per_day,
-            "usd_per_night": self.usd_per_night,
-            "tokens_per_day": self.tokens_per_day,
-            "timezone": self.timezone,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

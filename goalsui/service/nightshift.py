@@ -54,13 +54,10 @@ class BranchView:
         return self.reviewed is not None and self.tip != self.reviewed
 
     def as_json(self) -> dict[str, Any]:
+        item = self.item.as_json() if self.item else None
         return {
-            "branch": self.branch,
-            "commits": self.commits,
-            "diffstat": self.diffstat,
-            "item": self.item.as_json() if self.item else None,
-            "reviewed": self.reviewed,
-            "tip": self.tip,
+            **vars(self),
+            "item": item,
             "made_by_goalsui": self.made_by_goalsui,
             "moved": self.moved,
         }
