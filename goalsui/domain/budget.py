@@ -2,8 +2,7 @@
 
 A day is local midnight to midnight; the night is :data:`NIGHT_START` to :data:`NIGHT_END`
 (a night budget applies only then), in the budget's timezone, else the intent's. Only
-reported usage counts: a run of unknown cost adds nothing.
-"""
+reported usage counts: a run of unknown cost adds nothing."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Worker capabilities and the tool server's tools they unlock. Pure rules, no I/O.
 
 Intent tools never reach a private thread's run; a worker's turn may always read its own
-``prompt.md`` and the goal's ``protocol.md`` (:func:`own_files`), even without ``read_kb``.
-"""
+``prompt.md`` and the goal's ``protocol.md`` (:func:`own_files`), even without ``read_kb``."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 croniter walks wall-clock times; this module maps them to instants itself: an every-hour
 schedule fires once per real hour, a fixed-hour one fires a skipped time at the gap's end
-and a repeated time once (croniter 7 alone fires it twice). Vixie ``day_or`` semantics.
-"""
+and a repeated time once (croniter 7 alone fires it twice). Vixie ``day_or`` semantics."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """What an operator or agent asks for when creating an intent, checked once. Pure.
 
 What needs the records (goal exists, thread not private, key new) is checked by the
-service. See docs/architecture.md, "The life of an intent".
-"""
+service. See docs/architecture.md, "The life of an intent"."""
 
 from __future__ import annotations
 

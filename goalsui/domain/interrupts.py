@@ -1,6 +1,5 @@
 """What happens to an intent whose run was interrupted: ``retry`` (a failure; plain
-commands' default) or ``review`` (held, since an agent's run may have had side effects).
-"""
+commands' default) or ``review`` (held, since an agent's run may have had side effects)."""
 
 from __future__ import annotations
 

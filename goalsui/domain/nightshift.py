@@ -1,8 +1,7 @@
 """Pure rules of the nightshift: nights, slots, branch names and plan items.
 
 A night is named by the local date it starts (noon to noon in the goal's timezone); the
-plan, the branches, the report file and the console all name a night by :func:`night_of`.
-"""
+plan, the branches, the report file and the console all name a night by :func:`night_of`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Pure rules of ``goalsui plan``: expected run length and intents overlapping themselves
-(a fire before the previous run ends is skipped); intents starting together do not conflict.
-"""
+(a fire before the previous run ends is skipped); intents starting together do not conflict."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The records the console, the command line and the first-frame reader show. Pure.
 
 Frozen values named like the tables' fields; a row maps to one with ``record()``. See
-docs/architecture.md, "Values and tables".
-"""
+docs/architecture.md, "Values and tables"."""
 
 from __future__ import annotations
 

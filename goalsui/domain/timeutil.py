@@ -1,6 +1,5 @@
 """Instants, zones and wall clocks (docs/architecture.md, "Time"): every instant is
-aware UTC; a wall time in a gap means the gap's end, a repeated one its first occurrence.
-"""
+aware UTC; a wall time in a gap means the gap's end, a repeated one its first occurrence."""
 
 from __future__ import annotations
 

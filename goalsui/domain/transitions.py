@@ -1,6 +1,5 @@
 """Which operator actions each intent and run state allows. Pure: a table and lookups,
-asked by the service's guards and the console alike, so a key shown is a key that works.
-"""
+asked by the service's guards and the console alike, so a key shown is a key that works."""
 
 from __future__ import annotations
 

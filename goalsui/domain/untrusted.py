@@ -3,8 +3,7 @@
 Untrusted text is anything goalsui did not write: payloads, messages, agent output, KB
 files, delivery ids. :func:`plain` does not escape markup: render its result as
 ``Text``/``Content``, never as a markup string (``[@click=...]`` would act); where an API
-insists on markup, use :func:`escape_markup`.
-"""
+insists on markup, use :func:`escape_markup`."""
 
 from __future__ import annotations
 

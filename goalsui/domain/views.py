@@ -1,6 +1,5 @@
 """What a goal and its workers look like: filled by the service and by the KB's
-first-frame read alike (no database imports). See docs/architecture.md, "Views".
-"""
+first-frame read alike (no database imports). See docs/architecture.md, "Views"."""
 
 from __future__ import annotations
 

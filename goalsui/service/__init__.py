@@ -1,8 +1,7 @@
 """The one service API (:class:`Service` in ``api.py``) of the console, the CLI and the tool server.
 
 The names below load on first use (PEP 562), so that light modules of this package
-(``quick``, ``state_dir``) import without the database stack.
-"""
+(``quick``, ``state_dir``) import without the database stack."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """What agents do through goalsui (tool server and command line): confined KB verbs on
-one goal tree, journaled writes and tool calls per run, idempotent follow-ups, transcripts.
-"""
+one goal tree, journaled writes and tool calls per run, idempotent follow-ups, transcripts."""
 
 from __future__ import annotations
 

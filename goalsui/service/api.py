@@ -1,7 +1,6 @@
 """The one service API: the :class:`ServiceContext` with one object per aggregate
 (``service.intents.pause(id)``); every mutating call is journaled and announces a
-:class:`~goalsui.domain.states.ChangeTopic`. See docs/architecture.md#the-service.
-"""
+:class:`~goalsui.domain.states.ChangeTopic`. See docs/architecture.md#the-service."""
 
 from __future__ import annotations
 

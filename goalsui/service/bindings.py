@@ -1,6 +1,5 @@
 """The operator's nightshift bindings (repository, base, check), kept in the journal out
-of every agent tool's reach, and ``doctor``'s word when ``nightshift.yaml`` drifts from them.
-"""
+of every agent tool's reach, and ``doctor``'s word when ``nightshift.yaml`` drifts from them."""
 
 from __future__ import annotations
 

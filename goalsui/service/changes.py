@@ -53,8 +53,7 @@ class ChangeHub:
 
         PostgreSQL: a LISTEN thread (``callback`` runs in it); ``"reconnected"`` after a
         lost connection (re-read everything); own changes only with ``include_own``.
-        Returns once LISTEN is active or after ``wait`` s. SQLite: a no-op, keep polling.
-        """
+        Returns once LISTEN is active or after ``wait`` s. SQLite: a no-op, keep polling."""
         if not self.across_processes:
             return lambda: None
         listener = change_notify.ChangeListener(

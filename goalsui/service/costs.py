@@ -1,7 +1,6 @@
 """Spend and budgets (``service.costs``): what runs cost, and whether a turn may start.
 
-Definitions' budgets are re-read only when their modification time changes.
-"""
+Definitions' budgets are re-read only when their modification time changes."""
 
 from __future__ import annotations
 

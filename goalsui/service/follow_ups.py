@@ -3,8 +3,7 @@
 Keys are namespaced by scope with a digest of the payload: ``key:<scope>:<key>:<digest>``
 (a named key; another payload is refused), ``fire:<intent>.<fire>:<sha256>`` (a run's
 call; every attempt of one fire gets its follow-up back), ``op:<scope>:<digest>:<n>``
-(an operator's call; a new one once the previous intent ended).
-"""
+(an operator's call; a new one once the previous intent ended)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Every worker's home thread (its turns' todos and posts land there), found by ``goal_id``
-and ``worker``; it outlives the worker, so a worker added again finds its checklist.
-"""
+and ``worker``; it outlives the worker, so a worker added again finds its checklist."""
 
 from __future__ import annotations
 

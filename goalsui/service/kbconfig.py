@@ -1,6 +1,5 @@
 """``goalsui config set runner ...``: ``goalsui.yaml`` edited in place (comments and key
-order kept), validated first, replaced atomically; a broken file is never rewritten.
-"""
+order kept), validated first, replaced atomically; a broken file is never rewritten."""
 
 from __future__ import annotations
 

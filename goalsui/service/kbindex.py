@@ -1,6 +1,5 @@
 """The KB index (``service.index``): goal rows and worker intents rebuilt from the goal
-trees, the truth; a goal or worker that fails validation keeps its last good intent.
-"""
+trees, the truth; a goal or worker that fails validation keeps its last good intent."""
 
 from __future__ import annotations
 

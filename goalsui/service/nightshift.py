@@ -1,6 +1,5 @@
 """The nightshift (``service.nightshift``): bind a goal to a repository, plan the night,
-list its branches, approve (merge) or reject (delete) them; every decision journaled.
-"""
+list its branches, approve (merge) or reject (delete) them; every decision journaled."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The console's first records, read with the standard library before the database stack
 is imported (SQLAlchemy and SQLModel cost a cold process more than Textual does).
 
-Import nothing from the service's other modules here: they load the ORM.
-"""
+Import nothing from the service's other modules here: they load the ORM."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Runs awaiting review (``service.review``): an interrupted run of an
 ``on_interrupt: review`` intent, its intent paused; the operator retries the fire or
-dismisses it (resuming from now). Both refuse a run that is not awaiting review.
-"""
+dismisses it (resuming from now). Both refuse a run that is not awaiting review."""
 
 from __future__ import annotations
 

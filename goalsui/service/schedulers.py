@@ -1,8 +1,7 @@
 """Which schedulers serve a KB: ``<state dir>/schedulers/<pid>.json`` per live process.
 
 Its writer holds an exclusive ``flock`` for life; a reader's shared lock is refused while
-the process is alive and granted once it died (the kernel frees a dead process's lock).
-"""
+the process is alive and granted once it died (the kernel frees a dead process's lock)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Threads (``service.threads``) and their messages; a user's message starts its reply,
-an ordinary one-shot intent keyed by the message (the one intent a private thread takes).
-"""
+an ordinary one-shot intent keyed by the message (the one intent a private thread takes)."""
 
 from __future__ import annotations
 

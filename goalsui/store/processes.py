@@ -1,8 +1,7 @@
 """The process groups of runs on this host: is one still alive, and ending it.
 
 A dead scheduler's runs are retried only after their group is gone, so the same job never
-runs twice at once; on Linux all-zombie groups count as dead (``/proc``).
-"""
+runs twice at once; on Linux all-zombie groups count as dead (``/proc``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The schema revision this goalsui writes, checked by one ``SELECT`` without importing
-Alembic (a noticeable part of a second for a cold process); :data:`HEAD` needs no SQLAlchemy.
-"""
+Alembic (a noticeable part of a second for a cold process); :data:`HEAD` needs no SQLAlchemy."""
 
 from __future__ import annotations
 

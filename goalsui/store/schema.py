@@ -1,8 +1,7 @@
 """The database schema: Alembic migrations shipped in the package, run programmatically.
 
 Creation and upgrades run in one transaction under a lock (an advisory lock on PostgreSQL,
-``BEGIN IMMEDIATE`` on SQLite), so processes starting together on a fresh database are safe.
-"""
+``BEGIN IMMEDIATE`` on SQLite), so processes starting together on a fresh database are safe."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A read-only look at a SQLite database with the standard library alone, for the
 console's first frame: it builds the records the service hands out, converting columns by
-their declared type, and answers only at :data:`goalsui.store.revision.HEAD`.
-"""
+their declared type, and answers only at :data:`goalsui.store.revision.HEAD`."""
 
 from __future__ import annotations
 
