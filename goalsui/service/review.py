@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from goalsui.domain.interrupts import NEEDS_REVIEW
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
@@ -24,13 +24,6 @@ class Review:
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
-
-    def awaiting(self, *, limit: int = 1000) -> list[IntentRun]:
-        """Runs waiting for the operator's decision, newest first."""
-        with self.ctx.store.read() as s:
-            q = select(IntentRun).where(IntentRun.needs_review == True)  # noqa: E712
-            q = q.order_by(col(IntentRun.started_at).desc(), col(IntentRun.id).desc())
-            return list(s.exec(q.limit(limit)))
 
     def _decide(
         self,
