@@ -123,10 +123,8 @@ def _compile_text(expr: str) -> _Spec:
     day_fields = fields.split()
     dom_and_dow = day_fields[2] not in ("*", "?") and day_fields[4] not in ("*", "?")
     try:
-        # Strict mode rejects a day that no listed month has (``0 0 31 2 *``). Under
-        # Vixie OR semantics such a day-of-month is harmless when a day-of-week is also
-        # given (``0 0 31 2 mon`` fires on February Mondays), so strict is skipped
-        # there and the probe below decides.
+        # Strict mode rejects a day no listed month has (``0 0 31 2 *``); with a day-of-week
+        # too, Vixie OR makes it harmless (February Mondays), so the probe below decides.
         expanded, _nth = croniter.expand(fields, strict=not dom_and_dow)
     except CroniterError as exc:
         raise _bad(expr, _croniter_reason(exc, fields)) from None
@@ -168,9 +166,8 @@ def _iter_after(spec: _Spec, zone: tzinfo, after: datetime) -> Iterator[datetime
     start = local.replace(tzinfo=None, fold=0)
     both = wall_instants(start, zone)
     if len(both) == 2 and local.fold == 0:
-        # ``after`` is in the first pass of a repeated hour: wall times earlier than its
-        # own reading still occur again (second pass) after it. Start the wall-clock walk
-        # before the repeated hour.
+        # ``after`` is in a repeated hour's first pass: earlier wall times occur again
+        # after it, so the walk starts before the repeated hour.
         start -= both[1] - both[0]
     walk = croniter(spec.fields, start, day_or=True)
     pending: list[datetime] = []

@@ -93,10 +93,8 @@ def _delivered(s: Session, source: str, delivery_id: str) -> Event | None:
 def _fire_matching(s: Session, event: Event, now: datetime) -> list[int]:
     """Make matching event intents due now (expired end, cooling wait, running skip)."""
     fired: list[int] = []
-    # Row-locked (PostgreSQL; SQLite's write lock serialises writers anyway): a scheduler
-    # claiming one of these rows holds it until its claim commits, and this update must
-    # see the row as the claim left it (firing: an overlap of this event), not overwrite
-    # a firing row with the due time and pending event of an active one.
+    # Row-locked on PostgreSQL: this update must see a row as a claim in flight left it
+    # (firing: an overlap), not overwrite a firing row with an active one's due time.
     candidates = s.exec(
         select(Intent)
         .where(

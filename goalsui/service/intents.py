@@ -24,8 +24,7 @@ from goalsui.store.models import Intent, IntentRun, Thread, skipped_run
 
 #: ``pending_trigger`` of a firing intent whose pause waits for the run to end.
 PAUSE_PENDING = "pause"
-#: ``pending_trigger`` of a firing intent whose running run the operator stopped
-#: (the scheduler owning the run notices it, see goalsui/scheduler/leases.py).
+#: ``pending_trigger`` of a firing intent whose run the operator stopped (see scheduler/leases).
 STOP_PENDING = "stop"
 #: Both: the run is stopped, then the intent stays paused.
 STOP_PAUSE_PENDING = "pause+stop"

@@ -231,8 +231,7 @@ def forget_goal(s: Session, goal_id: str, now: datetime) -> None:
     for intent in s.exec(select(Intent).where(Intent.goal_id == goal_id)).all():
         ran = s.exec(select(IntentRun.id).where(IntentRun.intent_id == intent.id).limit(1)).first()
         if ran is None and intent.worker:
-            # Never fired (e.g. left by a creation that crashed before its rename):
-            # no history to keep, so no row is left behind.
+            # never fired (a creation crashed before its rename): no history to keep
             s.delete(intent)
         elif intent.status not in (IntentStatus.CANCELLED, IntentStatus.DONE):
             intent.status = IntentStatus.CANCELLED

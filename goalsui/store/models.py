@@ -226,8 +226,7 @@ class IntentRun(SQLModel, table=True):
     event_id: int | None = None
     owner: str | None = None
     dismissed: bool = False
-    # where the runner's process group lives, so recovery can tell a live attempt
-    # from a dead one (see docs/architecture.md, "Recovery")
+    # the runner's process group: recovery tells a live attempt from a dead one by it
     host: str | None = None
     pgid: int | None = None
     needs_review: bool = False  # an interrupted run with side effects, held for the operator

@@ -20,9 +20,8 @@ PROC = Path("/proc")
 TERM_GRACE = 3.0
 KILL_WAIT = 2.0
 _POLL = 0.05
-#: A run's runner starts right after its run row is written (a turn claimed ahead waits
-#: milliseconds): a leader that started outside this window around the run is not its.
-#: (Boot time and clock ticks are coarse, hence the early slack.)
+#: A run's runner starts milliseconds after its run row is written: a leader started
+#: outside this window is not its (early slack: boot time and clock ticks are coarse).
 EARLY = 5.0
 LATE = 15 * 60.0
 

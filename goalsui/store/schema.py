@@ -227,8 +227,7 @@ def upgrade(engine: Engine) -> tuple[SchemaStatus, SchemaStatus]:
 def _locked(engine: Engine, *, create_only: bool) -> SchemaStatus:
     """Re-check the state under the lock and migrate to head in the same transaction."""
     with _connect(engine) as conn, conn.begin():
-        # SQLite: this transaction began with BEGIN IMMEDIATE (the writer engine), so it
-        # already holds the database's write lock. PostgreSQL: take an advisory lock.
+        # SQLite's BEGIN IMMEDIATE already holds the write lock; PostgreSQL takes an advisory one.
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK_KEY})
         found = _status(conn)
