@@ -177,7 +177,7 @@ def soonest(cur: sqlite3.Cursor) -> datetime | None:
 
 
 #: Rows with identical new values are updated by one ``... WHERE id IN (...)`` when at
-#: least this many share them (as the PostgreSQL path groups them).
+#: least this many share them, on both engines; the others row by row.
 GROUP_MIN = 3
 
 _REF = re.compile(r"v\.column(\d+)|\?")

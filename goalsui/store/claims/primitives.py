@@ -20,7 +20,7 @@ from goalsui.domain.states import IntentStatus
 from goalsui.store import sqlite_hot
 from goalsui.store.claims.binds import INTENT, JOURNAL, RUN, rows_of, select_columns, stamper
 from goalsui.store.claims.planner import RunOutcome
-from goalsui.store.claims.shapes import GROUP_MIN, Row
+from goalsui.store.claims.shapes import Row
 from goalsui.store.claims.statements import (
     AFTER,
     AFTER_COLUMNS,
@@ -146,7 +146,7 @@ class SqlPrimitives:
                 singles.append(row)
         hit = 0
         for key, members in groups.items():
-            if len(members) >= GROUP_MIN:
+            if len(members) >= sqlite_hot.GROUP_MIN:
                 params = dict(key)
                 params["_ids"] = [m["_id"] for m in members]
                 hit += conn.execute(grouped, params).rowcount

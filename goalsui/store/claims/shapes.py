@@ -20,9 +20,6 @@ Row = dict[str, Any]
 CLAIM_BATCH = 500
 #: A batch with more journal lines of one action than this gets one summary line.
 JOURNAL_DETAIL_LIMIT = 20
-#: Rows with identical new values are updated with one ``... WHERE id IN (...)``
-#: statement when at least this many share them; the others row by row.
-GROUP_MIN = 3
 
 
 class ClaimAction(StrEnum):
