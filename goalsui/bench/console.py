@@ -47,6 +47,8 @@ from goalsui.bench.console_idle import IDLE_TARGET_PCT, IdleFigures, console_arg
 from goalsui.bench.pty_child import COLS, ROWS, PtyChild
 
 START_TIMEOUT_S = 180
+#: peak RSS beside the bare app on the sample KB (reported; the database stack alone exceeds it)
+RSS_TARGET = 1.5
 
 
 @dataclass
@@ -320,14 +322,17 @@ def _complete_lines(starts: list[StartFigures]) -> tuple[list[str], bool]:
 
 
 def _rss_lines(starts: list[StartFigures]) -> list[str]:
-    """Peak RSS of each child (no target)."""
+    """Peak RSS of each child; the sample KB's target (issue 30) is reported, not gated on."""
     lines = [
         f"{'peak RSS (VmHWM of the child)':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
     ]
-    for f in starts:
+    for i, f in enumerate(starts):
+        verdict = f"{'<=' + format(RSS_TARGET, '.1f') + 'x':>9}  " + (
+            "ok" if f.rss_ratio <= RSS_TARGET else "MISSED"
+        )
         lines.append(
             f"{f.label:<34}{max(f.console_rss_mib):>7.1f}MiB{max(f.bare_rss_mib):>7.1f}MiB"
-            f"{f.rss_ratio:>7.2f}x{'(none)':>9}"
+            f"{f.rss_ratio:>7.2f}x{verdict if i == 0 else format('(none)', '>9')}"
         )
     return lines
 

@@ -80,7 +80,9 @@ async def test_background_child_with_redirected_output_dies_when_the_run_ends(
 async def test_a_failed_run_takes_its_background_children_with_it(tmp_path: Path) -> None:
     pidfile = tmp_path / "bg.pid"
     script = (
-        f"(sleep 300 >/dev/null 2>&1 &) ; echo $$ > /dev/null; pgrep -g 0 sleep > {pidfile}; exit 4"
+        # the background sleep may not exist yet when pgrep first looks: look until it does
+        "(sleep 300 >/dev/null 2>&1 &) ; "
+        f"for i in $(seq 100); do pgrep -g 0 sleep > {pidfile} && break; sleep 0.05; done; exit 4"
     )
     result = await run_command(["sh", "-c", script], timeout=60)
     pids = [int(p) for p in pidfile.read_text().split()]
