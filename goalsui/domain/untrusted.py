@@ -88,7 +88,24 @@ def json_escape(encoded: str) -> str:
 
 
 def escape_markup(text: str | None, *, limit: int | None = None) -> str:
-    """:func:`plain`, then escaped for Rich/Textual markup (``[bold]`` shows literally)."""
-    from rich.markup import escape
+    """:func:`plain`, then escaped for Rich/Textual markup (``[bold]`` shows literally).
 
-    return escape(plain(text, limit=limit))
+    Rich's own ``escape`` misses a backslash before a bracket that is not a tag (``\\[``
+    renders as ``[``) and an even run of trailing backslashes (they escape the next tag).
+    """
+    return _TRAILING_BACKSLASHES.sub(
+        lambda m: m[0] * 2, _BRACKET.sub(_escape_bracket, plain(text, limit=limit))
+    )
+
+
+#: a bracket with the backslashes before it; group 2 is a whole tag when it looks like one
+_BRACKET = re.compile(r"(\\*)(\[[a-z#/@][^[]*?]|\[)")
+_TRAILING_BACKSLASHES = re.compile(r"\\+$")
+
+
+def _escape_bracket(match: re.Match[str]) -> str:
+    backslashes, bracket = match[1], match[2]
+    if bracket != "[":  # a tag: each backslash doubled, then one more escapes the tag
+        return f"{backslashes * 2}\\{bracket}"
+    # not a tag: Rich turns only the last backslash and the bracket into "["
+    return f"{backslashes}\\[" if backslashes else "["

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from rich.text import Text
@@ -204,6 +204,10 @@ def test_plain_never_lets_a_control_character_through(text: str) -> None:
 
 @FAST
 @given(texts)
+# Rich's escape lost the backslash of a bracket that is not a tag, and let three trailing
+# backslashes escape the tag after them
+@example("\\[")
+@example("a\\\\\\")
 def test_escape_markup_renders_back_to_the_plain_text(text: str) -> None:
     # As used: spliced into markup written by goalsui, right before a tag.
     rendered = Text.from_markup(f"[bold]run[/bold] {escape_markup(text)}[italic]end[/italic]")
