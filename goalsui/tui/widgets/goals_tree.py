@@ -12,7 +12,7 @@ from textual import work
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from goalsui.domain.states import TERMINAL_INTENT, GoalStatus, IntentStatus, RunStatus
+from goalsui.domain.states import TERMINAL_INTENT, IntentStatus, RunStatus
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
@@ -28,10 +28,10 @@ from goalsui.tui.fmt import (
 )
 from goalsui.tui.model import BoxCounts, Dashboard, goal_log_count, load_boxes
 from goalsui.tui.notices import WorkerFailures
-from goalsui.tui.widgets.cost_panel import budget_label
+from goalsui.tui.widgets.goal_label import goal_label, live_run
 
 if TYPE_CHECKING:
-    from goalsui.domain.records import IntentRecord, RunRecord
+    from goalsui.domain.records import IntentRecord
     from goalsui.service import GoalView, WorkerView
 
 #: Expand every goal at first load when the KB has at most this many workers.
@@ -185,7 +185,10 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         ref = NodeRef("goal", goal.goal_id)
         expand = goal.goal_id in self.expanded_goals
         node = self.root.add(
-            self._goal_label(goal, None), data=ref, allow_expand=True, expand=expand
+            goal_label(goal, self._dash, self._palette, None),
+            data=ref,
+            allow_expand=True,
+            expand=expand,
         )
         self.goal_nodes[goal.goal_id] = node
         if expand:
@@ -315,7 +318,7 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             goal = by_id.get(goal_id)
             if goal is None:
                 continue
-            self._relabel(node, self._goal_label(goal, now))
+            self._relabel(node, goal_label(goal, self._dash, self._palette, now))
             if not node.is_expanded:
                 continue
             for w in goal.workers:
@@ -347,61 +350,12 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         if node.label != label:
             node.set_label(label)
 
-    def _live_run(self, w: WorkerView) -> RunRecord | None:
-        if self._dash is None or w.intent_id is None:
-            return None
-        return self._dash.running.get(w.intent_id)
-
-    def _goal_label(self, goal: GoalView, now: datetime | None) -> Text:
-        p = self._palette
-        text = Text()
-        if goal.error:
-            text.append("⚠ ", style=f"bold {p.failed}")
-        text.append(goal.name[:40], style="bold")
-        text.append("  ")
-        failed = [w for w in goal.workers if w.status == IntentStatus.FAILED]
-        if goal.error:
-            text.append(" error in KB ", style=f"bold reverse {p.failed}")
-            text.append(" ")
-        if self._dash is not None and self._dash.preview:
-            text.append(goal.status, style=p.muted)
-            return text
-        if goal.status != GoalStatus.ACTIVE:
-            text.append(
-                goal.status, style=p.warning if goal.status == GoalStatus.PAUSED else p.muted
-            )
-        elif failed and len(failed) == len(goal.workers):
-            text.append("failed", style=f"bold {p.failed}")  # every worker auto-disabled
-        else:
-            text.append("active", style=p.ok)
-            if failed:  # the worker carries the mark; the goal only counts it
-                text.append(f"  {len(failed)} of {len(goal.workers)} disabled", style=p.muted)
-        if self._dash is not None and goal.goal_id in self._dash.budgets:
-            text.append_text(budget_label(self._dash.budgets[goal.goal_id], p))
-        if now is None:
-            return text
-        running = [r for w in goal.workers if (r := self._live_run(w)) is not None]
-        if running:
-            oldest = min(r.started_at for r in running)
-            text.append(
-                f"  ▶ {len(running)} running {elapsed(oldest, now)}", style=f"bold {p.running}"
-            )
-        else:
-            upcoming = [
-                w.next_run_at
-                for w in goal.workers
-                if w.status == IntentStatus.ACTIVE and w.next_run_at
-            ]
-            if upcoming:
-                text.append(f"  next {countdown(min(upcoming), now)}", style=p.muted)
-        return text
-
     def _worker_label(self, goal: GoalView, w: WorkerView, now: datetime) -> Text:
         """Status, name, what comes next, last result; the schedule last (it may be cut)."""
         p = self._palette
         if self._dash is not None and self._dash.preview:  # the KB's names only, so far
             return Text.assemble(("· ", p.muted), (w.name, "bold"), ("  loading…", p.muted))
-        run = self._live_run(w)
+        run = live_run(self._dash, w)
         status = "firing" if run is not None else (w.status or "")
         text = Text()
         text.append(INTENT_GLYPH.get(status, "?") + " ", style=p.intent(status))
