@@ -11,7 +11,7 @@ from goalsui.cli.common import add_json, open_service, print_json, table
 from goalsui.errors import NotFound, ValidationError
 
 if TYPE_CHECKING:
-    from goalsui.runners.report import ReportFile
+    from goalsui.kb.reports import StoredReport
     from goalsui.service import Service
 
 
@@ -70,7 +70,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return _print_report(args, service, day)
 
 
-def _report_json(report: ReportFile) -> dict[str, Any]:
+def _report_json(report: StoredReport) -> dict[str, Any]:
     night = report.night.isoformat()
     return {"night": night, "date": night, "path": str(report.path), "size": report.size}
 

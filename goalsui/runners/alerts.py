@@ -1,17 +1,24 @@
-"""Where an alert goes: the intent's thread, else its goal log; always the journal."""
+"""Where an alert goes: the intent's thread, else its goal log; always the journal; and
+``alerts.command`` when set."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from goalsui.domain.states import RunStatus
 from goalsui.errors import GoalsuiError
+from goalsui.runners.command import build_env, run_command
 from goalsui.store.models import Intent
 
 if TYPE_CHECKING:
     from goalsui.service import Service
 
 log = logging.getLogger("goalsui.alerts")
+ALERT_COMMAND_TIMEOUT = 10.0
 
 
 def deliver_alert(
@@ -36,3 +43,29 @@ def deliver_alert(
         except (GoalsuiError, OSError):
             log.warning("%s for intent %s: cannot write the goal log", kind, intent.id)
     service.journal.record("alert", f"intent {intent.id}", message, actor="scheduler")
+
+
+async def run_alert_command(service: Service, argv: Sequence[str], alert: dict[str, Any]) -> bool:
+    """Run ``alerts.command`` with ``alert`` as JSON on stdin (10 s, secrets stripped); True when
+    it exited 0. Never raises: an alert hook never breaks a turn or the scheduler."""
+    secrets = [h.secret_env for h in service.config().hooks.values() if h.secret_env]
+    try:
+        result = await run_command(
+            list(argv),
+            stdin=json.dumps(alert, ensure_ascii=False) + "\n",
+            cwd=service.kb.root,
+            env=build_env({"GOALSUI_KB": str(service.kb.root)}, strip=secrets),
+            timeout=ALERT_COMMAND_TIMEOUT,
+            grace=1.0,
+        )
+        if result.status == RunStatus.OK:
+            return True
+        detail = result.reason or result.status
+        log.warning("alert command failed: %s", detail)
+        subject = f"intent {alert.get('intent_id')}"
+        await asyncio.to_thread(
+            service.journal.record, "alert command failed", subject, detail, "scheduler"
+        )
+    except Exception as exc:  # noqa: BLE001 - logged, never raised
+        log.warning("alert command could not run: %s", exc)
+    return False

@@ -23,7 +23,7 @@ from goalsui.domain.durations import format_duration
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.runners.lifeline import child_setup, supervisor_setup
-from goalsui.runners.supervisor import ARGV_ENV, encode_argv, kill_tree
+from goalsui.runners.supervisor import ARGV_ENV, encode_argv, kill_tree, live_processes
 
 log = logging.getLogger("goalsui.runners")
 DEFAULT_GRACE = 5.0
@@ -203,22 +203,9 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not os.path.isdir("/proc"):
         return True
-    for entry in os.scandir(proc):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return any(pgid == group for _, group in live_processes().values())
 
 
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from goalsui.domain.durations import format_duration
 from goalsui.domain.nightshift import night_of, night_window, report_file, report_heading
-from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.domain.states import FAILURE_RUNS, IntentStatus, RunStatus
 from goalsui.domain.timeutil import load_zone
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError, ValidationError
@@ -32,26 +32,8 @@ if TYPE_CHECKING:
 
 
 SNAPSHOT_FILES = ("state.yaml", "protocol.md")
-STATUS_ORDER = (
-    "ok",
-    "silent",
-    "failed",
-    "timeout",
-    "interrupted",
-    "cancelled",
-    "skipped",
-    "missed",
-    "running",
-)
-PROBLEM_STATUSES = frozenset(
-    {
-        RunStatus.FAILED,
-        RunStatus.TIMEOUT,
-        RunStatus.INTERRUPTED,
-        RunStatus.CANCELLED,
-        RunStatus.MISSED,
-    }
-)
+STATUS_ORDER = sorted(RunStatus, key=lambda s: s == RunStatus.RUNNING)  # running last
+PROBLEM_STATUSES = FAILURE_RUNS | {RunStatus.CANCELLED, RunStatus.MISSED}
 FINDING_LINES = 10
 ERROR_LINES = 10
 MAX_DIFF_LINES = 200
@@ -95,15 +77,6 @@ class NightReport:
     summary: str
     counts: dict[str, int]
     entries: list[RunEntry]
-
-
-@dataclass(frozen=True)
-class ReportFile:
-    goal_id: str
-    night: date  # the night the report is about (its start date)
-    path: Path
-    size: int
-    legacy: bool = False  # an old file, named by its morning
 
 
 def report_timezone(service: Service, goal_id: str) -> str:
@@ -609,9 +582,6 @@ def _summary_text(night: _Night) -> str:
     return "\n".join(lines) + "\n"
 
 
-def list_reports(service: Service, goal_id: str) -> list[ReportFile]:
+def list_reports(service: Service, goal_id: str) -> list[stored.StoredReport]:
     """The goal's reports, one per night, oldest first."""
-    return [
-        ReportFile(goal_id, r.night, r.path, r.size, r.legacy)
-        for r in stored.stored_reports(service.kb.goal_dir(goal_id))
-    ]
+    return stored.stored_reports(service.kb.goal_dir(goal_id))

@@ -69,14 +69,17 @@ def _children(pid: int) -> list[int] | None:
     return out
 
 
+def live_processes() -> dict[int, tuple[int, int]]:
+    """``pid -> (ppid, pgid)`` of every live process, from a walk of all of ``/proc``."""
+    rows = {int(name): _stat(int(name)) for name in os.listdir("/proc") if name.isdigit()}
+    return {pid: row for pid, row in rows.items() if row is not None}
+
+
 def _scan_children() -> dict[int, list[int]]:
-    """Every live process by parent, from a walk of all of ``/proc``."""
+    """Every live process by parent."""
     by_parent: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            row = _stat(int(name))
-            if row is not None:
-                by_parent.setdefault(row[0], []).append(int(name))
+    for pid, (ppid, _) in live_processes().items():
+        by_parent.setdefault(ppid, []).append(pid)
     return by_parent
 
 

@@ -10,26 +10,20 @@ the scheduler turns into a console notification.
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from goalsui.domain.states import FAILURE_RUNS, RunStatus
+from goalsui.domain.states import FAILURE_RUNS
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
-from goalsui.runners.alerts import deliver_alert
-from goalsui.runners.command import build_env, run_command
+from goalsui.runners.alerts import deliver_alert, run_alert_command
 from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["ALERT_COMMAND_TIMEOUT", "Alert", "alert_message", "maybe_alert", "run_alert_command"]
-
-log = logging.getLogger("goalsui.alerts")
-ALERT_COMMAND_TIMEOUT = 10.0
+__all__ = ["Alert", "alert_message", "maybe_alert"]
 
 
 @dataclass(frozen=True)
@@ -67,32 +61,6 @@ def alert_message(
             f"Resume it with 'goalsui intent resume {intent.id}'."
         )
     return f"{who} ({title}) failed {failures} times in a row{last}."
-
-
-async def run_alert_command(service: Service, argv: tuple[str, ...], alert: Alert) -> bool:
-    """Run ``alerts.command`` with the alert as JSON on stdin; True when it exited 0."""
-    secrets = [h.secret_env for h in service.config().hooks.values() if h.secret_env]
-    env = build_env({"GOALSUI_KB": str(service.kb.root)}, strip=secrets)
-    result = await run_command(
-        list(argv),
-        stdin=json.dumps(alert.as_json(), ensure_ascii=False) + "\n",
-        cwd=service.kb.root,
-        env=env,
-        timeout=ALERT_COMMAND_TIMEOUT,
-        grace=1.0,
-    )
-    if result.status == RunStatus.OK:
-        return True
-    detail = result.reason or result.status
-    log.warning("alert command failed: %s", detail)
-    await asyncio.to_thread(
-        service.journal.record,
-        "alert command failed",
-        f"intent {alert.intent_id}",
-        detail,
-        "scheduler",
-    )
-    return False
 
 
 async def maybe_alert(
@@ -143,8 +111,5 @@ async def maybe_alert(
     await asyncio.to_thread(deliver_alert, service, fresh, alert.run_id, alert.message)
     service.changed("alerts")
     if policy.command:
-        try:
-            await run_alert_command(service, policy.command, alert)
-        except Exception as exc:  # noqa: BLE001 - an alert hook never breaks the scheduler
-            log.warning("alert command could not run: %s", exc)
+        await run_alert_command(service, policy.command, alert.as_json())
     return alert
