@@ -13,6 +13,7 @@ from typing import Any
 from goalsui.errors import NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write
 from goalsui.kb.paths import is_within, safe_join
+from goalsui.kb.regular import describe_mode
 from goalsui.kb.yamlio import read_text
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -87,8 +88,9 @@ class ConfinedTree:
         except OSError as exc:
             raise ValidationError(f"cannot use {self.shown(rel)}: {exc.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
-            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise ValidationError(f"{self.shown(rel)} is {kind}")
+            raise ValidationError(
+                f"{self.shown(rel)}: not a regular file: {describe_mode(st.st_mode)}"
+            )
         return st
 
     def read(self, rel: str, *, limit: int = MAX_FILE_BYTES) -> str:

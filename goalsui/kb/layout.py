@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from goalsui.bundled import find_sample_kb
 from goalsui.domain.names import check_name
 from goalsui.domain.pids import pid_alive
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
-from goalsui.kb.atomic import append_line, atomic_write, fsync_dir
+from goalsui.kb.atomic import atomic_write, fsync_dir
 from goalsui.kb.authoring import (
     STATE_FILE,
     check_state_bytes,
@@ -35,16 +36,15 @@ from goalsui.kb.config import (
     parse_kb_config,
     parse_worker,
 )
+from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import is_within, new_goal_id, safe_join
-from goalsui.kb.regular import open_regular
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
 CONFIG_FILE = "goalsui.yaml"
 STAGING_PREFIX = ".staging-"
 TRASH_PREFIX = ".trash-"
 STAGING_MAX_AGE_S = 3600  # a staging folder older than this is a leftover whatever its pid
-MAX_TEXT_BYTES = 2 * 1024 * 1024
 
 
 @dataclass
@@ -173,59 +173,60 @@ class KB:
 
     def load_goal(self, goal_id: str, *, state_limit: int | None = None) -> LoadedGoal:
         """Read and validate one goal tree; problems are collected, not raised."""
-        path = self.goal_dir(goal_id)
-        loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
-        def_path = path / "definition.yaml"
-        try:
-            self.check_inside(def_path, f"{goal_id}/definition.yaml", below=path)
-            data, text = load_yaml_mapping(def_path, self.display(def_path))
-            loaded.definition = parse_goal(data, text, self.display(def_path), goal_id)
-        except KBError as exc:
-            loaded.problems.append(exc)
-        self._load_workers(loaded)
+        loaded = self._load_tree(goal_id, self.goal_dir(goal_id))
         with contextlib.suppress(OSError):
             try:
-                load_binding(path, display=f"{goal_id}/{BINDING_FILE}")
+                load_binding(loaded.path, display=f"{goal_id}/{BINDING_FILE}")
             except KBError as exc:
                 loaded.problems.append(exc)
         limit = self.state_limit() if state_limit is None else state_limit
-        loaded.problems.extend(yaml_problems(path, goal_id, limit, skip=(BINDING_FILE,)))
+        loaded.problems.extend(yaml_problems(loaded.path, goal_id, limit, skip=(BINDING_FILE,)))
         return loaded
 
-    def _load_workers(self, loaded: LoadedGoal) -> None:
-        """Read and validate every ``workers/<name>/`` of a goal being loaded."""
-        goal_id, path = loaded.goal_id, loaded.path
+    def _load_tree(self, goal_id: str, path: Path) -> LoadedGoal:
+        """The definitions of the goal tree at ``path`` (its folder or its staging folder)."""
+        loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
+        shown = f"{goal_id}/definition.yaml"
+        try:
+            self.check_inside(path / "definition.yaml", shown, below=path)
+            data, text = load_yaml_mapping(path / "definition.yaml", shown)
+            loaded.definition = parse_goal(data, text, shown, goal_id)
+        except KBError as exc:
+            loaded.problems.append(exc)
         workers_root = path / "workers"
         if workers_root.is_symlink() and not is_within(workers_root.resolve(), self.root):
             loaded.problems.append(
                 KBError(f"{goal_id}/workers", "a symlink here leads outside the KB")
             )
-            return
+            return loaded
         if not workers_root.is_dir():
-            return
+            return loaded
         for entry in sorted(os.scandir(workers_root), key=lambda e: e.name):
             if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                 continue
             wpath = Path(entry.path) / "definition.yaml"
-            shown = self.display(wpath) if wpath.exists() else f"{goal_id}/workers/{entry.name}"
+            shown = f"{goal_id}/workers/{entry.name}"
+            if wpath.exists():
+                shown += "/definition.yaml"
             try:
                 check_name(entry.name, "worker name")
                 self.check_inside(wpath, shown, below=path)
                 data, text = load_yaml_mapping(wpath, shown)
                 loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
-                self._check_prompt(Path(entry.path) / "prompt.md", path)
+                self._check_prompt(Path(entry.path) / "prompt.md", path, goal_id)
             except KBError as exc:
                 loaded.problems.append(exc)
             except GoalsuiError as exc:
                 loaded.problems.append(KBError(shown, str(exc)))
+        return loaded
 
-    def _check_prompt(self, prompt: Path, goal_path: Path) -> None:
+    def _check_prompt(self, prompt: Path, goal_path: Path, goal_id: str) -> None:
         """A worker's prompt.md, when there is one, must be readable UTF-8 text."""
         if not prompt.exists() and not prompt.is_symlink():
             return  # doctor reports a missing prompt; the worker still loads
-        shown = self.display(prompt)
+        shown = f"{goal_id}/{prompt.relative_to(goal_path).as_posix()}"
         self.check_inside(prompt, shown, below=goal_path)
-        read_text(prompt, limit=MAX_TEXT_BYTES, display=shown)
+        read_text(prompt, limit=MAX_FILE_BYTES, display=shown)
 
     def scan(self) -> list[LoadedGoal]:
         """Every goal tree; one that cannot be loaded at all comes back with its problem."""
@@ -299,7 +300,7 @@ class KB:
         try:
             staging.mkdir()
             write()
-            loaded = _load_staged(staging, goal_id)
+            loaded = self._load_tree(goal_id, staging)
             if loaded.problems:
                 raise loaded.problems[0]
             if register is not None:
@@ -358,52 +359,32 @@ class KB:
         atomic_write(path, new_text)
 
     # -- confined file access ----------------------------------------------------------
+    def tree(self, goal_id: str) -> ConfinedTree:
+        """One goal tree's files: no escape by path or symlink, ``log/`` append-only."""
+        return ConfinedTree(self.goal_dir(goal_id), goal_id)
+
     def resolve(self, goal_id: str, rel: str = ".") -> Path:
-        """A path inside one goal tree; anything leading out is refused."""
-        root = self.goal_dir(goal_id)
-        if rel in ("", "."):
-            return root
-        return safe_join(root, rel)
+        return self.tree(goal_id).resolve(rel)
 
     def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
-        path = self.resolve(goal_id, rel)
-        if not path.is_dir():
-            raise NotFound(f"not a folder: {goal_id}/{rel}")
-        return _listing(path, self.goal_dir(goal_id).resolve())
+        return self.tree(goal_id).list(rel)
 
-    def kb_read(self, goal_id: str, rel: str, *, limit: int = MAX_TEXT_BYTES) -> str:
-        path = self.resolve(goal_id, rel)
-        if not path.exists():
-            raise NotFound(f"no file {goal_id}/{rel}")
-        return read_text(path, limit=limit, display=f"{goal_id}/{rel}")
+    def kb_read(self, goal_id: str, rel: str) -> str:
+        return self.tree(goal_id).read(rel)
 
     def kb_write(self, goal_id: str, rel: str, text: str) -> Path:
         """Write a file inside a goal tree atomically; YAML files are validated first."""
-        if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
-            raise ValidationError("file is too large")
-        path = self.resolve(goal_id, rel)
-        if path == self.goal_dir(goal_id) or path.is_dir():
-            raise ValidationError(f"not a file: {goal_id}/{rel}")
-        shown = f"{goal_id}/{rel}"
-        if is_within(path.resolve(), (self.goal_dir(goal_id) / "log").resolve()):
-            raise ValidationError(f"{shown}: the goal log is append-only")
-        check_kb_text(goal_id, path.relative_to(self.goal_dir(goal_id)).parts, text, shown)
-        if path.relative_to(self.goal_dir(goal_id)).parts == (STATE_FILE,):
+        return self.tree(goal_id).write(rel, text, validate=partial(self.check_text, goal_id))
+
+    def check_text(self, goal_id: str, parts: tuple[str, ...], text: str, shown: str) -> None:
+        """Refuse broken YAML, definitions that do not validate, a state.yaml over its bound."""
+        check_kb_text(goal_id, parts, text, shown)
+        if parts == (STATE_FILE,):
             self.check_state_size(goal_id, len(text.encode("utf-8")))
-        atomic_write(path, text)
-        return path
 
     def append_log(self, goal_id: str, text: str, when: datetime | None = None) -> tuple[Path, int]:
         """Append one entry to ``log/YYYY-MM-DD.md``; returns the file and line number."""
-        when = (when or datetime.now(UTC)).astimezone(UTC)
-        path = safe_join(self.goal_dir(goal_id), "log", f"{when:%Y-%m-%d}.md")
-        entry = _log_entry(text, when)
-        lines_before = 0
-        if path.exists():
-            with os.fdopen(open_regular(path, self.display(path)), "rb") as fh:
-                lines_before = sum(1 for _ in fh)
-        append_line(path, entry)
-        return path, lines_before + 1
+        return self.tree(goal_id).append_log(text, when)
 
     # -- workers -------------------------------------------------------------------------
     def update_worker(
@@ -423,7 +404,7 @@ class KB:
         self.check_inside(path, f"{goal_id}/workers/{worker}/definition.yaml")
         if prompt is not None:
             self.check_inside(wdir / "prompt.md", f"{goal_id}/workers/{worker}/prompt.md")
-            if len(prompt.encode("utf-8")) > MAX_TEXT_BYTES:
+            if len(prompt.encode("utf-8")) > MAX_FILE_BYTES:
                 raise ValidationError("prompt is too large")
         data, text = load_yaml_mapping(path, shown)
         parse_worker(worker, data, text, shown)  # a broken file is never rewritten
@@ -467,23 +448,6 @@ def _checked_seeds(name: str, workers: Iterable[WorkerSeed]) -> tuple[str, list[
             raise ValidationError(f"worker '{seed.name}' given twice")
         seen.add(seed.name)
     return name, seeds
-
-
-def _load_staged(staging: Path, goal_id: str) -> LoadedGoal:
-    """A goal tree just written to its staging folder, read back and validated."""
-    loaded = LoadedGoal(goal_id=goal_id, path=staging, definition=None)
-    data, text = load_yaml_mapping(staging / "definition.yaml", f"{goal_id}/definition.yaml")
-    loaded.definition = parse_goal(data, text, f"{goal_id}/definition.yaml", goal_id)
-    wroot = staging / "workers"
-    if wroot.is_dir():
-        for entry in sorted(os.scandir(wroot), key=lambda e: e.name):
-            shown = f"{goal_id}/workers/{entry.name}/definition.yaml"
-            try:
-                data, text = load_yaml_mapping(Path(entry.path) / "definition.yaml", shown)
-                loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
-            except KBError as exc:
-                loaded.problems.append(exc)
-    return loaded
 
 
 def _staging_entries(root: Path) -> list[tuple[os.DirEntry[str], str, bool]]:
@@ -543,40 +507,6 @@ def _write_goal_tree(
         target = safe_join(staging, rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, text)
-
-
-def _listing(path: Path, root: Path) -> list[dict[str, Any]]:
-    """The entries of folder ``path`` of the tree, by name, less temp files and outward links."""
-    out = []
-    for entry in sorted(os.scandir(path), key=lambda e: e.name):
-        if entry.name.startswith(".") and entry.name.endswith(".tmp"):
-            continue
-        p = Path(entry.path)
-        if p.is_symlink() and not is_within(p.resolve(), root):
-            continue
-        try:
-            st = p.stat()
-        except OSError:  # a dangling symlink or a file removed meanwhile
-            continue
-        out.append(
-            {
-                "name": entry.name,
-                "path": str(p.relative_to(root)),
-                "dir": entry.is_dir(),
-                "size": st.st_size,
-                "modified": datetime.fromtimestamp(st.st_mtime, UTC),
-            }
-        )
-    return out
-
-
-def _log_entry(text: str, when: datetime) -> str:
-    """A goal-log entry: ``- HH:MM:SSZ first line``, further lines indented."""
-    lines = text.replace("\x00", "").rstrip().splitlines() or [""]
-    entry = f"- {when:%H:%M:%SZ} {lines[0]}".rstrip()
-    if len(lines) > 1:
-        entry += "\n" + "\n".join(f"  {line}".rstrip() for line in lines[1:])
-    return entry
 
 
 def _no_link_below(path: Path, base: Path) -> bool:

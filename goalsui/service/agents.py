@@ -17,9 +17,7 @@ from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line
-from goalsui.kb.authoring import STATE_FILE
 from goalsui.kb.confined import ConfinedTree
-from goalsui.kb.layout import check_kb_text
 from goalsui.service.context import ServiceContext, found
 from goalsui.service.follow_ups import schedule_follow_up
 from goalsui.service.intents import Intents
@@ -65,7 +63,7 @@ class Agents:
         self.index = index
 
     def tree(self, goal_id: str) -> ConfinedTree:
-        return ConfinedTree(self.ctx.kb.goal_dir(goal_id), goal_id)
+        return self.ctx.kb.tree(goal_id)
 
     def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
         return self.tree(goal_id).list(rel)
@@ -86,9 +84,7 @@ class Agents:
                     "are not written by agents "
                     "(update_worker changes a worker's schedule, timeout and prompt)"
                 )
-            check_kb_text(goal_id, parts, body, shown)
-            if parts == (STATE_FILE,):  # refused here, not put back after the turn
-                self.ctx.kb.check_state_size(goal_id, len(body.encode("utf-8")))
+            self.ctx.kb.check_text(goal_id, parts, body, shown)  # state.yaml's bound too
 
         tree = self.tree(goal_id)
         path = tree.write(rel, text, validate=validate)
