@@ -8,6 +8,15 @@ from datetime import datetime
 from typing import Any
 
 
+def json_fields(row: object, names: str) -> dict[str, Any]:
+    """The named fields of ``row`` in that order, a datetime as ISO text to the second."""
+    out = {}
+    for name in names.split():
+        value = getattr(row, name)
+        out[name] = value.isoformat(timespec="seconds") if isinstance(value, datetime) else value
+    return out
+
+
 @dataclass
 class WorkerView:
     """A worker of a goal; the schedule fields are None until the records are read."""
@@ -23,15 +32,7 @@ class WorkerView:
 
     def as_json(self) -> dict[str, Any]:
         """The fields the command line prints with ``--json``."""
-        return {
-            "name": self.name,
-            "schedule": self.schedule,
-            "timezone": self.timezone,
-            "intent_id": self.intent_id,
-            "next_run_at": self.next_run_at.isoformat(timespec="seconds")
-            if self.next_run_at
-            else None,
-        }
+        return json_fields(self, "name schedule timezone intent_id next_run_at")
 
 
 @dataclass
@@ -49,14 +50,8 @@ class GoalView:
 
     def as_json(self) -> dict[str, Any]:
         """The fields the command line prints with ``--json``."""
-        return {
-            "goal_id": self.goal_id,
-            "name": self.name,
-            "task": self.task,
-            "status": self.status,
-            "path": self.path,
-            "workers": [w.as_json() for w in self.workers],
-        }
+        workers = [w.as_json() for w in self.workers]
+        return {**json_fields(self, "goal_id name task status path"), "workers": workers}
 
 
 @dataclass(frozen=True)
@@ -69,7 +64,7 @@ class Problem:
 
     def as_json(self) -> dict[str, Any]:
         """The fields ``goalsui doctor --json`` prints."""
-        return {"path": self.path, "line": self.line, "message": self.message}
+        return json_fields(self, "path line message")
 
 
 @dataclass(frozen=True)

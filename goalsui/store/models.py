@@ -3,6 +3,7 @@ every timestamp is stored as UTC (:class:`UTCDateTime`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -174,30 +175,10 @@ class Intent(SQLModel, table=True):
 
     @classmethod
     def from_spec(cls, spec: IntentSpec, now: datetime) -> Intent:
-        """The row to store for a validated spec, planned from ``now``."""
-        return cls(
-            title=spec.title,
-            instruction=spec.instruction,
-            kind=str(spec.kind),
-            schedule=spec.schedule,
-            timezone=spec.zone,
-            thread_id=spec.thread_id,
-            goal_id=spec.goal_id,
-            worker=spec.worker,
-            operation_key=spec.operation_key,
-            max_fires=spec.max_fires,
-            expires_at=spec.expires_at,
-            cooldown_s=spec.cooldown_s,
-            event_source=spec.event_source,
-            event_filter=spec.event_filter,
-            checklist=spec.checklist,
-            active_hours=spec.active_hours,
-            runner=spec.runner,
-            timeout_s=spec.timeout_s,
-            next_run_at=spec.first_run(now),
-            created_at=now,
-            updated_at=now,
-        )
+        """The row of a validated spec (each of its fields is a column), planned from ``now``."""
+        fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+        fields.update(kind=str(spec.kind), timezone=spec.zone, next_run_at=spec.first_run(now))
+        return cls(**fields, created_at=now, updated_at=now)
 
     def record(self) -> IntentRecord:
         return record_of(IntentRecord, self)
