@@ -8,7 +8,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -28,22 +27,10 @@ DB_PROBE_TIMEOUT = 5.0  # seconds a readiness probe waits for the database
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def tick_age(scheduler: Any, now_mono: float, now_wall: datetime) -> float | None:
-    """Seconds since the scheduler's ``last_tick``; None when it does not record one."""
-    tick = getattr(scheduler, "last_tick", None)
-    if tick is None:
-        return None
-    mono = getattr(tick, "monotonic", None)
-    if isinstance(mono, int | float):
-        return now_mono - float(mono)
-    if isinstance(tick, int | float) and not isinstance(tick, bool):
-        return now_mono - float(tick)
-    if isinstance(tick, datetime):
-        return (now_wall - tick).total_seconds()
-    wall = getattr(tick, "wall", None)
-    if isinstance(wall, datetime):
-        return (now_wall - wall).total_seconds()
-    return None
+def tick_age(scheduler: Any, now_mono: float) -> float | None:
+    """Seconds since the scheduler's ``last_tick`` heartbeat; None when it records none."""
+    mono = getattr(getattr(scheduler, "last_tick", None), "monotonic", None)
+    return now_mono - float(mono) if isinstance(mono, int | float) else None
 
 
 class Readiness:
@@ -66,7 +53,7 @@ class Readiness:
         degraded = self.degraded()
         if degraded is not None:
             return f"the scheduler is degraded: {degraded}"
-        age = tick_age(self.scheduler, time.monotonic(), datetime.now(UTC))
+        age = tick_age(self.scheduler, time.monotonic())
         if age is not None and age > self.max_quiet:
             return f"the scheduler loop last ticked {age:.0f}s ago (limit {self.max_quiet:g}s)"
         return None

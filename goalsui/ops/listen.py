@@ -48,16 +48,22 @@ class QuietLog:
         self._next: dict[str, float] = {}
         self._held: dict[str, int] = {}
 
-    def log(self, level: int, key: str, message: str, *args: object) -> bool:
-        """Log ``message`` unless ``key`` was logged within the interval; True if logged."""
+    def let_through(self, key: str) -> int | None:
+        """How many lines of ``key`` were held since the last one, or None: hold this one."""
         now = self.clock()
         if now < self._next.get(key, 0.0):
             self._held[key] = self._held.get(key, 0) + 1
+            return None
+        self._next[key] = now + self.interval
+        return self._held.pop(key, 0)
+
+    def log(self, level: int, key: str, message: str, *args: object) -> bool:
+        """Log ``message`` unless ``key`` was logged within the interval; True if logged."""
+        held = self.let_through(key)
+        if held is None:
             return False
-        held = self._held.pop(key, 0)
         if held:
             message += f" (and {held} more like it in the last {self.interval:g}s)"
-        self._next[key] = now + self.interval
         self.logger.log(level, message, *args)
         return True
 
@@ -65,27 +71,22 @@ class QuietLog:
 class QuietFilter(logging.Filter):
     """One record per message template per ``interval``: a flood must not flood the log."""
 
-    def __init__(self, interval: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, interval: float = 60.0) -> None:
         super().__init__()
-        self.interval = interval
-        self.clock = clock
-        self._next: dict[str, float] = {}
-        self._held: dict[str, int] = {}
+        self.quiet = QuietLog(log, interval)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = str(record.msg)
-        now = self.clock()
-        if now < self._next.get(key, 0.0):
-            self._held[key] = self._held.get(key, 0) + 1
+        held = self.quiet.let_through(str(record.msg))
+        if held is None:
             return False
-        self._next[key] = now + self.interval
-        held = self._held.pop(key, 0)
         if record.exc_info and record.exc_info[1] is not None:
             record.msg = f"{record.getMessage()}: {' '.join(str(record.exc_info[1]).split())[:200]}"
             record.args = ()
         record.exc_info, record.exc_text = None, None
         if held:
-            record.msg = f"{record.getMessage()} (and {held} more in the last {self.interval:g}s)"
+            record.msg = (
+                f"{record.getMessage()} (and {held} more in the last {self.quiet.interval:g}s)"
+            )
             record.args = ()
         return True
 

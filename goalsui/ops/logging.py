@@ -12,25 +12,24 @@ from typing import Any, TextIO
 from goalsui.domain.untrusted import plain
 
 
-def _stamp() -> str:
-    return datetime.now().astimezone().isoformat(timespec="milliseconds")
+def json_line(at: datetime, level: str, logger: str, message: str, **fields: Any) -> str:
+    """One log line as a JSON object; the message sanitised, fields that are None left out."""
+    data: dict[str, Any] = {"ts": at.astimezone().isoformat(timespec="milliseconds")}
+    data |= {"level": level, "logger": logger, "message": plain(message, limit=4000)}
+    data.update({k: v for k, v in fields.items() if v is not None})
+    return json.dumps(data, ensure_ascii=False)
 
 
 class JsonFormatter(logging.Formatter):
     """A log record as one JSON object."""
 
     def format(self, record: logging.LogRecord) -> str:
-        data: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created)
-            .astimezone()
-            .isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": plain(record.getMessage(), limit=4000),
-        }
+        error = None
         if record.exc_info:
-            data["error"] = plain(self.formatException(record.exc_info), limit=8000)
-        return json.dumps(data, ensure_ascii=False)
+            error = plain(self.formatException(record.exc_info), limit=8000)
+        at = datetime.fromtimestamp(record.created)
+        level = record.levelname.lower()
+        return json_line(at, level, record.name, record.getMessage(), error=error)
 
 
 class LineWriter:
@@ -43,18 +42,11 @@ class LineWriter:
 
     def __call__(self, text: str, *, err: bool = False, **fields: Any) -> None:
         stream = (self.err or sys.stderr) if err else (self.out or sys.stdout)
+        now = datetime.now().astimezone()
         if self.fmt == "json":
-            data: dict[str, Any] = {
-                "ts": _stamp(),
-                "level": "error" if err else "info",
-                "logger": "goalsui.daemon",
-                "message": plain(text, limit=4000),
-            }
-            data.update({k: v for k, v in fields.items() if v is not None})
-            line = json.dumps(data, ensure_ascii=False)
+            line = json_line(now, "error" if err else "info", "goalsui.daemon", text, **fields)
         else:
-            stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S%z")
-            line = f"{stamp} {text}"
+            line = f"{now:%Y-%m-%d %H:%M:%S%z} {text}"
         stream.write(line + "\n")
         stream.flush()
 

@@ -63,18 +63,22 @@ class GoalsuiCollector(Collector):
         runs = CounterMetricFamily(
             "goalsui_runs", "Finished runs by status and intent kind", labels=["status", "kind"]
         )
-        missed = CounterMetricFamily("goalsui_missed", "Occurrences recorded missed")
-        missed_total = 0
         for (status, kind), count in sorted(stats.runs.items()):
-            if status == RunStatus.RUNNING:
-                continue
-            runs.add_metric([status, kind], count)
-            if status == RunStatus.MISSED:
-                missed_total += count
-        missed.add_metric([], missed_total)
+            if status != RunStatus.RUNNING:
+                runs.add_metric([status, kind], count)
+        yield runs
+        missed = CounterMetricFamily("goalsui_missed", "Occurrences recorded missed")
+        missed.add_metric([], sum(n for (s, _), n in stats.runs.items() if s == RunStatus.MISSED))
+        yield missed
+        budget = CounterMetricFamily(
+            "goalsui_budget_skipped", "Turns skipped because their budget was spent"
+        )
+        budget.add_metric([], stats.budget_skips)
+        yield budget
         intents = GaugeMetricFamily("goalsui_intents", "Intents by status", labels=["status"])
         for status, count in sorted(stats.intents.items()):
             intents.add_metric([status], count)
+        yield intents
         cost = CounterMetricFamily(
             "goalsui_cost_usd",
             "Cost the agents reported, in USD (runs without a reported cost add nothing)",
@@ -82,20 +86,12 @@ class GoalsuiCollector(Collector):
         )
         for (goal, worker), usd in sorted(stats.cost.items()):
             cost.add_metric([goal, worker], usd)
+        yield cost
         tokens = CounterMetricFamily(
             "goalsui_tokens", "Tokens the agents reported", labels=["direction"]
         )
         tokens.add_metric(["in"], stats.tokens_in)
         tokens.add_metric(["out"], stats.tokens_out)
-        budget = CounterMetricFamily(
-            "goalsui_budget_skipped", "Turns skipped because their budget was spent"
-        )
-        budget.add_metric([], stats.budget_skips)
-        yield runs
-        yield missed
-        yield budget
-        yield intents
-        yield cost
         yield tokens
         yield _histogram(
             "goalsui_run_duration_seconds", "Run duration (start to finish)", stats.duration
@@ -108,13 +104,11 @@ class GoalsuiCollector(Collector):
 
 
 def _histogram(name: str, doc: str, data: HistogramData) -> HistogramMetricFamily:
-    buckets = [(_bound(b), float(c)) for b, c in zip(data.bounds, data.cumulative, strict=False)]
+    buckets = [
+        (str(float(b)), float(c)) for b, c in zip(data.bounds, data.cumulative, strict=False)
+    ]
     buckets.append(("+Inf", float(data.count)))
     return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=data.total)
-
-
-def _bound(value: float) -> str:
-    return str(float(value))
 
 
 def make_registry(

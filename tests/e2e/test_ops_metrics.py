@@ -206,11 +206,11 @@ async def test_readiness_needs_a_running_scheduler_that_ticked_lately(
     assert await Readiness(svc, _Scheduler("running"), max_quiet=2).problem() is None
     fresh = Readiness(svc, _Scheduler("running", _Tick(now)), max_quiet=2)
     assert await fresh.problem() is None
-    stale = Readiness(svc, _Scheduler("running", now - 10), max_quiet=2)
+    stale = Readiness(svc, _Scheduler("running", _Tick(now - 10)), max_quiet=2)
     assert "last ticked 10s ago" in (await stale.problem() or "")
     broken = Readiness(svc, _Scheduler("error: claiming failed\nagain"), max_quiet=2)
     assert await broken.problem() == "the scheduler is error: claiming failed again"
-    assert tick_age(_Scheduler("running", "garbage"), now, svc.now()) is None
+    assert tick_age(_Scheduler("running", "garbage"), now) is None
 
 
 def test_daemon_json_logs_and_bad_flags(empty_kb: Path, tmp_path: Path) -> None:
