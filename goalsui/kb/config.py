@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from goalsui.domain.agents import AGENTS
 from goalsui.domain.budget import Budget
@@ -15,6 +16,8 @@ from goalsui.domain.names import check_name
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, KBError, ValidationError
 from goalsui.kb.yamlio import line_of_key
+
+T = TypeVar("T")
 
 BUILTIN_RUNNERS = ("report",)
 GOAL_STATUSES = ("active", "paused", "completed", "archived")
@@ -41,19 +44,16 @@ class RunnerSpec:
     def as_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
-        if self.agent:
-            out: dict[str, Any] = {"agent": self.agent}
-            if self.model:
-                out["model"] = self.model
-            if self.args:
-                out["args"] = list(self.args)
-            if self.tools:
-                out["tools"] = list(self.tools)
-            return out
-        spec: dict[str, Any] = {"command": list(self.command or ())}
+        out: dict[str, Any] = (
+            {"agent": self.agent} if self.agent else {"command": list(self.command or ())}
+        )
         if self.model:
-            spec["model"] = self.model
-        return spec
+            out["model"] = self.model
+        if self.args:  # args and tools go with an agent only
+            out["args"] = list(self.args)
+        if self.tools:
+            out["tools"] = list(self.tools)
+        return out
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,21 @@ class _Checker:
             raise self.fail(key, f"'{key}' is too long ({len(text)} characters)")
         return text
 
+    def check(self, key: str, check: Callable[..., T], *args: Any) -> T:
+        """``check(*args)``; its GoalsuiError becomes this file's error at ``key``."""
+        try:
+            return check(*args)
+        except GoalsuiError as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def zone(self, value: Any, key: str = "timezone") -> str:
+        tz = self.text_field(value, key, limit=100)
+        self.check(key, load_zone, tz)
+        return tz
+
+    def whole(self, value: Any, key: str, *, minimum: int = 0) -> int:
+        return int(self.number(value, key, minimum=minimum, integer=True))
+
     def duration(self, value: Any, key: str) -> timedelta:
         try:
             return parse_duration(value)
@@ -251,6 +266,17 @@ KB_CONFIG_KEYS = (
     "state_max_bytes",
     "notify",
 )
+GOAL_KEYS = (
+    "goal_id",
+    "name",
+    "task",
+    "owner",
+    "status",
+    "sort_order",
+    "created_at",
+    "updated_at",
+    "budget",
+)
 
 
 def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:
@@ -268,11 +294,7 @@ def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:
     retry = _retry_policy(data, c)
     catch_up = c.duration(data.get("catch_up_limit", "24h"), "catch_up_limit")
     alerts = _alert_policy(data, c)
-    state_max = int(
-        c.number(
-            data.get("state_max_bytes", STATE_MAX_BYTES), "state_max_bytes", minimum=1, integer=True
-        )
-    )
+    state_max = c.whole(data.get("state_max_bytes", STATE_MAX_BYTES), "state_max_bytes", minimum=1)
     return KBConfig(
         runner=runner,
         timeout=timeout,
@@ -294,13 +316,8 @@ def _retry_policy(data: dict[Any, Any], c: _Checker) -> RetryPolicy:
     return RetryPolicy(
         base_seconds=c.number(retry_data.get("base_seconds", 2), "base_seconds", minimum=1),
         cap_seconds=c.number(retry_data.get("cap_seconds", 300), "cap_seconds", minimum=1),
-        max_consecutive_failures=int(
-            c.number(
-                retry_data.get("max_consecutive_failures", 5),
-                "max_consecutive_failures",
-                minimum=1,
-                integer=True,
-            )
+        max_consecutive_failures=c.whole(
+            retry_data.get("max_consecutive_failures", 5), "max_consecutive_failures", minimum=1
         ),
     )
 
@@ -310,7 +327,7 @@ def _alert_policy(data: dict[Any, Any], c: _Checker) -> AlertPolicy:
     alerts_data = c.mapping(data.get("alerts"), "alerts")
     c.only(alerts_data, ("after", "cooldown", "command"), "alerts.")
     return AlertPolicy(
-        after=int(c.number(alerts_data.get("after", 2), "after", minimum=1, integer=True)),
+        after=c.whole(alerts_data.get("after", 2), "after", minimum=1),
         cooldown=c.duration(alerts_data.get("cooldown", "1h"), "cooldown"),
         command=c.argv(alerts_data["command"], "command") if "command" in alerts_data else None,
     )
@@ -322,10 +339,7 @@ def _hook_sources(data: dict[Any, Any], c: _Checker) -> dict[str, HookSource]:
     c.only(hooks_data, ("sources",), "hooks.")
     sources: dict[str, HookSource] = {}
     for name, spec in c.mapping(hooks_data.get("sources"), "sources").items():
-        try:
-            check_name(str(name), "hook source")
-        except GoalsuiError as exc:
-            raise c.fail(str(name), str(exc)) from None
+        c.check(str(name), check_name, str(name), "hook source")
         spec = c.mapping(spec, str(name))
         c.only(spec, ("secret_env", "style"), f"hooks.sources.{name}.")
         env = c.text_field(spec.get("secret_env"), "secret_env", required=True, limit=200)
@@ -344,19 +358,11 @@ def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:
     forms = [k for k in ("cron", "every", "at") if k in sched]
     if len(forms) != 1:
         raise c.fail("schedule", "'schedule' needs exactly one of 'cron', 'every' or 'at'")
-    tz = c.text_field(sched.get("timezone", "UTC"), "timezone", limit=100)
-    try:
-        load_zone(tz)
-    except GoalsuiError as exc:
-        raise c.fail("timezone", str(exc)) from None
+    tz = c.zone(sched.get("timezone", "UTC"))
     form = forms[0]
     value = sched[form]
     if form == "cron":
-        expr = c.text_field(value, "cron", limit=200)
-        try:
-            expr = validate_cron(expr)
-        except GoalsuiError as exc:
-            raise c.fail("cron", str(exc)) from None
+        expr = c.check("cron", validate_cron, c.text_field(value, "cron", limit=200))
         return ScheduleSpec(kind="cron", expr=expr, timezone=tz)
     if form == "every":
         every = c.duration(value, "every")
@@ -366,10 +372,7 @@ def parse_schedule(data: Any, c: _Checker) -> ScheduleSpec:
     if isinstance(value, datetime):
         value = value.isoformat()
     text = c.text_field(value, "at", limit=100)
-    try:
-        at = parse_instant(text, tz)
-    except GoalsuiError as exc:
-        raise c.fail("at", str(exc)) from None
+    at = c.check("at", parse_instant, text, tz)
     return ScheduleSpec(kind="at", expr=text, timezone=tz, at=at)
 
 
@@ -393,15 +396,13 @@ def parse_worker(name: str, data: dict[Any, Any], text: str, display: str) -> Wo
             f"unknown capability {unknown[0]!r} (known: {', '.join(CAPABILITIES)})",
         )
     hours = data.get("active_hours")
-    if hours is not None:
-        hours = parse_active_hours(hours, c)
     return WorkerDef(
         name=name,
         schedule=schedule,
         runner=runner,
         timeout=timeout,
         capabilities=tuple(caps),
-        active_hours=hours,
+        active_hours=parse_active_hours(hours, c) if hours is not None else None,
         budget=parse_budget(data.get("budget"), c),
     )
 
@@ -419,21 +420,13 @@ def parse_budget(value: Any, c: _Checker) -> Budget | None:
             if amount != amount or amount == float("inf"):
                 raise c.fail(key, f"'{key}' must be a finite number of dollars")
             money[key] = float(amount)
-    tokens = None
-    if data.get("tokens_per_day") is not None:
-        tokens = int(c.number(data["tokens_per_day"], "tokens_per_day", integer=True))
-    tz = None
-    if data.get("timezone") is not None:
-        tz = c.text_field(data["timezone"], "timezone", limit=100)
-        try:
-            load_zone(tz)
-        except GoalsuiError as exc:
-            raise c.fail("timezone", str(exc)) from None
+    tokens = data.get("tokens_per_day")
+    tz = data.get("timezone")
     return Budget(
         usd_per_day=money.get("usd_per_day"),
         usd_per_night=money.get("usd_per_night"),
-        tokens_per_day=tokens,
-        timezone=tz,
+        tokens_per_day=c.whole(tokens, "tokens_per_day") if tokens is not None else None,
+        timezone=c.zone(tz) if tz is not None else None,
     )
 
 
@@ -451,12 +444,7 @@ def parse_active_hours(value: Any, c: _Checker) -> dict[str, Any]:
         ):
             raise c.fail(key, f"'{key}' must be a time like 08:00")
         out[key] = f"{int(parts[0]):02d}:{int(parts[1]):02d}"
-    tz = c.text_field(data.get("timezone", "UTC"), "timezone", limit=100)
-    try:
-        load_zone(tz)
-    except GoalsuiError as exc:
-        raise c.fail("timezone", str(exc)) from None
-    out["timezone"] = tz
+    out["timezone"] = c.zone(data.get("timezone", "UTC"))
     return out
 
 
@@ -476,25 +464,9 @@ def active_hours_from_range(value: str, tz: str) -> dict[str, Any]:
 def parse_goal(data: dict[Any, Any], text: str, display: str, folder_name: str) -> GoalDef:
     """Validate ``<goal>/definition.yaml``; its ``goal_id`` must match the folder."""
     c = _Checker(display, text)
-    c.only(
-        data,
-        (
-            "goal_id",
-            "name",
-            "task",
-            "owner",
-            "status",
-            "sort_order",
-            "created_at",
-            "updated_at",
-            "budget",
-        ),
-    )
+    c.only(data, GOAL_KEYS)
     goal_id = c.text_field(data.get("goal_id"), "goal_id", required=True, limit=64)
-    try:
-        check_name(goal_id, "goal id")
-    except GoalsuiError as exc:
-        raise c.fail("goal_id", str(exc)) from None
+    c.check("goal_id", check_name, goal_id, "goal id")
     if goal_id != folder_name:
         raise c.fail("goal_id", f"goal_id '{goal_id}' does not match its folder '{folder_name}'")
     status = c.text_field(data.get("status", "active"), "status")
@@ -504,16 +476,11 @@ def parse_goal(data: dict[Any, Any], text: str, display: str, folder_name: str) 
     if isinstance(sort_order, bool) or not isinstance(sort_order, int):
         raise c.fail("sort_order", "'sort_order' must be a whole number")
     created = data.get("created_at")
-    created_at = None
-    if created is not None:
-        try:
-            created_at = (
-                parse_instant(created.isoformat(), "UTC")
-                if isinstance(created, datetime)
-                else parse_instant(str(created), "UTC")
-            )
-        except GoalsuiError as exc:
-            raise c.fail("created_at", str(exc)) from None
+    if isinstance(created, datetime):
+        created = created.isoformat()
+    created_at = (
+        c.check("created_at", parse_instant, str(created), "UTC") if created is not None else None
+    )
     return GoalDef(
         goal_id=goal_id,
         name=c.text_field(data.get("name"), "name", required=True, limit=200),
