@@ -12,7 +12,7 @@ from goalsui.domain.names import check_name
 from goalsui.domain.records import saved_id
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.domain.views import WorkerView
-from goalsui.errors import GoalsuiError, NotFound, ValidationError
+from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.kb.config import BUILTIN_RUNNERS
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service.context import ServiceContext
@@ -119,12 +119,6 @@ class Authoring:
         self.intents = intents
         self.index = index
 
-    def _worker_view(self, goal_id: str, worker: str) -> WorkerView:
-        found = next((w for w in self.goals.get(goal_id).workers if w.name == worker), None)
-        if found is None:
-            raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
-        return found
-
     def add_worker(self, goal_id: str, seed: WorkerSeed) -> WorkerView:
         """Add a worker to a goal and register its schedule; on failure nothing is left."""
         from goalsui.kb import workers
@@ -147,7 +141,7 @@ class Authoring:
                 self.index.sync([goal_id])
             raise
         self.ctx.journal.record("worker added", f"{goal_id}/{seed.name}")
-        return self._worker_view(goal_id, seed.name)
+        return self.workers.view(goal_id, seed.name)
 
     def remove_worker(self, goal_id: str, worker: str) -> None:
         """Delete a worker's folder; its schedule is cancelled (its run history is kept)."""
@@ -167,7 +161,7 @@ class Authoring:
 
     def show_worker(self, goal_id: str, worker: str) -> WorkerDetail:
         """A worker's schedule state, definition file and prompt."""
-        view = self._worker_view(goal_id, worker)
+        view = self.workers.view(goal_id, worker)
         last_error = self.intents.get(view.intent_id).last_error if view.intent_id else None
         return WorkerDetail(
             goal_id=goal_id,

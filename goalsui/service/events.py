@@ -10,6 +10,7 @@ from sqlmodel import Session, col, select
 
 from goalsui.domain.matching import filter_matches
 from goalsui.domain.names import check_name
+from goalsui.domain.records import saved_id
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.views import EmitResult
 from goalsui.errors import ValidationError
@@ -42,7 +43,7 @@ class Events:
             with self.ctx.store.write() as s:
                 dup = _delivered(s, source, delivery_id)
                 if dup is not None:
-                    return EmitResult(_id(dup), [], duplicate=True)
+                    return EmitResult(saved_id(dup), [], duplicate=True)
                 event = Event(
                     source=source, delivery_id=delivery_id, payload=payload, received_at=now
                 )
@@ -57,7 +58,7 @@ class Events:
                 dup = _delivered(s, source, delivery_id)
             if dup is None:
                 raise
-            return EmitResult(_id(dup), [], duplicate=True)
+            return EmitResult(saved_id(dup), [], duplicate=True)
         self.ctx.journal.record(
             "event received",
             f"{source}/{delivery_id}",
@@ -65,7 +66,7 @@ class Events:
             actor="hooks" if self.ctx.actor != "cli" else "cli",
         )
         self.ctx.changed(ChangeTopic.INTENTS)
-        return EmitResult(_id(event), fired, duplicate=False)
+        return EmitResult(saved_id(event), fired, duplicate=False)
 
     def get(self, event_id: int) -> Event:
         """One event, or :class:`NotFound`."""
@@ -75,12 +76,6 @@ class Events:
         """The newest ``limit`` events, newest first."""
         with self.ctx.store.read() as s:
             return list(s.exec(select(Event).order_by(col(Event.id).desc()).limit(limit)))
-
-
-def _id(event: Event) -> int:
-    """The id of a stored event."""
-    assert event.id is not None  # flushed or read back
-    return event.id
 
 
 def _delivered(s: Session, source: str, delivery_id: str) -> Event | None:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
@@ -55,6 +54,17 @@ def require(intent: Intent, action: Action) -> None:
                 how_to_resume=f" ('goalsui intent resume {intent.id}')",
             )
         )
+
+
+def retry_now(i: Intent, now: datetime) -> None:
+    """Make a failed, failing or held intent due now, its failure count and review mark reset."""
+    require(i, Action.RETRY)
+    if (i.last_error or "").startswith(NEEDS_REVIEW):
+        i.last_error = None
+    i.status = IntentStatus.ACTIVE
+    i.consecutive_failures = 0
+    i.next_run_at = now
+    i.pending_trigger = str(RunTrigger.RETRY)
 
 
 class Intents:
@@ -114,18 +124,6 @@ class Intents:
     def get(self, intent_id: int) -> Intent:
         """One intent, or :class:`NotFound`."""
         return self.ctx.get(Intent, intent_id, "intent")
-
-    def search(self, text: str) -> list[Intent]:
-        """Intents whose title or instruction contains ``text``."""
-        like = f"%{text}%"
-        with self.ctx.store.read() as s:
-            return list(
-                s.exec(
-                    select(Intent).where(
-                        or_(col(Intent.title).like(like), col(Intent.instruction).like(like))
-                    )
-                )
-            )
 
     def _update(
         self, intent_id: int, action: str, apply: Callable[[Intent, datetime], None]
@@ -229,17 +227,7 @@ class Intents:
 
     def retry(self, intent_id: int) -> Intent:
         """Retry a failed or failing intent now, failure count reset, review marks settled."""
-
-        def apply(i: Intent, now: datetime) -> None:
-            require(i, Action.RETRY)
-            if (i.last_error or "").startswith(NEEDS_REVIEW):
-                i.last_error = None
-            i.status = IntentStatus.ACTIVE
-            i.consecutive_failures = 0
-            i.next_run_at = now
-            i.pending_trigger = str(RunTrigger.RETRY)
-
-        intent = self._update(intent_id, "intent retried", apply)
+        intent = self._update(intent_id, "intent retried", retry_now)
         self._settle(intent_id)
         return intent
 

@@ -7,15 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlmodel import Session
-
 from goalsui.domain.interrupts import NEEDS_REVIEW
-from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
-from goalsui.domain.transitions import Action
+from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus
 from goalsui.domain.triggers import first_due
 from goalsui.errors import Conflict
 from goalsui.service.context import ServiceContext, found
-from goalsui.service.intents import require, settle
+from goalsui.service.intents import retry_now, settle
 from goalsui.store.models import Intent, IntentRun
 
 
@@ -29,8 +26,8 @@ class Review:
         self,
         run_id: int,
         action: str,
-        apply: Callable[[Session, IntentRun, Intent, datetime], None],
-    ) -> tuple[IntentRun, Intent]:
+        apply: Callable[[Intent, datetime], None],
+    ) -> Intent:
         """Apply the operator's decision to a run awaiting review and its intent, at once."""
         now = self.ctx.now()
         with self.ctx.store.write() as s:
@@ -40,7 +37,7 @@ class Review:
             intent = found(
                 s.get(Intent, run.intent_id, with_for_update=True), "intent", run.intent_id
             )
-            apply(s, run, intent, now)
+            apply(intent, now)
             settle(run)
             intent.updated_at = now
             s.add(run)
@@ -48,29 +45,21 @@ class Review:
         self.ctx.journal.record(action, f"run {run_id}", f"intent {intent.id}: {intent.title}")
         self.ctx.changed(ChangeTopic.RUNS)
         self.ctx.changed(ChangeTopic.INTENTS)
-        return run, intent
+        return intent
 
     def retry(self, run_id: int) -> Intent:
         """Start the interrupted fire again now and resume the intent."""
-
-        def apply(s: Session, run: IntentRun, i: Intent, now: datetime) -> None:
-            require(i, Action.RETRY)
-            _clear_error(i)
-            i.status = IntentStatus.ACTIVE
-            i.consecutive_failures = 0
-            i.next_run_at = now
-            i.pending_trigger = str(RunTrigger.RETRY)
-
-        return self._decide(run_id, "run retried after review", apply)[1]
+        return self._decide(run_id, "run retried after review", retry_now)
 
     def dismiss(self, run_id: int) -> Intent:
         """Resume the intent from now without the interrupted fire; an intent no longer
         held for this review keeps its state (only the run's mark is cleared)."""
 
-        def apply(s: Session, run: IntentRun, i: Intent, now: datetime) -> None:
-            held = i.status == IntentStatus.PAUSED and (i.last_error or "").startswith(NEEDS_REVIEW)
-            _clear_error(i)
-            if not held:
+        def apply(i: Intent, now: datetime) -> None:
+            marked = (i.last_error or "").startswith(NEEDS_REVIEW)
+            if marked:
+                i.last_error = None
+            if not (marked and i.status == IntentStatus.PAUSED):
                 return
             i.status = IntentStatus.ACTIVE
             i.consecutive_failures = 0
@@ -82,9 +71,4 @@ class Review:
             if i.next_run_at is None and i.kind != IntentKind.EVENT:
                 i.status = IntentStatus.DONE
 
-        return self._decide(run_id, "run dismissed after review", apply)[1]
-
-
-def _clear_error(intent: Intent) -> None:
-    if (intent.last_error or "").startswith(NEEDS_REVIEW):
-        intent.last_error = None
+        return self._decide(run_id, "run dismissed after review", apply)

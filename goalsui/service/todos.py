@@ -13,13 +13,13 @@ from goalsui.service.context import ServiceContext, found
 from goalsui.store.models import Thread, Todo
 
 MAX_TODO = 2000
-TOO_LONG = f"todo text is too long ({MAX_TODO} characters at most)"
 MAX_ITEMS = 1000
 
 
 def _text(text: str) -> str:
     """A todo's text, whitespace collapsed; non-empty and within :data:`MAX_TODO`."""
-    return one_line(text, MAX_TODO, empty="a todo needs text", too_long=TOO_LONG)
+    too_long = f"todo text is too long ({MAX_TODO} characters at most)"
+    return one_line(text, MAX_TODO, empty="a todo needs text", too_long=too_long)
 
 
 def _bump(s: Session, thread_id: int, expected_revision: int | None) -> Thread:
@@ -106,16 +106,11 @@ class Todos:
         self, thread_id: int, markdown: str, *, expected_revision: int | None = None
     ) -> list[Todo]:
         """Add every ``- [ ]`` / ``- [x]`` item of a Markdown checklist to a thread."""
-        items = [
-            (" ".join(text.split()), done) for text, done in parse_markdown_checklist(markdown)
-        ]
+        items = [(_text(text), done) for text, done in parse_markdown_checklist(markdown)]
         if not items:
             raise ValidationError("no '- [ ]' or '- [x]' items found in the checklist")
         if len(items) > MAX_ITEMS:
             raise ValidationError(f"too many checklist items ({MAX_ITEMS} at most)")
-        for text, _ in items:
-            if len(text) > MAX_TODO:
-                raise ValidationError(TOO_LONG)
         todos = self._append(thread_id, items, expected_revision)
         self.ctx.journal.record("checklist imported", f"thread {thread_id}", f"{len(todos)} items")
         self.ctx.changed(ChangeTopic.TODOS)

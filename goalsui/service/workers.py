@@ -9,6 +9,7 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from goalsui.domain.names import check_name
+from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunTrigger
 from goalsui.domain.views import WorkerView
 from goalsui.errors import KBError, NotFound
@@ -51,19 +52,15 @@ class Workers:
 
     def run_now(self, goal_id: str, worker: str) -> Intent:
         """Mark the worker's intent due now (the scheduler fires it at once)."""
-        intent = self.intent(goal_id, worker)
-        assert intent.id is not None  # a stored row
-        return self.intents.run_now(intent.id)
+        return self.intents.run_now(saved_id(self.intent(goal_id, worker)))
 
     def run_now_ticket(self, goal_id: str, worker: str) -> RunNowTicket:
         """Like :meth:`run_now`, returning a ticket; the newest run id is read before the
         intent is made due, so a run started at once cannot slip past it."""
-        intent = self.intent(goal_id, worker)
-        assert intent.id is not None  # a stored row
+        intent_id = saved_id(self.intent(goal_id, worker))
         with self.ctx.store.read() as s:
             newest = s.exec(select(func.max(IntentRun.id))).one()
-        after = int(newest or 0)
-        return RunNowTicket(self.intents.run_now(intent.id), after)
+        return RunNowTicket(self.intents.run_now(intent_id), int(newest or 0))
 
     def ticket_run(self, ticket: RunNowTicket) -> IntentRun | None:
         """The run a ticket triggered (an overlap skip counts), or None yet."""
@@ -88,8 +85,11 @@ class Workers:
             self.ctx.journal.record(
                 "worker updated", f"{goal_id}/{worker}", ", ".join(sorted(changes))
             )
-        view = self.goals.get(goal_id)
-        found = next((w for w in view.workers if w.name == worker), None)
+        return self.view(goal_id, worker)
+
+    def view(self, goal_id: str, worker: str) -> WorkerView:
+        """A worker as its goal's view shows it, or :class:`NotFound`."""
+        found = next((w for w in self.goals.get(goal_id).workers if w.name == worker), None)
         if found is None:
             raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
         return found
