@@ -62,15 +62,6 @@ class RunEndpoint:
         return f"Bearer {self.token}"
 
 
-@dataclass
-class _RunApp:
-    """One live run's Streamable HTTP app (its own session manager and scope)."""
-
-    run_id: int
-    app: Any  # a Starlette app: its lifespan runs the run's session manager
-    requests: int = 0
-
-
 class _GuardedH11(H11Protocol):
     """uvicorn's HTTP/1.1 protocol with a connection cap and a header timeout."""
 
@@ -122,7 +113,8 @@ class ToolHost:
 
     def __init__(self, service: Service) -> None:
         self.service = service
-        self._runs: dict[bytes, _RunApp] = {}
+        #: each live run's Starlette app (its lifespan runs the run's own session manager)
+        self._runs: dict[bytes, Any] = {}
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._socket: socket.socket | None = None
@@ -193,7 +185,7 @@ class ToolHost:
         token = secrets.token_urlsafe(32)
         key = _digest(token)
         async with app.router.lifespan_context(app):
-            self._runs[key] = _RunApp(scope.run_id or 0, app)
+            self._runs[key] = app
             try:
                 yield RunEndpoint(
                     scope.run_id or 0, f"http://127.0.0.1:{self.port}{MCP_PATH}", token
@@ -211,11 +203,10 @@ class ToolHost:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        entry = self._runs.get(_digest(_bearer(scope)))
-        if entry is None or scope.get("path") != MCP_PATH:
-            await _reject(send)
+        app = self._runs.get(_digest(_bearer(scope)))
+        if app is None or scope.get("path") != MCP_PATH:
+            await _answer(send, 401, _UNAUTHORISED)
             return
-        entry.requests += 1
         if scope.get("method") == "POST":
             body = await _read_body(receive)
             if body is None:
@@ -227,7 +218,7 @@ class ToolHost:
                 await _answer(send, 400, _error(problem.request_id, problem.code, problem.message))
                 return
             receive = _replay(body, receive)
-        await entry.app(scope, receive, send)
+        await app(scope, receive, send)
 
 
 async def _read_body(receive: Receive) -> bytes | None:
@@ -274,10 +265,6 @@ def _bearer(scope: Scope) -> str:
             if kind.lower() == "bearer":
                 return token.strip()
     return ""
-
-
-async def _reject(send: Send) -> None:
-    await _answer(send, 401, _UNAUTHORISED)
 
 
 async def _answer(send: Send, status: int, body: bytes) -> None:

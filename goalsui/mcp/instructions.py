@@ -89,14 +89,8 @@ def session_context(service: Service, scope: Scope, tools: frozenset[str]) -> di
         local = now.astimezone(ZoneInfo(zone))
     except (KeyError, ValueError):
         zone, local = "UTC", now
-    out: dict[str, Any] = {
-        "run_id": None,
-        "intent_id": None,
-        "intent_title": None,
-        "run_started_at": None,
-        "run_timeout_seconds": None,
-        "run_deadline": None,
-    }
+    out: dict[str, Any] = {"run_id": None, "intent_id": None, "intent_title": None}
+    out.update(run_started_at=None, run_timeout_seconds=None, run_deadline=None)
     if scope.run_id is not None:
         out.update(_run_facts(service, scope.run_id))
     thread_title, private = None, False
@@ -134,8 +128,11 @@ def session_context(service: Service, scope: Scope, tools: frozenset[str]) -> di
     return out
 
 
-def build_instructions(service: Service, scope: Scope, tools: frozenset[str]) -> str:
+def session_instructions(service: Service, scope: Scope) -> str:
     """The MCP ``instructions`` of one session: who and when it is, what it may do."""
+    from goalsui.mcp.tools import served_tools
+
+    tools = served_tools(service, scope)
     ctx = session_context(service, scope, tools)
     where: list[str] = []
     if ctx["run_id"] is not None:
@@ -173,10 +170,3 @@ def build_instructions(service: Service, scope: Scope, tools: frozenset[str]) ->
     if "schedule_intent" in tools or "todo_add" in tools:
         lines.append(HABITS)
     return "\n".join(lines)
-
-
-def session_instructions(service: Service, scope: Scope) -> str:
-    """:func:`build_instructions` for the tools the session is served."""
-    from goalsui.mcp.tools import served_tools
-
-    return build_instructions(service, scope, served_tools(service, scope))

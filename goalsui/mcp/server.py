@@ -12,7 +12,6 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from goalsui import __version__
-from goalsui.domain.capabilities import ALL_TOOLS
 from goalsui.errors import GoalsuiError
 from goalsui.mcp.instructions import session_instructions
 from goalsui.mcp.scope import Scope
@@ -129,24 +128,6 @@ def build_server(service: Service, scope: Scope) -> ToolServer:
     server = ToolServer(service, scope)
     register_all(ToolContext(service=service, scope=scope, server=server))
     return server
-
-
-def tools_list_bytes(service: Service, goal_id: str, thread_id: int | None = None) -> int:
-    """Bytes of the ``tools/list`` answer with every capability (``goalsui bench mcp``)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from mcp.types import ListToolsResult
-
-    scope = Scope(tools=frozenset(ALL_TOOLS), goal_id=goal_id, thread_id=thread_id)
-    server = build_server(service, scope)
-
-    async def listed() -> bytes:
-        result = ListToolsResult(tools=await server.list_tools())
-        return result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8")
-
-    # a thread of its own: the caller may be inside a running event loop
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return len(pool.submit(anyio.run, listed).result())
 
 
 def serve(service: Service, scope: Scope) -> None:

@@ -14,7 +14,6 @@ from sqlmodel import select
 
 from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING
 from goalsui.kb.layout import WorkerSeed
-from goalsui.mcp.server import tools_list_bytes
 from goalsui.service import Service
 from goalsui.store.models import Intent, Journal
 from tests.base_kit import run_cli
@@ -103,7 +102,7 @@ async def test_every_tool_is_annotated_titled_described_and_typed(svc, world):
     assert by_name["delete_goal"].annotations.destructive_hint is True
     assert "in" in by_name["schedule_intent"].input_schema["properties"]
     assert str(svc.kb.root) not in init_text
-    assert tools_list_bytes(svc, world["goal"], world["thread"]) > 1000
+    assert len(init_text) > 1000  # the full-capability tools/list, as goalsui bench mcp sizes it
 
 
 async def test_text_content_is_compact_json_and_holds_no_host_path(svc, world):

@@ -9,7 +9,9 @@ import keyword
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import Field
 
 from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING, capability_of
 from goalsui.errors import GoalsuiError
@@ -21,20 +23,14 @@ if TYPE_CHECKING:
 
     from goalsui.service import Service
 
-__all__ = [
-    "MAX_PAGE",
-    "ToolContext",
-    "ToolFailure",
-    "not_served_message",
-    "page",
-    "served_tools",
-]
-
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 #: the largest page a list tool returns
 MAX_PAGE = 1000
+Cursor = Annotated[
+    str | None, Field(description="next_cursor of the previous page; omit at first.")
+]
 
 #: command-line spellings in shared service messages -> the tools' argument names
 _FLAG_WORDS = (

@@ -10,7 +10,7 @@ from typing_extensions import TypedDict
 
 from goalsui.domain.views import GoalView
 from goalsui.kb.layout import WorkerSeed
-from goalsui.mcp.tools import ToolContext, ToolFailure
+from goalsui.mcp.tools import Cursor, ToolContext, ToolFailure, page
 
 SEED_FIELDS = ("name", "schedule", "prompt", "timeout", "description")
 
@@ -73,9 +73,6 @@ OptGoalId = Annotated[
         "refused in a goal's session)."
     ),
 ]
-Cursor = Annotated[
-    str | None, Field(description="next_cursor of the previous page; omit for the first page.")
-]
 
 
 def _seed(raw: Any) -> WorkerSeed:
@@ -105,8 +102,6 @@ def goal_info(view: GoalView) -> GoalInfo:
 
 
 def register(ctx: ToolContext) -> None:
-    from goalsui.mcp.tools import page
-
     svc, scope = ctx.service, ctx.scope
     sees_all = "setup_goal" in ctx.served or (
         scope.run_id is None and scope.goal_id is None and scope.thread_id is None

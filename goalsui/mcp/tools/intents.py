@@ -12,7 +12,7 @@ from goalsui.domain.durations import parse_duration
 from goalsui.domain.timeutil import parse_instant
 from goalsui.errors import GoalsuiError
 from goalsui.mcp.scope import Scope
-from goalsui.mcp.tools import ToolContext, ToolFailure, page
+from goalsui.mcp.tools import Cursor, ToolContext, ToolFailure, page
 from goalsui.store.models import Intent
 
 KINDS = {"at": "at", "cron": "cron", "every": "heartbeat", "event": "event"}
@@ -217,9 +217,7 @@ def register(ctx: ToolContext) -> None:
             int | None,
             Field(description="Unscoped sessions only: the thread whose intents to list."),
         ] = None,
-        cursor: Annotated[
-            str | None, Field(description="next_cursor of the previous page; omit at first.")
-        ] = None,
+        cursor: Cursor = None,
         limit: Annotated[int, Field(description="Intents per page, 1 to 1000.")] = 100,
     ) -> IntentList:
         if scope.thread_id is not None or scope.goal_id is not None:

@@ -10,7 +10,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from goalsui.mcp.instructions import READ_DEFAULT_BYTES
-from goalsui.mcp.tools import MAX_PAGE, ToolContext, ToolFailure, page
+from goalsui.mcp.tools import MAX_PAGE, Cursor, ToolContext, ToolFailure, page
 from goalsui.mcp.tools.goals import WorkerInfo
 
 if TYPE_CHECKING:
@@ -122,9 +122,7 @@ def register(ctx: ToolContext) -> None:
             str, Field(description="Folder relative to the goal directory; '.' is the goal.")
         ] = ".",
         recursive: Annotated[bool, Field(description="Also list everything below.")] = False,
-        cursor: Annotated[
-            str | None, Field(description="next_cursor of the previous page; omit at first.")
-        ] = None,
+        cursor: Cursor = None,
         limit: Annotated[int, Field(description=f"Entries per page, 1 to {MAX_PAGE}.")] = 200,
         goal_id: GoalArg = None,
     ) -> Listing:

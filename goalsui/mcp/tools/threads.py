@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from goalsui.mcp.tools import MAX_PAGE, ToolContext, page
+from goalsui.mcp.tools import MAX_PAGE, Cursor, ToolContext, page
 
 #: the most recent messages thread_read pages through
 MAX_HISTORY = 5000
@@ -70,9 +70,7 @@ def register(ctx: ToolContext) -> None:
         read_only=True,
     )
     def thread_read(
-        cursor: Annotated[
-            str | None, Field(description="next_cursor of the previous page; omit at first.")
-        ] = None,
+        cursor: Cursor = None,
         limit: Annotated[int, Field(description=f"Messages per page, 1 to {MAX_PAGE}.")] = 20,
     ) -> ThreadMessages:
         tid = scope.thread(None)
