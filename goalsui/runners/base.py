@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from goalsui.service import Service
+    from goalsui.store.models import Intent, IntentRun
 
 log = logging.getLogger("goalsui.runners")
 
@@ -34,6 +41,28 @@ class TurnOutcome:
     # unknown preset or builtin, a program not found): failed once with reason
     # "config: ...", held for the operator, not retried, not counted toward auto-disable
     config_error: bool = False
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One claimed run and how to run it: what every step of a turn needs."""
+
+    service: Service
+    intent: Intent
+    run: IntentRun
+    timeout: float
+    cancel: asyncio.Event
+    grace: float
+    on_spawn: Callable[[int], None] | None = None
+
+
+class Prepared(NamedTuple):
+    """What a turn's program gets: its stdin, working folder and environment, and its log."""
+
+    prompt: str
+    cwd: Path
+    env: dict[str, str]
+    log_path: Path
 
 
 #: the run's token columns are 32-bit integers: a larger count is not a real one

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goalsui.domain import nightshift as rules
+from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb import nightshift as files
 from goalsui.kb.repo import Commit, Repo
-from goalsui.runners.base import TurnOutcome
+from goalsui.runners.base import Prepared, Turn, TurnOutcome
 from goalsui.runners.command import CommandResult, run_command
 from goalsui.runners.deliver import deliver_result, headline
 from goalsui.runners.nightshift_strays import Stray, check_strays, committer_env, committer_mark
@@ -25,37 +26,9 @@ from goalsui.service import nightshift as ns
 if TYPE_CHECKING:
     from goalsui.kb.nightshift import Binding
     from goalsui.service import Service
-    from goalsui.store.models import Intent, IntentRun
+    from goalsui.store.models import Intent
 
 CHECK_TIMEOUT_S = 600.0
-
-
-@dataclass(frozen=True)
-class _Run:
-    """What every task of one turn shares: how to run the runner, and where to log."""
-
-    argv: list[str]
-    prompt: str
-    env: dict[str, str]
-    timeout: float
-    cancel: asyncio.Event
-    grace: float
-    log_path: Path
-    agent: str | None = None  # the runner's agent preset, if it has one
-
-    def in_worktree(self, worktree: Path, branch: str) -> tuple[list[str], dict[str, str], Path]:
-        """argv, environment and folder of a task: confined to its worktree, no git transports."""
-        options = nightshift_agent_options(self.agent or "", TASK, worktree)
-        argv = (
-            apply_agent_options(self.argv, self.agent or "", options) if self.agent else self.argv
-        )
-        env = {
-            **self.env,
-            **options.env,
-            "GOALSUI_BRANCH": branch,
-            "GOALSUI_WORKTREE": str(worktree),
-        }
-        return argv, env, options.cwd
 
 
 def task_turn_context(service: Service, intent: Intent) -> tuple[Binding, Repo, str] | None:
@@ -80,19 +53,10 @@ def _task_prompt(base_prompt: str, item: rules.PlanItem, branch: str, binding: B
 
 
 async def run_nightshift_turn(
-    service: Service,
-    intent: Intent,
-    run: IntentRun,
-    *,
-    argv: list[str],
-    prompt: str,
-    env: dict[str, str],
-    timeout: float,
-    cancel: asyncio.Event,
-    grace: float,
-    log_path: Path,
+    turn: Turn, argv: list[str], prepared: Prepared
 ) -> TurnOutcome | None:
     """Run the worker's planned tasks; None when this is no nightshift task worker."""
+    service, intent, run = turn.service, turn.intent, turn.run
     try:
         context = await asyncio.to_thread(task_turn_context, service, intent)
     except GoalsuiError as exc:
@@ -104,36 +68,30 @@ async def run_nightshift_turn(
     night = service.nightshift.current_night(tz)
     # the night this turn works for, on the scheduler's clock (a replay's, too): the
     # commander's ``nightshift plan add`` takes it as its default
-    env["GOALSUI_NIGHT"] = night.isoformat()
-    env["GOALSUI_STATE_DIR"] = str(service.state_dir)
+    prepared.env["GOALSUI_NIGHT"] = night.isoformat()
+    prepared.env["GOALSUI_STATE_DIR"] = str(service.state_dir)
     if intent.worker in ns.ROLES:
         return None
-    items = rules.items_for(
-        await asyncio.to_thread(service.nightshift.plan, intent.goal_id, night),
-        night,
-        intent.worker,
-    )
+    plan = await asyncio.to_thread(service.nightshift.plan, intent.goal_id, night)
+    items = rules.items_for(plan, night, intent.worker)
     if not items:
-        return TurnOutcome(
-            "skipped", reason=f"nothing planned for the night of {night}", skipped=True
-        )
+        reason = f"nothing planned for the night of {night}"
+        return TurnOutcome("skipped", reason=reason, skipped=True)
     summaries: list[str] = []
     failure: TurnOutcome | None = None
-    agent = (intent.runner or {}).get("agent")
-    shared = _Run(
-        argv, prompt, env, timeout, cancel, grace, log_path, str(agent) if agent else None
-    )
     for item in items:
-        done, outcome = await _run_item(service, intent, run, item, binding, repo, shared)
+        done, outcome = await _run_item(turn, argv, prepared, item, binding, repo)
         summaries.append(_summary_line(done))
-        if outcome is not None and failure is None:
-            failure = outcome
+        failure = failure or outcome
     text = "\n".join(summaries) + "\n"
     if failure is not None:
-        return replace(failure, output_path=log_path)
+        return replace(failure, output_path=prepared.log_path)
     delivery = await asyncio.to_thread(deliver_result, service, intent, run, text)
     return TurnOutcome(
-        "ok", output_tail=text[-4000:], output_path=log_path, outbox_path=delivery.outbox_path
+        "ok",
+        output_tail=text[-4000:],
+        output_path=prepared.log_path,
+        outbox_path=delivery.outbox_path,
     )
 
 
@@ -147,27 +105,22 @@ def _summary_line(item: rules.PlanItem) -> str:
 
 
 async def _run_item(
-    service: Service,
-    intent: Intent,
-    run: IntentRun,
+    turn: Turn,
+    argv: list[str],
+    prepared: Prepared,
     item: rules.PlanItem,
     binding: Binding,
     repo: Repo,
-    shared: _Run,
 ) -> tuple[rules.PlanItem, TurnOutcome | None]:
     """One task in its own worktree; returns the recorded item and a failure, if any."""
+    service, intent, run = turn.service, turn.intent, turn.run
     assert intent.goal_id and intent.worker
     branch = rules.branch_name(item.night, intent.worker, item.task)
-    worktree = (
-        service.state_dir
-        / "worktrees"
-        / intent.goal_id
-        / f"run-{run.id}-{rules.slug(item.task, 20)}"
-    )
+    folder = f"run-{run.id}-{rules.slug(item.task, 20)}"
+    worktree = service.state_dir / "worktrees" / intent.goal_id / folder
     running = replace(item, status=rules.RUNNING, branch=branch, run_id=run.id)
     await asyncio.to_thread(service.nightshift.set_item, intent.goal_id, running)
     before = await asyncio.to_thread(repo.refs)
-    mark = committer_mark(saved_run_id(run), intent.worker)
     try:
         await asyncio.to_thread(repo.add_worktree, worktree, branch, binding.base)
     except GoalsuiError as exc:
@@ -176,17 +129,12 @@ async def _run_item(
         return failed, TurnOutcome("failed", reason=f"cannot start the task: {exc}")
     # recorded at once (a crash mid-task leaves a branch goalsui still knows it made)
     await asyncio.to_thread(_record_tip, service, intent.goal_id, repo, branch, run.id)
-    header = f"[goalsui] run {run.id}: task {plain(item.task, limit=80)} on {branch}\n"
-    task_env = {**shared.env, **committer_env(saved_run_id(run), intent.worker)}
-    done = await _work_in_worktree(
-        replace(shared, env=task_env),
-        _task_prompt(shared.prompt, item, branch, binding),
-        header,
-        worktree,
-        branch,
-        binding,
-        repo,
+    task = prepared._replace(
+        prompt=_task_prompt(prepared.prompt, item, branch, binding),
+        env={**prepared.env, **committer_env(saved_id(run), intent.worker)},
     )
+    done = await _work_in_worktree(turn, argv, task, item, worktree, branch, binding, repo)
+    mark = committer_mark(saved_id(run), intent.worker)
     strays = await asyncio.to_thread(
         check_strays,
         repo,
@@ -213,10 +161,6 @@ async def _run_item(
     return recorded, failure
 
 
-def saved_run_id(run: IntentRun) -> int:
-    return run.id or 0
-
-
 def _record_tip(
     service: Service, goal_id: str, repo: Repo, branch: str, run_id: int | None
 ) -> None:
@@ -240,34 +184,39 @@ class _Done:
 
 
 async def _work_in_worktree(
-    shared: _Run,
-    prompt: str,
-    header: str,
+    turn: Turn,
+    argv: list[str],
+    task: Prepared,
+    item: rules.PlanItem,
     worktree: Path,
     branch: str,
     binding: Binding,
     repo: Repo,
 ) -> _Done:
-    """Run the task in its worktree, count commits, check, and remove the worktree."""
-    argv, env, cwd = shared.in_worktree(worktree, branch)
+    """Run the task confined to its worktree (no git transports), count commits, check, and
+    remove the worktree."""
+    agent = str((turn.intent.runner or {}).get("agent") or "")
+    options = nightshift_agent_options(agent, TASK, worktree)
+    env = {**task.env, **options.env, "GOALSUI_BRANCH": branch, "GOALSUI_WORKTREE": str(worktree)}
     try:
         result = await run_command(
-            argv,
-            stdin=prompt,
-            cwd=cwd,
+            apply_agent_options(argv, agent, options) if agent else argv,
+            stdin=task.prompt,
+            cwd=options.cwd,
             env=env,
-            timeout=shared.timeout,
-            cancel=shared.cancel,
-            log_path=shared.log_path,
-            grace=shared.grace,
-            log_header=header,
+            timeout=turn.timeout,
+            cancel=turn.cancel,
+            log_path=task.log_path,
+            grace=turn.grace,
+            log_header=f"[goalsui] run {turn.run.id}: task {plain(item.task, limit=80)} on {branch}\n",
         )
         if result.status == RunStatus.OK:
-            await asyncio.to_thread(_commit_leftovers, repo, worktree, env, prompt_task(prompt))
+            subject = item.task.strip().split("\n", 1)[0][:200] or "the task"
+            await asyncio.to_thread(_commit_leftovers, repo, worktree, env, subject)
         commits = await asyncio.to_thread(repo.commits, binding.base, branch)
         check = None
         if result.status == RunStatus.OK and binding.check:
-            check = await _run_check(binding.check, worktree, shared)
+            check = await _run_check(binding.check, worktree, turn, task.env)
     finally:
         with contextlib.suppress(GoalsuiError, OSError):
             await asyncio.to_thread(repo.remove_worktree, worktree)
@@ -303,12 +252,6 @@ def _recorded(
     )
 
 
-def prompt_task(prompt: str) -> str:
-    """The task's line from a task prompt (for a commit message)."""
-    _, _, rest = prompt.partition("## Tonight's task\n\n")
-    return rest.split("\n", 1)[0].strip()[:200] or "the task"
-
-
 def _commit_leftovers(repo: Repo, worktree: Path, env: dict[str, str], task: str) -> None:
     """Commit what an ok task left uncommitted (a sandboxed agent cannot; goalsui does)."""
     if repo.is_clean(worktree):
@@ -330,14 +273,9 @@ def _commit_leftovers(repo: Repo, worktree: Path, env: dict[str, str], task: str
     )
 
 
-async def _run_check(argv: tuple[str, ...], worktree: Path, shared: _Run) -> str:
+async def _run_check(argv: tuple[str, ...], worktree: Path, turn: Turn, env: dict[str, str]) -> str:
     result = await run_command(
-        argv,
-        cwd=worktree,
-        env=shared.env,
-        timeout=CHECK_TIMEOUT_S,
-        cancel=shared.cancel,
-        grace=shared.grace,
+        argv, cwd=worktree, env=env, timeout=CHECK_TIMEOUT_S, cancel=turn.cancel, grace=turn.grace
     )
     if result.status == RunStatus.OK:
         return "passed"

@@ -8,10 +8,10 @@ import errno
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.capabilities import speaks_mcp as runner_gets_tools
 from goalsui.domain.records import saved_id
@@ -22,7 +22,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb.authoring import enforce_state_bound, state_snapshot
 from goalsui.kb.config import NO_RUNNER
-from goalsui.runners.base import TurnOutcome
+from goalsui.runners.base import Prepared, Turn, TurnOutcome
 from goalsui.runners.budget_gate import budget_outcome
 from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, run_command
 from goalsui.runners.deliver import deliver_result, delivery_problem, log_failure
@@ -219,16 +219,7 @@ def turn_env(
     return build_env(extra, strip=secrets)
 
 
-class _Prepared(NamedTuple):
-    """What a turn's program gets: its stdin, working folder and environment, and its log."""
-
-    prompt: str
-    cwd: Path
-    env: dict[str, str]
-    log_path: Path
-
-
-def _prepare(service: Service, intent: Intent, run: IntentRun, event: Event | None) -> _Prepared:
+def _prepare(service: Service, intent: Intent, run: IntentRun, event: Event | None) -> Prepared:
     """Blocking preparation: prompt, cwd, env and the log path."""
     cwd = service.kb.goal_dir(intent.goal_id) if intent.goal_id else service.kb.root
     outbox = (
@@ -238,7 +229,7 @@ def _prepare(service: Service, intent: Intent, run: IntentRun, event: Event | No
     )
     prompt = assemble_prompt(service, intent, event, run)
     env = turn_env(service, intent, run, outbox)
-    return _Prepared(prompt, cwd, env, service.runs.log_path(saved_id(run)))
+    return Prepared(prompt, cwd, env, service.runs.log_path(saved_id(run)))
 
 
 def _header(intent: Intent, run: IntentRun, argv: list[str], cwd: Path) -> str:
@@ -261,94 +252,60 @@ async def run_turn(
 ) -> TurnOutcome:
     """Run one isolated turn for a claimed intent; fd exhaustion: ``infrastructure=True``."""
     try:
-        outcome = await _run_turn(service, intent, run, event, cancel, grace, on_spawn)
+        turn = Turn(service, intent, run, resolve_timeout(service, intent), cancel, grace, on_spawn)
+        outcome = await _run_turn(turn, event)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a turn never crashes its host
-        if isinstance(exc, OSError) and exc.errno in _NO_DESCRIPTORS:
-            return _out_of_descriptors(str(exc))
-        if isinstance(exc, OSError) and exc.errno in _NO_SPACE:
-            # the machine's problem, not the intent's: retried, never counted toward
-            # auto-disable (a full disk must not disable every intent for good)
-            reason = f"infrastructure: no space left ({plain(str(exc), limit=160)})"
-            return TurnOutcome("failed", reason=reason, infrastructure=True)
+        # the machine's problem, not the intent's: retried, never counted toward auto-disable
+        # (a full disk must not disable every intent for good)
+        problem = _INFRASTRUCTURE.get(exc.errno or 0) if isinstance(exc, OSError) else None
+        if problem is not None:
+            return _infrastructure(problem, str(exc))
         log.exception("run %s of intent %s: internal error", run.id, intent.id)
         reason = (
             f"internal error: {type(exc).__name__}: {plain(' '.join(str(exc).split()), limit=200)}"
         )
         return TurnOutcome("failed", reason=reason)
     # exit_code None: goalsui's own failure to start it, not text the program printed
-    if (
-        outcome.status == RunStatus.FAILED
-        and outcome.exit_code is None
-        and is_out_of_descriptors(outcome.reason)
-    ):
-        return _out_of_descriptors(outcome.reason or "")
+    reason = outcome.reason or ""
+    out_of_files = any(os.strerror(code) in reason for code in (errno.EMFILE, errno.ENFILE))
+    if outcome.status == RunStatus.FAILED and outcome.exit_code is None and out_of_files:
+        return _infrastructure(_INFRASTRUCTURE[errno.EMFILE], reason)
     return outcome
 
 
-_NO_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
-_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-_NO_DESCRIPTORS_TEXT = tuple(os.strerror(code) for code in _NO_DESCRIPTORS)
+_INFRASTRUCTURE = dict.fromkeys((errno.EMFILE, errno.ENFILE), "no file descriptors left")
+_INFRASTRUCTURE |= dict.fromkeys((errno.ENOSPC, errno.EDQUOT), "no space left")
 
 
-def is_out_of_descriptors(reason: str | None) -> bool:
-    """True when a failure reason says the process or system ran out of open files."""
-    return reason is not None and any(text in reason for text in _NO_DESCRIPTORS_TEXT)
-
-
-def _out_of_descriptors(detail: str) -> TurnOutcome:
-    reason = f"infrastructure: no file descriptors left ({plain(detail, limit=160)})"
+def _infrastructure(problem: str, detail: str) -> TurnOutcome:
+    reason = f"infrastructure: {problem} ({plain(detail, limit=160)})"
     return TurnOutcome("failed", reason=reason, infrastructure=True)
 
 
-@dataclass(frozen=True)
-class _Turn:
-    """One claimed run and how to run it: what every step of a turn needs."""
-
-    service: Service
-    intent: Intent
-    run: IntentRun
-    timeout: float
-    cancel: asyncio.Event
-    grace: float
-    on_spawn: Callable[[int], None] | None
-
-
-async def _run_turn(
-    service: Service,
-    intent: Intent,
-    run: IntentRun,
-    event: Event | None,
-    cancel: asyncio.Event,
-    grace: float,
-    on_spawn: Callable[[int], None] | None = None,
-) -> TurnOutcome:
-    if cancel.is_set():
+async def _run_turn(turn: Turn, event: Event | None) -> TurnOutcome:
+    if turn.cancel.is_set():
         return TurnOutcome("cancelled", reason="cancelled before it started")
-    spec = resolve_runner(service, intent)
-    timeout = resolve_timeout(service, intent)
+    spec = resolve_runner(turn.service, turn.intent)
     if spec.get("builtin"):
         if spec["builtin"] == "report":
-            return await _run_report(service, intent, run, timeout, cancel)
+            return await _run_report(turn)
         return TurnOutcome(
             "failed",
             reason=f"cannot start: unknown builtin runner {spec['builtin']!r}",
             config_error=True,
         )
-    skipped = await budget_outcome(service, intent, run)
-    if skipped is not None:
-        return skipped
-    turn = _Turn(service, intent, run, timeout, cancel, grace, on_spawn)
-    return await _run_program(turn, spec, event)
+    skipped = await budget_outcome(turn.service, turn.intent, turn.run)
+    return skipped or await _run_program(turn, spec, event)
 
 
-async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -> TurnOutcome:
+async def _run_program(turn: Turn, spec: dict[str, Any], event: Event | None) -> TurnOutcome:
     """Build the runner's call and run the turn (inside its tools when it speaks MCP)."""
     service, intent, run = turn.service, turn.intent, turn.run
     run_id = saved_id(run)  # the scheduler inserted the run before the turn
     if not spec.get("agent") and not spec.get("command"):
-        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", NO_RUNNER)
+        await _log_failure(service, intent, run, "failed", NO_RUNNER)
         return TurnOutcome("failed", reason=NO_RUNNER, config_error=True)
     if event is None and (run.event_id or intent.pending_event_id):
         event = await asyncio.to_thread(_find_event, service, intent, run)
@@ -357,7 +314,7 @@ async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -
     except GoalsuiError as exc:
         program = str(spec.get("agent") or (spec.get("command") or ["runner"])[0])
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
-        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", reason)
+        await _log_failure(service, intent, run, "failed", reason)
         return TurnOutcome("failed", reason=reason)
     mcp = speaks_mcp(spec)
     # goose reaches its tools only over stdio; everyone else through the scheduler
@@ -368,7 +325,7 @@ async def _run_program(turn: _Turn, spec: dict[str, Any], event: Event | None) -
         session = await asyncio.to_thread(service.agents.tool_session, run_id)
         missing = no_tools_reason(session)
         if missing is not None:
-            await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", missing)
+            await _log_failure(service, intent, run, "failed", missing)
             outcome = replace(outcome, status="failed", reason=missing)
     return outcome
 
@@ -391,7 +348,7 @@ def _commander_options(
 
 
 async def _run_with_tools(
-    turn: _Turn, spec: dict[str, Any], tools: TurnTools, prepared: _Prepared
+    turn: Turn, spec: dict[str, Any], tools: TurnTools, prepared: Prepared
 ) -> TurnOutcome:
     """Build the argv (its config files written for the run, removed after), then run."""
     service, run = turn.service, turn.run
@@ -415,34 +372,17 @@ async def _run_with_tools(
             configs[placeholder] = str(written)
         argv = expand_placeholders(argv, configs=configs, run_id=run_id)
         await asyncio.to_thread(service.agents.set_run_inputs, run_id, prepared.prompt, argv)
-        outcome = await _run_runner(turn, argv, prepared)
+        # a nightshift task worker's tasks, else the program once
+        outcome = await run_nightshift_turn(turn, argv, prepared) or await _run_argv(
+            turn, argv, prepared
+        )
     finally:
         for config in configs.values():
             await asyncio.to_thread(remove_mcp_config, Path(config))
     return replace(outcome, prompt=prepared.prompt, argv=tuple(redact_argv(argv)))
 
 
-async def _run_runner(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOutcome:
-    """A nightshift task worker's tasks, else the program once."""
-    prompt, _, env, log_path = prepared
-    outcome = await run_nightshift_turn(
-        turn.service,
-        turn.intent,
-        turn.run,
-        argv=argv,
-        prompt=prompt,
-        env=env,
-        timeout=turn.timeout,
-        cancel=turn.cancel,
-        grace=turn.grace,
-        log_path=log_path,
-    )
-    if outcome is None:
-        outcome = await _run_argv(turn, argv, prepared)
-    return outcome
-
-
-async def _run_argv(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOutcome:
+async def _run_argv(turn: Turn, argv: list[str], prepared: Prepared) -> TurnOutcome:
     """Run the program and deliver its result (an agent preset's answer is parsed)."""
     service, intent, run = turn.service, turn.intent, turn.run
     prompt, cwd, env, log_path = prepared
@@ -469,13 +409,11 @@ async def _run_argv(turn: _Turn, argv: list[str], prepared: _Prepared) -> TurnOu
         usage=parsed.usage,
     )
     if result.status != RunStatus.OK:
-        await asyncio.to_thread(
-            _safe_log_failure, service, intent, run, result.status, result.reason
-        )
+        await _log_failure(service, intent, run, result.status, result.reason)
         return ended(result.status, reason=result.reason, config_error=result.config_error)
     over = await asyncio.to_thread(_state_after, service, intent, before, state_limit)
     if over:
-        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", over)
+        await _log_failure(service, intent, run, "failed", over)
         return ended("failed", reason=over)
     output = parsed.text
     if result.truncated:
@@ -509,11 +447,11 @@ def _state_after(service: Service, intent: Intent, before: bytes | None, limit: 
         return None
 
 
-def _safe_log_failure(
+async def _log_failure(
     service: Service, intent: Intent, run: IntentRun, status: str, reason: str | None
 ) -> None:
     try:
-        log_failure(service, intent, run, status, reason)
+        await asyncio.to_thread(log_failure, service, intent, run, status, reason)
     except (GoalsuiError, OSError):
         log.warning("run %s: could not append the failure to the goal log", run.id)
 
@@ -548,14 +486,13 @@ def _report_blocking(
         return report.summary, None
 
 
-async def _run_report(
-    service: Service, intent: Intent, run: IntentRun, timeout: float, cancel: asyncio.Event
-) -> TurnOutcome:
+async def _run_report(turn: Turn) -> TurnOutcome:
+    service, intent, run, timeout = turn.service, turn.intent, turn.run, turn.timeout
     log_path = await asyncio.to_thread(service.runs.log_path, saved_id(run))
     work = asyncio.ensure_future(
         asyncio.to_thread(_report_blocking, service, intent, run, log_path)
     )
-    stop = asyncio.ensure_future(cancel.wait())
+    stop = asyncio.ensure_future(turn.cancel.wait())
     done, _ = await asyncio.wait({work, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     stop.cancel()
     if work not in done:
@@ -569,7 +506,7 @@ async def _run_report(
         )
     summary, error = work.result()
     if error:
-        await asyncio.to_thread(_safe_log_failure, service, intent, run, "failed", error)
+        await _log_failure(service, intent, run, "failed", error)
         return TurnOutcome("failed", reason=error, output_path=log_path)
     delivery = await asyncio.to_thread(deliver_result, service, intent, run, summary)
     return TurnOutcome(
