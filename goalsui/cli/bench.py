@@ -1,30 +1,27 @@
-"""``goalsui bench scheduler|console``: measurements beside a reference from the same run."""
+"""``goalsui bench scheduler|console|mcp|chaos``: measurements beside a reference from the same run."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 
-from goalsui.cli.common import add_json
+from goalsui.cli.common import Subparsers, add_options, check_ranges, command, group
 from goalsui.errors import GoalsuiError, ValidationError
 
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bench = sub.add_parser(
-        "bench", help="measure the scheduler, the console or the tool server beside a reference"
-    )
-    bsub = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
-    _register_scheduler(bsub)
-    _register_console(bsub)
-    _register_mcp(bsub)
-    _register_chaos(bsub)
+SPREAD_HELP = "window of the spread lateness run (default: N/1000 s, at least 2)"
+REPEAT_HELP = "runs of the burst and the spread (each beside its references); medians are reported (default 3; not with --daemons)"
+DAEMONS_HELP = "K scheduler processes (1-8) share the burst: fires per second, lateness and an exactly-once check (no references, no idle or spread runs)"
+IDLE_HELP = "idle CPU window for the console and the bare app (default 60; 0 skips it)"
 
 
-def _register_scheduler(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``bench scheduler``."""
-    sched = bsub.add_parser(
+def register(sub: Subparsers) -> None:
+    about = "measure the scheduler, the console or the tool server beside a reference"
+    bsub = group(sub, "bench", about, "WHAT")
+    sched = command(
+        bsub,
         "scheduler",
-        help="fires per second, fire lateness and idle CPU of the scheduler (no-op turns)",
+        cmd_bench,
+        "fires per second, fire lateness and idle CPU of the scheduler (no-op turns)",
         description=(
             "N no-op intents due at once on the database: fires per second (claim, run record, "
             "completion) beside a raw sqlite3 compare-and-set loop, fire lateness beside "
@@ -35,66 +32,38 @@ def _register_scheduler(bsub: argparse._SubParsersAction[argparse.ArgumentParser
         ),
     )
     sched.add_argument(
-        "--intents", type=int, default=1000, metavar="N", help="number of intents (default 1000)"
-    )
-    sched.add_argument(
         "--db",
         dest="bench_db",
         metavar="URL",
         help="an empty scratch database (default: a temporary SQLite file)",
     )
-    sched.add_argument(
-        "--idle-seconds", type=float, default=60.0, metavar="S", help="idle CPU window (default 60)"
+    add_options(
+        sched,
+        ("--intents", int, 1000, "N", "number of intents (default 1000)"),
+        ("--idle-seconds", float, 60.0, "S", "idle CPU window (default 60)"),
+        ("--spread-seconds", float, None, "S", SPREAD_HELP),
+        ("--repeat", int, None, "K", REPEAT_HELP),
+        ("--daemons", int, None, "K", DAEMONS_HELP),
     )
-    sched.add_argument(
-        "--spread-seconds",
-        type=float,
-        metavar="S",
-        help="window of the spread lateness run (default: N/1000 s, at least 2)",
-    )
-    sched.add_argument(
-        "--repeat",
-        type=int,
-        metavar="K",
-        help="runs of the burst and the spread (each beside its references); medians are reported (default 3; "
-        "not with --daemons)",
-    )
-    sched.add_argument(
-        "--daemons",
-        type=int,
-        metavar="K",
-        help="K scheduler processes (1-8) share the burst: fires per second, lateness and an "
-        "exactly-once check (no references, no idle or spread runs)",
-    )
-    add_json(sched)
-    sched.set_defaults(func=cmd_scheduler)
-
-
-def _register_console(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``bench console``."""
-    console = bsub.add_parser(
+    console = command(
+        bsub,
         "console",
-        help="measure the console (start-up, memory, idle CPU, refresh) beside a reference",
+        cmd_bench,
+        "measure the console (start-up, memory, idle CPU, refresh) beside a reference",
     )
-    console.add_argument("--goals", type=int, metavar="N", help="goals in the generated KB")
-    console.add_argument("--workers", type=int, metavar="N", help="workers per goal")
-    console.add_argument("--repeat", type=int, metavar="N", help="repetitions of each measurement")
-    console.add_argument("--samples", type=int, metavar="N", help="samples per repetition")
-    console.add_argument(
-        "--idle-seconds",
-        type=float,
-        metavar="S",
-        help="idle CPU window for the console and the bare app (default 60; 0 skips it)",
+    add_options(
+        console,
+        ("--goals", int, None, "N", "goals in the generated KB"),
+        ("--workers", int, None, "N", "workers per goal"),
+        ("--repeat", int, None, "N", "repetitions of each measurement"),
+        ("--samples", int, None, "N", "samples per repetition"),
+        ("--idle-seconds", float, None, "S", IDLE_HELP),
     )
-    add_json(console)
-    console.set_defaults(func=cmd_console)
-
-
-def _register_mcp(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``bench mcp``."""
-    mcp = bsub.add_parser(
+    mcp = command(
+        bsub,
         "mcp",
-        help="time from starting goalsui mcp to its tools list (sample KB), beside references",
+        cmd_bench,
+        "time from starting goalsui mcp to its tools list (sample KB), beside references",
     )
     mcp.add_argument("--repeat", type=int, default=5, metavar="N", help="runs (default 5)")
     mcp.add_argument(
@@ -105,15 +74,11 @@ def _register_mcp(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="also time a real turn (claim to end) with each preset (default claude,codex) "
         "beside a trivial command; the CLIs use the model their environment names",
     )
-    add_json(mcp)
-    mcp.set_defaults(func=cmd_mcp)
-
-
-def _register_chaos(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``bench chaos``."""
-    chaos = bsub.add_parser(
+    chaos = command(
+        bsub,
         "chaos",
-        help="K goalsui daemons on one PostgreSQL database under random faults, then invariants",
+        cmd_bench,
+        "K goalsui daemons on one PostgreSQL database under random faults, then invariants",
         description=(
             "K real 'goalsui daemon' processes on one empty PostgreSQL database, intents of "
             "every kind firing (heartbeats, checklists, cron in DST zones, at, signed event "
@@ -136,69 +101,46 @@ def _register_chaos(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="the server's data directory (or one holding data/, as tests/pgserver.py makes): "
         "allows PostgreSQL restarts; without it that fault is skipped",
     )
-    chaos.add_argument("--daemons", type=int, default=3, metavar="K", help="daemons (default 3)")
-    chaos.add_argument(
-        "--minutes", type=float, default=10.0, metavar="M", help="fault period (default 10)"
+    add_options(
+        chaos,
+        ("--daemons", int, 3, "K", "daemons (default 3)"),
+        ("--minutes", float, 10.0, "M", "fault period (default 10)"),
+        ("--fault-every", float, 4.0, "S", "seconds between faults (4)"),
+        ("--rate", float, 10_000, "N", "fires an hour (default 10000)"),
+        ("--lease-seconds", float, 3.0, "S", "daemons' lease (default 3)"),
+        ("--settle-seconds", float, 45.0, "S", "after the faults, before the checks (default 45)"),
+        ("--seed", int, None, "N", "random seed (default: random)"),
     )
-    chaos.add_argument(
-        "--fault-every", type=float, default=4.0, metavar="S", help="seconds between faults (4)"
-    )
-    chaos.add_argument(
-        "--rate", type=float, default=10_000, metavar="N", help="fires an hour (default 10000)"
-    )
-    chaos.add_argument(
-        "--lease-seconds", type=float, default=3.0, metavar="S", help="daemons' lease (default 3)"
-    )
-    chaos.add_argument(
-        "--settle-seconds",
-        type=float,
-        default=45.0,
-        metavar="S",
-        help="after the faults, before the checks (default 45)",
-    )
-    chaos.add_argument("--seed", type=int, metavar="N", help="random seed (default: random)")
-    add_json(chaos)
-    chaos.set_defaults(func=cmd_chaos)
 
 
-def cmd_chaos(args: argparse.Namespace) -> int:
-    from goalsui.bench.chaos import main
-
-    return main(args)
-
-
-def cmd_scheduler(args: argparse.Namespace) -> int:
-    if args.daemons is not None:
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Check the options, then run ``goalsui.bench.<WHAT>.main(args)``."""
+    what = args.bench_command
+    if what == "scheduler" and args.daemons is not None:
         if args.repeat is not None:
             raise ValidationError(
                 "--repeat does not apply with --daemons (one burst, no references)"
             )
-        from goalsui.bench.multi import main as multi_main
-
-        return multi_main(args)
-    from goalsui.bench.scheduler import main
-
-    return main(args)
-
-
-def cmd_console(args: argparse.Namespace) -> int:
-    idle = getattr(args, "idle_seconds", None)
-    if idle is not None and not 0 <= idle <= 3600:
-        raise ValidationError("--idle-seconds must be between 0 and 3600")
+        check_ranges(("--daemons", args.daemons, 1, 8))
+        what = "multi"
+    elif what == "console":
+        check_ranges(("--idle-seconds", args.idle_seconds, 0, 3600))
+    elif what == "chaos":
+        check_ranges(
+            ("--daemons", args.daemons, 1, 8),
+            ("--minutes", args.minutes, 0.1, 24 * 60),
+            ("--fault-every", args.fault_every, 0.5, 3600),
+            ("--rate", args.rate, 100, 1_000_000),
+            ("--lease-seconds", args.lease_seconds, 1, 600),
+            ("--settle-seconds", args.settle_seconds, 5, 3600),
+        )
+    name = f"goalsui.bench.{what}"
     try:
-        module = importlib.import_module("goalsui.bench.console")
+        module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name == "goalsui.bench.console":
+        if exc.name == name:
             raise GoalsuiError(
-                "'bench console' is not available in this build (goalsui.bench.console is missing)"
+                f"'bench {args.bench_command}' is not available in this build ({name} is missing)"
             ) from None
         raise
-    if not hasattr(module, "main"):
-        raise ValidationError("goalsui.bench.console has no main(args)")
     return int(module.main(args) or 0)
-
-
-def cmd_mcp(args: argparse.Namespace) -> int:
-    from goalsui.bench.mcp import main
-
-    return main(args)

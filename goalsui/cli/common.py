@@ -8,11 +8,13 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from goalsui.service import Service
 
 
@@ -60,17 +62,54 @@ def resolve_goal_args(service: Service, args: argparse.Namespace) -> None:
             setattr(args, name, resolve_goal_id(service, value))
 
 
-def add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Handler = Callable[[argparse.Namespace], int]
+
+
+def group(sub: Subparsers, name: str, help: str, metavar: str = "ACTION") -> Subparsers:
+    """``goalsui NAME ACTION ...``: a command whose actions are subcommands."""
+    parser = sub.add_parser(name, help=help)
+    return parser.add_subparsers(dest=f"{name}_command", metavar=metavar, required=True)
+
+
+def command(
+    sub: Subparsers,
+    name: str,
+    func: Handler,
+    help: str,
+    *positionals: str,
+    json: bool = True,
+    **kwargs: Any,
+) -> argparse.ArgumentParser:
+    """A subcommand running ``func``, with ``positionals`` and (unless ``json=False``) ``--json``;
+    ``kwargs`` go to ``add_parser`` (e.g. ``description``)."""
+    parser = sub.add_parser(name, help=help, **kwargs)
+    for positional in positionals:
+        parser.add_argument(positional)
+    if json:
+        parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(func=func)
+    return parser
+
+
+def add_options(
+    parser: argparse.ArgumentParser, *rows: tuple[str, Callable[[str], Any], Any, str, str]
+) -> None:
+    """Each ``(flag, type, default, metavar, help)``: an option that takes a value."""
+    for flag, kind, default, metavar, text in rows:
+        parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
+
+
+def check_ranges(*checks: tuple[str, float | None, float, float]) -> None:
+    """Each ``(option, value, low, high)``: a value given must be within ``low..high``."""
+    for name, value, low, high in checks:
+        if value is not None and not low <= value <= high:
+            raise ValidationError(f"{name} must be between {low:g} and {high:g}")
 
 
 def print_json(data: Any) -> None:
-    def default(value: Any) -> Any:
-        if isinstance(value, datetime):
-            return value.isoformat(timespec="seconds")
-        if isinstance(value, Path):
-            return str(value)
-        return str(value)
+    def default(value: Any) -> str:  # datetimes to the second; paths and the rest as text
+        return value.isoformat(timespec="seconds") if isinstance(value, datetime) else str(value)
 
     from goalsui.cli.output import json_text
 
@@ -93,8 +132,10 @@ def local(dt: datetime | None) -> str:
     return dt.astimezone().strftime("%Y-%m-%d %H:%M %z")
 
 
-def table(rows: list[list[Any]], headers: list[str]) -> str:
-    """A plain aligned text table."""
+def table(rows: list[list[Any]], headers: list[str], empty: str = "") -> str:
+    """A plain aligned text table; ``empty`` when there are no rows."""
+    if not rows and empty:
+        return empty
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [
@@ -125,6 +166,32 @@ def positive_count(value: str) -> int:
     if not 1 <= number <= MAX_COUNT:
         raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_COUNT}, not {value[:40]}")
     return number
+
+
+def split_argv(text: str, option: str) -> list[str]:
+    """A command line given as one option, split like a shell (never empty)."""
+    import shlex
+
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise ValidationError(f"invalid {option}: {exc}") from None
+    if not argv:
+        raise ValidationError(f"{option} is empty")
+    return argv
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event that SIGTERM and SIGINT set (on the running loop)."""
+    import asyncio
+    import contextlib
+    import signal
+
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    return stop
 
 
 def read_text_arg(value: str) -> str:

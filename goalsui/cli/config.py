@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from goalsui.cli.common import add_json, open_service, print_json
+from goalsui.cli.common import Subparsers, command, group, open_service, print_json
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    config = sub.add_parser("config", help="KB-level settings in goalsui.yaml")
-    csub = config.add_subparsers(dest="config_command", metavar="ACTION", required=True)
-    setp = csub.add_parser("set", help="set a KB-level setting")
-    ssub = setp.add_subparsers(dest="setting", metavar="SETTING", required=True)
-    runner = ssub.add_parser(
+def register(sub: Subparsers) -> None:
+    csub = group(sub, "config", "KB-level settings in goalsui.yaml")
+    ssub = group(csub, "set", "set a KB-level setting", metavar="SETTING")
+    runner = command(
+        ssub,
         "runner",
-        help="the default runner of turns that name none (comments in goalsui.yaml are kept)",
+        cmd_set_runner,
+        "the default runner of turns that name none (comments in goalsui.yaml are kept)",
     )
     runner.add_argument(
         "preset", nargs="?", help="an agent preset (claude, codex, goose) or a builtin (report)"
@@ -23,8 +23,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--command", metavar="ARGV", help="a command instead, split like a shell: 'llm -m gpt-4o'"
     )
     runner.add_argument("--model", help="a model name for the agent ({model} in a command)")
-    add_json(runner)
-    runner.set_defaults(func=cmd_set_runner)
 
 
 def cmd_set_runner(args: argparse.Namespace) -> int:

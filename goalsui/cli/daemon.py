@@ -6,73 +6,46 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from goalsui.cli.common import open_service
+from goalsui.cli.common import (
+    Subparsers,
+    add_options,
+    check_ranges,
+    command,
+    open_service,
+    stop_on_signals,
+)
 from goalsui.errors import FatalError, ValidationError
 from goalsui.ops.logging import LineWriter
 
 #: Files whose change re-reads the KB index (worker schedules, goal status, KB config).
 _SYNC_FILES = {"definition.yaml", "goalsui.yaml"}
+GRACE_HELP = "on stop or cancel: seconds between SIGTERM and SIGKILL (default 5)"
+LEASE_HELP = "lease of a claimed intent, renewed every S/3 while it runs (default 30)"
+METRICS_HELP = "serve /metrics (Prometheus), /healthz and /readyz on this port"
+POLL_HELP = "how often to look for other processes' changes (default 1, at most 1)"
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("daemon", help="run the scheduler headless (no console)")
-    p.add_argument(
-        "--hooks-port",
-        type=int,
-        metavar="N",
-        help="also listen for signed event hooks on this port",
-    )
-    p.add_argument(
-        "--hooks-host",
-        default="127.0.0.1",
-        metavar="H",
-        help="hook listener address (default 127.0.0.1)",
-    )
-    p.add_argument(
-        "--max-concurrency", type=int, default=8, metavar="N", help="runs at once (default 8)"
-    )
-    p.add_argument(
-        "--grace-seconds",
-        type=float,
-        default=5.0,
-        metavar="S",
-        help="on stop or cancel: seconds between SIGTERM and SIGKILL (default 5)",
-    )
-    p.add_argument(
-        "--lease-seconds",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="lease of a claimed intent, renewed every S/3 while it runs (default 30)",
-    )
-    p.add_argument(
-        "--poll-interval",
-        type=float,
-        default=1.0,
-        metavar="S",
-        help="how often to look for other processes' changes (default 1, at most 1)",
+def register(sub: Subparsers) -> None:
+    p = command(sub, "daemon", cmd_daemon, "run the scheduler headless (no console)", json=False)
+    add_options(
+        p,
+        ("--hooks-port", int, None, "N", "also listen for signed event hooks on this port"),
+        ("--hooks-host", str, "127.0.0.1", "H", "hook listener address (default 127.0.0.1)"),
+        ("--max-concurrency", int, 8, "N", "runs at once (default 8)"),
+        ("--grace-seconds", float, 5.0, "S", GRACE_HELP),
+        ("--lease-seconds", float, 30.0, "S", LEASE_HELP),
+        ("--poll-interval", float, 1.0, "S", POLL_HELP),
+        ("--metrics-port", int, None, "N", METRICS_HELP),
+        ("--metrics-host", str, "127.0.0.1", "H", "metrics and health address (default 127.0.0.1)"),
     )
     p.add_argument(
         "--no-watch", action="store_true", help="do not re-read the KB when its files change"
-    )
-    p.add_argument(
-        "--metrics-port",
-        type=int,
-        metavar="N",
-        help="serve /metrics (Prometheus), /healthz and /readyz on this port",
-    )
-    p.add_argument(
-        "--metrics-host",
-        default="127.0.0.1",
-        metavar="H",
-        help="metrics and health address (default 127.0.0.1)",
     )
     p.add_argument(
         "--log-format",
@@ -80,30 +53,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="text",
         help="log lines as text (default) or one JSON object per line",
     )
-    p.set_defaults(func=cmd_daemon)
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.hooks_port is not None:
-        if not 1 <= args.hooks_port <= 65535:
-            raise ValidationError(
-                f"--hooks-port must be between 1 and 65535, not {args.hooks_port}"
-            )
-        if _hooks_server() is None:
-            raise ValidationError(
-                "--hooks-port: the event hook listener is not available in this build"
-            )
-    if args.max_concurrency < 1 or args.max_concurrency > 1000:
-        raise ValidationError("--max-concurrency must be between 1 and 1000")
-    if not 0.1 <= args.lease_seconds <= 3600:
-        raise ValidationError("--lease-seconds must be between 0.1 and 3600")
-    if not 0 <= args.grace_seconds <= 600:
-        raise ValidationError("--grace-seconds must be between 0 and 600")
-    if not 0.05 <= args.poll_interval <= 1:
-        raise ValidationError("--poll-interval must be between 0.05 and 1")
-    if args.metrics_port is not None and not 1 <= args.metrics_port <= 65535:
+    check_ranges(
+        ("--hooks-port", args.hooks_port, 1, 65535),
+        ("--max-concurrency", args.max_concurrency, 1, 1000),
+        ("--lease-seconds", args.lease_seconds, 0.1, 3600),
+        ("--grace-seconds", args.grace_seconds, 0, 600),
+        ("--poll-interval", args.poll_interval, 0.05, 1),
+        ("--metrics-port", args.metrics_port, 1, 65535),
+    )
+    if args.hooks_port is not None and _hooks_server() is None:
         raise ValidationError(
-            f"--metrics-port must be between 1 and 65535, not {args.metrics_port}"
+            "--hooks-port: the event hook listener is not available in this build"
         )
     if args.metrics_port is not None and args.metrics_port == args.hooks_port:
         raise ValidationError("--metrics-port and --hooks-port must differ")
@@ -169,22 +132,19 @@ async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
 
     root: Path = service.kb.root
     async for changes in awatch(root, stop_event=stop, step=100, recursive=True):
-        names = {Path(p).name for _, p in changes}
-        if not names & _SYNC_FILES:
-            continue
-        goals = set()
+        goals: set[str] = set()
         whole = False
         for _, p in changes:
+            if Path(p).name not in _SYNC_FILES:
+                continue
             try:
                 rel = Path(p).resolve().relative_to(root.resolve())
             except ValueError:
                 continue
-            if Path(p).name not in _SYNC_FILES:
-                continue
-            if len(rel.parts) == 1:
-                whole = True
-            else:
-                goals.add(rel.parts[0])
+            whole = whole or len(rel.parts) == 1
+            goals.add(rel.parts[0])
+        if not goals:
+            continue
         try:
             problems = await asyncio.to_thread(service.index.sync, None if whole else sorted(goals))
         except Exception as exc:  # noqa: BLE001 - a bad edit never stops the daemon
@@ -236,45 +196,28 @@ class _Extras:
 
     async def close(self) -> None:
         """Close whatever was started (a failing close does not stop the others)."""
-        if self.listener is not None:
-            with contextlib.suppress(Exception):
-                await self.listener.close()
-        if self.ops is not None:
-            with contextlib.suppress(Exception):
-                await self.ops.close()
+        for server in (self.listener, self.ops):
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    await server.close()
         if self.watcher is not None:
             self.watcher.cancel()
             await asyncio.gather(self.watcher, return_exceptions=True)
 
 
-def _stop_on_signals() -> asyncio.Event:
-    """An event that SIGTERM and SIGINT set."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    return stop
-
-
-def _new_scheduler(service: Any, args: argparse.Namespace) -> Any:
+async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     from goalsui.scheduler import Scheduler
+    from goalsui.scheduler.heap import settle_heap
+    from goalsui.scheduler.notices import Notifier
 
-    return Scheduler(
+    stop = stop_on_signals()
+    scheduler = Scheduler(
         service,
         poll_interval=args.poll_interval,
         lease_seconds=args.lease_seconds,
         grace_seconds=args.grace_seconds,
         max_concurrency=args.max_concurrency,
     )
-
-
-async def run_daemon(service: Any, args: argparse.Namespace) -> int:
-    from goalsui.scheduler.heap import settle_heap
-    from goalsui.scheduler.notices import Notifier
-
-    stop = _stop_on_signals()
-    scheduler = _new_scheduler(service, args)
     fatal: list[str] = []
 
     def on_fatal(message: str) -> None:  # runs on the loop: the scheduler emits there

@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import add_json, db_settings, kb_path, print_json
+from goalsui.cli.common import Subparsers, command, db_settings, group, kb_path, print_json
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:
     from goalsui.service import Service
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    db = sub.add_parser("db", help="the database schema: status and migrations")
-    dsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
-    upgrade = dsub.add_parser(
-        "upgrade", help="apply schema migrations (creates the schema of an empty database)"
-    )
-    add_json(upgrade)
-    upgrade.set_defaults(func=cmd_upgrade)
-    status = dsub.add_parser("status", help="the database's schema revision against this goalsui's")
-    add_json(status)
-    status.set_defaults(func=cmd_status)
+def register(sub: Subparsers) -> None:
+    dsub = group(sub, "db", "the database schema: status and migrations")
+    upgrade = "apply schema migrations (creates the schema of an empty database)"
+    command(dsub, "upgrade", cmd_upgrade, upgrade)
+    command(dsub, "status", cmd_status, "the database's schema revision against this goalsui's")
 
 
 def _service(args: argparse.Namespace) -> Service:
@@ -36,17 +30,24 @@ def _service(args: argparse.Namespace) -> Service:
         raise ValidationError(f"cannot prepare the state folder: {exc}") from None
 
 
-def cmd_upgrade(args: argparse.Namespace) -> int:
+def _schema(args: argparse.Namespace, step: str) -> tuple[str, dict[str, Any]]:
+    """The database's display URL and what ``service.schema.<step>()`` returns."""
     service = _service(args)
     try:
-        result = service.schema.upgrade()
+        result = getattr(service.schema, step)()
     finally:
         service.close()
-    if args.json:
-        print_json({"database": service.db_url_display(), **result})
-        return 0
-    before, after = result["before"], result["after"]
     where = service.db_url_display()
+    if args.json:
+        print_json({"database": where, **result})
+    return where, result
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    where, result = _schema(args, "upgrade")
+    before, after = result["before"], result["after"]
+    if args.json:
+        return 0
     if before["state"] == "current":
         print(f"{where}: already at the newest schema (rev {after['head']})")
     else:
@@ -57,16 +58,8 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
-        result = service.schema.status()
-    finally:
-        service.close()
-    if args.json:
-        print_json({"database": service.db_url_display(), **result})
-        return 0
-    print(f"database: {service.db_url_display()}")
-    print(f"current:  {','.join(result['current']) or 'none'}")
-    print(f"head:     {result['head']}")
-    print(f"state:    {result['message']}")
+    where, result = _schema(args, "status")
+    if not args.json:
+        print(f"database: {where}\ncurrent:  {','.join(result['current']) or 'none'}")
+        print(f"head:     {result['head']}\nstate:    {result['message']}")
     return 0

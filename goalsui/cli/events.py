@@ -10,7 +10,17 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from goalsui.cli.common import add_json, kb_path, local, open_service, print_json, table
+from goalsui.cli.common import (
+    Subparsers,
+    answer,
+    check_ranges,
+    command,
+    group,
+    kb_path,
+    local,
+    open_service,
+    table,
+)
 from goalsui.domain.names import check_name
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError, ValidationError
@@ -21,12 +31,13 @@ from goalsui.hooks.payload import parse_payload
 HTTP_TIMEOUT_S = 15
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    event = sub.add_parser("event", help="send events to event intents")
-    esub = event.add_subparsers(dest="event_command", metavar="ACTION", required=True)
-    emit = esub.add_parser(
+def register(sub: Subparsers) -> None:
+    esub = group(sub, "event", "send events to event intents")
+    emit = command(
+        esub,
         "emit",
-        help="sign a JSON payload and post it to a running hook listener (or store it with --local)",
+        cmd_emit,
+        "sign a JSON payload and post it to a running hook listener (or store it with --local)",
     )
     emit.add_argument("source", help="the hook source (hooks.sources in goalsui.yaml)")
     emit.add_argument(
@@ -46,13 +57,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="store through the service directly: no HTTP, no secret",
     )
-    add_json(emit)
-    emit.set_defaults(func=cmd_emit)
-
-    events = sub.add_parser("events", help="received events and the intents each fired")
+    events = command(sub, "events", cmd_events, "received events and the intents each fired")
     events.add_argument("--limit", type=int, default=50)
-    add_json(events)
-    events.set_defaults(func=cmd_events)
 
 
 def _read_data(value: str) -> bytes:
@@ -108,10 +114,10 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str
         reason = getattr(exc, "reason", exc)
         raise GoalsuiError(f"cannot reach the hook listener at {url}: {reason}") from None
     try:
-        answer = json.loads(raw.decode("utf-8")) if raw else {}
+        reply = json.loads(raw.decode("utf-8")) if raw else {}
     except (UnicodeDecodeError, ValueError):
-        answer = {}
-    return status, answer if isinstance(answer, dict) else {}
+        reply = {}
+    return status, reply if isinstance(reply, dict) else {}
 
 
 def _emit_http(args: argparse.Namespace, source: str, body: bytes, delivery: str) -> dict[str, Any]:
@@ -132,17 +138,17 @@ def _emit_http(args: argparse.Namespace, source: str, body: bytes, delivery: str
             f"hook source '{source}' needs its secret: set the environment variable {spec.secret_env}"
         )
     headers = signing.signed_headers(secret, body, delivery, style=spec.style)
-    status, answer = _post(url, body, headers)
+    status, reply = _post(url, body, headers)
     if status != 202:
-        error = plain(str(answer.get("error") or "no answer"), limit=200).replace("\n", " ")
+        error = plain(str(reply.get("error") or "no answer"), limit=200).replace("\n", " ")
         if status == 409:
             raise GoalsuiError(
                 f"delivery '{delivery}' was already received; nothing fired ({error})"
             )
         raise GoalsuiError(f"the hook listener refused the delivery: HTTP {status}: {error}")
     return {
-        "event_id": answer.get("event_id"),
-        "fired": list(answer.get("fired") or []),
+        "event_id": reply.get("event_id"),
+        "fired": list(reply.get("fired") or []),
         "duplicate": False,
     }
 
@@ -164,32 +170,26 @@ def cmd_emit(args: argparse.Namespace) -> int:
             raise GoalsuiError(
                 f"delivery '{delivery}' was already received (event {result.event_id}); nothing fired"
             )
-        answer: dict[str, Any] = {
+        got: dict[str, Any] = {
             "event_id": result.event_id,
             "fired": list(result.fired),
             "duplicate": False,
         }
     else:
-        answer = _emit_http(args, source, body, delivery)
-    answer = {"source": source, "delivery_id": delivery, **answer}
-    if args.json:
-        print_json(answer)
-    else:
-        fired = ", ".join(str(i) for i in answer["fired"]) or "nothing"
-        print(f"event {answer['event_id']} ({source}/{delivery}) accepted; fired intents: {fired}")
-    return 0
+        got = _emit_http(args, source, body, delivery)
+    fired = ", ".join(str(i) for i in got["fired"]) or "nothing"
+    return answer(
+        args,
+        {"source": source, "delivery_id": delivery, **got},
+        f"event {got['event_id']} ({source}/{delivery}) accepted; fired intents: {fired}",
+    )
 
 
 def cmd_events(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import event_json
 
-    if not 1 <= args.limit <= 100_000:
-        raise ValidationError("--limit must be between 1 and 100000")
-    service = open_service(args)
-    events = service.events.list(limit=args.limit)
-    if args.json:
-        print_json([event_json(e.record()) for e in events])
-        return 0
+    check_ranges(("--limit", args.limit, 1, 100_000))
+    events = open_service(args).events.list(limit=args.limit)
     rows = [
         [
             e.id,
@@ -200,9 +200,5 @@ def cmd_events(args: argparse.Namespace) -> int:
         ]
         for e in events
     ]
-    print(
-        table(rows, ["id", "received", "source", "delivery", "fired intents"])
-        if rows
-        else "no events"
-    )
-    return 0
+    headers = ["id", "received", "source", "delivery", "fired intents"]
+    return answer(args, [event_json(e.record()) for e in events], table(rows, headers, "no events"))

@@ -6,12 +6,13 @@ import argparse
 from typing import TYPE_CHECKING
 
 from goalsui.cli.common import (
-    add_json,
+    Subparsers,
     answer,
+    command,
+    group,
     local,
     open_service,
     print_capability_warnings,
-    print_json,
     read_text_arg,
     table,
 )
@@ -22,33 +23,27 @@ if TYPE_CHECKING:
     from goalsui.service import GoalView
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    goal = sub.add_parser("goal", help="create, list and steer goals")
-    gsub = goal.add_subparsers(dest="goal_command", metavar="ACTION", required=True)
-
-    create = gsub.add_parser(
+def register(sub: Subparsers) -> None:
+    gsub = group(sub, "goal", "create, list and steer goals")
+    create = command(
+        gsub,
         "create",
-        help="create a goal tree in the KB, with its workers",
+        cmd_create,
+        "create a goal tree in the KB, with its workers",
+        "name",
         description=(
             "Create a goal from templates (protocol.md, state.yaml, each worker's prompt.md). "
             "Each --worker NAME starts a worker; the schedule and runner options after it "
             "are that worker's. All or nothing: on any error, nothing is left behind."
         ),
     )
-    create.add_argument("name")
     create.add_argument("--task", required=True, help="what the goal is for")
     create.add_argument(
         "--protocol", metavar="@FILE", help="protocol.md's text (@FILE or -); default: a template"
     )
     add_worker_options(create, repeat=True)
     create.add_argument("--owner", default="")
-    add_json(create)
-    create.set_defaults(func=cmd_create)
-
-    lst = gsub.add_parser("list", help="list goals")
-    add_json(lst)
-    lst.set_defaults(func=cmd_list)
-
+    command(gsub, "list", cmd_list, "list goals")
     for action, help_text in (
         ("show", "show one goal and its workers"),
         ("pause", "pause a goal (its workers stop firing)"),
@@ -56,55 +51,45 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("complete", "mark a goal completed"),
         ("delete", "delete a goal tree from the KB"),
     ):
-        p = gsub.add_parser(action, help=help_text)
-        p.add_argument("goal_id")
-        add_json(p)
-        p.set_defaults(func=cmd_goal_action, action=action)
+        command(gsub, action, cmd_goal_action, help_text, "goal_id").set_defaults(action=action)
 
 
-def print_goal(view: GoalView) -> None:
-    print(f"{view.goal_id}  {plain(view.name)}  [{view.status}]")
+def goal_text(view: GoalView) -> str:
+    lines = [f"{view.goal_id}  {plain(view.name)}  [{view.status}]"]
     if view.task:
-        print(f"  task: {plain(view.task)}")
-    print(f"  path: {plain(view.path)}")
+        lines.append(f"  task: {plain(view.task)}")
+    lines.append(f"  path: {plain(view.path)}")
     if view.error:
-        print(f"  error: {plain(view.error)}")
+        lines.append(f"  error: {plain(view.error)}")
     rows = [
         [w.name, w.schedule, w.timezone, w.status, local(w.next_run_at), w.intent_id]
         for w in view.workers
     ]
     if rows:
-        print(table(rows, ["worker", "schedule", "tz", "status", "next run", "intent"]))
+        lines.append(table(rows, ["worker", "schedule", "tz", "status", "next run", "intent"]))
+    return "\n".join(lines)
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-
     seeds = worker_seeds(args)
     protocol = read_text_arg(args.protocol) if args.protocol is not None else None
     service = open_service(args)
     view = service.goals.create(args.name, args.task, seeds, protocol=protocol, owner=args.owner)
-    if args.json:
-        print_json(view.as_json())
-    else:
-        print_goal(view)
+    answer(args, view.as_json(), goal_text(view))
     print_capability_warnings(service, view.goal_id)
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    service = open_service(args)
-    goals = service.goals.list()
-    if args.json:
-        print_json([g.as_json() for g in goals])
-        return 0
+    goals = open_service(args).goals.list()
     rows = []
     for g in goals:
         nxt = min((w.next_run_at for w in g.workers if w.next_run_at), default=None)
         rows.append(
             [g.goal_id, plain(g.name), "error" if g.error else g.status, len(g.workers), local(nxt)]
         )
-    print(table(rows, ["goal", "name", "status", "workers", "next run"]) if rows else "no goals")
-    return 0
+    text = table(rows, ["goal", "name", "status", "workers", "next run"], "no goals")
+    return answer(args, [g.as_json() for g in goals], text)
 
 
 def cmd_goal_action(args: argparse.Namespace) -> int:
@@ -118,8 +103,4 @@ def cmd_goal_action(args: argparse.Namespace) -> int:
         return answer(args, {"deleted": args.goal_id}, f"deleted goal {args.goal_id}")
     else:
         view = getattr(service.goals, action)(args.goal_id)
-    if args.json:
-        print_json(view.as_json())
-    else:
-        print_goal(view)
-    return 0
+    return answer(args, view.as_json(), goal_text(view))

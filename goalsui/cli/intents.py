@@ -8,8 +8,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
-    add_json,
+    Subparsers,
     answer,
+    command,
+    group,
     local,
     open_service,
     parse_id,
@@ -25,64 +27,39 @@ if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
     from goalsui.domain.records import RunRecord
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    intent = sub.add_parser("intent", help="persisted future wake-ups")
-    isub = intent.add_subparsers(dest="intent_command", metavar="ACTION", required=True)
-    _register_add(isub)
-    _register_list(isub)
-    _register_actions(isub)
-    _register_runs(sub)
-
-
-def _register_add(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``intent add``."""
-    add = isub.add_parser("add", help="create an intent")
+def register(sub: Subparsers) -> None:
+    isub = group(sub, "intent", "persisted future wake-ups")
+    add = command(isub, "add", cmd_add, "create an intent")
     add.add_argument("--title", required=True)
     add.add_argument("--instruction", required=True, help="text, @FILE or - for stdin")
     when = add.add_mutually_exclusive_group(required=True)
-    when.add_argument("--at", metavar="ISO", help="fire once at this instant")
-    when.add_argument("--cron", metavar="EXPR", help="fire on a cron schedule")
-    when.add_argument("--every", metavar="DURATION", help="heartbeat interval, e.g. 30m")
-    when.add_argument("--event", metavar="SOURCE", help="fire on events from SOURCE")
-    add.add_argument("--thread", metavar="ID", help="destination thread")
-    add.add_argument("--goal", metavar="GOAL", help="destination goal (its log)")
-    add.add_argument(
-        "--tz",
-        default=None,
-        help="IANA timezone of --cron (default UTC) and of --at/--expires without an offset",
-    )
-    add.add_argument(
-        "--key", metavar="OPKEY", help="idempotency key: an existing intent is returned"
-    )
+    for flag, meta, text in (
+        ("--at", "ISO", "fire once at this instant"),
+        ("--cron", "EXPR", "fire on a cron schedule"),
+        ("--every", "DURATION", "heartbeat interval, e.g. 30m"),
+        ("--event", "SOURCE", "fire on events from SOURCE"),
+    ):
+        when.add_argument(flag, metavar=meta, help=text)
+    for flag, meta, text in (
+        ("--thread", "ID", "destination thread"),
+        ("--goal", "GOAL", "destination goal (its log)"),
+        ("--tz", "TZ", "IANA timezone of --cron (default UTC), --at/--expires without an offset"),
+        ("--key", "OPKEY", "idempotency key: an existing intent is returned"),
+        ("--expires", "ISO", "no fires after this instant"),
+        ("--cooldown", "DURATION", "minimum time between event fires"),
+        ("--filter", "JSON", "event filter: a JSON object matched as a subset"),
+        (
+            "--checklist",
+            "TEXT",
+            "heartbeat checklist: text, @FILE or - ('' or an empty file: every tick is skipped)",
+        ),
+        ("--active-hours", "HH:MM-HH:MM", "heartbeat active hours, in --tz"),
+    ):
+        add.add_argument(flag, metavar=meta, help=text)
     add.add_argument("--max-fires", type=positive_count, metavar="N")
-    add.add_argument("--expires", metavar="ISO")
-    add.add_argument("--cooldown", metavar="DURATION", help="minimum time between event fires")
-    add.add_argument(
-        "--filter", metavar="JSON", help="event filter: a JSON object matched as a subset"
-    )
-    add.add_argument(
-        "--checklist",
-        metavar="TEXT",
-        help="heartbeat checklist: text, @FILE or - ('' or an empty file: every tick is skipped)",
-    )
-    add.add_argument(
-        "--active-hours", metavar="HH:MM-HH:MM", help="heartbeat active hours, in --tz"
-    )
-    add_json(add)
-    add.set_defaults(func=cmd_add)
-
-
-def _register_list(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``intent list``."""
-    lst = isub.add_parser("list", help="list intents")
+    lst = command(isub, "list", cmd_list, "list intents")
     lst.add_argument("--status")
     lst.add_argument("--goal")
-    add_json(lst)
-    lst.set_defaults(func=cmd_list)
-
-
-def _register_actions(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``intent show|pause|resume|cancel|run-now|retry ID``."""
     for action, help_text in (
         ("show", "show one intent and its recent runs"),
         ("pause", "stop future fires"),
@@ -91,21 +68,14 @@ def _register_actions(isub: argparse._SubParsersAction[argparse.ArgumentParser])
         ("run-now", "fire once now"),
         ("retry", "retry a failed intent now, failure count reset"),
     ):
-        p = isub.add_parser(action, help=help_text)
-        p.add_argument("intent_id")
-        add_json(p)
-        p.set_defaults(func=cmd_action, action=action)
-
-
-def _register_runs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``runs [show|stop|retry|dismiss ID]``."""
-    runs = sub.add_parser(
+        command(isub, action, cmd_action, help_text, "intent_id").set_defaults(action=action)
+    runs = command(
+        sub,
         "runs",
-        help=(
-            "list runs (newest first); 'runs show ID' prints one run's transcript; "
-            "'runs stop ID' stops one running run and keeps the schedule; "
-            "'runs retry|dismiss ID' decides a run that needs review"
-        ),
+        cmd_runs,
+        "list runs (newest first); 'runs show ID' prints one run's transcript; "
+        "'runs stop ID' stops one running run and keeps the schedule; "
+        "'runs retry|dismiss ID' decides a run that needs review",
     )
     runs.add_argument(
         "verb",
@@ -123,8 +93,6 @@ def _register_runs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     runs.add_argument("--intent", metavar="ID")
     runs.add_argument("--limit", type=int, default=50)
-    add_json(runs)
-    runs.set_defaults(func=cmd_runs)
 
 
 def _active_hours(value: str | None, tz: str) -> dict[str, Any] | None:
@@ -185,11 +153,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import intent_json
 
-    service = open_service(args)
-    intents = service.intents.list(status=args.status, goal_id=args.goal)
-    if args.json:
-        print_json([intent_json(i.record()) for i in intents])
-        return 0
+    intents = open_service(args).intents.list(status=args.status, goal_id=args.goal)
     rows = [
         [
             i.id,
@@ -202,12 +166,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         ]
         for i in intents
     ]
-    print(
-        table(rows, ["id", "title", "kind", "status", "schedule", "next run", "fails"])
-        if rows
-        else "no intents"
+    headers = ["id", "title", "kind", "status", "schedule", "next run", "fails"]
+    return answer(
+        args, [intent_json(i.record()) for i in intents], table(rows, headers, "no intents")
     )
-    return 0
 
 
 def cmd_action(args: argparse.Namespace) -> int:
@@ -230,14 +192,7 @@ def cmd_action(args: argparse.Namespace) -> int:
             print()
             print(_runs_table([r.record() for r in runs]))
         return 0
-    method = {
-        "pause": service.intents.pause,
-        "resume": service.intents.resume,
-        "cancel": service.intents.cancel,
-        "run-now": service.intents.run_now,
-        "retry": service.intents.retry,
-    }[action]
-    intent = method(intent_id)
+    intent = getattr(service.intents, action.replace("-", "_"))(intent_id)
     return answer(
         args,
         intent_json(intent.record()),
@@ -261,21 +216,8 @@ def _runs_table(runs: list[RunRecord]) -> str:
         ]
         for r in runs
     ]
-    return table(
-        rows,
-        [
-            "run",
-            "intent",
-            "try",
-            "trigger",
-            "status",
-            "reason",
-            "started",
-            "exit",
-            "cost",
-            "tokens",
-        ],
-    )
+    headers = ["run", "intent", "try", "trigger", "status", "reason", "started", "exit", "cost"]
+    return table(rows, [*headers, "tokens"])
 
 
 def _tokens(run: Any) -> int | None:
@@ -287,16 +229,14 @@ def _tokens(run: Any) -> int | None:
 def cmd_runs(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import run_json
 
-    if args.verb == "show":
-        return _show_run(args)
-    if args.verb == "stop":
-        return _stop_run(args)
-    if args.verb in ("retry", "dismiss"):
-        return _decide_review(args)
+    if args.verb is not None:
+        if args.run_id is None:
+            raise ValidationError(f"runs {args.verb} needs a run id")
+        verbs = {"show": _show_run, "stop": _stop_run, "retry": _decide, "dismiss": _decide}
+        return verbs[args.verb](args, parse_id(args.run_id, "run"))
     if args.run_id is not None:
         raise ValidationError("a run id goes with 'runs show|stop|retry|dismiss ID'")
-    service = open_service(args)
-    runs = service.runs.list(
+    runs = open_service(args).runs.list(
         failed=args.failed,
         intent_id=parse_id(args.intent, "intent") if args.intent else None,
         limit=args.limit,
@@ -308,13 +248,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     )
 
 
-def _decide_review(args: argparse.Namespace) -> int:
+def _decide(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs retry|dismiss ID``: the operator's decision on a run awaiting review."""
     from goalsui.domain.shapes import intent_json
 
-    if args.run_id is None:
-        raise ValidationError(f"runs {args.verb} needs a run id")
-    run_id = parse_id(args.run_id, "run")
     service = open_service(args)
     if args.verb == "retry":
         intent = service.review.retry(run_id)
@@ -332,13 +269,10 @@ def _decide_review(args: argparse.Namespace) -> int:
     )
 
 
-def _stop_run(args: argparse.Namespace) -> int:
+def _stop_run(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs stop ID``: the scheduler running it stops it; the schedule goes on."""
     from goalsui.domain.shapes import run_json
 
-    if args.run_id is None:
-        raise ValidationError("runs stop needs a run id")
-    run_id = parse_id(args.run_id, "run")
     run = open_service(args).runs.stop(run_id)
     return answer(
         args,
@@ -348,13 +282,10 @@ def _stop_run(args: argparse.Namespace) -> int:
     )
 
 
-def _show_run(args: argparse.Namespace) -> int:
+def _show_run(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs show ID``: prompt, argv, tool calls and output of one run."""
     from goalsui.domain.transcript import format_transcript
 
-    if args.run_id is None:
-        raise ValidationError("runs show needs a run id")
-    run_id = parse_id(args.run_id, "run")
     transcript = open_service(args, sync=False).agents.transcript(run_id)
     if args.json:
         print_json(transcript)

@@ -6,45 +6,37 @@ import argparse
 import sys
 
 from goalsui.cli.common import (
-    add_json,
+    Subparsers,
     answer,
+    command,
+    group,
     local,
     open_service,
-    print_json,
     read_text_arg,
     table,
 )
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    kb = sub.add_parser("kb", help="list, read and write files of one goal tree (confined)")
-    ksub = kb.add_subparsers(dest="kb_command", metavar="VERB", required=True)
-    ls = ksub.add_parser("ls", help="list a folder of a goal tree")
-    ls.add_argument("goal")
+def register(sub: Subparsers) -> None:
+    ksub = group(sub, "kb", "list, read and write files of one goal tree (confined)", "VERB")
+    ls = command(ksub, "ls", cmd_ls, "list a folder of a goal tree", "goal")
     ls.add_argument("path", nargs="?", default=".")
-    add_json(ls)
-    ls.set_defaults(func=cmd_ls)
-    cat = ksub.add_parser("cat", help="print a file of a goal tree")
-    cat.add_argument("goal")
-    cat.add_argument("path")
-    cat.set_defaults(func=cmd_cat)
-    write = ksub.add_parser(
-        "write", help="replace a file of a goal tree atomically (text from stdin or @FILE)"
+    command(ksub, "cat", cmd_cat, "print a file of a goal tree", "goal", "path", json=False)
+    write = command(
+        ksub,
+        "write",
+        cmd_write,
+        "replace a file of a goal tree atomically (text from stdin or @FILE)",
+        "goal",
+        "path",
     )
-    write.add_argument("goal")
-    write.add_argument("path")
     write.add_argument("source", nargs="?", default="-", help="@FILE, or - for stdin (default)")
-    add_json(write)
-    write.set_defaults(func=cmd_write)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    entries = open_service(args, sync=False).agents.kb_list(args.goal, args.path)
-    if args.json:
-        print_json(entries)
-        return 0
     from goalsui.domain.untrusted import plain
 
+    entries = open_service(args, sync=False).agents.kb_list(args.goal, args.path)
     rows = [
         [
             plain(e["path"]) + ("/" if e["dir"] else ""),
@@ -53,8 +45,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         ]
         for e in entries
     ]
-    print(table(rows, ["path", "size", "modified"]) if rows else "(empty folder)")
-    return 0
+    return answer(args, entries, table(rows, ["path", "size", "modified"], "(empty folder)"))
 
 
 def cmd_cat(args: argparse.Namespace) -> int:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from goalsui.cli.common import open_service, parse_id
+from goalsui.cli.common import Subparsers, command, open_service, parse_id
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def register(sub: Subparsers) -> None:
+    p = command(
+        sub,
         "mcp",
-        help="serve goalsui's tools to an agent over stdio (MCP)",
+        cmd_mcp,
+        "serve goalsui's tools to an agent over stdio (MCP)",
+        json=False,
         description=(
             "Serve goalsui's tools over stdio. --run RUN_ID serves what that run may do "
             "(checked against the database at every call); --goal/--worker/--thread name "
@@ -21,7 +24,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--goal", metavar="GOAL", help="an operator session's goal")
     p.add_argument("--worker", metavar="WORKER", help="narrow to this worker's capabilities")
     p.add_argument("--thread", metavar="THREAD_ID", help="an operator session's thread")
-    p.set_defaults(func=cmd_mcp)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

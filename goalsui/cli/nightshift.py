@@ -12,23 +12,30 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from goalsui.cli.common import add_json, answer, open_service, print_json, table
+from goalsui.cli.common import (
+    Subparsers,
+    answer,
+    command,
+    group,
+    open_service,
+    print_json,
+    split_argv,
+    table,
+)
 from goalsui.domain.nightshift import parse_night
 from goalsui.domain.untrusted import plain
-from goalsui.errors import ValidationError
 
 #: ``--night``: a night is named by the date it starts (noon to noon, goal's timezone).
 NIGHT_HELP = (
     "the night, named by the date it starts (YYYY-MM-DD; default: the current night, "
     "which before noon is the one that began the evening before)"
 )
+GOAL_HELP = "the nightshift goal (default: the KB's only one)"
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    night = sub.add_parser("nightshift", help="a nightshift on a git repository")
-    nsub = night.add_subparsers(dest="nightshift_command", metavar="ACTION", required=True)
-
-    init = nsub.add_parser("init", help="create a nightshift goal bound to a git work tree")
+def register(sub: Subparsers) -> None:
+    nsub = group(sub, "nightshift", "a nightshift on a git repository")
+    init = command(nsub, "init", cmd_init, "create a nightshift goal bound to a git work tree")
     init.add_argument("repo", type=Path, help="the top of a git work tree")
     init.add_argument("--base", help="the branch tasks start from (default: the current one)")
     init.add_argument("--tz", default="UTC", help="IANA timezone of the night's schedule")
@@ -38,77 +45,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init.add_argument("--workers", type=int, default=3, help="task workers (1-12, default 3)")
     init.add_argument("--check", metavar="ARGV", help="run in each task's worktree afterwards")
     init.add_argument("--name", help="the goal's name (default: Nightshift <repo>)")
-    add_json(init)
-    init.set_defaults(func=cmd_init)
 
-    plan = nsub.add_parser("plan", help="list the plan (or 'plan add WORKER TASK')")
-    plan.add_argument("--goal", help="the nightshift goal (default: the KB's only one)")
+    plan = command(nsub, "plan", cmd_plan, "list the plan (or 'plan add WORKER TASK')")
+    plan.add_argument("--goal", help=GOAL_HELP)
     plan.add_argument("--night", help="only this night, named by the date it starts (YYYY-MM-DD)")
-    add_json(plan)
-    plan.set_defaults(func=cmd_plan)
     psub = plan.add_subparsers(dest="plan_command", metavar="ACTION")
-    add = psub.add_parser("add", help="put a task into a night's plan")
-    add.add_argument("worker")
-    add.add_argument("task")
+    add = command(psub, "add", cmd_plan_add, "put a task into a night's plan", "worker", "task")
     add.add_argument("--night", help=NIGHT_HELP)
     add.add_argument("--reason", help="why (recorded in state.yaml decisions)")
-    add.add_argument("--goal", help="the nightshift goal (default: the KB's only one)")
-    add_json(add)
-    add.set_defaults(func=cmd_plan_add)
-
-    branches = nsub.add_parser("branches", help="the branches the nights produced")
-    branches.add_argument("--goal")
-    add_json(branches)
-    branches.set_defaults(func=cmd_branches)
-
-    for action, help_text in (
-        ("diff", "print a branch's diff against the base"),
-        ("approve", "merge a branch into the base (merge commit)"),
-        ("reject", "delete a branch"),
+    add.add_argument("--goal", help=GOAL_HELP)
+    for name, func, help_text in (
+        ("branches", cmd_branches, "the branches the nights produced"),
+        ("diff", cmd_branch_action, "print a branch's diff against the base"),
+        ("approve", cmd_branch_action, "merge a branch into the base (merge commit)"),
+        ("reject", cmd_branch_action, "delete a branch"),
+        ("trust", cmd_trust, "accept the goal's nightshift.yaml as it is now (repo, base, check)"),
+        ("replay", cmd_replay, "run a whole night now on a fast clock"),
     ):
-        p = nsub.add_parser(action, help=help_text)
-        p.add_argument("branch")
-        p.add_argument("--goal")
-        if action == "approve":
+        p = command(nsub, name, func, help_text, *(["branch"] if func is cmd_branch_action else []))
+        p.add_argument("--goal", help=GOAL_HELP)
+        p.set_defaults(action=name)
+        if name == "approve":
             p.add_argument(
                 "--sha",
                 help="merge this commit of the branch (one you reviewed) instead of the one "
                 "goalsui recorded when the task ended",
             )
-        add_json(p)
-        p.set_defaults(func=cmd_branch_action, action=action)
-
-    trust = nsub.add_parser(
-        "trust", help="accept the goal's nightshift.yaml as it is now (repo, base, check)"
-    )
-    trust.add_argument("--goal")
-    add_json(trust)
-    trust.set_defaults(func=cmd_trust)
-
-    replay = nsub.add_parser("replay", help="run a whole night now on a fast clock")
-    replay.add_argument("--night", help=NIGHT_HELP)
-    replay.add_argument("--goal")
-    add_json(replay)
-    replay.set_defaults(func=cmd_replay)
+        if name == "replay":
+            p.add_argument("--night", help=NIGHT_HELP)
 
 
 def _runner(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.runner:
         return {"agent": args.runner}
-    if args.command:
-        try:
-            argv = shlex.split(args.command)
-        except ValueError as exc:
-            raise ValidationError(f"invalid --command: {exc}") from None
-        if not argv:
-            raise ValidationError("--command is empty")
-        return {"command": argv}
-    return None
+    return {"command": split_argv(args.command, "--command")} if args.command else None
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-
-    check = shlex.split(args.check) if args.check else None
+    check = split_argv(args.check, "--check") if args.check else None
     with closing(open_service(args)) as service:
         view = service.nightshift.init(
             args.repo,
@@ -127,28 +101,19 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-
     night = parse_night(args.night) if args.night else None
     with closing(open_service(args)) as service:
         goal_id, _ = service.nightshift.goal(args.goal)
         items = service.nightshift.plan(goal_id, night)
-    if args.json:
-        print_json([i.as_json() for i in items])
-        return 0
     rows = [
         [i.night, i.worker, plain(i.task, limit=60), i.status, i.branch or "-", i.run_id or "-"]
         for i in items
     ]
-    print(
-        table(rows, ["night", "worker", "task", "status", "branch", "run"])
-        if rows
-        else "no plan items"
-    )
-    return 0
+    headers = ["night", "worker", "task", "status", "branch", "run"]
+    return answer(args, [i.as_json() for i in items], table(rows, headers, "no plan items"))
 
 
 def cmd_plan_add(args: argparse.Namespace) -> int:
-
     # a commander's turn is told its night (GOALSUI_NIGHT), which a replay sets
     given = args.night or os.environ.get("GOALSUI_NIGHT")
     night = parse_night(given) if given else None
@@ -157,22 +122,18 @@ def cmd_plan_add(args: argparse.Namespace) -> int:
         item, created = service.nightshift.plan_add(
             goal_id, args.worker, args.task, night=night, reason=args.reason
         )
-    if args.json:
-        print_json({**item.as_json(), "created": created})
-    else:
-        verb = "planned" if created else "already planned"
-        print(f"{verb}: {item.night} {item.worker}: {plain(item.task, limit=80)}")
-    return 0
+    verb = "planned" if created else "already planned"
+    return answer(
+        args,
+        {**item.as_json(), "created": created},
+        f"{verb}: {item.night} {item.worker}: {plain(item.task, limit=80)}",
+    )
 
 
 def cmd_branches(args: argparse.Namespace) -> int:
-
     with closing(open_service(args)) as service:
         goal_id, _ = service.nightshift.goal(args.goal)
         views = service.nightshift.branches(goal_id)
-    if args.json:
-        print_json([v.as_json() for v in views])
-        return 0
     rows = [
         [
             v.branch,
@@ -185,8 +146,7 @@ def cmd_branches(args: argparse.Namespace) -> int:
         for v in views
     ]
     headers = ["branch", "commit", "commits", "status", "check", "run"]
-    print(table(rows, headers) if rows else "no branches")
-    return 0
+    return answer(args, [v.as_json() for v in views], table(rows, headers, "no branches"))
 
 
 def _commit_cell(view: Any) -> str:
@@ -199,7 +159,6 @@ def _commit_cell(view: Any) -> str:
 
 
 def cmd_branch_action(args: argparse.Namespace) -> int:
-
     with closing(open_service(args)) as service:
         goal_id, _ = service.nightshift.goal(args.goal)
         if args.action == "diff":
@@ -218,14 +177,12 @@ def cmd_trust(args: argparse.Namespace) -> int:
     with closing(open_service(args)) as service:
         goal_id = args.goal or service.nightshift.goal()[0]
         binding = service.nightshift.trust(goal_id)
-    if args.json:
-        print_json({"goal_id": goal_id, **binding.as_yaml()})
-    else:
-        check = shlex.join(binding.check) if binding.check else "none"
-        print(
-            f"{goal_id}: {BINDING_FILE} accepted: repo {binding.repo}, base {binding.base}, check {check}"
-        )
-    return 0
+    check = shlex.join(binding.check) if binding.check else "none"
+    return answer(
+        args,
+        {"goal_id": goal_id, **binding.as_yaml()},
+        f"{goal_id}: {BINDING_FILE} accepted: repo {binding.repo}, base {binding.base}, check {check}",
+    )
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -1,11 +1,7 @@
-"""Everything the command line prints for people goes through one sanitiser.
-
-:func:`guard_streams` wraps ``sys.stdout`` and ``sys.stderr`` so that every write is
-passed through :func:`goalsui.domain.untrusted.plain`: agent output, thread messages,
-KB fields and error messages can never send escape sequences, OSC or C1 controls or
-bidi overrides to the operator's terminal, whichever command prints them and however.
-JSON output (:func:`json_text`) escapes the same characters as ``\\uXXXX``.
-"""
+"""Everything the command line prints for people goes through one sanitiser: :func:`guard_streams`
+passes every write to ``sys.stdout``/``sys.stderr`` through :func:`goalsui.domain.untrusted.plain`, so
+agent output, messages, KB fields and errors never send escape sequences, OSC or C1 controls or bidi
+overrides to the terminal. JSON output (:func:`json_text`) escapes the same characters as ``\\uXXXX``."""
 
 from __future__ import annotations
 

@@ -6,15 +6,17 @@ import argparse
 from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import add_json, open_service, print_json
+from goalsui.cli.common import Subparsers, command, open_service, print_json
 from goalsui.domain.timeutil import load_zone
 
 if TYPE_CHECKING:
     from goalsui.scheduler.plan import PlannedFire
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("plan", help="what will fire until TIME, and which rule decides each fire")
+def register(sub: Subparsers) -> None:
+    p = command(
+        sub, "plan", cmd_plan, "what will fire until TIME, and which rule decides each fire"
+    )
     p.add_argument(
         "--until",
         metavar="TIME",
@@ -29,8 +31,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--full", action="store_true", help="list every fire instead of one line per intent"
     )
-    add_json(p)
-    p.set_defaults(func=cmd_plan)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import argparse
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import add_json, open_service, print_json, table
+from goalsui.cli.common import Subparsers, answer, command, open_service, print_json, table
 from goalsui.errors import NotFound, ValidationError
 
 if TYPE_CHECKING:
@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def register(sub: Subparsers) -> None:
+    p = command(
+        sub,
         "report",
-        help="print a goal's morning report (compiled if missing), or list the reports",
+        cmd_report,
+        "print a goal's morning report (compiled if missing), or list the reports",
         description=(
             "A night is named by the date it starts: it runs from 12:00 on that date to "
             "12:00 the next day in the goal's timezone, so the report read on the morning "
@@ -46,8 +48,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--list", action="store_true", help="list GOAL's reports instead of printing one"
     )
-    add_json(p)
-    p.set_defaults(func=cmd_report)
 
 
 def _day(text: str | None) -> date | None:
@@ -109,13 +109,8 @@ def _list_all(args: argparse.Namespace, service: Service, day: date | None) -> i
                 str(latest.path) if latest else "-",
             ]
         )
-    if args.json:
-        print_json(data)
-    elif rows:
-        print(table(rows, ["goal", "reporter", "reports", "latest night", "path"]))
-    else:
-        print("no goal has a reporter or reports")
-    return 0
+    headers = ["goal", "reporter", "reports", "latest night", "path"]
+    return answer(args, data, table(rows, headers, "no goal has a reporter or reports"))
 
 
 def _list_goal(args: argparse.Namespace, service: Service) -> int:
@@ -123,18 +118,9 @@ def _list_goal(args: argparse.Namespace, service: Service) -> int:
     from goalsui.runners.report import list_reports
 
     reports = list_reports(service, args.goal)
-    if args.json:
-        print_json([_report_json(r) for r in reports])
-    elif reports:
-        print(
-            table(
-                [[r.night.isoformat(), r.size, str(r.path)] for r in reports],
-                ["night", "bytes", "path"],
-            )
-        )
-    else:
-        print(f"goal {args.goal} has no reports yet")
-    return 0
+    rows = [[r.night.isoformat(), r.size, str(r.path)] for r in reports]
+    text = table(rows, ["night", "bytes", "path"], f"goal {args.goal} has no reports yet")
+    return answer(args, [_report_json(r) for r in reports], text)
 
 
 def _print_report(args: argparse.Namespace, service: Service, day: date | None) -> int:

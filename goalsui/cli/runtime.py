@@ -7,30 +7,31 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import db_settings, kb_path, local, open_service, table
+from goalsui.cli.common import Subparsers, command, db_settings, kb_path, local, open_service, table
 from goalsui.errors import NotFound
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
     from goalsui.service import Service
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    console = sub.add_parser("console", help="open the console (the default command)")
-    _scheduler_flags(console)
-    console.add_argument(
-        "--read-only", action="store_true", help="bind no action that changes state"
+def register(sub: Subparsers) -> None:
+    console = command(
+        sub, "console", open_console, "open the console (the default command)", json=False
     )
-    console.add_argument("--theme", help="theme name (see themes/)")
     console.add_argument(
         "--hooks-port", type=int, metavar="N", help="listen for signed event hooks"
     )
     console.add_argument("--hooks-host", default="127.0.0.1")
-    console.set_defaults(func=open_console)
-
-    demo = sub.add_parser("demo", help="copy the sample KB to a scratch place and open the console")
-    _scheduler_flags(demo)
-    demo.add_argument("--read-only", action="store_true")
-    demo.add_argument("--theme")
+    demo = command(
+        sub,
+        "demo",
+        cmd_demo,
+        "copy the sample KB to a scratch place and open the console",
+        json=False,
+    )
     demo.add_argument(
         "--print",
         dest="print_only",
@@ -42,18 +43,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="keep the scratch copy (KB, database, run logs) when the demo ends",
     )
-    demo.set_defaults(func=cmd_demo, hooks_port=None, hooks_host="127.0.0.1")
-
-
-def _scheduler_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--no-scheduler", action="store_true", help="only watch; run no intents")
-    group.add_argument(
-        "--scheduler",
-        dest="force_scheduler",
-        action="store_true",
-        help="run a scheduler even when a goalsui daemon already serves this KB",
-    )
+    demo.set_defaults(hooks_port=None, hooks_host="127.0.0.1")
+    for parser in (console, demo):
+        scheduler = parser.add_mutually_exclusive_group()
+        scheduler.add_argument(
+            "--no-scheduler", action="store_true", help="only watch; run no intents"
+        )
+        scheduler.add_argument(
+            "--scheduler",
+            dest="force_scheduler",
+            action="store_true",
+            help="run a scheduler even when a goalsui daemon already serves this KB",
+        )
+        parser.add_argument(
+            "--read-only", action="store_true", help="bind no action that changes state"
+        )
+        parser.add_argument("--theme", help="theme name (see themes/)")
 
 
 def print_dashboard(service: Service) -> None:
@@ -160,40 +165,30 @@ def _run_demo(args: argparse.Namespace, kb: Path) -> int:
 
 
 def _open_demo(args: argparse.Namespace) -> Any:
-    """The demo's service: last night replayed, the KB indexed, demo records loaded."""
+    """The demo's service: last night of the sample nightshift and of a nightshift on a scratch
+    git repository replayed, the KB indexed, demo records loaded."""
     from goalsui.demo import load_demo_records, replay_last_night
-    from goalsui.domain.timeutil import utcnow
-
-    note: str | None
-    try:
-        replay_last_night(
-            lambda clock: open_service(args, actor="scheduler", sync=False, clock=clock),
-            utcnow(),
-        )
-    except Exception as exc:  # noqa: BLE001 - the demo opens without it; the log says why
-        note = f"demo: last night was not replayed: {type(exc).__name__}: {exc}"
-    else:
-        note = None
-    repo_note = _demo_repo_night(args)
-    service = open_service(args, actor="operator")
-    for text in (note, repo_note):
-        if text is not None:
-            service.journal.record("demo: last night not replayed", detail=text[:500])
-    load_demo_records(service)
-    return service
-
-
-def _demo_repo_night(args: argparse.Namespace) -> str | None:
-    """Replay last night of a nightshift on a scratch git repository; a note if it failed."""
     from goalsui.demo_repo import replay_repo_night
     from goalsui.domain.timeutil import utcnow
 
-    try:
-        replay_repo_night(
-            lambda clock: open_service(args, actor="scheduler", sync=False, clock=clock),
-            utcnow(),
-            Path(args.kb).parent,
-        )
-    except Exception as exc:  # noqa: BLE001 - the demo opens without it; the journal says why
-        return f"demo: the repository night was not replayed: {type(exc).__name__}: {exc}"
-    return None
+    def open_at(clock: Callable[[], datetime]) -> Service:
+        return open_service(args, actor="scheduler", sync=False, clock=clock)
+
+    notes = []
+    replays: list[tuple[str, Callable[[], object]]] = [
+        ("last night was", lambda: replay_last_night(open_at, utcnow())),
+        (
+            "the repository night was",
+            lambda: replay_repo_night(open_at, utcnow(), Path(args.kb).parent),
+        ),
+    ]
+    for what, replay in replays:
+        try:
+            replay()
+        except Exception as exc:  # noqa: BLE001 - the demo opens without it; the journal says why
+            notes.append(f"demo: {what} not replayed: {type(exc).__name__}: {exc}")
+    service = open_service(args, actor="operator")
+    for text in notes:
+        service.journal.record("demo: last night not replayed", detail=text[:500])
+    load_demo_records(service)
+    return service

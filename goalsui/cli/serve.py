@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from goalsui.cli.common import open_service
+from goalsui.cli.common import Subparsers, check_ranges, command, open_service
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks.net import is_loopback
 
@@ -22,10 +22,9 @@ LOCK_NAME = "serve-scheduler.lock"
 STOP_GRACE_S = 30
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "serve", help="serve the console in a browser (textual-serve; a token guards it)"
-    )
+def register(sub: Subparsers) -> None:
+    about = "serve the console in a browser (textual-serve; a token guards it)"
+    p = command(sub, "serve", cmd_serve, about, json=False)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--public-url", help="the URL browsers use, when behind a proxy")
@@ -38,7 +37,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="start no scheduler (one runs elsewhere: 'goalsui daemon' or a console)",
     )
-    p.set_defaults(func=cmd_serve)
 
 
 def global_args(args: argparse.Namespace, kb: Path, state_dir: Path) -> list[str]:
@@ -87,8 +85,7 @@ def _check(args: argparse.Namespace) -> str | None:
     """Validate the options; returns the operator's token (``GOALSUI_SERVE_TOKEN``) if set."""
     from goalsui.cli.serve_auth import MIN_TOKEN_CHARS, TOKEN_ENV
 
-    if not 1 <= args.port <= 65535:
-        raise ValidationError(f"--port must be between 1 and 65535, not {args.port}")
+    check_ranges(("--port", args.port, 1, 65535))
     token = os.environ.get(TOKEN_ENV) or None
     if token is not None and (len(token) < MIN_TOKEN_CHARS or not token.isprintable()):
         raise ValidationError(

@@ -4,18 +4,17 @@ constant time), on a port bounded by :mod:`goalsui.ops.listen`."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import logging
 import re
 import secrets
-import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from aiohttp.log import access_logger
 
+from goalsui.cli.common import stop_on_signals
 from goalsui.errors import GoalsuiError
 from goalsui.ops import listen
 from goalsui.ops.listen import Limits
@@ -99,11 +98,7 @@ def with_token(server_class: type[Any], token: str, limits: Limits | None = None
             asyncio.run(self._serve_bounded())
 
         async def _serve_bounded(self) -> None:
-            loop = asyncio.get_running_loop()
-            stop = asyncio.Event()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, stop.set)
+            stop = stop_on_signals()
             runner = listen.make_runner(await self._make_app(), bounds, access_log=access_logger)
             await runner.setup()
             try:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goalsui.cli.common import (
-    add_json,
+    Subparsers,
     answer,
+    command,
+    group,
     local,
     open_service,
     parse_id,
@@ -20,35 +22,25 @@ from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
-if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
-    from goalsui.domain.records import TodoRecord
 
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    thread = sub.add_parser("thread", help="conversations and their checklists")
-    tsub = thread.add_subparsers(dest="thread_command", metavar="ACTION", required=True)
-    new = tsub.add_parser("new", help="start a thread")
-    new.add_argument("title")
+def register(sub: Subparsers) -> None:
+    tsub = group(sub, "thread", "conversations and their checklists")
+    new = command(tsub, "new", cmd_thread_new, "start a thread", "title")
     new.add_argument("--private", action="store_true", help="no intents or follow-ups allowed")
-    add_json(new)
-    new.set_defaults(func=cmd_thread_new)
-    lst = tsub.add_parser("list", help="list threads")
-    add_json(lst)
-    lst.set_defaults(func=cmd_thread_list)
-    show = tsub.add_parser("show", help="a thread's checklist and messages")
-    show.add_argument("thread_id")
-    add_json(show)
-    show.set_defaults(func=cmd_thread_show)
-    say = tsub.add_parser(
+    command(tsub, "list", cmd_thread_list, "list threads")
+    command(tsub, "show", cmd_thread_show, "a thread's checklist and messages", "thread_id")
+    say = command(
+        tsub,
         "say",
-        help="post a message and wait for the reply turn it starts",
+        cmd_thread_say,
+        "post a message and wait for the reply turn it starts",
+        "thread_id",
         description=(
             "Post a user message in a thread and start a reply turn at once through the KB's "
             "default runner; the reply is posted in the thread. A running console or daemon "
             "runs the turn; with none, this command runs a scheduler until the reply lands."
         ),
     )
-    say.add_argument("thread_id")
     say.add_argument("text", help="the message: text, @FILE or - for stdin")
     say.add_argument("--no-reply", action="store_true", help="only post the message")
     say.add_argument("--no-wait", action="store_true", help="start the reply, do not wait for it")
@@ -56,39 +48,35 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--timeout", type=float, default=900, metavar="S", help="wait at most S seconds (900)"
     )
     say.add_argument("--pickup", type=float, default=None, help=argparse.SUPPRESS)
-    add_json(say)
-    say.set_defaults(func=cmd_thread_say)
 
-    todo = sub.add_parser("todo", help="a thread's checklist")
-    dsub = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
-    tl = dsub.add_parser("list", help="open items first, then done ones")
-    tl.add_argument("thread_id")
+    dsub = group(sub, "todo", "a thread's checklist")
+    tl = command(dsub, "list", cmd_todo_list, "open items first, then done ones", "thread_id")
     tl.add_argument("--open", action="store_true", help="only open items")
-    add_json(tl)
-    tl.set_defaults(func=cmd_todo_list)
-    ta = dsub.add_parser("add", help="add an item")
-    ta.add_argument("thread_id")
-    ta.add_argument("text")
-    add_json(ta)
-    ta.set_defaults(func=cmd_todo_add)
+    command(dsub, "add", cmd_todo_add, "add an item", "thread_id", "text")
     for action in ("done", "reopen"):
-        p = dsub.add_parser(action, help=f"mark an item {'done' if action == 'done' else 'open'}")
-        p.add_argument("thread_id")
+        p = command(
+            dsub,
+            action,
+            cmd_todo_set,
+            f"mark an item {'done' if action == 'done' else 'open'}",
+            "thread_id",
+        )
         p.add_argument("item", help="the todo id")
-        add_json(p)
-        p.set_defaults(func=cmd_todo_set, action=action)
-    imp = dsub.add_parser("import", help="add the items of a Markdown '- [ ]' checklist")
-    imp.add_argument("thread_id")
+        p.set_defaults(action=action)
+    imp = command(
+        dsub,
+        "import",
+        cmd_todo_import,
+        "add the items of a Markdown '- [ ]' checklist",
+        "thread_id",
+    )
     imp.add_argument("source", help="@FILE, - for stdin, or the text")
-    add_json(imp)
-    imp.set_defaults(func=cmd_todo_import)
 
 
 def cmd_thread_new(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import thread_json
 
-    service = open_service(args)
-    thread = service.threads.create(args.title, private=args.private)
+    thread = open_service(args).threads.create(args.title, private=args.private)
     return answer(
         args,
         thread_json(thread.record()),
@@ -99,14 +87,10 @@ def cmd_thread_new(args: argparse.Namespace) -> int:
 def cmd_thread_list(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import thread_json
 
-    service = open_service(args)
-    threads = service.threads.list()
-    if args.json:
-        print_json([thread_json(t.record()) for t in threads])
-        return 0
+    threads = open_service(args).threads.list()
     rows = [[t.id, t.title, "private" if t.private else "", t.revision] for t in threads]
-    print(table(rows, ["id", "title", "", "rev"]) if rows else "no threads")
-    return 0
+    text = table(rows, ["id", "title", "", "rev"], "no threads")
+    return answer(args, [thread_json(t.record()) for t in threads], text)
 
 
 def cmd_thread_show(args: argparse.Namespace) -> int:
@@ -131,16 +115,11 @@ def cmd_thread_show(args: argparse.Namespace) -> int:
     return 0
 
 
+_MESSAGE_FIELDS = ("id", "role", "content", "provenance", "intent_id", "run_id", "created_at")
+
+
 def _message_json(m: Any) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "role": m.role,
-        "content": m.content,
-        "provenance": m.provenance,
-        "intent_id": m.intent_id,
-        "run_id": m.run_id,
-        "created_at": m.created_at,
-    }
+    return {name: getattr(m, name) for name in _MESSAGE_FIELDS}
 
 
 def _print_message(m: Any) -> None:
@@ -157,18 +136,13 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
     text = read_text_arg(args.text)
     service = open_service(args)
     said = service.threads.say(parse_id(args.thread_id, "thread"), text, reply=not args.no_reply)
+    posted = {
+        "message": _message_json(said.message),
+        "reply_intent_id": said.intent and said.intent.id,
+    }
     if said.intent is None or args.no_wait:
-        if args.json:
-            print_json(
-                {
-                    "message": _message_json(said.message),
-                    "reply_intent_id": said.intent and said.intent.id,
-                }
-            )
-        else:
-            extra = f"; reply turn: intent {said.intent.id}" if said.intent else ""
-            print(f"message {said.message.id} posted{extra}")
-        return 0
+        extra = f"; reply turn: intent {said.intent.id}" if said.intent else ""
+        return answer(args, posted, f"message {said.message.id} posted{extra}")
 
     def attempt(run: Any) -> None:
         if run.status not in (RunStatus.OK, RunStatus.SILENT):
@@ -187,8 +161,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
-                "message": _message_json(said.message),
-                "reply_intent_id": said.intent.id,
+                **posted,
                 "status": result.status,
                 "reason": result.reason,
                 "reply": _message_json(result.reply) if result.reply else None,
@@ -206,28 +179,21 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
     return 1
 
 
-def _print_todos(todos: list[TodoRecord]) -> None:
-    rows = [[t.id, "x" if t.done else " ", t.text] for t in todos]
-    print(table(rows, ["id", "done", "text"]) if rows else "no todos")
-
-
 def cmd_todo_list(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import todo_json
 
-    service = open_service(args)
-    todos = service.todos.list(parse_id(args.thread_id, "thread"), include_done=not args.open)
-    if args.json:
-        print_json([todo_json(t.record()) for t in todos])
-    else:
-        _print_todos([t.record() for t in todos])
-    return 0
+    todos = open_service(args).todos.list(
+        parse_id(args.thread_id, "thread"), include_done=not args.open
+    )
+    rows = [[t.id, "x" if t.done else " ", t.text] for t in todos]
+    text = table(rows, ["id", "done", "text"], "no todos")
+    return answer(args, [todo_json(t.record()) for t in todos], text)
 
 
 def cmd_todo_add(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import todo_json
 
-    service = open_service(args)
-    todo = service.todos.add(parse_id(args.thread_id, "thread"), args.text)
+    todo = open_service(args).todos.add(parse_id(args.thread_id, "thread"), args.text)
     return answer(args, todo_json(todo.record()), f"todo {todo.id} added")
 
 
@@ -248,8 +214,6 @@ def cmd_todo_set(args: argparse.Namespace) -> int:
 def cmd_todo_import(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import todo_json
 
-    service = open_service(args)
-    todos = service.todos.import_checklist(
-        parse_id(args.thread_id, "thread"), read_text_arg(args.source)
-    )
+    text = read_text_arg(args.source)
+    todos = open_service(args).todos.import_checklist(parse_id(args.thread_id, "thread"), text)
     return answer(args, [todo_json(t.record()) for t in todos], f"{len(todos)} todos imported")

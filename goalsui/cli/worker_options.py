@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from typing import Any
 
-from goalsui.cli.common import read_text_arg
+from goalsui.cli.common import read_text_arg, split_argv
 from goalsui.errors import ValidationError
 
 
@@ -95,12 +94,7 @@ def worker_seeds(args: argparse.Namespace) -> list[Any]:
             raise ValidationError("a worker needs a name")
         command = None
         if spec.get("command") is not None:
-            try:
-                command = shlex.split(spec["command"])
-            except ValueError as exc:
-                raise ValidationError(f"invalid --command of worker '{name}': {exc}") from None
-            if not command:
-                raise ValidationError(f"--command of worker '{name}' is empty")
+            command = split_argv(spec["command"], f"--command of worker '{name}'")
         caps = [c.strip() for c in (spec.get("capabilities") or "").split(",") if c.strip()]
         out.append(
             worker_seed(

@@ -9,8 +9,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
-    add_json,
+    Subparsers,
     answer,
+    command,
+    group,
     local,
     open_service,
     print_capability_warnings,
@@ -25,38 +27,31 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    worker = sub.add_parser("worker", help="add, remove and steer a goal's workers")
-    wsub = worker.add_subparsers(dest="worker_command", metavar="ACTION", required=True)
-
-    add = wsub.add_parser("add", help="add a worker to a goal (its prompt from a template)")
-    add.add_argument("goal_id")
-    add.add_argument("worker")
+def register(sub: Subparsers) -> None:
+    wsub = group(sub, "worker", "add, remove and steer a goal's workers")
+    add = command(
+        wsub,
+        "add",
+        cmd_add,
+        "add a worker to a goal (its prompt from a template)",
+        "goal_id",
+        "worker",
+    )
     add_worker_options(add, repeat=False)
-    add_json(add)
-    add.set_defaults(func=cmd_add)
-
     for action, help_text in (
         ("remove", "delete a worker's folder and cancel its schedule"),
         ("pause", "pause a worker's schedule"),
         ("resume", "resume a paused or auto-disabled worker"),
         ("show", "a worker's schedule, definition and prompt"),
     ):
-        p = wsub.add_parser(action, help=help_text)
-        p.add_argument("goal_id")
-        p.add_argument("worker")
-        if action == "show":
-            p.add_argument(
-                "--argv",
-                action="store_true",
-                help="the argv, environment names and MCP config a turn would get",
-            )
-        add_json(p)
-        p.set_defaults(func=cmd_action, action=action)
-
-    run_now = wsub.add_parser("run-now", help="fire a worker now")
-    run_now.add_argument("goal_id")
-    run_now.add_argument("worker")
+        p = command(wsub, action, cmd_action, help_text, "goal_id", "worker")
+        p.set_defaults(action=action)
+    p.add_argument(  # to "show", the last
+        "--argv",
+        action="store_true",
+        help="the argv, environment names and MCP config a turn would get",
+    )
+    run_now = command(wsub, "run-now", cmd_run_now, "fire a worker now", "goal_id", "worker")
     run_now.add_argument(
         "--wait",
         action="store_true",
@@ -70,22 +65,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "intents due meanwhile fire too)",
     )
     run_now.add_argument("--timeout", type=float, default=600, help=argparse.SUPPRESS)
-    add_json(run_now)
-    run_now.set_defaults(func=cmd_run_now)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-
     [seed] = worker_seeds(args)
     service = open_service(args)
     view = service.authoring.add_worker(args.goal_id, seed)
-    if args.json:
-        print_json({"goal_id": args.goal_id, **view.as_json(), "status": view.status})
-    else:
-        print(
-            f"worker {view.name} added to {args.goal_id}: {view.kind} {view.schedule} "
-            f"({view.timezone}), next {local(view.next_run_at)}"
-        )
+    answer(
+        args,
+        {"goal_id": args.goal_id, **view.as_json(), "status": view.status},
+        f"worker {view.name} added to {args.goal_id}: {view.kind} {view.schedule} "
+        f"({view.timezone}), next {local(view.next_run_at)}",
+    )
     print_capability_warnings(service, args.goal_id, view.name)
     return 0
 
@@ -98,17 +89,16 @@ def cmd_action(args: argparse.Namespace) -> int:
         return _show_turn(service, args)
     if args.action == "show":
         detail = service.authoring.show_worker(args.goal_id, args.worker)
-        if args.json:
-            print_json(detail.as_json())
-            return 0
         v = detail.view
-        print(f"{args.goal_id}/{v.name}  [{v.status}]  {v.kind} {plain(v.schedule)} ({v.timezone})")
-        print(f"  next run: {local(v.next_run_at)}   intent: {v.intent_id}")
-        if detail.last_error:
-            print(f"  last error: {plain(detail.last_error)}")
-        print("\n--- definition.yaml\n" + plain(detail.definition).rstrip())
-        print("\n--- prompt.md\n" + plain(detail.prompt).rstrip())
-        return 0
+        error = f"\n  last error: {plain(detail.last_error)}" if detail.last_error else ""
+        return answer(
+            args,
+            detail.as_json(),
+            f"{args.goal_id}/{v.name}  [{v.status}]  {v.kind} {plain(v.schedule)} ({v.timezone})\n"
+            f"  next run: {local(v.next_run_at)}   intent: {v.intent_id}{error}\n"
+            f"\n--- definition.yaml\n{plain(detail.definition).rstrip()}\n"
+            f"\n--- prompt.md\n{plain(detail.prompt).rstrip()}",
+        )
     if args.action == "remove":
         service.authoring.remove_worker(args.goal_id, args.worker)
         return answer(
@@ -178,10 +168,8 @@ def cmd_run_now(args: argparse.Namespace) -> int:
 def _report_run(args: argparse.Namespace, run: Any) -> int:
     from goalsui.domain.shapes import run_json
 
-    if args.json:
-        print_json(run_json(run.record()))
-    else:
-        print(f"run {run.id}: {run.status}" + (f" ({plain(run.reason)})" if run.reason else ""))
+    reason = f" ({plain(run.reason)})" if run.reason else ""
+    answer(args, run_json(run.record()), f"run {run.id}: {run.status}{reason}")
     return 0 if run.status in (RunStatus.OK, RunStatus.SILENT) else 1
 
 

@@ -87,7 +87,7 @@ def test_bench_console_without_its_module_is_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(importlib, "import_module", fake)
     with pytest.raises(GoalsuiError, match="'bench console' is not available"):
-        bench.cmd_console(argparse.Namespace(json=False))
+        bench.cmd_bench(argparse.Namespace(json=False, bench_command="console", idle_seconds=None))
 
 
 def test_settle_heap_freezes_the_start_up_heap_and_raises_the_young_threshold():
