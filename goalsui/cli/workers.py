@@ -129,7 +129,7 @@ def _show_turn(service: Service, args: argparse.Namespace) -> int:
     print("env:   " + " ".join(preview.env))
     tools = "yes (goalsui's tools)" if preview.gets_tools else "no (a plain command)"
     print(f"tools: {tools}")
-    for name, document in preview.configs.items():
+    for name, document in preview.mcp_configs.items():
         print(f"--- {{{name}}}\n" + plain(json.dumps(document, indent=2)))
     return 0
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from goalsui.domain import capabilities
-from goalsui.domain.agents import AGENTS  # re-exported for callers
+from goalsui.domain.agents import AGENTS
 
 SERVER_NAME = "goalsui"
 MCP_CONFIG = "{mcp_config}"
@@ -39,7 +38,7 @@ class McpLaunch:
 
     @classmethod
     def for_run(
-        cls, kb_root: Path, state_dir: Path, db_url: str, run_id: int, *, python: str | None = None
+        cls, kb_root: Path, state_dir: Path, db_url: str, run_id: int | str, *, python: str = ""
     ) -> McpLaunch:
         args: tuple[str, ...] = ("-m", "goalsui", "--kb", str(kb_root))
         args += ("--state-dir", str(state_dir), "mcp", "--run", str(run_id))
@@ -192,11 +191,6 @@ def preset_env(agent: str | None, tools: TurnTools) -> dict[str, str]:
         env["MCP_CONNECTION_NONBLOCKING"] = "0"
         env["MCP_CONNECT_TIMEOUT_MS"] = str(CONNECT_TIMEOUT_MS)
     return env
-
-
-def speaks_mcp(spec: Mapping[str, Any]) -> bool:
-    """Whether a runner's agent reaches goalsui's tools (a preset, or an MCP placeholder)."""
-    return capabilities.speaks_mcp(spec)
 
 
 def runner_argv(spec: Mapping[str, Any], tools: TurnTools) -> list[str]:

@@ -3,9 +3,10 @@ the functions a turn uses; values only a live run has are placeholders."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from goalsui.domain.capabilities import speaks_mcp
 from goalsui.runners.presets import (
     MCP_STDIO_CONFIG,
     RUN_ID,
@@ -15,7 +16,6 @@ from goalsui.runners.presets import (
     config_placeholders,
     preset_env,
     runner_argv,
-    speaks_mcp,
 )
 
 if TYPE_CHECKING:
@@ -48,16 +48,10 @@ class TurnPreview:
     argv: list[str]
     env: list[str]
     gets_tools: bool
-    configs: dict[str, dict[str, Any]]
+    mcp_configs: dict[str, dict[str, Any]]
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "runner": self.runner,
-            "argv": self.argv,
-            "env": self.env,
-            "gets_tools": self.gets_tools,
-            "mcp_configs": self.configs,
-        }
+        return asdict(self)
 
 
 def preview_worker_turn(service: Service, goal_id: str, worker: str) -> TurnPreview:
@@ -66,12 +60,8 @@ def preview_worker_turn(service: Service, goal_id: str, worker: str) -> TurnPrev
 
     intent = service.workers.intent(goal_id, worker)
     spec = resolve_runner(service, intent)
-    stdio = McpLaunch(
-        "python",
-        ("-m", "goalsui", "--kb", str(service.kb.root), "--state-dir", str(service.state_dir))
-        + ("mcp", "--run", RUN_PLACEHOLDER),
-        {"GOALSUI_DB": "<database url>"},
-    )
+    root, state = service.kb.root, service.state_dir
+    stdio = McpLaunch.for_run(root, state, "<database url>", RUN_PLACEHOLDER, python="python")
     agent = spec.get("agent")
     http = None if agent == "goose" else ToolEndpoint(URL_PLACEHOLDER, TOKEN_PLACEHOLDER)
     tools = TurnTools(stdio, http)
@@ -91,5 +81,5 @@ def preview_worker_turn(service: Service, goal_id: str, worker: str) -> TurnPrev
         argv=argv,
         env=env,
         gets_tools=gets_tools,
-        configs={k.strip("{}"): v for k, v in configs.items()},
+        mcp_configs={k.strip("{}"): v for k, v in configs.items()},
     )

@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goalsui.domain.capabilities import speaks_mcp as runner_gets_tools
+from goalsui.domain.capabilities import speaks_mcp
 from goalsui.domain.records import saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.replies import is_reply
@@ -41,7 +41,6 @@ from goalsui.runners.presets import (
     preset_env,
     remove_mcp_config,
     runner_argv,
-    speaks_mcp,
     write_mcp_config,
 )
 from goalsui.runners.prompt import (
@@ -120,7 +119,7 @@ def assemble_prompt(
     kb_root = str(service.kb.root)
     if intent.goal_id and intent.worker:
         data = event_block(event.source, event.delivery_id, event.payload) if event else None
-        if runner_gets_tools(resolve_runner(service, intent)):  # its agent reads the files
+        if speaks_mcp(resolve_runner(service, intent)):  # its agent reads the files
             shim = worker_shim(
                 intent.goal_id, intent.worker, kb_root, silent_token=config.silent_token
             )
