@@ -25,12 +25,6 @@ MAX_WORKER_PROMPT_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True)
-class PromptMessage:
-    role: str  # context | user
-    content: str
-
-
-@dataclass(frozen=True)
 class TodoLine:
     id: int | None
     text: str
@@ -70,10 +64,7 @@ class TurnContext:
     goals: Sequence[GoalLine] = ()
     messages: Sequence[ThreadLine] = ()
     checklist: str | None = None
-    event_source: str | None = None
-    event_delivery: str | None = None
-    event_payload: Any = None
-    has_event: bool = False
+    event: str | None = None  # the event that fired it, as :func:`event_block` fences it
     reply: bool = False  # a reply to the user's message in a conversation
 
 
@@ -116,10 +107,8 @@ class WorkerContext:
 
 
 def file_block(path: str, text: str, *, limit: int, about: str) -> str:
-    """A KB file's text in a fence its text cannot close (as
-    :func:`~goalsui.domain.untrusted.fence_untrusted` builds it: more backticks than any
-    run inside, a random id on the closing line), cut at ``limit`` characters with a note.
-    ``about`` says what the file is to the reader."""
+    """A KB file's text in a fence it cannot close (as ``fence_untrusted`` builds one), cut at
+    ``limit`` characters with a note; ``about`` says what the file is to the reader."""
     body = plain(text)
     if len(body) > limit:
         body = (
@@ -140,7 +129,7 @@ def file_block(path: str, text: str, *, limit: int, about: str) -> str:
 
 def worker_instructions(
     ctx: WorkerContext, *, checklist: str | None = None, event: str | None = None
-) -> list[PromptMessage]:
+) -> tuple[str, str]:
     """A plain command's tick: context, protocol, then the worker's prompt (and checklist)."""
     goal_dir = f"{ctx.kb_root.rstrip('/')}/{ctx.goal_id}"
     prompt_path = f"workers/{ctx.worker}/prompt.md"
@@ -192,7 +181,7 @@ def worker_instructions(
         )
     if checklist is not None and checklist.strip():
         instruction = instruction.rstrip() + "\n\n" + checklist_block(checklist)
-    return [PromptMessage("context", "\n\n".join(parts)), PromptMessage("user", instruction)]
+    return "\n\n".join(parts), instruction
 
 
 def event_block(source: str | None, delivery: str | None, payload: Any) -> str:
@@ -226,7 +215,7 @@ def _opening(ctx: TurnContext) -> str:
     )
 
 
-def build_messages(ctx: TurnContext) -> list[PromptMessage]:
+def build_messages(ctx: TurnContext) -> tuple[str, str]:
     """The messages of a thread/goal turn; the LAST one is the operator's instruction."""
     parts: list[str] = [_opening(ctx)]
     origin = f"Intent {ctx.intent_id} ({ctx.kind}"
@@ -272,15 +261,12 @@ def build_messages(ctx: TurnContext) -> list[PromptMessage]:
     recent = _recent_messages(ctx)
     if recent:
         parts.append(recent)
-    if ctx.has_event:
-        parts.append(
-            "The event that fired this intent:\n"
-            + event_block(ctx.event_source, ctx.event_delivery, ctx.event_payload)
-        )
+    if ctx.event is not None:
+        parts.append("The event that fired this intent:\n" + ctx.event)
     instruction = ctx.instruction if ctx.instruction.strip() else f"(no instruction) {ctx.title}"
     if ctx.checklist is not None and ctx.checklist.strip():
         instruction = instruction.rstrip() + "\n\n" + checklist_block(ctx.checklist)
-    return [PromptMessage("context", "\n\n".join(parts)), PromptMessage("user", instruction)]
+    return "\n\n".join(parts), instruction
 
 
 def _recent_messages(ctx: TurnContext) -> str | None:
@@ -309,17 +295,13 @@ def checklist_block(checklist: str) -> str:
     )
 
 
-def render_prompt(messages: Sequence[PromptMessage]) -> str:
-    """One text for a command's stdin: the context, then the final user message."""
-    out: list[str] = []
-    for index, message in enumerate(messages):
-        if message.role == "user" and index == len(messages) - 1:
-            out.append(
-                "## Instruction (the message to act on)\n\n" + message.content.rstrip() + "\n"
-            )
-        else:
-            out.append("## Context\n\n" + message.content.rstrip() + "\n")
-    return "\n".join(out)
+def render_prompt(messages: tuple[str, str]) -> str:
+    """One text for a command's stdin: the context, then the operator's instruction last."""
+    context, instruction = messages
+    return (
+        f"## Context\n\n{context.rstrip()}\n\n"
+        f"## Instruction (the message to act on)\n\n{instruction.rstrip()}\n"
+    )
 
 
 def worker_prompt_with_data(

@@ -191,10 +191,7 @@ def assemble_prompt(
         goals=goals,
         messages=messages,
         checklist=intent.checklist,
-        event_source=event.source if event else None,
-        event_delivery=event.delivery_id if event else None,
-        event_payload=event.payload if event else None,
-        has_event=event is not None,
+        event=event_block(event.source, event.delivery_id, event.payload) if event else None,
         reply=is_reply(intent.operation_key),
     )
     return render_prompt(build_messages(ctx))

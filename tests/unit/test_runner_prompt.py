@@ -13,6 +13,7 @@ from goalsui.runners.prompt import (
     TodoLine,
     TurnContext,
     build_messages,
+    event_block,
     render_prompt,
     worker_prompt_with_data,
     worker_shim,
@@ -74,9 +75,8 @@ def test_instruction_is_the_final_user_message_with_context_before_it() -> None:
     todos = [TodoLine(i, f"todo number {i}") for i in range(1, 13)]
     goals = [GoalLine(f"goal-{i}", f"Goal {i}", "task") for i in range(1, 13)]
     messages = build_messages(context(todos=todos, goals=goals))
-    assert [m.role for m in messages] == ["context", "user"]
-    assert messages[-1].content == "Go through the open items."
-    ctx = messages[0].content
+    ctx, instruction = messages
+    assert instruction == "Go through the open items."
     assert "todo number 10" in ctx and "todo number 11" not in ctx  # at most 10
     assert "goal-10" in ctx and "goal-11" not in ctx  # at most 10
     prompt = render_prompt(messages)
@@ -89,13 +89,7 @@ def test_instruction_is_the_final_user_message_with_context_before_it() -> None:
 
 def test_event_payload_with_instructions_and_fence_breakers_stays_inside_its_fence() -> None:
     payload = {"action": "completed", "comment": HOSTILE, "nested": {"body": "````` end"}}
-    prompt = render_prompt(
-        build_messages(
-            context(
-                has_event=True, event_source="github", event_delivery="abc-1", event_payload=payload
-            )
-        )
-    )
+    prompt = render_prompt(build_messages(context(event=event_block("github", "abc-1", payload))))
     blocks = fenced_blocks(prompt)
     label, body = next((lb, b) for lb, b in blocks if "event payload from source github" in lb)
     assert "abc-1" in label
@@ -114,9 +108,7 @@ def test_event_payload_with_instructions_and_fence_breakers_stays_inside_its_fen
 
 
 def test_raw_text_payload_with_fence_closing_attempt() -> None:
-    prompt = render_prompt(
-        build_messages(context(has_event=True, event_source="ci", event_payload=HOSTILE))
-    )
+    prompt = render_prompt(build_messages(context(event=event_block("ci", None, HOSTILE))))
     _, body = next((lb, b) for lb, b in fenced_blocks(prompt) if "event payload" in lb)
     assert json.loads(body) == HOSTILE
 

@@ -68,7 +68,7 @@ def test_missing_files_are_said_plainly_and_a_checklist_follows_the_prompt() -> 
     messages = worker_instructions(
         WorkerContext("g-1a2b3c4d", "scout", "/kb", prompt="do it\n"), checklist="- disk\n"
     )
-    assert messages[-1].content.index("do it") < messages[-1].content.index("- disk")
+    assert messages[-1].index("do it") < messages[-1].index("- disk")
 
 
 @pytest.fixture
