@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -45,6 +46,7 @@ SOURCE = "chaos"
 SECRET_ENV = "GOALSUI_CHAOS_HOOK_SECRET"
 TAG_ENV = "GOALSUI_CHAOS_TURN"
 EPS = timedelta(milliseconds=50)
+Row = dict[str, Any]  # a record, an intent or an event as the checks read it
 #: Every session commits durably: a server tuned for tests (synchronous_commit=off) loses
 #: acknowledged commits in an immediate shutdown, which no scheduler can survive.
 DURABLE = (os.environ.get("PGOPTIONS", "") + " -c synchronous_commit=on").strip()
@@ -253,40 +255,39 @@ def _as_owner(cmd: list[str], data: Path) -> list[str]:
 
 
 # -- the load --------------------------------------------------------------------------------------
-def turn_runner(tag: str, script: str) -> dict[str, Any]:
-    return {"command": ["env", f"{TAG_ENV}={tag}", "sh", "-c", script]}
-
-
 @dataclass
 class Load:
     """What the bench created and sent, for the checks."""
 
-    intents: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> kind, schedule...
+    intents: dict[int, Row] = field(default_factory=dict)  # id -> kind, schedule...
     deliveries: dict[str, str] = field(default_factory=dict)  # delivery id -> accepted|pending
-    create_errors: int = 0
-    post_errors: int = 0
+
+
+def add_intent(
+    svc: Service, load: Load, tag: str, kind: str, title: str, turn: int, **fields: Any
+) -> None:
+    """An intent whose turn is ``TURNS[turn]``, noted in ``load`` for the checks."""
+    name, script, timeout = TURNS[turn % len(TURNS)]
+    intent = svc.intents.create(
+        title=f"{title} ({name})",
+        kind=kind,
+        instruction="chaos",
+        runner={"command": ["env", f"{TAG_ENV}={tag}", "sh", "-c", script]},
+        timeout=timeout,
+        **fields,
+    )
+    load.intents[saved_id(intent)] = {
+        "kind": kind,
+        "schedule": intent.schedule,
+        "timezone": intent.timezone,
+        "first": intent.next_run_at,
+    }
 
 
 def create_intents(svc: Service, load: Load, tag: str, rate: float, rng: random.Random) -> None:
     """The standing intents (heartbeats, checklists, cron, events), scaled by ``rate``."""
     scale = rate / 10_000
-
-    def add(kind: str, title: str, turn: int, **fields: Any) -> None:
-        name, script, timeout = TURNS[turn % len(TURNS)]
-        intent = svc.intents.create(
-            title=f"{title} ({name})",
-            kind=kind,
-            instruction="chaos",
-            runner=turn_runner(tag, script),
-            timeout=timeout,
-            **fields,
-        )
-        load.intents[saved_id(intent)] = {
-            "kind": kind,
-            "schedule": intent.schedule,
-            "timezone": intent.timezone,
-            "first": intent.next_run_at,
-        }
+    add = functools.partial(add_intent, svc, load, tag)
 
     for k in range(max(1, round(12 * scale))):
         add("heartbeat", f"every {k}", k, schedule="10s")
@@ -329,7 +330,6 @@ class Sender:
         if status in (200, 201, 202, 409):  # stored now, or before (a retry of a lost answer)
             self.load.deliveries[delivery] = "accepted"
             return True
-        self.load.post_errors += 1
         self.load.deliveries.setdefault(delivery, "pending")
         return False
 
@@ -472,26 +472,9 @@ def _start_daemons(
 ) -> list[Daemon]:
     daemons = []
     for k in range(opts.daemons):
-        argv = [
-            sys.executable,
-            "-m",
-            "goalsui",
-            "--kb",
-            str(kb),
-            "--db",
-            opts.db,
-            "--state-dir",
-            str(state),
-            "daemon",
-            "--max-concurrency",
-            "32",
-            "--lease-seconds",
-            f"{opts.lease:g}",
-            "--grace-seconds",
-            "1",
-            "--poll-interval",
-            "0.5",
-        ]
+        argv = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--db", opts.db]
+        argv += ["--state-dir", str(state), "daemon", "--lease-seconds", f"{opts.lease:g}"]
+        argv += ["--max-concurrency", "32", "--grace-seconds", "1", "--poll-interval", "0.5"]
         if k == 0:
             argv += ["--hooks-port", str(hooks_port)]
         env = dict(os.environ, PGAPPNAME=f"goalsui-chaos-d{k + 1}", PYTHONUNBUFFERED="1")
@@ -544,23 +527,9 @@ def _storm(
         if now >= next_at:
             next_at += at_every
             k += 1
-            name, script, timeout = TURNS[k % len(TURNS)]
-            try:
-                due = datetime.now(UTC) + timedelta(seconds=2)
-                intent = svc.intents.create(
-                    title=f"at {k} ({name})",
-                    kind="at",
-                    instruction="chaos",
-                    schedule=due.isoformat(),
-                    runner=turn_runner(tag, script),
-                    timeout=timeout,
-                )
-                load.intents[saved_id(intent)] = {
-                    "kind": "at",
-                    "first": intent.next_run_at,
-                }
-            except Exception:  # noqa: BLE001 - the database restarting: the next one
-                load.create_errors += 1
+            due = datetime.now(UTC) + timedelta(seconds=2)
+            with contextlib.suppress(Exception):  # the database restarting: the next one
+                add_intent(svc, load, tag, "at", f"at {k}", k, schedule=due.isoformat())
         if now >= next_event:
             next_event += event_every
             sender.send_new()
@@ -570,7 +539,9 @@ def _storm(
         if now >= next_fault and (restart is None or not restart.is_alive()):
             next_fault += opts.fault_every
             kind = next(deck)
-            if _inject(kind, opts, rng, daemons, pg, restart_error, counts) and kind == PG_RESTART:
+            if _inject(kind, opts.lease, rng, daemons, pg):
+                counts[kind] += 1
+            if kind == PG_RESTART:
                 restart = threading.Thread(
                     target=_restart_pg, args=(pg, restart_error), daemon=True
                 )
@@ -582,7 +553,6 @@ def _storm(
         result.notes.append(f"a PostgreSQL restart failed: {restart_error[0]}")
     for mode, n in pg.restarts.items():
         counts[f"{PG_RESTART} ({mode})"] = n
-    counts.pop(PG_RESTART, None)
     result.faults = dict(counts)
     return datetime.now(UTC)
 
@@ -595,26 +565,19 @@ def _restart_pg(pg: Postgres, errors: list[BaseException]) -> None:
 
 
 def _inject(
-    kind: str,
-    opts: Options,
-    rng: random.Random,
-    daemons: list[Daemon],
-    pg: Postgres,
-    errors: list[BaseException],
-    counts: Counter[str],
+    kind: str, lease: float, rng: random.Random, daemons: list[Daemon], pg: Postgres
 ) -> bool:
+    """A daemon fault of ``kind`` (a PostgreSQL restart runs in a thread); False: none to fault."""
     running = [d for d in daemons if d.state == "running"]
-    if kind in (KILL9, SIGSTOP, DROP) and not running:
+    if kind == PG_RESTART or not running:  # restarts are counted per mode from pg.restarts
         return False
     if kind == KILL9:
         rng.choice(running).kill9(pause=rng.uniform(1.0, 3.0))
     elif kind == SIGSTOP:
-        rng.choice(running).stop(opts.lease + rng.uniform(1.0, 2.0))
-    elif kind == DROP:
+        rng.choice(running).stop(lease + rng.uniform(1.0, 2.0))
+    else:
         rng.shuffle(running)
-        if not any(pg.terminate_one(d.app, rng) for d in running):
-            return False
-    counts[kind] += 1
+        return any(pg.terminate_one(d.app, rng) for d in running)
     return True
 
 
@@ -673,52 +636,49 @@ def check(
     records = [dict(zip(keys, r, strict=True)) for r in runs]
     result.runs = dict(Counter(r["status"] for r in records))
     result.triggers = dict(Counter(r["trigger"] for r in records))
-    by_intent: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_intent: dict[int, list[Row]] = defaultdict(list)
     for r in records:
         for key in ("planned_at", "started_at", "finished_at"):
             if r[key] is not None:
                 r[key] = r[key].astimezone(UTC)
         by_intent[r["intent_id"]].append(r)
-    intents = {
-        row[0]: {"status": row[1], "pending": row[2]}
-        for row in pg.query("SELECT id, status, pending_trigger FROM intent")
-    }
+    intents = dict(pg.query("SELECT id, status FROM intent"))
     result.intents = dict(
-        Counter(
-            f"{load.intents.get(i, {}).get('kind', '?')} {x['status']}" for i, x in intents.items()
-        )
+        Counter(f"{load.intents.get(i, {}).get('kind', '?')} {x}" for i, x in intents.items())
     )
     events = _events(pg)
     for intent_id, info in load.intents.items():
         recs = by_intent.get(intent_id, [])
         kind = info["kind"]
         if kind in ("heartbeat", "cron"):
-            _check_schedule(v, intent_id, info, recs, horizon, intents.get(intent_id, {}))
+            _check_schedule(v, intent_id, info, recs, horizon)
         elif kind == "at":
             _check_at(v, intent_id, info, recs, horizon)
         elif kind == "event":
             _check_event(v, intent_id, recs, events, horizon)
         _check_retries_and_overlap(v, intent_id, recs)
     _check_deliveries(v, load, events)
-    stuck = pg.query("SELECT id FROM intent WHERE status = 'firing'")
-    v.checked(STUCK, len(intents))
-    v.count(STUCK, len(stuck), f"intents {[r[0] for r in stuck[:10]]}")
     v.checked(ORPHAN, result.runs.get("running", 0) + len(orphaned))
     v.count(ORPHAN, len(orphaned), "; ".join(orphaned[:5]))
-    still = pg.query("SELECT id FROM intent_run WHERE status = 'running'")
-    v.checked(RUNNING, len(records))
-    v.count(RUNNING, len(still), f"runs {[r[0] for r in still[:10]]}")
-    sessions = pg.query(
-        "SELECT id FROM intent_run WHERE tool_session IS NOT NULL AND status = 'running'"
-    )
-    v.checked(SESSIONS, len(records))
-    v.count(SESSIONS, len(sessions), f"runs {[r[0] for r in sessions[:10]]}")
+    for name, checked, what, where in (
+        (STUCK, len(intents), "intents", "intent WHERE status = 'firing'"),
+        (RUNNING, len(records), "runs", "intent_run WHERE status = 'running'"),
+        (
+            SESSIONS,
+            len(records),
+            "runs",
+            "intent_run WHERE tool_session IS NOT NULL AND status = 'running'",
+        ),
+    ):
+        found = pg.query(f"SELECT id FROM {where}")
+        v.checked(name, checked)
+        v.count(name, len(found), f"{what} {[r[0] for r in found[:10]]}")
     procs = tagged_processes(tag)
     v.checked(PROCS, 1)
     v.count(PROCS, len(procs), "; ".join(procs[:5]))
 
 
-def _events(pg: Postgres) -> dict[int, dict[str, Any]]:
+def _events(pg: Postgres) -> dict[int, Row]:
     out = {}
     for event_id, delivery, received, matched in pg.query(
         "SELECT id, delivery_id, received_at, matched_intent_ids FROM event WHERE source = %s",
@@ -732,7 +692,7 @@ def _events(pg: Postgres) -> dict[int, dict[str, Any]]:
     return out
 
 
-def _cover_end(r: dict[str, Any]) -> datetime:
+def _cover_end(r: Row) -> datetime:
     """The last occurrence a record covers (a claim coalesces all passed before it)."""
     planned: datetime = r["planned_at"]
     if r["status"] == RunStatus.MISSED or r["reason"] == "overlap":
@@ -741,7 +701,7 @@ def _cover_end(r: dict[str, Any]) -> datetime:
     return max(planned, started)
 
 
-def _exempt(recs: list[dict[str, Any]], intent: dict[str, Any]) -> list[tuple[datetime, datetime]]:
+def _exempt(recs: list[Row]) -> list[tuple[datetime, datetime]]:
     """Windows where a schedule may lack records: a retry chain, auto-disable, a pending retry."""
     spans = []
     open_at: datetime | None = None
@@ -773,12 +733,7 @@ def _next_expected(
 
 
 def _check_schedule(
-    v: Violations,
-    intent_id: int,
-    info: dict[str, Any],
-    recs: list[dict[str, Any]],
-    horizon: datetime,
-    intent: dict[str, Any],
+    v: Violations, intent_id: int, info: Row, recs: list[Row], horizon: datetime
 ) -> None:
     own = sorted(
         (r for r in recs if r["trigger"] != "retry" and r["planned_at"] is not None),
@@ -798,7 +753,7 @@ def _check_schedule(
         spans.append((start, end))
         prev_end = end if prev_end is None else max(prev_end, end)
     v.checked(TWICE, len(own))
-    exempt = _exempt(recs, intent)
+    exempt = _exempt(recs)
     starts = [s for s, _ in spans]
     kind, schedule, tz = info["kind"], info["schedule"], info["timezone"] or "UTC"
     o: datetime | None = info["first"]
@@ -814,13 +769,7 @@ def _check_schedule(
     v.checked(EXPECTED, n)
 
 
-def _check_at(
-    v: Violations,
-    intent_id: int,
-    info: dict[str, Any],
-    recs: list[dict[str, Any]],
-    horizon: datetime,
-) -> None:
+def _check_at(v: Violations, intent_id: int, info: Row, recs: list[Row], horizon: datetime) -> None:
     own = [r for r in recs if r["trigger"] != "retry"]
     if info["first"] is not None and info["first"] <= horizon:
         v.checked(EXPECTED, 1)
@@ -832,11 +781,7 @@ def _check_at(
 
 
 def _check_event(
-    v: Violations,
-    intent_id: int,
-    recs: list[dict[str, Any]],
-    events: dict[int, dict[str, Any]],
-    horizon: datetime,
+    v: Violations, intent_id: int, recs: list[Row], events: dict[int, Row], horizon: datetime
 ) -> None:
     own = [r for r in recs if r["trigger"] != "retry"]
     per_event = Counter(r["event_id"] for r in own)
@@ -855,7 +800,7 @@ def _check_event(
             v.count(EXPECTED, 1, f"event intent {intent_id}: no run for event {event_id}")
 
 
-def _check_retries_and_overlap(v: Violations, intent_id: int, recs: list[dict[str, Any]]) -> None:
+def _check_retries_and_overlap(v: Violations, intent_id: int, recs: list[Row]) -> None:
     failures = sum(1 for r in recs if r["status"] in FAILURES)
     retries = sum(1 for r in recs if r["trigger"] == "retry")
     v.checked(RETRY, retries)
@@ -873,7 +818,7 @@ def _check_retries_and_overlap(v: Violations, intent_id: int, recs: list[dict[st
             v.count(OVERLAP, 1, f"intent {intent_id}: runs {a['id']} and {b['id']} at once")
 
 
-def _check_deliveries(v: Violations, load: Load, events: dict[int, dict[str, Any]]) -> None:
+def _check_deliveries(v: Violations, load: Load, events: dict[int, Row]) -> None:
     stored = Counter(e["delivery"] for e in events.values())
     accepted = [d for d, s in load.deliveries.items() if s == "accepted"]
     v.checked(EVENTS, len(accepted))
@@ -936,18 +881,7 @@ def options(args: argparse.Namespace) -> Options:
     db = args.bench_db or getattr(args, "db", None)
     if not db:
         raise ValidationError("bench chaos: --db URL of an empty PostgreSQL database is required")
-    libpq_url(db)
-    checks: list[tuple[str, float, float, float]] = [
-        ("--daemons", args.daemons, 1, 8),
-        ("--minutes", args.minutes, 0.1, 24 * 60),
-        ("--fault-every", args.fault_every, 0.5, 3600),
-        ("--rate", args.rate, 100, 1_000_000),
-        ("--lease-seconds", args.lease_seconds, 1, 600),
-        ("--settle-seconds", args.settle_seconds, 5, 3600),
-    ]
-    for name, value, low, high in checks:
-        if not low <= value <= high:
-            raise ValidationError(f"{name} must be between {low:g} and {high:g}")
+    libpq_url(db)  # the option ranges are checked by the command line
     pg_dir = Path(args.pg_dir) if args.pg_dir else None
     if pg_dir is not None:
         _data_dir(pg_dir)

@@ -1,29 +1,17 @@
-"""``goalsui bench console``: start-up, memory and refresh latency, each beside a reference.
+"""``goalsui bench console``: start-up, memory, idle CPU and refresh latency, each beside a reference.
 
-- **Start**: time from process start to the first painted dashboard (the main screen
-  with its panes laid out and the goal tree shown, read from the KB folders while the
-  records load), and to the dashboard complete (the records loaded and painted), with
-  peak RSS, for ``goalsui console`` on the sample KB and on a generated KB of 1,000
-  goals x 5 workers, each beside a bare Textual app of the same size
-  (:mod:`goalsui.bench.bare_app`: same terminal, same layout, same number of tree nodes
-  and rows, all painted at once) measured in the same run. Both run in a
-  pseudo-terminal of 160x48 and write timestamps. Targets (on first paint): console
-  <= 1.3x bare (sample KB), <= 2x (large KB); the complete times are reported beside.
-- Both start as an installed goalsui does, with bytecode: the measured processes cache it
-  in a scratch folder (``PYTHONPYCACHEPREFIX``, even where ``PYTHONDONTWRITEBYTECODE``
-  is set), and each is run once unmeasured first. ``GOALSUI_BENCH_NO_BYTECODE=1``
-  measures with the environment as it is instead.
-- **Dashboard complete**: target <= 1.5x the bare app's first paint on the sample KB.
-- **Peak RSS** of the measured child itself (``VmHWM`` of ``/proc/self/status`` inside it;
-  ``ru_maxrss`` would report the bench's own peak, since it survives ``exec``), taken once
-  the service is open and its first read painted (the console as it runs, with the
-  database stack loaded), beside the bare app's at its first paint.
-- **Idle CPU** (:mod:`goalsui.bench.console_idle`): the share of one core the console
-  uses over ``--idle-seconds`` (default 60) on the sample KB with its scheduler on and
-  no run due, beside the bare app. Target: <= 1 % of a core.
-- **Refresh**: latency from a ``prompt.md`` write to the refreshed detail pane (p50,
-  p95), beside raw ``watchfiles.awatch`` latency for the same writes, observed in the
-  same process. Target: p95 <= raw p95 + 50 ms.
+- **Start**: process start to the first painted dashboard (panes laid out, the goal tree from the
+  KB folders) and to the dashboard complete (records loaded and painted), on the sample KB and a
+  generated KB of 1,000 goals x 5 workers, beside a bare Textual app of the same size
+  (:mod:`goalsui.bench.bare_app`) in the same run, both in a 160x48 pseudo-terminal. Targets:
+  first paint <= 1.3x bare (sample KB), <= 2x (large KB); complete <= 1.5x bare (sample KB).
+  Both start as an installed goalsui does, with bytecode cached (``PYTHONPYCACHEPREFIX``) after an
+  unmeasured run; ``GOALSUI_BENCH_NO_BYTECODE=1`` keeps the environment as it is.
+- **Peak RSS**: ``VmHWM`` read inside the child once the service is open (``ru_maxrss`` would
+  report the bench's own peak, since it survives ``exec``), beside the bare app's at its paint.
+- **Idle CPU** (:mod:`goalsui.bench.console_idle`): target <= 1 % of a core.
+- **Refresh**: a ``prompt.md`` write to the refreshed detail pane (p50, p95) beside raw
+  ``watchfiles.awatch`` in the same process. Target: p95 <= raw p95 + 50 ms.
 """
 
 from __future__ import annotations
@@ -217,7 +205,7 @@ async def _raw_watch(kb: Path, prompt: Path, stop: asyncio.Event, seen: dict[str
 async def _show_prompt(app: Any, pilot: Any, goal_id: str, rel: str) -> None:
     """Wait for the console's watcher, then select the worker until its prompt is shown."""
     deadline = time.monotonic() + 60
-    while app.watcher is None or not app.watcher.healthy or app.dashboard is None:
+    while app.runtime.watcher is None or not app.runtime.watcher.healthy or app.dashboard is None:
         if time.monotonic() > deadline:
             raise RuntimeError("the console's watcher did not start")
         await pilot.pause(0.05)
@@ -287,36 +275,22 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
 
 
 # -- report -----------------------------------------------------------------------------------
-def _paint_lines(starts: list[StartFigures]) -> tuple[list[str], bool]:
-    """Start to first paint, console beside bare, with its target."""
+def _start_lines(title: str, starts: list[StartFigures], records: bool) -> tuple[list[str], bool]:
+    """Start to first paint (or to dashboard complete), beside the bare app's paint."""
     ok = True
-    lines = [f"{'start to first paint':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}  "]
+    lines = [f"{title:<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"]
     for f in starts:
-        good = f.ratio <= f.target
-        ok &= good
-        lines.append(
-            f"{f.label:<34}{statistics.median(f.console_s):>9.3f}s{statistics.median(f.bare_s):>9.3f}s"
-            f"{f.ratio:>7.2f}x{'<=' + format(f.target, '.1f') + 'x':>9}  {'ok' if good else 'MISSED'}"
-        )
-    return lines, ok
-
-
-def _complete_lines(starts: list[StartFigures]) -> tuple[list[str], bool]:
-    """Start to dashboard complete, beside the bare app's paint (a target where set)."""
-    ok = True
-    lines = [
-        f"{'start to dashboard complete':<34}{'console':>10}{'bare':>10}{'ratio':>8}{'target':>9}"
-    ]
-    for f in starts:
-        verdict, target = "", ""
-        if f.records_target is not None:
-            good = f.records_ratio <= f.records_target
+        console = f.console_records_s if records else f.console_s
+        ratio = f.records_ratio if records else f.ratio
+        target = f.records_target if records else f.target
+        verdict, shown = "", ""
+        if target is not None:
+            good = ratio <= target
             ok &= good
-            verdict = "  ok" if good else "  MISSED"
-            target = f"<={f.records_target:.1f}x"
+            verdict, shown = ("  ok" if good else "  MISSED"), f"<={target:.1f}x"
         lines.append(
-            f"{f.label:<34}{statistics.median(f.console_records_s):>9.3f}s"
-            f"{statistics.median(f.bare_s):>9.3f}s{f.records_ratio:>7.2f}x{target:>9}{verdict}"
+            f"{f.label:<34}{statistics.median(console):>9.3f}s{statistics.median(f.bare_s):>9.3f}s"
+            f"{ratio:>7.2f}x{shown:>9}{verdict}"
         )
     return lines, ok
 
@@ -373,8 +347,8 @@ def report(
         f"goalsui bench console ({COLS}x{ROWS} pseudo-terminal; {bytecode}; medians of the runs)",
         "",
     ]
-    paint, paint_ok = _paint_lines(starts)
-    complete, complete_ok = _complete_lines(starts)
+    paint, paint_ok = _start_lines("start to first paint", starts, records=False)
+    complete, complete_ok = _start_lines("start to dashboard complete", starts, records=True)
     lines += [*paint, "", *complete, "", *_rss_lines(starts), ""]
     ok = paint_ok and complete_ok
     if idle is not None:
@@ -385,69 +359,29 @@ def report(
     return "\n".join(lines), ok and refresh_ok
 
 
-@dataclass
-class _Options:
-    """``bench console``'s options, defaults filled in."""
-
-    goals: int
-    workers: int
-    repeat: int
-    samples: int
-    idle_s: float
-    as_json: bool
-
-    @classmethod
-    def read(cls, args: argparse.Namespace) -> _Options:
-        idle_s = getattr(args, "idle_seconds", None)
-        return cls(
-            goals=getattr(args, "goals", None) or 1000,
-            workers=getattr(args, "workers", None) or 5,
-            repeat=getattr(args, "repeat", None) or 3,
-            samples=getattr(args, "samples", None) or 20,
-            idle_s=60.0 if idle_s is None else float(idle_s),
-            as_json=bool(getattr(args, "json", False)),
-        )
-
-
 def _measure_starts(
-    opts: _Options, tmp: Path, say: Callable[[str], None]
+    args: argparse.Namespace, tmp: Path, say: Callable[[str], None]
 ) -> tuple[list[StartFigures], Path, Path]:
     """Start-up on the sample KB and a generated large KB; the sample KB and state too."""
+    goals, workers = args.goals or 1000, args.workers or 5
     say("preparing the sample KB ...")
-    sample_kb, sample_state = prepare(tmp / "sample", large=None)
+    sample = prepare(tmp / "sample", large=None)
     say(
-        f"generating a KB of {opts.goals} goals x {opts.workers} workers and indexing it (slow, not measured) ..."
+        f"generating a KB of {goals} goals x {workers} workers and indexing it (slow, not measured) ..."
     )
-    large_kb, large_state = prepare(tmp / "large", large=(opts.goals, opts.workers))
-    say("measuring start-up (sample KB) ...")
-    # the bare reference gets the same shape: 4 goals of about 3 workers each
-    starts = [
-        measure_start(
-            "sample KB (4 goals, 11 workers)",
-            sample_kb,
-            sample_state,
-            4,
-            3,
-            opts.repeat,
-            1.3,
-            tmp,
-            records_target=1.5,
+    large = prepare(tmp / "large", large=(goals, workers))
+    starts = []
+    # the bare reference gets the same shape: 4 goals of about 3 workers each on the sample KB
+    for label, (kb, state), shape, target, records_target in (
+        ("sample KB (4 goals, 11 workers)", sample, (4, 3), 1.3, 1.5),
+        (f"large KB ({goals} goals x {workers} workers)", large, (goals, workers), 2.0, None),
+    ):
+        say(f"measuring start-up ({label.split(' (')[0]}) ...")
+        figures = measure_start(
+            label, kb, state, *shape, args.repeat or 3, target, tmp, records_target
         )
-    ]
-    say("measuring start-up (large KB) ...")
-    starts.append(
-        measure_start(
-            f"large KB ({opts.goals} goals x {opts.workers} workers)",
-            large_kb,
-            large_state,
-            opts.goals,
-            opts.workers,
-            opts.repeat,
-            2.0,
-            tmp,
-        )
-    )
-    return starts, sample_kb, sample_state
+        starts.append(figures)
+    return starts, *sample
 
 
 def _as_json(
@@ -467,36 +401,21 @@ def _as_json(
 
 
 def main(args: argparse.Namespace) -> int:
-    """Entry point of ``goalsui bench console`` (options read with defaults)."""
-    opts = _Options.read(args)
+    """Entry point of ``goalsui bench console``."""
+    idle_s = 60.0 if args.idle_seconds is None else float(args.idle_seconds)
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-console-"))
     try:
-        say = (lambda text: print(text, file=sys.stderr, flush=True)) if opts.as_json else print
-        starts, sample_kb, sample_state = _measure_starts(opts, tmp, say)
+        say = (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else print
+        starts, sample_kb, sample_state = _measure_starts(args, tmp, say)
         say("measuring refresh latency ...")
-        latency = asyncio.run(_latency(sample_kb, sample_state, opts.samples))
+        latency = asyncio.run(_latency(sample_kb, sample_state, args.samples or 20))
         idle = None
-        if opts.idle_s > 0:
-            say(f"measuring idle CPU ({opts.idle_s:g}s each, console and bare app) ...")
+        if idle_s > 0:
+            say(f"measuring idle CPU ({idle_s:g}s each, console and bare app) ...")
             idle_kb, idle_state = prepare(tmp / "idle", large=None)
-            idle = measure_idle(idle_kb, idle_state, 4, 3, opts.idle_s, tmp, bytecode_env(tmp))
+            idle = measure_idle(idle_kb, idle_state, 4, 3, idle_s, tmp, bytecode_env(tmp))
         text, ok = report(starts, latency, idle)
-        if opts.as_json:
-            print(_as_json(starts, latency, idle, ok))
-        else:
-            print()
-            print(text)
+        print(_as_json(starts, latency, idle, ok) if args.json else f"\n{text}")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m goalsui.bench.console")
-    parser.add_argument("--goals", type=int)
-    parser.add_argument("--workers", type=int)
-    parser.add_argument("--repeat", type=int)
-    parser.add_argument("--samples", type=int)
-    parser.add_argument("--idle-seconds", type=float)
-    parser.add_argument("--json", action="store_true")
-    raise SystemExit(main(parser.parse_args()))

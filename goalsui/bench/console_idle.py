@@ -1,14 +1,7 @@
-"""``goalsui bench console``: idle CPU of the console beside the bare app.
-
-The console runs on a copy of the sample KB with its scheduler on and no run due in
-the measured window (the intents that would fire in it are paused first), in the same
-pseudo-terminal as the start-up figures. Once its records are on screen and a warm-up
-has passed (the scheduler, the KB watch and the first plan start after the records),
-the CPU time it uses (``utime + stime`` of ``/proc/<pid>/stat``) over the window is
-divided by the window: the share of one core. The bare Textual app of the same size
-(:mod:`goalsui.bench.bare_app` with ``stay``) is measured the same way beside it.
-Target: the console uses at most 1 % of a core.
-"""
+"""``goalsui bench console``: idle CPU of the console beside the bare app (``stay``), as the share of
+one core over a window, after a warm-up (the scheduler, the KB watch and the first plan start after
+the records), on the sample KB with its scheduler on and the intents due in the window paused.
+Target: at most 1 % of a core."""
 
 from __future__ import annotations
 
@@ -91,19 +84,9 @@ def measure_idle(
     quiet_kb(kb, state, window_s)
     marker = tmp / "idle.json"
     console = console_argv(kb, state)
-    bare = [
-        sys.executable,
-        "-m",
-        "goalsui.bench.bare_app",
-        str(goals),
-        str(workers),
-        str(marker),
-        "stay",
-    ]
+    bare = [sys.executable, "-m", "goalsui.bench.bare_app", str(goals), str(workers)]
+    bare += [str(marker), "stay"]
     bare_pct = idle_share(bare, marker, env, window_s)
     console_env = {**env, "GOALSUI_BENCH_FIRST_PAINT": str(marker)}
     console_pct = idle_share(console, marker, console_env, window_s)
     return IdleFigures(window_s, console_pct, bare_pct)
-
-
-__all__ = ["IDLE_TARGET_PCT", "IdleFigures", "cpu_seconds", "measure_idle", "quiet_kb"]

@@ -28,13 +28,8 @@ class PtyChild:
         self.tail = bytearray()
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
-        full_env = {
-            **os.environ,
-            **env,
-            "TERM": "xterm-256color",
-            "COLUMNS": str(COLS),
-            "LINES": str(ROWS),
-        }
+        full_env = {**os.environ, **env, "TERM": "xterm-256color"}
+        full_env.update(COLUMNS=str(COLS), LINES=str(ROWS))
         if "PYTHONPYCACHEPREFIX" in env:
             full_env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.started = time.time()
