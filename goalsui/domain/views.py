@@ -8,12 +8,14 @@ from datetime import datetime
 from typing import Any
 
 
-def json_fields(row: object, names: str) -> dict[str, Any]:
-    """The named fields of ``row`` in that order, a datetime as ISO text to the second."""
+def json_fields(row: object, names: str, *, iso: bool = True) -> dict[str, Any]:
+    """The named fields of ``row`` in that order; with ``iso``, a datetime as ISO text to the second."""
     out = {}
     for name in names.split():
         value = getattr(row, name)
-        out[name] = value.isoformat(timespec="seconds") if isinstance(value, datetime) else value
+        if iso and isinstance(value, datetime):
+            value = value.isoformat(timespec="seconds")
+        out[name] = value
     return out
 
 

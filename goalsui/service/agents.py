@@ -15,6 +15,7 @@ from goalsui.domain.records import saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
+from goalsui.domain.views import json_fields
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line
 from goalsui.kb.confined import ConfinedTree
@@ -221,27 +222,13 @@ class Agents:
         """A run's prompt, argv, tool calls and output (raw text: sanitise to show it)."""
         run = self.runs.get(run_id)
         calls = self.tool_calls(run_id)
+        call_fields = "at name arguments result is_error"
         return {
             "run_id": run_id,
-            "intent_id": run.intent_id,
-            "status": run.status,
+            **json_fields(run, "intent_id status", iso=False),
             "needs_review": bool(run.needs_review),
-            "reason": run.reason,
-            "started_at": run.started_at,
-            "finished_at": run.finished_at,
-            "prompt": run.prompt,
-            "argv": run.argv,
-            "tool_session": run.tool_session,
-            "tool_calls": [
-                {
-                    "at": c.at,
-                    "name": c.name,
-                    "arguments": c.arguments,
-                    "result": c.result,
-                    "is_error": c.is_error,
-                }
-                for c in calls
-            ],
+            **json_fields(run, "reason started_at finished_at prompt argv tool_session", iso=False),
+            "tool_calls": [json_fields(c, call_fields, iso=False) for c in calls],
             "output": self.runs.output(run_id),
         }
 

@@ -50,28 +50,20 @@ def binding_problems(ctx: ServiceContext) -> list[Problem]:
             continue
         recorded = recorded_binding(ctx, goal_id)
         if recorded is None:
-            problems.append(
-                Problem(
-                    shown,
-                    None,
-                    "no record of the operator's binding; check the file and "
-                    "run 'goalsui nightshift trust --goal " + goal_id + "'",
-                )
-            )
+            trust = f"'goalsui nightshift trust --goal {goal_id}'"
+            message = f"no record of the operator's binding; check the file and run {trust}"
+            problems.append(Problem(shown, None, message))
         elif recorded != on_file:
             changed = ", ".join(
                 f"{key} {_shown(on_file, key)} (set: {_shown(recorded, key)})"
                 for key in ("repo", "base", "check")
                 if _shown(on_file, key) != _shown(recorded, key)
             )
-            problems.append(
-                Problem(
-                    shown,
-                    None,
-                    f"changed since the operator set it: {changed}; goalsui "
-                    "keeps using what was set ('goalsui nightshift trust' accepts the file)",
-                )
+            message = (
+                f"changed since the operator set it: {changed}; goalsui keeps using what "
+                "was set ('goalsui nightshift trust' accepts the file)"
             )
+            problems.append(Problem(shown, None, message))
         try:
             files.checked_repo(recorded or on_file)
         except GoalsuiError as exc:

@@ -82,20 +82,6 @@ class Costs:
             out.append(Scope("kb", kb_budget, "goalsui.yaml"))
         return out
 
-    def lines(self, scope: Scope, tz: str, now: datetime | None = None) -> list[BudgetLine]:
-        """Every limit of ``scope`` with its spend in the current period."""
-        now = now or self.ctx.now()
-        out = []
-        for limit in scope.budget.limits():
-            window = period_window(limit.period, now, scope.budget.timezone or tz)
-            if window is None:
-                out.append(BudgetLine(scope.name, limit, 0.0, active=False))
-                continue
-            spent = self._spend(scope, *window)
-            amount = spent.usd if limit.unit == "usd" else float(spent.tokens)
-            out.append(BudgetLine(scope.name, limit, amount, active=True))
-        return out
-
     def block(self, intent: Intent, now: datetime | None = None) -> Exhausted | None:
         """The first spent budget that stops ``intent``'s next turn, or None."""
         now = now or self.ctx.now()
@@ -105,7 +91,9 @@ class Costs:
                 window = period_window(limit.period, now, tz)
                 if window is None:
                     continue
-                spent = exhausted(limit, self._spend(scope, *window))
+                spent = exhausted(
+                    limit, self.spend(*window, goal_id=scope.goal_id, worker=scope.worker)
+                )
                 if spent is not None:
                     return Exhausted(scope.name, limit, spent, window[0], window[1], scope.where)
         return None
@@ -127,11 +115,17 @@ class Costs:
         return True
 
     def goal_lines(self, goal_id: str, tz: str = "UTC") -> list[BudgetLine]:
-        """The goal's own budget lines (for the goal rows of the console)."""
+        """Each limit of the goal's own budget with its spend this period (the console's goal rows)."""
         budget = self._goal_budgets(goal_id).get(None)
         if budget is None:
             return []
-        return self.lines(Scope(f"goal {goal_id}", budget, "", goal_id), tz)
+        out = []
+        for limit in budget.limits():
+            window = period_window(limit.period, self.ctx.now(), budget.timezone or tz)
+            spent = self.spend(*window, goal_id=goal_id) if window else Spend()
+            amount = spent.usd if limit.unit == "usd" else float(spent.tokens)
+            out.append(BudgetLine(f"goal {goal_id}", limit, amount, active=window is not None))
+        return out
 
     def day_total(self, tz: str | None = None, now: datetime | None = None) -> Spend:
         """What every run started today reported (from midnight in ``tz``, else local)."""
@@ -165,15 +159,6 @@ class Costs:
     def database_problem(self) -> str | None:
         """None while the database answers; else one line (for readiness probes)."""
         return queries.database_problem(self.ctx.store.engine)
-
-    def _spend(self, scope: Scope, start: datetime, end: datetime) -> Spend:
-        return queries.spend(
-            self.ctx.store.read_engine,
-            start,
-            end,
-            goal_id=scope.goal_id,
-            worker=scope.worker,
-        )
 
     def _goal_budgets(self, goal_id: str) -> dict[str | None, Budget | None]:
         """{None: the goal's budget, worker: its budget}; cached until a definition changes."""

@@ -3,7 +3,7 @@ list its branches, approve (merge) or reject (delete) them; every decision journ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -166,11 +166,7 @@ class Nightshift:
             if binding is None:
                 raise ValidationError(f"goal {goal_id} is not a nightshift (no nightshift.yaml)")
             return goal_id, binding
-        found = []
-        for gid in self.ctx.kb.goal_ids():
-            binding = self.binding_of(gid)
-            if binding is not None:
-                found.append((gid, binding))
+        found = [(g, b) for g in self.ctx.kb.goal_ids() if (b := self.binding_of(g)) is not None]
         if not found:
             raise NotFound(
                 "no nightshift goal in this KB; create one with 'goalsui nightshift init'"
@@ -347,8 +343,6 @@ class Nightshift:
     def _mark(self, goal_id: str, branch: str, status: str) -> None:
         item = self._item_for_branch(goal_id, branch)
         if item is not None:
-            from dataclasses import replace
-
             self.set_item(goal_id, replace(item, status=status))
 
     def decisions_since(self, goal_id: str, since: datetime) -> list[str]:

@@ -66,12 +66,8 @@ class Store:
             yield session
 
     def serialize(self, session: Session, name: str) -> None:
-        """Queue this write transaction behind every other one serialised under ``name``.
-
-        PostgreSQL: a transaction advisory lock, released at commit or rollback (so two
-        processes indexing the same KB never insert the same rows at once). SQLite:
-        nothing to do, a write transaction already holds the database's write lock.
-        """
+        """Queue this write transaction behind every other one serialised under ``name``:
+        a transaction advisory lock on PostgreSQL (SQLite's write lock already does it)."""
         if self.dialect == "postgresql":
             key = int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
@@ -82,7 +78,6 @@ class Store:
         with Session(self.read_engine, expire_on_commit=False) as session, session.begin():
             yield session
 
-    # -- bulk helpers (seeding, benchmarks) -------------------------------------------------------
     def insert_rows(self, table: Table, rows: Sequence[dict[str, Any]], chunk: int = 5000) -> None:
         """Insert many rows in one transaction (Core ``executemany``, ``chunk`` rows a call)."""
         with self.engine.begin() as conn:

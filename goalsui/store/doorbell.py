@@ -1,14 +1,8 @@
 """Doorbells: how a process that changed a SQLite database wakes the others at no idle cost.
 
-Every process that wants to hear other processes' changes to one SQLite file binds a
-Unix datagram socket (a *bell*) in the database's wake folder (``<db>-wake/``,
-:func:`wake_dir`). A writer, after each committed change, sends its origin to every
-bell there (:func:`ring`); a listener's event loop reads its socket only when a
-datagram arrives, so an idle listener wakes for nothing. A bell whose process died
-refuses datagrams, and the next writer removes it. Where a bell cannot be bound (no
-Unix sockets, a read-only folder) the scheduler polls instead. See
-docs/architecture.md, "Waking".
-"""
+A listener binds a Unix datagram socket (a *bell*) in ``<db>-wake/``; a writer sends its
+origin to every bell after a commit (:func:`ring`), removing those whose process died.
+Where no bell can be bound the scheduler polls. See docs/architecture.md, "Waking"."""
 
 from __future__ import annotations
 

@@ -20,17 +20,11 @@ MARKER_SUFFIX = ".created"
 
 
 class SqliteFile:
-    """The identity of the SQLite file an engine works on (one per engine).
-
-    At the first connection the file's ``(st_dev, st_ino)`` is kept and a marker file is
-    written beside it. Every transaction compares the file at the path with that
-    identity (reads too: an idle daemon notices as soon as it polls): a file deleted or
-    replaced under a running goalsui raises
-    :class:`~goalsui.errors.DatabaseReplaced` (instead of writing to a file nobody else
-    sees). Before a connection opens a missing file, the marker says whether a database
-    existed there: then :class:`~goalsui.errors.NoDatabase`, unless :meth:`allow_create`
-    was called (``goalsui db upgrade``).
-    """
+    """The identity ``(st_dev, st_ino)`` of the SQLite file an engine first opened, and a
+    marker beside it. Every transaction checks the identity, so a file deleted or replaced
+    under a running goalsui raises :class:`~goalsui.errors.DatabaseReplaced` instead of
+    writing where nobody looks; a missing file with a marker is
+    :class:`~goalsui.errors.NoDatabase` unless :meth:`allow_create` (``goalsui db upgrade``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -111,12 +105,8 @@ def sqlite_url(path: Path) -> str:
 
 
 def make_engine(url: str, *, reader: bool = False, file: SqliteFile | None = None) -> Engine:
-    """Build the engine for ``url`` with the settings goalsui relies on.
-
-    On SQLite a writer engine starts every transaction with ``BEGIN IMMEDIATE``; a
-    ``reader`` engine uses deferred transactions so reads never queue behind writes.
-    ``file``: the :class:`SqliteFile` guard to share (a reader beside its writer).
-    """
+    """The engine for ``url``. SQLite: a writer begins ``IMMEDIATE``, a ``reader`` deferred
+    (reads never queue behind writes), sharing the writer's ``file`` guard."""
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":

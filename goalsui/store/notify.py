@@ -1,17 +1,8 @@
-"""Cross-process change notification: PostgreSQL ``LISTEN/NOTIFY`` on one channel.
+"""Cross-process change notification on PostgreSQL: ``NOTIFY goalsui_changes, '<what>@<origin>'``
+after a commit (the origin ignores its own echo); a :class:`ChangeListener` thread LISTENs.
 
-After a committed change a process publishes ``NOTIFY goalsui_changes, '<what>@<origin>'``
-(``what`` says what changed: intents, runs, goals, todos...; ``origin`` names the
-publishing service so it can ignore its own echo). A :class:`ChangeListener` is a daemon
-thread with its own psycopg connection that ``LISTEN``s and calls a callback for each
-notification, so every scheduler and every console wakes at once, whoever made the
-change. On SQLite all of this is a no-op; readers keep polling.
-
-The callback runs in the listener thread: hand over to your loop
-(``loop.call_soon_threadsafe``, Textual's ``post_message``/``call_from_thread``).
-After a lost connection is re-established the callback gets ``RECONNECTED``: changes
-may have been missed meanwhile, so re-read everything.
-"""
+The callback runs in the listener's thread: hand over to your loop. After a lost connection
+it gets ``RECONNECTED``: changes may have been missed, so re-read everything."""
 
 from __future__ import annotations
 
@@ -55,11 +46,8 @@ def decode(payload: str) -> tuple[str, str]:
 
 
 def publish(connection: Any, what: str, origin: str = "") -> None:
-    """NOTIFY inside the caller's transaction (a SQLAlchemy Connection or Session).
-
-    PostgreSQL delivers it when that transaction commits, and never if it rolls back.
-    A no-op on other engines.
-    """
+    """NOTIFY inside the caller's transaction (delivered at its commit, never on rollback);
+    a no-op on other engines."""
     bind = connection.get_bind() if hasattr(connection, "get_bind") else connection
     if bind.dialect.name != "postgresql":
         return
@@ -67,13 +55,8 @@ def publish(connection: Any, what: str, origin: str = "") -> None:
 
 
 def publish_now(engine: Engine, what: str, origin: str = "") -> bool:
-    """NOTIFY in a transaction of its own (after the caller's commit).
-
-    Never raises: the change itself is already committed, and listeners also poll.
-    Returns whether a notification was sent. SQLite: none is, the bells in the wake
-    folder ring instead (:mod:`goalsui.store.doorbell`: schedulers of other processes
-    listen there).
-    """
+    """NOTIFY in a transaction of its own; whether one was sent. Never raises: the change is
+    committed already. SQLite: the wake folder's bells ring instead (:mod:`~goalsui.store.doorbell`)."""
     if engine.dialect.name != "postgresql":
         folder = doorbell.wake_dir(engine)
         if folder is not None:
@@ -96,12 +79,8 @@ def libpq_dsn(url: str) -> str:
 
 
 class ChangeListener:
-    """A thread that LISTENs on :data:`CHANNEL` and calls ``callback(what)``.
-
-    ``ignore_origin`` drops notifications published by that origin (a service's own
-    changes, which it already announces in-process). Reconnects with a back-off when the
-    connection drops.
-    """
+    """A thread that LISTENs on :data:`CHANNEL` and calls ``callback(what)``, reconnecting
+    with a back-off; ``ignore_origin``'s own changes (announced in-process) are dropped."""
 
     def __init__(
         self,
@@ -129,12 +108,8 @@ class ChangeListener:
         return self._ready.is_set() and not self._stopping.is_set()
 
     def start(self, wait: float = 10.0) -> bool:
-        """Start the thread; wait up to ``wait`` s for LISTEN to be active.
-
-        Returns True when listening. On False it keeps trying in the background
-        (``last_error`` says why); notifications published before LISTEN is active
-        are not seen.
-        """
+        """Start the thread; True once LISTEN is active within ``wait`` s, else it keeps
+        trying (``last_error`` says why). Notifications before LISTEN are not seen."""
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._run, name="goalsui-change-listener", daemon=True
@@ -160,7 +135,6 @@ class ChangeListener:
                 pass
         thread.join(timeout)
 
-    # -- the thread ----------------------------------------------------------------------
     def _run(self) -> None:
         import psycopg
         from psycopg import sql

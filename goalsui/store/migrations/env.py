@@ -1,10 +1,6 @@
-"""Alembic environment of goalsui.
-
-goalsui runs this programmatically (goalsui.store.schema): the caller passes an open
-connection, already inside the transaction that holds the schema lock, in
-``config.attributes["connection"]``. Without one (``alembic`` run by hand with
-``-x``/a config naming ``sqlalchemy.url``) an engine is made from the URL.
-"""
+"""Alembic environment of goalsui: :mod:`goalsui.store.schema` passes a connection inside
+the schema lock's transaction (``config.attributes["connection"]``); run by hand, an engine
+is made from ``sqlalchemy.url``."""
 
 from __future__ import annotations
 
