@@ -25,22 +25,16 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # an unpaired surrogate such as "\ud800"
-        return False
-    return True
-
-
 def _check_tree(data: Any, limit: int) -> None:
     """Depth at most ``limit``; every string and key is valid Unicode (no lone surrogates)."""
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         value, depth = stack.pop()
         if isinstance(value, str):
-            if not _encodable(value):
-                raise ValidationError("payload contains an unpaired surrogate escape")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # an unpaired surrogate such as "\ud800"
+                raise ValidationError("payload contains an unpaired surrogate escape") from None
             continue
         if isinstance(value, dict):
             children: list[Any] = [*value.keys(), *value.values()]
@@ -67,14 +61,11 @@ def parse_payload(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any]
         data = json.loads(text, parse_constant=_no_constants, parse_float=_finite_float)
     except RecursionError:
         raise ValidationError(f"payload is nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError as exc:
+        where = f"{exc.msg[:100]} (line {exc.lineno}, column {exc.colno})"
+        raise ValidationError(f"payload is not valid JSON: {where}") from None
     except ValueError as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        where = (
-            f" (line {exc.lineno}, column {exc.colno})"
-            if isinstance(exc, json.JSONDecodeError)
-            else ""
-        )
-        raise ValidationError(f"payload is not valid JSON: {reason[:100]}{where}") from None
+        raise ValidationError(f"payload is not valid JSON: {str(exc)[:100]}") from None
     if not isinstance(data, dict | list):
         raise ValidationError(
             f"payload must be a JSON object or array, found {type(data).__name__}"

@@ -26,14 +26,11 @@ from goalsui.hooks import signing
 from goalsui.hooks.net import is_loopback
 from goalsui.hooks.payload import parse_payload
 from goalsui.ops import listen
-from goalsui.ops.listen import ConnectionCap, Limits, QuietLog
+from goalsui.ops.listen import Limits, QuietLog
 
 log = logging.getLogger("goalsui.hooks")
 
-HEADER_TIMEOUT_S = listen.HEADER_TIMEOUT_S
 BODY_TIMEOUT_S = 10.0
-MAX_CONNECTIONS = listen.MAX_CONNECTIONS
-LOG_INTERVAL_S = listen.LOG_INTERVAL_S
 Payload = dict[str, Any] | list[Any]
 
 
@@ -259,7 +256,7 @@ def make_app(
     app[STATE_KEY] = _State(
         clock=clock,
         environ=os.environ if environ is None else environ,
-        quiet=quiet or QuietLog(log, LOG_INTERVAL_S),
+        quiet=quiet or QuietLog(log, listen.LOG_INTERVAL_S),
         body_timeout=body_timeout,
     )
     app.router.add_post("/hooks/{source}", _receive)
@@ -277,14 +274,6 @@ class Listener:
     bounded: listen.Bounded
 
     @property
-    def server(self) -> asyncio.AbstractServer:
-        return self.bounded.server
-
-    @property
-    def cap(self) -> ConnectionCap:
-        return self.bounded.cap
-
-    @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
@@ -300,16 +289,14 @@ async def start_listener(
     *,
     clock: Callable[[], float] = time.time,
     environ: Mapping[str, str] | None = None,
-    header_timeout: float = HEADER_TIMEOUT_S,
     body_timeout: float = BODY_TIMEOUT_S,
-    max_connections: int = MAX_CONNECTIONS,
-    log_interval: float = LOG_INTERVAL_S,
+    limits: Limits | None = None,
 ) -> Listener:
     """Serve ``POST /hooks/<source>`` and ``GET /healthz`` on ``host:port`` in this loop."""
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         raise GoalsuiError(f"invalid hooks port {port!r}: use 0-65535")
-    limits = Limits(max_connections, header_timeout, log_interval)
-    quiet = QuietLog(log, log_interval)
+    limits = limits or Limits()
+    quiet = QuietLog(log, limits.log_interval)
     app = make_app(service, clock=clock, environ=environ, body_timeout=body_timeout, quiet=quiet)
     runner = listen.make_runner(app, limits)
     await runner.setup()

@@ -30,12 +30,9 @@ _SIG_RE = re.compile(r"sha256=([0-9a-fA-F]{64})")
 _TS_RE = re.compile(r"[0-9]{1,12}")
 
 
-def _key(secret: str | bytes) -> bytes:
-    return secret.encode("utf-8") if isinstance(secret, str) else secret
-
-
 def _hex(secret: str | bytes, message: bytes) -> str:
-    return hmac.new(_key(secret), message, hashlib.sha256).hexdigest()
+    key = secret.encode("utf-8") if isinstance(secret, str) else secret
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 def sign(secret: str | bytes, timestamp: int | str, body: bytes) -> str:

@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from goalsui.hooks.server import start_listener
+from goalsui.ops.listen import Limits
 from goalsui.service import Service
 from tests.hooks_kit import CI_ENV, SECRET, signed
 
@@ -37,9 +38,8 @@ async def start(service: Service):
         "127.0.0.1",
         0,
         clock=lambda: NOW,
-        header_timeout=HEADER_TIMEOUT,
         body_timeout=BODY_TIMEOUT,
-        max_connections=CAP,
+        limits=Limits(max_connections=CAP, header_timeout=HEADER_TIMEOUT),
     )
 
 
@@ -129,7 +129,7 @@ async def test_connections_over_the_cap_are_refused_and_logged_once(
         )
         assert sum(not isinstance(x, BaseException) for x in refused) >= CAP * 2 - 2
         assert len(listener.runner.server.connections) <= CAP
-        assert listener.cap.refused >= CAP * 2 - 2
+        assert listener.bounded.cap.refused >= CAP * 2 - 2
         lines = [r for r in caplog.records if "connection refused" in r.getMessage()]
         assert len(lines) == 1  # once per interval, not once per attempt
         # the idle ones time out; then a real delivery gets through
