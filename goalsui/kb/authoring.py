@@ -22,13 +22,9 @@ _MAX_YAML_FILES = 500  # per goal: a tree with more is reported, not walked fore
 _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$")
 
 
-#: Agent CLIs goalsui has presets for (``runner: {agent: NAME}``), by binary name.
-AGENT_PRESETS = AGENTS
-
-
 def agents_on_path(path: str | None = None) -> list[str]:
     """The preset agent CLIs whose binary is on ``PATH`` (or ``path``)."""
-    return [name for name in AGENT_PRESETS if shutil.which(name, path=path)]
+    return [name for name in AGENTS if shutil.which(name, path=path)]
 
 
 def render_template(name: str, **values: str) -> str:

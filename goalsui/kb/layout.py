@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from goalsui.bundled import find_sample_kb
 from goalsui.domain.names import check_name
@@ -40,6 +40,8 @@ from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import is_within, new_goal_id, safe_join
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
+
+T = TypeVar("T")
 
 CONFIG_FILE = "goalsui.yaml"
 STAGING_PREFIX = ".staging-"
@@ -82,6 +84,14 @@ class WorkerSeed:
             instructions=self.instructions,
             protocol=protocol,
         )
+
+    def write(self, wdir: Path, goal_name: str, task: str, protocol: str) -> None:
+        """The worker's folder: its mailboxes, definition and prompt."""
+        (wdir / "inbox").mkdir(parents=True)
+        (wdir / "outbox").mkdir()
+        text = dump_yaml(self.definition, f"worker '{self.name}' (goalsui)")
+        atomic_write(wdir / "definition.yaml", text)
+        atomic_write(wdir / "prompt.md", self.prompt_text(goal_name, task, protocol))
 
 
 class KB:
@@ -322,11 +332,7 @@ class KB:
 
     def delete_goal(self, goal_id: str) -> None:
         """Remove a goal tree (renamed aside first, so readers never see half of it)."""
-        path = self.goal_dir(goal_id)
-        trash = safe_join(self.root, f"{TRASH_PREFIX}{goal_id}-{uuid.uuid4().hex[:6]}")
-        os.rename(path, trash)
-        fsync_dir(self.root)
-        shutil.rmtree(trash, ignore_errors=True)
+        remove_tree(self.root, self.goal_dir(goal_id))
 
     def creating(self, goal_id: str) -> bool:
         """True while a live process is creating ``goal_id`` in a staging folder."""
@@ -351,12 +357,8 @@ class KB:
         path = self.goal_dir(goal_id) / "definition.yaml"
         shown = self.display(path)
         self.check_inside(path, f"{goal_id}/definition.yaml")
-        data, text = load_yaml_mapping(path, shown)
-        parse_goal(data, text, shown, goal_id)  # refuse to rewrite a broken file
-        new_text = roundtrip_update(text, updates, display=shown)
-        new_data = parse_yaml(new_text, shown)
-        parse_goal(new_data, new_text, shown, goal_id)
-        atomic_write(path, new_text)
+        check = partial(parse_goal, display=shown, folder_name=goal_id)
+        atomic_write(path, _edited(path, shown, check, updates)[1])
 
     # -- confined file access ----------------------------------------------------------
     def tree(self, goal_id: str) -> ConfinedTree:
@@ -406,14 +408,11 @@ class KB:
             self.check_inside(wdir / "prompt.md", f"{goal_id}/workers/{worker}/prompt.md")
             if len(prompt.encode("utf-8")) > MAX_FILE_BYTES:
                 raise ValidationError("prompt is too large")
-        data, text = load_yaml_mapping(path, shown)
-        parse_worker(worker, data, text, shown)  # a broken file is never rewritten
         given = {"schedule": schedule, "runner": runner, "timeout": timeout}
         updates = {key: value for key, value in given.items() if value is not None}
-        new_text = roundtrip_update(text, updates, display=shown) if updates else text
-        new_data = parse_yaml(new_text, shown)
-        definition = parse_worker(worker, new_data or {}, new_text, shown)
-        if updates and new_text != text:  # an unchanged schedule writes nothing
+        check = partial(parse_worker, worker, display=shown)
+        text, new_text, definition = _edited(path, shown, check, updates)
+        if new_text != text:  # an unchanged schedule writes nothing
             atomic_write(path, new_text)
         if prompt is not None and _text_or_none(wdir / "prompt.md") != prompt:
             atomic_write(wdir / "prompt.md", prompt)
@@ -423,6 +422,17 @@ class KB:
         path = safe_join(self.worker_dir(goal_id, worker), "outbox")
         path.mkdir(exist_ok=True)
         return path
+
+
+def _edited(
+    path: Path, shown: str, check: Callable[[Any, str], T], updates: dict[str, Any]
+) -> tuple[str, str, T]:
+    """A definition's text and the text with ``updates``, both checked: a broken file is
+    never rewritten, and an edit that breaks it is refused."""
+    data, text = load_yaml_mapping(path, shown)
+    check(data, text)
+    new_text = roundtrip_update(text, updates, display=shown) if updates else text
+    return text, new_text, check(parse_yaml(new_text, shown) or {}, new_text)
 
 
 def _text_or_none(path: Path) -> str | None:
@@ -496,17 +506,22 @@ def _write_goal_tree(
     for index, seed in enumerate(workers):
         if fail_after_workers is not None and index >= fail_after_workers:
             raise OSError("injected failure while writing workers")
-        wdir = staging / "workers" / seed.name
-        (wdir / "inbox").mkdir(parents=True)
-        (wdir / "outbox").mkdir()
-        atomic_write(
-            wdir / "definition.yaml", dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)")
-        )
-        atomic_write(wdir / "prompt.md", seed.prompt_text(name, task, protocol_text))
+        seed.write(staging / "workers" / seed.name, name, task, protocol_text)
     for rel, text in (files or {}).items():
         target = safe_join(staging, rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, text)
+
+
+def remove_tree(root: Path, path: Path) -> None:
+    """Remove ``path`` in ``root``, renamed aside first so readers never see half of it."""
+    trash = root / f"{TRASH_PREFIX}{path.name}-{uuid.uuid4().hex[:6]}"
+    try:
+        os.rename(path, trash)
+    except FileNotFoundError:
+        return
+    fsync_dir(root)
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def _no_link_below(path: Path, base: Path) -> bool:
@@ -559,19 +574,15 @@ def init_kb(path: Path, *, sample: bool = False) -> Path:
     """Create an empty KB (or a copy of the sample KB) at ``path``."""
     path = Path(path).expanduser()
     try:
-        return _init_kb(path, sample)
+        if path.exists() and not path.is_dir():
+            raise ValidationError(f"cannot create a KB at {path}: it exists and is not a folder")
+        if path.exists() and any(path.iterdir()):
+            raise ValidationError(f"{path} exists and is not empty")
+        if sample:
+            copy_sample_kb(path)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            atomic_write(path / CONFIG_FILE, render_template("goalsui.yaml"))
+        return path.resolve()
     except OSError as exc:
         raise ValidationError(f"cannot create a KB at {path}: {exc.strerror or exc}") from None
-
-
-def _init_kb(path: Path, sample: bool) -> Path:
-    if path.exists() and not path.is_dir():
-        raise ValidationError(f"cannot create a KB at {path}: it exists and is not a folder")
-    if path.exists() and any(path.iterdir()):
-        raise ValidationError(f"{path} exists and is not empty")
-    if sample:
-        copy_sample_kb(path)
-    else:
-        path.mkdir(parents=True, exist_ok=True)
-        atomic_write(path / CONFIG_FILE, render_template("goalsui.yaml"))
-    return path.resolve()

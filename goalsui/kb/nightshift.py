@@ -13,11 +13,12 @@ from pathlib import Path
 from goalsui.domain.nightshift import PlanItem, item_from_yaml
 from goalsui.errors import KBError
 from goalsui.kb.atomic import atomic_write
+from goalsui.kb.authoring import STATE_FILE
 from goalsui.kb.repo import Repo
 from goalsui.kb.yamlio import line_of_key, load_yaml_mapping, roundtrip_update
 
 BINDING_FILE = "nightshift.yaml"
-STATE_FILE = "state.yaml"
+
 _KEYS = {"repo", "base", "check"}
 
 
@@ -83,20 +84,15 @@ def _locked(goal_dir: Path) -> Iterator[None]:
 
 def read_plan(goal_dir: Path) -> list[PlanItem]:
     """Every well-formed plan item of the goal, in file order."""
-    path = goal_dir / STATE_FILE
-    if not path.exists():
-        return []
-    data, _ = load_yaml_mapping(path, STATE_FILE)
-    items = data.get("plan") or []
-    if not isinstance(items, list):
-        raise KBError(STATE_FILE, "plan must be a list")
-    return [item for item in map(item_from_yaml, items) if item is not None]
+    _, raw = _state_list(goal_dir / STATE_FILE, "plan")
+    return [item for item in map(item_from_yaml, raw) if item is not None]
 
 
 def _state_list(path: Path, key: str) -> tuple[str, list[object]]:
     """``state.yaml``'s text ("" if none) and its list under ``key``; KBError if not a list."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    data, _ = load_yaml_mapping(path, STATE_FILE) if text else ({}, "")
+    if not path.exists():
+        return "", []
+    data, text = load_yaml_mapping(path, STATE_FILE)
     value = data.get(key) or []
     if not isinstance(value, list):
         raise KBError(STATE_FILE, f"{key} must be a list")
@@ -110,8 +106,7 @@ def update_plan(
     path = goal_dir / STATE_FILE
     with _locked(goal_dir):
         text, raw = _state_list(path, "plan")
-        items = [item for item in map(item_from_yaml, raw) if item is not None]
-        new_raw = change(items, list(raw))
+        new_raw = change([i for i in map(item_from_yaml, raw) if i is not None], list(raw))
         if new_raw is None:
             return
         atomic_write(path, roundtrip_update(text, {"plan": new_raw}, display=STATE_FILE))

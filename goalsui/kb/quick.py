@@ -23,16 +23,10 @@ def _scalar(raw: str | None) -> tuple[bool, str]:
     value = (raw or "").strip()
     if not value:
         return False, ""
-    if value[0] == '"':
-        inner = value[1:-1]
-        if len(value) > 1 and value.endswith('"') and '"' not in inner and "\\" not in inner:
-            return True, inner
-        return False, ""
-    if value[0] == "'":
-        inner = value[1:-1]
-        if len(value) > 1 and value.endswith("'") and "'" not in inner:
-            return True, inner
-        return False, ""
+    quote, inner = value[0], value[1:-1]
+    if quote in "\"'":  # a double-quoted scalar with an escape needs the real parser
+        simple = len(value) > 1 and value.endswith(quote) and quote not in inner
+        return (True, inner) if simple and (quote == "'" or "\\" not in inner) else (False, "")
     if value[0] in _PLAIN_START or ": " in value or " #" in value or value.endswith(":"):
         return False, ""
     return True, value
@@ -54,7 +48,6 @@ def _fields(text: str) -> dict[str, str] | None:
 
 def _parsed(text: str) -> dict[str, str]:
     """The fields by a full parse, with the KB's strict YAML rules (no aliases)."""
-    from goalsui.errors import GoalsuiError
     from goalsui.kb.yamlio import parse_yaml
 
     try:

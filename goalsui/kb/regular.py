@@ -35,13 +35,8 @@ def open_regular(path: Path | str, display: str | None = None) -> int:
     shown = display or str(path)
     try:
         before = os.stat(path)
-    except FileNotFoundError:
-        raise KBError(shown, "file is missing") from None
-    except OSError as exc:
-        raise KBError(shown, f"cannot read: {exc.strerror}") from None
-    if not stat.S_ISREG(before.st_mode):
-        raise _not_regular(shown, before.st_mode)
-    try:
+        if not stat.S_ISREG(before.st_mode):
+            raise _not_regular(shown, before.st_mode)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise KBError(shown, "file is missing") from None

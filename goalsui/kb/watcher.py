@@ -90,23 +90,17 @@ def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange
         if "." in name:
             return None  # a loose file at the KB root (goal ids have no dots)
         return KBChange(GOAL, p, goal_id=name, rel="", deleted=deleted)
-    goal_id, rest = parts[0], parts[1:]
-    rel = "/".join(rest)
+    rest = parts[1:]
+    worker = rest[1] if rest[0] == "workers" and len(rest) >= 2 else None
     if rest == ("definition.yaml",):
-        return KBChange(GOAL, p, goal_id, rel, deleted=deleted)
-    top = rest[0]
-    if top == "workers" and len(rest) >= 2:
-        worker = rest[1]
-        if len(rest) == 2 or rest[2:] == ("definition.yaml",):
-            return KBChange(WORKER, p, goal_id, rel, worker, deleted)
-        if rest[2] in ("inbox", "outbox"):
-            return KBChange(BOX, p, goal_id, rel, worker, deleted)
-        return KBChange(FILE, p, goal_id, rel, worker, deleted)
-    if top == "log":
-        return KBChange(LOG, p, goal_id, rel, deleted=deleted)
-    if top == "reports":
-        return KBChange(REPORT, p, goal_id, rel, deleted=deleted)
-    return KBChange(FILE, p, goal_id, rel, deleted=deleted)
+        kind = GOAL
+    elif worker is None:
+        kind = {"log": LOG, "reports": REPORT}.get(rest[0], FILE)
+    elif len(rest) == 2 or rest[2:] == ("definition.yaml",):
+        kind = WORKER
+    else:
+        kind = BOX if rest[2] in ("inbox", "outbox") else FILE
+    return KBChange(kind, p, parts[0], "/".join(rest), worker, deleted)
 
 
 class KBWatcher:
@@ -128,8 +122,7 @@ class KBWatcher:
         self.polling = bool(force_polling)
         self.healthy = False
         self.error: str | None = None
-        self.last_batch_at: float | None = None
-        self.batches_seen = 0
+        self.batches_seen = 0  # how a test knows the OS watch is in place
         self._stop: asyncio.Event | None = None
 
     def stop(self) -> None:
@@ -174,7 +167,6 @@ class KBWatcher:
                         if item is not None:
                             changes.append(item)
                     if changes:
-                        self.last_batch_at = time.monotonic()
                         self.batches_seen += 1
                         yield KBChanges(tuple(changes))
             except asyncio.CancelledError:

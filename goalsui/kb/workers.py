@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from goalsui.domain.names import check_name
 from goalsui.errors import KBError, ValidationError
-from goalsui.kb.atomic import atomic_write, fsync_dir
+from goalsui.kb.atomic import fsync_dir
 from goalsui.kb.config import WorkerDef, parse_goal, parse_worker
-from goalsui.kb.layout import KB, WorkerSeed
+from goalsui.kb.layout import KB, WorkerSeed, remove_tree
 from goalsui.kb.paths import safe_join
-from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, read_text
+from goalsui.kb.yamlio import load_yaml_mapping, read_text
 
 
 def _goal_texts(kb: KB, goal_id: str) -> tuple[str, str, str]:
@@ -52,11 +50,7 @@ def add_worker(
     shown = f"{goal_id}/workers/{seed.name}/definition.yaml"
     renamed = False
     try:
-        (staging / "inbox").mkdir(parents=True)
-        (staging / "outbox").mkdir()
-        text = dump_yaml(seed.definition, f"worker '{seed.name}' (goalsui)")
-        atomic_write(staging / "definition.yaml", text)
-        atomic_write(staging / "prompt.md", seed.prompt_text(name, task, protocol))
+        seed.write(staging, name, task, protocol)
         data, text = load_yaml_mapping(staging / "definition.yaml", shown)
         definition = parse_worker(seed.name, data, text, shown)
         os.rename(staging, final)
@@ -65,7 +59,7 @@ def add_worker(
         if register is not None:
             register()
     except BaseException as exc:
-        _remove_tree(root, final if renamed else staging)
+        remove_tree(root, final if renamed else staging)
         if made_root:
             with contextlib.suppress(OSError):
                 root.rmdir()
@@ -78,14 +72,4 @@ def add_worker(
 def remove_worker(kb: KB, goal_id: str, worker: str) -> None:
     """Remove ``workers/<worker>/`` (renamed aside first, then deleted)."""
     path = kb.worker_dir(goal_id, worker)
-    _remove_tree(path.parent, path)
-
-
-def _remove_tree(root: Path, path: Path) -> None:
-    trash = root / f".trash-{path.name}-{uuid.uuid4().hex[:6]}"
-    try:
-        os.rename(path, trash)
-    except FileNotFoundError:
-        return
-    fsync_dir(root)
-    shutil.rmtree(trash, ignore_errors=True)
+    remove_tree(path.parent, path)

@@ -204,7 +204,6 @@ def guess_indent(text: str) -> tuple[int, int]:
 def roundtrip_update(
     text: str,
     updates: dict[str, Any],
-    removals: tuple[str, ...] = (),
     *,
     display: str = "YAML file",
 ) -> str:
@@ -214,7 +213,6 @@ def roundtrip_update(
     rt = YAML(typ="rt")
     rt.preserve_quotes = True
     rt.width = 4096  # never re-wrap a human's long lines
-    rt.indent(mapping=2, sequence=4, offset=2)
     mapping_indent, seq_offset = guess_indent(text)
     rt.indent(mapping=mapping_indent, sequence=seq_offset + 2, offset=seq_offset)
     try:
@@ -228,8 +226,6 @@ def roundtrip_update(
         from ruamel.yaml.comments import CommentedMap
 
         doc = CommentedMap()
-    for key in removals:
-        doc.pop(key, None)
     for key, value in updates.items():
         if key in doc and isinstance(doc[key], dict) and isinstance(value, dict):
             existing = doc[key]
