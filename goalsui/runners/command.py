@@ -122,19 +122,12 @@ class _LogSink:
         self.queue.put_nowait(data)
 
     async def _run(self) -> None:
-        while True:
-            data = await self.queue.get()
-            if data is None:
-                return
-            # Coalesce what is already queued into one write.
-            parts = [data]
-            while not self.queue.empty():
-                nxt = self.queue.get_nowait()
-                if nxt is None:
-                    await self._write(b"".join(parts))
-                    return
-                parts.append(nxt)
-            await self._write(b"".join(parts))
+        parts: list[bytes | None] = []
+        while None not in parts:  # None, queued by close(), is the last item
+            parts = [await self.queue.get()]
+            while not self.queue.empty():  # what is already queued goes in the same write
+                parts.append(self.queue.get_nowait())
+            await self._write(b"".join(p for p in parts if p))
 
     async def _write(self, data: bytes) -> None:
         self.lines += data.count(b"\n")
@@ -443,15 +436,14 @@ async def run_command(
 def _refuse_start(args: list[str], cwd: Path | None) -> CommandResult | None:
     """A failed result for a command that cannot even be tried (no argv, no cwd)."""
     if not args:
-        return CommandResult("failed", None, "", reason="cannot start: the runner command is empty")
-    if cwd is not None and not Path(cwd).is_dir():
-        return CommandResult(
-            "failed",
-            None,
-            "",
-            reason=f"cannot start '{plain(args[0], limit=80)}': working directory {cwd} does not exist",
+        reason = "cannot start: the runner command is empty"
+    elif cwd is not None and not Path(cwd).is_dir():
+        reason = (
+            f"cannot start '{plain(args[0], limit=80)}': working directory {cwd} does not exist"
         )
-    return None
+    else:
+        return None
+    return CommandResult("failed", None, "", reason=reason)
 
 
 async def _start(
@@ -549,19 +541,11 @@ async def _wait_or_stop(
     done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     if wait_task in done:
         return None
-    ended_by = (
-        RunStatus.CANCELLED
-        if cancel_task is not None and cancel_task in done
-        else RunStatus.TIMEOUT
-    )
-    note = (
-        "cancel requested"
-        if ended_by == RunStatus.CANCELLED
-        else f"timed out after {format_timeout(timeout or 0)}"
-    )
+    cancelled = cancel_task is not None and cancel_task in done
+    note = "cancel requested" if cancelled else f"timed out after {format_timeout(timeout or 0)}"
     sink.put(f"[goalsui] {note}: SIGTERM to the process group\n".encode(), keep_tail=False)
     await _stop_group(running.proc, running.exited, grace, sink)
-    return ended_by
+    return RunStatus.CANCELLED if cancelled else RunStatus.TIMEOUT
 
 
 async def _drain_pipes(running: _Running, sink: _LogSink, grace: float) -> None:
