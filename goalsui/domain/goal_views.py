@@ -1,5 +1,5 @@
 """How a goal record and its intents become the :class:`GoalView` every client shows;
-rows are read through small protocols, so tables and records both fit."""
+intents are read through a small protocol, so tables and records both fit."""
 
 from __future__ import annotations
 
@@ -7,29 +7,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+from goalsui.domain.records import GoalRecord
 from goalsui.domain.states import IntentStatus
 from goalsui.domain.views import GoalView, WorkerView
 
 WORKER_KEY = "worker:{goal_id}/{worker}"
-
-
-class GoalFields(Protocol):
-    """What a goal's view reads of its goal row."""
-
-    @property
-    def goal_id(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def task(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def kb_path(self) -> str: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def sort_order(self) -> int: ...
 
 
 class IntentFields(Protocol):
@@ -90,8 +72,8 @@ def by_goal(intents: Iterable[IntentT]) -> dict[str, list[IntentT]]:
     return grouped
 
 
-def goal_view(goal: GoalFields, intents: Iterable[IntentFields]) -> GoalView:
-    """The view of a goal row and its intents (workers removed from the KB left out)."""
+def goal_view(goal: GoalRecord, intents: Iterable[IntentFields]) -> GoalView:
+    """The view of a goal and its intents (workers removed from the KB left out)."""
     workers = [
         WorkerView(
             name=i.worker or "",

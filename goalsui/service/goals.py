@@ -112,7 +112,7 @@ class Goals:
             goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
             intents = list(s.exec(select(Intent).order_by(col(Intent.id))).all())
         grouped = by_goal(intents)
-        return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals], intents
+        return [goal_view(g.record(), grouped.get(g.goal_id, [])) for g in goals], intents
 
     def get(self, goal_id: str) -> GoalView:
         """One goal with its workers, or :class:`NotFound`."""
@@ -122,7 +122,7 @@ class Goals:
             if goal is None:
                 raise NotFound(f"no goal '{goal_id}'")
             intents = s.exec(select(Intent).where(Intent.goal_id == goal_id)).all()
-        return goal_view(goal, list(intents))
+        return goal_view(goal.record(), list(intents))
 
     def delete(self, goal_id: str) -> None:
         """Delete a goal's tree; its intents end."""
@@ -166,4 +166,4 @@ class Goals:
             goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
             intents = s.exec(select(Intent).where(col(Intent.goal_id).is_not(None))).all()
         grouped = by_goal(intents)
-        return [goal_view(g, grouped.get(g.goal_id, [])) for g in goals]
+        return [goal_view(g.record(), grouped.get(g.goal_id, [])) for g in goals]

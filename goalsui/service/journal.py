@@ -27,11 +27,6 @@ def acting(run_id: int | None, tool: str | None) -> Iterator[None]:
         _ACTING.reset(token)
 
 
-def acting_now() -> tuple[int | None, str | None]:
-    """The (run id, tool name) of the tool call in progress, else (None, None)."""
-    return _ACTING.get()
-
-
 class Journal:
     """The journal of one service: entries are written by its ``actor`` unless told."""
 
@@ -51,7 +46,7 @@ class Journal:
     ) -> None:
         """Append one entry in its own transaction (marked with :func:`acting`'s run and tool)."""
         if run_id is None and tool is None:
-            run_id, tool = acting_now()
+            run_id, tool = _ACTING.get()  # the tool call in progress, if any
         with self.store.write() as s:
             s.add(
                 Entry(

@@ -72,12 +72,6 @@ def publish_now(engine: Engine, what: str, origin: str = "") -> bool:
         return False
 
 
-def libpq_dsn(url: str) -> str:
-    """The psycopg connection string of a SQLAlchemy PostgreSQL URL."""
-    parsed = make_url(url)
-    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 class ChangeListener:
     """A thread that LISTENs on :data:`CHANNEL` and calls ``callback(what)``, reconnecting
     with a back-off; ``ignore_origin``'s own changes (announced in-process) are dropped."""
@@ -91,7 +85,8 @@ class ChangeListener:
         channel: str = CHANNEL,
         max_backoff: float = 10.0,
     ) -> None:
-        self.dsn = libpq_dsn(url)
+        # the psycopg connection string of the SQLAlchemy URL
+        self.dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         self.callback = callback
         self.ignore_origin = ignore_origin
         self.channel = channel

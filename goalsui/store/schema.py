@@ -30,13 +30,8 @@ VERSION_TABLE = "alembic_version"
 #: pg_advisory_xact_lock key that serialises schema creation/upgrades ("goalsui" in ASCII).
 ADVISORY_LOCK_KEY = 0x676F616C737569
 
-EMPTY, CURRENT, OUTDATED, NEWER, UNVERSIONED = (
-    "empty",
-    "current",
-    "outdated",
-    "newer",
-    "unversioned",
-)
+EMPTY, CURRENT, OUTDATED = "empty", "current", "outdated"
+NEWER, UNVERSIONED = "newer", "unversioned"
 
 
 class SchemaError(GoalsuiError):

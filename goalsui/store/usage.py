@@ -69,16 +69,9 @@ def spend(
 
 def recent_runs(engine: Engine, intent_id: int, limit: int = 30) -> list[RunPoint]:
     """The intent's last ``limit`` executed runs, oldest first."""
+    columns = ["id", "status", "started_at", "finished_at", "cost_usd", "tokens_in", "tokens_out"]
     q = (
-        select(
-            _RUN.c.id,
-            _RUN.c.status,
-            _RUN.c.started_at,
-            _RUN.c.finished_at,
-            _RUN.c.cost_usd,
-            _RUN.c.tokens_in,
-            _RUN.c.tokens_out,
-        )
+        select(*(_RUN.c[name] for name in columns))
         .where(_RUN.c.intent_id == intent_id, _RUN.c.status.in_(_EXECUTED))
         .order_by(_RUN.c.id.desc())
         .limit(limit)
