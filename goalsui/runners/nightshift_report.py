@@ -10,15 +10,12 @@ from goalsui.domain.nightshift import PlanItem
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.kb import nightshift as files
+from goalsui.runners.report_cost import cell
 
 if TYPE_CHECKING:
     from goalsui.service import Service
 
 MAX_DIFFSTAT_LINES = 30
-
-
-def _cell(text: object) -> str:
-    return plain(str(text), limit=120).replace("|", "\\|").replace("\n", " ")
 
 
 def nightshift_section(service: Service, goal_id: str, night: date, since: datetime) -> list[str]:
@@ -40,16 +37,16 @@ def nightshift_section(service: Service, goal_id: str, night: date, since: datet
         lines.append("| --- | --- | --- | --- | ---: | --- | ---: |")
         for i in items:
             lines.append(
-                f"| {_cell(i.worker)} | {_cell(i.task)} | {_cell(i.status)}"
-                + (f": {_cell(i.reason)}" if i.reason and i.status == rules.FAILED else "")
-                + f" | {_cell(i.branch or '-')} | {i.commits if i.commits is not None else '-'} "
-                f"| {_cell(i.check or '-')} | {i.run_id or '-'} |"
+                f"| {cell(i.worker)} | {cell(i.task)} | {cell(i.status)}"
+                + (f": {cell(i.reason)}" if i.reason and i.status == rules.FAILED else "")
+                + f" | {cell(i.branch or '-')} | {i.commits if i.commits is not None else '-'} "
+                f"| {cell(i.check or '-')} | {i.run_id or '-'} |"
             )
     strays = [i for i in items if i.stray]
     if strays:
         lines += ["", "Outside the tasks' branches (checked after each task):", ""]
         lines += [
-            f"- {_cell(i.worker)} (run {i.run_id}): {plain(i.stray or '', limit=400)}"
+            f"- {cell(i.worker)} (run {i.run_id}): {plain(i.stray or '', limit=400)}"
             for i in strays
         ]
     lines += _diffstats(service, goal_id, binding, items)

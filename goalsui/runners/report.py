@@ -22,7 +22,7 @@ from goalsui.kb.atomic import atomic_write
 from goalsui.kb.reports import SNAPSHOT_DIR
 from goalsui.runners.deliver import OUTBOX_NAME, headline
 from goalsui.runners.nightshift_report import nightshift_actions, nightshift_section
-from goalsui.runners.report_cost import cost_lines, cost_summary
+from goalsui.runners.report_cost import cell, cost_lines, cost_summary
 from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
@@ -67,10 +67,7 @@ class RunEntry:
 
 @dataclass
 class NightReport:
-    goal_id: str
     night: date  # the night's start date (the file's name)
-    timezone: str
-    window_start: datetime
     window_end: datetime
     path: Path
     markdown: str
@@ -82,19 +79,9 @@ class NightReport:
 def report_timezone(service: Service, goal_id: str) -> str:
     """The reporter worker's timezone, else the goal's first worker's, else UTC."""
     intents = service.intents.list(goal_id=goal_id)
-    for intent in intents:
-        if (intent.runner or {}).get("builtin") == "report" and intent.timezone:
-            return intent.timezone
-    for intent in intents:
-        if intent.worker and intent.timezone:
-            return intent.timezone
-    return "UTC"
-
-
-def default_window(night: date, now: datetime, zone: ZoneInfo) -> tuple[datetime, datetime]:
-    """The night of ``night`` up to ``now``: from its noon to ``now``, at most to its end."""
-    start, end = night_window(night, zone)
-    return start, min(now, end)
+    reporters = [i for i in intents if (i.runner or {}).get("builtin") == "report"]
+    zones = [i.timezone for i in reporters + [i for i in intents if i.worker] if i.timezone]
+    return zones[0] if zones else "UTC"
 
 
 def report_instant(service: Service, run_id: int | None, now: datetime) -> datetime:
@@ -126,10 +113,6 @@ def _fence(lines: list[str], lang: str = "") -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
-def _cell(text: str) -> str:
-    return plain(text, limit=120).replace("|", "\\|").replace("\n", " ")
 
 
 def _label(intent: Intent) -> str:
@@ -364,9 +347,9 @@ def compile_report(
     zone = load_zone(tz)
     now = now or service.now()
     night = night or night_of(report_instant(service, exclude_run_id, now), zone)
-    start, end = window or default_window(night, now, zone)
-    if to_now and window is None:
-        end = now
+    start, end = window or night_window(night, zone)
+    if window is None:  # the night up to now (at most to its end, unless ``to_now``)
+        end = now if to_now else min(now, end)
     if end <= start:
         raise ValidationError(
             f"no report for the night of {night} yet: a night is named by the date it starts, "
@@ -383,10 +366,7 @@ def compile_report(
         atomic_write(path, markdown)
         _save_snapshot(goal_dir, night)
     return NightReport(
-        goal_id=goal_id,
         night=night,
-        timezone=tz,
-        window_start=start,
         window_end=end,
         path=path,
         markdown=markdown,
@@ -478,11 +458,11 @@ def _timeline_section(night: _Night) -> list[str]:
     for e in night.entries:
         r = e.run
         status = str(r.status) + (
-            f": {_cell(r.reason)}" if r.reason and r.status != RunStatus.OK else ""
+            f": {cell(r.reason)}" if r.reason and r.status != RunStatus.OK else ""
         )
         lines.append(
-            f"| {_cell(e.label)} | {r.id} | {r.trigger} | {_fmt(r.planned_at, zone)} | "
-            f"{_fmt(r.started_at, zone)} | {_duration(r)} | {status} | {_cell(e.source)} |"
+            f"| {cell(e.label)} | {r.id} | {r.trigger} | {_fmt(r.planned_at, zone)} | "
+            f"{_fmt(r.started_at, zone)} | {_duration(r)} | {status} | {cell(e.source)} |"
         )
     return lines
 

@@ -47,8 +47,9 @@ class _Tally:
         return format_usd(self.usd) if self.runs else "unknown"
 
 
-def _cell(text: str) -> str:
-    return plain(text, limit=80).replace("|", "\\|")
+def cell(text: object, limit: int = 120) -> str:
+    """Text for a Markdown table cell: plain, one line, its pipes escaped."""
+    return plain(str(text), limit=limit).replace("|", "\\|").replace("\n", " ")
 
 
 def cost_summary(entries: Sequence[_Entry]) -> str:
@@ -85,7 +86,7 @@ def cost_lines(
         ids = run_ids[label]
         source = ("run " if len(ids) == 1 else "runs ") + ", ".join(ids)
         lines.append(
-            f"| {_cell(label)} | {t.runs} | {t.usd_text()} | {tokens} | {t.unknown} | {source} |"
+            f"| {cell(label, 80)} | {t.runs} | {t.usd_text()} | {tokens} | {t.unknown} | {source} |"
         )
     priced = [e for e in entries if e.run.cost_usd is not None]
     priced.sort(key=lambda e: (-(e.run.cost_usd or 0.0), e.run.id or 0))
