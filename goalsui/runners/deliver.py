@@ -32,13 +32,6 @@ MAX_MESSAGE_CHARS = 64 * 1024
 class Delivery:
     status: str  # ok | silent
     outbox_path: Path | None = None
-    goal_log: tuple[Path, int] | None = None  # file and line of the goal-log entry
-    message_id: int | None = None
-
-
-def is_silent(output: str, token: str) -> bool:
-    """True when the whole output (stripped) is the silent token."""
-    return bool(token) and output.strip() == token.strip()
 
 
 def outbox_name(run: IntentRun) -> str:
@@ -77,43 +70,33 @@ def _goal_rel(service: Service, goal_id: str, path: Path) -> str:
 
 def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str) -> Delivery:
     """Deliver an ok run's stdout: silent token, or outbox + goal log + message."""
-    ref: tuple[Path, int] | None = None
-    if is_silent(output, service.config().silent_token):
+    token = service.config().silent_token
+    if token and output.strip() == token.strip():
         if intent.goal_id:
-            ref = service.files.append_log(
-                intent.goal_id, f"run {run.id} {run_label(intent)} silent (nothing to report)"
-            )
-            return Delivery("silent", goal_log=ref)
+            line = f"run {run.id} {run_label(intent)} silent (nothing to report)"
+            service.files.append_log(intent.goal_id, line)
         return Delivery("silent")
     if not output.strip():
         if intent.goal_id:
-            ref = service.files.append_log(
+            service.files.append_log(
                 intent.goal_id, f"run {run.id} {run_label(intent)} ok (no output)"
             )
-        return Delivery("ok", goal_log=ref)
+        return Delivery("ok")
     outbox: Path | None = None
     if intent.goal_id and intent.worker:
-        folder = service.kb.outbox_dir(intent.goal_id, intent.worker)
-        outbox = folder / outbox_name(run)
-        text = output if output.endswith("\n") else output + "\n"
-        atomic_write(outbox, text)
+        outbox = service.kb.outbox_dir(intent.goal_id, intent.worker) / outbox_name(run)
+        atomic_write(outbox, output if output.endswith("\n") else output + "\n")
+    where = "the run log"
     if intent.goal_id:
-        where = f" -> {_goal_rel(service, intent.goal_id, outbox)}" if outbox else ""
-        ref = service.files.append_log(
-            intent.goal_id,
-            f"run {run.id} {run_label(intent)} ok: {headline(output) or '(result)'}{where}",
-        )
+        where = _goal_rel(service, intent.goal_id, outbox) if outbox else where
+        pointer = f" -> {where}" if outbox else ""
+        line = f"run {run.id} {run_label(intent)} ok: {headline(output) or '(result)'}{pointer}"
+        service.files.append_log(intent.goal_id, line)
     content = output
     if len(content) > MAX_MESSAGE_CHARS:
-        where = (
-            _goal_rel(service, intent.goal_id, outbox)
-            if outbox and intent.goal_id
-            else "the run log"
-        )
         content = content[:MAX_MESSAGE_CHARS] + f"\n\n… (cut; the whole result is in {where})"
-    message = None
     if intent.thread_id is not None or intent.goal_id is not None:
-        message = service.threads.post(  # into the thread, else the goal
+        service.threads.post(  # into the thread, else the goal
             content,
             thread_id=intent.thread_id,
             goal_id=None if intent.thread_id is not None else intent.goal_id,
@@ -122,9 +105,7 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
             run_id=run.id,
             provenance=provenance(intent),
         )
-    return Delivery(
-        "ok", outbox_path=outbox, goal_log=ref, message_id=message.id if message else None
-    )
+    return Delivery("ok", outbox_path=outbox)
 
 
 def log_failure(

@@ -64,11 +64,10 @@ def _claude_stream(messages: list[dict[str, Any]]) -> ParsedOutput | None:
 def _claude_result(doc: dict[str, Any], model: str | None) -> ParsedOutput:
     found = doc.get("usage")
     raw_usage: dict[str, Any] = found if isinstance(found, dict) else {}
-    tokens_in = _sum_counts(
-        raw_usage,
-        ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
-        required="input_tokens",
-    )
+    tokens_in = None  # input tokens, cache writes and reads included
+    if _count(raw_usage.get("input_tokens")) is not None:
+        inputs = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        tokens_in = sum(_count(raw_usage.get(k)) or 0 for k in inputs)
     tokens_out = _count(raw_usage.get("output_tokens"))
     cost = _money(doc.get("total_cost_usd", doc.get("cost_usd")))
     per_model = doc.get("modelUsage")
@@ -196,32 +195,26 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        return None
-    return int(value)
-
-
 def _money(value: Any) -> float | None:
+    """A finite, non-negative number (never a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value) or value < 0:
+    try:
+        return float(value) if math.isfinite(value) and value >= 0 else None
+    except OverflowError:  # an integer too large for a float (JSON allows 1000 digits)
         return None
-    return float(value)
+
+
+def _count(value: Any) -> int | None:
+    """A whole, non-negative number, else None."""
+    number = _money(value)
+    return int(number) if number is not None and number.is_integer() else None
 
 
 def _add(total: int | None, value: int | None) -> int | None:
     if value is None:
         return total
     return value if total is None else total + value
-
-
-def _sum_counts(data: dict[str, Any], keys: tuple[str, ...], *, required: str) -> int | None:
-    if _count(data.get(required)) is None:
-        return None
-    return sum(_count(data.get(k)) or 0 for k in keys)
 
 
 def _usage(

@@ -160,6 +160,9 @@ def test_agent_output_is_parsed_into_the_answer_and_its_usage() -> None:
     assert parsed.text == "done" and parsed.usage is not None and parsed.usage.tokens_in == 10
     assert parse_output("not json at all") == ParsedOutput(None, "not json at all")
     assert parse_output('{"result": "x"}') == ParsedOutput(None, '{"result": "x"}')
+    # a count no float can hold is unknown, not a crash of the turn
+    huge = '{"type": "result", "result": "x", "usage": {"input_tokens": 1%s}}' % ("0" * 400)
+    assert parse_output(huge) == ParsedOutput(None, "x")
 
 
 def test_secrets_never_reach_a_stored_argv() -> None:
