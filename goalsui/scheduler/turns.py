@@ -123,7 +123,7 @@ class Launcher:
     def _report_skips(self, result: ClaimResult) -> None:
         """Tell the subscribers about the overlaps and skips a claim step recorded."""
         passed = {run["intent_id"] for run in result.overlaps}
-        for info in self.info.values():
+        for info in self.info.values() if passed else ():
             if info.intent_id in passed:
                 info.next_run_at = None  # advanced in the database; watch() re-reads it
         for run in result.overlaps:

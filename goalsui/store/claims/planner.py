@@ -24,7 +24,6 @@ from goalsui.store.claims.shapes import (
     CompletionResult,
     Row,
 )
-from goalsui.store.claims.statements import AFTER_COLUMNS
 from goalsui.store.sqlite_hot import Cas
 
 #: (action, subject, detail) of one journal line.
@@ -215,6 +214,10 @@ _TEXT_FIELDS = ("reason", "output_tail", "output_path", "model", "prompt")
 def clean_completion(c: Completion) -> Completion:
     """``c`` as it can be stored: NUL stripped from its texts, a runner's skip recorded as
     status ``skipped`` (and so never a failure)."""
+    if not (
+        c.skipped or c.argv or c.reason or c.output_tail or c.output_path or c.prompt or c.model
+    ):
+        return c  # the usual no-op outcome: nothing to clean
     changes: dict[str, Any] = {}
     for name in _TEXT_FIELDS:
         value = getattr(c, name)
@@ -327,9 +330,9 @@ def plan_completions(
                 status = RunStatus.CANCELLED
             plan.release.append(row["id"])
             row["lease_owner"], row["lease_until"] = None, None
-        review = decision is not None and decision.needs_review
-        if c.run_id in open_ids:
-            plan.runs.append((c, status, review))
+        recorded = c.run_id in open_ids
+        if recorded:
+            plan.runs.append((c, status, decision is not None and decision.needs_review))
         if detailed or k < 3:
             detail = f"run {c.run_id}: {status}" + (f" - {c.reason}" if c.reason else "")
             plan.journal.append(("run finished", f"intent {c.intent_id}", detail))
@@ -338,7 +341,7 @@ def plan_completions(
         if decision is not None and decision.journal:
             plan.journal.extend((a, f"intent {c.intent_id}", d) for a, d in decision.journal)
         plan.results.append(
-            CompletionResult(c, status, c.run_id in open_ids, decision is not None, row, decision)
+            CompletionResult(c, status, recorded, decision is not None, row, decision)
         )
     return plan
 
@@ -346,14 +349,18 @@ def plan_completions(
 def _plan_after(
     plan: CompletionPlan, row: Row, decision: AfterDecision, *, owner: str, now: datetime
 ) -> None:
-    values = dict(decision.values)
+    """The row takes the decision's values (every AFTER_COLUMNS column is read, so the
+    updated row holds what the intent's update writes)."""
+    values = decision.values
     values["updated_at"] = now
     if values.get("last_error") is not None:
         values["last_error"] = strip_nul(values["last_error"])
-    full = {k: values[k] if k in values else row.get(k) for k in AFTER_COLUMNS}
-    plan.intent_updates.append((row["id"], full))
-    plan.overlap_runs.extend(overlap_run(row, w, owner=owner, now=now) for w in decision.overlaps)
-    row.update(full)
+    if decision.overlaps:
+        plan.overlap_runs.extend(
+            overlap_run(row, w, owner=owner, now=now) for w in decision.overlaps
+        )
+    row.update(values)
+    plan.intent_updates.append((row["id"], row))
 
 
 def run_outcomes(plan: CompletionPlan, now: datetime) -> list[RunOutcome]:

@@ -123,7 +123,7 @@ class SqlPrimitives:
     def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
         """Set the completion values on intents still ``firing`` under ``owner``'s lease."""
         params = [
-            {"_id": i, "_owner": owner, **{f"v_{k}": v for k, v in full.items()}}
+            {"_id": i, "_owner": owner, **{f"v_{k}": full[k] for k in AFTER_COLUMNS}}
             for i, full in updates
         ]
         self.apply(conn, params, per_row=AFTER, grouped=AFTER_GROUP, skip=())

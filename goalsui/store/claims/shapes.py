@@ -110,8 +110,9 @@ class AfterDecision:
     needs_review: bool = False  # an interrupted run held for the operator (no retry)
 
 
-@dataclass(frozen=True, slots=True)
-class CompletionResult:
+class CompletionResult(NamedTuple):
+    """How one outcome was recorded (a named tuple: one is made per fire)."""
+
     completion: Completion
     run_status: str  # what was recorded on the run (may differ: a cancel wins)
     recorded: bool  # the run row was still ``running`` and got this outcome
