@@ -31,34 +31,27 @@ def pdeathsig_supported() -> bool:
     return _prctl() is not None
 
 
-def child_setup() -> Callable[[], None] | None:
-    """The ``preexec_fn`` that kills the child with its parent (at once if already gone)."""
+def _setup(*calls: tuple[int, int]) -> Callable[[], None] | None:
+    """A ``preexec_fn`` making the ``prctl`` calls, then exiting at once if the parent is gone."""
     prctl = _prctl()
     if prctl is None:
         return None
     parent = os.getpid()
-    kill = int(signal.SIGKILL)
 
     def setup() -> None:
-        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        for option, value in calls:
+            prctl(option, value, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(137)
 
     return setup
+
+
+def child_setup() -> Callable[[], None] | None:
+    """The ``preexec_fn`` that kills the child with its parent (SIGKILL)."""
+    return _setup((_PR_SET_PDEATHSIG, int(signal.SIGKILL)))
 
 
 def supervisor_setup() -> Callable[[], None] | None:
     """The supervisor's ``preexec_fn``: child subreaper, SIGUSR1 when the parent dies."""
-    prctl = _prctl()
-    if prctl is None:
-        return None
-    parent = os.getpid()
-    usr1 = int(signal.SIGUSR1)
-
-    def setup() -> None:
-        prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        prctl(_PR_SET_PDEATHSIG, usr1, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(137)
-
-    return setup
+    return _setup((_PR_SET_CHILD_SUBREAPER, 1), (_PR_SET_PDEATHSIG, int(signal.SIGUSR1)))

@@ -31,14 +31,13 @@ class AgentOptions:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
-def no_push_env() -> dict[str, str]:
-    """Git configuration by environment: no transport at all for the agent's git calls."""
-    return {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "protocol.allow",
-        "GIT_CONFIG_VALUE_0": "never",
-        "GIT_TERMINAL_PROMPT": "0",
-    }
+#: git configuration by environment: no transport at all for the agent's git calls
+NO_PUSH_ENV = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "protocol.allow",
+    "GIT_CONFIG_VALUE_0": "never",
+    "GIT_TERMINAL_PROMPT": "0",
+}
 
 
 def nightshift_agent_options(agent: str, role: str, workdir: Path) -> AgentOptions:
@@ -46,7 +45,7 @@ def nightshift_agent_options(agent: str, role: str, workdir: Path) -> AgentOptio
     if role not in ROLES:
         raise ValueError(f"unknown nightshift role {role!r} (known: {', '.join(ROLES)})")
     workdir = Path(workdir)
-    env = no_push_env()
+    env = NO_PUSH_ENV
     if agent == "claude":
         denied = ("--disallowedTools", ",".join(CLAUDE_DENIED))
         if role == TASK:
@@ -77,17 +76,9 @@ def _extend_list_flag(argv: list[str], flag: str, values: Sequence[str]) -> bool
 
 def _without_pair(argv: list[str], flag: str, value: str) -> list[str]:
     """``argv`` without the pair ``flag value`` wherever it occurs."""
-    out: list[str] = []
-    skip = False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if arg == flag and i + 1 < len(argv) and argv[i + 1] == value:
-            skip = True
-            continue
-        out.append(arg)
-    return out
+    starts = [i for i in range(len(argv) - 1) if argv[i] == flag and argv[i + 1] == value]
+    dropped = {*starts, *(i + 1 for i in starts)}
+    return [arg for i, arg in enumerate(argv) if i not in dropped]
 
 
 def apply_agent_options(argv: Sequence[str], agent: str, options: AgentOptions) -> list[str]:
