@@ -14,9 +14,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from goalsui.domain.capabilities import idle_capabilities
-from goalsui.domain.goal_views import WORKER_KEY as WORKER_KEY
-from goalsui.domain.goal_views import is_worker_schedule as is_worker_schedule
-from goalsui.domain.goal_views import worker_intent_key as worker_intent_key
+from goalsui.domain.goal_views import is_worker_schedule, worker_intent_key
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentKind, IntentStatus
 from goalsui.domain.triggers import first_due
 from goalsui.domain.views import Problem

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from goalsui.domain.goal_views import worker_intent_key
 from goalsui.domain.names import check_name
 from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunTrigger
@@ -16,7 +17,7 @@ from goalsui.errors import KBError, NotFound
 from goalsui.service.context import ServiceContext
 from goalsui.service.goals import Goals
 from goalsui.service.intents import Intents
-from goalsui.service.kbindex import Index, worker_intent_key
+from goalsui.service.kbindex import Index
 from goalsui.store.models import Intent, IntentRun
 
 

@@ -26,6 +26,12 @@ EARLY = 5.0
 LATE = 15 * 60.0
 
 
+def _stat(pid: int | str) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command (state first); OSError if unreadable."""
+    text = (PROC / str(pid) / "stat").read_text()
+    return text[text.rfind(")") + 2 :].split()
+
+
 def this_host() -> str:
     """The name recorded on runs started here."""
     return socket.gethostname()
@@ -47,14 +53,11 @@ def owner_alive_here(owner: str | None, *, me: str, host: str) -> bool:
     if pid <= 1 or pid == os.getpid():
         return False
     try:
-        state = (PROC / str(pid) / "stat").read_text()
+        return _stat(pid)[0] != "Z"
     except FileNotFoundError:
         return False
     except OSError:
-        state = ""
-    if state:
-        return state[state.rfind(")") + 2 :].split()[0] != "Z"
-    return pid_alive(pid)
+        return pid_alive(pid)
 
 
 def _members(pgid: int) -> list[tuple[int, str, int]] | None:
@@ -66,10 +69,9 @@ def _members(pgid: int) -> list[tuple[int, str, int]] | None:
         if not entry.name.isdigit():
             continue
         try:
-            text = (entry / "stat").read_text()
+            fields = _stat(entry.name)
         except OSError:
             continue  # it ended while we looked
-        fields = text[text.rfind(")") + 2 :].split()
         # fields[0] is the state, [2] the process group, [19] the start time (ticks)
         if len(fields) > 19 and int(fields[2]) == pgid:
             found.append((int(entry.name), fields[0], int(fields[19])))
@@ -98,7 +100,7 @@ def group_is_the_runs(pgid: int, started_at: datetime | None) -> bool:
     if started_at is None:
         return True
     try:
-        text = (PROC / str(pgid) / "stat").read_text()
+        ticks = int(_stat(pgid)[19])
         boot = next(
             int(line.split()[1])
             for line in (PROC / "stat").read_text().splitlines()
@@ -106,7 +108,6 @@ def group_is_the_runs(pgid: int, started_at: datetime | None) -> bool:
         )
     except (OSError, StopIteration, ValueError):
         return True  # no leader (or no /proc): the members alone say it
-    ticks = int(text[text.rfind(")") + 2 :].split()[19])
     lag = boot + ticks / os.sysconf("SC_CLK_TCK") - started_at.timestamp()
     return -EARLY <= lag <= LATE
 
