@@ -22,7 +22,7 @@ from goalsui.kb.atomic import atomic_write
 from goalsui.kb.reports import SNAPSHOT_DIR
 from goalsui.runners.deliver import OUTBOX_NAME, headline
 from goalsui.runners.nightshift_report import nightshift_actions, nightshift_section
-from goalsui.runners.report_cost import cell, cost_lines, cost_summary
+from goalsui.runners.report_cost import cell, cost_lines, cost_summary, run_ids
 from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
@@ -55,14 +55,9 @@ class RunEntry:
 
     @property
     def source(self) -> str:
-        where = self.outbox or self.run_log or self.goal_log
-        if where is None:
-            where = (
-                "scheduler record"
-                if self.run.status in (RunStatus.SKIPPED, RunStatus.MISSED)
-                else "run record"
-            )
-        return f"run {self.run.id}, {where}"
+        unrun = self.run.status in (RunStatus.SKIPPED, RunStatus.MISSED)
+        record = "scheduler record" if unrun else "run record"
+        return f"run {self.run.id}, {self.outbox or self.run_log or self.goal_log or record}"
 
 
 @dataclass
@@ -279,9 +274,8 @@ def _collect(
     log_refs = _goal_log_refs(goal_dir, start, end, {r.id for r, _ in runs if r.id is not None})
     entries = []
     for run, intent in runs:
-        entry = RunEntry(run=run, intent=intent, label=_label(intent))
-        entry.outbox = outboxes.get(run.id or -1)
-        entry.goal_log = log_refs.get(run.id or -1)
+        key = run.id or -1
+        entry = RunEntry(run, intent, _label(intent), outboxes.get(key), log_refs.get(key))
         if run.status in PROBLEM_STATUSES or (run.status == RunStatus.OK and not entry.outbox):
             entry.run_log, entry.error_tail = _run_log(run)
         if entry.outbox:
@@ -316,16 +310,10 @@ class _Night:
 
     def count_text(self) -> str:
         """``3 ok (runs 1, 2, 4), 1 failed (run 3)``, in STATUS_ORDER."""
-        counts = self.counts
-        ids_by_status: dict[str, list[int]] = {}
+        ids: dict[str, list[int | None]] = {}
         for e in self.entries:
-            ids_by_status.setdefault(str(e.run.status), []).append(e.run.id or 0)
-
-        def ids(status: str) -> str:
-            values = ids_by_status.get(status, [])
-            return ("run " if len(values) == 1 else "runs ") + ", ".join(str(v) for v in values)
-
-        return ", ".join(f"{counts[s]} {s} ({ids(s)})" for s in STATUS_ORDER if counts.get(s))
+            ids.setdefault(str(e.run.status), []).append(e.run.id)
+        return ", ".join(f"{len(ids[s])} {s} ({run_ids(ids[s])})" for s in STATUS_ORDER if s in ids)
 
 
 def compile_report(

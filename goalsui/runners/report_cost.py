@@ -52,6 +52,11 @@ def cell(text: object, limit: int = 120) -> str:
     return plain(str(text), limit=limit).replace("|", "\\|").replace("\n", " ")
 
 
+def run_ids(ids: Sequence[int | None]) -> str:
+    """``run 4`` or ``runs 1, 2, 4``: where a report's statement comes from."""
+    return ("run " if len(ids) == 1 else "runs ") + ", ".join(str(i) for i in ids)
+
+
 def cost_summary(entries: Sequence[_Entry]) -> str:
     """One summary line: the night's reported cost and how many runs did not say."""
     total = _Tally()
@@ -75,16 +80,15 @@ def cost_lines(
     """The ``## Cost`` section (markdown lines)."""
     lines = ["## Cost", ""]
     per_worker: dict[str, _Tally] = {}
-    run_ids: dict[str, list[str]] = {}
+    ids_of: dict[str, list[int | None]] = {}
     for e in entries:
         per_worker.setdefault(e.label, _Tally()).add(e.run)
-        run_ids.setdefault(e.label, []).append(str(e.run.id))
+        ids_of.setdefault(e.label, []).append(e.run.id)
     lines.append("| worker | runs with usage | cost | tokens | no usage reported | source |")
     lines.append("| --- | ---: | ---: | ---: | ---: | --- |")
     for label, t in sorted(per_worker.items(), key=lambda kv: (-kv[1].usd, kv[0])):
         tokens = format_tokens(t.tokens) if t.runs else "unknown"
-        ids = run_ids[label]
-        source = ("run " if len(ids) == 1 else "runs ") + ", ".join(ids)
+        source = run_ids(ids_of[label])
         lines.append(
             f"| {cell(label, 80)} | {t.runs} | {t.usd_text()} | {tokens} | {t.unknown} | {source} |"
         )
