@@ -33,15 +33,12 @@ class MergeResult:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    """This environment without the caller's repository, prompts or locale."""
+    own = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+    env = {key: value for key, value in os.environ.items() if key not in own}
     env.update(
-        GIT_TERMINAL_PROMPT="0",
-        GIT_ASKPASS="/bin/false",
-        GIT_SSH_COMMAND="/bin/false",
-        LC_ALL="C",
+        GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="/bin/false", GIT_SSH_COMMAND="/bin/false", LC_ALL="C"
     )
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        env.pop(key, None)
     return env
 
 

@@ -164,15 +164,12 @@ def load_yaml_mapping(path: Path, display: str | None = None) -> tuple[dict[Any,
 
 def line_of_key(text: str, key: str) -> int | None:
     """Best-effort 1-based line of ``key:`` in YAML text (for error messages)."""
-    pattern = re.compile(rf"^\s*-?\s*['\"]?{re.escape(key)}['\"]?\s*:")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if pattern.match(line):
-            return number
-    # A key inside a flow mapping: ``ci: {secret_env: [a]}``.
-    flow = re.compile(rf"[{{,]\s*['\"]?{re.escape(key)}['\"]?\s*:")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if flow.search(line):
-            return number
+    quoted = rf"['\"]?{re.escape(key)}['\"]?\s*:"
+    # a block key first, then one inside a flow mapping: ``ci: {secret_env: [a]}``
+    for pattern in (re.compile(rf"^\s*-?\s*{quoted}"), re.compile(rf"[{{,]\s*{quoted}")):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if pattern.search(line):
+                return number
     return None
 
 

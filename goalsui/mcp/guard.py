@@ -1,18 +1,11 @@
 """Every request line on the stdio tool server gets an answer, with a reason.
 
-The SDK parses each line of stdin with pydantic; a line it cannot read (a lone
-surrogate escape such as ``"\\ud800"``, a 5,000-digit number) becomes an exception that
-it logs, and the client waits forever for a reply. Numbers of 2^63 or more reached the
-tools and failed in the database with no reason. :func:`run_stdio` reads the lines
-itself: each one is checked with the standard JSON parser first (:func:`check_line`),
-and a line that fails is answered here with a JSON-RPC error naming the problem (its
-``id`` when the line has one; parse error ``-32700`` with ``id: null`` otherwise). A
-notification that fails is dropped: it has nobody to answer. Good lines go on to the
-SDK unchanged.
-
-Bounds: integers within ±(2^53 − 1) (I-JSON, RFC 7493: what every JSON peer reads
-exactly), floats finite, strings valid Unicode, numbers at most 100 characters long.
-"""
+The SDK logs a line it cannot read (a lone surrogate ``"\\ud800"``, a 5,000-digit number)
+and the client waits forever; numbers of 2^63 or more failed in the database with no
+reason. So each line is checked first and a bad one answered here with a JSON-RPC error
+(its ``id`` if readable, else ``-32700`` with ``id: null``; a notification is dropped).
+Bounds: integers within ±(2^53 − 1) (I-JSON, RFC 7493), floats finite, valid Unicode,
+numbers at most 100 characters."""
 
 from __future__ import annotations
 
@@ -85,18 +78,22 @@ def _lone_surrogate(data: Any) -> bool:
     return False
 
 
-def _request_id(line: str) -> Any:
-    """The line's ``id`` read leniently (None when there is none to read)."""
+def _loose(line: str) -> dict[str, Any]:
+    """The line's object read leniently ({} when it is none)."""
     try:
         loose = json.loads(line, parse_int=lambda t: int(t) if len(t) <= 20 else None)
     except (ValueError, RecursionError):
-        return None
-    if isinstance(loose, dict):
-        rid = loose.get("id")
-        if isinstance(rid, str) and not _lone_surrogate(rid):
-            return rid
-        if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) <= MAX_SAFE_INT:
-            return rid
+        return {}
+    return loose if isinstance(loose, dict) else {}
+
+
+def _request_id(line: str) -> Any:
+    """The line's ``id`` when it is one a reply can carry (else None)."""
+    rid = _loose(line).get("id")
+    if isinstance(rid, str) and not _lone_surrogate(rid):
+        return rid
+    if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) <= MAX_SAFE_INT:
+        return rid
     return None
 
 
@@ -122,13 +119,6 @@ def check_line(line: str) -> None:
         )
 
 
-def _is_notification(line: str) -> bool:
-    with contextlib.suppress(ValueError, RecursionError):
-        loose = json.loads(line, parse_int=lambda t: 0, parse_float=lambda t: 0.0)
-        return isinstance(loose, dict) and "method" in loose and "id" not in loose
-    return False
-
-
 class _GuardedLines:
     """The lines of the wire for the SDK's reader; refused lines are answered here."""
 
@@ -150,7 +140,8 @@ class _GuardedLines:
             yield line
 
     async def _answer(self, line: str, problem: LineProblem) -> None:
-        if _is_notification(line):
+        loose = _loose(line)
+        if "method" in loose and "id" not in loose:  # a notification: nobody to answer
             return
         await self.ready.wait()
         error = types.JSONRPCError(

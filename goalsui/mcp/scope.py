@@ -61,45 +61,39 @@ class Scope:
         return ", ".join(parts) or "no scope (read-only)"
 
 
-def _narrow(
-    capabilities: tuple[str, ...],
+def _narrowed(
+    caps: tuple[str, ...],
     goal_id: str | None,
+    worker: str | None,
     thread_id: int | None,
     private: bool,
-    worker: str | None = None,
-) -> frozenset[str]:
+    run_id: int | None = None,
+) -> Scope:
+    """The scope's tools: the capabilities' in this goal and thread; a worker without
+    ``read_kb`` reads only its own prompt and the goal's protocol."""
+    has_worker = worker is not None and goal_id is not None
     tools = tools_for(
-        capabilities,
-        has_thread=thread_id is not None,
-        private_thread=private,
-        has_worker=worker is not None and goal_id is not None,
+        caps, has_thread=thread_id is not None, private_thread=private, has_worker=has_worker
     )
-    if goal_id is None:
-        tools = tools - set(GOAL_TOOLS)
-    return tools
-
-
-def _readable(
-    capabilities: tuple[str, ...], goal_id: str | None, worker: str | None
-) -> tuple[tuple[str, ...], ...] | None:
-    """A worker without ``read_kb`` reads only its own prompt and the goal's protocol."""
-    if goal_id is not None and worker is not None and "read_kb" not in capabilities:
-        return own_files(worker)
-    return None
+    return Scope(
+        tools=tools if goal_id is not None else tools - set(GOAL_TOOLS),
+        run_id=run_id,
+        goal_id=goal_id,
+        worker=worker,
+        thread_id=thread_id,
+        readable=(
+            own_files(worker)
+            if worker is not None and goal_id is not None and "read_kb" not in caps
+            else None
+        ),
+    )
 
 
 def run_scope(service: Service, run_id: int) -> Scope:
     """The scope of a live run (refused when the run is not running)."""
     rs = service.agents.run_scope(run_id)
     caps = rs.capabilities if rs.capabilities is not None else THREAD_RUN_CAPABILITIES
-    return Scope(
-        tools=_narrow(caps, rs.goal_id, rs.thread_id, rs.private_thread, rs.worker),
-        run_id=run_id,
-        goal_id=rs.goal_id,
-        worker=rs.worker,
-        thread_id=rs.thread_id,
-        readable=_readable(caps, rs.goal_id, rs.worker),
-    )
+    return _narrowed(caps, rs.goal_id, rs.worker, rs.thread_id, rs.private_thread, run_id)
 
 
 def operator_scope(
@@ -118,10 +112,4 @@ def operator_scope(
             raise ValidationError("--worker needs --goal")
         caps = service.agents.worker_capabilities(goal_id, worker)
     private = service.threads.get(thread_id).private if thread_id is not None else False
-    return Scope(
-        tools=_narrow(caps, goal_id, thread_id, private, worker),
-        goal_id=goal_id,
-        worker=worker,
-        thread_id=thread_id,
-        readable=_readable(caps, goal_id, worker),
-    )
+    return _narrowed(caps, goal_id, worker, thread_id, private)

@@ -114,19 +114,14 @@ class ToolServer(MCPServer):
         return result
 
 
-def register_all(ctx: ToolContext) -> None:
-    """Register the tools of ``ctx.scope``, one module of :mod:`goalsui.mcp.tools` per group."""
+def build_server(service: Service, scope: Scope) -> ToolServer:
+    """A server offering exactly the tools of ``scope``, one module of tools per group."""
     from goalsui.mcp.tools import context, goals, intents, kb, nightshift, threads, todos
 
-    ctx.served = served_tools(ctx.service, ctx.scope)
+    server = ToolServer(service, scope)
+    ctx = ToolContext(service, scope, server, served_tools(service, scope))
     for module in (context, goals, kb, todos, intents, threads, nightshift):
         module.register(ctx)
-
-
-def build_server(service: Service, scope: Scope) -> ToolServer:
-    """A server offering exactly the tools of ``scope``."""
-    server = ToolServer(service, scope)
-    register_all(ToolContext(service=service, scope=scope, server=server))
     return server
 
 

@@ -8,7 +8,7 @@ import json
 import keyword
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
@@ -59,11 +59,9 @@ def tool_message(text: str, kb_root: str | None = None) -> str:
 
 def served_tools(service: Service, scope: Scope) -> frozenset[str]:
     """The tools served: the scope's, less goal-changing ones without an own goal or in private."""
-    tools = set(scope.tools)
-    withheld = goal_changing_withheld(service, scope)
-    if withheld:
-        tools.difference_update(GOAL_CHANGING)
-    return frozenset(tools)
+    if goal_changing_withheld(service, scope):
+        return scope.tools - set(GOAL_CHANGING)
+    return scope.tools
 
 
 def goal_changing_withheld(service: Service, scope: Scope) -> str | None:
@@ -123,10 +121,6 @@ def page(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], d
     }
 
 
-def compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 @dataclass
 class ToolContext:
     """What every tool gets: the service, the scope, and the server to register on."""
@@ -134,7 +128,7 @@ class ToolContext:
     service: Service
     scope: Scope
     server: MCPServer
-    served: frozenset[str] = field(default_factory=frozenset)
+    served: frozenset[str]
 
     def tool(
         self,
@@ -165,8 +159,9 @@ class ToolContext:
                         result = fn(*args, **kwargs)
                 except (GoalsuiError, ToolFailure) as exc:
                     raise ToolError(tool_message(str(exc), kb_root)) from None
+                text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
                 return CallToolResult(
-                    content=[TextContent(type="text", text=compact(result))],
+                    content=[TextContent(type="text", text=text)],
                     structured_content=result,
                 )
 

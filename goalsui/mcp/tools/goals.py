@@ -32,13 +32,9 @@ class GoalSummary(TypedDict):
     task: str
 
 
-class GoalInfo(TypedDict):
+class GoalInfo(GoalSummary):
     """A goal with its workers (paths inside it are relative to its directory)."""
 
-    goal_id: str
-    name: str
-    task: str
-    status: str
     workers: list[WorkerInfo]
 
 
@@ -95,8 +91,8 @@ def goal_info(view: GoalView) -> GoalInfo:
     return {
         "goal_id": view.goal_id,
         "name": view.name,
-        "task": view.task,
         "status": view.status,
+        "task": view.task,
         "workers": [w.as_json() for w in view.workers],  # type: ignore[misc]  # as_json() returns the TypedDict's keys as a plain dict
     }
 

@@ -3,7 +3,7 @@ list_intents (paged)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -55,19 +55,11 @@ class IntentList(TypedDict):
 
 
 def intent_json(i: Intent) -> IntentInfo:
-    return {
-        "id": i.id or 0,
-        "title": i.title,
-        "kind": i.kind,
-        "status": i.status,
-        "schedule": i.schedule,
-        "timezone": i.timezone,
-        "event_source": i.event_source,
-        "next_run_at": i.next_run_at.isoformat(timespec="seconds") if i.next_run_at else None,
-        "thread_id": i.thread_id,
-        "goal_id": i.goal_id,
-        "worker": i.worker,
-    }
+    """The intent's fields that :class:`IntentInfo` names."""
+    info = {key: getattr(i, key) for key in IntentInfo.__annotations__}
+    info["id"] = i.id or 0
+    info["next_run_at"] = i.next_run_at.isoformat(timespec="seconds") if i.next_run_at else None
+    return cast(IntentInfo, info)
 
 
 def in_scope(scope: Scope, intent: Intent) -> bool:
