@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,26 +83,15 @@ class Usage:
 
     def __post_init__(self) -> None:
         notes: list[str] = []
-        for name in ("tokens_in", "tokens_out"):
+        limits = (("tokens_in", int, MAX_TOKENS), ("tokens_out", int, MAX_TOKENS))
+        for name, kind, top in (*limits, ("cost_usd", int | float, MAX_COST_USD)):
             value = getattr(self, name)
             if value is None:
                 continue
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or not 0 <= value <= MAX_TOKENS
-            ):
+            # NaN and infinity fail the range test too
+            if isinstance(value, bool) or not isinstance(value, kind) or not 0 <= value <= top:
                 object.__setattr__(self, name, None)
                 notes.append(f"{name} out of range")
-        cost = self.cost_usd
-        if cost is not None and (
-            isinstance(cost, bool)
-            or not isinstance(cost, int | float)
-            or not math.isfinite(cost)
-            or not 0 <= cost <= MAX_COST_USD
-        ):
-            object.__setattr__(self, "cost_usd", None)
-            notes.append("cost_usd out of range")
         if self.model is not None:
             model = str(self.model)[:MAX_MODEL_CHARS]
             object.__setattr__(self, "model", model or None)
