@@ -62,7 +62,6 @@ from goalsui.scheduler.turns import Launcher, TurnFunc
 from goalsui.scheduler.waking import CrossProcessWake
 from goalsui.scheduler.writer import OutcomeWriter
 from goalsui.store.claims import (
-    BurstProbe,
     CatchUpPlan,
     ClaimBackend,
     RecoveryResult,
@@ -369,19 +368,3 @@ class Scheduler:
     async def watch(self) -> None:
         """A cheap read: stop turns whose intent was cancelled; notice passed occurrences."""
         await self.leases.watch()
-
-    # -- for tests that look inside ------------------------------------------------------------------
-    @property
-    def _turn(self) -> TurnFunc:
-        return self.launcher.turn
-
-    @_turn.setter
-    def _turn(self, turn: TurnFunc) -> None:
-        self.launcher.set_turn(turn)
-
-    @property
-    def _tasks(self) -> dict[int, asyncio.Task[None]]:
-        return self.launcher.tasks
-
-    def _burst_probe(self, now: datetime) -> BurstProbe | None:
-        return self.claimer.burst_probe(now)

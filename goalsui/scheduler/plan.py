@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from datetime import UTC, datetime, time, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from croniter import croniter
@@ -77,10 +77,6 @@ class PlannedFire:
     count: int = 1  # consecutive skipped ticks collapsed into one line
     last_at: datetime | None = None  # the last of those ticks
     trigger: str = "schedule"  # schedule | run-now | retry | event | catch-up
-
-    @property
-    def ends_at(self) -> datetime | None:
-        return self.at + self.run_length if self.at is not None else None
 
     def local(self, dt: datetime | None = None, zone: tzinfo | None = None) -> str:
         dt = dt or self.at
@@ -612,12 +608,3 @@ def summarise(items: list[PlannedFire]) -> list[IntentPlan]:
     far = datetime.max.replace(tzinfo=UTC)
     return sorted(rows.values(), key=lambda r: (r.fires[0] if r.fires else far, r.label))
 
-
-def plan_day(
-    service: Service, day: date, zone: str, goal_id: str | None = None
-) -> list[PlannedFire]:
-    """The plan for one local day (00:00-24:00 in ``zone``) from now on (console timeline)."""
-    tz = load_zone(zone)
-    now = service.now()
-    end = localize(datetime.combine(day + timedelta(days=1), time(0, 0)), tz)
-    return plan(service, now, end, goal_id) if end > now else []

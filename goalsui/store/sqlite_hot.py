@@ -157,8 +157,11 @@ def select_due(cur: sqlite3.Cursor, due_by: datetime, limit: int) -> tuple[list[
 _readers: dict[tuple[str, ...], Reader] = {}
 
 
-def intents_by_id(cur: sqlite3.Cursor, ids: Sequence[int], names: Sequence[str]) -> list[Row]:
-    """Some columns of the intents with these ids."""
+def intents_by_id(
+    cur: sqlite3.Cursor, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
+) -> list[Row]:
+    """Some columns of the intents with these ids (``lock``: the write lock of ``BEGIN
+    IMMEDIATE`` holds them already)."""
     key = tuple(names)
     reader = _readers.get(key)
     if reader is None:

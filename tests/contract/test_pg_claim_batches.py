@@ -15,9 +15,10 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.engine import Engine
 
 from goalsui.service import Service
+from goalsui.store.claims import pg_hot
 from goalsui.store.claims.binds import INTENT, RUN, rows
 from goalsui.store.claims.planner import new_run
-from goalsui.store.claims.primitives import PgPrimitives, SqlPrimitives
+from goalsui.store.claims.primitives import HotPrimitives, SqlPrimitives
 from goalsui.store.claims.statements import AFTER_COLUMNS, RUN_DONE_COLUMNS
 from goalsui.store.sqlite_hot import Cas
 from tests.claims_kit import claims_for
@@ -60,7 +61,7 @@ def _intents(engine: Engine, n: int, **values: Any) -> list[int]:
 
 
 def _both(engine: Engine) -> tuple[SqlPrimitives, SqlPrimitives]:
-    return PgPrimitives(engine.dialect), SqlPrimitives(engine.dialect)
+    return HotPrimitives(engine.dialect, pg_hot), SqlPrimitives(engine.dialect)
 
 
 def _runs(engine: Engine, ids: list[int]) -> list[dict[str, Any]]:
@@ -72,7 +73,8 @@ def _runs(engine: Engine, ids: list[int]) -> list[dict[str, Any]]:
 
 
 def test_postgres_gets_the_batch_primitives(engine: Engine) -> None:
-    assert isinstance(claims_for(engine).p, PgPrimitives)
+    p = claims_for(engine).p
+    assert isinstance(p, HotPrimitives) and p.hot is pg_hot
 
 
 def _run_rows(intent_ids: list[int]) -> list[dict[str, Any]]:
@@ -236,8 +238,6 @@ def test_outcomes_of_many_firing_rows_are_joined_by_key_on_stale_statistics(
         conn.execute(
             INTENT.update().where(INTENT.c.id.in_(ids)).values(status="firing", lease_owner=OWNER)
         )
-    from goalsui.store.claims import pg_hot
-
     updates = [
         (
             i,

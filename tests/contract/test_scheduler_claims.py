@@ -294,7 +294,7 @@ async def test_turns_claimed_ahead_share_a_start_gate_that_one_cancel_cannot_clo
         runs = await sched.tick()
         assert len(runs) == 3 and turn.calls == []
         await asyncio.sleep(0.01)  # the three wait at their gate
-        sched._tasks[runs[0]].cancel()
+        sched.launcher.tasks[runs[0]].cancel()
         await sched.drain()
     finally:
         await sched.stop()
@@ -351,8 +351,8 @@ async def test_a_burst_is_claimed_early_only_as_far_as_the_slots_and_lookahead_a
     # Their looks at the database do not even count the burst.
     for slots, lookahead in ((8, 0.25), (1000, 0)):
         sched = Scheduler(svc, max_concurrency=slots, lookahead_seconds=lookahead)
-        assert sched._burst_probe(clock.now) is None
-    assert Scheduler(svc, max_concurrency=1000)._burst_probe(clock.now) is not None
+        assert sched.claimer.burst_probe(clock.now) is None
+    assert Scheduler(svc, max_concurrency=1000).claimer.burst_probe(clock.now) is not None
 
 
 def test_racing_threads_claim_disjoint_sets(db_url, empty_kb, make_service, clock: FakeClock):

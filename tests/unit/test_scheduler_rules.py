@@ -302,7 +302,7 @@ async def test_a_turn_that_raises_is_a_failed_run(svc, sched, clock):
     async def broken(service, intent, run, *, event=None, cancel):
         raise RuntimeError("boom")
 
-    sched._turn = broken
+    sched.launcher.set_turn(broken)
     intent = svc.intents.create(
         title="x", instruction="x", kind="at", schedule=clock.now.isoformat()
     )

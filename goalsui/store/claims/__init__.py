@@ -25,7 +25,6 @@ from __future__ import annotations
 from goalsui.store.claims.backend import (
     ClaimBackend,
     SqlClaimBackend,
-    SqliteClaimBackend,
     claim_backend_for,
 )
 from goalsui.store.claims.binds import EVENT, INTENT, JOURNAL, RUN
@@ -68,7 +67,6 @@ __all__ = [
     "RecoveryResult",
     "Row",
     "SqlClaimBackend",
-    "SqliteClaimBackend",
     "burst_size",
     "claim_backend_for",
 ]

@@ -1,11 +1,8 @@
-"""The claim backend: the scheduler's transactions, one implementation per kind of engine.
+"""The claim backend: the scheduler's transactions.
 
 :class:`ClaimBackend` is what the scheduler needs of the database. :class:`SqlClaimBackend`
-runs it on any SQLAlchemy engine; whether the engine has row locks (PostgreSQL's ``FOR
-UPDATE SKIP LOCKED``) is decided once, from the dialect, by its primitives.
-:class:`SqliteClaimBackend` sends the hot statements straight through the DBAPI cursor.
-:func:`claim_backend_for` gives the backend of an engine; the scheduler's also reads
-through the store's reader engine.
+runs it on any SQLAlchemy engine; what the engine has (row locks, a fast path through the
+DBAPI cursor) is decided once, from the dialect, by its primitives.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from goalsui.store.claims import housekeeping, recovery
 from goalsui.store.claims.claim import LostRace, burst_size, claim_rows, record_overlaps
 from goalsui.store.claims.complete import complete
 from goalsui.store.claims.planner import JournalEntry, bare_completion, journal_rows
-from goalsui.store.claims.primitives import SqlitePrimitives, SqlPrimitives, primitives_for
+from goalsui.store.claims.primitives import primitives_for
 from goalsui.store.claims.shapes import (
     AfterDecision,
     BurstProbe,
@@ -104,16 +101,13 @@ class SqlClaimBackend:
     dialect has them), applying ``rules``. Writes go to ``engine``; the cheap reads
     (:meth:`check_running`, :meth:`soonest_burst`) to ``read_engine`` (default: ``engine``)."""
 
-    primitives: type[SqlPrimitives] | None = None  # None: the dialect's (primitives_for)
-
     def __init__(
         self, engine: Engine, rules: ClaimRules, read_engine: Engine | None = None
     ) -> None:
         self.engine = engine
         self.rules = rules
         self.read_engine = engine if read_engine is None else read_engine
-        kind = self.primitives
-        self.p = primitives_for(engine.dialect) if kind is None else kind(engine.dialect)
+        self.p = primitives_for(engine.dialect)
 
     def _after(self, now: datetime) -> DecideAfter:
         """The completion rules as of ``now``."""
@@ -402,17 +396,9 @@ class SqlClaimBackend:
         return housekeeping.prune_runs(self.engine, before=before, batch=batch)
 
 
-class SqliteClaimBackend(SqlClaimBackend):
-    """The claim backend on SQLite: the hot statements through the DBAPI cursor, under the
-    ``BEGIN IMMEDIATE`` write lock every transaction of the writer engine takes."""
-
-    primitives = SqlitePrimitives
-
-
 def claim_backend_for(
     engine: Engine, rules: ClaimRules, read_engine: Engine | None = None
 ) -> SqlClaimBackend:
     """A claim backend on ``engine`` applying ``rules``, its kind chosen from the dialect
     (the scheduler's reads through the store's reader engine, ``read_engine``)."""
-    cls = SqliteClaimBackend if engine.dialect.name == "sqlite" else SqlClaimBackend
-    return cls(engine, rules, read_engine)
+    return SqlClaimBackend(engine, rules, read_engine)

@@ -2,16 +2,15 @@
 
 :class:`SqlPrimitives` is generic SQLAlchemy Core; whether the engine has row locks
 (``SELECT ... FOR UPDATE [SKIP LOCKED]``, PostgreSQL) is a capability decided once, at
-construction, from the dialect. :class:`SqlitePrimitives` sends the same SQL straight
-through the DBAPI cursor (:mod:`goalsui.store.sqlite_hot`), under the ``BEGIN
-IMMEDIATE`` write lock that makes row locks unnecessary there.
+construction, from the dialect. :class:`HotPrimitives` sends the same work as fixed SQL
+text straight through the DBAPI cursor, on SQLite and on PostgreSQL (psycopg).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Dialect
@@ -157,109 +156,76 @@ class SqlPrimitives:
         return hit
 
 
-class SqlitePrimitives(SqlPrimitives):
-    """SQLite: the hot statements through the DBAPI cursor (see :mod:`sqlite_hot`)."""
+class HotPath(Protocol):
+    """The functions :mod:`goalsui.store.sqlite_hot` and :mod:`goalsui.store.claims.pg_hot`
+    both define (each module is one); ``cur``: the module's ``cursor(conn)``."""
+
+    def cursor(self, conn: Connection) -> Any: ...
+    def select_due(self, cur: Any, due_by: datetime, limit: int) -> tuple[list[Row], list[Any]]: ...
+    def intents_by_id(
+        self, cur: Any, ids: Sequence[int], names: Sequence[str], *, lock: bool
+    ) -> list[Row]: ...
+    def open_runs(self, cur: Any, run_ids: Sequence[int]) -> set[int]: ...
+    def soonest(self, cur: Any) -> datetime | None: ...
+    def cas(self, cur: Any, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime) -> int: ...
+    def insert_runs(self, cur: Any, rows: list[Row]) -> list[Row]: ...
+    def insert_journal(self, cur: Any, rows: list[Row]) -> None: ...
+    def close_runs(self, cur: Any, columns: Sequence[str], updates: list[RunOutcome]) -> None: ...
+    def update_after(
+        self, cur: Any, columns: Sequence[str], updates: list[tuple[int, Row]], owner: str
+    ) -> None: ...
+
+
+class HotPrimitives(SqlPrimitives):
+    """The hot statements as fixed text through the DBAPI cursor: ``hot`` is
+    :mod:`goalsui.store.sqlite_hot` (under the ``BEGIN IMMEDIATE`` write lock) or
+    :mod:`goalsui.store.claims.pg_hot` (each batch one statement over column arrays)."""
+
+    def __init__(self, dialect: Dialect, hot: HotPath) -> None:
+        super().__init__(dialect)
+        self.hot = hot
 
     def select_due(
         self, conn: Connection, due_by: datetime, limit: int
     ) -> tuple[list[Row], list[Any]]:
-        rows, texts = sqlite_hot.select_due(sqlite_hot.cursor(conn), due_by, limit)
-        return rows, list(texts)
+        return self.hot.select_due(self.hot.cursor(conn), due_by, limit)
 
     def read_intents(
         self, conn: Connection, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
     ) -> list[Row]:
-        return sqlite_hot.intents_by_id(sqlite_hot.cursor(conn), list(ids), names)
+        return self.hot.intents_by_id(self.hot.cursor(conn), list(ids), names, lock=lock)
 
     def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
-        return sqlite_hot.open_runs(sqlite_hot.cursor(conn), run_ids)
+        return self.hot.open_runs(self.hot.cursor(conn), run_ids)
 
     def soonest(self, conn: Connection) -> datetime | None:
-        return sqlite_hot.soonest(sqlite_hot.cursor(conn))
+        return self.hot.soonest(self.hot.cursor(conn))
 
     def cas(
         self, conn: Connection, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime
     ) -> int:
-        return sqlite_hot.cas(sqlite_hot.cursor(conn), rows, now, due_by)
+        return self.hot.cas(self.hot.cursor(conn), rows, now, due_by)
 
     def insert_runs(self, conn: Connection, rows: list[Row]) -> list[Row]:
-        """Ids are assigned here (max + 1, ...: the transaction holds the write lock) and
-        the rows go in with one multi-row ``INSERT``."""
-        if not rows:
-            return []
-        return sqlite_hot.insert_runs(sqlite_hot.cursor(conn), rows)
+        return self.hot.insert_runs(self.hot.cursor(conn), rows) if rows else []
 
     def insert_journal(self, conn: Connection, rows: list[Row]) -> None:
         if rows:
-            sqlite_hot.insert_journal(sqlite_hot.cursor(conn), rows)
+            self.hot.insert_journal(self.hot.cursor(conn), rows)
 
     def close_runs(self, conn: Connection, outcomes: list[RunOutcome]) -> None:
-        sqlite_hot.close_runs(sqlite_hot.cursor(conn), RUN_DONE_COLUMNS, outcomes)
+        self.hot.close_runs(self.hot.cursor(conn), RUN_DONE_COLUMNS, outcomes)
 
     def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
-        sqlite_hot.update_after(sqlite_hot.cursor(conn), AFTER_COLUMNS, updates, owner)
-
-
-class PgPrimitives(SqlPrimitives):
-    """PostgreSQL: the hot statements through the psycopg cursor, each batch one
-    statement of fixed text over column arrays (see :mod:`pg_hot`)."""
-
-    def select_due(
-        self, conn: Connection, due_by: datetime, limit: int
-    ) -> tuple[list[Row], list[Any]]:
-        from goalsui.store.claims import pg_hot
-
-        return pg_hot.select_due(pg_hot.cursor(conn), due_by, limit)
-
-    def read_intents(
-        self, conn: Connection, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
-    ) -> list[Row]:
-        from goalsui.store.claims import pg_hot
-
-        return pg_hot.intents_by_id(pg_hot.cursor(conn), ids, names, lock=lock)
-
-    def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
-        from goalsui.store.claims import pg_hot
-
-        return pg_hot.open_runs(pg_hot.cursor(conn), run_ids)
-
-    def soonest(self, conn: Connection) -> datetime | None:
-        from goalsui.store.claims import pg_hot
-
-        return pg_hot.soonest(pg_hot.cursor(conn))
-
-    def cas(
-        self, conn: Connection, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime
-    ) -> int:
-        from goalsui.store.claims import pg_hot
-
-        return pg_hot.cas(pg_hot.cursor(conn), rows, now, due_by)
-
-    def insert_runs(self, conn: Connection, rows: list[Row]) -> list[Row]:
-        from goalsui.store.claims import pg_hot
-
-        return pg_hot.insert_runs(pg_hot.cursor(conn), rows)
-
-    def insert_journal(self, conn: Connection, rows: list[Row]) -> None:
-        from goalsui.store.claims import pg_hot
-
-        pg_hot.insert_journal(pg_hot.cursor(conn), rows)
-
-    def close_runs(self, conn: Connection, outcomes: list[RunOutcome]) -> None:
-        from goalsui.store.claims import pg_hot
-
-        pg_hot.close_runs(pg_hot.cursor(conn), RUN_DONE_COLUMNS, outcomes)
-
-    def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
-        from goalsui.store.claims import pg_hot
-
-        pg_hot.update_after(pg_hot.cursor(conn), AFTER_COLUMNS, updates, owner)
+        self.hot.update_after(self.hot.cursor(conn), AFTER_COLUMNS, updates, owner)
 
 
 def primitives_for(dialect: Dialect) -> SqlPrimitives:
     """The primitives for an engine's dialect (decided once per backend)."""
     if dialect.name == "sqlite":
-        return SqlitePrimitives(dialect)
+        return HotPrimitives(dialect, sqlite_hot)
     if dialect.name == "postgresql" and dialect.driver == "psycopg":
-        return PgPrimitives(dialect)
+        from goalsui.store.claims import pg_hot  # psycopg is loaded for PostgreSQL only
+
+        return HotPrimitives(dialect, pg_hot)
     return SqlPrimitives(dialect)
