@@ -172,14 +172,11 @@ def make_runner(app: web.Application, limits: Limits, **kwargs: Any) -> web.AppR
 
 @dataclass
 class Bounded:
-    """A listening port with its cap; ``close()`` stops listening."""
+    """A listening port with its cap (:func:`close` stops it)."""
 
     server: asyncio.AbstractServer
     cap: ConnectionCap
     port: int
-
-    def close(self) -> None:
-        self.server.close()
 
 
 async def listen(
@@ -210,6 +207,6 @@ async def listen(
 async def close(bounded: Bounded | None, runner: web.AppRunner) -> None:
     """Stop listening, then end the connections and the application."""
     if bounded is not None:
-        bounded.close()
+        bounded.server.close()
     with contextlib.suppress(Exception):
         await runner.cleanup()

@@ -126,10 +126,9 @@ CODEX_FEATURES_OFF = ("multi_agent", "view_image", "goals")
 CODEX_SHELL = "shell"
 
 
-def codex_user_servers(environ: Mapping[str, str] | None = None) -> list[str]:
+def codex_user_servers() -> list[str]:
     """MCP servers of the user's Codex config but goalsui's own; [] when there is none."""
-    env = os.environ if environ is None else environ
-    home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else Path.home() / ".codex"
+    home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
     try:
         with (home / "config.toml").open("rb") as fh:
             servers = tomllib.load(fh).get("mcp_servers")
