@@ -47,21 +47,6 @@ def protocol_name(protocol: str, fallback: str) -> str:
     return fallback
 
 
-def render_worker_prompt(
-    worker: str, *, goal_name: str, task: str, instructions: str, protocol: str
-) -> str:
-    """A worker's ``prompt.md`` from its instructions, the goal's task and the protocol's name."""
-    return render_template(
-        "worker_prompt.md",
-        worker=worker,
-        goal_name=goal_name,
-        task=task.strip() or goal_name,
-        instructions=instructions.strip() or f"(none yet: describe what `{worker}` does each tick)",
-        protocol_file="protocol.md",
-        protocol_name=protocol_name(protocol, f"Protocol: {goal_name}"),
-    )
-
-
 def check_state_bytes(shown: str, new_bytes: int, limit: int) -> None:
     """Refuse a ``state.yaml`` of ``new_bytes`` bytes over ``limit`` (one clear line)."""
     if new_bytes > limit:

@@ -23,9 +23,9 @@ from goalsui.kb.atomic import atomic_write, fsync_dir
 from goalsui.kb.authoring import (
     STATE_FILE,
     check_state_bytes,
+    protocol_name,
     render_protocol,
     render_template,
-    render_worker_prompt,
     yaml_problems,
 )
 from goalsui.kb.config import (
@@ -73,25 +73,24 @@ class WorkerSeed:
     prompt: str = ""
     instructions: str = ""
 
-    def prompt_text(self, goal_name: str, task: str, protocol: str) -> str:
-        """``prompt`` as given, else rendered from the instructions, task and protocol."""
-        if self.prompt:
-            return self.prompt
-        return render_worker_prompt(
-            self.name,
-            goal_name=goal_name,
-            task=task,
-            instructions=self.instructions,
-            protocol=protocol,
-        )
-
     def write(self, wdir: Path, goal_name: str, task: str, protocol: str) -> None:
-        """The worker's folder: its mailboxes, definition and prompt."""
+        """The worker's folder: its mailboxes, definition and prompt (``prompt`` as given, else
+        rendered from the instructions, the goal's task and the protocol's name)."""
         (wdir / "inbox").mkdir(parents=True)
         (wdir / "outbox").mkdir()
         text = dump_yaml(self.definition, f"worker '{self.name}' (goalsui)")
         atomic_write(wdir / "definition.yaml", text)
-        atomic_write(wdir / "prompt.md", self.prompt_text(goal_name, task, protocol))
+        none_yet = f"(none yet: describe what `{self.name}` does each tick)"
+        prompt = self.prompt or render_template(
+            "worker_prompt.md",
+            worker=self.name,
+            goal_name=goal_name,
+            task=task.strip() or goal_name,
+            instructions=self.instructions.strip() or none_yet,
+            protocol_file="protocol.md",
+            protocol_name=protocol_name(protocol, f"Protocol: {goal_name}"),
+        )
+        atomic_write(wdir / "prompt.md", prompt)
 
 
 class KB:
