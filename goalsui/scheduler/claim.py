@@ -175,7 +175,7 @@ class Claimer:
             completions=batch,
             check_overlaps=check,
         )
-        future: asyncio.Future[ClaimResult] = rt.db_now(call, notify=True)
+        future: asyncio.Future[ClaimResult] = rt.db(call, notify=True)
         return _Step(future, batch, now, due_by)
 
     # -- the soonest due time ----------------------------------------------------------------------

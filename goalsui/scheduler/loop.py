@@ -1,32 +1,20 @@
-"""The embedded scheduler: an asyncio service inside whatever loop hosts it.
+"""The embedded scheduler: an asyncio service inside whatever loop hosts it (see
+docs/architecture.md, "The scheduler").
 
-The database is the only truth. The scheduler claims due intents with a
-compare-and-set (through its injected claim backend, the store's
-:class:`~goalsui.store.claims.ClaimBackend`), runs each
-claimed occurrence as an isolated turn (:func:`goalsui.runners.turn.run_turn`, or an
-injected coroutine), and records the outcome with the rules of
-:mod:`goalsui.scheduler.rules`. See docs/architecture.md, "The scheduler".
+The database is the only truth: due intents are claimed with a compare-and-set through
+the injected :class:`~goalsui.store.claims.ClaimBackend`, each claimed occurrence runs
+as an isolated turn (:func:`goalsui.runners.turn.run_turn`, or an injected coroutine),
+and its outcome is recorded with the rules of :mod:`goalsui.scheduler.rules`.
 
-:class:`Scheduler` wires its parts together, each a small class in its own module built
-with the parts it uses (one way: the claimer hands claimed runs to the launcher, whose
-turns queue their outcomes for the writer):
-
-- claim-and-launch (:mod:`~goalsui.scheduler.claim`, :mod:`~goalsui.scheduler.turns`),
-- the outcomes' queue and the outcome writer (:mod:`~goalsui.scheduler.outcomes`,
-  :mod:`~goalsui.scheduler.writer`),
-- the alarm clock (:mod:`~goalsui.scheduler.alarm`, APScheduler's ``AsyncIOScheduler``:
-  it only wakes the claim loop),
-- housekeeping (:mod:`~goalsui.scheduler.housekeeping`: recovery, catch-up, sweep,
-  prune; :mod:`~goalsui.scheduler.leases`),
-- alerts (:mod:`~goalsui.scheduler.alerting`) and waking on other processes' changes
-  (:mod:`~goalsui.scheduler.waking`).
-
-They run as named tasks (``claim``, ``writer``, ``alarm``, ``housekeeping``, ``leases``)
-watched by one :class:`~goalsui.scheduler.monitor.Monitor`: a task that
-dies stops the scheduler, whose ``state`` becomes ``failed`` and ``error`` says which
-task died and why. A step that fails (a full disk, a database that does not answer)
-kills no task: the scheduler stays ``running`` but ``degraded`` (not ready), retries
-with a back-off and recovers by itself (:mod:`~goalsui.scheduler.troubles`).
+:class:`Scheduler` wires its parts one way, each built with what it uses: the claimer
+(:mod:`~goalsui.scheduler.claim`) hands claimed runs to the launcher
+(:mod:`~goalsui.scheduler.turns`), whose turns queue their outcomes
+(:mod:`~goalsui.scheduler.outcomes`) for the writer (:mod:`~goalsui.scheduler.writer`);
+the alarm (:mod:`~goalsui.scheduler.alarm`) only wakes the claim loop. They run as named
+tasks watched by one :class:`~goalsui.scheduler.monitor.Monitor`: a task that dies stops
+the scheduler (``failed``, ``error`` says why). A step that fails (a full disk, a
+database that does not answer) kills no task: the scheduler stays ``running`` but
+``degraded`` and retries with a back-off (:mod:`~goalsui.scheduler.troubles`).
 
 Deterministic use (tests, benchmarks): ``await tick()`` claims and starts everything
 due at ``clock()``; ``await drain()`` waits for the started turns to be recorded.
@@ -86,16 +74,8 @@ def default_owner() -> str:
 
 
 class Scheduler:
-    """Claims due intents and runs them; see the module docstring.
-
-    ``state``: a :class:`SchedulerState` (``stopped``, ``starting``, ``running``,
-    ``stopping``, ``failed``); ``error``: the last problem, if any.
-    ``running``: ``{run_id: RunningInfo}`` of the turns this instance runs now.
-    ``subscribe(callback)``: ``callback(SchedulerEvent)`` on the host loop's thread.
-    ``last_tick``: the claim loop's heartbeat (:class:`Heartbeat`): now while the loop
-    waits for work, else when its current step began (a healthy step ends within
-    ``heartbeat_interval`` seconds).
-    """
+    """Claims due intents and runs them; see the module docstring. Subscribers are
+    called on the host loop's thread."""
 
     def __init__(
         self,
@@ -188,6 +168,8 @@ class Scheduler:
 
     @property
     def last_tick(self) -> Heartbeat | None:
+        """The claim loop's heartbeat: now while it waits for work, else when its current
+        step began (a healthy step ends within ``heartbeat_interval`` seconds)."""
         return self.rt.heartbeat()
 
     @property

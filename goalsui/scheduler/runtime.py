@@ -103,14 +103,11 @@ class Runtime:
         return self.last_tick
 
     # -- the database thread -----------------------------------------------------------------
-    async def db(self, fn: Callable[[], T], *, notify: bool = False) -> T:
-        """Run ``fn`` on the scheduler's database thread; ``notify``: tell the service's
-        listeners (and other processes) when it changed something."""
-        return await self.db_now(fn, notify=notify)
-
-    def db_now(self, fn: Callable[[], T], *, notify: bool = False) -> asyncio.Future[T]:
-        """:meth:`db`, queued on the database thread before this returns (a pipeline
-        hands the thread its next batch before it reports the last one)."""
+    def db(self, fn: Callable[[], T], *, notify: bool = False) -> asyncio.Future[T]:
+        """Run ``fn`` on the scheduler's database thread, queued before this returns (a
+        pipeline hands the thread its next batch before it reports the last one);
+        ``notify``: tell the service's listeners (and other processes) when it changed
+        something."""
         assert self.loop is not None and self._executor is not None
 
         def call() -> T:
@@ -254,17 +251,16 @@ def on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
 def did_something(result: Any) -> bool:
     """Whether a database step changed anything other processes should hear about.
 
-    A claim step (a ``(ClaimResult, completions)`` tuple) counts when it claimed,
-    skipped or ended rows or recorded outcomes. An empty step does not: two idle
-    daemons would otherwise wake each other for ever (each answering the other's
-    step with one of its own), which measured 1.6 % of a core each instead of 0.2 %.
-    Writers announce their own changes, so nothing due is missed by this.
+    A claim step counts when it claimed, skipped or ended rows or recorded outcomes. An
+    empty step does not: two idle daemons would otherwise wake each other for ever
+    (each answering the other's step with one of its own), which measured 1.6 % of a
+    core each instead of 0.2 %. Writers announce their own changes, so nothing due is
+    missed by this.
     """
-    if isinstance(result, tuple):
-        claim, completions = result
-        return did_something(claim) or bool(completions)
     if isinstance(result, ClaimResult):
-        return bool(result.fired or result.skipped or result.overlaps or result.ended)
+        return bool(
+            result.fired or result.skipped or result.overlaps or result.ended or result.released
+        )
     if isinstance(result, claims.RecoveryResult):
         return bool(result.interrupted or result.orphans)
     return bool(result)

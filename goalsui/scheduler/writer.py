@@ -108,7 +108,7 @@ class OutcomeWriter:
         size, now, rt = tuning.WRITE_CHUNK, self.rt.clock(), self.rt
         chunks = [batch[k : k + size] for k in range(0, len(batch), size)]
         futures = [
-            rt.db_now(
+            rt.db(
                 partial(rt.backend.release, rt.owner, chunk, now),
                 notify=True,
             )
