@@ -458,27 +458,22 @@ def _timeline_section(night: _Night) -> list[str]:
 def _findings_section(entries: list[RunEntry]) -> list[str]:
     """What each ok or silent run delivered (quoted from its outbox file)."""
     lines = ["", "## Findings", ""]
-    shown_any = False
-    for e in entries:
+    delivered = [e for e in entries if e.run.status in (RunStatus.OK, RunStatus.SILENT)]
+    for e in delivered:
         label = plain(e.label, limit=80)
-        if e.run.status == RunStatus.OK and e.finding:
-            shown_any = True
+        silent = e.run.status == RunStatus.SILENT
+        if e.finding and not silent:
             lines += [f"### {label} (run {e.run.id}, {e.outbox})", ""]
             lines.extend(f"> {x}" if x else ">" for x in e.finding[:FINDING_LINES])
             if len(e.finding) > FINDING_LINES:
                 lines.append(f"> … (more in {e.outbox})")
             lines.append("")
-        elif e.run.status == RunStatus.SILENT:
-            shown_any = True
-            where = e.goal_log or "silent token"
-            lines += [f"### {label} (run {e.run.id}, {where})", ""]
-            lines += [f"Silent: nothing to report (run {e.run.id}, {where}).", ""]
-        elif e.run.status == RunStatus.OK:
-            shown_any = True
-            where = e.goal_log or e.run_log or "no output"
-            lines += [f"### {label} (run {e.run.id}, {where})", ""]
-            lines += [f"Ok without output (run {e.run.id}, {where}).", ""]
-    if not shown_any:
+            continue
+        where = e.goal_log or ("silent token" if silent else e.run_log or "no output")
+        said = "Silent: nothing to report" if silent else "Ok without output"
+        lines += [f"### {label} (run {e.run.id}, {where})", ""]
+        lines += [f"{said} (run {e.run.id}, {where}).", ""]
+    if not delivered:
         lines += ["No findings: no run delivered a result in the window.", ""]
     return lines
 
