@@ -128,11 +128,8 @@ class IntentSpec:
 
     def _check_limits(self) -> None:
         """max_fires, expiry, cooldown and timeout are in range."""
-        if self.max_fires is not None and (
-            isinstance(self.max_fires, bool) or not isinstance(self.max_fires, int)
-        ):
-            raise ValidationError("--max-fires must be a whole number of at least 1")
-        if self.max_fires is not None and self.max_fires < 1:
+        fires = self.max_fires
+        if fires is not None and (type(fires) is not int or fires < 1):
             raise ValidationError("--max-fires must be a whole number of at least 1")
         if self.expires_at is not None and (
             not isinstance(self.expires_at, datetime) or self.expires_at.tzinfo is None

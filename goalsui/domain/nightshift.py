@@ -144,7 +144,7 @@ class PlanItem:
             "task": self.task,
             "status": self.status,
         }
-        for name in ("branch", "commits", "check", "run_id", "summary", "reason", "stray"):
+        for name in _OPTIONAL:
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
@@ -152,6 +152,12 @@ class PlanItem:
 
     def as_json(self) -> dict[str, Any]:
         return self.as_yaml()
+
+
+#: a plan item's optional fields, in the order state.yaml lists them (all text but two)
+_OPTIONAL = ("branch", "commits", "check", "run_id", "summary", "reason", "stray")
+_NUMBERS = ("commits", "run_id")
+_TEXTS = tuple(name for name in _OPTIONAL if name not in _NUMBERS)
 
 
 def item_from_yaml(data: Any) -> PlanItem | None:
@@ -162,20 +168,14 @@ def item_from_yaml(data: Any) -> PlanItem | None:
         night = data["night"]
         night = night if isinstance(night, date) else parse_night(str(night))
         status = str(data.get("status") or PLANNED)
-        commits = data.get("commits")
-        run_id = data.get("run_id")
+        optional: dict[str, Any] = {k: str(data[k]) for k in _TEXTS if data.get(k)}
+        optional.update((k, int(data[k])) for k in _NUMBERS if isinstance(data.get(k), int))
         return PlanItem(
             night=night,
             worker=str(data["worker"]),
             task=str(data["task"]),
             status=status if status in STATUSES else PLANNED,
-            branch=str(data["branch"]) if data.get("branch") else None,
-            commits=int(commits) if isinstance(commits, int) else None,
-            check=str(data["check"]) if data.get("check") else None,
-            run_id=int(run_id) if isinstance(run_id, int) else None,
-            summary=str(data["summary"]) if data.get("summary") else None,
-            reason=str(data["reason"]) if data.get("reason") else None,
-            stray=str(data["stray"]) if data.get("stray") else None,
+            **optional,
         )
     except (KeyError, ValidationError, TypeError, ValueError):
         return None

@@ -38,22 +38,15 @@ def require(intent: Intent, action: Action) -> None:
     """Raise :class:`Conflict` unless the intent's state allows ``action``."""
     pending = intent.pending_trigger in (PAUSE_PENDING, STOP_PAUSE_PENDING)
     allowed = intent_actions(intent.status, pause_pending=pending)
-    if action not in allowed and kbindex.removed_from_kb(intent):
-        # resuming cannot bring it back either: say what does
+    if kbindex.removed_from_kb(intent) and (action not in allowed or action == Action.REINSTATE):
+        # resuming cannot bring it back: say what does
         raise Conflict(
             f"intent {intent.id} ended because its {intent.last_error}; "
             "restore its files in the KB to bring it back"
         )
     if action not in allowed:
-        raise Conflict(
-            refusal(
-                f"intent {intent.id}",
-                intent.status,
-                action,
-                allowed,
-                how_to_resume=f" ('goalsui intent resume {intent.id}')",
-            )
-        )
+        subject, how = f"intent {intent.id}", f" ('goalsui intent resume {intent.id}')"
+        raise Conflict(refusal(subject, intent.status, action, allowed, how_to_resume=how))
 
 
 def retry_now(i: Intent, now: datetime) -> None:
@@ -96,8 +89,6 @@ class Intents:
                 f"thread {spec.thread_id} is private: intents and follow-ups cannot be created in it"
             )
         key = spec.operation_key
-        if key is not None and (existing := self.by_key(key)) is not None:
-            return existing
         try:
             with ctx.store.write() as s:
                 if key is not None:
@@ -169,11 +160,6 @@ class Intents:
                 return
             if i.status == IntentStatus.CANCELLED:
                 require(i, Action.REINSTATE)
-                if kbindex.removed_from_kb(i):
-                    raise Conflict(
-                        f"intent {i.id} ended because its {i.last_error}; "
-                        "restore its files in the KB to bring it back"
-                    )
                 i.last_error = None
             else:
                 require(i, Action.RESUME)

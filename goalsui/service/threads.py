@@ -11,6 +11,7 @@ from goalsui.domain.intent_spec import MAX_TITLE, IntentSpec
 from goalsui.domain.records import saved_id
 from goalsui.domain.replies import is_reply, reply_key, reply_title
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunStatus
+from goalsui.domain.text import one_line
 from goalsui.errors import ValidationError
 from goalsui.kb.config import NO_RUNNER
 from goalsui.service.context import ServiceContext
@@ -50,11 +51,8 @@ class Threads:
 
     def create(self, title: str, *, private: bool = False) -> Thread:
         """A new thread; a private one refuses intents and follow-ups."""
-        title = " ".join(str(title).split())
-        if not title:
-            raise ValidationError("a thread needs a title")
-        if len(title) > MAX_TITLE:
-            raise ValidationError(f"thread title is too long ({MAX_TITLE} characters at most)")
+        too_long = f"thread title is too long ({MAX_TITLE} characters at most)"
+        title = one_line(title, MAX_TITLE, empty="a thread needs a title", too_long=too_long)
         with self.ctx.store.write() as s:
             thread = Thread(title=title, private=private, created_at=self.ctx.now())
             s.add(thread)
