@@ -154,26 +154,17 @@ def worker_instructions(
         lines.append(f"- time: {stamp} ({ctx.timezone})")
     parts.append("This turn:\n" + "\n".join(lines))
     if ctx.protocol is not None:
-        parts.append(
-            "The goal's protocol:\n"
-            + file_block(
-                "protocol.md",
-                ctx.protocol,
-                limit=MAX_PROTOCOL_CHARS,
-                about="its contract: message formats, conventions, KPIs",
-            )
-        )
+        about = "its contract: message formats, conventions, KPIs"
+        block = file_block("protocol.md", ctx.protocol, limit=MAX_PROTOCOL_CHARS, about=about)
+        parts.append("The goal's protocol:\n" + block)
     else:
         parts.append("The goal has no readable `protocol.md`.")
     if event is not None:
         parts.append("The event that fired this tick:\n" + event)
     if ctx.prompt is not None:
-        instruction = "Your prompt:\n" + file_block(
-            prompt_path,
-            ctx.prompt,
-            limit=MAX_WORKER_PROMPT_CHARS,
-            about="your instructions, written for this worker",
-        )
+        about = "your instructions, written for this worker"
+        block = file_block(prompt_path, ctx.prompt, limit=MAX_WORKER_PROMPT_CHARS, about=about)
+        instruction = "Your prompt:\n" + block
     else:
         instruction = (
             f"Your prompt `{prompt_path}` is missing or unreadable: report that, "
