@@ -278,37 +278,11 @@ class KB:
         staging = safe_join(
             self.root, f"{STAGING_PREFIX}{goal_id}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
-
-        def write() -> None:
-            _write_goal_tree(
-                staging,
-                {"goal_id": goal_id, "name": name, "task": task, "owner": owner},
-                workers,
-                protocol=protocol,
-                files=files,
-                fail_after_workers=_fail_after_workers,
-            )
-
-        loaded = self._stage_and_place(goal_id, staging, final, write, register)
-        with contextlib.suppress(
-            OSError, GoalsuiError
-        ):  # the goal exists; a log hiccup is no failure
-            self.append_log(goal_id, f"goal created: {name}")
-        return loaded
-
-    def _stage_and_place(
-        self,
-        goal_id: str,
-        staging: Path,
-        final: Path,
-        write: Callable[[], None],
-        register: Callable[[LoadedGoal], Callable[[], None]] | None,
-    ) -> LoadedGoal:
-        """Write, validate, register and rename ``staging`` to ``final``; undo all on failure."""
+        identity = {"goal_id": goal_id, "name": name, "task": task, "owner": owner}
         undo: Callable[[], None] | None = None
-        try:
+        try:  # written, validated, registered and renamed into place; all undone on failure
             staging.mkdir()
-            write()
+            _write_goal_tree(staging, identity, workers, protocol, files, _fail_after_workers)
             loaded = self._load_tree(goal_id, staging)
             if loaded.problems:
                 raise loaded.problems[0]
@@ -327,6 +301,8 @@ class KB:
                 ) from exc
             raise
         loaded.path = final
+        with contextlib.suppress(OSError, GoalsuiError):  # the goal exists: a log hiccup is fine
+            self.append_log(goal_id, f"goal created: {name}")
         return loaded
 
     def delete_goal(self, goal_id: str) -> None:
@@ -483,7 +459,6 @@ def _write_goal_tree(
     staging: Path,
     identity: dict[str, str],
     workers: list[WorkerSeed],
-    *,
     protocol: str | None,
     files: Mapping[str, str] | None,
     fail_after_workers: int | None,
