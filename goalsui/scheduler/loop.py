@@ -32,6 +32,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from goalsui.domain.states import SchedulerState
 from goalsui.runners.tool_access import stop_tool_host
 from goalsui.scheduler.alarm import Alarm
 from goalsui.scheduler.alerting import Alerter
@@ -44,7 +45,7 @@ from goalsui.scheduler.outcomes import Outcomes, Reporter
 from goalsui.scheduler.rules import Rules
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.settings import Settings
-from goalsui.scheduler.state import Heartbeat, SchedulerState
+from goalsui.scheduler.state import Heartbeat
 from goalsui.scheduler.tuning import HEARTBEAT_EVERY, LOOKAHEAD, PRUNE_AFTER, STOP_MARGIN
 from goalsui.scheduler.turns import Launcher, TurnFunc
 from goalsui.scheduler.waking import CrossProcessWake
@@ -59,7 +60,6 @@ from goalsui.store.claims import (
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = ["Scheduler", "SchedulerState", "TurnFunc"]
 
 log = logging.getLogger("goalsui.scheduler")
 

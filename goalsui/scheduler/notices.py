@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from goalsui.scheduler.loop import Scheduler
     from goalsui.service import Service
 
-__all__ = ["NOTIFY_TIMEOUT", "Notice", "Notifier", "notice_for"]
 
 log = logging.getLogger("goalsui.notices")
 NOTIFY_TIMEOUT = 10.0

@@ -38,18 +38,6 @@ from goalsui.store.models import Intent, IntentRun
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-__all__ = [
-    "MAX_FIRES_PER_INTENT",
-    "MAX_PLAN_WINDOW",
-    "IntentPlan",
-    "PlannedFire",
-    "in_active_hours",
-    "intent_label",
-    "parse_until",
-    "plan",
-    "skips_empty_checklist",
-    "summarise",
-]
 
 MAX_PLAN_WINDOW = timedelta(days=31)
 MAX_FIRES_PER_INTENT = 500
@@ -607,4 +595,3 @@ def summarise(items: list[PlannedFire]) -> list[IntentPlan]:
                 row.conflicts.append(item)
     far = datetime.max.replace(tzinfo=UTC)
     return sorted(rows.values(), key=lambda r: (r.fires[0] if r.fires else far, r.label))
-

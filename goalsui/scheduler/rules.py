@@ -50,16 +50,6 @@ MAX_MISSED_RECORDS = 100
 #: Occurrences walked per intent by the catch-up plan.
 MAX_CATCH_UP_STEPS = 20_000
 
-__all__ = [
-    "Rules",
-    "advance",
-    "decide_after",
-    "decide_claim",
-    "heartbeat_checklist",
-    "in_active_hours",
-    "plan_catch_up",
-]
-
 
 # -- time ------------------------------------------------------------------------------------
 def _minutes(text: str) -> int:

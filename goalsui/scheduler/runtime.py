@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from goalsui.domain.states import SchedulerState
 from goalsui.errors import FatalError
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.settings import Settings
-from goalsui.scheduler.state import Heartbeat, SchedulerState
+from goalsui.scheduler.state import Heartbeat
 from goalsui.scheduler.troubles import REPEAT_LOG_EVERY, Trouble, cannot_write
 from goalsui.store import claims
 from goalsui.store.claims import ClaimBackend, ClaimResult

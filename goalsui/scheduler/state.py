@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from goalsui.domain.states import SchedulerState
-
-__all__ = ["Heartbeat", "SchedulerState"]
-
 
 class Heartbeat(NamedTuple):
     """When the claim loop last went round: ``time.monotonic()`` and the wall clock

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 
 from goalsui.scheduler.tuning import RETRY_MAX
 
-__all__ = ["Trouble", "cannot_write", "retry_delay"]
-
 #: log a repeated failure of one part at most this often (seconds)
 REPEAT_LOG_EVERY = 60.0
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from goalsui.domain.states import SchedulerState
 from goalsui.domain.timeutil import utcnow
 from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.scheduler.rules import Rules
-from goalsui.scheduler.state import SchedulerState
 from goalsui.service import Service
 from goalsui.store import doorbell
 from goalsui.store.claims import ClaimBackend, claim_backend_for
