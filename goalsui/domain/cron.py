@@ -34,6 +34,7 @@ ALIASES = {
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # a tab may separate fields
 _HASHED = re.compile(r"(?:^|[,])(?:h|r)(?:$|[(/,])", re.IGNORECASE)
 _PROBE_FROM = datetime(2000, 1, 1)
+_FIVE = "five fields: minute hour day-of-month month day-of-week"
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def _compile_text(expr: str) -> _Spec:
         raise _bad(expr, "contains non-ASCII characters")
     parts = expr.split()
     if not parts:
-        raise _bad(expr, "empty; use five fields: minute hour day-of-month month day-of-week")
+        raise _bad(expr, f"empty; use {_FIVE}")
     if parts[0].startswith("@"):
         alias = parts[0].lower()
         if len(parts) != 1 or alias not in ALIASES:
@@ -106,17 +107,9 @@ def _compile_text(expr: str) -> _Spec:
         normalized, fields = alias, ALIASES[alias]
     else:
         if len(parts) == 6:
-            raise _bad(
-                expr,
-                "6 fields; a seconds (or year) field is not supported, use five fields: "
-                "minute hour day-of-month month day-of-week",
-            )
+            raise _bad(expr, f"6 fields; a seconds (or year) field is not supported, use {_FIVE}")
         if len(parts) != 5:
-            raise _bad(
-                expr,
-                f"{len(parts)} field{'s' if len(parts) != 1 else ''}; use five fields: "
-                "minute hour day-of-month month day-of-week",
-            )
+            raise _bad(expr, f"{len(parts)} field{'s' if len(parts) != 1 else ''}; use {_FIVE}")
         if any(_HASHED.search(p) for p in parts):
             raise _bad(expr, "hashed (H) and random (R) fields are not supported")
         normalized = fields = " ".join(parts)
@@ -124,15 +117,8 @@ def _compile_text(expr: str) -> _Spec:
     dom_and_dow = day_fields[2] not in ("*", "?") and day_fields[4] not in ("*", "?")
     try:
         # Strict mode rejects a day no listed month has (``0 0 31 2 *``); with a day-of-week
-        # too, Vixie OR makes it harmless (February Mondays), so the probe below decides.
+        # too, Vixie OR makes it harmless (February Mondays), so the probe decides.
         expanded, _nth = croniter.expand(fields, strict=not dom_and_dow)
-    except CroniterError as exc:
-        raise _bad(expr, _croniter_reason(exc, fields)) from None
-    except Exception:  # noqa: BLE001 - croniter can leak TypeError/IndexError on odd input
-        raise _bad(expr, "not a valid cron expression") from None
-    if len(expanded) != 5:
-        raise _bad(expr, "use five fields: minute hour day-of-month month day-of-week")
-    try:
         croniter(fields, _PROBE_FROM, day_or=True).get_next(datetime)
     except CroniterBadDateError:
         raise _bad(expr, "it can never fire") from None
@@ -140,6 +126,8 @@ def _compile_text(expr: str) -> _Spec:
         raise _bad(expr, _croniter_reason(exc, fields)) from None
     except Exception:  # noqa: BLE001 - croniter can leak TypeError/IndexError on odd input
         raise _bad(expr, "not a valid cron expression") from None
+    if len(expanded) != 5:
+        raise _bad(expr, f"use {_FIVE}")
     return _Spec(normalized=normalized, fields=fields, every_hour=expanded[1] == ["*"])
 
 
