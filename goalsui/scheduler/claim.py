@@ -1,14 +1,12 @@
 """Claim-and-launch: one tick claims everything due (a compare-and-set per batch, see
 :mod:`goalsui.store.claims`) and starts its turns (see docs/architecture.md).
 
-A burst of due rows is claimed first, the next claim step pipelined with the start of
-the current batch's turns, and the outcomes are recorded after it (at most
-``PENDING_MAX_AGE`` late): starting due turns on time comes before bookkeeping.
-
-Claiming ahead: rows due within the lookahead are claimed before their due time, and
-each turn starts at its due time on a loop timer. Many rows due together (a burst that
-the free slots can take) are claimed earlier still, ``CLAIM_AHEAD_PER_ROW`` a row (at
-most ``max_ahead``), so that the claims are done when the burst falls due.
+Starting due turns on time comes before bookkeeping: a burst's next claim step runs on
+the database thread while this batch's turns start, and outcomes wait (at most
+``PENDING_MAX_AGE``). Rows due within the lookahead are claimed before their due time
+(each turn starts on time on a loop timer); a burst the free slots can take is claimed
+``CLAIM_AHEAD_PER_ROW`` a row earlier (at most ``max_ahead``), so that its claims are
+done when it falls due.
 """
 
 from __future__ import annotations
@@ -55,9 +53,8 @@ class _Step:
 
 
 class Claimer:
-    """Claims due rows and hands them to the launcher; knows the soonest due time and
-    sets the alarm for it. A step takes the waiting ``outcomes`` into its transaction
-    and has the ``reporter`` tell how they ended."""
+    """Claims due rows for the launcher and sets the alarm for the soonest due time; a
+    step records the waiting ``outcomes`` in its own transaction."""
 
     def __init__(
         self,
@@ -82,11 +79,8 @@ class Claimer:
 
     # -- the tick ----------------------------------------------------------------------------------
     async def tick(self) -> list[int]:
-        """Claim and start everything due at ``clock()`` (up to the free slots).
-
-        Records overlaps of this scheduler's running intents first. Returns the ids of
-        the runs started (skipped runs are recorded, not returned).
-        """
+        """Claim and start everything due at ``clock()`` (up to the free slots), after
+        recording overlaps of our running intents; returns the ids of the runs started."""
         if self.rt.closing:
             return []
         started: list[int] = []
@@ -149,13 +143,9 @@ class Claimer:
         self.arm(soonest, checked_at=checked, claimed_by=claimed_by, burst=burst)
 
     def _start_step(self, first: bool, claimed: int) -> _Step | None:
-        """Submit one claim step to the database thread (``None``: nothing to do).
-
-        Slots are this scheduler's turns, running or waiting for their start time, plus
-        ``claimed`` (fired by the step in flight, not started yet). A turn that ended
-        frees its slot at once; its outcome waits to be recorded (see
-        :meth:`OutcomeWriter.take` for which step records it).
-        """
+        """Submit one claim step to the database thread (``None``: nothing to do). Slots
+        are our turns, running or waiting to start, plus ``claimed`` (fired by the step in
+        flight); a turn that ended frees its slot at once (see :meth:`Outcomes.take`)."""
         rt = self.rt
         now = rt.clock()
         batch = self.outcomes.take(first, self.behind(now))
@@ -180,16 +170,15 @@ class Claimer:
 
     # -- the soonest due time ----------------------------------------------------------------------
     async def soonest(self) -> tuple[datetime | None, int]:
-        """The soonest due time (active intents, and the next occurrences of our running
-        ones), and the burst due with it (see :meth:`ahead_for`)."""
+        """The soonest due time (ours included, see :meth:`with_mine`) and the burst due
+        with it."""
         probe = self.burst_probe(self.rt.clock())
         soonest, burst = await self.rt.db(partial(self.rt.backend.soonest_burst, probe))
         return self.with_mine(soonest), burst
 
     def burst_probe(self, now: datetime) -> BurstProbe | None:
-        """What a look at the database asks about the burst due with the soonest row:
-        nothing if this scheduler never claims further than its lookahead; else a burst
-        due before the next poll could claim it ahead in time."""
+        """What a look asks about the burst due with the soonest row (None: this scheduler
+        never claims further than its lookahead)."""
         settings = self.rt.settings
         if not settings.bursts_possible():
             return None
@@ -197,9 +186,8 @@ class Claimer:
         return BurstProbe(settings.lookahead, settings.max_concurrency, by)
 
     def ahead_for(self, burst: int) -> timedelta:
-        """How far ahead the next claim looks: the lookahead, or, for a burst of rows due
-        together, long enough for the claims of as many as the free slots take to be done
-        when they are due (``CLAIM_AHEAD_PER_ROW`` each, at most ``max_ahead``)."""
+        """How far ahead the next claim looks: the lookahead, or for a burst
+        ``CLAIM_AHEAD_PER_ROW`` per row the free slots take (at most ``max_ahead``)."""
         settings = self.rt.settings
         rows = min(burst, settings.max_concurrency - len(self.launcher.tasks))
         ahead = timedelta(seconds=rows * tuning.CLAIM_AHEAD_PER_ROW)
@@ -238,8 +226,8 @@ class Claimer:
         return False
 
     def ring_for(self, results: list[CompletionResult]) -> None:
-        """A completion recorded by the writer (not by a step) may have planned the
-        intent's next fire (retry, next occurrence) before the alarm: ring for it on time."""
+        """Outcomes the writer recorded may have planned a fire (retry, next occurrence)
+        before the alarm: ring for it on time."""
         nexts = [
             r.intent["next_run_at"]
             for r in results
@@ -268,13 +256,11 @@ class Claimer:
         """Note the soonest due time and set the alarm for it (30 s cap idle, 0.5 s floor
         when overdue).
 
-        ``checked_at``: when the claim that found ``soonest`` ran (default: now), and
-        ``claimed_by`` the due time it claimed up to. Something claimable then and still
-        unclaimed is overdue: look again after the floor. Something that fell due since
-        is claimed at once. The alarm rings the claim's look-ahead before the due time
-        (longer for a ``burst``), but after a claim not before half a lookahead has
-        passed: a stream of intents due a millisecond apart costs one claim per half
-        lookahead (each still claimed at least that early), not one claim per intent.
+        ``checked_at``/``claimed_by``: when the claim that found ``soonest`` ran and the
+        due time it claimed up to; something claimable then and still unclaimed is
+        overdue. The alarm rings the look-ahead before the due time (longer for a
+        ``burst``), but after a claim not before half a lookahead has passed: a stream of
+        intents due a millisecond apart costs one claim per half lookahead, not one each.
         """
         self.known_soonest = soonest
         self.ahead = self.ahead_for(burst)
@@ -297,11 +283,10 @@ class Claimer:
 
 
 async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
-    """The ``claim`` task: tick when woken (a change, the alarm), and, while ``polls()``
-    (nothing else hears other processes' changes), take a cheap look at the database
-    every ``poll_interval``. Otherwise it sleeps until woken, at most ``IDLE_CAP``: while
-    it waits it is parked, which readiness counts as a current heartbeat, so an idle loop
-    needs no timer."""
+    """The ``claim`` task: tick when woken (a change, the alarm); while ``polls()``
+    (nothing else hears other processes' changes) take a cheap look every
+    ``poll_interval``, else sleep until woken, at most ``IDLE_CAP`` (parked: readiness
+    counts that as a current heartbeat, so an idle loop needs no timer)."""
     rt = claimer.rt
     wake = rt.wake_event
     assert wake is not None

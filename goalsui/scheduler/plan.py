@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, time, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
@@ -84,24 +84,12 @@ class PlannedFire:
         return text
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "at": self.at.isoformat(timespec="seconds") if self.at else None,
-            "local": self.local() if self.at else None,
-            "intent_id": self.intent_id,
-            "label": self.label,
-            "kind": self.kind,
-            "rule": self.rule,
-            "trigger": self.trigger,
-            "timezone": self.timezone,
-            "goal_id": self.goal_id,
-            "worker": self.worker,
-            "run_length_s": self.run_length.total_seconds(),
-            "length_basis": self.length_basis,
-            "warning": self.warning,
-            "overlaps_with": self.overlaps_with,
-            "count": self.count,
-            "last_at": self.last_at.isoformat(timespec="seconds") if self.last_at else None,
-        }
+        data = asdict(self)
+        data["run_length_s"] = data.pop("run_length").total_seconds()
+        for key in ("at", "last_at"):
+            data[key] = data[key].isoformat(timespec="seconds") if data[key] else None
+        data["local"] = self.local() if self.at else None
+        return data
 
 
 def _local_text(dt: datetime, zone: tzinfo) -> str:
@@ -320,7 +308,6 @@ class _Planner:
                 at,
                 f"event pending (event {intent.pending_event_id})",
                 "event",
-                fires=intent.fires,
             )
         text = f"waits for events from '{intent.event_source}'"
         if intent.event_filter:
@@ -436,7 +423,7 @@ class _Planner:
                 done = intent.max_fires is not None and fires >= intent.max_fires
                 if done:
                     text += f"; max_fires {intent.max_fires} reached: then done"
-                self.add_fire(intent, at, text, trigger, fires=fires)
+                self.add_fire(intent, at, text, trigger)
                 emitted += 1
                 if done:
                     return
@@ -451,9 +438,7 @@ class _Planner:
             return found[0] if found else None
         return next_due(intent.kind, intent.schedule, intent.timezone, at)
 
-    def add_fire(
-        self, intent: Intent, at: datetime, rule: str, trigger: str, *, fires: int
-    ) -> None:
+    def add_fire(self, intent: Intent, at: datetime, rule: str, trigger: str) -> None:
         self.out.append(
             PlannedFire(at=at, kind="fire", rule=rule, trigger=trigger, **self.base(intent))
         )
