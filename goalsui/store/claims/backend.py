@@ -142,18 +142,33 @@ class SqlClaimBackend:
         is (see :class:`BurstProbe`). If the transaction fails with outcomes in it, the
         outcomes are recorded on their own (see :meth:`release`), then the claim.
         """
-        claim = partial(
-            self._acquire,
-            owner=owner,
-            now=now,
-            lease_until=lease_until,
-            limit=limit,
-            check_overlaps=check_overlaps,
-            due_by=due_by or now,
-            burst=burst,
-        )
+        due_by = due_by or now
+        p, rules = self.p, self.rules
+
+        def claim(items: Sequence[Completion]) -> ClaimResult:
+            """One transaction: outcomes, overlaps, the claim, the soonest row left and the
+            burst due with it, then the journal lines of all of it at once."""
+            journal: list[JournalEntry] = []
+            result = ClaimResult()
+            with self.engine.begin() as conn:
+                if items:
+                    decide = self._after(now)
+                    result.released = complete(
+                        p, conn, journal, owner=owner, now=now, items=items, decide=decide
+                    )
+                if check_overlaps:
+                    result.overlaps = record_overlaps(
+                        p, conn, journal, owner=owner, now=now, overlap_next=rules.overlap_next
+                    )
+                claim_rows(p, conn, result, journal, owner, now, lease_until, limit, due_by, rules)
+                result.soonest = p.soonest(conn)
+                if result.soonest is not None and result.soonest > due_by:
+                    result.burst = burst_size(conn, result.soonest, burst)
+                self._journal(conn, now, journal)
+            return result
+
         try:
-            return claim(completions=completions)
+            return claim(completions)
         except LostRace:
             return ClaimResult(released=self.release(owner, completions, now))
         except GoalsuiError:
@@ -164,65 +179,10 @@ class SqlClaimBackend:
             log.warning("a claim with %d outcomes failed (%s); apart now", len(completions), exc)
         done = self.release(owner, completions, now)
         try:
-            result = claim(completions=())
+            result = claim(())
         except LostRace:
             result = ClaimResult()
         result.released = done
-        return result
-
-    def _acquire(
-        self,
-        *,
-        owner: str,
-        now: datetime,
-        lease_until: datetime,
-        limit: int,
-        completions: Sequence[Completion],
-        check_overlaps: bool,
-        due_by: datetime,
-        burst: BurstProbe | None,
-    ) -> ClaimResult:
-        """The transaction of :meth:`acquire`: outcomes, overlaps, the claim, the soonest row
-        left and the burst due with it, then the journal lines of all of it at once."""
-        journal: list[JournalEntry] = []
-        result = ClaimResult()
-        rules = self.rules
-        with self.engine.begin() as conn:
-            if completions:
-                result.released = complete(
-                    self.p,
-                    conn,
-                    journal,
-                    owner=owner,
-                    now=now,
-                    items=completions,
-                    decide=self._after(now),
-                )
-            if check_overlaps:
-                result.overlaps = record_overlaps(
-                    self.p,
-                    conn,
-                    journal,
-                    owner=owner,
-                    now=now,
-                    overlap_next=lambda row: rules.overlap_next(row, now),
-                )
-            claim_rows(
-                self.p,
-                conn,
-                result,
-                journal,
-                owner=owner,
-                now=now,
-                lease_until=lease_until,
-                limit=limit,
-                decide=lambda row: rules.decide_claim(row, now),
-                due_by=due_by,
-            )
-            result.soonest = self.p.soonest(conn)
-            if result.soonest is not None and result.soonest > due_by:
-                result.burst = burst_size(conn, result.soonest, burst)
-            self._journal(conn, now, journal)
         return result
 
     # -- outcomes ------------------------------------------------------------------------------

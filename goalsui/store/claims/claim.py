@@ -26,9 +26,9 @@ from goalsui.store.claims.shapes import (
     CLAIM_BATCH,
     BurstProbe,
     ClaimAction,
-    ClaimDecision,
     Claimed,
     ClaimResult,
+    ClaimRules,
     Row,
 )
 
@@ -42,19 +42,18 @@ def claim_rows(
     conn: Connection,
     result: ClaimResult,
     journal: list[JournalEntry],
-    *,
     owner: str,
     now: datetime,
     lease_until: datetime,
     limit: int,
-    decide: Callable[[Row], ClaimDecision],
     due_by: datetime,
+    rules: ClaimRules,
 ) -> None:
     """Claim up to ``limit`` rows due by ``due_by`` into ``result``.
 
     The due rows are selected (row-locked, skipping rows locked by others, where the
-    engine can; under the write lock on SQLite), ``decide(row)`` says fire / skip / end
-    for each, and each row is claimed with the compare-and-set ``UPDATE intent SET
+    engine can; under the write lock on SQLite), the rules say fire / skip / end for
+    each, and each row is claimed with the compare-and-set ``UPDATE intent SET
     status='firing', lease_owner=?, ... WHERE id=? AND status='active' AND
     next_run_at<=? AND next_run_at=<as selected>``. Raises :class:`LostRace` if a row
     changed in between (then the caller's transaction rolls back).
@@ -67,7 +66,13 @@ def claim_rows(
         return
     result.full = len(due) >= batch
     plan = plan_claims(
-        due, due_values, decide, owner=owner, now=now, lease_until=lease_until, stamp=p.stamp
+        due,
+        due_values,
+        lambda row: rules.decide_claim(row, now),
+        owner=owner,
+        now=now,
+        lease_until=lease_until,
+        stamp=p.stamp,
     )
     hit = p.cas(conn, plan.cas, now, due_by)
     if hit != len(plan.cas):
@@ -112,7 +117,7 @@ def record_overlaps(
     *,
     owner: str,
     now: datetime,
-    overlap_next: Callable[[Row], datetime | None],
+    overlap_next: Callable[[Row, datetime], datetime | None],
 ) -> list[Row]:
     """This owner's ``firing`` rows whose next due time passed: a ``skipped: overlap``
     run each, and the row advanced by ``overlap_next``; returns the runs."""
@@ -132,7 +137,7 @@ def record_overlaps(
         conn.execute(
             update(INTENT)
             .where(INTENT.c.id == row["id"], INTENT.c.next_run_at == row["next_run_at"])
-            .values(next_run_at=overlap_next(row), updated_at=now)
+            .values(next_run_at=overlap_next(row, now), updated_at=now)
         )
         runs.append(overlap_run(row, row["next_run_at"], owner=owner, now=now))
     inserted = p.insert_runs(conn, runs)
