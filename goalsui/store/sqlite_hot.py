@@ -71,7 +71,7 @@ def _parse_stamp(value: str) -> datetime:
     return datetime.fromisoformat(value + "+00:00")
 
 
-def _q(name: str) -> str:
+def quote(name: str) -> str:
     return f'"{name}"'
 
 
@@ -104,10 +104,10 @@ class Reader:
         cols = [table.c[n] for n in names] if names else list(table.c)
         self.names = tuple(c.name for c in cols)
         self.table = table.name
-        self.cols = ", ".join(_q(n) for n in self.names)
+        self.cols = ", ".join(quote(n) for n in self.names)
         #: JSON columns go in as JSON (``json(col)``), parsed with the rest in one ``loads``
         self.packed = ", ".join(
-            f"json({_q(c.name)})" if isinstance(c.type, JSON) else _q(c.name) for c in cols
+            f"json({quote(c.name)})" if isinstance(c.type, JSON) else quote(c.name) for c in cols
         )
         #: positions of the timestamps (parsed before the dict is built)
         self.stamps = tuple(i for i, c in enumerate(cols) if isinstance(c.type, UTCDateTime))
@@ -289,7 +289,7 @@ def cas(cur: sqlite3.Cursor, rows: Iterable[Cas], now: datetime, due_by: datetim
 _RUN_NAMES = tuple(c.name for c in RUN.c)
 _RUN_STAMPS = tuple(i for i, c in enumerate(RUN.c) if isinstance(c.type, UTCDateTime))
 _pick_run = itemgetter(*_RUN_NAMES)
-_RUN_INSERT = f"INSERT INTO intent_run ({', '.join(_q(n) for n in _RUN_NAMES)}) VALUES "
+_RUN_INSERT = f"INSERT INTO intent_run ({', '.join(quote(n) for n in _RUN_NAMES)}) VALUES "
 
 
 def insert_runs(cur: sqlite3.Cursor, rows: list[Row]) -> list[Row]:
@@ -337,7 +337,7 @@ def close_runs(cur: sqlite3.Cursor, columns: Sequence[str], updates: Sequence[Va
     datetimes, JSON columns as Python values)."""
     if not updates:
         return
-    sets = ", ".join(f"{_q(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
+    sets = ", ".join(f"{quote(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
     kinds = [RUN.c[k].type for k in columns]
     stamped = [j for j, t in enumerate(kinds, start=1) if isinstance(t, UTCDateTime)]
     packed = [j for j, t in enumerate(kinds, start=1) if isinstance(t, JSON)]
@@ -366,7 +366,7 @@ def update_after(
 ) -> None:
     """Apply completion values ``(intent_id, {column: value})`` to intents still ``firing``
     under ``owner``'s lease."""
-    sets = ", ".join(f"{_q(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
+    sets = ", ".join(f"{quote(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
     st = _Stamps()
     pick = itemgetter(*columns) if len(columns) > 1 else (lambda row: (row[columns[0]],))
     stamped = [

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import cache, lru_cache
 from typing import Any
 
 import psycopg
@@ -33,7 +34,7 @@ from sqlalchemy.engine import Connection
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.store.claims.binds import INTENT, JOURNAL, RUN
 from goalsui.store.models import UTCDateTime
-from goalsui.store.sqlite_hot import Cas
+from goalsui.store.sqlite_hot import Cas, quote
 
 Row = dict[str, Any]
 
@@ -44,10 +45,6 @@ def cursor(conn: Connection) -> psycopg.Cursor[Any]:
     if not isinstance(raw, psycopg.Connection):  # pragma: no cover - always psycopg 3 here
         raise TypeError("the PostgreSQL fast path needs a psycopg 3 connection")
     return raw.cursor()
-
-
-def _q(name: str) -> str:
-    return f'"{name}"'
 
 
 def _sql_type(column: Any) -> str:
@@ -112,29 +109,15 @@ class _Batch:
             return "NULL"
         if kind == ONE:
             return f"%(c{i})s::{self.types[i]}{cast}"
-        return f"v.{_q(self.names[i])}{cast}"
+        return f"v.{quote(self.names[i])}{cast}"
 
     def arrays(self, kinds: Sequence[str]) -> tuple[str, str]:
         """The ``unnest`` arguments and aliases of the columns sent as arrays (each
         starting with ", ")."""
         each = [i for i, k in enumerate(kinds) if k == EACH]
         args = "".join(f", %(a{i})b::{self.types[i]}[]" for i in each)
-        alias = "".join(f", {_q(self.names[i])}" for i in each)
+        alias = "".join(f", {quote(self.names[i])}" for i in each)
         return args, alias
-
-
-#: SQL text by (statement, shape); the shapes a scheduler sends are few
-_texts: dict[tuple[Any, ...], str] = {}
-_TEXTS_MAX = 512
-
-
-def _text(key: tuple[Any, ...], build: Any) -> str:
-    sql = _texts.get(key)
-    if sql is None:
-        if len(_texts) >= _TEXTS_MAX:
-            _texts.clear()
-        sql = _texts[key] = build()
-    return sql
 
 
 def _utc(rows: list[Row], stamps: Sequence[str]) -> list[Row]:
@@ -154,7 +137,7 @@ class _Reader:
         cols = [INTENT.c[n] for n in names] if names else list(INTENT.c)
         self.names = tuple(c.name for c in cols)
         self.stamps = tuple(c.name for c in cols if isinstance(c.type, UTCDateTime))
-        self.sql = f"SELECT {', '.join(_q(n) for n in self.names)} FROM intent {tail}"
+        self.sql = f"SELECT {', '.join(quote(n) for n in self.names)} FROM intent {tail}"
 
     def rows(self, cur: psycopg.Cursor[Any], params: Sequence[Any]) -> list[Row]:
         cur.execute(self.sql, params)
@@ -218,6 +201,8 @@ _CAS = _Batch(
 _INCREMENTS = (3, 4)
 
 
+#: SQL texts are cached by shape (the shapes a scheduler sends are few)
+@lru_cache(maxsize=512)
 def _cas_sql(kinds: tuple[str, ...]) -> str:
     """Every condition on ``intent`` is a join condition against the values (the id, the
     due time as selected, the status it must still have), so the plan is always "each
@@ -252,15 +237,16 @@ def cas(cur: psycopg.Cursor[Any], rows: Sequence[Cas], now: datetime, due_by: da
     ids, due, *values = (list(a) for a in zip(*rows, strict=True))
     kinds, params = _CAS.bind(values)
     params.update(ids=ids, due=due, was=[IntentStatus.ACTIVE] * len(ids), now=now, due_by=due_by)
-    cur.execute(_text(("cas", kinds), lambda: _cas_sql(kinds)), params)
+    cur.execute(_cas_sql(kinds), params)
     return cur.rowcount
 
 
+@lru_cache(maxsize=512)
 def _insert_sql(batch: _Batch, kinds: tuple[str, ...], returning: str) -> str:
     values = ", ".join(batch.expr(i, k) for i, k in enumerate(kinds))
     args, alias = batch.arrays(kinds)
     return (
-        f"INSERT INTO {batch.table} ({', '.join(_q(n) for n in batch.names)}) "
+        f"INSERT INTO {batch.table} ({', '.join(quote(n) for n in batch.names)}) "
         f"SELECT {values} FROM unnest(%(_k)b::int8[]{args}) AS v(_k{alias}) "
         f"ORDER BY v._k{returning}"
     )
@@ -270,8 +256,7 @@ def _insert(cur: psycopg.Cursor[Any], batch: _Batch, rows: Sequence[Row], return
     columns = [[r[n] for r in rows] for n in batch.names]
     kinds, params = batch.bind(columns)
     params["_k"] = list(range(len(rows)))
-    key = ("insert", batch.table, kinds, returning)
-    cur.execute(_text(key, lambda: _insert_sql(batch, kinds, returning)), params)
+    cur.execute(_insert_sql(batch, kinds, returning), params)
 
 
 _RUNS = _Batch(RUN, [c.name for c in RUN.c if c.name != "id"])
@@ -303,15 +288,16 @@ def insert_journal(cur: psycopg.Cursor[Any], rows: Sequence[Row]) -> None:
         _insert(cur, _JOURNAL, rows, "")
 
 
-def _update_sql(batch: _Batch, kinds: tuple[str, ...], guard: Sequence[str]) -> str:
+@lru_cache(maxsize=512)
+def _update_sql(batch: _Batch, kinds: tuple[str, ...], guard: tuple[str, ...]) -> str:
     """``UPDATE table SET <columns> FROM unnest(ids, <guard>, <arrays>) WHERE t.id = v._id
     AND t.<g> = v._<g> ...``: the guard's expected values travel as arrays too, so that
     every condition is a join condition (see :func:`_cas_sql`)."""
-    sets = ", ".join(f"{_q(n)} = {batch.expr(i, kinds[i])}" for i, n in enumerate(batch.names))
+    sets = ", ".join(f"{quote(n)} = {batch.expr(i, kinds[i])}" for i, n in enumerate(batch.names))
     args, alias = batch.arrays(kinds)
     gargs = "".join(f", %(g_{g})b::text[]" for g in guard)
     galias = "".join(f", _{g}" for g in guard)
-    where = "".join(f" AND t.{_q(g)} = v._{g}" for g in guard)
+    where = "".join(f" AND t.{quote(g)} = v._{g}" for g in guard)
     return (
         f"UPDATE {batch.table} AS t SET {sets} "
         f"FROM unnest(%(_ids)b::int8[]{gargs}{args}) AS v(_id{galias}{alias}) "
@@ -329,20 +315,13 @@ def _update(
     kinds, params = batch.bind(columns)
     params["_ids"] = ids
     params.update((f"g_{g}", [value] * len(ids)) for g, value in guard.items())
-    key = ("update", batch.table, batch.names, kinds, tuple(guard))
-    cur.execute(_text(key, lambda: _update_sql(batch, kinds, tuple(guard))), params)
+    cur.execute(_update_sql(batch, kinds, tuple(guard)), params)
     return cur.rowcount
 
 
-_batches: dict[tuple[str, tuple[str, ...]], _Batch] = {}
-
-
-def _batch(table: Any, names: Sequence[str]) -> _Batch:
-    key = (table.name, tuple(names))
-    found = _batches.get(key)
-    if found is None:
-        found = _batches[key] = _Batch(table, names)
-    return found
+@cache
+def _batch(table: Any, names: tuple[str, ...]) -> _Batch:
+    return _Batch(table, names)
 
 
 def close_runs(
@@ -352,7 +331,7 @@ def close_runs(
     if not updates:
         return
     ids, *values = (list(a) for a in zip(*updates, strict=True))
-    _update(cur, _batch(RUN, columns), ids, values, {})
+    _update(cur, _batch(RUN, tuple(columns)), ids, values, {})
 
 
 def update_after(
@@ -365,4 +344,4 @@ def update_after(
     ids = [i for i, _ in updates]
     values = [[row[k] for _, row in updates] for k in columns]
     guard = {"status": IntentStatus.FIRING, "lease_owner": owner}
-    _update(cur, _batch(INTENT, columns), ids, values, guard)
+    _update(cur, _batch(INTENT, tuple(columns)), ids, values, guard)
