@@ -52,13 +52,11 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
                 message["content"], thread_id=thread.id, role=message.get("role", "user")
             )
     for spec in data.get("intents") or []:
-        kind = spec.get("kind", "cron")
-        schedule = spec.get("cron") or spec.get("every") or spec.get("at")
         intent = IntentSpec.parse(
             title=spec["title"],
             instruction=spec.get("instruction", ""),
-            kind=kind,
-            schedule=schedule,
+            kind=spec.get("kind", "cron"),
+            schedule=spec.get("cron") or spec.get("every") or spec.get("at"),
             timezone=spec.get("timezone", "UTC"),
             thread_id=threads.get(spec.get("thread", "")),
             operation_key=spec.get("operation_key"),
@@ -83,6 +81,7 @@ def replay_last_night(
 ) -> list[tuple[str, str]]:
     """Run the sample nightshift from the start of its last full night up to ``now``."""
     from goalsui.domain.nightshift import night_of, night_window
+    from goalsui.scheduler.replay import drive
 
     clock = MovingClock(now)
     service = open_at(clock)
@@ -95,7 +94,7 @@ def replay_last_night(
         # in, whose report is written by now), up to now: nothing is left overdue.
         clock.now = night_window(night_of(now, zone) - timedelta(days=1), zone)[0]
         service.index.sync([goal_id])  # its workers are planned from the night's start
-        return asyncio.run(_drive_night(service, clock, goal_id, now))
+        return asyncio.run(drive(service, clock, goal_id, now))
     finally:
         service.close()
 
@@ -107,11 +106,3 @@ def _report_zone(workers: Iterable[Any]) -> str:
         if runner.get("builtin") == "report":
             return str(worker.schedule.timezone or "UTC")
     return "UTC"
-
-
-async def _drive_night(
-    service: Service, clock: MovingClock, goal_id: str, until: datetime
-) -> list[tuple[str, str]]:
-    from goalsui.scheduler.replay import drive
-
-    return await drive(service, clock, goal_id, until)

@@ -284,7 +284,7 @@ def add_intent(
     }
 
 
-def create_intents(svc: Service, load: Load, tag: str, rate: float, rng: random.Random) -> None:
+def create_intents(svc: Service, load: Load, tag: str, rate: float) -> None:
     """The standing intents (heartbeats, checklists, cron, events), scaled by ``rate``."""
     scale = rate / 10_000
     add = functools.partial(add_intent, svc, load, tag)
@@ -304,7 +304,6 @@ def create_intents(svc: Service, load: Load, tag: str, rate: float, rng: random.
         add("cron", f"cron {k}", k, schedule="* * * * *", timezone=ZONES[k % len(ZONES)])
     for k in range(4):
         add("event", f"event {k}", k, event_source=SOURCE)
-    rng.shuffle(list(load.intents))
 
 
 class Sender:
@@ -319,12 +318,9 @@ class Sender:
         headers = signing.signed_headers(self.secret, body, delivery)
         headers["Content-Type"] = "application/json"
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-            try:
+            with contextlib.closing(http.client.HTTPConnection("127.0.0.1", self.port, 5)) as conn:
                 conn.request("POST", f"/hooks/{SOURCE}", body=body, headers=headers)
                 status = conn.getresponse().status
-            finally:
-                conn.close()
         except OSError:
             status = 0
         if status in (200, 201, 202, 409):  # stored now, or before (a retry of a lost answer)
@@ -415,7 +411,7 @@ def run(opts: Options) -> Result:
                     "use an empty scratch database"
                 )
             load = Load()
-            create_intents(svc, load, tag, opts.rate, rng)
+            create_intents(svc, load, tag, opts.rate)
             secret = secrets.token_hex(16)
             hooks_port = _free_port()
             daemons = _start_daemons(opts, kb, state, tmp, secret, hooks_port)
@@ -878,10 +874,8 @@ def render(r: Result) -> str:
 
 
 def options(args: argparse.Namespace) -> Options:
-    db = args.bench_db or getattr(args, "db", None)
-    if not db:
-        raise ValidationError("bench chaos: --db URL of an empty PostgreSQL database is required")
-    libpq_url(db)  # the option ranges are checked by the command line
+    db = args.bench_db  # required by the command line, which checks the option ranges too
+    libpq_url(db)
     pg_dir = Path(args.pg_dir) if args.pg_dir else None
     if pg_dir is not None:
         _data_dir(pg_dir)
@@ -901,9 +895,7 @@ def options(args: argparse.Namespace) -> Options:
 def main(args: argparse.Namespace) -> int:
     result = run(options(args))
     if args.json:
-        data = dict(result.__dict__)
-        data["ok"] = result.ok
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+        print(json.dumps({**result.__dict__, "ok": result.ok}, indent=2, default=str))
     else:
         print(render(result))
     return 0 if result.ok else 1

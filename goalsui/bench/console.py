@@ -189,6 +189,13 @@ def measure_start(
 
 
 # -- refresh latency --------------------------------------------------------------------------
+def _note_marks(text: str, seen: dict[str, float], at: float) -> None:
+    """Note ``at`` as the first sighting of each bench mark in ``text``."""
+    for line in text.splitlines():
+        if line.startswith("bench-mark-"):
+            seen.setdefault(line, at)
+
+
 async def _raw_watch(kb: Path, prompt: Path, stop: asyncio.Event, seen: dict[str, float]) -> None:
     """Note when raw ``watchfiles.awatch`` first sees each bench mark in ``prompt``."""
     from watchfiles import awatch
@@ -196,10 +203,7 @@ async def _raw_watch(kb: Path, prompt: Path, stop: asyncio.Event, seen: dict[str
     async for changes in awatch(kb, step=50, stop_event=stop):
         now = time.perf_counter()
         if any(path.endswith("prompt.md") for _, path in changes):
-            text = prompt.read_text(encoding="utf-8")
-            for line in text.splitlines():
-                if line.startswith("bench-mark-"):
-                    seen.setdefault(line, now)
+            _note_marks(prompt.read_text(encoding="utf-8"), seen, now)
 
 
 async def _show_prompt(app: Any, pilot: Any, goal_id: str, rel: str) -> None:
@@ -256,12 +260,7 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
     shown: dict[str, float] = {}
     raw_seen: dict[str, float] = {}
 
-    def note_shown(tab: object, text: str) -> None:
-        for line in text.splitlines():
-            if line.startswith("bench-mark-"):
-                shown.setdefault(line, time.perf_counter())
-
-    app.detail_listeners.append(note_shown)
+    app.detail_listeners.append(lambda tab, text: _note_marks(text, shown, time.perf_counter()))
     stop = asyncio.Event()
     async with app.run_test(size=(COLS, ROWS)) as pilot:
         await _show_prompt(app, pilot, goal_id, rel)

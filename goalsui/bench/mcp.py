@@ -1,5 +1,7 @@
 """``goalsui bench mcp``: how fast an agent gets goalsui's tools over HTTP (target 0.3 s) and stdio,
-beside ``mcp-server-time``, and their size."""
+beside ``mcp-server-time``, and their size; with ``--turns``, a turn's overhead with each agent
+preset beside a trivial command (point the CLIs at ``tests/model_server.py`` to leave a model's
+latency out)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Any
 from goalsui.domain.records import saved_id
 
 TARGET_S = 0.3
+TRIVIAL = "command"
 REFERENCES = {
     "mcp-server-time": ("mcp_server_time", ["--local-timezone", "UTC"]),
     "mcp-server-git": ("mcp_server_git", []),
@@ -32,12 +35,14 @@ def _tools_bytes(tools: Sequence[Any]) -> int:
     return len(json.dumps({"tools": listed}, separators=(",", ":")).encode())
 
 
-async def _stdio_seconds(command: str, args: list[str]) -> tuple[float, int, int]:
+async def _stdio_seconds(
+    command: str, args: list[str], env: dict[str, str] | None = None
+) -> tuple[float, int, int]:
     """Start a stdio server, initialise, list tools: (seconds, tool count, list bytes)."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
+    params = StdioServerParameters(command=command, args=args, env=env or dict(os.environ))
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
         async with (
@@ -133,15 +138,9 @@ def measure(repeat: int) -> dict[str, Any]:
     try:
         kb, state, goal, thread = _prepare(scratch)
         http = asyncio.run(_http_rounds(kb, state, goal, thread, repeat))
-        env_db = os.environ.get("GOALSUI_DB")
-        os.environ.pop("GOALSUI_DB", None)  # the scratch KB's own database
-        try:
-            argv = ["-m", "goalsui", "--kb", str(kb), "--state-dir", str(state)]
-            argv += ["mcp", "--goal", goal]
-            stdio = [asyncio.run(_stdio_seconds(sys.executable, argv)) for _ in range(repeat + 1)]
-        finally:
-            if env_db is not None:
-                os.environ["GOALSUI_DB"] = env_db
+        env = {k: v for k, v in os.environ.items() if k != "GOALSUI_DB"}  # the scratch KB's own
+        argv = ["-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), "mcp", "--goal", goal]
+        stdio = [asyncio.run(_stdio_seconds(sys.executable, argv, env)) for _ in range(repeat + 1)]
         references = _references(repeat)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -193,6 +192,86 @@ def _report(f: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+async def _rounds(kb: Path, state: Path, presets: list[str], repeat: int) -> dict[str, Any]:
+    from goalsui.kb.layout import WorkerSeed
+    from goalsui.scheduler import Scheduler
+    from goalsui.service import Service
+
+    service = Service.open(kb, None, state)
+    daily = {"cron": "0 3 * * *"}
+    agent = {"capabilities": ["read_kb", "todos"], "timeout": "5m"}
+    prompt = "# bench\n\nAnswer in one word.\n"
+    seeds = [
+        WorkerSeed(name, {"schedule": daily, "runner": {"agent": name}, **agent}, prompt=prompt)
+        for name in presets
+    ]
+    trivial = {"command": [sys.executable, "-c", "print('ok')"]}
+    seeds.append(WorkerSeed(TRIVIAL, {"schedule": daily, "runner": trivial}, prompt="# bench\n"))
+    goal = service.goals.create("Turn bench", "time one turn per runner", seeds).goal_id
+    sched = Scheduler(service, grace_seconds=1)
+    seconds: dict[str, list[float]] = {name: [] for name in [*presets, TRIVIAL]}
+    statuses: dict[str, list[str]] = {name: [] for name in seconds}
+    try:
+        for _ in range(repeat + 1):  # the first round warms up (the listener, caches)
+            for name in seconds:
+                service.workers.run_now(goal, name)
+                started = time.perf_counter()
+                runs = await sched.tick()
+                await sched.drain(timeout=600)
+                elapsed = time.perf_counter() - started
+                for run_id in runs:
+                    run = service.runs.get(run_id)
+                    statuses[name].append(
+                        run.status if not run.reason else f"{run.status}: {run.reason[:60]}"
+                    )
+                seconds[name].append(elapsed)
+    finally:
+        await sched.stop(grace=1)
+        service.close()
+    return {
+        name: {
+            "median_s": statistics.median(values[1:]),
+            "max_s": max(values[1:]),
+            "statuses": sorted(set(statuses[name][1:])),
+        }
+        for name, values in seconds.items()
+    }
+
+
+def measure_turns(presets: list[str], repeat: int) -> dict[str, Any]:
+    """Claim-to-end seconds per runner (medians over ``repeat`` rounds after a warm-up)."""
+    from goalsui.kb.layout import copy_sample_kb
+
+    found = [p for p in presets if shutil.which(p)]
+    scratch = Path(tempfile.mkdtemp(prefix="goalsui-bench-turns-"))
+    try:
+        kb = copy_sample_kb(scratch / "kb")
+        figures = asyncio.run(_rounds(kb, scratch / "state", found, repeat))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    trivial = figures[TRIVIAL]["median_s"]
+    for name in found:
+        figures[name]["overhead_vs_command_s"] = figures[name]["median_s"] - trivial
+    for name in presets:
+        if name not in found:
+            figures[name] = {"missing": f"'{name}' is not on PATH"}
+    return figures
+
+
+def report_turns(figures: dict[str, Any]) -> list[str]:
+    lines = ["  a turn, claim to end (real scheduler; medians):"]
+    for name, fig in figures.items():
+        if "missing" in fig:
+            lines.append(f"    {name}: {fig['missing']}")
+            continue
+        extra = ""
+        if "overhead_vs_command_s" in fig:
+            extra = f" ({fig['overhead_vs_command_s']:+.3f} s beside the trivial command)"
+        status = ", ".join(fig["statuses"])
+        lines.append(f"    {name}: {fig['median_s']:.3f} s{extra}; runs {status}")
+    return lines
+
+
 def main(args: argparse.Namespace) -> int:
     from goalsui.errors import ValidationError
 
@@ -201,8 +280,6 @@ def main(args: argparse.Namespace) -> int:
     figures = measure(args.repeat)
     lines = [_report(figures)]
     if args.turns:
-        from goalsui.bench.turns import measure_turns, report_turns
-
         presets = [p.strip() for p in str(args.turns).split(",") if p.strip()]
         figures["turns"] = measure_turns(presets, args.repeat)
         lines += report_turns(figures["turns"])

@@ -96,8 +96,7 @@ async def _worker(kb: Path, db_url: str, state: Path, max_concurrency: int) -> W
     try:
         await scheduler.start()
         settle_heap()
-        sys.stdout.write("ready\n")
-        sys.stdout.flush()
+        print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         await scheduler.stop()
     finally:
@@ -105,16 +104,11 @@ async def _worker(kb: Path, db_url: str, state: Path, max_concurrency: int) -> W
     return WorkerReport(os.getpid(), scheduler.owner, int(finished[0]), lateness, finished[1])
 
 
-def worker_main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m goalsui.bench.multi")
-    p.add_argument("--kb", required=True, type=Path)
-    p.add_argument("--db", required=True)
-    p.add_argument("--state-dir", required=True, type=Path)
-    p.add_argument("--max-concurrency", type=int, default=MAX_CONCURRENCY)
-    args = p.parse_args(argv)
-    report = asyncio.run(_worker(args.kb, args.db, args.state_dir, args.max_concurrency))
-    sys.stdout.write(json.dumps(asdict(report)) + "\n")
-    sys.stdout.flush()
+def worker_main(argv: list[str]) -> int:
+    """``python -m goalsui.bench.multi KB DB_URL STATE_DIR MAX_CONCURRENCY``: one worker process."""
+    kb, db_url, state, concurrency = argv
+    report = asyncio.run(_worker(Path(kb), db_url, Path(state), int(concurrency)))
+    print(json.dumps(asdict(report)), flush=True)
     return 0
 
 
@@ -124,9 +118,9 @@ class _Worker:
         state.mkdir(parents=True, exist_ok=True)
         # A file, not a pipe: a chatty worker never blocks. Closed in kill().
         self.err = tempfile.TemporaryFile("w+")  # noqa: SIM115
-        argv = [sys.executable, "-m", "goalsui.bench.multi", "--kb", str(kb), "--db", db_url]
+        argv = [sys.executable, "-m", "goalsui.bench.multi", str(kb), db_url, str(state)]
         self.proc = subprocess.Popen(
-            [*argv, "--state-dir", str(state), "--max-concurrency", str(max_concurrency)],
+            [*argv, str(max_concurrency)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.err,
@@ -177,7 +171,7 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
                 else f"SQLite (scratch file, {svc.store.dialect})",
             )
             try:
-                _burst(svc, url, kb, state, n, daemons, workers, result)
+                _burst(svc, url, tmp, workers, result)
             finally:
                 for w in workers:
                     w.kill()
@@ -190,16 +184,9 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _burst(
-    svc: Service,
-    url: str,
-    kb: Path,
-    state: Path,
-    n: int,
-    daemons: int,
-    workers: list[_Worker],
-    result: MultiResult,
-) -> None:
+def _burst(svc: Service, url: str, tmp: Path, workers: list[_Worker], result: MultiResult) -> None:
+    """Start the worker processes, insert the burst, wait for it and fill in ``result``."""
+    n, daemons, kb, state = result.intents, result.daemons, tmp / "kb", tmp / "state"
     _progress(f"starting {daemons} scheduler process(es) on {result.database}")
     per = min(n, MAX_CONCURRENCY)
     workers.extend(_Worker(kb, url, state, per) for _ in range(daemons))
@@ -285,4 +272,4 @@ def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(worker_main())
+    sys.exit(worker_main(sys.argv[1:]))

@@ -21,19 +21,17 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "goalsui.cli.workers": ("worker",),
     "goalsui.cli.intents": ("intent", "runs"),
     "goalsui.cli.threads": ("thread", "todo"),
-    "goalsui.cli.misc": ("init", "doctor", "schedule"),
+    "goalsui.cli.misc": ("init", "doctor", "schedule", "config", "db"),
     "goalsui.cli.runtime": ("console", "demo"),
     "goalsui.cli.daemon": ("daemon",),
     "goalsui.cli.plan": ("plan",),
     "goalsui.cli.report": ("report",),
     "goalsui.cli.events": ("event", "events"),
     "goalsui.cli.bench": ("bench",),
-    "goalsui.cli.db": ("db",),
     "goalsui.cli.serve": ("serve",),
     "goalsui.cli.nightshift": ("nightshift",),
     "goalsui.cli.mcp": ("mcp",),
     "goalsui.cli.kb": ("kb",),
-    "goalsui.cli.config": ("config",),
 }
 COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 
@@ -140,8 +138,6 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as exc:  # never a traceback for the operator
         if args.debug or os.environ.get("GOALSUI_DEBUG"):
             raise
-        from goalsui.cli.failures import user_message
-
         message = user_message(exc)
         if message is not None:
             sys.stderr.write(f"goalsui: error: {message}\n")
@@ -152,6 +148,28 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 2
     return int(result or 0)
+
+
+def user_message(exc: BaseException) -> str | None:
+    """The one line for a failure outside goalsui's code that is the operator's to fix (bad input,
+    a hostile environment: exit 1, never an internal error), else None."""
+    from goalsui.domain.untrusted import plain
+
+    kind = type(exc)
+    if kind.__module__.startswith("sqlalchemy") and kind.__name__ == "OperationalError":
+        orig = getattr(exc, "orig", None)
+        detail = " ".join(str(orig if orig is not None else exc).split())
+        if any(word in detail.lower() for word in ("readonly", "read-only", "read only")):
+            return "the database is read-only: nothing was changed (check its file permissions)"
+        return f"database: {plain(detail, limit=200)}"
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply"
+    if isinstance(exc, OverflowError):
+        return f"a number or date is out of range ({plain(str(exc), limit=120)})"
+    if isinstance(exc, OSError):
+        where = f": {plain(str(exc.filename), limit=200)}" if exc.filename else ""
+        return f"{exc.strerror or type(exc).__name__}{where}"
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,8 +32,7 @@ def kb_path(args: argparse.Namespace) -> Path:
 def db_settings(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """The ``--db`` and ``--state-dir`` given (or their env vars); None: the default."""
     db = args.db or os.environ.get("GOALSUI_DB")
-    state = args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
-    return db, state
+    return db, args.state_dir or os.environ.get("GOALSUI_STATE_DIR")
 
 
 def open_service(
@@ -43,23 +42,19 @@ def open_service(
     sync: bool = True,
     clock: Callable[[], datetime] | None = None,
 ) -> Service:
+    """The service the command works on; a goal prefix or slug in ``goal_id``/``goal`` is expanded
+    to its id (else "did you mean")."""
     from goalsui.service import Service
+    from goalsui.service.goal_ids import resolve_goal_id
 
     db, state = db_settings(args)
     extra = {"clock": clock} if clock is not None else {}
     service = Service.open(kb_path(args), db, state, actor=actor, sync=sync, **extra)
-    resolve_goal_args(service, args)
-    return service
-
-
-def resolve_goal_args(service: Service, args: argparse.Namespace) -> None:
-    """Expand a goal prefix or slug in ``goal_id``/``goal`` (else "did you mean")."""
-    from goalsui.service.goal_ids import resolve_goal_id
-
     for name in ("goal_id", "goal"):
         value = getattr(args, name, None)
         if isinstance(value, str) and value:
             setattr(args, name, resolve_goal_id(service, value))
+    return service
 
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -198,10 +193,8 @@ def read_text_arg(value: str) -> str:
     """``@FILE`` or ``-`` (stdin) read with a size bound, else the text itself."""
     from goalsui.cli.inputs import read_input_text
 
-    if value == "-":
-        return read_input_text("-")
-    if value.startswith("@"):
-        return read_input_text(value[1:])
+    if value == "-" or value.startswith("@"):
+        return read_input_text(value.removeprefix("@"))
     return value
 
 

@@ -6,8 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -170,39 +169,10 @@ async def _start_ops(service: Any, scheduler: Any, args: argparse.Namespace) -> 
     return ops
 
 
-@dataclass
-class _Extras:
-    """What the daemon starts beside the scheduler, each closed again on the way out."""
-
-    ops: Any = None
-    listener: Any = None
-    watcher: asyncio.Task[None] | None = None
-
-    async def start(
-        self, service: Any, scheduler: Any, args: argparse.Namespace, stop: asyncio.Event
-    ) -> None:
-        """The metrics server, the hook listener and the KB watcher, as asked."""
-        if args.metrics_port is not None:
-            self.ops = await _start_ops(service, scheduler, args)
-        if args.hooks_port is not None:
-            self.listener = await _hooks_server().start_listener(
-                service, args.hooks_host, args.hooks_port
-            )
-            say(
-                f"listening for event hooks on http://{args.hooks_host}:{args.hooks_port}/hooks/<source>"
-            )
-        if not args.no_watch:
-            self.watcher = asyncio.get_running_loop().create_task(_watch_kb(service, stop))
-
-    async def close(self) -> None:
-        """Close whatever was started (a failing close does not stop the others)."""
-        for server in (self.listener, self.ops):
-            if server is not None:
-                with contextlib.suppress(Exception):
-                    await server.close()
-        if self.watcher is not None:
-            self.watcher.cancel()
-            await asyncio.gather(self.watcher, return_exceptions=True)
+async def _quietly(close: Callable[[], Awaitable[object]]) -> None:
+    """Close one thing the daemon started beside the scheduler (a failure stops no other close)."""
+    with contextlib.suppress(Exception):
+        await close()
 
 
 async def run_daemon(service: Any, args: argparse.Namespace) -> int:
@@ -232,9 +202,22 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
     # consoles on this KB see it and watch instead of starting a second scheduler
     registration = service.schedulers.register("daemon", scheduler.owner)
-    extras = _Extras()
-    try:
-        await extras.start(service, scheduler, args, stop)
+    async with contextlib.AsyncExitStack() as stack:  # closed in reverse order
+        stack.callback(registration.close)
+        stack.push_async_callback(scheduler.stop)
+        if args.metrics_port is not None:
+            stack.push_async_callback(_quietly, (await _start_ops(service, scheduler, args)).close)
+        if args.hooks_port is not None:
+            hooks = _hooks_server().start_listener(service, args.hooks_host, args.hooks_port)
+            stack.push_async_callback(_quietly, (await hooks).close)
+            say(
+                f"listening for event hooks on http://{args.hooks_host}:{args.hooks_port}/hooks/<source>"
+            )
+        if not args.no_watch:
+            watcher = asyncio.get_running_loop().create_task(_watch_kb(service, stop))
+            stack.push_async_callback(asyncio.wait, [watcher])
+            stack.callback(watcher.cancel)
+        stack.callback(stop.set)
         say(
             f"goalsui daemon: scheduler {scheduler.owner} {scheduler.status_text}; KB {service.kb.root}; "
             f"database {service.db_url_display()}; stop with Ctrl-C or SIGTERM"
@@ -246,11 +229,6 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
             if running
             else "stopping"
         )
-    finally:
-        stop.set()
-        await extras.close()
-        await scheduler.stop()
-        registration.close()
     say("stopped")
     if fatal:
         raise FatalError(fatal[0])  # one line on stderr, exit 1

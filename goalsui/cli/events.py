@@ -61,12 +61,6 @@ def register(sub: Subparsers) -> None:
     events.add_argument("--limit", type=int, default=50)
 
 
-def _read_data(value: str) -> bytes:
-    from goalsui.cli.inputs import read_input_bytes
-
-    return read_input_bytes(value, limit=signing.MAX_BODY_BYTES, what="payload")
-
-
 def _target_url(args: argparse.Namespace, source: str) -> str:
     path = f"/hooks/{source}"
     if args.url:
@@ -120,7 +114,10 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str
     return status, reply if isinstance(reply, dict) else {}
 
 
-def _emit_http(args: argparse.Namespace, source: str, body: bytes, delivery: str) -> dict[str, Any]:
+def _emit_http(
+    args: argparse.Namespace, source: str, body: bytes, delivery: str
+) -> tuple[Any, list[Any]]:
+    """Post the signed delivery to the listener: the event id and the intents it fired."""
     from goalsui.kb.layout import KB
 
     url = _target_url(args, source)
@@ -146,42 +143,41 @@ def _emit_http(args: argparse.Namespace, source: str, body: bytes, delivery: str
                 f"delivery '{delivery}' was already received; nothing fired ({error})"
             )
         raise GoalsuiError(f"the hook listener refused the delivery: HTTP {status}: {error}")
-    return {
-        "event_id": reply.get("event_id"),
-        "fired": list(reply.get("fired") or []),
-        "duplicate": False,
-    }
+    return reply.get("event_id"), list(reply.get("fired") or [])
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
+    from goalsui.cli.inputs import read_input_bytes
+
     source = check_name(args.source, "event source")
     delivery = args.delivery if args.delivery is not None else signing.new_delivery_id()
     if not signing.valid_delivery_id(delivery):
         raise ValidationError("invalid --delivery: use 1-200 printable characters without spaces")
-    body = _read_data(args.data)
+    body = read_input_bytes(args.data, limit=signing.MAX_BODY_BYTES, what="payload")
     try:
         payload = parse_payload(body)
     except ValidationError as exc:
         raise ValidationError(f"{args.data}: {exc}") from None
     if args.local:
-        service = open_service(args)
-        result = service.events.emit(source, payload, delivery)
+        result = open_service(args).events.emit(source, payload, delivery)
         if result.duplicate:
             raise GoalsuiError(
                 f"delivery '{delivery}' was already received (event {result.event_id}); nothing fired"
             )
-        got: dict[str, Any] = {
-            "event_id": result.event_id,
-            "fired": list(result.fired),
-            "duplicate": False,
-        }
+        event_id, fired = result.event_id, list(result.fired)
     else:
-        got = _emit_http(args, source, body, delivery)
-    fired = ", ".join(str(i) for i in got["fired"]) or "nothing"
+        event_id, fired = _emit_http(args, source, body, delivery)
+    shown = ", ".join(str(i) for i in fired) or "nothing"
     return answer(
         args,
-        {"source": source, "delivery_id": delivery, **got},
-        f"event {got['event_id']} ({source}/{delivery}) accepted; fired intents: {fired}",
+        {
+            "source": source,
+            "delivery_id": delivery,
+            "event_id": event_id,
+            "fired": fired,
+            "duplicate": False,
+        },
+        f"event {event_id} ({source}/{delivery}) accepted; fired intents: {shown}",
     )
 
 

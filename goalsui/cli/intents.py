@@ -48,11 +48,7 @@ def register(sub: Subparsers) -> None:
         ("--expires", "ISO", "no fires after this instant"),
         ("--cooldown", "DURATION", "minimum time between event fires"),
         ("--filter", "JSON", "event filter: a JSON object matched as a subset"),
-        (
-            "--checklist",
-            "TEXT",
-            "heartbeat checklist: text, @FILE or - ('' or an empty file: every tick is skipped)",
-        ),
+        ("--checklist", "TEXT", "heartbeat checklist: text, @FILE or - (empty: every tick skips)"),
         ("--active-hours", "HH:MM-HH:MM", "heartbeat active hours, in --tz"),
     ):
         add.add_argument(flag, metavar=meta, help=text)
@@ -95,24 +91,14 @@ def register(sub: Subparsers) -> None:
     runs.add_argument("--limit", type=int, default=50)
 
 
-def _active_hours(value: str | None, tz: str) -> dict[str, Any] | None:
-    from goalsui.kb.config import active_hours_from_range
-
-    return active_hours_from_range(value, tz) if value else None
-
-
 def cmd_add(args: argparse.Namespace) -> int:
     from goalsui.domain.shapes import intent_json
+    from goalsui.kb.config import active_hours_from_range
     from goalsui.service import IntentSpec
 
-    if args.at:
-        kind, schedule = "at", args.at
-    elif args.cron:
-        kind, schedule = "cron", args.cron
-    elif args.every:
-        kind, schedule = "heartbeat", args.every
-    else:
-        kind, schedule = "event", None
+    kinds = (("at", args.at), ("cron", args.cron), ("heartbeat", args.every), ("event", None))
+    kind, schedule = next((k, when) for k, when in kinds if when or k == "event")
+    hours = args.active_hours and active_hours_from_range(args.active_hours, args.tz or "UTC")
     event_filter = None
     if args.filter:
         try:
@@ -140,7 +126,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         event_source=args.event,
         event_filter=event_filter,
         checklist=read_text_arg(args.checklist) if args.checklist is not None else None,
-        active_hours=_active_hours(args.active_hours, args.tz or "UTC"),
+        active_hours=hours or None,
     )
     intent = open_service(args).intents.create(spec)
     return answer(
@@ -179,19 +165,13 @@ def cmd_action(args: argparse.Namespace) -> int:
     intent_id = parse_id(args.intent_id, "intent")
     action = args.action
     if action == "show":
-        intent = service.intents.get(intent_id)
+        data = intent_json(service.intents.get(intent_id).record())
         runs = service.runs.list(intent_id=intent_id, limit=10)
-        if args.json:
-            data = intent_json(intent.record())
-            data["runs"] = [run_json(r.record()) for r in runs]
-            print_json(data)
-            return 0
-        for key, value in intent_json(intent.record()).items():
-            print(f"{key:22} {value if value is not None else '-'}")
-        if runs:
-            print()
-            print(_runs_table([r.record() for r in runs]))
-        return 0
+        lines = [f"{key:22} {'-' if value is None else value}" for key, value in data.items()]
+        lines += ["", _runs_table([r.record() for r in runs])] if runs else []
+        return answer(
+            args, {**data, "runs": [run_json(r.record()) for r in runs]}, "\n".join(lines)
+        )
     intent = getattr(service.intents, action.replace("-", "_"))(intent_id)
     return answer(
         args,

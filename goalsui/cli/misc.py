@@ -1,4 +1,5 @@
-"""``goalsui init``, ``doctor`` and ``schedule preview``."""
+"""``goalsui init``, ``doctor``, ``schedule preview``, ``config set runner`` (the KB's default
+runner) and ``db upgrade|status`` (the database schema)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from goalsui.cli.common import Subparsers, answer, command, group, kb_path, open_service
+from goalsui.cli.common import (
+    Subparsers,
+    answer,
+    command,
+    db_settings,
+    group,
+    kb_path,
+    open_service,
+    print_json,
+)
+from goalsui.errors import ValidationError
 
 
 def register(sub: Subparsers) -> None:
@@ -24,6 +35,25 @@ def register(sub: Subparsers) -> None:
     preview.add_argument("--tz", default="UTC")
     preview.add_argument("--from", dest="start", metavar="ISO")
     preview.add_argument("--count", type=int, default=5)
+    config = group(sub, "config", "KB-level settings in goalsui.yaml")
+    setting = group(config, "set", "set a KB-level setting", "SETTING")
+    runner = command(
+        setting,
+        "runner",
+        cmd_set_runner,
+        "the default runner of turns that name none (comments in goalsui.yaml are kept)",
+    )
+    runner.add_argument(
+        "preset", nargs="?", help="an agent preset (claude, codex, goose) or a builtin (report)"
+    )
+    runner.add_argument(
+        "--command", metavar="ARGV", help="a command instead, split like a shell: 'llm -m gpt-4o'"
+    )
+    runner.add_argument("--model", help="a model name for the agent ({model} in a command)")
+    dsub = group(sub, "db", "the database schema: status and migrations")
+    upgrade = "apply schema migrations (creates the schema of an empty database)"
+    command(dsub, "upgrade", cmd_upgrade, upgrade)
+    command(dsub, "status", cmd_status, "the database's schema revision against this goalsui's")
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -87,3 +117,55 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
     result = schedule_preview(args.expression, tz=args.tz, start=args.start, count=args.count)
     return answer(args, result, "\n".join(str(item) for item in result["occurrences"]))
+
+
+def cmd_set_runner(args: argparse.Namespace) -> int:
+    from goalsui.service import kbconfig, runner_checks
+
+    runner = kbconfig.runner_from_words(args.preset, args.command, args.model)
+    service = open_service(args)
+    written = kbconfig.set_default_runner(service, runner)
+    lines = [f"default runner set in {service.kb.root / 'goalsui.yaml'}: {written}"]
+    lines += [f"warning: {w.path}: {w.message}" for w in runner_checks.worker_warnings(service)]
+    return answer(args, {"runner": written}, "\n".join(lines))
+
+
+def _schema(args: argparse.Namespace, step: str) -> tuple[str, dict[str, Any]]:
+    """The database's display URL and what ``service.schema.<step>()`` returns, from a service
+    that does NOT check the schema on open (that is what these commands are for)."""
+    from goalsui.service import Service
+
+    try:
+        service = Service(kb_path(args), *db_settings(args))
+    except OSError as exc:
+        raise ValidationError(f"cannot prepare the state folder: {exc}") from None
+    try:
+        result = getattr(service.schema, step)()
+    finally:
+        service.close()
+    where = service.db_url_display()
+    if args.json:
+        print_json({"database": where, **result})
+    return where, result
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    where, result = _schema(args, "upgrade")
+    before, after = result["before"], result["after"]
+    if args.json:
+        return 0
+    if before["state"] == "current":
+        print(f"{where}: already at the newest schema (rev {after['head']})")
+    else:
+        old = ",".join(before["current"]) or "none"
+        applied = ", ".join(before["pending"]) if before["state"] != "unversioned" else "stamped"
+        print(f"{where}: schema upgraded from rev {old} to rev {after['head']} ({applied})")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    where, result = _schema(args, "status")
+    if not args.json:
+        print(f"database: {where}\ncurrent:  {','.join(result['current']) or 'none'}")
+        print(f"head:     {result['head']}\nstate:    {result['message']}")
+    return 0

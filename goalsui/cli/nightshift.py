@@ -18,7 +18,6 @@ from goalsui.cli.common import (
     command,
     group,
     open_service,
-    print_json,
     split_argv,
     table,
 )
@@ -75,20 +74,17 @@ def register(sub: Subparsers) -> None:
             p.add_argument("--night", help=NIGHT_HELP)
 
 
-def _runner(args: argparse.Namespace) -> dict[str, Any] | None:
-    if args.runner:
-        return {"agent": args.runner}
-    return {"command": split_argv(args.command, "--command")} if args.command else None
-
-
 def cmd_init(args: argparse.Namespace) -> int:
     check = split_argv(args.check, "--check") if args.check else None
+    runner: dict[str, Any] | None = {"agent": args.runner} if args.runner else None
+    if args.command:
+        runner = {"command": split_argv(args.command, "--command")}
     with closing(open_service(args)) as service:
         view = service.nightshift.init(
             args.repo,
             base=args.base,
             tz=args.tz,
-            runner=_runner(args),
+            runner=runner,
             workers=args.workers,
             name=args.name,
             check=check,
@@ -199,22 +195,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         replay = asyncio.run(replay_isolated(service, goal_id, start, end))
         report = service.nightshift.report_path(goal_id, night)
     records = replay.records
-    if args.json:
-        print_json(
-            {
-                "night": night,
-                "runs": [list(r) for r in replay.runs],
-                "report": report,
-                "records": records,
-            }
-        )
-        return 0
-    for worker, status in replay.runs:
-        print(f"{worker or '-'}: {status}")
-    print(
-        f"the replay's runs are in {records} "
-        f"(goalsui --state-dir {shlex.quote(str(records))} runs)",
-        file=sys.stderr,
-    )
-    print(report if report.exists() else "no report was written (is there a reporter?)")
-    return 0
+    if not args.json:
+        where = f"goalsui --state-dir {shlex.quote(str(records))} runs"
+        print(f"the replay's runs are in {records} ({where})", file=sys.stderr)
+    runs = [f"{worker or '-'}: {status}" for worker, status in replay.runs]
+    written = report if report.exists() else "no report was written (is there a reporter?)"
+    data = {"night": night, "runs": [list(r) for r in replay.runs], "report": report}
+    return answer(args, {**data, "records": records}, "\n".join([*runs, str(written)]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import Subparsers, command, open_service, print_json
@@ -38,7 +38,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     service = open_service(args)
     now = service.now()
-    zone = load_zone(args.tz) if args.tz else _local_zone(now)
+    zone = load_zone(args.tz) if args.tz else now.astimezone().tzinfo or UTC
     until = parse_until(args.until, now, zone) if args.until else now + timedelta(hours=24)
     items = plan(service, now, until, args.goal, zone)
     if args.json:
@@ -50,12 +50,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         _print_summary(items, zone)
     return 0
-
-
-def _local_zone(now: datetime) -> tzinfo:
-    local = now.astimezone().tzinfo
-    assert local is not None  # astimezone() always sets one
-    return local
 
 
 def _zone_name(zone: tzinfo, now: datetime) -> str:

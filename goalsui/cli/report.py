@@ -7,7 +7,7 @@ import argparse
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import Subparsers, answer, command, open_service, print_json, table
+from goalsui.cli.common import Subparsers, answer, command, open_service, table
 from goalsui.errors import NotFound, ValidationError
 
 if TYPE_CHECKING:
@@ -131,30 +131,14 @@ def _print_report(args: argparse.Namespace, service: Service, day: date | None) 
     chosen = None
     if day is not None and not args.write:
         chosen = next((r for r in reports if r.night == day), None)
-    compiled = False
     if chosen is not None:
-        path, text, report_day = (
-            chosen.path,
-            chosen.path.read_text(encoding="utf-8", errors="replace"),
-            chosen.night,
-        )
+        path, night, compiled = chosen.path, chosen.night, False
+        text = path.read_text(encoding="utf-8", errors="replace")
     else:
         report = compile_report(
             service, args.goal, day, service.now(), write=args.write, to_now=day is None
         )
-        path, text, report_day, compiled = report.path, report.markdown, report.night, True
-    if args.json:
-        print_json(
-            {
-                "goal_id": args.goal,
-                "night": report_day.isoformat(),
-                "date": report_day.isoformat(),
-                "path": str(path),
-                "compiled": compiled,
-                "written": bool(args.write),
-                "markdown": text,
-            }
-        )
-    else:
-        print(text, end="" if text.endswith("\n") else "\n")
-    return 0
+        path, night, compiled, text = report.path, report.night, True, report.markdown
+    shown = {"goal_id": args.goal, "night": night.isoformat(), "date": night.isoformat()}
+    data = {**shown, "path": str(path), "compiled": compiled, "written": bool(args.write)}
+    return answer(args, {**data, "markdown": text}, text.removesuffix("\n"))

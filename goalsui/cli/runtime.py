@@ -71,19 +71,17 @@ def print_dashboard(service: Service) -> None:
         f"{summary['goals']} goals ({summary['goal_errors']} with errors) · "
         f"{summary['running']} running · {summary['due']} due · {summary['failed_24h']} failed in 24h"
     )
-    rows = []
-    for goal in service.goals.list():
-        for w in goal.workers:
-            rows.append(
-                [goal.name[:28], w.name, w.schedule, w.timezone, w.status, local(w.next_run_at)]
-            )
+    rows = [
+        [goal.name[:28], w.name, w.schedule, w.timezone, w.status, local(w.next_run_at)]
+        for goal in service.goals.list()
+        for w in goal.workers
+    ]
     if rows:
         print(table(rows, ["goal", "worker", "schedule", "tz", "status", "next run"]))
-    threads = service.threads.list()
-    for thread in threads:
+    for thread in service.threads.list():
         todos = service.todos.list(saved_id(thread))
-        open_items = [t for t in todos if not t.done]
-        print(f"\nthread {thread.id} {thread.title}: {len(open_items)} open of {len(todos)}")
+        still = sum(not t.done for t in todos)
+        print(f"\nthread {thread.id} {thread.title}: {still} open of {len(todos)}")
         for t in todos:
             print(f"  [{'x' if t.done else ' '}] {t.text}")
 
@@ -132,7 +130,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     args.kb = str(kb)
     if not args.state_dir:
         args.state_dir = str(scratch / "state")
-    keep = bool(getattr(args, "keep", False) or args.print_only)  # --print names the path
+    keep = args.keep or args.print_only  # --print names the path
     print(
         f"demo: scratch KB {kb}"
         + ("" if keep else " (removed when the demo ends; --keep keeps it)"),

@@ -4,7 +4,6 @@ address than 127.0.0.1 without ``GOALSUI_SERVE_TOKEN``."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fcntl
 import os
 import shlex
@@ -14,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from goalsui.cli.common import Subparsers, check_ranges, command, open_service
+from goalsui.cli.common import Subparsers, check_ranges, command, db_settings, open_service
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks.net import is_loopback
 
@@ -39,30 +38,11 @@ def register(sub: Subparsers) -> None:
     )
 
 
-def global_args(args: argparse.Namespace, kb: Path, state_dir: Path) -> list[str]:
-    """The global options that make children open the same KB, database and state."""
-    out = ["--kb", str(kb), "--state-dir", str(state_dir)]
-    db = args.db or os.environ.get("GOALSUI_DB")
-    if db:
-        out += ["--db", db]
-    return out
-
-
-def console_command(args: argparse.Namespace, kb: Path, state_dir: Path) -> str:
-    """The command textual-serve runs for each browser tab: a watch-only console."""
-    argv = [
-        sys.executable,
-        "-m",
-        "goalsui",
-        *global_args(args, kb, state_dir),
-        "console",
-        "--no-scheduler",
-    ]
-    if args.read_only:
-        argv.append("--read-only")
-    if args.theme:
-        argv += ["--theme", args.theme]
-    return shlex.join(argv)
+def goalsui_argv(args: argparse.Namespace, kb: Path, state_dir: Path, *command: str) -> list[str]:
+    """``python -m goalsui`` with the global options that open the same KB, database and state."""
+    argv = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state_dir)]
+    db = db_settings(args)[0]
+    return [*argv, *(["--db", db] if db else []), *command]
 
 
 def acquire_lock(path: Path) -> IO[str] | None:
@@ -100,7 +80,7 @@ def _check(args: argparse.Namespace) -> str | None:
 
 
 def start_daemon(args: argparse.Namespace, kb: Path, state_dir: Path) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "goalsui", *global_args(args, kb, state_dir), "daemon"]
+    argv = goalsui_argv(args, kb, state_dir, "daemon")
     log = (state_dir / "serve-daemon.log").open("ab")
     return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -130,7 +110,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     service = open_service(args, actor="operator")  # validates the KB and creates the schema
     kb, state_dir = service.kb.root, service.state_dir
     service.close()
-    command = console_command(args, kb, state_dir)
+    # what textual-serve runs for each browser tab: a watch-only console
+    console = goalsui_argv(args, kb, state_dir, "console", "--no-scheduler")
+    console += ["--read-only"] if args.read_only else []
+    command = shlex.join(console + (["--theme", args.theme] if args.theme else []))
     lock = None
     daemon = None
     if args.no_daemon:
@@ -165,7 +148,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if daemon is not None:
             stop_daemon(daemon)
         if lock is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-            lock.close()
+            lock.close()  # releases the lock
     return 0

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import sys
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     Subparsers,
@@ -21,6 +25,11 @@ from goalsui.cli.common import (
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
+
+if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
+    from goalsui.domain.records import RunRecord
+    from goalsui.service import Service
+    from goalsui.service.threads import ReplyResult
 
 
 def register(sub: Subparsers) -> None:
@@ -47,7 +56,9 @@ def register(sub: Subparsers) -> None:
     say.add_argument(
         "--timeout", type=float, default=900, metavar="S", help="wait at most S seconds (900)"
     )
-    say.add_argument("--pickup", type=float, default=None, help=argparse.SUPPRESS)
+    # how long to wait for another scheduler (console, daemon) to start the turn before running
+    # one here: a running scheduler looks at the database at least every second
+    say.add_argument("--pickup", type=float, default=2.5, help=argparse.SUPPRESS)
 
     dsub = group(sub, "todo", "a thread's checklist")
     tl = command(dsub, "list", cmd_todo_list, "open items first, then done ones", "thread_id")
@@ -101,18 +112,13 @@ def cmd_thread_show(args: argparse.Namespace) -> int:
     thread = service.threads.get(thread_id)
     todos = service.todos.list(thread_id)
     messages = service.threads.messages(thread_id)
-    if args.json:
-        data = thread_json(thread.record())
-        data["todos"] = [todo_json(t.record()) for t in todos]
-        data["messages"] = [_message_json(m) for m in messages]
-        print_json(data)
-        return 0
-    print(f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""))
-    for t in todos:
-        print(f"  [{'x' if t.done else ' '}] {t.id}: {plain(t.text)}")
-    for m in messages:
-        _print_message(m)
-    return 0
+    data = {**thread_json(thread.record()), "todos": [todo_json(t.record()) for t in todos]}
+    lines = [f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else "")]
+    lines += [f"  [{'x' if t.done else ' '}] {t.id}: {plain(t.text)}" for t in todos]
+    lines += [_message_text(m) for m in messages]
+    return answer(
+        args, {**data, "messages": [_message_json(m) for m in messages]}, "\n".join(lines)
+    )
 
 
 _MESSAGE_FIELDS = ("id", "role", "content", "provenance", "intent_id", "run_id", "created_at")
@@ -122,15 +128,12 @@ def _message_json(m: Any) -> dict[str, Any]:
     return {name: getattr(m, name) for name in _MESSAGE_FIELDS}
 
 
-def _print_message(m: Any) -> None:
+def _message_text(m: Any) -> str:
     label = f" — {plain(m.provenance)}" if m.provenance else ""
-    print(f"\n{local(m.created_at)} {m.role}{label}\n{plain(m.content)}")
+    return f"\n{local(m.created_at)} {m.role}{label}\n{plain(m.content)}"
 
 
 def cmd_thread_say(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from goalsui.cli.reply_wait import await_reply
     from goalsui.domain.shapes import run_json
 
     text = read_text_arg(args.text)
@@ -169,7 +172,7 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
             }
         )
     elif result.reply is not None:
-        _print_message(result.reply)
+        print(_message_text(result.reply))
     elif result.status == RunStatus.SILENT:
         print("(the reply was silent: nothing to say)")
     if result.status in (RunStatus.OK, RunStatus.SILENT):
@@ -217,3 +220,49 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
     text = read_text_arg(args.source)
     todos = open_service(args).todos.import_checklist(parse_id(args.thread_id, "thread"), text)
     return answer(args, [todo_json(t.record()) for t in todos], f"{len(todos)} todos imported")
+
+
+async def await_reply(
+    service: Service,
+    intent_id: int,
+    *,
+    timeout: float,
+    pickup: float,
+    on_run: Callable[[RunRecord], None],
+) -> ReplyResult:
+    """Wait for a reply's decision; with no scheduler in ``pickup`` s, run one here (which is why
+    this lives in the CLI: the service never starts a scheduler)."""
+    from goalsui.domain.records import saved_id
+    from goalsui.domain.replies import is_reply
+    from goalsui.scheduler import Scheduler
+
+    intent = service.intents.get(intent_id)
+    if not is_reply(intent.operation_key):
+        raise ValidationError(f"intent {intent_id} is not a reply")
+    deadline = time.monotonic() + timeout
+    scheduler = None
+    started = time.monotonic()
+    seen: set[int] = set()
+    try:
+        while True:
+            result = await asyncio.to_thread(service.threads.reply_state, intent_id)
+            runs = result.runs if result else service.runs.list(intent_id=intent_id, limit=50)
+            for run in sorted(runs, key=lambda r: r.id or 0):
+                if run.status != RunStatus.RUNNING and run.id not in seen:
+                    seen.add(saved_id(run))
+                    on_run(run.record())
+            if result is not None:
+                return result
+            if time.monotonic() > deadline:
+                raise ValidationError(
+                    f"no reply within {timeout:.0f}s (intent {intent_id} keeps trying; "
+                    f"'goalsui runs --intent {intent_id}' shows its runs)"
+                )
+            if scheduler is None and not runs and time.monotonic() - started > pickup:
+                scheduler = Scheduler(service)
+                await scheduler.start()
+            await asyncio.sleep(0.25)
+    finally:
+        if scheduler is not None:
+            with contextlib.suppress(Exception):
+                await scheduler.stop()

@@ -16,7 +16,6 @@ from goalsui.cli.common import (
     local,
     open_service,
     print_capability_warnings,
-    print_json,
 )
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
 from goalsui.domain.states import RunStatus
@@ -119,23 +118,18 @@ def _show_turn(service: Service, args: argparse.Namespace) -> int:
     from goalsui.runners.preview import preview_worker_turn
 
     preview = preview_worker_turn(service, args.goal_id, args.worker)
-    if args.json:
-        print_json(preview.as_json())
-        return 0
-    if not preview.argv:
-        print(f"{args.goal_id}/{args.worker}: no runner configured (see docs/agents.md)")
-        return 0
-    print("argv:  " + plain(shlex.join(preview.argv)))
-    print("env:   " + " ".join(preview.env))
     tools = "yes (goalsui's tools)" if preview.gets_tools else "no (a plain command)"
-    print(f"tools: {tools}")
+    lines = [f"argv:  {plain(shlex.join(preview.argv))}", f"env:   {' '.join(preview.env)}"]
+    lines.append(f"tools: {tools}")
     for name, document in preview.mcp_configs.items():
-        print(f"--- {{{name}}}\n" + plain(json.dumps(document, indent=2)))
-    return 0
+        lines.append(f"--- {{{name}}}\n" + plain(json.dumps(document, indent=2)))
+    if not preview.argv:
+        lines = [f"{args.goal_id}/{args.worker}: no runner configured (see docs/agents.md)"]
+    return answer(args, preview.as_json(), "\n".join(lines))
 
 
 def cmd_run_now(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json
+    from goalsui.domain.shapes import intent_json, run_json
 
     service = open_service(args)
     wait = args.wait or args.here
@@ -162,20 +156,9 @@ def cmd_run_now(args: argparse.Namespace) -> int:
             "(it goes on; see 'goalsui runs --intent "
             f"{intent.id}')"
         )
-    return _report_run(args, run)
-
-
-def _report_run(args: argparse.Namespace, run: Any) -> int:
-    from goalsui.domain.shapes import run_json
-
     reason = f" ({plain(run.reason)})" if run.reason else ""
     answer(args, run_json(run.record()), f"run {run.id}: {run.status}{reason}")
     return 0 if run.status in (RunStatus.OK, RunStatus.SILENT) else 1
-
-
-def _finished(service: Service, ticket: Any) -> Any:
-    run = service.workers.ticket_run(ticket)
-    return run if run is not None and run.status != RunStatus.RUNNING else None
 
 
 async def _await_run(service: Service, ticket: Any, timeout: float, *, here: bool) -> Any:
@@ -194,8 +177,8 @@ async def _await_run(service: Service, ticket: Any, timeout: float, *, here: boo
             stack.callback(service.schedulers.register("run-now", scheduler.owner).close)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            run = await asyncio.to_thread(_finished, service, ticket)
-            if run is not None:
+            run = await asyncio.to_thread(service.workers.ticket_run, ticket)
+            if run is not None and run.status != RunStatus.RUNNING:
                 return run
             await asyncio.sleep(0.1)
     return None
