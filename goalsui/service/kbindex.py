@@ -13,7 +13,6 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from goalsui.domain.capabilities import idle_capabilities
 from goalsui.domain.goal_views import is_worker_schedule, worker_intent_key
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentKind, IntentStatus
 from goalsui.domain.triggers import first_due
@@ -21,11 +20,10 @@ from goalsui.domain.views import Problem
 from goalsui.errors import GoalsuiError, KBError
 from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal
-from goalsui.kb.nightshift import BINDING_FILE
 from goalsui.service.bindings import binding_problems
 from goalsui.service.context import ServiceContext
 from goalsui.service.homes import ensure_home_threads, home_threads
-from goalsui.service.runner_checks import loaded_goals, runner_warnings
+from goalsui.service.runner_checks import worker_warnings
 from goalsui.store.models import Goal, Intent, IntentRun
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
@@ -259,11 +257,10 @@ class Index:
             goals, workers = _index_rows(s, None if goal_ids is None else targets)
             homes = home_threads(s, None if goal_ids is None else targets)
             threads_written = False
-            for goal_id in targets:
-                if goal_id not in on_disk:
-                    if not self.ctx.kb.creating(goal_id):  # another process is creating it
-                        forget_goal(s, goal_id, now)
-                    continue
+            for goal_id in sorted(set(targets if goal_ids is not None else goals) - on_disk):
+                if not self.ctx.kb.creating(goal_id):  # another process is creating it
+                    forget_goal(s, goal_id, now)
+            for goal_id in sorted(set(targets) & on_disk):
                 try:
                     loaded = self.ctx.kb.load_goal(goal_id)
                 except GoalsuiError as exc:
@@ -275,11 +272,6 @@ class Index:
                     s, goal_id, goal.name, loaded.workers, now, homes.get(goal_id, {})
                 )
                 threads_written = threads_written or wrote
-            if goal_ids is None:
-                known = s.exec(select(Goal.goal_id)).all()
-                for goal_id in set(known) - on_disk:
-                    if not self.ctx.kb.creating(goal_id):  # another process is creating it
-                        forget_goal(s, goal_id, now)
         self.ctx.changed(ChangeTopic.GOALS)
         if threads_written:
             self.ctx.changed(ChangeTopic.THREADS)
@@ -314,25 +306,7 @@ class Index:
 
     def capability_warnings(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
         """Warnings, not problems: capabilities that grant nothing, runners that cannot start."""
-        ids = None if goal_ids is None else list(goal_ids)
-        try:
-            config = self.ctx.kb.config()
-        except KBError:
-            config = None  # reported by doctor as a problem
-        default = config.runner.as_dict() if config is not None and config.runner else None
-        out: list[Problem] = []
-        for loaded in loaded_goals(self.ctx, ids):
-            nightshift_goal = (loaded.path / BINDING_FILE).exists()
-            for name, wdef in sorted(loaded.workers.items()):
-                runner = wdef.runner.as_dict() if wdef.runner else default
-                shown = self.ctx.kb.display(loaded.path / "workers" / name / "definition.yaml")
-                out.extend(
-                    Problem(shown, None, message)
-                    for message in idle_capabilities(
-                        wdef.capabilities, runner, nightshift_goal=nightshift_goal
-                    )
-                )
-        return out + runner_warnings(self.ctx, ids)
+        return worker_warnings(self.ctx, goal_ids, capabilities=True)
 
     def _stuck_intents(self) -> list[Problem]:
         """Intents left ``firing`` by a process that is gone (lease long expired)."""

@@ -9,9 +9,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from goalsui.domain.capabilities import idle_capabilities
 from goalsui.domain.views import Problem
 from goalsui.errors import GoalsuiError, KBError
+from goalsui.kb.config import KBConfig
 from goalsui.kb.layout import LoadedGoal
+from goalsui.kb.nightshift import BINDING_FILE
 from goalsui.service.context import ServiceContext
 
 NO_RUNNER_HINT = (
@@ -59,19 +62,29 @@ def loaded_goals(ctx: ServiceContext, goal_ids: Iterable[str] | None) -> list[Lo
     return goals
 
 
-def runner_warnings(ctx: ServiceContext, goal_ids: Iterable[str] | None = None) -> list[Problem]:
-    """A warning for each worker whose turns could not start."""
+def worker_warnings(
+    ctx: ServiceContext, goal_ids: Iterable[str] | None = None, *, capabilities: bool = False
+) -> list[Problem]:
+    """Warnings, not problems: with ``capabilities``, capabilities that grant nothing; then
+    each worker whose turns could not start (not judged under a broken goalsui.yaml)."""
     try:
-        config = ctx.kb.config()
+        config: KBConfig | None = ctx.kb.config()
     except KBError:
-        return []  # doctor reports the broken goalsui.yaml as a problem
-    default = config.runner.as_dict() if config.runner else None
-    out: list[Problem] = []
+        config = None  # doctor reports the broken goalsui.yaml as a problem
+    default = config.runner.as_dict() if config is not None and config.runner else None
+    idle: list[Problem] = []
+    unstartable: list[Problem] = []
     for loaded in loaded_goals(ctx, goal_ids):
+        nightshift_goal = (loaded.path / BINDING_FILE).exists()
         for name, wdef in sorted(loaded.workers.items()):
             runner = wdef.runner.as_dict() if wdef.runner else default
+            shown = ctx.kb.display(loaded.path / "workers" / name / "definition.yaml")
+            if capabilities:
+                messages = idle_capabilities(
+                    wdef.capabilities, runner, nightshift_goal=nightshift_goal
+                )
+                idle.extend(Problem(shown, None, m) for m in messages)
             problem = runner_problem(runner, loaded.path)
-            if problem is not None:
-                shown = ctx.kb.display(loaded.path / "workers" / name / "definition.yaml")
-                out.append(Problem(shown, None, problem))
-    return out
+            if problem is not None and config is not None:
+                unstartable.append(Problem(shown, None, problem))
+    return idle + unstartable
