@@ -26,6 +26,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -154,22 +155,21 @@ def select_due(cur: sqlite3.Cursor, due_by: datetime, limit: int) -> tuple[list[
     return rows, [r.pop("_raw") for r in rows]
 
 
-_readers: dict[tuple[str, ...], Reader] = {}
-
-
 def intents_by_id(
     cur: sqlite3.Cursor, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
 ) -> list[Row]:
     """Some columns of the intents with these ids (``lock``: the write lock of ``BEGIN
     IMMEDIATE`` holds them already)."""
-    key = tuple(names)
-    reader = _readers.get(key)
-    if reader is None:
-        reader = _readers[key] = Reader(INTENT, names)
+    reader = _reader(tuple(names))
     out: list[Row] = []
     for chunk in _chunks(ids):
         out.extend(reader.rows(cur, f"WHERE id IN ({_marks(len(chunk))})", chunk))
     return out
+
+
+@cache
+def _reader(names: tuple[str, ...]) -> Reader:
+    return Reader(INTENT, names)
 
 
 def soonest(cur: sqlite3.Cursor) -> datetime | None:
