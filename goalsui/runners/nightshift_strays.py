@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from functools import partial
 
 from goalsui.domain import nightshift as rules
 from goalsui.errors import GoalsuiError
@@ -93,44 +94,34 @@ def _judge(
     mark: str,
 ) -> Stray:
     name = _short(ref)
+    stray = partial(Stray, ref, old, new)
     committers = repo.committers(new, *(k for k in known if k != new)) if known else []
     ours = bool(committers) and all(c == mark for c in committers)
     others_task = bool(committers) and all(
         c.endswith(MARK_DOMAIN) and c != mark for c in committers
     )
     if others_task and ref.startswith(f"refs/heads/{rules.BRANCH_PREFIX}"):
-        return Stray(ref, old, new, None, "")  # another nightshift task's own branch
+        return stray(None, "")  # another nightshift task's own branch
     forward = old is None or repo.is_ancestor(old, new)
     if not ours or not forward or not ref.startswith("refs/heads/"):
         who = "not by this task" if not ours else "history rewritten"
-        return Stray(ref, old, new, None, f"{name} moved during the task ({who}); left as it is")
+        return stray(None, f"{name} moved during the task ({who}); left as it is")
     where = repo.worktree_for(name)
     if where is not None and not repo.is_clean(where):
-        return Stray(
-            ref,
-            old,
-            new,
-            None,
-            f"this task committed on {name}, checked out with uncommitted changes in {where}; "
-            "left as it is",
-        )
+        dirty = f"checked out with uncommitted changes in {where}"
+        return stray(None, f"this task committed on {name}, {dirty}; left as it is")
     review = _review_name(repo, night, worker, ref)
     repo.set_ref(f"refs/heads/{review}", new, "")
     if old is None:
         if where is not None:
-            return Stray(ref, old, new, review, f"this task made {name}; copied to {review}")
+            return stray(review, f"this task made {name}; copied to {review}")
         repo.delete_ref(ref, new)
-        return Stray(ref, old, new, review, f"this task made {name}; moved to {review}")
+        return stray(review, f"this task made {name}; moved to {review}")
     if where is not None:
         if repo.head_of(name) != new:
             raise GoalsuiError(f"{name} moved again meanwhile")
         repo.reset_work_tree(where, old)
     else:
         repo.set_ref(ref, old, new)
-    return Stray(
-        ref,
-        old,
-        new,
-        review,
-        f"this task committed on {name}: moved to {review}, {name} restored to {old[:12]}",
-    )
+    restored = f"{name} restored to {old[:12]}"
+    return stray(review, f"this task committed on {name}: moved to {review}, {restored}")
