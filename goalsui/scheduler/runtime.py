@@ -162,14 +162,10 @@ class Runtime:
     def fail(self, what: str, exc: BaseException, *, part: str | None = None) -> None:
         """A step failed and will be retried: log it, keep it in ``error``, tell subscribers.
 
-        ``part`` (``claim``, ``writer``, ``leases``, ``housekeeping``): that part is in
-        trouble (the scheduler is degraded, not ready) until :meth:`ok` says it recovered;
-        its repeated failures are logged at most once a minute, with a count (see
-        :mod:`goalsui.scheduler.troubles`).
-
-        A :class:`~goalsui.errors.FatalError` (going on would do harm: the database file
-        was deleted) is fatal instead, under its own message (it names what happened): the
-        host stops the scheduler.
+        ``part`` is in trouble (degraded, not ready) until :meth:`ok`; its repeated
+        failures are logged at most once a minute, with a count. A
+        :class:`~goalsui.errors.FatalError` (going on would do harm: the database file was
+        deleted) is fatal instead: the host stops the scheduler.
         """
         if isinstance(exc, FatalError):
             self.fatal(str(exc))

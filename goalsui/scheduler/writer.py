@@ -96,13 +96,10 @@ class OutcomeWriter:
         """Record the waiting outcomes, ``WRITE_CHUNK`` per transaction; False when a
         write failed.
 
-        Every chunk is queued on the database thread at once: it goes from one
-        transaction to the next while the subscribers here hear how the last one ended
-        (handing it the next chunk only then left it waiting for them, ~4 ms a chunk).
-        Outcomes that could not be recorded (a full disk, a database that does not
-        answer) are not dropped: they wait again, first in line, and the writer retries
-        after a back-off (a claim step may take them first). Their turns keep their
-        leases meanwhile.
+        Every chunk is queued on the database thread at once (handing it the next chunk
+        only after reporting the last left it waiting ~4 ms a chunk). Outcomes that could
+        not be recorded are not dropped: they wait again, first in line, and are retried
+        after a back-off; their turns keep their leases meanwhile.
         """
         batch = self.outcomes.take_all()
         size, now, rt = tuning.WRITE_CHUNK, self.rt.clock(), self.rt

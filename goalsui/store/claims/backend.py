@@ -131,16 +131,12 @@ class SqlClaimBackend:
         completions: Sequence[Completion] = (),
         check_overlaps: bool = False,
     ) -> ClaimResult:
-        """Claim up to ``limit`` due rows in ONE transaction, recording ``completions``
-        first (their results in ``released``).
-
-        Writing outcomes in the claim's transaction keeps claims from queueing behind
-        separate completion commits (fire lateness) and halves the commits per fire.
-        ``due_by`` (default ``now``) claims rows due up to that instant; their runs are
-        recorded as starting at their due time. When nothing more is claimable by
-        ``due_by``, the result also says how big the ``burst`` due with the soonest row
-        is (see :class:`BurstProbe`). If the transaction fails with outcomes in it, the
-        outcomes are recorded on their own (see :meth:`release`), then the claim.
+        """Claim up to ``limit`` rows due by ``due_by`` (default ``now``; their runs start
+        at their due time) in ONE transaction, recording ``completions`` first (results in
+        ``released``): claims do not queue behind separate completion commits, and a fire
+        costs half the commits. The result also sizes the ``burst`` due with the soonest
+        row left. If the transaction fails with outcomes in it, they are recorded on their
+        own (see :meth:`release`), then the claim.
         """
         due_by = due_by or now
         p, rules = self.p, self.rules

@@ -157,16 +157,12 @@ class ClaimRules(Protocol):
 
     def decide_claim(self, row: Row, now: datetime) -> ClaimDecision:
         """What a due row does when claimed at ``now``: fire, skip or end."""
-        ...
 
     def decide_after(self, row: Row, c: Completion, now: datetime) -> AfterDecision:
         """How the intent of a run that ended changes (its row is ours, ``firing``)."""
-        ...
 
     def overlap_next(self, row: Row, now: datetime) -> datetime | None:
         """The next due time of a ``firing`` row whose occurrence passed during its run."""
-        ...
 
     def plan_catch_up(self, row: Row, now: datetime, limit: timedelta) -> CatchUpPlan | None:
         """The catch-up plan of a row overdue at start (None: nothing to do)."""
-        ...
