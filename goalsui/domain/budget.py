@@ -30,12 +30,7 @@ class Budget:
     timezone: str | None = None
 
     def limits(self) -> list[BudgetLimit]:
-        out = []
-        for name in LIMITS:
-            value = getattr(self, name)
-            if value is not None:
-                out.append(BudgetLimit(name, float(value)))
-        return out
+        return [BudgetLimit(n, float(v)) for n in LIMITS if (v := getattr(self, n)) is not None]
 
     def as_json(self) -> dict[str, float | int | str | None]:
         return asdict(self)

@@ -12,12 +12,8 @@ _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 def parse_markdown_checklist(text: str | None) -> list[tuple[str, bool]]:
     """``(text, done)`` for each ``- [ ] text`` / ``* [X] text`` line with text."""
-    items: list[tuple[str, bool]] = []
-    for line in (text or "").splitlines():
-        match = _ITEM.match(line)
-        if match and match.group(2):
-            items.append((match.group(2).strip(), match.group(1) in "xX"))
-    return items
+    matches = [_ITEM.match(line) for line in (text or "").splitlines()]
+    return [(m.group(2).strip(), m.group(1) in "xX") for m in matches if m and m.group(2)]
 
 
 def checklist_is_empty(text: str | None) -> bool:

@@ -347,12 +347,13 @@ class Nightshift:
 
     def decisions_since(self, goal_id: str, since: datetime) -> list[str]:
         """The approvals and rejections journaled for the goal since ``since``, oldest first."""
-        lines = []
-        for entry in reversed(self.ctx.journal.recent(limit=2000)):
-            decided = entry.action in ("nightshift approved", "nightshift rejected")
-            if decided and entry.subject == goal_id and entry.at >= since:
-                lines.append(f"{entry.action.split()[1]}: {plain(entry.detail, limit=200)}")
-        return lines
+        return [
+            f"{entry.action.split()[1]}: {plain(entry.detail, limit=200)}"
+            for entry in reversed(self.ctx.journal.recent(limit=2000))
+            if entry.action in ("nightshift approved", "nightshift rejected")
+            and entry.subject == goal_id
+            and entry.at >= since
+        ]
 
 
 def _checked_branch(binding: Binding, branch: str) -> Repo:

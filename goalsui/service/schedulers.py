@@ -94,12 +94,8 @@ class Schedulers:
         folder = self.ctx.state_dir / FOLDER
         if not folder.is_dir():
             return []
-        found = []
-        for path in sorted(folder.glob("*.json")):
-            info = _read_live(path)
-            if info is not None and Path(info.kb) == self.ctx.kb.root:
-                found.append(info)
-        return found
+        found = [_read_live(path) for path in sorted(folder.glob("*.json"))]
+        return [i for i in found if i is not None and Path(i.kb) == self.ctx.kb.root]
 
 
 def _read_live(path: Path) -> SchedulerInfo | None:
