@@ -374,6 +374,19 @@ class Result:
     def ok(self) -> bool:
         return not any(self.violations.values())
 
+    def violated(self, name: str, n: int = 0, example: str | None = None) -> None:
+        """``n`` violations of invariant ``name`` (up to five examples kept)."""
+        self.violations[name] = self.violations.get(name, 0) + n
+        if example is not None and n:
+            examples = self.examples.setdefault(name, [])
+            if len(examples) < 5:
+                examples.append(example)
+
+    def check(self, name: str, n: int) -> None:
+        """``n`` more cases of invariant ``name`` were checked."""
+        self.checked[name] = self.checked.get(name, 0) + n
+        self.violated(name)
+
 
 def _deal(kinds: list[str], rng: random.Random) -> Iterator[str]:
     """Fault kinds in a random order, every kind once per round."""
@@ -578,23 +591,6 @@ def _inject(
 
 
 # -- the checks ------------------------------------------------------------------------------------
-class Violations:
-    def __init__(self, result: Result) -> None:
-        self.result = result
-
-    def count(self, name: str, n: int = 0, example: str | None = None) -> None:
-        self.result.violations.setdefault(name, 0)
-        self.result.violations[name] += n
-        if example is not None and n:
-            self.result.examples.setdefault(name, [])
-            if len(self.result.examples[name]) < 5:
-                self.result.examples[name].append(example)
-
-    def checked(self, name: str, n: int) -> None:
-        self.result.checked[name] = self.result.checked.get(name, 0) + n
-        self.count(name)
-
-
 EXPECTED = "every expected occurrence has a record (ran, skipped or missed)"
 TWICE = "no occurrence fired twice"
 RETRY = "no retry without a failure before it"
@@ -626,7 +622,6 @@ def _running_without_owner(pg: Postgres, live: set[int]) -> list[str]:
 def check(
     result: Result, pg: Postgres, load: Load, tag: str, horizon: datetime, orphaned: list[str]
 ) -> None:
-    v = Violations(result)
     runs = pg.query(f"SELECT {_RUN_COLUMNS} FROM intent_run ORDER BY id")
     keys = _RUN_COLUMNS.split(", ")
     records = [dict(zip(keys, r, strict=True)) for r in runs]
@@ -647,15 +642,15 @@ def check(
         recs = by_intent.get(intent_id, [])
         kind = info["kind"]
         if kind in ("heartbeat", "cron"):
-            _check_schedule(v, intent_id, info, recs, horizon)
+            _check_schedule(result, intent_id, info, recs, horizon)
         elif kind == "at":
-            _check_at(v, intent_id, info, recs, horizon)
+            _check_at(result, intent_id, info, recs, horizon)
         elif kind == "event":
-            _check_event(v, intent_id, recs, events, horizon)
-        _check_retries_and_overlap(v, intent_id, recs)
-    _check_deliveries(v, load, events)
-    v.checked(ORPHAN, result.runs.get("running", 0) + len(orphaned))
-    v.count(ORPHAN, len(orphaned), "; ".join(orphaned[:5]))
+            _check_event(result, intent_id, recs, events, horizon)
+        _check_retries_and_overlap(result, intent_id, recs)
+    _check_deliveries(result, load, events)
+    result.check(ORPHAN, result.runs.get("running", 0) + len(orphaned))
+    result.violated(ORPHAN, len(orphaned), "; ".join(orphaned[:5]))
     for name, checked, what, where in (
         (STUCK, len(intents), "intents", "intent WHERE status = 'firing'"),
         (RUNNING, len(records), "runs", "intent_run WHERE status = 'running'"),
@@ -667,11 +662,11 @@ def check(
         ),
     ):
         found = pg.query(f"SELECT id FROM {where}")
-        v.checked(name, checked)
-        v.count(name, len(found), f"{what} {[r[0] for r in found[:10]]}")
+        result.check(name, checked)
+        result.violated(name, len(found), f"{what} {[r[0] for r in found[:10]]}")
     procs = tagged_processes(tag)
-    v.checked(PROCS, 1)
-    v.count(PROCS, len(procs), "; ".join(procs[:5]))
+    result.check(PROCS, 1)
+    result.violated(PROCS, len(procs), "; ".join(procs[:5]))
 
 
 def _events(pg: Postgres) -> dict[int, Row]:
@@ -729,7 +724,7 @@ def _next_expected(
 
 
 def _check_schedule(
-    v: Violations, intent_id: int, info: Row, recs: list[Row], horizon: datetime
+    v: Result, intent_id: int, info: Row, recs: list[Row], horizon: datetime
 ) -> None:
     own = sorted(
         (r for r in recs if r["trigger"] != "retry" and r["planned_at"] is not None),
@@ -741,14 +736,14 @@ def _check_schedule(
         start = prev_end if a["trigger"] == "catch-up" and prev_end is not None else a["planned_at"]
         end = _cover_end(a)
         if prev_end is not None and a["planned_at"] <= prev_end - EPS:
-            v.count(
+            v.violated(
                 TWICE,
                 1,
                 f"intent {intent_id}: run {a['id']} planned {a['planned_at']:%H:%M:%S.%f} inside the previous claim",
             )
         spans.append((start, end))
         prev_end = end if prev_end is None else max(prev_end, end)
-    v.checked(TWICE, len(own))
+    v.check(TWICE, len(own))
     exempt = _exempt(recs)
     starts = [s for s, _ in spans]
     kind, schedule, tz = info["kind"], info["schedule"], info["timezone"] or "UTC"
@@ -758,71 +753,71 @@ def _check_schedule(
         n += 1
         i = bisect.bisect_right(starts, o + EPS) - 1
         if not (i >= 0 and o <= spans[i][1] + EPS):
-            v.count(
+            v.violated(
                 EXPECTED, 1, f"intent {intent_id} ({kind} {schedule}): no record of {o:%H:%M:%S}"
             )
         o = _next_expected(kind, schedule, tz, o, exempt)
-    v.checked(EXPECTED, n)
+    v.check(EXPECTED, n)
 
 
-def _check_at(v: Violations, intent_id: int, info: Row, recs: list[Row], horizon: datetime) -> None:
+def _check_at(v: Result, intent_id: int, info: Row, recs: list[Row], horizon: datetime) -> None:
     own = [r for r in recs if r["trigger"] != "retry"]
     if info["first"] is not None and info["first"] <= horizon:
-        v.checked(EXPECTED, 1)
+        v.check(EXPECTED, 1)
         if not own:
-            v.count(EXPECTED, 1, f"at intent {intent_id}: no record")
-    v.checked(TWICE, len(own))
+            v.violated(EXPECTED, 1, f"at intent {intent_id}: no record")
+    v.check(TWICE, len(own))
     if len(own) > 1:
-        v.count(TWICE, len(own) - 1, f"at intent {intent_id}: runs {[r['id'] for r in own]}")
+        v.violated(TWICE, len(own) - 1, f"at intent {intent_id}: runs {[r['id'] for r in own]}")
 
 
 def _check_event(
-    v: Violations, intent_id: int, recs: list[Row], events: dict[int, Row], horizon: datetime
+    v: Result, intent_id: int, recs: list[Row], events: dict[int, Row], horizon: datetime
 ) -> None:
     own = [r for r in recs if r["trigger"] != "retry"]
     per_event = Counter(r["event_id"] for r in own)
-    v.checked(TWICE, len(own))
+    v.check(TWICE, len(own))
     for event_id, n in per_event.items():
         if n > 1:
-            v.count(TWICE, n - 1, f"event intent {intent_id}: event {event_id} fired {n} times")
+            v.violated(TWICE, n - 1, f"event intent {intent_id}: event {event_id} fired {n} times")
     fired = sorted(e for e in per_event if e is not None)
     for event_id, e in events.items():
         if intent_id not in e["matched"] or e["received"] > horizon:
             continue
-        v.checked(EXPECTED, 1)
+        v.check(EXPECTED, 1)
         # A later event that made the intent due before its claim coalesces this one.
         i = bisect.bisect_left(fired, event_id)
         if i >= len(fired):
-            v.count(EXPECTED, 1, f"event intent {intent_id}: no run for event {event_id}")
+            v.violated(EXPECTED, 1, f"event intent {intent_id}: no run for event {event_id}")
 
 
-def _check_retries_and_overlap(v: Violations, intent_id: int, recs: list[Row]) -> None:
+def _check_retries_and_overlap(v: Result, intent_id: int, recs: list[Row]) -> None:
     failures = sum(1 for r in recs if r["status"] in FAILURES)
     retries = sum(1 for r in recs if r["trigger"] == "retry")
-    v.checked(RETRY, retries)
+    v.check(RETRY, retries)
     if retries > failures:
-        v.count(
+        v.violated(
             RETRY, retries - failures, f"intent {intent_id}: {retries} retries, {failures} failures"
         )
     ran = sorted(
         (r for r in recs if r["status"] not in NOT_EXECUTED),
         key=lambda r: (r["started_at"], r["id"]),
     )
-    v.checked(OVERLAP, len(ran))
+    v.check(OVERLAP, len(ran))
     for a, b in zip(ran, ran[1:], strict=False):
         if a["finished_at"] is None or b["started_at"] < a["finished_at"] - EPS:
-            v.count(OVERLAP, 1, f"intent {intent_id}: runs {a['id']} and {b['id']} at once")
+            v.violated(OVERLAP, 1, f"intent {intent_id}: runs {a['id']} and {b['id']} at once")
 
 
-def _check_deliveries(v: Violations, load: Load, events: dict[int, Row]) -> None:
+def _check_deliveries(v: Result, load: Load, events: dict[int, Row]) -> None:
     stored = Counter(e["delivery"] for e in events.values())
     accepted = [d for d, s in load.deliveries.items() if s == "accepted"]
-    v.checked(EVENTS, len(accepted))
+    v.check(EVENTS, len(accepted))
     for d in accepted:
         if stored.get(d, 0) != 1:
-            v.count(EVENTS, 1, f"delivery {d} stored {stored.get(d, 0)} times")
+            v.violated(EVENTS, 1, f"delivery {d} stored {stored.get(d, 0)} times")
     unknown = set(stored) - set(load.deliveries)
-    v.count(EVENTS, len(unknown), f"deliveries never sent: {sorted(unknown)[:5]}")
+    v.violated(EVENTS, len(unknown), f"deliveries never sent: {sorted(unknown)[:5]}")
 
 
 def tagged_processes(tag: str) -> list[str]:

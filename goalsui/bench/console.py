@@ -9,7 +9,9 @@
   unmeasured run; ``GOALSUI_BENCH_NO_BYTECODE=1`` keeps the environment as it is.
 - **Peak RSS**: ``VmHWM`` read inside the child once the service is open (``ru_maxrss`` would
   report the bench's own peak, since it survives ``exec``), beside the bare app's at its paint.
-- **Idle CPU** (:mod:`goalsui.bench.console_idle`): target <= 1 % of a core.
+- **Idle CPU**: the share of one core over ``--idle-seconds`` after a warm-up (the scheduler, the
+  KB watch and the first plan start after the records), on the sample KB with its scheduler on
+  and the intents due in the window paused, beside the bare app (``stay``). Target: <= 1 %.
 - **Refresh**: a ``prompt.md`` write to the refreshed detail pane (p50, p95) beside raw
   ``watchfiles.awatch`` in the same process. Target: p95 <= raw p95 + 50 ms.
 """
@@ -21,6 +23,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -28,13 +31,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from goalsui.bench.console_idle import IDLE_TARGET_PCT, IdleFigures, console_argv, measure_idle
 from goalsui.bench.pty_child import COLS, ROWS, PtyChild
+from goalsui.domain.records import saved_id
 
 START_TIMEOUT_S = 180
+IDLE_TARGET_PCT = 1.0  # of one core
+WARMUP_S = 5.0  # before the idle window: the scheduler, the KB watch and the first plan start
 #: peak RSS beside the bare app on the sample KB (reported; the database stack alone exceeds it)
 RSS_TARGET = 1.5
 
@@ -186,6 +192,76 @@ def measure_start(
         # the peak once the service is open: the console as it runs, not its first frame
         figures.console_rss_mib.append(marks["serving_rss_mib"])
     return figures
+
+
+# -- idle CPU --------------------------------------------------------------------------------
+@dataclass
+class IdleFigures:
+    seconds: float
+    console_pct: float
+    bare_pct: float
+
+    @property
+    def ok(self) -> bool:
+        return self.console_pct <= IDLE_TARGET_PCT
+
+
+def quiet_kb(kb: Path, state: Path, window_s: float) -> None:
+    """Pause every intent that would fire during the measurement."""
+    from goalsui.service import Service
+
+    service = Service.open(kb, None, state)
+    try:
+        horizon = service.now() + timedelta(seconds=window_s + WARMUP_S + 120)
+        for intent in service.intents.list(status="active"):
+            if intent.next_run_at is None or intent.next_run_at <= horizon:
+                service.intents.pause(saved_id(intent))
+    finally:
+        service.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def idle_share(argv: list[str], marker: Path, env: dict[str, str], window_s: float) -> float:
+    """Percent of one core ``argv`` uses over ``window_s`` once it has painted and warmed up."""
+    marker.unlink(missing_ok=True)
+    child = PtyChild(argv, {**env, "GOALSUI_BENCH_STAY": "1"})
+    try:
+        child.wait_for(marker.exists, 180, "paint its records")
+        time.sleep(WARMUP_S)
+        child.check_alive()
+        before, started = cpu_seconds(child.pid), time.monotonic()
+        time.sleep(window_s)
+        child.check_alive()
+        used, took = cpu_seconds(child.pid) - before, time.monotonic() - started
+    finally:
+        child.stop(signal.SIGKILL)
+    return 100.0 * used / took
+
+
+def console_argv(kb: Path, state: Path) -> list[str]:
+    """The command that starts the console on ``kb`` with its state in ``state``."""
+    return [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), "console"]
+
+
+def measure_idle(
+    kb: Path, state: Path, goals: int, workers: int, window_s: float, tmp: Path, env: dict[str, str]
+) -> IdleFigures:
+    quiet_kb(kb, state, window_s)
+    marker = tmp / "idle.json"
+    console = console_argv(kb, state)
+    bare = [sys.executable, "-m", "goalsui.bench.bare_app", str(goals), str(workers)]
+    bare += [str(marker), "stay"]
+    bare_pct = idle_share(bare, marker, env, window_s)
+    console_env = {**env, "GOALSUI_BENCH_FIRST_PAINT": str(marker)}
+    console_pct = idle_share(console, marker, console_env, window_s)
+    return IdleFigures(window_s, console_pct, bare_pct)
 
 
 # -- refresh latency --------------------------------------------------------------------------

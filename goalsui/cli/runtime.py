@@ -165,8 +165,7 @@ def _run_demo(args: argparse.Namespace, kb: Path) -> int:
 def _open_demo(args: argparse.Namespace) -> Any:
     """The demo's service: last night of the sample nightshift and of a nightshift on a scratch
     git repository replayed, the KB indexed, demo records loaded."""
-    from goalsui.demo import load_demo_records, replay_last_night
-    from goalsui.demo_repo import replay_repo_night
+    from goalsui.demo import load_demo_records, replay_last_night, replay_repo_night
     from goalsui.domain.timeutil import utcnow
 
     def open_at(clock: Callable[[], datetime]) -> Service:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -103,9 +104,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from textual_serve.server import Server
     except ImportError:  # pragma: no cover - a dependency
         raise GoalsuiError("textual-serve is not installed (pip install textual-serve)") from None
-    from goalsui.cli.serve_auth import TOKEN_ENV, make_token, with_token
+    from goalsui.cli.serve_auth import TOKEN_ENV, with_token
 
-    token = chosen or make_token()
+    token = chosen or secrets.token_urlsafe(24)  # 32 URL-safe characters
     os.environ.pop(TOKEN_ENV, None)  # not inherited by the daemon, consoles or runners
     service = open_service(args, actor="operator")  # validates the KB and creates the schema
     kb, state_dir = service.kb.root, service.state_dir

@@ -7,7 +7,6 @@ import asyncio
 import hmac
 import logging
 import re
-import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,11 +23,6 @@ COOKIE = "goalsui_serve_token"
 MIN_TOKEN_CHARS = 16
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def make_token() -> str:
-    """A fresh random token (32 URL-safe characters)."""
-    return secrets.token_urlsafe(24)
 
 
 def _presented(request: web.Request) -> tuple[str | None, bool]:
@@ -76,9 +70,9 @@ class RedactToken(logging.Filter):
         return True
 
 
-def with_token(server_class: type[Any], token: str, limits: Limits | None = None) -> type[Any]:
-    """textual-serve's ``Server`` checking ``token``, its port bounded by ``limits``."""
-    bounds = limits or Limits()
+def with_token(server_class: type[Any], token: str) -> type[Any]:
+    """textual-serve's ``Server`` checking ``token``, its port bounded by the default limits."""
+    bounds = Limits()
 
     class TokenServer(server_class):  # type: ignore[misc]  # textual-serve ships no types: Any
         def initialize_logging(self) -> None:

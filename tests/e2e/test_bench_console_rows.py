@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from goalsui.bench.console_idle import cpu_seconds
+from goalsui.bench.console import cpu_seconds
 from goalsui.tui.rss import peak_rss_kb
 from tests.base_kit import run_cli
 
