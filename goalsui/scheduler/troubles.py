@@ -1,15 +1,9 @@
 """A scheduler that cannot do its work keeps running, degraded, and says so.
 
-A part of the scheduler (the claim loop, the outcome writer, the lease renewal,
-housekeeping) whose step fails is *in trouble* until its next step succeeds: the failure
-is logged (the first with its traceback, repeats at most once a minute with a count),
-``/readyz`` answers 503 with the reason and ``goalsui_scheduler_degraded`` is 1. The part
-retries with a back-off (:func:`retry_delay`) and recovers by itself when the database
+A part whose step fails is *in trouble* until its next step succeeds: the failure is
+logged (repeats at most once a minute, with a count), ``/readyz`` answers 503 with the
+reason, and the part retries with a back-off (:func:`retry_delay`) until the database
 and the disk accept writes again (see docs/operations.md, "A full disk").
-
-:func:`cannot_write` names the usual cause in words: a full disk or database (SQLite
-``SQLITE_FULL``, ``ENOSPC``, PostgreSQL ``disk_full``), a read-only file system or
-database, an I/O error.
 """
 
 from __future__ import annotations
@@ -25,7 +19,12 @@ from goalsui.scheduler.tuning import RETRY_MAX
 #: log a repeated failure of one part at most this often (seconds)
 REPEAT_LOG_EVERY = 60.0
 
-_SQLITE_FULL, _SQLITE_IOERR, _SQLITE_READONLY = 13, 10, 8
+#: SQLite's primary result codes SQLITE_FULL, SQLITE_READONLY and SQLITE_IOERR
+_SQLITE_WORDS = {
+    13: "the database or its disk is full",
+    8: "the database is read-only",
+    10: "a disk I/O error",
+}
 _OS_WORDS = {
     errno.ENOSPC: "no space left on the disk",
     errno.EDQUOT: "the disk quota is exhausted",
@@ -54,20 +53,15 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def cannot_write(exc: BaseException) -> str | None:
-    """Why nothing can be written, in words, when ``exc`` says so; else None."""
+    """Why nothing can be written, in words (a full disk or database, a read-only file
+    system or database, an I/O error), when ``exc`` says so; else None."""
     for e in _chain(exc):
         if isinstance(e, OSError) and e.errno in _OS_WORDS:
             return _OS_WORDS[e.errno]
         if isinstance(e, sqlite3.Error):
             code = getattr(e, "sqlite_errorcode", None)
-            if isinstance(code, int):
-                base = code & 0xFF
-                if base == _SQLITE_FULL:
-                    return "the database or its disk is full"
-                if base == _SQLITE_READONLY:
-                    return "the database is read-only"
-                if base == _SQLITE_IOERR:
-                    return "a disk I/O error"
+            if isinstance(code, int) and code & 0xFF in _SQLITE_WORDS:
+                return _SQLITE_WORDS[code & 0xFF]
             if "database or disk is full" in str(e):
                 return "the database or its disk is full"
         state = getattr(e, "sqlstate", None) or getattr(e, "pgcode", None)
