@@ -194,10 +194,8 @@ def _diff_section(goal_dir: Path, night: date) -> list[str]:
     base = earlier[-1]
     folder = snapshots[base]
     for name in SNAPSHOT_FILES:
-        old_path = folder / name
-        new_path = goal_dir / name
-        old = old_path.read_text(encoding="utf-8", errors="replace") if old_path.is_file() else ""
-        new = new_path.read_text(encoding="utf-8", errors="replace") if new_path.is_file() else ""
+        paths = (folder / name, goal_dir / name)
+        old, new = (p.read_text("utf-8", "replace") if p.is_file() else "" for p in paths)
         snap = f"reports/{SNAPSHOT_DIR}/{folder.name}/{name}"
         if old == new:
             out.append(
@@ -405,11 +403,8 @@ def _summary_section(night: _Night) -> list[str]:
         )
         return lines
     lines.append(f"- {len(entries)} runs: {night.count_text()}.")
-    finished = [
-        e
-        for e in entries
-        if e.run.status not in (RunStatus.SKIPPED, RunStatus.MISSED, RunStatus.RUNNING)
-    ]
+    unfinished = (RunStatus.SKIPPED, RunStatus.MISSED, RunStatus.RUNNING)
+    finished = [e for e in entries if e.run.status not in unfinished]
     good = [e for e in finished if e.run.status in (RunStatus.OK, RunStatus.SILENT)]
     if finished:
         good_ids = ", ".join(str(e.run.id) for e in good) or "none"
@@ -485,19 +480,14 @@ def _failures_section(problems: list[RunEntry]) -> list[str]:
     lines = ["## Failures", ""]
     for e in problems:
         r = e.run
+        exit_said = r.exit_code is None or (r.reason or "").startswith("exit ")
+        code = "" if exit_said else f" (exit {r.exit_code})"
+        reason = plain(r.reason or "no reason recorded", limit=300)
         lines.append(
-            f"- {plain(e.label, limit=80)}, run {r.id}, {r.status}"
-            + (
-                f" (exit {r.exit_code})"
-                if r.exit_code is not None and not (r.reason or "").startswith("exit ")
-                else ""
-            )
-            + f": {plain(r.reason or 'no reason recorded', limit=300)} ({e.source})"
+            f"- {plain(e.label, limit=80)}, run {r.id}, {r.status}{code}: {reason} ({e.source})"
         )
         if e.error_tail:
-            lines.append("")
-            lines.append(f"  Last lines of {e.run_log or 'the run output'}:")
-            lines.append("")
+            lines += ["", f"  Last lines of {e.run_log or 'the run output'}:", ""]
             lines.extend("  " + x for x in _fence(e.error_tail).splitlines())
         lines.append("")
     return lines
