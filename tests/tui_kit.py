@@ -118,13 +118,14 @@ def busy(app: Any) -> list[str]:
         for w in list(app.workers)
         if w.group not in ENDLESS and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
     ]
-    if getattr(app, "_refresh_timer", None) is not None:
+    feed, startup = getattr(app, "feed", None), getattr(app, "startup", None)
+    if feed is not None and feed.refresh_timer is not None:
         doing.append("a refresh is due")
-    if getattr(app, "_loading", False) or getattr(app, "_dirty", False):
+    if feed is not None and (feed.loading or feed.dirty):
         doing.append("the records are loading")
-    if getattr(app, "records_at", 0) is None or getattr(app, "dashboard", 0) is None:
+    if startup is not None and (startup.records_at is None or app.dashboard is None):
         doing.append("the first records are not shown yet")
-    if getattr(app, "_after_paint", None):
+    if startup is not None and startup.after_paint:
         doing.append("start-up steps wait for the first paint")
     return doing
 
@@ -186,11 +187,11 @@ async def watching(app: Any, pilot: Any, timeout: float = 30.0) -> None:
     """
     await wait_for(
         pilot,
-        lambda: app.watcher is not None and app.watcher.healthy,
+        lambda: app.runtime.watcher is not None and app.runtime.watcher.healthy,
         timeout,
         "the KB watcher to start",
     )
-    watcher = app.watcher
+    watcher = app.runtime.watcher
     probe = watcher.root / PULSE / "protocol.md"
     seen = watcher.batches_seen
     loop = asyncio.get_running_loop()

@@ -1,17 +1,5 @@
-"""The goalsui console: a Textual app with the scheduler in its own loop.
-
-``make_app(service, ...)`` builds it (the CLI, tests and benchmarks use it);
-``run_console(service, args)`` runs it for ``goalsui``/``goalsui demo``.
-
-The parts: :class:`~goalsui.tui.base.ConsoleBase` (themes, keymap, help) under
-:class:`GoalsApp` (screens, operator actions, freeze, quitting); the
-:class:`~goalsui.tui.startup.Startup` paces the start (the KB preview in ``opener``
-mode, the first paint, the first records); the
-:class:`~goalsui.tui.feed.DashboardFeed` reads the records in workers and posts them to
-the screens as messages; the :class:`~goalsui.tui.runtime.ConsoleRuntime` hosts the
-scheduler, the hooks listener and the KB watcher. The main screen
-(:mod:`goalsui.tui.screens.main`) reacts to those messages; it never imports the app.
-"""
+"""The goalsui console: a Textual app with the scheduler in its own loop; ``make_app``
+builds it, ``run_console`` runs it for ``goalsui``/``goalsui demo``."""
 
 from __future__ import annotations
 
@@ -30,7 +18,7 @@ from textual import work
 from goalsui.domain.timeutil import utcnow
 from goalsui.errors import GoalsuiError
 from goalsui.tui.base import ConsoleBase
-from goalsui.tui.feed import COALESCE_S, DashboardFeed
+from goalsui.tui.feed import DashboardFeed
 from goalsui.tui.messages import (
     DashboardShown,
     DisplayFrozen,
@@ -71,13 +59,8 @@ class PendingService:
 
 
 class GoalsApp(ConsoleBase):
-    """The operator console.
-
-    ``hooks=(host, port)`` also listens for signed event hooks in the console's loop.
-    Without a service, ``opener()`` opens it in a worker after the first frame, which
-    shows the goal tree of the KB at ``kb_root`` (``preview`` if given, else read in a
-    worker) and uses ``ui_settings`` (theme, keymap) until the service is open.
-    """
+    """The operator console. ``hooks=(host, port)`` also listens for event hooks; without
+    a service, ``opener()`` opens it after a first frame of the KB at ``kb_root``."""
 
     def __init__(
         self,
@@ -121,70 +104,21 @@ class GoalsApp(ConsoleBase):
         self.startup = Startup(
             self, self.feed, self.runtime, opener=opener, kb_root=self.kb_root, preview=preview
         )
-        # the start-up's lists, shared: listeners are added before the app runs
-        self.first_paint_listeners = self.startup.first_paint_listeners
-        self.records_listeners = self.startup.records_listeners
-        self.serving_listeners = self.startup.serving_listeners
-        self._after_paint = self.startup.after_paint  # read by the test kit's busy()
         self._stopping = False
         self._quit_armed_at = -QUIT_AGAIN_S  # monotonic time of the first ``q``
         #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
         self.detail_listeners: list[Callable[[Any, str], None]] = []
         self.choose_theme()
 
-    # -- the parts, as tests, benchmarks and screens reach them -----------------------------------
     @property
     def dashboard(self) -> Dashboard | None:
         """The newest dashboard read (the KB preview until the records come)."""
         return self.feed.dashboard
 
     @property
-    def scheduler(self) -> Any:
-        """This console's scheduler (None: watching, stopped or not started yet)."""
-        return self.runtime.scheduler
-
-    @property
-    def watcher(self) -> Any:
-        return self.runtime.watcher
-
-    @property
-    def scheduler_state(self) -> str:
-        return self.runtime.scheduler_state
-
-    def watcher_status(self) -> str:
-        return self.runtime.watcher_status()
-
-    def live_runs(self) -> int:
-        """Runs started by this console's scheduler that are still going."""
-        return self.runtime.live_runs()
-
-    def refresh_age(self) -> float | None:
-        return self.feed.refresh_age()
-
-    def request_refresh(self, delay: float = COALESCE_S) -> None:
-        """Thread-safe: reload the records soon (bursts become one reload)."""
-        self.feed.request_refresh(delay)
-
-    def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
-        self.runtime.sync_goals(goal_ids, config)
-
-    @property
-    def first_paint_at(self) -> float | None:
-        return self.startup.first_paint_at
-
-    @property
-    def records_at(self) -> float | None:
-        return self.startup.records_at
-
-    @property
     def open_error(self) -> Exception | None:
         """Why the service could not be opened (the CLI reports it after the app ends)."""
         return self.startup.open_error
-
-    # What the test kit's ``busy()`` reads (tests/tui_kit.py): is a read due or under way?
-    _refresh_timer = property(lambda self: self.feed.refresh_timer)
-    _loading = property(lambda self: self.feed.loading)
-    _dirty = property(lambda self: self.feed.dirty)
 
     # -- life cycle ------------------------------------------------------------------------------
     def get_default_screen(self) -> MainScreen:
@@ -237,22 +171,20 @@ class GoalsApp(ConsoleBase):
 
     def action_refresh_now(self) -> None:
         self.feed.refresh_now()
-        self.notify("Refreshing", timeout=1)
+        self.notify("Refreshing")
 
     def action_freeze(self) -> None:
         self.frozen = not self.frozen
         if self.frozen:
-            self.notify("Display frozen (the scheduler keeps running). Z to unfreeze.", timeout=4)
+            self.notify("Display frozen (the scheduler keeps running). Z to unfreeze.")
         self.main.post_message(DisplayFrozen(self.frozen))
         if not self.frozen:
             self.feed.schedule(0)
 
     # -- notices ------------------------------------------------------------------------------------
     def notice_changed(self, notice: ConsoleNotice) -> None:
-        """The notice line of the main screen shows the newest notice.
-
-        Queued until the main screen has mounted (its mount shows the newest, too).
-        """
+        """Every screen's notice line shows the newest notice (once the main screen is
+        mounted: its mount shows the newest, too)."""
         if self.screen_stack and isinstance(self.screen_stack[0], MainScreen):
             for screen in list(self.screen_stack):  # the main screen and the ones over it
                 screen.post_message(NoticeAdded(notice))
@@ -262,7 +194,7 @@ class GoalsApp(ConsoleBase):
         notice = self.runtime.last_notice
         target = notice.target if notice is not None else None
         if target is None:
-            self.notify("No notification to go to", timeout=2)
+            self.notify("No notification to go to")
             return
         kind, _, ident = target.partition(":")
         self.switch_to_main()
@@ -284,7 +216,7 @@ class GoalsApp(ConsoleBase):
     @work(name="Action", group="actions", exit_on_error=False)
     async def _act(self, done: str, call: Callable[..., Any], args: tuple[Any, ...]) -> None:
         await asyncio.to_thread(call, *args)  # a failure is reported by WorkerFailures
-        self.notify(done, timeout=3)
+        self.notify(done)
         self.feed.schedule(0)
 
     def run_main_action(self, action: str) -> None:
@@ -302,12 +234,23 @@ class GoalsApp(ConsoleBase):
 
     def open_screen(self, name: str) -> None:
         if not self.service_ready:
-            self.notify(OPENING, timeout=3)
+            self.notify(OPENING)
             return
-        from goalsui.tui.screens import named_screen
+        from goalsui.tui.screens.failures import FailuresScreen
+        from goalsui.tui.screens.records import EventsScreen, JournalScreen, ThreadsScreen
+        from goalsui.tui.screens.reports import ReportsScreen
+        from goalsui.tui.screens.runs import RunsScreen
 
+        screens = {
+            "failures": FailuresScreen,
+            "reports": ReportsScreen,
+            "events": EventsScreen,
+            "threads": ThreadsScreen,
+            "journal": JournalScreen,
+            "runs": RunsScreen,
+        }
         self.switch_to_main()
-        self.push_screen(named_screen(name, read_only=self.read_only))
+        self.push_screen(screens[name](read_only=self.read_only))
 
     def open_output(self, run_id: int, title: str = "") -> None:
         from goalsui.tui.screens.output import OutputScreen
@@ -316,22 +259,18 @@ class GoalsApp(ConsoleBase):
 
     def copy_id(self, value: str) -> None:
         self.copy_to_clipboard(value)
-        self.notify(f"Copied {value}", timeout=2)
+        self.notify(f"Copied {value}")
 
     def detail_shown(self, tab: Any, text: str) -> None:
-        if self.detail_listeners:
-            self.call_after_refresh(self._notify_detail, tab, text)
-
-    def _notify_detail(self, tab: Any, text: str) -> None:
         for listener in self.detail_listeners:
-            listener(tab, text)
+            self.call_after_refresh(listener, tab, text)
 
     # -- quitting -----------------------------------------------------------------------------------
     async def action_quit(self) -> None:
         """Quit; while this console hosts the scheduler, only after a second press
         (within ``QUIT_AGAIN_S``), or a confirmation when runs are live."""
-        live = self.live_runs()
-        if not live and self.hosts_scheduler():
+        live = self.runtime.live_runs()
+        if not live and self.runtime.scheduler is not None:
             now = time.monotonic()
             if now - self._quit_armed_at > QUIT_AGAIN_S:
                 self._quit_armed_at = now
@@ -339,32 +278,22 @@ class GoalsApp(ConsoleBase):
                     "This console runs the scheduler: press q again to quit and stop it "
                     f"(within {QUIT_AGAIN_S:.0f} s)",
                     severity="warning",
-                    timeout=QUIT_AGAIN_S,
                 )
                 return
         if live:
             from goalsui.tui.screens.modals import ConfirmScreen
 
-            def answered(yes: bool | None) -> None:
-                if yes:
-                    self.run_worker(self._quit_now(), group="quit")
-
-            self.push_screen(
-                ConfirmScreen(
-                    f"{live} run{'s are' if live != 1 else ' is'} live. Quit anyway?",
-                    "The scheduler stops them (SIGTERM, then SIGKILL after a grace period) "
-                    "and records them as interrupted.",
-                    yes="Quit",
-                    no="Stay",
-                ),
-                answered,
+            ConfirmScreen.ask(
+                self,
+                f"{live} run{'s are' if live != 1 else ' is'} live. Quit anyway?",
+                "The scheduler stops them (SIGTERM, then SIGKILL after a grace period) "
+                "and records them as interrupted.",
+                lambda: self.run_worker(self._quit_now(), group="quit"),
+                yes="Quit",
+                no="Stay",
             )
             return
         await self._quit_now()
-
-    def hosts_scheduler(self) -> bool:
-        """This console's own scheduler runs (it does not watch a daemon's)."""
-        return self.runtime.scheduler is not None
 
     def _on_stop_signal(self, signum: int) -> None:
         """SIGTERM quits as ``q`` does; SIGHUP (the terminal closed): see :meth:`hang_up`."""
@@ -375,11 +304,8 @@ class GoalsApp(ConsoleBase):
             self.run_worker(self._quit_now(), group="quit")
 
     async def hang_up(self) -> None:
-        """The terminal is gone: stop and record the runs, then end the process.
-
-        Textual's own shutdown is skipped: it waits to restore a terminal that cannot be
-        written any more.
-        """
+        """The terminal is gone: stop and record the runs, then end the process (Textual's
+        shutdown would wait to restore a terminal that cannot be written any more)."""
         go_dark(self._driver)
         self._stopping = True
         await self.runtime.stop(hooks=True)
@@ -424,9 +350,9 @@ def _bench_marks(app: GoalsApp, marker: str) -> None:
         if not stay:
             app.exit(0)
 
-    app.first_paint_listeners.append(lambda: mark("paint"))
-    app.records_listeners.append(lambda: mark("records"))
-    app.serving_listeners.append(serving)
+    app.startup.first_paint_listeners.append(lambda: mark("paint"))
+    app.startup.records_listeners.append(lambda: mark("records"))
+    app.startup.serving_listeners.append(serving)
 
 
 #: Build the console (the CLI, snapshot tests and benchmarks all use this name).
@@ -441,12 +367,9 @@ def run_console(
     kb_root: Path | str | None = None,
     preview: Callable[[], Dashboard] | None = None,
 ) -> int:
-    """Run the console for ``goalsui`` / ``goalsui demo``; returns the exit code.
-
-    With ``opener`` and ``kb_root`` instead of a service, the first frame comes before
-    the service is open; an error opening it ends the console and is raised here.
-    ``preview()`` returns the KB preview if the caller started reading it already.
-    """
+    """Run the console; returns the exit code. With ``opener`` and ``kb_root`` instead of
+    a service, the first frame comes before the service is open (an error opening it is
+    raised here); ``preview()`` returns the KB preview if the caller read it already."""
     settings = first = None
     if service is None and kb_root is not None:
         # Before the UI loop runs (so not on it): the first frame shows them at once.

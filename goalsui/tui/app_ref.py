@@ -1,9 +1,5 @@
-"""What the screens and widgets may ask of the console's app, typed.
-
-Textual types ``widget.app`` as ``App[Any]``; :func:`goals_app` gives the console's own
-side of it as :class:`ConsoleHost`, a protocol, so no screen imports ``goalsui.tui.app``
-(the app imports the screens; data reaches them as messages, see ``messages.py``).
-"""
+"""What the screens and widgets may ask of the console's app, typed as a protocol, so no
+screen imports ``goalsui.tui.app``."""
 
 from __future__ import annotations
 
@@ -16,10 +12,10 @@ from textual.dom import DOMNode
 
 if TYPE_CHECKING:
     from goalsui.service import Service
+    from goalsui.tui.feed import DashboardFeed
     from goalsui.tui.fmt import Palette
     from goalsui.tui.notices import ConsoleNotice
-
-__all__ = ["ConsoleHost", "goals_app"]
+    from goalsui.tui.runtime import ConsoleRuntime
 
 
 class ConsoleHost(Protocol):
@@ -34,17 +30,8 @@ class ConsoleHost(Protocol):
     palette: Palette
     clock: Callable[[], datetime]
     notices: deque[ConsoleNotice]
-
-    @property
-    def scheduler_state(self) -> str: ...
-
-    def refresh_age(self) -> float | None: ...
-
-    def watcher_status(self) -> str: ...
-
-    def request_refresh(self, delay: float = ...) -> None: ...
-
-    def sync_goals(self, goal_ids: list[str], config: bool = False) -> None: ...
+    feed: DashboardFeed
+    runtime: ConsoleRuntime
 
     def act(self, done: str, call: Callable[..., Any], *args: Any) -> None: ...
 

@@ -1,8 +1,4 @@
-"""The console's ``App`` base: stylesheet, app-wide keys, commands, themes, keymap, help.
-
-:class:`ConsoleBase` knows nothing of records or processes; ``GoalsApp``
-(``goalsui.tui.app``) adds the service, the feed and the runtime on top of it.
-"""
+"""The console's ``App`` base: stylesheet, app-wide keys, commands, themes, keymap, help."""
 
 from __future__ import annotations
 
@@ -26,7 +22,8 @@ from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-Notes = list[tuple[str, dict[str, Any]]]
+#: warnings about the theme files: (message, title)
+Notes = list[tuple[str, str]]
 
 
 class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
@@ -36,7 +33,6 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
     TITLE = "goalsui"
     BINDINGS: ClassVar[list[BindingType]] = [*keys.APP]
     COMMANDS = App.COMMANDS | {GoalsCommands}
-    NOTIFICATION_TIMEOUT = 5
 
     #: What the feed, the runtime and the screens share; the subclass sets them.
     service: Service
@@ -52,17 +48,16 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         #: theme and keymap until the service is open (``opener`` mode)
         self._given_settings = ui_settings
         self.palette = Palette()
-        self._themes: list[str] = []
-        self._themes_deferred = False
+        #: the loaded themes' names (the palette offers them)
+        self.theme_names: list[str] = []
+        #: the theme files wait for the first frame (the default theme is built in)
+        self.themes_deferred = False
         self._theme_notes: Notes = []
 
     @property
     def alive(self) -> bool:
-        """False once the app is closing: late worker results and ticks are dropped.
-
-        ``is_running`` turns False when shutdown starts, before the screens are taken
-        apart (``run_test`` shuts down without ``exit()``; timers fire meanwhile).
-        """
+        """False once the app is closing (``is_running`` turns False before the screens
+        are taken apart): late worker results and ticks are dropped."""
         return bool(self.screen_stack) and self.is_running and not self.ending
 
     @property
@@ -77,56 +72,41 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
 
     # -- themes ------------------------------------------------------------------------------
     def choose_theme(self) -> None:
-        """Register the theme files and set the wanted theme; toasts wait for the mount.
-
-        Before the app runs, so the stylesheet is built once with the theme's colours.
-        """
+        """Register the themes and set the wanted one before the app runs, so the stylesheet
+        is built once with its colours; toasts wait for the mount."""
         settings = self.ui_settings()
         wanted = self.want_theme or settings.get("theme") or DEFAULT_THEME
         if not self.service_ready and wanted == DEFAULT_THEME and not user_theme_files():
             # The default theme is built in: the files (and YAML) wait for the first frame.
             self.register_theme(FALLBACK)
-            self._themes = [DEFAULT_THEME]
-            self._themes_deferred = True
-            self.theme = DEFAULT_THEME
-            self.stylesheet.set_variables(self.get_css_variables())
-            return
-        notes = self._register_themes(load_themes())
-        if not isinstance(wanted, str) or wanted not in self.available_themes:
-            notes.append(
-                (f"No theme named {wanted!r}; using {DEFAULT_THEME}", {"severity": "warning"})
-            )
-            wanted = DEFAULT_THEME
-        self._theme_notes = notes
+            self.theme_names = [DEFAULT_THEME]
+            self.themes_deferred = True
+        else:
+            self._theme_notes = self._register_themes(load_themes())
+            if not isinstance(wanted, str) or wanted not in self.available_themes:
+                self._theme_notes.append((f"No theme named {wanted!r}; using {DEFAULT_THEME}", ""))
+                wanted = DEFAULT_THEME
         self.theme = wanted
         self.stylesheet.set_variables(self.get_css_variables())
-
-    def load_deferred_themes(self) -> None:
-        """After the first frame: read the theme files the built-in default stood in for."""
-        if self._themes_deferred:
-            self.load_theme_files()
 
     @work(name="Reading the theme files", group="startup", exit_on_error=False)
     async def load_theme_files(self) -> None:
         """The theme files, after the first frame (the default theme was built in)."""
         loaded = await asyncio.to_thread(load_themes)
-        for message, options in self._register_themes(loaded):
-            self.notify(message, **options)
+        for message, title in self._register_themes(loaded):
+            self.notify(message, title=title, severity="warning")
 
     def _register_themes(self, loaded: Any) -> Notes:
         """Register loaded theme files; the toast to show for the files skipped, if any."""
         for theme in loaded.themes:
             self.register_theme(theme)
-        self._themes = loaded.names
-        if not loaded.problems:
-            return []
-        options = {"title": "Theme files skipped", "severity": "warning", "timeout": 12}
-        return [("\n".join(loaded.problems), options)]
+        self.theme_names = loaded.names
+        return [("\n".join(loaded.problems), "Theme files skipped")] if loaded.problems else []
 
     def setup_looks(self) -> None:
         """At mount: the theme toasts, the palette, the KB's keymap."""
-        for message, options in self._theme_notes:
-            self.notify(message, **options)
+        for message, title in self._theme_notes:
+            self.notify(message, title=title, severity="warning")
         self.palette = Palette.from_theme(self.current_theme)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.setup_keymap()
@@ -142,22 +122,16 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         except Exception:  # noqa: BLE001 - settings are optional
             return {}
 
-    def theme_names(self) -> list[str]:
-        return list(self._themes)
-
-    def set_theme(self, name: str) -> None:
-        self.theme = name
-
     def _theme_changed(self, theme: Any) -> None:
         self.palette = Palette.from_theme(theme)
         if self.alive:
             self.broadcast(PaletteChanged)
 
     def action_next_theme(self) -> None:
-        names = self._themes or [DEFAULT_THEME]
+        names = self.theme_names or [DEFAULT_THEME]
         index = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(index + 1) % len(names)]
-        self.notify(f"Theme: {self.theme}", timeout=2)
+        self.notify(f"Theme: {self.theme}")
 
     # -- keys ----------------------------------------------------------------------------------
     def setup_keymap(self) -> None:
@@ -165,15 +139,13 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         keymap, problems = keys.clean_keymap(self.ui_settings().get("keymap"))
         problems += keys.keymap_conflicts(keymap)
         if problems:
-            self.notify(
-                "\n".join(problems), title="goalsui.yaml keymap", severity="warning", timeout=10
-            )
+            self.notify("\n".join(problems), title="goalsui.yaml keymap", severity="warning")
         if keymap:
             self.set_keymap(keymap)
 
     def handle_bindings_clash(self, clashed_bindings: set[Any], node: Any) -> None:
         names = ", ".join(sorted(f"{b.id or b.action} ({b.key})" for b in clashed_bindings))
-        self.notify(f"Keymap: these keys were taken over: {names}", severity="warning", timeout=8)
+        self.notify(f"Keymap: these keys were taken over: {names}", severity="warning")
 
     def action_help(self) -> None:
         from goalsui.tui.help_keys import help_groups

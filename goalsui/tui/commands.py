@@ -21,128 +21,44 @@ class PaletteCommand:
     changes_state: bool = False
 
 
+#: title | binding id (its key is shown) | action | help; a leading "!" marks a command that
+#: changes state (absent from a read-only console).
+_TABLE = """
+!Intent: Pause or resume | pause | pause | Pause or resume the selected goal, worker or intent
+!Intent: Run now | run_now | run_now | Fire the selected worker or intent once, now
+!Run: Stop… | stop_run | stop_run | Stop the selected running run (SIGTERM, then SIGKILL); the schedule goes on
+!Intent: End schedule… | end_schedule | end_schedule | End the selected intent's schedule (asks first; p reinstates it)
+!Intent: Reinstate | pause | pause | Bring an ended schedule back, planned from now
+!Intent: Retry | retry | retry | Retry the selected failed intent at once
+!Run: Dismiss | dismiss | dismiss | Dismiss the selected failed or missed run
+Run: Open output | open_output | open_output | Show the selected run's full output, following its tail
+!File: Edit in $EDITOR | edit | edit | Edit the file shown in the detail pane
+!Todo: Add | todo.add | add_todo | Add a todo to the selected thread
+!Todo: Complete or reopen | todo.toggle | toggle_todo | Toggle the selected todo
+Pane: Filter | filter | filter | Filter the focused pane as you type
+Pane: Maximise or restore | maximize | toggle_maximize | Fill the screen with the focused pane, and back
+Pane: Goals | pane.goals | focus_pane('goals') | Focus the goals pane
+Pane: Threads | pane.threads | focus_pane('threads') | Focus the threads pane
+Pane: Timeline | pane.timeline | focus_pane('timeline') | Focus the timeline pane
+Pane: Failed runs | pane.failed | focus_pane('failed') | Focus the failed runs pane
+Pane: Detail | pane.detail | focus_pane('detail') | Focus the detail pane
+Screen: Failures | screen.failures | open_screen('failures') | Failed, missed, interrupted runs and auto-disabled intents
+Screen: Morning reports | screen.reports | open_screen('reports') | Nightshift reports beside a timeline of the night
+Screen: Events | screen.events | open_screen('events') | Received events and the intents they fired
+Screen: Threads | screen.threads | open_screen('threads') | Threads and their messages
+Screen: Event log | screen.journal | open_screen('journal') | What the operator and the scheduler did
+Screen: Runs | screen.runs | open_screen('runs') | Every run, newest first: running, failed, by goal; stop and retry
+Display: Freeze or unfreeze | freeze | app.freeze | Stop updating the screen (the scheduler keeps running)
+Display: Refresh now | refresh | app.refresh_now | Reload everything from the database
+Display: Next theme | theme | app.next_theme | Cycle through the loaded themes
+Help: Keys | help | app.help | Every key, grouped
+App: Quit | quit | app.quit | Quit (asks first while this console runs the scheduler)
+"""
 COMMANDS = [
-    PaletteCommand(
-        "Intent: Pause or resume",
-        "Pause or resume the selected goal, worker or intent",
-        "pause",
-        "pause",
-        True,
-    ),
-    PaletteCommand(
-        "Intent: Run now",
-        "Fire the selected worker or intent once, now",
-        "run_now",
-        "run_now",
-        True,
-    ),
-    PaletteCommand(
-        "Run: Stop…",
-        "Stop the selected running run (SIGTERM, then SIGKILL); the schedule goes on",
-        "stop_run",
-        "stop_run",
-        True,
-    ),
-    PaletteCommand(
-        "Intent: End schedule…",
-        "End the selected intent's schedule (asks first; p reinstates it)",
-        "end_schedule",
-        "end_schedule",
-        True,
-    ),
-    PaletteCommand(
-        "Intent: Reinstate",
-        "Bring an ended schedule back, planned from now",
-        "pause",
-        "pause",
-        True,
-    ),
-    PaletteCommand(
-        "Intent: Retry", "Retry the selected failed intent at once", "retry", "retry", True
-    ),
-    PaletteCommand(
-        "Run: Dismiss", "Dismiss the selected failed or missed run", "dismiss", "dismiss", True
-    ),
-    PaletteCommand(
-        "Run: Open output",
-        "Show the selected run's full output, following its tail",
-        "open_output",
-        "open_output",
-    ),
-    PaletteCommand(
-        "File: Edit in $EDITOR", "Edit the file shown in the detail pane", "edit", "edit", True
-    ),
-    PaletteCommand("Todo: Add", "Add a todo to the selected thread", "todo.add", "add_todo", True),
-    PaletteCommand(
-        "Todo: Complete or reopen", "Toggle the selected todo", "todo.toggle", "toggle_todo", True
-    ),
-    PaletteCommand("Pane: Filter", "Filter the focused pane as you type", "filter", "filter"),
-    PaletteCommand(
-        "Pane: Maximise or restore",
-        "Fill the screen with the focused pane, and back",
-        "maximize",
-        "toggle_maximize",
-    ),
-    PaletteCommand("Pane: Goals", "Focus the goals pane", "pane.goals", "focus_pane('goals')"),
-    PaletteCommand(
-        "Pane: Threads", "Focus the threads pane", "pane.threads", "focus_pane('threads')"
-    ),
-    PaletteCommand(
-        "Pane: Timeline", "Focus the timeline pane", "pane.timeline", "focus_pane('timeline')"
-    ),
-    PaletteCommand(
-        "Pane: Failed runs", "Focus the failed runs pane", "pane.failed", "focus_pane('failed')"
-    ),
-    PaletteCommand("Pane: Detail", "Focus the detail pane", "pane.detail", "focus_pane('detail')"),
-    PaletteCommand(
-        "Screen: Failures",
-        "Failed, missed, interrupted runs and auto-disabled intents",
-        "screen.failures",
-        "open_screen('failures')",
-    ),
-    PaletteCommand(
-        "Screen: Morning reports",
-        "Nightshift reports beside a timeline of the night",
-        "screen.reports",
-        "open_screen('reports')",
-    ),
-    PaletteCommand(
-        "Screen: Events",
-        "Received events and the intents they fired",
-        "screen.events",
-        "open_screen('events')",
-    ),
-    PaletteCommand(
-        "Screen: Threads", "Threads and their messages", "screen.threads", "open_screen('threads')"
-    ),
-    PaletteCommand(
-        "Screen: Event log",
-        "What the operator and the scheduler did",
-        "screen.journal",
-        "open_screen('journal')",
-    ),
-    PaletteCommand(
-        "Screen: Runs",
-        "Every run, newest first: running, failed, by goal; stop and retry",
-        "screen.runs",
-        "open_screen('runs')",
-    ),
-    PaletteCommand(
-        "Display: Freeze or unfreeze",
-        "Stop updating the screen (the scheduler keeps running)",
-        "freeze",
-        "app.freeze",
-    ),
-    PaletteCommand(
-        "Display: Refresh now", "Reload everything from the database", "refresh", "app.refresh_now"
-    ),
-    PaletteCommand(
-        "Display: Next theme", "Cycle through the loaded themes", "theme", "app.next_theme"
-    ),
-    PaletteCommand("Help: Keys", "Every key, grouped", "help", "app.help"),
-    PaletteCommand(
-        "App: Quit", "Quit (asks first while this console runs the scheduler)", "quit", "app.quit"
-    ),
+    PaletteCommand(title.lstrip("!"), help_, binding_id, action, title.startswith("!"))
+    for title, binding_id, action, help_ in (
+        [part.strip() for part in line.split(" | ")] for line in _TABLE.strip().splitlines()
+    )
 ]
 
 
@@ -153,16 +69,8 @@ def key_for(app: Any, binding_id: str | None) -> str:
     keymap: dict[str, str] = getattr(app, "_keymap", {}) or {}
     if binding_id in keymap:
         return keymap[binding_id].split(",")[0]
-    for group in (
-        keys.APP,
-        keys.MAIN,
-        keys.GOALS_ACTIONS,
-        keys.GOALS_SAFE,
-        keys.THREADS_ACTIONS,
-        keys.FAILED_ACTIONS,
-        keys.DETAIL_SAFE,
-    ):
-        for binding in group:
+    for chain in keys.CHAINS:
+        for binding in chain:
             if binding.id == binding_id:
                 return binding.key_display or binding.key.split(",")[0]
     return ""
@@ -180,10 +88,9 @@ class GoalsCommands(Provider):
             key = key_for(app, cmd.binding_id)
             title = f"{cmd.title}  ({key})" if key else cmd.title
             out.append((title, cmd.help, partial(app.run_main_action, cmd.action)))
-        for name in app.theme_names():
-            out.append(
-                (f"Theme: {name}", f"Switch to the {name} theme", partial(app.set_theme, name))
-            )
+        for name in app.theme_names:
+            switch = partial(setattr, app, "theme", name)
+            out.append((f"Theme: {name}", f"Switch to the {name} theme", switch))
         return out
 
     async def discover(self) -> Hits:

@@ -1,13 +1,6 @@
-"""The dashboard feed: reads the records and the plan in workers and posts them.
-
-Every screen in the stack gets a :class:`~goalsui.tui.messages.DashboardReady` for each
-dashboard and a :class:`~goalsui.tui.messages.PlanReady` for each plan; a newer one
-queued behind an older one replaces it (``can_replace``), so a burst costs one repaint.
-
-What triggers a read: a service or scheduler event (any thread, through
-:meth:`DashboardFeed.request_refresh`, coalesced into one read per burst), the poll of
-the records' fingerprint once a second (changes by other processes), ``ctrl+r``.
-"""
+"""The dashboard feed: reads the records and the plan in workers and posts them to every
+screen, after a service or scheduler event (coalesced), a changed fingerprint in the
+once-a-second poll (other processes' changes) or ``ctrl+r``."""
 
 from __future__ import annotations
 
@@ -114,12 +107,8 @@ class DashboardFeed:
 
     # -- the once-a-second look at the records ------------------------------------------------
     def poll(self) -> None:
-        """Has anyone (another process included) changed the records?
-
-        A SQLite file and its WAL that have not changed since the last look (two
-        ``stat`` calls) mean nothing changed: no query, no worker, at most every
-        ``TOKEN_EVERY_S`` the records' fingerprint is read anyway.
-        """
+        """Has anyone (another process included) changed the records? An unchanged SQLite
+        file and WAL (two ``stat`` calls) mean no: no query, no worker."""
         if not self.app.service_ready:
             return
         if self._stamp_gate.unchanged(self.app.service.overview.change_stamp):
@@ -162,19 +151,12 @@ class DashboardFeed:
             self._maybe_plan(self.dashboard)
 
     def _maybe_plan(self, dash: Dashboard) -> None:
-        """Re-plan when what decides the plan changes (not on every fire), else twice a minute.
-
-        The first plan runs at once; later ones wait for a quiet second, so a burst of
-        operator actions or runs costs one plan (it is the heaviest read of the console).
-        """
-        inputs = (
-            tuple(
-                sorted(
-                    (i.id, i.status, i.kind, i.schedule, i.timezone) for i in dash.intents.values()
-                )
-            ),
-            len(dash.running),
+        """Re-plan when what decides the plan changes, else twice a minute; after the first,
+        wait for a quiet second (a burst costs one plan, the console's heaviest read)."""
+        intents = sorted(
+            (i.id, i.status, i.kind, i.schedule, i.timezone) for i in dash.intents.values()
         )
+        inputs = (tuple(intents), len(dash.running))
         now = time.monotonic()
         if inputs == self._plan_inputs and now - self._plan_at <= PLAN_EVERY_S:
             return

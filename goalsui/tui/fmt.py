@@ -1,15 +1,10 @@
-"""Formatting for the console: countdowns, durations, status glyphs and colours.
-
-No Textual import: colours come from a :class:`Palette` built from the active theme,
-so the same labels re-render correctly after a theme switch.
-"""
+"""Formatting for the console: countdowns, durations, status glyphs and colours (from a
+:class:`Palette` built from the active theme; no Textual import)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-
-from rich.text import Text
 
 from goalsui.domain.untrusted import plain
 
@@ -32,15 +27,11 @@ class Palette:
         from textual.color import Color
 
         def get(name: str, default: str) -> str:
-            value = getattr(theme, name, None)
-            return value or default
+            return getattr(theme, name, None) or default
 
-        fg = Color.parse(
-            get("foreground", "#dde3ea" if getattr(theme, "dark", True) else "#1b1f24")
-        )
-        bg = Color.parse(
-            get("background", "#10151c" if getattr(theme, "dark", True) else "#ffffff")
-        )
+        dark = getattr(theme, "dark", True)
+        fg = Color.parse(get("foreground", "#dde3ea" if dark else "#1b1f24"))
+        bg = Color.parse(get("background", "#10151c" if dark else "#ffffff"))
         return cls(
             ok=get("success", cls.ok),
             failed=get("error", cls.failed),
@@ -53,61 +44,36 @@ class Palette:
 
     def run(self, status: str | None) -> str:
         """Colour of a run status."""
-        return {
-            "ok": self.ok,
-            "silent": self.ok,
-            "running": self.running,
-            "failed": self.failed,
-            "timeout": self.failed,
-            "interrupted": self.failed,
-            "missed": self.warning,
-            "skipped": self.muted,
-            "cancelled": self.muted,
-        }.get(status or "", self.muted)
+        return str(getattr(self, RUN_LOOK.get(status or "", ("", "muted", 9))[1]))
 
     def intent(self, status: str | None) -> str:
         """Colour of an intent status."""
-        return {
-            "active": self.ok,
-            "firing": self.running,
-            "paused": self.warning,
-            "failed": self.failed,
-            "done": self.muted,
-            "cancelled": self.muted,
-        }.get(status or "", self.muted)
+        return str(getattr(self, INTENT_LOOK.get(status or "", ("", "muted"))[1]))
 
 
-RUN_GLYPH = {
-    "ok": "●",
-    "silent": "○",
-    "running": "▶",
-    "failed": "✗",
-    "timeout": "✗",
-    "interrupted": "✗",
-    "missed": "!",
-    "skipped": "·",
-    "cancelled": "⊘",
+#: run status -> (glyph, the palette's colour, severity: the worst of several runs drawn in
+#: one timeline cell shows, 0 first)
+RUN_LOOK = {
+    "ok": ("●", "ok", 5),
+    "silent": ("○", "ok", 6),
+    "running": ("▶", "running", 4),
+    "failed": ("✗", "failed", 0),
+    "timeout": ("✗", "failed", 1),
+    "interrupted": ("✗", "failed", 2),
+    "missed": ("!", "warning", 3),
+    "skipped": ("·", "muted", 7),
+    "cancelled": ("⊘", "muted", 8),
 }
-INTENT_GLYPH = {
-    "active": "●",
-    "firing": "▶",
-    "paused": "⏸",
-    "failed": "✗",
-    "done": "✓",
-    "cancelled": "⊘",
+INTENT_LOOK = {
+    "active": ("●", "ok"),
+    "firing": ("▶", "running"),
+    "paused": ("⏸", "warning"),
+    "failed": ("✗", "failed"),
+    "done": ("✓", "muted"),
+    "cancelled": ("⊘", "muted"),
 }
-#: Severity order for several runs drawn in one timeline cell (worst first).
-RUN_SEVERITY = [
-    "failed",
-    "timeout",
-    "interrupted",
-    "missed",
-    "running",
-    "ok",
-    "silent",
-    "skipped",
-    "cancelled",
-]
+RUN_GLYPH = {status: look[0] for status, look in RUN_LOOK.items()}
+INTENT_GLYPH = {status: glyph for status, (glyph, _) in INTENT_LOOK.items()}
 
 
 #: countdowns further away than this show whole minutes, so they change once a minute
@@ -168,17 +134,15 @@ def ago(when: datetime | None, now: datetime) -> str:
     return short_span(s) + " ago"
 
 
-def clock_time(when: datetime | None, now: datetime | None = None) -> str:
+def clock_time(when: datetime | None, now: datetime) -> str:
     """Local wall time for people: ``14:05`` today, ``Tue 14:05`` within a week, else the date."""
     if when is None:
         return "-"
-    local = when.astimezone()
-    if now is not None:
-        today = now.astimezone().date()
-        if local.date() == today:
-            return local.strftime("%H:%M:%S")
-        if abs((local.date() - today).days) < 7:
-            return local.strftime("%a %H:%M")
+    local, today = when.astimezone(), now.astimezone().date()
+    if local.date() == today:
+        return local.strftime("%H:%M:%S")
+    if abs((local.date() - today).days) < 7:
+        return local.strftime("%a %H:%M")
     return local.strftime("%Y-%m-%d %H:%M")
 
 
@@ -205,11 +169,6 @@ def describe_schedule(kind: str | None, schedule: str | None, tz: str | None) ->
     if kind == "event":
         return "on event"
     return "-"
-
-
-def safe(text: str | None, limit: int | None = None) -> Text:
-    """Untrusted text as a Rich Text (never markup), escape and control characters removed."""
-    return Text(plain(text, limit=limit))
 
 
 def one_line(text: str | None, limit: int = 200) -> str:

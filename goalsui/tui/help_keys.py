@@ -1,25 +1,14 @@
-"""The help screen's contents: the keys active now, every key each main-screen pane
-accepts, and the symbols the panes draw.
-"""
+"""The help screen's contents: the keys active now, every main-screen pane's keys, and the
+symbols the panes draw."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from textual.app import App
-from textual.binding import Binding
 
 from goalsui.tui import keys
 from goalsui.tui.fmt import INTENT_GLYPH, RUN_GLYPH
-
-#: Each pane of the main screen: its title and the bindings it accepts (safe, actions).
-PANE_KEYS: list[tuple[str, list[Binding], list[Binding]]] = [
-    ("Goals pane (1)", keys.GOALS_SAFE, keys.GOALS_ACTIONS),
-    ("Threads pane (2)", keys.THREADS_SAFE, keys.THREADS_ACTIONS),
-    ("Timeline pane (3)", keys.TIMELINE_SAFE, keys.TIMELINE_ACTIONS),
-    ("Failed runs pane (4)", keys.FAILED_SAFE, keys.FAILED_ACTIONS),
-    ("Detail pane (5)", keys.DETAIL_SAFE, keys.DETAIL_ACTIONS),
-]
 
 #: Symbols drawn by the panes beyond the run and intent glyphs.
 _OTHER_SYMBOLS: list[tuple[str, str]] = [
@@ -46,12 +35,10 @@ def legend() -> list[tuple[str, str]]:
     return rows + _OTHER_SYMBOLS
 
 
-def pane_sections(app: Any, skip: str = "") -> list[tuple[str, list[tuple[str, str]]]]:
-    """One section per pane (all of them but ``skip``), read-only consoles without actions."""
+def pane_sections(app: Any) -> list[tuple[str, list[tuple[str, str]]]]:
+    """One section per pane, read-only consoles without actions."""
     sections = []
-    for title, safe, actions in PANE_KEYS:
-        if title == skip:
-            continue
+    for title, safe, actions in keys.PANE_KEYS:
         rows: dict[str, list[str]] = {}
         for binding in [*safe, *([] if app.read_only else actions)]:
             if binding.description:
@@ -63,18 +50,9 @@ def pane_sections(app: Any, skip: str = "") -> list[tuple[str, list[tuple[str, s
     return sections
 
 
-def legend_section() -> tuple[str, list[tuple[str, str]]]:
-    return ("Symbols", legend())
-
-
 def help_groups(app: App[Any], *, every_pane: bool) -> list[tuple[str, list[tuple[str, str]]]]:
-    """This pane / global / navigation, from the bindings active now.
-
-    ``every_pane`` (the main screen): every pane's keys and every symbol, too.
-    """
-    pane: list[tuple[str, str]] = []
-    global_: list[tuple[str, str]] = []
-    nav: list[tuple[str, str]] = []
+    """This pane / global / navigation, from the bindings active now; ``every_pane`` (the
+    main screen): every pane's keys and every symbol, too."""
     screen = app.screen
     rows: dict[tuple[str, str], list[str]] = {}  # (group, description) -> keys
     for _key, active in screen.active_bindings.items():
@@ -96,10 +74,10 @@ def help_groups(app: App[Any], *, every_pane: bool) -> list[tuple[str, list[tupl
         shown = app.get_key_display(binding)
         if shown not in keys_for:
             keys_for.append(shown)
-    for (group, description), displays in rows.items():
-        target = {"This pane": pane, "Global": global_, "Navigation": nav}[group]
-        target.append((", ".join(displays), description))
-    groups = [("This pane", pane), ("Global", global_), ("Navigation", nav)]
+    groups = [
+        (name, [(", ".join(found), what) for (group, what), found in rows.items() if group == name])
+        for name in ("This pane", "Global", "Navigation")
+    ]
     if every_pane:
-        groups += [*pane_sections(app), legend_section()]
+        groups += [*pane_sections(app), ("Symbols", legend())]
     return groups

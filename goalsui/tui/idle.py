@@ -14,14 +14,9 @@ TOKEN_EVERY_S = 15.0
 
 
 class StampGate:
-    """Says whether a cheap stamp (``service.overview.change_stamp``) is the same as last time.
-
-    ``unchanged(read)`` returns True while ``read()`` gives the stamp seen before and
-    the last full look is recent; otherwise it remembers the new stamp and returns False
-    (the caller then reads the fingerprint). A stamp of None (PostgreSQL) or an error
-    reading it is never "unchanged". The stamp is taken before the fingerprint is read,
-    so a change that lands in between shows as a new stamp on the next look.
-    """
+    """Is a cheap stamp (``service.overview.change_stamp``) the same as at the last recent
+    look? A stamp of None (PostgreSQL) or an error is never "unchanged". It is taken before
+    the fingerprint, so a change landing in between shows as a new stamp next time."""
 
     def __init__(self, every_s: float = TOKEN_EVERY_S) -> None:
         self.every_s = every_s
@@ -43,13 +38,8 @@ class StampGate:
 def next_visible_change(
     next_runs: Iterable[datetime | None], now: datetime, *, every_second: bool
 ) -> datetime:
-    """When the next countdown on screen changes its text (see ``fmt.countdown``).
-
-    ``every_second``: something on screen counts in seconds whatever the countdowns do
-    (a running run's stopwatch, an age such as "last ok 4m12s ago"): the next second.
-    Otherwise a countdown in its last ten minutes changes every second, one further away
-    when its minute (or, days away, its hour) turns. At most a minute ahead.
-    """
+    """When the next countdown on screen changes its text (see ``fmt.countdown``), at most
+    a minute ahead; ``every_second``: something counts in seconds (a stopwatch, an age)."""
     second = now + timedelta(seconds=1)
     if every_second:
         return second

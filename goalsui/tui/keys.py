@@ -1,13 +1,5 @@
-"""Every key binding of the console, each with an ``id`` so goalsui.yaml can remap it.
-
-``SAFE`` bindings never change state; ``ACTIONS`` bindings do and are not bound at
-all in a ``--read-only`` console (they are added per instance, see :func:`bind`).
-Remap in ``<kb>/goalsui.yaml``::
-
-    keymap:
-      run_now: g
-      pause: P
-"""
+"""Every key binding of the console, each with an ``id`` so goalsui.yaml can remap it
+(``keymap: {run_now: g}``); ``*_ACTIONS`` are not bound at all in a read-only console."""
 
 from __future__ import annotations
 
@@ -100,6 +92,14 @@ DETAIL_SAFE = [
     OUTPUT,
 ]
 DETAIL_ACTIONS = [EDIT]
+#: Each pane of the main screen: its title and the bindings it accepts (safe, actions).
+PANE_KEYS = [
+    ("Goals pane (1)", GOALS_SAFE, GOALS_ACTIONS),
+    ("Threads pane (2)", THREADS_SAFE, THREADS_ACTIONS),
+    ("Timeline pane (3)", TIMELINE_SAFE, TIMELINE_ACTIONS),
+    ("Failed runs pane (4)", FAILED_SAFE, FAILED_ACTIONS),
+    ("Detail pane (5)", DETAIL_SAFE, DETAIL_ACTIONS),
+]
 
 # -- secondary screens ------------------------------------------------------------------
 BACK = Binding("q,escape", "back", "Back", id="back")
@@ -126,19 +126,22 @@ OUTPUT_SCREEN = [
 ]
 
 
-def bind(node: DOMNode, bindings: Iterable[Binding]) -> None:
-    """Add bindings to one node instance (per instance, so read-only consoles lack them)."""
-    for binding in Binding.make_bindings(bindings):
+def bind(
+    node: DOMNode,
+    bindings: Iterable[Binding],
+    actions: Iterable[Binding] = (),
+    *,
+    read_only: bool = False,
+) -> None:
+    """Add bindings to one node instance, and ``actions`` unless the console is read-only
+    (per instance, so read-only consoles lack them)."""
+    for binding in Binding.make_bindings([*bindings, *([] if read_only else actions)]):
         node._bindings._add_binding(binding)
 
 
 #: Bindings that can be active together (one focus chain each).
 CHAINS = [
-    APP + MAIN + GOALS_SAFE + GOALS_ACTIONS,
-    APP + MAIN + THREADS_SAFE + THREADS_ACTIONS,
-    APP + MAIN + TIMELINE_SAFE + TIMELINE_ACTIONS,
-    APP + MAIN + FAILED_SAFE + FAILED_ACTIONS,
-    APP + MAIN + DETAIL_SAFE + DETAIL_ACTIONS,
+    *(APP + MAIN + safe + actions for _, safe, actions in PANE_KEYS),
     APP + [BACK, SCREEN_MAXIMIZE] + FAILED_SAFE + FAILURES_ACTIONS,
     APP + [BACK] + OUTPUT_SCREEN,
     APP + [BACK, SCREEN_MAXIMIZE] + THREADS_SCREEN_ACTIONS,

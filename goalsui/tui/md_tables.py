@@ -1,16 +1,6 @@
-"""Markdown tables that fit the pane they are shown in.
-
-Textual's Markdown table shrinks every column of a table wider than its pane until the
-cells read ``wo…``, ``20…``. A report's timeline (eight columns, file paths in the last)
-is such a table in any pane narrower than about 130 cells. :func:`fit_tables` rewrites
-each table too wide for ``width`` as a list, one item per row, every cell labelled with
-its header; tables that fit, and everything else, are left as they are. The file on
-disk keeps its table: this only changes what the pane renders.
-
-Tables are found by the parser Textual's Markdown widget uses (markdown-it, "gfm-like"),
-so what becomes a list is exactly what would have been drawn as a table: tables in
-code fences stay text, escaped pipes stay in their cell, quoted tables keep their quote.
-"""
+"""Markdown tables that fit their pane: Textual shrinks every column of a table wider than
+its pane until the cells read ``wo…``, so :func:`fit_tables` rewrites such a table as a
+list (the file keeps its table). Tables are found by Textual's own Markdown parser."""
 
 from __future__ import annotations
 
@@ -18,8 +8,6 @@ import re
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
-
-__all__ = ["fit_tables", "table_width"]
 
 _PARSER = MarkdownIt("gfm-like")
 _QUOTE = re.compile(r"^\s*(?:>\s?)*")

@@ -1,5 +1,4 @@
-"""The console's messages: what the app, the feed and the runtime tell the screens
-instead of calling them."""
+"""The console's messages: what the app, the feed and the runtime tell the screens."""
 
 from __future__ import annotations
 
@@ -14,11 +13,8 @@ if TYPE_CHECKING:
 
 
 class Coalescing(Message, bubble=False):
-    """A message made moot by a newer one of the same type queued right behind it.
-
-    Textual asks ``can_replace`` before handling a message: a burst of reloads costs
-    the screen one repaint, with the newest data.
-    """
+    """A message made moot by a newer one of the same type queued behind it: a burst of
+    reloads costs one repaint, with the newest data."""
 
     def can_replace(self, message: Message) -> bool:
         return type(message) is type(self)

@@ -1,11 +1,5 @@
-"""What the console shows, loaded off the UI thread through the service (no Textual).
-
-``load_dashboard`` is one consistent read for the main screen; ``load_plan`` predicts
-the upcoming fires (with ``goalsui plan``'s rules when the scheduler package provides
-them); ``load_boxes`` counts a goal's inbox/outbox/log files when its node is open.
-The records are the values of :mod:`goalsui.domain.records` (the first-frame reader,
-:mod:`goalsui.service.quick`, builds the same ones), never the database's tables.
-"""
+"""What the console shows, read off the UI thread through the service (no Textual): the
+dashboard, the plan of the next fires, a goal's box counts."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.records import IntentRecord, RunRecord, ThreadRecord, TodoRecord
-from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.domain.states import IntentStatus
 from goalsui.errors import GoalsuiError
 
 if TYPE_CHECKING:
@@ -25,7 +19,6 @@ if TYPE_CHECKING:
     from goalsui.service import GoalView, Service
     from goalsui.service.costs import BudgetLine
 
-ENDED = (IntentStatus.CANCELLED, IntentStatus.DONE)
 #: how far back the dashboard reads runs (the panes' sparklines and last runs)
 RECENT_SPAN = timedelta(hours=24)
 
@@ -46,13 +39,13 @@ class Dashboard:
 
     at: datetime
     goals: list[GoalView]
-    intents: dict[int, IntentRecord]
-    running: dict[int, RunRecord]
-    recent: dict[int, list[RunRecord]]
-    attention: list[RunRecord]
-    disabled: list[IntentRecord]
-    threads: list[ThreadView]
-    summary: dict[str, Any]
+    intents: dict[int, IntentRecord] = field(default_factory=dict)
+    running: dict[int, RunRecord] = field(default_factory=dict)
+    recent: dict[int, list[RunRecord]] = field(default_factory=dict)
+    attention: list[RunRecord] = field(default_factory=list)
+    disabled: list[IntentRecord] = field(default_factory=list)
+    threads: list[ThreadView] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
     token: tuple[Any, ...] = ()
     load_ms: float = 0.0
     #: True for the quick KB read painted before the records are loaded.
@@ -63,6 +56,9 @@ class Dashboard:
     #: what today's runs reported (None: not loaded) and each goal's budget lines
     spend_today: Spend | None = None
     budgets: dict[str, list[BudgetLine]] = field(default_factory=dict)
+
+    def goal(self, goal_id: str | None) -> GoalView | None:
+        return next((g for g in self.goals if g.goal_id == goal_id), None)
 
     def intent_of(self, goal_id: str, worker: str) -> IntentRecord | None:
         for intent in self.intents.values():
@@ -150,11 +146,8 @@ def load_costs(
 
 
 def load_plan(service: Service, now: datetime, until: datetime) -> PlanView:
-    """Predicted fires until ``until`` with overlap marks, by ``goalsui plan``'s rules.
-
-    Falls back to the intents' own schedules when the scheduler package (which owns
-    the rules) is not installed.
-    """
+    """Predicted fires until ``until`` with overlap marks, by ``goalsui plan``'s rules (the
+    intents' own schedules when the scheduler package is not installed)."""
     try:
         from goalsui.scheduler.plan import plan
     except ImportError:
@@ -196,44 +189,37 @@ def _fallback_plan(service: Service, now: datetime, until: datetime, cap: int = 
     return view
 
 
+def visible_files(service: Service, goal_id: str, rel: str) -> list[dict[str, Any]]:
+    """The files of a KB folder, not its folders or hidden files."""
+    entries = service.files.list(goal_id, rel)
+    return [e for e in entries if not e["dir"] and not e["name"].startswith(".")]
+
+
 def load_boxes(service: Service, goal: GoalView) -> dict[str, BoxCounts]:
     """Inbox/outbox file counts for each worker of an (expanded) goal."""
     out: dict[str, BoxCounts] = {}
     for worker in goal.workers:
-        counts = BoxCounts()
+        counts = out[worker.name] = BoxCounts()
         for box in ("inbox", "outbox"):
             try:
-                entries = [
-                    e
-                    for e in service.files.list(goal.goal_id, f"workers/{worker.name}/{box}")
-                    if not e["dir"] and not e["name"].startswith(".")
-                ]
+                entries = visible_files(service, goal.goal_id, f"workers/{worker.name}/{box}")
             except GoalsuiError:
                 entries = []
             setattr(counts, box, len(entries))
             if box == "outbox" and entries:
                 counts.newest_outbox = max(e["modified"].timestamp() for e in entries)
-        out[worker.name] = counts
     return out
 
 
-def goal_log_count(service: Service, goal_id: str) -> tuple[str | None, int]:
-    """The newest log file of a goal and its number of entries."""
+def goal_log_count(service: Service, goal_id: str) -> int:
+    """The number of entries in a goal's newest log file."""
     try:
-        files = sorted(
-            (e for e in service.files.list(goal_id, "log") if e["name"].endswith(".md")),
-            key=lambda e: e["name"],
-        )
+        entries = service.files.list(goal_id, "log")
+        logs = sorted(e["path"] for e in entries if e["name"].endswith(".md"))
+        text = service.files.read(goal_id, logs[-1]) if logs else ""
     except GoalsuiError:
-        return None, 0
-    if not files:
-        return None, 0
-    newest = files[-1]["path"]
-    try:
-        text = service.files.read(goal_id, newest)
-    except GoalsuiError:
-        return newest, 0
-    return newest, sum(1 for line in text.splitlines() if line.startswith("- "))
+        return 0
+    return sum(1 for line in text.splitlines() if line.startswith("- "))
 
 
 def list_reports(service: Service) -> list[tuple[str, str, str]]:
@@ -251,7 +237,3 @@ def list_reports(service: Service) -> list[tuple[str, str, str]]:
             found.append((r.night.isoformat(), goal.goal_id, f"reports/{r.path.name}"))
     found.sort(key=lambda item: (item[0], item[1]), reverse=True)
     return found
-
-
-def is_live(run: RunRecord | None) -> bool:
-    return run is not None and run.status == RunStatus.RUNNING

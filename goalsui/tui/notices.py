@@ -1,11 +1,5 @@
-"""Console notices: every ``notify`` goes to the notice line (a secondary screen's title
-line) and the event log (``L``). There are no toasts: a toast covers a pane, whatever
-its place, and the notice line already shows the newest message at every size.
-
-The notice, the message that carries it (``NoticeAdded``: to the app from any thread,
-then to the screens) and the app's mixin live here, beside the one report of a failed
-worker (:class:`WorkerFailures`).
-"""
+"""Console notices: every ``notify`` goes to the notice line and the event log (``L``),
+never to a toast (a toast covers a pane)."""
 
 from __future__ import annotations
 
@@ -76,7 +70,7 @@ class NoticeMixin:
         *,
         title: str = "",
         severity: Any = "information",
-        timeout: float | None = None,
+        timeout: float | None = None,  # no toasts: accepted for Textual's own callers
         markup: bool = True,
     ) -> None:
         """Thread-safe like ``App.notify``: the notice is recorded on the app's loop."""
@@ -99,10 +93,8 @@ def failure_text(error: BaseException | None) -> str:
 
 
 class WorkerFailures(MessagePump):
-    """Mixed into the app, the screens and the widgets that run workers: a worker that
-    ends in error is reported here, once (notice line and event log, one sanitised line,
-    no traceback). Workers return or apply their result; they never report their errors.
-    """
+    """Mixed into whatever runs workers: a worker that ends in error is reported here, once,
+    in one sanitised line; workers never report their own errors."""
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

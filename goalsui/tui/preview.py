@@ -1,11 +1,5 @@
-"""The console's first frame, before the service is open.
-
-On a SQLite database at the current schema the first frame has the records already,
-read with the standard library (:mod:`goalsui.service.quick`). Otherwise it shows the
-KB's goal tree from a quick read of its folders (:mod:`goalsui.kb.quick`), marked as a
-preview. Nothing here imports the database stack: the service's first read replaces
-this one as soon as the service is open.
-"""
+"""The console's first frame, before the service is open: the records of a SQLite database
+read with the standard library, else the KB's goal tree (no database stack either way)."""
 
 from __future__ import annotations
 
@@ -20,30 +14,18 @@ from goalsui.tui.model import RECENT_SPAN, Dashboard, ThreadView
 
 
 def preview_dashboard(root: Path, now: datetime, records: Path | None = None) -> Dashboard:
-    """The records of the SQLite file ``records`` if they can be read without the
-    database stack, else a dashboard with the KB's goal tree only, marked as a preview."""
+    """The records of the SQLite file ``records`` if they can be read without the database
+    stack, else the KB's goal tree only, marked as a preview."""
     if records is not None:
         early = early_dashboard(records, now)
         if early is not None:
             return early
-    goals = read_goals(Path(root))
-    return Dashboard(
-        at=now,
-        goals=goals,
-        intents={},
-        running={},
-        recent={},
-        attention=[],
-        disabled=[],
-        threads=[],
-        summary={},
-        preview=True,
-    )
+    return Dashboard(at=now, goals=read_goals(Path(root)), preview=True)
 
 
 def early_dashboard(path: Path, now: datetime) -> Dashboard | None:
-    """The records of the SQLite file at ``path``, read without the database stack
-    (None: they cannot be, and the service's read is the first)."""
+    """The records of the SQLite file at ``path``, read without the database stack (None:
+    they cannot be)."""
     from goalsui.service.quick import read_records
 
     quick = read_records(path, now, RECENT_SPAN)

@@ -1,16 +1,12 @@
-"""This process's peak memory; standard library only, so the bare reference app of
-``goalsui bench console`` (:mod:`goalsui.bench.bare_app`) measures itself the same way
-without importing the console."""
+"""This process's peak memory, standard library only (the bare app of ``goalsui bench
+console`` measures itself the same way)."""
 
 from __future__ import annotations
 
 
 def peak_rss_kb() -> int:
-    """This process's peak resident set (``VmHWM`` in ``/proc/self/status``), in KiB.
-
-    Not ``ru_maxrss``: that survives ``exec``, so a child started by a big parent reports
-    the parent's peak. Falls back to it where there is no ``/proc``.
-    """
+    """Peak resident set (``VmHWM``) in KiB; not ``ru_maxrss`` (it survives ``exec``: a
+    child of a big parent reports the parent's peak) unless there is no ``/proc``."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:

@@ -1,10 +1,6 @@
-"""What the console runs besides its screens: the scheduler, the hooks listener and the
-KB watcher, with their start (after the first records are painted) and their stop.
-
-Their news reaches the screens as messages or through the feed: scheduler events and
-KB syncs ask the feed to reload, a watcher batch is posted as ``WatcherBatch``, problems
-and failed runs become notifications.
-"""
+"""What the console runs besides its screens: the scheduler, the hooks listener and the KB
+watcher, started after the first records are painted; their news reaches the screens
+through the feed, as messages or as notices."""
 
 from __future__ import annotations
 
@@ -20,12 +16,25 @@ from goalsui.tui import keys
 from goalsui.tui.messages import WatcherBatch
 
 if TYPE_CHECKING:
-    from goalsui.service import Problem
+    from goalsui.service import Problem, Service
     from goalsui.tui.base import ConsoleBase
     from goalsui.tui.feed import DashboardFeed
     from goalsui.tui.model import Dashboard
 
 STOP_GRACE_S = 20.0
+
+
+def serving_note(service: Service) -> str | None:
+    """``daemon pid 4242`` when another scheduler process serves this KB (one scheduler per
+    KB: the console watches), else None; blocking."""
+    try:
+        live = service.schedulers.live()
+    except OSError:
+        return None  # an unreadable state folder: behave as before (start one)
+    if not live:
+        return None
+    more = f" +{len(live) - 1}" if len(live) > 1 else ""
+    return f"{live[0].describe()}{more}"
 
 
 class ConsoleRuntime:
@@ -53,7 +62,6 @@ class ConsoleRuntime:
         self.scheduler: Any = None
         self.hooks_listener: Any = None
         self.watcher: Any = None
-        self.notifier: Any = None
         #: the last result or alert (``J`` goes to its thread or goal)
         self.last_notice: Any = None
         self._note = "off (watching)" if not scheduler else "starting"
@@ -63,12 +71,8 @@ class ConsoleRuntime:
         self._unsubscribe: list[Callable[[], Any]] = []
 
     def service_opened(self) -> list[Callable[[], None]]:
-        """The service is open: start the hooks listener; what starts after the first paint.
-
-        Paint first; what competes for the CPU (setting up the KB watch, re-reading the
-        KB, the scheduler) starts once the first records are on screen. The watch
-        starts before the re-read, so no edit falls between the two.
-        """
+        """Start the hooks listener; returns what starts once the first records are on
+        screen (the watch before the re-read, so no edit falls between the two)."""
         later: list[Callable[[], None]] = []
         if self.want_watch:
             later.append(self.start_watch)
@@ -99,8 +103,6 @@ class ConsoleRuntime:
 
     async def _scheduler_start(self) -> None:
         if not self.force_scheduler:
-            from goalsui.tui.scheduler_guard import serving_note
-
             serving = await asyncio.to_thread(serving_note, self.app.service)
             if serving is not None:  # one scheduler per KB: watch the daemon's work
                 self._note = f"{serving} (watching)"
@@ -115,25 +117,27 @@ class ConsoleRuntime:
             return
         except Exception as exc:  # noqa: BLE001 - a broken install: say so, keep watching
             self._note = f"error: {' '.join(str(exc).split())[:60]}"
-            self.app.notify(f"The scheduler cannot be loaded: {exc}", severity="error", timeout=15)
+            self.app.notify(f"The scheduler cannot be loaded: {exc}", severity="error")
             return
         scheduler = Scheduler(self.app.service)
         self._unsubscribe.append(scheduler.subscribe(self._on_scheduler_event))
-        self._attach_notices(scheduler)
+        from goalsui.scheduler.notices import Notifier
+
+        self._unsubscribe.append(Notifier(self.app.service, self._show_notice).attach(scheduler))
         self.scheduler = scheduler
         try:
             await scheduler.start()
         except Exception as exc:  # noqa: BLE001 - the console keeps watching
             self.scheduler = None
             self._note = f"error: {' '.join(str(exc).split())[:60]}"
-            self.app.notify(f"The scheduler did not start: {exc}", severity="error", timeout=15)
+            self.app.notify(f"The scheduler did not start: {exc}", severity="error")
         else:
             await self._register(scheduler.owner)
         self.feed.request_refresh(0)
 
     async def _register(self, owner: str) -> None:
         """Announce this console's scheduler in the state folder (``run-now --wait`` and
-        other consoles look there); a registration that cannot be made is skipped."""
+        other consoles look there), when it can be."""
         try:
             self._registration = await asyncio.to_thread(
                 self.app.service.schedulers.register, "console", owner
@@ -161,7 +165,6 @@ class ConsoleRuntime:
                 plain(getattr(event, "message", ""), limit=300),
                 title="Scheduler",
                 severity="warning",
-                timeout=8,
             )
         elif kind == "run-finished" and getattr(event, "status", None) in FAILURE_RUNS:
             self._failed_burst.append(event)
@@ -182,18 +185,9 @@ class ConsoleRuntime:
                 reason or f"{what}: {event.status}",
                 title=f"Run {event.status}",
                 severity="warning",
-                timeout=6,
             )
         else:
-            self.app.notify(
-                f"{len(burst)} runs failed; F shows the failures", severity="warning", timeout=6
-            )
-
-    def _attach_notices(self, scheduler: Any) -> None:
-        from goalsui.scheduler.notices import Notifier
-
-        self.notifier = Notifier(self.app.service, self._show_notice)
-        self._unsubscribe.append(self.notifier.attach(scheduler))
+            self.app.notify(f"{len(burst)} runs failed; F shows the failures", severity="warning")
 
     def _show_notice(self, notice: Any) -> None:
         """A result or an alert: a toast naming the thread or goal; J jumps there."""
@@ -204,7 +198,6 @@ class ConsoleRuntime:
             escape_markup(f"{notice.where}: {notice.text}", limit=400) + jump,
             title="Alert" if alert else "Result",
             severity="error" if alert else "information",
-            timeout=15 if alert else 8,
         )
 
     # -- the hooks listener ------------------------------------------------------------------
@@ -220,11 +213,9 @@ class ConsoleRuntime:
         try:
             self.hooks_listener = await start_listener(self.app.service, host, port)
         except GoalsuiError as exc:
-            self.app.notify(str(exc), title="Event hooks", severity="error", timeout=15)
+            self.app.notify(str(exc), title="Event hooks", severity="error")
             return
-        self.app.notify(
-            f"Listening for event hooks on {self.hooks_listener.url}/hooks/<source>", timeout=6
-        )
+        self.app.notify(f"Listening for event hooks on {self.hooks_listener.url}/hooks/<source>")
 
     # -- the KB: initial re-read, watcher, syncs ------------------------------------------------
     def initial_sync(self) -> None:
@@ -232,15 +223,14 @@ class ConsoleRuntime:
         self.app.run_worker(self._initial_sync(), name="KB sync", group="sync", exit_on_error=False)
 
     async def _initial_sync(self) -> None:
-        """The whole KB into the index (in a thread); the scheduler starts after it, also
-        when it failed (the failure is reported as the worker's)."""
+        """The whole KB into the index; the scheduler starts after it, also if it failed."""
         try:
             problems = await asyncio.to_thread(self.app.service.index.refresh)
         finally:
             if self.app.alive and self.want_scheduler:
                 self.start_scheduler()
         if self.app.alive:
-            self._report_problems(problems, initial=True)
+            self._report_problems(problems)
 
     def start_watch(self) -> None:
         self.app.run_worker(self._watch_kb(), group="watch", exclusive=True, exit_on_error=False)
@@ -278,7 +268,6 @@ class ConsoleRuntime:
             )
 
     async def _sync(self, goal_ids: list[str], config: bool) -> None:
-        """The goals' files into the index, in a thread."""
         problems = await asyncio.to_thread(self.app.service.index.sync, goal_ids)
         self._report_problems(problems, scope=set(goal_ids), config=config)
 
@@ -288,24 +277,23 @@ class ConsoleRuntime:
         if errors:
             first = errors[0]
             more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
-            self.app.notify(
-                f"{first.error}{more}\nThe last good version keeps running.",
-                title="KB error",
-                severity="error",
-                timeout=12,
-            )
+            self._kb_error(f"{first.error}{more}")
+
+    def _kb_error(self, text: str) -> None:
+        self.app.notify(
+            f"{text}\nThe last good version keeps running.", title="KB error", severity="error"
+        )
 
     def _report_problems(
         self,
         problems: list[Problem],
         *,
-        initial: bool = False,
         scope: set[str] | None = None,
         config: bool = False,
     ) -> None:
-        """Toast new problems (file, line, reason); forget fixed ones."""
+        """Toast new problems (file, line, reason); forget fixed ones (of ``scope``)."""
         found = {(p.path, p.line, p.message) for p in problems}
-        if scope is not None and not initial:
+        if scope is not None:
 
             def in_scope(key: tuple[str, int | None, str]) -> bool:
                 head = key[0].split("/", 1)[0]
@@ -315,19 +303,11 @@ class ConsoleRuntime:
             fixed = stale - found
             self._known_problems -= fixed
             if fixed and not found:
-                self.app.notify(
-                    "KB files fixed: " + ", ".join(sorted({k[0] for k in fixed})), timeout=4
-                )
+                self.app.notify("KB files fixed: " + ", ".join(sorted({k[0] for k in fixed})))
         new = found - self._known_problems
         self._known_problems |= found
         for path, line, message in sorted(new, key=lambda k: (k[0], k[1] or 0)):
-            where = f"{path}:{line}" if line else path
-            self.app.notify(
-                f"{where}: {message}\nThe last good version keeps running.",
-                title="KB error",
-                severity="error",
-                timeout=12,
-            )
+            self._kb_error(f"{path}:{line}: {message}" if line else f"{path}: {message}")
         self.feed.request_refresh(0)
 
     # -- stopping ------------------------------------------------------------------------------

@@ -1,18 +1,10 @@
 """The console stops cleanly on SIGHUP (its terminal closed) and SIGTERM.
 
-Without a handler either signal ends the process at once: the scheduler it hosts never
-stops its runs (they die with it through ``PR_SET_PDEATHSIG``) and never records them,
-so they stay ``running`` until another scheduler's lease recovery. With one, the
-scheduler gives its runs their grace period (SIGTERM, then SIGKILL to each run's process
-group) and records them ``interrupted``, as the daemon does on SIGTERM
-(``goalsui/cli/daemon.py``). A second signal during that stop changes nothing.
-
-SIGTERM quits as ``q`` does after "Quit anyway?". After SIGHUP the terminal is gone:
-every write to it fails, and Textual's output thread would stall the shutdown (its
-bounded queue fills while it cannot write). So the console's standard streams that were
-the terminal are pointed at ``/dev/null``, the screen stops being drawn, and once the
-runs are recorded the process ends without restoring a terminal that no longer exists
-(see ``GoalsApp.hang_up``).
+Without a handler the process ends at once: the scheduler it hosts never stops its runs
+nor records them (they stay ``running`` until another scheduler's lease recovery). With
+one, the runs get their grace period and are recorded ``interrupted``. After SIGHUP every
+write to the terminal fails and would stall Textual's output thread, so the streams that
+were the terminal go to ``/dev/null`` and the process ends without restoring it.
 """
 
 from __future__ import annotations
@@ -23,8 +15,6 @@ import os
 import signal
 from collections.abc import Callable
 from typing import Any
-
-__all__ = ["STOP_SIGNALS", "detach_terminal", "go_dark", "trap_stop_signals"]
 
 #: the terminal hung up; the service manager (or ``goalsui serve``) asked to stop
 STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
@@ -56,25 +46,17 @@ def trap_stop_signals(
     return undo
 
 
-def detach_terminal() -> list[int]:
-    """Point each of fds 0, 1 and 2 that is a terminal at ``/dev/null``; returns them."""
-    ttys = [fd for fd in (0, 1, 2) if _isatty(fd)]
+def detach_terminal() -> None:
+    """Point each of fds 0, 1 and 2 that is a terminal at ``/dev/null``."""
+    ttys = [fd for fd in (0, 1, 2) if os.isatty(fd)]  # False for a closed fd, never raises
     if not ttys:
-        return []
+        return
     null = os.open(os.devnull, os.O_RDWR)
     try:
         for fd in ttys:
             os.dup2(null, fd)
     finally:
         os.close(null)
-    return ttys
-
-
-def _isatty(fd: int) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
 
 
 def go_dark(driver: Any) -> None:

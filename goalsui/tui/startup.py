@@ -1,12 +1,6 @@
-"""The console's start: first paint, then the records, then everything else.
-
-Given a service, the first dashboard is read at once. Given an ``opener`` instead, the
-first frame shows the goal tree from a quick read of the KB folders
-(:mod:`goalsui.tui.preview`, marked "loading"), then the service (and with it the
-database stack, which costs more to import than Textual) is opened in a worker and the
-records replace the preview. Once the first records are on screen, what competes for
-the CPU starts: the KB watch, the re-read of the KB, the scheduler, the plan.
-"""
+"""The console's start: first paint, then the records, then what competes for the CPU (the
+KB watch and re-read, the scheduler, the plan). With an ``opener``, the first frame shows
+the KB preview while the service (costlier to import than Textual) opens in a worker."""
 
 from __future__ import annotations
 
@@ -136,20 +130,16 @@ class Startup:
         """A read of the records failed: start-up goes on as if they were painted."""
         self._painted(True)
 
-    def _ending(self) -> bool:
-        """A listener ended the app (benchmarks): start nothing more."""
-        return self.app.ending
-
     def _painted(self, records: bool) -> None:
         if self.first_paint_at is None:
             self._first_paint()
-        if not records or self._ending():
+        if not records or self.app.ending:  # a listener (benchmarks) may end the app
             return
         if self.records_at is None:
             self.records_at = time.monotonic()
             for listener in self.records_listeners:
                 listener()
-            if self._ending():
+            if self.app.ending:
                 return
         if self.app.service_ready and not self._after_started:
             self._start_after()
@@ -158,9 +148,10 @@ class Startup:
         self.first_paint_at = time.monotonic()
         for listener in self.first_paint_listeners:
             listener()
-        if self._ending():
+        if self.app.ending:
             return
-        self.app.load_deferred_themes()
+        if self.app.themes_deferred:
+            self.app.load_theme_files()
         if not self.app.service_ready:
             self.app.run_worker(self._open_service(), group="startup", exit_on_error=False)
 
@@ -170,7 +161,7 @@ class Startup:
         self._after_started = True
         for listener in self.serving_listeners:
             listener()
-        if self._ending():
+        if self.app.ending:
             return
         after = list(self.after_paint)
         self.after_paint.clear()

@@ -1,9 +1,5 @@
-"""Themes are data: YAML files in the repo's ``themes/`` and the user's theme folder.
-
-Textual has no theme-file loader; each file becomes ``textual.theme.Theme(**data)`` and
-is validated with ``to_color_system()`` at load time, so a bad colour is reported with
-the file name instead of breaking the first paint.
-"""
+"""Themes are data: YAML files in the repo's ``themes/`` and the user's theme folder, each
+validated at load time so a bad colour is reported with its file name."""
 
 from __future__ import annotations
 

@@ -371,7 +371,7 @@ async def test_help_screen_is_grouped_and_theme_switch(demo: Service, clock) -> 
         ok_before = app.palette.ok
         await pilot.press("t")
         await settle(app, pilot)
-        assert app.theme != "goalsui-dark" and app.theme in app.theme_names()
+        assert app.theme != "goalsui-dark" and app.theme in app.theme_names
         assert app.palette == Palette.from_theme(app.current_theme) and app.palette.ok != ok_before
 
 

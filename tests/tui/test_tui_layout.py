@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
-from goalsui.tui.widgets.layout_tabs import PaneTabs
+from goalsui.tui.widgets.layout_tabs import TabBar
 from tests.tui_kit import settle
 
 
@@ -19,7 +19,7 @@ async def test_narrow_screens_use_tabs(demo: Service, clock) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot)
         main = app.main
-        assert main.has_class("-narrow") and main.query_one(PaneTabs).display
+        assert main.has_class("-narrow") and main.query_one(TabBar).display
         assert shown(app, "goals") and shown(app, "detail")
         assert not shown(app, "failed") and not shown(app, "timeline")
         await pilot.press("4")

@@ -123,7 +123,7 @@ async def test_prompt_edit_refreshes_the_detail_pane(demo: Service, clock) -> No
         await wait_for(
             pilot, lambda: "NEW INSTRUCTIONS" in app.main.detail.shown[1], what="detail refresh"
         )
-        assert app.watcher_status() == "ok"
+        assert app.runtime.watcher_status() == "ok"
 
 
 async def test_definition_edit_replans_the_countdown(demo: Service, clock) -> None:

@@ -93,7 +93,7 @@ async def test_q_asks_first_while_the_scheduler_is_hosted(demo, clock) -> None:
     app = make_app(demo, scheduler=True, watch=False, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        await wait_for(pilot, lambda: app.scheduler is not None, what="the scheduler")
+        await wait_for(pilot, lambda: app.runtime.scheduler is not None, what="the scheduler")
         await pilot.press("q")
         await settle(app, pilot)
         assert app.is_running and app.return_value is None

@@ -11,7 +11,7 @@ from textual.widgets._toast import Toast
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.screens.records import JournalScreen
-from goalsui.tui.widgets.notice_bar import NoticeBar
+from goalsui.tui.widgets.status_bar import NoticeBar
 from tests.tui_kit import PULSE, add_run, screen_as, screen_text, settle, worker_intent
 
 

@@ -31,8 +31,8 @@ async def test_console_watches_while_a_daemon_serves_the_kb(empty_kb: Path, tmp_
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(app, pilot)
             note = f"daemon pid {daemon.pid} (watching)"
-            await wait_for(pilot, lambda: app.scheduler_state == note, what="watching note")
-            assert app.scheduler is None  # no second scheduler
+            await wait_for(pilot, lambda: app.runtime.scheduler_state == note, what="watching note")
+            assert app.runtime.scheduler is None  # no second scheduler
             bar = app.main.query_one(StatusBar)
             assert bar.info.scheduler == note
             assert f"scheduler daemon pid {daemon.pid}" in str(bar.render_info())
@@ -41,9 +41,9 @@ async def test_console_watches_while_a_daemon_serves_the_kb(empty_kb: Path, tmp_
         async with forced.run_test(size=(160, 48)) as pilot:
             await settle(forced, pilot)
             await wait_for(
-                pilot, lambda: forced.scheduler_state == "running", what="forced scheduler"
+                pilot, lambda: forced.runtime.scheduler_state == "running", what="forced scheduler"
             )
-            assert forced.scheduler is not None
+            assert forced.runtime.scheduler is not None
     finally:
         assert daemon.stop() == 0
         service.close()
@@ -54,7 +54,9 @@ async def test_console_watches_while_a_daemon_serves_the_kb(empty_kb: Path, tmp_
         app = make_app(service, scheduler=True, watch=False)
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(app, pilot)
-            await wait_for(pilot, lambda: app.scheduler_state == "running", what="scheduler")
+            await wait_for(
+                pilot, lambda: app.runtime.scheduler_state == "running", what="scheduler"
+            )
     finally:
         service.close()
 

@@ -35,7 +35,9 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
     app = make_app(demo, scheduler=True, watch=False, clock=clock)
     async with app.run_test(size=(110, 36)) as pilot:
         await settle(app, pilot)
-        await wait_for(pilot, lambda: app.scheduler_state == "running", what="scheduler running")
+        await wait_for(
+            pilot, lambda: app.runtime.scheduler_state == "running", what="scheduler running"
+        )
         main = app.main
         main.goals.select_key(f"worker/{PULSE}/flaky")
         await settle(app, pilot)
@@ -62,7 +64,7 @@ async def test_live_run_then_quit_asks_and_stops_it(demo: Service, clock) -> Non
         assert screen_as(app, ConfirmScreen).focused.id == "no"
         await pilot.press("n")
         await settle(app, pilot)
-        assert app.is_running and app.live_runs() == 1
+        assert app.is_running and app.runtime.live_runs() == 1
         await pilot.press("q")
         await settle(app, pilot)
         await pilot.press("y")
@@ -78,7 +80,9 @@ async def test_x_stops_the_running_run_and_the_schedule_goes_on(demo: Service, c
     app = make_app(demo, scheduler=True, watch=False, clock=clock)
     async with app.run_test(size=(110, 36)) as pilot:
         await settle(app, pilot)
-        await wait_for(pilot, lambda: app.scheduler_state == "running", what="scheduler running")
+        await wait_for(
+            pilot, lambda: app.runtime.scheduler_state == "running", what="scheduler running"
+        )
         main = app.main
         main.goals.select_key(f"worker/{PULSE}/flaky")
         await settle(app, pilot)

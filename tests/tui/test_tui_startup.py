@@ -125,8 +125,8 @@ def traced(*args, **kwargs):
         seen["records"] = [m for m in HEAVY if m in sys.modules]
         seen["records_preview"] = app.dashboard.preview
         app.exit(0)
-    app.first_paint_listeners.append(painted)
-    app.records_listeners.append(records)
+    app.startup.first_paint_listeners.append(painted)
+    app.startup.records_listeners.append(records)
     return app
 
 tapp.make_app = traced
@@ -227,7 +227,9 @@ async def test_first_frame_shows_the_kb_then_the_records(
     shown: list[str] = []
     app.detail_listeners.append(lambda tab, text: shown.append(text))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.first_paint_at is not None, what="the first paint")
+        await wait_for(
+            pilot, lambda: app.startup.first_paint_at is not None, what="the first paint"
+        )
         main = app.main
         assert not app.service_ready and app.dashboard is not None and app.dashboard.preview
         assert app.theme == "goalsui-dark"  # built in: the theme files are read after
@@ -252,11 +254,11 @@ async def test_first_frame_shows_the_kb_then_the_records(
         await wait_for(pilot, lambda: bool(shown), what="the detail pane")
         assert main.detail.current.rel == "workers/pulse/prompt.md"
         assert shown[-1] == "loading…"
-        assert app.records_at is None
+        assert app.startup.records_at is None
         gate.set()
         await settle(app, pilot)
-        assert app.service_ready and app.records_at is not None
-        assert {"goalsui-dark", "goalsui-light"} <= set(app.theme_names())
+        assert app.service_ready and app.startup.records_at is not None
+        assert {"goalsui-dark", "goalsui-light"} <= set(app.theme_names)
         assert not app.dashboard.preview
         assert "every 1m" in label(main.goals.child_nodes[f"worker/{PULSE}/pulse"])
         text = screen_text(app)

@@ -66,7 +66,7 @@ async def test_user_themes_are_picked_up_and_broken_ones_toasted(
         toasts = [n for n in app.notices if n.title == "Theme files skipped"]
         assert len(toasts) == 1
         assert "broken-1.yaml" in toasts[0].message and "broken-2.yaml" in toasts[0].message
-        assert "night-owl" in app.theme_names()
+        assert "night-owl" in app.theme_names
     service.close()
 
 

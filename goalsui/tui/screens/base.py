@@ -1,10 +1,5 @@
-"""A screen that loads its records off the UI thread and reloads when data changes.
-
-Every such screen shares the console's habits: ``m`` maximises the focused pane (and
-brings the layout back), ``escape`` in a text input leaves the input (never the
-screen), and the title line shows the newest notice on the right (the notice line of
-these screens: toasts would cover a pane).
-"""
+"""A secondary screen that loads its records off the UI thread and reloads when they change;
+``m`` maximises a pane, and the title line shows the newest notice."""
 
 from __future__ import annotations
 
@@ -12,34 +7,54 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import work
+from textual import on, work
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
-from goalsui.tui.fmt import clock_time
 from goalsui.tui.messages import DashboardReady
 from goalsui.tui.notices import NoticeAdded, WorkerFailures
+from goalsui.tui.widgets.keyed_table import KeyedTable
+from goalsui.tui.widgets.status_bar import notice_line
 
 if TYPE_CHECKING:
     from goalsui.service import Service
 
 
-class DataScreen(WorkerFailures, Screen[None]):
-    """Subclasses implement ``fetch(service)`` (in a thread) and ``show(data)`` (UI)."""
+def title_bar(text: str) -> Static:
+    return Static(Text(f" {text} ", style="bold reverse"), id="screen-title")
 
-    def __init__(self) -> None:
+
+class DataScreen(WorkerFailures, Screen[None]):
+    """Subclasses implement ``fetch(service)`` (in a thread), ``show(data)`` (UI) and may
+    ``describe()`` the selected row; the first table has the focus."""
+
+    #: the first table's columns: label, key, width (None: as wide as its cells)
+    COLUMNS: tuple[tuple[str, str, int | None], ...] = ()
+
+    #: the screen's own keys: always, and those that change state (absent when read-only)
+    SAFE: list[Binding] = []
+    ACTIONS: list[Binding] = []
+
+    def __init__(self, *, read_only: bool = False) -> None:
         super().__init__()
-        keys.bind(self, [keys.BACK, keys.SCREEN_MAXIMIZE])
+        self.read_only = read_only
+        keys.bind(
+            self, [keys.BACK, keys.SCREEN_MAXIMIZE, *self.SAFE], self.ACTIONS, read_only=read_only
+        )
         self._title: Text | None = None  # the title line's own text, before any notice
         self._home: Widget | None = None  # where the focus goes when an input is left
 
     def on_mount(self) -> None:
+        table = self.query(KeyedTable).first()
+        for label, key, width in self.COLUMNS:
+            table.add_column(label, key=key, width=width)
+        table.focus()
         self.reload()
-        app: Any = self.app
-        notices = getattr(app, "notices", None)
+        notices = goals_app(self).notices
         if notices:
             self.show_notice(notices[-1])
 
@@ -57,6 +72,13 @@ class DataScreen(WorkerFailures, Screen[None]):
     def show(self, data: Any) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self) -> None:
+        self.describe()
+
+    def describe(self) -> None:
+        """Show what the selected row holds (a screen with a detail pane)."""
+
     # -- the notice line (the title line's right-hand side) ----------------------------------
     def on_notice_added(self, message: NoticeAdded) -> None:
         self.show_notice(message.notice)
@@ -69,15 +91,10 @@ class DataScreen(WorkerFailures, Screen[None]):
         if self._title is None:
             content = title.content
             self._title = content.copy() if isinstance(content, Text) else Text(str(content))
-        app: Any = self.app
-        palette = app.palette
-        colour = {"error": palette.failed, "warning": palette.warning}.get(
-            notice.severity, palette.text
-        )
+        app = goals_app(self)
         text = self._title.copy()
         text.append("  ")
-        text.append(clock_time(notice.at, app.clock()) + "  ", style=palette.muted)
-        text.append(notice.one_line, style=colour)
+        text.append_text(notice_line(notice, app.clock(), app.palette))
         text.no_wrap = True
         text.overflow = "ellipsis"
         title.update(text)

@@ -1,9 +1,5 @@
-"""What the detail pane shows for a selection: its tabs, and each tab's text.
-
-Pure functions over the dashboard and the service, no widgets: the main screen picks
-the tabs on the UI thread (:func:`detail_tabs`) and reads a tab's text in a worker
-(:func:`read_tab`).
-"""
+"""What the detail pane shows for a selection: its tabs (on the UI thread) and each tab's
+text (in a worker); no widgets."""
 
 from __future__ import annotations
 
@@ -11,11 +7,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.records import RunRecord
-from goalsui.domain.states import IntentStatus, RunStatus
+from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
-from goalsui.tui.fmt import RUN_GLYPH, clock_time, duration
-from goalsui.tui.model import Dashboard
+from goalsui.tui.fmt import RUN_GLYPH, clock_time, describe_schedule, duration
+from goalsui.tui.model import Dashboard, visible_files
 from goalsui.tui.selection import Selection, SelectionKind
 from goalsui.tui.widgets.detail import DetailTab
 from goalsui.tui.widgets.failed_pane import run_error
@@ -34,6 +30,7 @@ X end the schedule · R retry · e edit · o output.
 """
 
 Tabs = tuple[str, list[DetailTab]]
+GOAL_FILES = ("protocol.md", "state.yaml", "definition.yaml")
 
 
 def detail_tabs(dash: Dashboard | None, sel: Selection) -> Tabs:
@@ -55,17 +52,13 @@ def detail_tabs(dash: Dashboard | None, sel: Selection) -> Tabs:
 
 
 def _goal_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
-    goal = _goal(dash, sel.goal_id)
+    goal = dash.goal(sel.goal_id) if dash else None
     if goal is None:
         return None
     tabs: list[DetailTab] = []
     if goal.error:
         tabs.append(DetailTab("⚠ KB error", text=problems_text(goal.error)))
-    tabs += [
-        DetailTab("protocol.md", goal.goal_id, "protocol.md"),
-        DetailTab("state.yaml", goal.goal_id, "state.yaml"),
-        DetailTab("definition.yaml", goal.goal_id, "definition.yaml"),
-    ]
+    tabs += [DetailTab(name, goal.goal_id, name) for name in GOAL_FILES]
     return f"goal {goal.goal_id} · {goal.path}", tabs
 
 
@@ -103,18 +96,12 @@ def _schedule_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
     if sel.kind == SelectionKind.RUN and sel.run_id:
         tabs.append(DetailTab(f"run {sel.run_id} output", run_id=sel.run_id))
     if intent is not None and intent.status == IntentStatus.FAILED:
-        tabs.append(
-            DetailTab(
-                "⚠ disabled",
-                text=f"Auto-disabled after repeated failures.\n\nLast error:\n{intent.last_error or '-'}",
-            )
-        )
+        why = f"Auto-disabled after repeated failures.\n\nLast error:\n{intent.last_error or '-'}"
+        tabs.append(DetailTab("⚠ disabled", text=why))
     if sel.goal_id and sel.worker:
         title = f"worker {sel.goal_id}/{sel.worker}"
-        tabs.append(DetailTab("prompt.md", sel.goal_id, f"workers/{sel.worker}/prompt.md"))
-        tabs.append(
-            DetailTab("definition.yaml", sel.goal_id, f"workers/{sel.worker}/definition.yaml")
-        )
+        for name in ("prompt.md", "definition.yaml"):
+            tabs.append(DetailTab(name, sel.goal_id, f"workers/{sel.worker}/{name}"))
     elif intent is not None:
         title = f"intent {intent.id} · {intent.title}"
         tabs.append(DetailTab("instruction", text=intent_text(intent)))
@@ -130,16 +117,8 @@ def _thread_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
     if not sel.thread_id:
         return None
     thread = next((t for t in dash.threads if t.thread.id == sel.thread_id), None) if dash else None
-    title = (
-        f"thread {sel.thread_id} · {thread.thread.title}" if thread else f"thread {sel.thread_id}"
-    )
+    title = f"thread {sel.thread_id}" + (f" · {thread.thread.title}" if thread else "")
     return title, [DetailTab("checklist and messages", thread_id=sel.thread_id)]
-
-
-def _goal(dash: Dashboard | None, goal_id: str | None) -> Any:
-    if dash is None or not goal_id:
-        return None
-    return next((g for g in dash.goals if g.goal_id == goal_id), None)
 
 
 # -- a tab's text (blocking: in a worker) ---------------------------------------------------------
@@ -171,8 +150,6 @@ def problems_text(error: str) -> str:
 
 
 def intent_text(intent: Any) -> str:
-    from goalsui.tui.fmt import describe_schedule
-
     lines = [
         f"{intent.title}",
         f"kind {intent.kind} · {describe_schedule(intent.kind, intent.schedule, intent.timezone)} · status {intent.status}",
@@ -195,18 +172,7 @@ def run_header(run: RunRecord, now: datetime) -> str:
     if run.exit_code is not None:
         parts.append(f"exit {run.exit_code}")
     header = " · ".join(parts)
-    error = (
-        run_error(run)
-        if run.status
-        in (
-            RunStatus.FAILED,
-            RunStatus.TIMEOUT,
-            RunStatus.INTERRUPTED,
-            RunStatus.MISSED,
-            RunStatus.SKIPPED,
-        )
-        else ""
-    )
+    error = run_error(run) if run.status in ATTENTION_RUNS | {RunStatus.SKIPPED} else ""
     if error:
         header += f"\nreason: {error}"
     return header + "\n" + "─" * 40 + "\n"
@@ -216,21 +182,16 @@ def read_kb(service: Service, goal_id: str, rel: str) -> str:
     """A file's text; for a folder, its listing (newest first) and the newest file."""
     path = service.files.path(goal_id, rel)
     if not path.is_dir():
-        text: str = service.files.read(goal_id, rel)
-        return text
-    entries = [
-        e
-        for e in service.files.list(goal_id, rel)
-        if not e["dir"] and not e["name"].startswith(".")
-    ]
+        return str(service.files.read(goal_id, rel))
+    entries = visible_files(service, goal_id, rel)
     entries.sort(key=lambda e: (e["modified"], e["name"]), reverse=True)
     if not entries:
         return f"{goal_id}/{rel} is empty."
     lines = [f"{len(entries)} file{'s' if len(entries) != 1 else ''}, newest first:"]
-    for e in entries[:20]:
-        lines.append(
-            f"  {e['modified'].astimezone():%Y-%m-%d %H:%M:%S}  {e['size']:>7}  {e['name']}"
-        )
+    lines += [
+        f"  {e['modified'].astimezone():%Y-%m-%d %H:%M:%S}  {e['size']:>7}  {e['name']}"
+        for e in entries[:20]
+    ]
     newest = entries[0]
     lines += ["", f"── {newest['name']} " + "─" * 20]
     try:

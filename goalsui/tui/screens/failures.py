@@ -1,30 +1,24 @@
-"""Failures: failed, timed-out, interrupted and missed runs, and auto-disabled intents.
-
-One key each: ``r`` replay a missed occurrence, ``R`` retry a failed run, ``d`` dismiss,
-``p`` resume an auto-disabled intent. A run that "needs review" (interrupted, its intent
-held) takes ``R`` (start it again now) and ``d`` (resume the schedule from now without
-re-running it). Not bound at all in a read-only console.
-"""
+"""Failures: failed, timed-out, interrupted and missed runs, and auto-disabled intents,
+with replay, retry, dismiss and resume (none bound in a read-only console)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.containers import Container, VerticalScroll
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from goalsui.domain.interrupts import CONFIG
 from goalsui.domain.records import saved_id
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.transitions import Action, intent_allows, run_allows
 from goalsui.domain.untrusted import plain
-from goalsui.tui import keys
+from goalsui.tui import keys, run_actions
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
-from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.screens.base import DataScreen, title_bar
 from goalsui.tui.widgets.failed_pane import AUTO_DISABLED, FailedTable, FailureItem, failure_items
 from goalsui.tui.widgets.footer import Footer
 
@@ -46,14 +40,10 @@ def allows(item: FailureItem, action: Action) -> bool:
 class FailuresScreen(DataScreen):
     """The whole list, with the selected item's error and output below."""
 
-    def __init__(self, *, read_only: bool = False) -> None:
-        super().__init__()
-        self.read_only = read_only
-        if not read_only:
-            keys.bind(self, keys.FAILURES_ACTIONS)
+    ACTIONS = keys.FAILURES_ACTIONS
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(" Failures ", style="bold reverse"), id="screen-title")
+        yield title_bar("Failures")
         with Container(id="failures-box", classes="pane") as box:
             box.border_title = "Runs and intents that need you (newest first)"
             yield FailedTable(read_only=True, id="failures-table")
@@ -65,10 +55,6 @@ class FailuresScreen(DataScreen):
     @property
     def table(self) -> FailedTable:
         return self.query_one(FailedTable)
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.table.focus()
 
     def fetch(self, service: Service) -> list[FailureItem]:
         attention = [r.record() for r in service.runs.list(failed=True, limit=1000)]
@@ -82,13 +68,9 @@ class FailuresScreen(DataScreen):
         self.query_one(
             "#failures-box"
         ).border_subtitle = f"{len(items)} item{'s' if len(items) != 1 else ''}"
-        self._describe()
+        self.describe()
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self) -> None:
-        self._describe()
-
-    def _describe(self) -> None:
+    def describe(self) -> None:
         item = self.table.selected_item()
         text = Text()
         if item is None:
@@ -132,7 +114,7 @@ class FailuresScreen(DataScreen):
     def _item(self) -> FailureItem | None:
         item = self.table.selected_item()
         if item is None:
-            self.notify("Nothing selected", severity="warning", timeout=2)
+            self.notify("Nothing selected", severity="warning")
         return item
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -154,23 +136,14 @@ class FailuresScreen(DataScreen):
 
     def action_retry(self) -> None:
         item = self._item()
-        app = goals_app(self)
-        if item and item.needs_review and item.run_id:
-            app.act(f"Retrying reviewed run {item.run_id}", app.service.review.retry, item.run_id)
-        elif item:
-            app.act(f"Retrying {item.title}", app.service.intents.retry, item.intent_id)
+        if item:
+            review = item.run_id if item.needs_review else None
+            run_actions.retry(self, item.intent_id, item.title, review)
 
     def action_dismiss(self) -> None:  # type: ignore[override]  # the 'dismiss run' key
         item = self._item()
-        app = goals_app(self)
-        if item and item.needs_review and item.run_id:
-            app.act(
-                f"Dismissed run {item.run_id}; {item.title} resumes from now",
-                app.service.review.dismiss,
-                item.run_id,
-            )
-        elif item and item.run_id:
-            app.act(f"Dismissed run {item.run_id}", app.service.runs.dismiss, item.run_id)
+        if item and item.run_id:
+            run_actions.dismiss(self, item.run_id, item.title, needs_review=item.needs_review)
 
     def action_resume(self) -> None:
         item = self._item()

@@ -1,16 +1,5 @@
 """The main screen: Goals, Threads, Timeline, Failed runs and Detail, plus the status bar.
-
-The screen wires the panes together: it owns the selection and the actions on the
-selected intent or run that several panes share; what acts on one pane's rows (todos,
-dismissing a run, an opened goal's boxes, zoom) is that pane's own. It never reads the records itself and is never handed them by a
-call: the feed's ``DashboardReady`` and ``PlanReady`` messages bring them, ``Tick``
-moves the countdowns, and the app's other messages (``DisplayFrozen``,
-``NoticeAdded``, ``WatcherBatch``, ...) say what else changed. It does not import the app.
-
-Its parts live beside it: the selection (``main_selection``), the detail pane
-(``main_detail``, with ``detail_content``), the filter (``main_filter``) and the
-actions (``main_actions``), all over ``main_panes``.
-"""
+It wires the panes and its parts; the records come as messages, never by a call."""
 
 from __future__ import annotations
 
@@ -42,7 +31,7 @@ from goalsui.tui.model import Dashboard
 from goalsui.tui.notices import NoticeAdded
 from goalsui.tui.screens.main_actions import ActionsPart
 from goalsui.tui.screens.main_detail import DetailPart
-from goalsui.tui.screens.main_filter import FilterBar, FilterPart
+from goalsui.tui.screens.main_filter import FilterPart
 from goalsui.tui.screens.main_panes import LOADING, PANES
 from goalsui.tui.screens.main_selection import SelectionPart
 from goalsui.tui.widgets.cost_panel import today_text
@@ -50,21 +39,14 @@ from goalsui.tui.widgets.detail import DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items
 from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.goals_tree import GoalsTree
-from goalsui.tui.widgets.layout_tabs import NARROW_WIDTH, TAB_PANES, PaneTabs, tab_of
-from goalsui.tui.widgets.notice_bar import NoticeBar
-from goalsui.tui.widgets.status_bar import StatusBar, StatusInfo
+from goalsui.tui.widgets.layout_tabs import NARROW_WIDTH, TAB_LABELS, TAB_PANES, TabBar, tab_of
+from goalsui.tui.widgets.status_bar import NoticeBar, StatusBar, StatusInfo
 from goalsui.tui.widgets.threads_pane import ThreadsTable
 from goalsui.tui.widgets.timeline import TimelineTable
 
-__all__ = ["PANES", "FilterBar", "MainScreen"]
-
-PANE_TITLES = {
-    "goals": "1 Goals",
-    "threads": "2 Threads",
-    "timeline": "3 Timeline",
-    "failed": "4 Failed runs",
-    "detail": "5 Detail",
-}
+PANE_TITLES = dict(
+    zip(PANES, ("1 Goals", "2 Threads", "3 Timeline", "4 Failed runs", "5 Detail"), strict=True)
+)
 NO_GOALS = (
     "No goals yet. Create one with\n"
     "  goalsui goal create NAME --task TEXT --worker NAME=CRON\n"
@@ -91,7 +73,7 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield NoticeBar()
-        yield PaneTabs()
+        yield TabBar(TAB_LABELS, id="pane-tabs")
         with Horizontal(id="main-body"):
             with Vertical(id="left"):
                 with Container(id="goals-pane", classes="pane"):
@@ -145,15 +127,13 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         self.tab = name
         for other in TAB_PANES:
             self.set_class(other == name, f"-tab-{other}")
-        tabs = self.query_one(PaneTabs)
-        if tabs.active != f"tab-{name}":
-            tabs.active = f"tab-{name}"
+        self.query_one(TabBar).pick(name)
         if focus and self.has_class("-narrow") and self.pane not in TAB_PANES[name]:
             self.call_after_refresh(self.pane_widget(TAB_PANES[name][0]).focus)
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab_activated(self, event: Tabs.TabActivated) -> None:
-        name = (event.tab.id or "tab-goals").removeprefix("tab-")
+        name = TabBar.name_of(event.tab)
         if name != self.tab:
             self.show_tab(name, focus=True)
 
@@ -203,8 +183,7 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         self.plan = message.plan
         if self.dash is not None:
             self.timeline.sync(self.dash, self.plan, self.gapp.clock(), self.gapp.palette)
-            pane = self.query_one("#timeline-pane")
-            pane.border_subtitle = self._timeline_subtitle(len(self.plan.overlaps))
+            self.query_one("#timeline-pane").border_subtitle = self._timeline_subtitle()
 
     def on_tick(self, message: Tick) -> None:
         """Every second: countdowns and timers, unless none of them would change yet."""
@@ -274,7 +253,8 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         self.goals.load_missing_boxes()
         self.ensure_live_poll()
 
-    def _timeline_subtitle(self, overlaps: int) -> str:
+    def _timeline_subtitle(self) -> str:
+        overlaps = len(self.plan.overlaps)
         hours = int(self.timeline.span.total_seconds() // 3600)
         text = f"±{hours}h · ● ok ✗ failed ! missed ◆ next"
         if overlaps:
@@ -302,15 +282,15 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         shown_threads = sum(1 for k in self.threads.row_keys() if k.startswith("thread:"))
         threads = _counted(self.threads, shown_threads, len(dash.threads), "threads")
         self.query_one("#threads-pane").border_subtitle = f"{threads} · {open_todos} open"
-        self.query_one("#timeline-pane").border_subtitle = self._timeline_subtitle(
-            len(self.plan.overlaps)
-        )
+        self.query_one("#timeline-pane").border_subtitle = self._timeline_subtitle()
         self.query_one("#failed-pane").border_subtitle = (
             _counted(self.failed, len(self.failed.items), failures, "need you")
             if self.failed.filter_text
             else f"{failures} need you"
         )
-        self.query_one(PaneTabs).counts(failures=failures, open_todos=open_todos)
+        tabs = self.query_one(TabBar)  # what waits behind the hidden tabs
+        tabs.label("runs", "Runs · " + (f"✗ {failures} failed" if failures else "none failed"))
+        tabs.label("threads", f"Threads · {open_todos} open")
 
     def tick(self, now: datetime) -> None:
         """Countdowns, running timers, refresh age."""
@@ -323,16 +303,16 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         dash = self.dash
         summary = dash.summary if dash else {}
         info = StatusInfo(
-            scheduler=app.scheduler_state,
+            scheduler=app.runtime.scheduler_state,
             running=len(dash.running) if dash else 0,
             due=int(summary.get("due", 0) or 0),
             failed=len(dash.attention) + len(dash.disabled) if dash else 0,
             goal_errors=int(summary.get("goal_errors", 0) or 0),
-            refreshed_s=app.refresh_age(),
+            refreshed_s=app.feed.refresh_age(),
             filter=self.filter_summary(),
             frozen=app.frozen,
             read_only=self.read_only,
-            watcher=app.watcher_status(),
+            watcher=app.runtime.watcher_status(),
             loading=dash is None or dash.preview,
             today=today_text(dash.spend_today) if dash else "",
         )

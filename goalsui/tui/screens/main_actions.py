@@ -1,9 +1,5 @@
-"""The main screen's operator actions on the selection: pause, run now, stop, end,
-retry, edit, output, copy (the todos are the threads pane's, dismissing a run the
-failed pane's). Each goes through the app to the service in
-a worker; which ones apply is asked of the domain's transition table
-(:mod:`goalsui.domain.transitions`), so a key that shows is a key that works.
-"""
+"""The main screen's operator actions on the selection; which apply is asked of the domain's
+transition table, so a key that shows is a key that works."""
 
 from __future__ import annotations
 
@@ -18,40 +14,26 @@ from textual.app import SuspendNotSupported
 from goalsui.domain.states import ATTENTION_RUNS, GoalStatus, IntentStatus
 from goalsui.domain.transitions import Action, intent_actions, intent_allows, run_allows
 from goalsui.errors import GoalsuiError
+from goalsui.tui import run_actions
 from goalsui.tui.screens.main_panes import PanesScreen
+from goalsui.tui.screens.modals import ConfirmScreen
 from goalsui.tui.selection import SelectionKind
 
-#: Actions that need the service (and the records): off until the records are loaded.
-NEEDS_RECORDS = frozenset(
-    {
-        "pause",
-        "run_now",
-        "stop_run",
-        "end_schedule",
-        "retry",
-        "edit",
-        "open_output",
-    }
-)
+PAUSE_TRIGGERS = ("pause", "pause+stop")
 
 
-#: Run statuses that make a retry worth offering (the last run did not succeed).
 def pause_pending(intent: Any) -> bool:
     """A pause was asked while the intent fires (it pauses after its run)."""
-    return intent.status == IntentStatus.FIRING and intent.pending_trigger in (
-        "pause",
-        "pause+stop",
-    )
+    return intent.status == IntentStatus.FIRING and intent.pending_trigger in PAUSE_TRIGGERS
 
 
 class ActionsPart(PanesScreen):
     """``check_action`` and the ``action_*`` methods the pane bindings name."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in NEEDS_RECORDS and not self.gapp.service_ready:
-            return False
+        """Each action here needs the service (and the records), then its own check."""
         check = self._checks().get(action)
-        return True if check is None else check()
+        return True if check is None else self.gapp.service_ready and check()
 
     def _checks(self) -> dict[str, Callable[[], bool]]:
         return {
@@ -109,12 +91,7 @@ class ActionsPart(PanesScreen):
 
     def _edit_target(self) -> tuple[str, str] | None:
         tab = self.detail.current
-        if (
-            tab is not None
-            and tab.editable
-            and tab.rel
-            and not tab.rel.endswith(("inbox", "outbox", "log"))
-        ):
+        if tab and tab.editable and tab.rel and not tab.rel.endswith(("inbox", "outbox", "log")):
             return tab.goal_id, tab.rel  # type: ignore[return-value]  # an editable tab has a goal
         sel = self.selection
         if sel.kind == SelectionKind.GOAL and sel.goal_id:
@@ -141,10 +118,7 @@ class ActionsPart(PanesScreen):
         if intent.status == IntentStatus.CANCELLED:
             app.act(f"Reinstated {intent.title}", app.service.intents.resume, intent.id)
             return
-        resume = intent.status in (IntentStatus.PAUSED, IntentStatus.FAILED) or pause_pending(
-            intent
-        )
-        if resume:
+        if intent.status in (IntentStatus.PAUSED, IntentStatus.FAILED) or pause_pending(intent):
             app.act(f"Resumed {intent.title}", app.service.intents.resume, intent.id)
         else:
             app.act(f"Paused {intent.title}", app.service.intents.pause, intent.id)
@@ -166,27 +140,19 @@ class ActionsPart(PanesScreen):
                 app.service.intents.run_now(intent_id)
 
         what = f"{len(ids)} worker{'s' if len(ids) != 1 else ''} of {goal.name}"
-        self._confirm(
+        ConfirmScreen.ask(
+            self,
             f"Run all {what} now?",
             "Each active worker of the goal fires once, now; their schedules stay.",
-            ("Run them", "Cancel"),
             lambda: app.act(f"Run now: {what}", run_all),
+            yes="Run them",
+            no="Cancel",
         )
 
     def action_stop_run(self) -> None:
         intent, run = self.intent(), self._running_run()
-        if intent is None or run is None:
-            return
-        app = self.gapp
-        self._confirm(
-            f"Stop run {run.id} of '{intent.title}'?",
-            f"Run {run.id} is stopped (SIGTERM, then SIGKILL) and recorded cancelled. "
-            "The schedule goes on: the next run fires as planned.",
-            ("Stop it", "Keep it running"),
-            lambda: app.act(
-                f"Stopping run {run.id} of {intent.title}", app.service.runs.stop, run.id
-            ),
-        )
+        if intent is not None and run is not None:
+            run_actions.stop_run(self, run.id, intent.title)
 
     def action_end_schedule(self) -> None:
         intent = self.intent()
@@ -197,32 +163,21 @@ class ActionsPart(PanesScreen):
         detail = "It will not fire again until it is reinstated (p here, or goalsui intent resume)."
         if live:
             detail = "Its running process is stopped (SIGTERM, then SIGKILL). " + detail
-        self._confirm(
+        ConfirmScreen.ask(
+            self,
             f"End the schedule of '{intent.title}'?",
             detail,
-            ("End it", "Keep it"),
             lambda: app.act(
                 f"Ended the schedule of {intent.title}", app.service.intents.cancel, intent.id
             ),
+            yes="End it",
+            no="Keep it",
         )
-
-    def _confirm(
-        self, question: str, detail: str, answers: tuple[str, str], then: Callable[[], None]
-    ) -> None:
-        """Ask first; ``then()`` on yes."""
-        from goalsui.tui.screens.modals import ConfirmScreen
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                then()
-
-        yes, no = answers
-        self.app.push_screen(ConfirmScreen(question, detail, yes=yes, no=no), answered)
 
     def action_retry(self) -> None:
         intent = self.intent()
         if intent is not None:
-            self.gapp.act(f"Retrying {intent.title}", self.gapp.service.intents.retry, intent.id)
+            run_actions.retry(self, intent.id, intent.title)
 
     def action_edit(self) -> None:
         target = self._edit_target()
@@ -258,9 +213,9 @@ class ActionsPart(PanesScreen):
             self.notify(f"{editor} exited with {code}", severity="warning")
         app.service.journal.record("file edited", f"{goal_id}/{rel}", actor="operator")
         if rel.endswith("definition.yaml"):
-            app.sync_goals([goal_id])
+            app.runtime.sync_goals([goal_id])
         self.load_detail()
-        app.request_refresh(0)
+        app.feed.request_refresh(0)
 
     def action_open_output(self) -> None:
         tab = self.detail.current
@@ -268,7 +223,7 @@ class ActionsPart(PanesScreen):
         if self.pane == "detail" and tab is not None and tab.run_id:
             run_id = tab.run_id
         if run_id is None:
-            self.notify("No run to show here yet", severity="warning", timeout=3)
+            self.notify("No run to show here yet", severity="warning")
             return
         intent = self.intent()
         self.gapp.open_output(run_id, intent.title if intent else "")

@@ -1,7 +1,5 @@
-"""The main screen's detail pane and what it reads in workers: the selected item's tabs
-and their text (a live run's output is polled), the cost panel's runs, and the counts
-of an expanded goal's boxes.
-"""
+"""The main screen's detail pane, read in workers: the selection's tabs and text (a live
+run's output polled), the cost panel's runs, an expanded goal's box counts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The main screen's filter: ``/`` filters the focused pane live, enter keeps the filter,
-escape clears it.
-"""
+escape clears it."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""The main screen's common ground: its panes, its state, and the hooks its parts share.
-
-The main screen is assembled from parts, one module each: the selection
-(``main_selection``), the detail pane (``main_detail``), the filter (``main_filter``)
-and the operator's actions (``main_actions``); ``main`` puts them together with the
-layout and the handlers of the console's messages. Each part subclasses
-:class:`PanesScreen`, which holds what they all read and names what they call on each
-other.
-"""
+"""The main screen's common ground: its panes, its state, and what its parts (selection,
+detail, filter, actions; ``main`` puts them together) call on each other."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from textual.screen import Screen
@@ -93,35 +87,13 @@ class PanesScreen(WorkerFailures, Screen[None]):
 
     def goal(self) -> Any:
         """The selected item's goal, or None."""
-        if self.dash is None or self.selection.goal_id is None:
-            return None
-        return next((g for g in self.dash.goals if g.goal_id == self.selection.goal_id), None)
+        return self.dash.goal(self.selection.goal_id) if self.dash else None
 
-    # -- hooks: each is implemented by one part ------------------------------------------------
-    def apply(self, dash: Dashboard) -> None:
-        """Show ``dash`` in every pane (main)."""
-        raise NotImplementedError
-
-    def show_tab(self, name: str, *, focus: bool = False) -> None:
-        """Show the narrow layout's tab ``name`` (main)."""
-        raise NotImplementedError
-
-    def refresh_keys(self) -> None:
-        """Rebuild the footer if what decides the keys changed (main_selection)."""
-        raise NotImplementedError
-
-    def update_detail(self, *, force: bool = False) -> None:
-        """Show the selection's tabs in the detail pane (main_detail)."""
-        raise NotImplementedError
-
-    def load_detail(self) -> Any:  # a worker
-        """Read the current detail tab again (main_detail)."""
-        raise NotImplementedError
-
-    def load_costs(self, intent_id: int | None) -> Any:  # a worker
-        """Read the cost panel's runs for ``intent_id`` (main_detail)."""
-        raise NotImplementedError
-
-    def action_open_output(self) -> None:
-        """Open the selected run's output (main_actions)."""
-        raise NotImplementedError
+    # -- what the parts call on each other, each implemented by one part -----------------------
+    apply: Callable[[Dashboard], None]  # main: show a dashboard in every pane
+    show_tab: Callable[..., None]  # main: the narrow layout's tab (name, focus=False)
+    refresh_keys: Callable[[], None]  # main_selection: rebuild the footer if its keys changed
+    update_detail: Callable[..., None]  # main_detail: the selection's tabs (force=False)
+    load_detail: Callable[[], Any]  # main_detail (a worker): read the current tab again
+    load_costs: Callable[[int | None], Any]  # main_detail (a worker): the cost panel's runs
+    action_open_output: Callable[[], None]  # main_actions: the selected run's output

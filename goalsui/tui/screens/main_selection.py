@@ -1,6 +1,4 @@
-"""The main screen's selection: what the keys act on follows the cursor of the focused
-pane; the footer's keys and the detail pane follow the selection.
-"""
+"""The main screen's selection: the item under the focused pane's cursor."""
 
 from __future__ import annotations
 

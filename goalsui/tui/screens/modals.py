@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -29,6 +33,13 @@ class ConfirmScreen(ModalScreen[bool]):
     ) -> None:
         super().__init__()
         self.question, self.detail, self.yes, self.no = question, detail, yes, no
+
+    @classmethod
+    def ask(
+        cls, node: DOMNode, question: str, detail: str, then: Callable[[], Any], **answers: str
+    ) -> None:
+        """Ask over ``node``'s app; ``then()`` on yes."""
+        node.app.push_screen(cls(question, detail, **answers), lambda yes: then() if yes else None)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box", classes="modal-box"):

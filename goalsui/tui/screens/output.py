@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -11,6 +10,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import RichLog, Static
 
+from goalsui.domain.records import RunRecord
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE
 from goalsui.domain.untrusted import plain
@@ -23,13 +23,7 @@ from goalsui.tui.widgets.footer import Footer
 
 def _line(line: str) -> Text:
     """One log line; a tool call the agent made (``[tool] …``) stands out."""
-    if line.startswith(TOOL_LINE):
-        return Text(line, style="bold italic")
-    return Text(line)
-
-
-if TYPE_CHECKING:  # the models import SQLAlchemy: not before the console paints
-    from goalsui.domain.records import RunRecord
+    return Text(line, style="bold italic" if line.startswith(TOOL_LINE) else "")
 
 
 class OutputScreen(WorkerFailures, Screen[None]):
@@ -116,7 +110,7 @@ class OutputScreen(WorkerFailures, Screen[None]):
         log.clear()
         for line in self.text[: self.written].splitlines():
             log.write(_line(line))
-        self.notify("wrap on" if log.wrap else "wrap off", timeout=2)
+        self.notify("wrap on" if log.wrap else "wrap off")
 
     def action_back(self) -> None:
         self.dismiss(None)

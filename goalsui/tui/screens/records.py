@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.records import saved_id
@@ -18,7 +18,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time, one_line
-from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.screens.base import DataScreen, title_bar
 from goalsui.tui.widgets.compose_box import ComposeBox
 from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
@@ -27,15 +27,18 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 
-def _title(text: str) -> Static:
-    return Static(Text(f" {text} ", style="bold reverse"), id="screen-title")
-
-
 class EventsScreen(DataScreen):
     """Received events, newest first, and which intents each one fired."""
 
+    COLUMNS = (
+        ("received", "at", 14),
+        ("source", "source", 12),
+        ("delivery", "delivery", 18),
+        ("fired", "fired", None),
+    )
+
     def compose(self) -> ComposeResult:
-        yield _title("Events")
+        yield title_bar("Events")
         with Horizontal(classes="split"):
             with Container(id="events-box", classes="pane") as box:
                 box.border_title = "Received events (newest first)"
@@ -45,15 +48,6 @@ class EventsScreen(DataScreen):
                 yield Static("", id="events-text", markup=False)
         yield Footer()
 
-    def on_mount(self) -> None:
-        table = self.query_one(KeyedTable)
-        table.add_column("received", key="at", width=14)
-        table.add_column("source", key="source", width=12)
-        table.add_column("delivery", key="delivery", width=18)
-        table.add_column("fired", key="fired")
-        table.focus()
-        super().on_mount()
-
     def fetch(self, service: Service) -> tuple[list[Any], dict[int, str]]:
         events = service.events.list(limit=500)
         titles = {saved_id(i): i.title for i in service.intents.list()}
@@ -61,13 +55,13 @@ class EventsScreen(DataScreen):
 
     def show(self, data: tuple[list[Any], dict[int, str]]) -> None:
         events, titles = data
-        self.events = {f"event:{e.id}": e for e in events}
-        self.titles = titles
+        self.events: dict[str, tuple[Any, list[str]]] = {}
         now = goals_app(self).clock()
         palette = goals_app(self).palette
         rows = []
         for e in events:
             fired = [titles.get(i, f"intent {i}") for i in (e.matched_intent_ids or [])]
+            self.events[f"event:{e.id}"] = (e, fired)
             rows.append(
                 (
                     f"event:{e.id}",
@@ -84,22 +78,18 @@ class EventsScreen(DataScreen):
             )
         self.query_one(KeyedTable).sync_rows(rows)
         self.query_one("#events-box").border_subtitle = str(len(rows))
-        self._describe()
+        self.describe()
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self) -> None:
-        self._describe()
-
-    def _describe(self) -> None:
+    def describe(self) -> None:
         key = self.query_one(KeyedTable).cursor_key
-        event = getattr(self, "events", {}).get(key) if key else None
-        if event is None:
+        found = getattr(self, "events", {}).get(key) if key else None
+        if found is None:
             text = Text(
                 "No events received yet. Send one with 'goalsui event emit SOURCE --data FILE'.",
                 style="dim",
             )
         else:
-            fired = [self.titles.get(i, f"intent {i}") for i in (event.matched_intent_ids or [])]
+            event, fired = found
             text = Text()
             text.append(f"{event.source} / {plain(event.delivery_id)}\n", style="bold")
             text.append("fired: " + (", ".join(plain(f) for f in fired) or "nothing") + "\n\n")
@@ -110,15 +100,16 @@ class EventsScreen(DataScreen):
 class ThreadsScreen(DataScreen):
     """Threads and their messages, with provenance; a compose box to talk in a thread."""
 
+    COLUMNS = (("open", "open", 5), ("thread", "title", 30))
+
+    ACTIONS = keys.THREADS_SCREEN_ACTIONS
+
     def __init__(self, *, read_only: bool = False, select: int | None = None) -> None:
-        super().__init__()
-        self.read_only = read_only
+        super().__init__(read_only=read_only)
         self.select = select  # a thread to show first (a notification's)
-        if not read_only:
-            keys.bind(self, keys.THREADS_SCREEN_ACTIONS)
 
     def compose(self) -> ComposeResult:
-        yield _title("Threads")
+        yield title_bar("Threads")
         with Horizontal(classes="split"):
             with Container(id="threads-box", classes="pane") as box:
                 box.border_title = "Threads"
@@ -130,13 +121,6 @@ class ThreadsScreen(DataScreen):
                 if not self.read_only:
                     yield ComposeBox(id="threads-compose")
         yield Footer()
-
-    def on_mount(self) -> None:
-        table = self.query_one(KeyedTable)
-        table.add_column("open", key="open", width=5)
-        table.add_column("thread", key="title", width=30)
-        table.focus()
-        super().on_mount()
 
     def fetch(self, service: Service) -> list[tuple[Any, list[Any], list[Any], list[Any]]]:
         out = []
@@ -163,13 +147,9 @@ class ThreadsScreen(DataScreen):
         if self.select is not None:
             table.move_to_key(f"thread:{self.select}")
             self.select = None
-        self._describe()
+        self.describe()
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self) -> None:
-        self._describe()
-
-    def _describe(self) -> None:
+    def describe(self) -> None:
         key = self.query_one(KeyedTable).cursor_key
         item = getattr(self, "thread_data", {}).get(key) if key else None
         box = self.query_one("#threads-messages", VerticalScroll)
@@ -225,35 +205,32 @@ class ThreadsScreen(DataScreen):
     async def _call(self, call: Any, thread_id: int, *args: Any, done: str) -> None:
         result = await asyncio.to_thread(call, thread_id, *args)
         if result == []:
-            self.notify("No reply is pending in this thread", timeout=3)
+            self.notify("No reply is pending in this thread")
             return
-        self.notify(done, timeout=3)
+        self.notify(done)
         self.reload()
 
 
 class JournalScreen(DataScreen):
     """The event log: what the operator did and what the scheduler did, with times."""
 
+    COLUMNS = (
+        ("time", "at", 14),
+        ("actor", "actor", 10),
+        ("action", "action", 26),
+        ("subject", "subject", 30),
+        ("detail", "detail", None),
+    )
+
     def compose(self) -> ComposeResult:
-        yield _title("Event log")
+        yield title_bar("Event log")
         with Container(id="journal-box", classes="pane") as box:
             box.border_title = "Operator, scheduler and console notices (newest first)"
             yield KeyedTable(id="journal-table")
         yield Footer()
 
-    def on_mount(self) -> None:
-        table = self.query_one(KeyedTable)
-        table.add_column("time", key="at", width=14)
-        table.add_column("actor", key="actor", width=10)
-        table.add_column("action", key="action", width=26)
-        table.add_column("subject", key="subject", width=30)
-        table.add_column("detail", key="detail")
-        table.focus()
-        super().on_mount()
-
     def fetch(self, service: Service) -> list[Any]:
-        entries: list[Any] = service.journal.recent(limit=1000)
-        return entries
+        return list(service.journal.recent(limit=1000))
 
     def show(self, entries: list[Any]) -> None:
         now = goals_app(self).clock()

@@ -1,7 +1,5 @@
-"""Reports: nightshift morning reports, newest night first, beside a timeline of that night.
-
-Each report is listed under its night, named by the date the night starts
-(:func:`goalsui.domain.nightshift.night_of`), as in its file name and heading."""
+"""Reports: nightshift morning reports, newest night first, beside a timeline of that night
+(a report is listed under the date its night starts)."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import DataTable, Markdown, Static, Tab, Tabs
+from textual.widgets import DataTable, Markdown, Tabs
 
 from goalsui.domain.nightshift import night_window
 from goalsui.domain.states import RunStatus
@@ -26,10 +24,11 @@ from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, Palette, duration, one_line, short_span
 from goalsui.tui.md_tables import fit_tables
 from goalsui.tui.model import list_reports
-from goalsui.tui.screens.base import DataScreen
+from goalsui.tui.screens.base import DataScreen, title_bar
 from goalsui.tui.widgets.branches_pane import BranchesPane
 from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
+from goalsui.tui.widgets.layout_tabs import TabBar
 
 if TYPE_CHECKING:
     from goalsui.domain.records import IntentRecord, RunRecord
@@ -52,17 +51,10 @@ class Night:
     rows: list[tuple[IntentRecord, RunRecord]] = field(default_factory=list)
 
 
-def goal_zone(intents: list[IntentRecord]) -> str:
-    for intent in intents:
-        if intent.kind == "cron" and intent.timezone:
-            return intent.timezone
-    return "UTC"
-
-
 def load_night(service: Service, goal_id: str, night_name: date) -> Night:
     """The runs of the night that starts on ``night_name`` (noon to noon, goal's zone)."""
     intents = [i.record() for i in service.intents.list(goal_id=goal_id)]
-    zone = goal_zone(intents)
+    zone = next((i.timezone for i in intents if i.kind == "cron" and i.timezone), "UTC")
     start, end = night_window(night_name, zone)
     night = Night(goal_id, night_name, start, end, zone)
     for intent in intents:
@@ -101,42 +93,12 @@ STACKED_PANES = (
 )
 
 
-class ReportTabs(Tabs):
-    """The stacked layout's tab bar: which pane shows under the report list (2-4, the mouse)."""
-
-    can_focus = False
-
-    DEFAULT_CSS = """
-    ReportTabs { display: none; height: 1; }
-    ReportTabs Underline { display: none; }
-    ReportTabs #tabs-list { min-height: 1; }
-    ReportTabs Tab { height: 1; padding: 0 2; }
-    ReportTabs Tab.-active { background: $primary; color: $text; text-style: bold; }
-    """
-
-    def __init__(self) -> None:
-        super().__init__(
-            *(
-                Tab(f"{n + 2} {label}", id=f"rtab-{name}")
-                for n, (name, _, label) in enumerate(STACKED_PANES)
-            ),
-            id="reports-tabs",
-        )
-
-    def label(self, name: str, text: str) -> None:
-        tab = self.query_one(f"#rtab-{name}", Tab)
-        if str(tab.label) != text:
-            tab.label = text
-
-
 class ReportsScreen(DataScreen):
-    """Left: the reports and that night's runs. Right: the report rendered as Markdown.
+    """Left: the reports and that night's runs; right: the report as Markdown. Narrower
+    than ``STACK_BELOW`` one pane at a time shows under the list (side by side, the report
+    would wrap at some 40 cells)."""
 
-    Narrower than ``STACK_BELOW`` cells the screen shows one pane at a time under the
-    report list (the report, the branches to review or the night's runs), chosen with
-    the tab bar or ``2``-``4``; side by side, the report would wrap at some 40 cells.
-    """
-
+    COLUMNS = (("night", "night", 10), ("goal", "goal", 20))  # the reports list
     STACK_BELOW = 140
     HORIZONTAL_BREAKPOINTS = [(0, "-stacked"), (STACK_BELOW, "-side-by-side")]
     BINDINGS = [
@@ -150,8 +112,8 @@ class ReportsScreen(DataScreen):
 
     shown = "report"  # the pane under the list in the stacked layout
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, read_only: bool = False) -> None:
+        super().__init__(read_only=read_only)
         self._nights = {}
         self.add_class("-show-report")  # before mounting: a class added later restyles all
 
@@ -160,13 +122,16 @@ class ReportsScreen(DataScreen):
     _rendered = ""  # what the Markdown widget shows (its tables fitted to the pane)
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(" Morning reports ", style="bold reverse"), id="screen-title")
+        yield title_bar("Morning reports")
         with Horizontal(id="reports-body"):
             with Vertical(id="reports-left"):
                 with Container(id="reports-list-box", classes="pane") as box:
                     box.border_title = "Reports (newest first)"
                     yield KeyedTable(id="reports-list", flex_column="goal")
-                yield ReportTabs()
+                yield TabBar(
+                    {name: f"{n + 2} {label}" for n, (name, _, label) in enumerate(STACKED_PANES)},
+                    id="reports-tabs",
+                )
                 with Container(id="reports-night-box", classes="pane") as box:
                     box.border_title = "That night: planned vs actual start"
                     yield KeyedTable(id="reports-night")
@@ -177,9 +142,6 @@ class ReportsScreen(DataScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        reports = self.query_one("#reports-list", KeyedTable)
-        reports.add_column("night", key="night", width=10)
-        reports.add_column("goal", key="goal", width=20)
         night = self.query_one("#reports-night", KeyedTable)
         for label, key, width in (
             ("worker", "worker", 12),
@@ -191,17 +153,14 @@ class ReportsScreen(DataScreen):
             ("night", "lane", LANE),
         ):
             night.add_column(label, key=key, width=width)
-        reports.focus()
-        super().on_mount()
+        # DataScreen.on_mount runs next (Textual calls each class's handler)
 
     # -- the stacked layout: one pane at a time under the list -----------------------------------
     def show_pane(self, name: str) -> None:
         self.shown = name
         for other, _, _ in STACKED_PANES:
             self.set_class(other == name, f"-show-{other}")
-        tabs = self.query_one(ReportTabs)
-        if tabs.active != f"rtab-{name}":
-            tabs.active = f"rtab-{name}"
+        self.query_one(TabBar).pick(name)
 
     def action_show_pane(self, name: str) -> None:
         """Show pane ``name`` (stacked layout) and focus it."""
@@ -219,7 +178,7 @@ class ReportsScreen(DataScreen):
 
     @on(Tabs.TabActivated, "#reports-tabs")
     def _tab_activated(self, event: Tabs.TabActivated) -> None:
-        name = (event.tab.id or "rtab-report").removeprefix("rtab-")
+        name = TabBar.name_of(event.tab)
         if name != self.shown:
             self.action_show_pane(name)
 
@@ -315,12 +274,12 @@ class ReportsScreen(DataScreen):
             f"{night.start.astimezone(tz):%a %H:%M} → {night.end.astimezone(tz):%a %H:%M} "
             f"{night.zone} · {len(rows)} runs"
         )
-        self.query_one(ReportTabs).label("night", f"4 Night · {len(rows)} runs")
+        self.query_one(TabBar).label("night", f"4 Night · {len(rows)} runs")
 
     @on(BranchesPane.Counted)
     def _branches_counted(self, event: BranchesPane.Counted) -> None:
         text = "3 Branches" + ("" if event.count is None else f" · {event.count}")
-        self.query_one(ReportTabs).label("branches", text)
+        self.query_one(TabBar).label("branches", text)
 
     def _render_report(self) -> None:
         """The report as Markdown, its tables too wide for the pane shown as lists."""

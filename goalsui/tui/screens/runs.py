@@ -1,9 +1,5 @@
-"""Runs: every run, newest first by start, with stop (a live run) and retry (a failed one).
-
-``v`` cycles what is listed (all, running, failed), ``f`` cycles the goal (all goals,
-then each goal), ``x`` stops the selected live run (confirmed), ``R`` retries the
-selected failed run, ``o`` opens its output. All through the service, off the UI thread.
-"""
+"""Runs: every run, newest first by start, by view (all, running, failed) and goal; stop
+a live run, retry a failed one, open its output."""
 
 from __future__ import annotations
 
@@ -11,20 +7,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.containers import Container, VerticalScroll
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from goalsui.domain.records import RunRecord
 from goalsui.domain.states import ATTENTION_RUNS, RunStatus
 from goalsui.domain.transitions import Action, run_allows
 from goalsui.domain.untrusted import plain
-from goalsui.tui import keys
+from goalsui.tui import keys, run_actions
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, compact_time, duration, name_cell, one_line
-from goalsui.tui.screens.base import DataScreen
-from goalsui.tui.screens.modals import ConfirmScreen
+from goalsui.tui.screens.base import DataScreen, title_bar
 from goalsui.tui.widgets.failed_pane import run_error
 from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable
@@ -35,12 +29,9 @@ if TYPE_CHECKING:
 #: How many runs the screen reads (newest first).
 LIMIT = 500
 VIEWS = ("all", RunStatus.RUNNING, RunStatus.FAILED)  # every run, the running, the failed
-FAILED = {str(s) for s in ATTENTION_RUNS}
 
 #: on the table (list keys; output and copy act on the screen) and on the screen
 TABLE_KEYS = [*keys.LIST_NAV, keys.OUTPUT, keys.COPY]
-RUNS_SAFE = keys.RUNS_SCREEN[:2]
-RUNS_ACTIONS = keys.RUNS_SCREEN[2:]
 
 
 @dataclass(frozen=True)
@@ -50,26 +41,31 @@ class RunRow:
     run: RunRecord
     title: str
     goal_id: str | None
-    needs_review: bool
 
 
 class RunsScreen(DataScreen):
     """The runs table above, the selected run's reason and output tail below."""
 
+    COLUMNS = (
+        ("started", "started", 11),
+        ("status", "status", 11),
+        ("run / intent", "intent", 22),
+        ("took", "took", 6),
+        ("reason", "reason", 10),
+    )
+
+    SAFE, ACTIONS = keys.RUNS_SCREEN[:2], keys.RUNS_SCREEN[2:]
+
     def __init__(self, *, read_only: bool = False) -> None:
-        super().__init__()
-        self.read_only = read_only
+        super().__init__(read_only=read_only)
         self.view = "all"
         self.goal: str | None = None
         self.goals: list[str] = []
         self.rows: dict[str, RunRow] = {}
         self._all: list[RunRow] = []
-        keys.bind(self, RUNS_SAFE)
-        if not read_only:
-            keys.bind(self, RUNS_ACTIONS)
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(" Runs ", style="bold reverse"), id="screen-title")
+        yield title_bar("Runs")
         with Container(id="runs-box", classes="pane") as box:
             box.border_title = "All runs (newest first)"
             table = KeyedTable(id="runs-table", flex_column="reason")
@@ -84,18 +80,6 @@ class RunsScreen(DataScreen):
     def table(self) -> KeyedTable:
         return self.query_one("#runs-table", KeyedTable)
 
-    def on_mount(self) -> None:
-        for label, key, width in (
-            ("started", "started", 11),
-            ("status", "status", 11),
-            ("run / intent", "intent", 22),
-            ("took", "took", 6),
-            ("reason", "reason", 10),
-        ):
-            self.table.add_column(label, key=key, width=width)
-        self.table.focus()
-        super().on_mount()
-
     def fetch(self, service: Service) -> list[RunRow]:
         intents = {i.id: i for i in service.intents.list()}
         out = []
@@ -103,7 +87,7 @@ class RunsScreen(DataScreen):
             intent = intents.get(run.intent_id)
             title = intent.title if intent is not None else f"intent {run.intent_id}"
             goal = intent.goal_id if intent is not None else None
-            out.append(RunRow(run, title, goal, run.needs_review))
+            out.append(RunRow(run, title, goal))
         return out
 
     def show(self, data: list[RunRow]) -> None:
@@ -115,7 +99,7 @@ class RunsScreen(DataScreen):
         status = str(row.run.status)
         if self.view == RunStatus.RUNNING and status != RunStatus.RUNNING:
             return False
-        if self.view == RunStatus.FAILED and (status not in FAILED or row.run.dismissed):
+        if self.view == RunStatus.FAILED and (status not in ATTENTION_RUNS or row.run.dismissed):
             return False
         return self.goal is None or row.goal_id == self.goal
 
@@ -130,7 +114,7 @@ class RunsScreen(DataScreen):
             run = row.run
             key = f"run:{run.id}"
             self.rows[key] = row
-            status = "review" if row.needs_review else str(run.status)
+            status = "review" if row.run.needs_review else str(run.status)
             end = run.finished_at or (now if run.status == RunStatus.RUNNING else None)
             if str(run.status) in (RunStatus.MISSED, RunStatus.SKIPPED):
                 end = None  # never ran: no duration
@@ -154,19 +138,13 @@ class RunsScreen(DataScreen):
         box = self.query_one("#runs-box")
         box.border_title = f"Runs: {self.view} · {goal} (newest first)"
         box.border_subtitle = f"{len(rows)} of {len(self._all)}"
-        self._describe()
-        self.refresh_bindings()
-
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self) -> None:
-        self._describe()
-        self.refresh_bindings()
+        self.describe()
 
     def selected(self) -> RunRow | None:
         key = self.table.cursor_key
         return self.rows.get(key) if key else None
 
-    def _describe(self) -> None:
+    def describe(self) -> None:
         row = self.selected()
         text = Text()
         if row is None:
@@ -185,6 +163,7 @@ class RunsScreen(DataScreen):
             if tail:
                 text.append("\n" + plain("\n".join(tail.splitlines()[-8:])) + "\n", style="dim")
         self.query_one("#runs-text", Static).update(text)
+        self.refresh_bindings()  # stop and retry follow the selected run
 
     # -- keys -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -193,7 +172,7 @@ class RunsScreen(DataScreen):
         row = self.selected() if self.is_mounted else None
         if row is None:
             return False
-        status = RunStatus.INTERRUPTED if row.needs_review else RunStatus(str(row.run.status))
+        status = RunStatus.INTERRUPTED if row.run.needs_review else RunStatus(str(row.run.status))
         return run_allows(status, Action.STOP_RUN if action == "stop_run" else Action.RETRY)
 
     def action_cycle_view(self) -> None:
@@ -208,35 +187,14 @@ class RunsScreen(DataScreen):
 
     def action_stop_run(self) -> None:
         row = self.selected()
-        if row is None:
-            return
-        app = goals_app(self)
-        run_id = row.run.id
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                app.act(f"Stopping run {run_id} of {row.title}", app.service.runs.stop, run_id)
-
-        self.app.push_screen(
-            ConfirmScreen(
-                f"Stop run {run_id} of '{row.title}'?",
-                f"Run {run_id} is stopped (SIGTERM, then SIGKILL) and recorded cancelled. "
-                "The schedule goes on: the next run fires as planned.",
-                yes="Stop it",
-                no="Keep it running",
-            ),
-            answered,
-        )
+        if row is not None:
+            run_actions.stop_run(self, row.run.id, row.title)
 
     def action_retry(self) -> None:
         row = self.selected()
-        if row is None:
-            return
-        app = goals_app(self)
-        if row.needs_review:
-            app.act(f"Retrying reviewed run {row.run.id}", app.service.review.retry, row.run.id)
-        else:
-            app.act(f"Retrying {row.title}", app.service.intents.retry, row.run.intent_id)
+        if row is not None:
+            review = row.run.id if row.run.needs_review else None
+            run_actions.retry(self, row.run.intent_id, row.title, review)
 
     def action_open_output(self) -> None:
         row = self.selected()

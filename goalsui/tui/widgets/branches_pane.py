@@ -159,17 +159,11 @@ class BranchesPane(WorkerFailures, Container):
 
     def _decide(self, verb: str, detail: str) -> None:
         branch = self._selected()
-        if branch is None:
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._apply(verb, branch)
-
-        self.app.push_screen(
-            ConfirmScreen(f"{verb.capitalize()} {branch}?", detail, yes=verb.capitalize()),
-            answered,
-        )
+        if branch is not None:
+            question = f"{verb.capitalize()} {branch}?"
+            ConfirmScreen.ask(
+                self, question, detail, lambda: self._apply(verb, branch), yes=verb.capitalize()
+            )
 
     @work(name="Deciding the branch", exclusive=True, group="branch-decide", exit_on_error=False)
     async def _apply(self, verb: str, branch: str) -> None:

@@ -17,29 +17,16 @@ from goalsui.domain.untrusted import plain
 
 
 class ComposeBox(Vertical):
-    """An input that posts :class:`ComposeBox.Send` on Enter, and a reply status line.
-
-    Escape leaves the box (the focus goes back to the list), never the screen.
-    """
+    """An input that posts :class:`ComposeBox.Send` on Enter, and a reply status line;
+    escape leaves the box, never the screen."""
 
     BINDINGS = [Binding("escape", "leave_box", "Leave box", id="compose.leave")]
 
     DEFAULT_CSS = """
-    ComposeBox {
-        height: auto;
-        padding: 0 1;
-    }
-    ComposeBox > #compose-status {
-        height: auto;
-        color: $text-muted;
-        display: none;
-    }
-    ComposeBox > #compose-status.-shown {
-        display: block;
-    }
-    ComposeBox > Input {
-        margin: 0;
-    }
+    ComposeBox { height: auto; padding: 0 1; }
+    ComposeBox > #compose-status { height: auto; color: $text-muted; display: none; }
+    ComposeBox > #compose-status.-shown { display: block; }
+    ComposeBox > Input { margin: 0; }
     """
 
     class Send(Message):

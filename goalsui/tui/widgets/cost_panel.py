@@ -1,9 +1,5 @@
-"""Cost in the console: the selected intent's last runs (cost, duration, sparklines),
-the day total of the status bar, and budget usage on goal rows.
-
-Runs that reported no usage show as ``unknown``, never as zero; the cost sparkline
-leaves them out (the duration sparkline still has every run).
-"""
+"""Cost in the console: the selected intent's last runs, the status bar's day total and
+budget usage on goal rows. Runs that reported no usage are ``unknown``, never zero."""
 
 from __future__ import annotations
 
@@ -22,8 +18,6 @@ from goalsui.tui.fmt import Palette
 if TYPE_CHECKING:
     from goalsui.domain.budget import RunPoint, Spend
     from goalsui.service.costs import BudgetLine
-
-__all__ = ["CostPanel", "budget_label", "cost_summary", "today_text"]
 
 
 def _short_seconds(seconds: float) -> str:

@@ -47,9 +47,7 @@ class DetailBody(VerticalScroll, can_focus=True):
 class TabStrip(Static):
     """One line of file names; the active one is highlighted. Click or ``[``/``]``."""
 
-    DEFAULT_CSS = """
-    TabStrip { height: 1; color: $text-muted; }
-    """
+    DEFAULT_CSS = "TabStrip { height: 1; color: $text-muted; }"
 
     class Picked(Message):
         def __init__(self, index: int) -> None:
@@ -58,22 +56,16 @@ class TabStrip(Static):
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
-        self.labels: list[str] = []
-        self.active = 0
         self._spans: list[tuple[int, int]] = []
 
     def show(self, labels: list[str], active: int) -> None:
-        self.labels, self.active = labels, active
         text = Text()
         self._spans = []
         for index, label in enumerate(labels):
             if index:
                 text.append(" │ ", style="dim")
             start = text.cell_len
-            if index == active:
-                text.append(f" {label} ", style="bold reverse")
-            else:
-                text.append(f" {label} ")
+            text.append(f" {label} ", style="bold reverse" if index == active else "")
             self._spans.append((start, text.cell_len))
         self.update(text)
 
@@ -101,9 +93,7 @@ class DetailView(Vertical):
 
     def __init__(self, *, read_only: bool = False, id: str | None = "detail") -> None:
         super().__init__(id=id)
-        keys.bind(self, keys.DETAIL_SAFE)
-        if not read_only:
-            keys.bind(self, keys.DETAIL_ACTIONS)
+        keys.bind(self, keys.DETAIL_SAFE, keys.DETAIL_ACTIONS, read_only=read_only)
         self.tabs: list[DetailTab] = []
         self.active = 0
         self.title_text = ""
@@ -123,7 +113,7 @@ class DetailView(Vertical):
     def current(self) -> DetailTab | None:
         return self.tabs[self.active] if 0 <= self.active < len(self.tabs) else None
 
-    def set_tabs(self, title: str, tabs: list[DetailTab], prefer: str | None = None) -> bool:
+    def set_tabs(self, title: str, tabs: list[DetailTab]) -> bool:
         """Show a new selection; returns True when the tab set changed."""
         if tabs == self.tabs and title == self.title_text:
             return False
@@ -133,12 +123,8 @@ class DetailView(Vertical):
             Text(plain(title), no_wrap=True, overflow="ellipsis")
         )
         self.tabs = tabs
-        labels = [t.label for t in tabs]
-        self.active = 0
-        if prefer in labels:
-            self.active = labels.index(prefer)
-        elif old is not None and old.label in labels and self.title_text == title:
-            self.active = labels.index(old.label)
+        labels = [t.label for t in tabs]  # the same file stays open when it is still there
+        self.active = labels.index(old.label) if old is not None and old.label in labels else 0
         self.query_one(TabStrip).show(labels, self.active)
         return True
 

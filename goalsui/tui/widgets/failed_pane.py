@@ -11,7 +11,7 @@ from textual.widgets.data_table import ColumnKey
 
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transitions import Action, run_allows
-from goalsui.tui import keys
+from goalsui.tui import keys, run_actions
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, Palette, compact_time, name_cell, one_line
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
@@ -94,9 +94,7 @@ class FailedTable(KeyedTable):
 
     def __init__(self, *, read_only: bool = False, id: str | None = "failed") -> None:
         super().__init__(id=id, flex_column="error")
-        keys.bind(self, keys.FAILED_SAFE)
-        if not read_only:
-            keys.bind(self, keys.FAILED_ACTIONS)
+        keys.bind(self, keys.FAILED_SAFE, keys.FAILED_ACTIONS, read_only=read_only)
         self.filter_text = ""
         self.items: dict[str, FailureItem] = {}
         self.narrow = False
@@ -177,5 +175,4 @@ class FailedTable(KeyedTable):
     def action_dismiss(self) -> None:
         item = self.selected_item()
         if item is not None and item.run_id is not None:
-            app = goals_app(self)
-            app.act(f"Dismissed run {item.run_id}", app.service.runs.dismiss, item.run_id)
+            run_actions.dismiss(self, item.run_id, item.title, needs_review=item.needs_review)

@@ -1,12 +1,6 @@
-"""The console's footer: Textual's, rebuilt once however often the bindings changed, and
-on narrow terminals with help, quit and back first (a long pane's keys cut the tail).
-
-Textual's footer answers every change of its screen's bindings by rebuilding its keys
-after the next refresh. At start-up the bindings change several times before the first
-frame (focus, the first records, the selection), and each rebuild mounts and styles every
-key again. Here the rebuilds queued behind one refresh collapse into the first: it shows
-the bindings as they are by then, so the others have nothing left to change.
-"""
+"""The console's footer: Textual's, with help, quit and back first on narrow terminals, and
+rebuilt once per batch of binding changes (a start changes them several times before the
+first frame, and each rebuild mounts and styles every key again)."""
 
 from __future__ import annotations
 
@@ -16,8 +10,6 @@ from typing import Any
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer as TextualFooter
-
-__all__ = ["ESSENTIAL_ACTIONS", "Footer"]
 
 #: Keys a narrow footer shows first, so they are never cut off: help, quit, back.
 ESSENTIAL_ACTIONS = frozenset({"help", "app.help", "quit", "app.quit", "back"})

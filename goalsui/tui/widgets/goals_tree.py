@@ -56,9 +56,7 @@ class NodeRef:
 class GoalsTree(WorkerFailures, Tree[NodeRef]):
     """Goal trees with status badges, schedules, countdowns and running indicators."""
 
-    DEFAULT_CSS = """
-    GoalsTree { height: 1fr; overflow-x: hidden; }
-    """
+    DEFAULT_CSS = "GoalsTree { height: 1fr; overflow-x: hidden; }"
     # Not Tree's ▶: that is the "running" mark here.
     ICON_NODE = "▸ "
     ICON_NODE_EXPANDED = "▾ "
@@ -68,9 +66,7 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         self.show_root = False
         self.guide_depth = 2
         self.auto_expand = True
-        keys.bind(self, keys.GOALS_SAFE)
-        if not read_only:
-            keys.bind(self, keys.GOALS_ACTIONS)
+        keys.bind(self, keys.GOALS_SAFE, keys.GOALS_ACTIONS, read_only=read_only)
         self.goal_nodes: dict[str, TreeNode[NodeRef]] = {}
         self.child_nodes: dict[str, TreeNode[NodeRef]] = {}
         self.boxes: dict[str, dict[str, BoxCounts]] = {}
@@ -141,8 +137,7 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         else:
             for goal_id in [g for g in self.goal_nodes if g not in wanted_set]:
                 self.goal_nodes.pop(goal_id).remove()
-                for key in [k for k in self.child_nodes if k.split("/")[1] == goal_id]:
-                    del self.child_nodes[key]
+                self._forget_children(goal_id)
             by_id = {g.goal_id: g for g in goals}
             for goal_id in new:
                 self._add_goal(by_id[goal_id])
@@ -202,15 +197,11 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             return
         if not self.filter_text:
             self.expanded_goals.add(ref.goal_id)
-        goal = self._goal(ref.goal_id)
+        goal = self._dash.goal(ref.goal_id) if self._dash else None
         if goal is not None:
             self._sync_children(event.node, goal)
             self.tick(goals_app(self).clock())
             self.load_boxes(ref.goal_id)
-
-    def _goal(self, goal_id: str) -> GoalView | None:
-        dash = self._dash
-        return next((g for g in dash.goals if g.goal_id == goal_id), None) if dash else None
 
     def on_tree_node_collapsed(self, event: Tree.NodeCollapsed[NodeRef]) -> None:
         ref = event.node.data
@@ -226,13 +217,8 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         wanted.append(NodeRef("goal-log", goal.goal_id))
         have = [child.data for child in node.children]
         if have != wanted:
-            for child in list(node.children):
-                if child.data is not None:
-                    self.child_nodes.pop(child.data.key, None)
-                    for grand in child.children:
-                        if grand.data is not None:
-                            self.child_nodes.pop(grand.data.key, None)
-                child.remove()
+            node.remove_children()
+            self._forget_children(goal.goal_id)
             for ref in wanted:
                 if ref.kind == "worker":
                     wnode = node.add(ref.worker or "", data=ref, allow_expand=True)
@@ -244,6 +230,10 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
                     self.child_nodes[ref.key] = node.add_leaf("intent", data=ref)
                 else:
                     self.child_nodes[ref.key] = node.add_leaf("log", data=ref)
+
+    def _forget_children(self, goal_id: str) -> None:
+        for key in [k for k in self.child_nodes if k.split("/")[1] == goal_id]:
+            del self.child_nodes[key]
 
     def _goal_intents(self, goal_id: str) -> list[IntentRecord]:
         """The goal's own intents (a reminder with ``--goal``, not a worker's schedule)."""
@@ -285,12 +275,12 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
     @work(name="Counting the boxes", group="boxes", exit_on_error=False)
     async def load_boxes(self, goal_id: str) -> None:
         """Count the goal's inbox, outbox and log files (in a thread), then show them."""
-        goal, app = self._goal(goal_id), goals_app(self)
+        goal, app = self._dash.goal(goal_id) if self._dash else None, goals_app(self)
         if goal is None:
             return
         try:
             boxes = await asyncio.to_thread(load_boxes, app.service, goal)
-            _, log_count = await asyncio.to_thread(goal_log_count, app.service, goal_id)
+            log_count = await asyncio.to_thread(goal_log_count, app.service, goal_id)
         except GoalsuiError:  # a goal folder gone meanwhile: the next refresh drops it
             return
         for worker, counts in boxes.items():
@@ -338,12 +328,8 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             lnode = self.child_nodes.get(NodeRef("goal-log", goal_id).key)
             if lnode is not None:
                 count = self.log_counts.get(goal_id)
-                self._relabel(
-                    lnode,
-                    Text.assemble(
-                        "log", (f"  {count} today" if count else "", self._palette.muted)
-                    ),
-                )
+                today = f"  {count} today" if count else ""
+                self._relabel(lnode, Text.assemble("log", (today, self._palette.muted)))
 
     @staticmethod
     def _relabel(node: TreeNode[NodeRef], label: Text) -> None:
@@ -375,11 +361,8 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             text.append(f"  last {RUN_GLYPH.get(last.status, '?')}", style=p.run(last.status))
         if goal.error and f"/workers/{w.name}/" in goal.error:
             text.append("  ⚠ definition error", style=f"bold {p.failed}")
-        counts = self.boxes.get(goal.goal_id, {}).get(w.name)
-        if counts is not None:
-            seen = self.seen_outbox.get((goal.goal_id, w.name), counts.newest_outbox)
-            if counts.newest_outbox > seen:
-                text.append("  ✉ new", style=f"bold {p.accent}")
+        if self._new_in_outbox(goal.goal_id, w.name):
+            text.append("  ✉ new", style=f"bold {p.accent}")
         text.append("  " + describe_schedule(w.kind, w.schedule, w.timezone), style=p.muted)
         return text
 
@@ -405,8 +388,12 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             return text
         n = counts.inbox if box == "inbox" else counts.outbox
         text.append(f"  {n}", style=p.muted)
-        if box == "outbox":
-            seen = self.seen_outbox.get((goal.goal_id, w.name), counts.newest_outbox)
-            if counts.newest_outbox > seen:
-                text.append("  new", style=f"bold {p.accent}")
+        if box == "outbox" and self._new_in_outbox(goal.goal_id, w.name):
+            text.append("  new", style=f"bold {p.accent}")
         return text
+
+    def _new_in_outbox(self, goal_id: str, worker: str) -> bool:
+        """A file came to the outbox since the operator last opened it."""
+        counts = self.boxes.get(goal_id, {}).get(worker)
+        newest = counts.newest_outbox if counts is not None else 0.0
+        return newest > self.seen_outbox.get((goal_id, worker), newest)

@@ -15,15 +15,10 @@ REBUILD_THRESHOLD = 200
 
 
 class KeyedTable(DataTable[Any]):
-    """``sync_rows`` makes the table show exactly the given rows, in order.
+    """``sync_rows`` shows exactly the given rows, in order; ``flex_column`` takes the
+    width the others leave (no sideways scrolling)."""
 
-    ``flex_column``: a column that takes the width the others leave (no sideways
-    scrolling; long text is cut with an ellipsis).
-    """
-
-    DEFAULT_CSS = """
-    KeyedTable { height: 1fr; }
-    """
+    DEFAULT_CSS = "KeyedTable { height: 1fr; }"
 
     def __init__(self, *args: Any, flex_column: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("cursor_type", "row")
@@ -63,14 +58,9 @@ class KeyedTable(DataTable[Any]):
         return row_key.value
 
     def set_cell_in_place(self, row_key: str, column_key: str, value: Any) -> None:
-        """Change one cell and repaint only its row (a countdown ticking).
-
-        ``update_cell`` bumps the table's update count, which keys every render cache:
-        the whole visible table is rendered again, once a second per ticking cell. Here
-        the render caches are dropped instead (cheap: a row is rendered again only when
-        its region is repainted) and only this row's region is refreshed. The width of
-        the column does not change.
-        """
+        """Change one cell and repaint only its row (a countdown ticking): ``update_cell``
+        bumps the update count that keys every render cache, so the whole table would be
+        rendered again once a second. The column's width does not change."""
         key = RowKey(row_key)
         self._data[key][ColumnKey(column_key)] = value
         self._row_renderable_cache.clear()  # the cells' renderables, by update count

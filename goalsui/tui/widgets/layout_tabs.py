@@ -1,8 +1,5 @@
-"""Below 120 columns the main screen shows fewer panes at a time, chosen with tabs.
-
-The panes stay where they are (no re-mounting, selections and cursors survive); the
-screen's CSS classes ``-narrow`` and ``-tab-<name>`` hide the others (see app.tcss).
-"""
+"""Below 120 columns the main screen shows fewer panes at a time, chosen with tabs (the
+screen's classes ``-narrow`` and ``-tab-<name>`` hide the others; see app.tcss)."""
 
 from __future__ import annotations
 
@@ -26,32 +23,32 @@ def tab_of(pane: str, current: str) -> str:
     return next(name for name, panes in TAB_PANES.items() if pane in panes)
 
 
-class PaneTabs(Tabs):
-    """The tab bar of the narrow layout (not in the focus chain: 1-5 and the mouse)."""
+class TabBar(Tabs):
+    """A one-line tab bar outside the focus chain (number keys and the mouse pick a tab);
+    tab ids are ``tab-<name>``."""
 
     can_focus = False
 
     DEFAULT_CSS = """
-    PaneTabs { display: none; height: 1; }
-    PaneTabs Underline { display: none; }
-    PaneTabs #tabs-list { min-height: 1; }
-    PaneTabs Tab { height: 1; padding: 0 2; }
-    PaneTabs Tab.-active { background: $primary; color: $text; text-style: bold; }
+    TabBar { display: none; height: 1; }
+    TabBar Underline { display: none; }
+    TabBar #tabs-list { min-height: 1; }
+    TabBar Tab { height: 1; padding: 0 2; }
+    TabBar Tab.-active { background: $primary; color: $text; text-style: bold; }
     """
 
-    def __init__(self) -> None:
-        super().__init__(
-            *(Tab(label, id=f"tab-{name}") for name, label in TAB_LABELS.items()),
-            id="pane-tabs",
-        )
+    def __init__(self, labels: dict[str, str], *, id: str) -> None:
+        super().__init__(*(Tab(label, id=f"tab-{name}") for name, label in labels.items()), id=id)
 
-    def counts(self, *, failures: int, open_todos: int) -> None:
-        """What waits behind the hidden tabs: failed runs, open todos."""
-        labels = {
-            "runs": "Runs · " + (f"✗ {failures} failed" if failures else "none failed"),
-            "threads": f"Threads · {open_todos} open",
-        }
-        for name, label in labels.items():
-            tab = self.query_one(f"#tab-{name}", Tab)
-            if str(tab.label) != label:
-                tab.label = label
+    def pick(self, name: str) -> None:
+        if self.active != f"tab-{name}":
+            self.active = f"tab-{name}"
+
+    def label(self, name: str, text: str) -> None:
+        tab = self.query_one(f"#tab-{name}", Tab)
+        if str(tab.label) != text:
+            tab.label = text
+
+    @staticmethod
+    def name_of(tab: Tab) -> str:
+        return (tab.id or "").removeprefix("tab-")

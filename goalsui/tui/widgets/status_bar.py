@@ -1,14 +1,16 @@
-"""The status bar: scheduler, counts, freshness, filter, frozen, read-only, watcher."""
+"""The status bar (scheduler, counts, freshness, filter, frozen, read-only, watcher) and the
+notice line under it (the last notice, kept until the next one)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
 
 from goalsui.domain.states import SchedulerState
-from goalsui.tui.fmt import Palette, short_span
+from goalsui.tui.fmt import Palette, clock_time, short_span
 
 
 @dataclass
@@ -23,7 +25,6 @@ class StatusInfo:
     frozen: bool = False
     read_only: bool = False
     watcher: str = "off"
-    kb: str = ""
     loading: bool = False  # the records are not loaded yet
     today: str = ""  # what today's runs reported ("" until one did)
 
@@ -31,9 +32,7 @@ class StatusInfo:
 class StatusBar(Static):
     """One line at the top of the main screen."""
 
-    DEFAULT_CSS = """
-    StatusBar { height: 1; background: $panel; padding: 0 1; }
-    """
+    DEFAULT_CSS = "StatusBar { height: 1; background: $panel; padding: 0 1; }"
 
     def __init__(self, id: str | None = "status") -> None:
         super().__init__("", id=id, markup=False)
@@ -89,13 +88,9 @@ class StatusBar(Static):
     def _counts(self, compact: bool, sep: tuple[str, str]) -> list[tuple[str, str]]:
         """The scheduler's state, then running, due, failed and KB-error counts."""
         i, p = self.info, self.palette
-        sched_colour = (
-            p.ok
-            if i.scheduler == SchedulerState.RUNNING
-            else p.failed
-            if i.scheduler.startswith("error")
-            else p.warning
-        )
+        sched_colour = p.ok if i.scheduler == SchedulerState.RUNNING else p.warning
+        if i.scheduler.startswith("error"):
+            sched_colour = p.failed
         scheduler = i.scheduler.split(" (")[0] if compact else i.scheduler
         parts: list[tuple[str, str]] = []
         if not compact:
@@ -143,3 +138,28 @@ class StatusBar(Static):
         if i.today:
             parts += [sep, ("today " if not compact else "", p.muted), (i.today, p.text)]
         return parts
+
+
+def notice_line(notice: Any, now: Any, palette: Palette) -> Text:
+    """Time, title and the first line of a notice, coloured by its severity."""
+    colour = {"error": palette.failed, "warning": palette.warning}.get(notice.severity)
+    return Text.assemble(
+        (clock_time(notice.at, now) + "  ", palette.muted),
+        (notice.one_line, colour or palette.text),
+        no_wrap=True,
+        overflow="ellipsis",
+    )
+
+
+class NoticeBar(Static):
+    """One line: the last notice (the event log, L, has them all)."""
+
+    DEFAULT_CSS = "NoticeBar { height: 1; background: $panel; padding: 0 1; }"
+
+    def __init__(self, id: str | None = "notice-bar") -> None:
+        super().__init__("", id=id, markup=False)
+        self.notice: Any = None
+
+    def show(self, notice: Any, now: Any, palette: Palette) -> None:
+        self.notice = notice
+        self.update(notice_line(notice, now, palette))

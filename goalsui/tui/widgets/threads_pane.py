@@ -1,5 +1,5 @@
-"""The Threads pane: each thread's checklist, open items first, done ones struck through;
-``a`` adds a todo to the thread under the cursor, ``space`` (or enter) ticks one off."""
+"""The Threads pane: each thread's checklist, open items first; ``a`` adds a todo,
+``space`` (or enter) ticks one off."""
 
 from __future__ import annotations
 
@@ -20,10 +20,8 @@ class ThreadsTable(KeyedTable):
 
     def __init__(self, *, read_only: bool = False, id: str | None = "threads") -> None:
         super().__init__(id=id, show_header=False, flex_column="item")
-        keys.bind(self, keys.THREADS_SAFE)
+        keys.bind(self, keys.THREADS_SAFE, keys.THREADS_ACTIONS, read_only=read_only)
         self.read_only = read_only
-        if not read_only:
-            keys.bind(self, keys.THREADS_ACTIONS)
         self.filter_text = ""
         self.todo_thread: dict[int, int] = {}
         self._last: tuple[list[ThreadView], Palette] | None = None

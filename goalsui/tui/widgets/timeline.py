@@ -13,7 +13,7 @@ from goalsui.tui import keys
 from goalsui.tui.fmt import (
     INTENT_GLYPH,
     RUN_GLYPH,
-    RUN_SEVERITY,
+    RUN_LOOK,
     Palette,
     countdown,
     elapsed,
@@ -116,7 +116,7 @@ def _lane_cells(
         i = int((when - start) / step)
         return i if 0 <= i < width else None
 
-    rank = {status: n for n, status in enumerate(RUN_SEVERITY)}
+    rank = {status: look[2] for status, look in RUN_LOOK.items()}
     for run in runs:
         i = index(run.started_at)
         if i is None:
@@ -148,9 +148,7 @@ class TimelineTable(KeyedTable):
 
     def __init__(self, *, read_only: bool = False, id: str | None = "timeline") -> None:
         super().__init__(id=id)
-        keys.bind(self, keys.TIMELINE_SAFE)
-        if not read_only:
-            keys.bind(self, keys.TIMELINE_ACTIONS)
+        keys.bind(self, keys.TIMELINE_SAFE, keys.TIMELINE_ACTIONS, read_only=read_only)
         self.span = DEFAULT_SPAN
         self.filter_text = ""
         self.axis_width = 0
@@ -188,33 +186,23 @@ class TimelineTable(KeyedTable):
             if cursor:
                 self.move_to_key(cursor)
 
-    def zoom(self, delta: int) -> None:
+    def action_zoom(self, delta: int) -> None:
         hours = self.span.total_seconds() / 3600
         position = min(range(len(ZOOM_HOURS)), key=lambda i: abs(ZOOM_HOURS[i] - hours))
         position = max(0, min(len(ZOOM_HOURS) - 1, position + delta))
         self.span = timedelta(hours=ZOOM_HOURS[position])
         self._layout_columns(force=True)
-
-    def action_zoom(self, delta: int) -> None:
-        self.zoom(delta)
         self.post_message(self.Zoomed(self.span))  # the console plans the new window
-        hours = int(self.span.total_seconds() // 3600)
-        self.notify(f"Timeline: the last and the next {hours} h", timeout=2)
+        self.notify(f"Timeline: the last and the next {ZOOM_HOURS[position]} h")
 
     def shown_intents(self, dash: Dashboard, *, filtered: bool = True) -> list[IntentRecord]:
         needle = self.filter_text.lower() if filtered else ""
-        out = []
-        for intent in dash.intents.values():
-            ended = intent.status in TERMINAL_INTENT
-            if ended and not dash.recent.get(intent.id or -1):
-                continue
-            if (
-                needle
-                and needle not in intent.title.lower()
-                and needle not in (intent.goal_id or "")
-            ):
-                continue
-            out.append(intent)
+        out = [  # an ended intent shows while it has recent runs
+            i
+            for i in dash.intents.values()
+            if (i.status not in TERMINAL_INTENT or dash.recent.get(i.id or -1))
+            and (not needle or needle in i.title.lower() or needle in (i.goal_id or ""))
+        ]
         out.sort(
             key=lambda i: (
                 i.goal_id is None,
@@ -270,12 +258,9 @@ class TimelineTable(KeyedTable):
     def _title_cell(self, intent: IntentRecord, dash: Dashboard) -> Text:
         status = "firing" if intent.id in dash.running else intent.status
         text = Text(INTENT_GLYPH.get(status, "?") + " ", style=self._palette.intent(status))
-        if not intent.goal_id:
-            title = intent.title
-        elif intent.worker:
+        title = intent.title  # a goal-level intent too (its goal's rows sort beside it)
+        if intent.goal_id and intent.worker:
             title = f"{intent.goal_id.rsplit('-', 1)[0]}/{intent.worker}"
-        else:  # a goal-level intent: by its title (its goal's rows sort beside it)
-            title = intent.title
         text.append(name_cell(title, self.label_width - 2))
         text.truncate(self.label_width, overflow="ellipsis")
         return text
