@@ -95,29 +95,19 @@ def _toml(value: Any) -> str:
 
 def _codex_overrides(tools: TurnTools) -> list[str]:
     """``-c`` pairs: goalsui's server (required, calls approved) and Codex's own tools off."""
-    prefix = f"mcp_servers.{SERVER_NAME}"
-    pairs: list[tuple[str, Any]] = []
-    if tools.http is not None:
-        pairs += [(f"{prefix}.url", tools.http.url), (f"{prefix}.bearer_token_env_var", TOKEN_ENV)]
-    else:
-        launch = tools.stdio
-        pairs += [
-            (f"{prefix}.command", launch.command),
-            (f"{prefix}.args", list(launch.args)),
-            (f"{prefix}.env", dict(launch.env)),
-        ]
-    pairs += [
-        (f"{prefix}.required", True),
-        (f"{prefix}.default_tools_approval_mode", "approve"),
-        (f"{prefix}.startup_timeout_sec", CONNECT_TIMEOUT_MS // 1000),
-        ("web_search", "disabled"),
-    ]
+    launch, http = tools.stdio, tools.http
+    server: dict[str, Any] = (
+        {"url": http.url, "bearer_token_env_var": TOKEN_ENV}
+        if http is not None
+        else {"command": launch.command, "args": list(launch.args), "env": dict(launch.env)}
+    )
+    server |= {"required": True, "default_tools_approval_mode": "approve"}
+    server["startup_timeout_sec"] = CONNECT_TIMEOUT_MS // 1000
+    pairs = {f"mcp_servers.{SERVER_NAME}.{key}": value for key, value in server.items()}
+    pairs["web_search"] = "disabled"
     # the user's own MCP servers stay out of the turn (their names from config.toml)
-    pairs += [(f"mcp_servers.{name}.enabled", False) for name in codex_user_servers()]
-    argv: list[str] = []
-    for key, value in pairs:
-        argv += ["-c", f"{key}={_toml(value)}"]
-    return argv
+    pairs |= {f"mcp_servers.{name}.enabled": False for name in codex_user_servers()}
+    return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={_toml(value)}")]
 
 
 #: Codex features that offer the model tools of Codex's own (docs/agents.md); ``shell``
