@@ -10,7 +10,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from goalsui.domain.timeutil import utcnow
+from goalsui.errors import GoalsuiError, NotFound, ValidationError
+from goalsui.kb.layout import KB
 from goalsui.service.agents import Agents
 from goalsui.service.authoring import Authoring
 from goalsui.service.context import ServiceContext
@@ -19,7 +23,7 @@ from goalsui.service.files import Files
 from goalsui.service.goals import Goals
 from goalsui.service.intents import Intents
 from goalsui.service.kbindex import Index
-from goalsui.service.lifecycle import Schema, open_service
+from goalsui.service.lifecycle import Schema
 from goalsui.service.overview import Overview
 from goalsui.service.review import Review
 from goalsui.service.runs import Runs
@@ -74,8 +78,25 @@ class Service(ServiceContext):
         sync: bool = True,
         clock: Callable[[], datetime] = utcnow,
     ) -> Service:
-        """Open a service: schema on first use, leftovers cleaned, KB index synced."""
-        service = open_service(cls, kb, db_url, state_dir, actor=actor, clock=clock)
+        """Open a service on an existing KB: state folder and schema in place, leftovers
+        cleaned, KB index synced; each failure is one line (a database's password hidden)."""
+        root = KB(kb).root
+        if not root.is_dir():  # checked first: a missing KB creates no state folder
+            raise NotFound(
+                f"no KB at {root} (create one with 'goalsui init PATH', or pass --kb / set GOALSUI_KB)"
+            )
+        try:
+            service = cls(kb, db_url, state_dir, actor=actor, clock=clock)
+        except OSError as exc:
+            raise ValidationError(f"cannot prepare the state folder: {exc}") from None
+        try:
+            service.store.ensure_schema()
+        except (SQLAlchemyError, OSError) as exc:
+            service.close()
+            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+            raise GoalsuiError(
+                f"cannot open the database {service.db_url_display()}: {reason}"
+            ) from None
         if sync:
             service.index.refresh()
         return service
