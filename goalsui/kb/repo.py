@@ -90,25 +90,27 @@ class Repo:
             return False
         return Path(top).resolve() == self.path.resolve()
 
+    def _verify(self, rev: str) -> str:
+        """The full sha ``rev`` names ("" when it names nothing)."""
+        return self.git("rev-parse", "--verify", "--quiet", rev, check=False).strip()
+
     def branch_exists(self, branch: str) -> bool:
-        out = self.git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
-        return bool(out.strip())
+        return bool(self._verify(f"refs/heads/{branch}"))
 
     def head_of(self, branch: str) -> str:
         return self.git("rev-parse", "--verify", f"refs/heads/{branch}").strip()
 
     def has_commit(self, rev: str) -> bool:
-        out = self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
-        return bool(out.strip())
+        return bool(self._verify(f"{rev}^{{commit}}"))
 
     def resolve_commit(self, rev: str) -> str:
         """The full sha of a commit named by ``rev`` (a sha or a prefix of one)."""
         if rev.startswith("-") or not rev.strip():
             raise GitError(f"not a commit: {rev!r}")
-        out = self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
-        if not out.strip():
+        sha = self._verify(f"{rev}^{{commit}}")
+        if not sha:
             raise GitError(f"no commit {rev!r} in {self.path}")
-        return out.strip()
+        return sha
 
     def refs(self) -> dict[str, str]:
         """Every local branch and tag: full ref name -> the commit it points at."""
@@ -209,7 +211,7 @@ class Repo:
         """Merge ``branch`` (``tip`` if given) into ``base`` with a merge commit, or refuse."""
         where = self.worktree_for(base)
         if where is not None:
-            if self.git("status", "--porcelain", cwd=where).strip():
+            if not self.is_clean(where):
                 raise GitError(
                     f"{base} is checked out in {where} with uncommitted changes; "
                     "commit or stash them, then approve again"

@@ -55,13 +55,8 @@ def register(ctx: ToolContext) -> None:
     def revision(thread_id: int) -> int:
         return svc.threads.get(thread_id).revision
 
-    def mark(
-        change: Callable[..., Todo], todo_id: int, expected_revision: int | None
-    ) -> TodoChange:
-        """Tick or reopen an item; changed: the checklist's revision moved."""
-        tid = scope.thread(None)
-        before = revision(tid)
-        todo = change(tid, todo_id, expected_revision=expected_revision)
+    def changed(tid: int, todo: Todo, before: int | None) -> TodoChange:
+        """The item after a call; changed: the checklist's revision moved."""
         after = revision(tid)
         return {
             "thread_id": tid,
@@ -69,6 +64,13 @@ def register(ctx: ToolContext) -> None:
             "todo": _todo(todo),
             "changed": after != before,
         }
+
+    def mark(
+        change: Callable[..., Todo], todo_id: int, expected_revision: int | None
+    ) -> TodoChange:
+        tid = scope.thread(None)
+        before = revision(tid)
+        return changed(tid, change(tid, todo_id, expected_revision=expected_revision), before)
 
     @ctx.tool(
         "List todos",
@@ -97,8 +99,7 @@ def register(ctx: ToolContext) -> None:
         expected_revision: Revision = None,
     ) -> TodoChange:
         tid = scope.thread(None)
-        todo = svc.todos.add(tid, text, expected_revision=expected_revision)
-        return {"thread_id": tid, "revision": revision(tid), "todo": _todo(todo), "changed": True}
+        return changed(tid, svc.todos.add(tid, text, expected_revision=expected_revision), None)
 
     @ctx.tool(
         "Complete a todo",
