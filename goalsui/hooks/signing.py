@@ -105,11 +105,6 @@ def signed_headers(
     """The headers that make ``body`` a valid signed delivery for a source of ``style``."""
     headers = {"Content-Type": "application/json"}
     if style == "github":
-        headers[GITHUB_DELIVERY] = delivery_id
-        headers[GITHUB_SIGNATURE] = sign_github(secret, body)
-        return headers
+        return headers | {GITHUB_DELIVERY: delivery_id, GITHUB_SIGNATURE: sign_github(secret, body)}
     ts = int(time.time()) if timestamp is None else int(timestamp)
-    headers[TIMESTAMP] = str(ts)
-    headers[DELIVERY] = delivery_id
-    headers[SIGNATURE] = sign(secret, ts, body)
-    return headers
+    return headers | {TIMESTAMP: str(ts), DELIVERY: delivery_id, SIGNATURE: sign(secret, ts, body)}
