@@ -284,26 +284,18 @@ def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:
     c = _Checker(display, text)
     c.only(data, KB_CONFIG_KEYS)
     runner_data = c.mapping(data.get("runner"), "runner")
-    runner = c.runner(runner_data) if set(runner_data) - {"timeout"} else None
-    timeout = (
-        c.duration(runner_data["timeout"], "timeout")
-        if "timeout" in runner_data
-        else timedelta(minutes=10)
-    )
-    token = c.text_field(data.get("silent_token", "NOTHING_TO_REPORT"), "silent_token", limit=200)
-    retry = _retry_policy(data, c)
-    catch_up = c.duration(data.get("catch_up_limit", "24h"), "catch_up_limit")
-    alerts = _alert_policy(data, c)
-    state_max = c.whole(data.get("state_max_bytes", STATE_MAX_BYTES), "state_max_bytes", minimum=1)
-    return KBConfig(
-        runner=runner,
-        timeout=timeout,
-        silent_token=token,
-        retry=retry,
-        catch_up_limit=catch_up,
-        alerts=alerts,
+    token = data.get("silent_token", "NOTHING_TO_REPORT")
+    return KBConfig(  # checked in this order: of several problems, the first is reported
+        runner=c.runner(runner_data) if set(runner_data) - {"timeout"} else None,
+        timeout=c.duration(runner_data.get("timeout", "10m"), "timeout"),
+        silent_token=c.text_field(token, "silent_token", limit=200),
+        retry=_retry_policy(data, c),
+        catch_up_limit=c.duration(data.get("catch_up_limit", "24h"), "catch_up_limit"),
+        alerts=_alert_policy(data, c),
+        state_max_bytes=c.whole(
+            data.get("state_max_bytes", STATE_MAX_BYTES), "state_max_bytes", minimum=1
+        ),
         hooks=_hook_sources(data, c),
-        state_max_bytes=state_max,
         notify=c.argv(data["notify"], "notify") if data.get("notify") is not None else None,
         budget=parse_budget(data.get("budget"), c),
     )
