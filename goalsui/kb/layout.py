@@ -38,12 +38,11 @@ from goalsui.kb.config import (
 )
 from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
-from goalsui.kb.paths import is_within, new_goal_id, safe_join
+from goalsui.kb.paths import CONFIG_FILE, is_within, new_goal_id, safe_join
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
 T = TypeVar("T")
 
-CONFIG_FILE = "goalsui.yaml"
 STAGING_PREFIX = ".staging-"
 TRASH_PREFIX = ".trash-"
 STAGING_MAX_AGE_S = 3600  # a staging folder older than this is a leftover whatever its pid

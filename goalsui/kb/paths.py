@@ -11,6 +11,9 @@ from pathlib import Path
 from goalsui.domain.names import check_name
 from goalsui.errors import ValidationError
 
+#: the KB's own settings file, at its root
+CONFIG_FILE = "goalsui.yaml"
+
 
 def slugify(text: str, limit: int = 32) -> str:
     """ASCII slug of ``text`` (letters, digits, single dashes), at most ``limit`` chars."""

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.errors import GoalsuiError
+from goalsui.kb.paths import CONFIG_FILE
 from goalsui.kb.regular import open_regular
 
-CONFIG_FILE = "goalsui.yaml"
 UI_KEYS = ("keymap", "theme")
 #: Bytes looked at before deciding to parse (the YAML reader enforces its own limit).
 HEAD_BYTES = 256 * 1024 + 1

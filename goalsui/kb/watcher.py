@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from goalsui.kb.paths import CONFIG_FILE
+
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = "goalsui.yaml"
 IGNORED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".venv", "node_modules"})
 
 # What a change is about; decides what the console does with it.

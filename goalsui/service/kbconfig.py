@@ -10,7 +10,7 @@ from goalsui.domain.agents import AGENTS
 from goalsui.errors import ValidationError
 from goalsui.kb.atomic import atomic_write
 from goalsui.kb.config import parse_kb_config
-from goalsui.kb.layout import CONFIG_FILE
+from goalsui.kb.paths import CONFIG_FILE
 from goalsui.kb.yamlio import load_yaml_mapping, parse_yaml, roundtrip_update
 from goalsui.service.context import ServiceContext
 
