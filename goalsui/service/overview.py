@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from goalsui.domain.cron import occurrences, validate_cron
 from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
@@ -91,32 +91,27 @@ class Overview:
     def summary(self) -> dict[str, Any]:
         """Counts for the status bar and the plain-text dashboard."""
         now = self.ctx.now()
+        day_ago = now - timedelta(hours=24)
         with self.ctx.store.read() as s:
-            goals = s.exec(select(func.count()).select_from(Goal)).one()
-            goal_errors = s.exec(select(func.count()).where(col(Goal.error).is_not(None))).one()
-            by_status = dict(
-                s.exec(select(Intent.status, func.count()).group_by(col(Intent.status))).all()
-            )
-            due = s.exec(
-                select(func.count()).where(
-                    Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at) <= now
-                )
-            ).one()
-            running = s.exec(
-                select(func.count()).where(IntentRun.status == RunStatus.RUNNING)
-            ).one()
-            failed = s.exec(
-                select(func.count()).where(
+            by_status = select(Intent.status, func.count()).group_by(col(Intent.status))
+            return {
+                "goals": _count(s, Goal),
+                "goal_errors": _count(s, Goal, col(Goal.error).is_not(None)),
+                "intents": dict(s.exec(by_status).all()),
+                "due": _count(
+                    s, Intent, Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at) <= now
+                ),
+                "running": _count(s, IntentRun, IntentRun.status == RunStatus.RUNNING),
+                "failed_24h": _count(
+                    s,
+                    IntentRun,
                     col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]),
                     IntentRun.dismissed == False,  # noqa: E712
-                    col(IntentRun.started_at) >= now - timedelta(hours=24),
-                )
-            ).one()
-        return {
-            "goals": goals,
-            "goal_errors": goal_errors,
-            "intents": by_status,
-            "due": due,
-            "running": running,
-            "failed_24h": failed,
-        }
+                    col(IntentRun.started_at) >= day_ago,
+                ),
+            }
+
+
+def _count(s: Session, table: Any, *where: Any) -> int:
+    """How many rows of ``table`` match every condition of ``where``."""
+    return int(s.exec(select(func.count()).select_from(table).where(*where)).one())
