@@ -26,11 +26,6 @@ def _prctl() -> Callable[..., int] | None:
         return None
 
 
-def pdeathsig_supported() -> bool:
-    """True where runners are killed when the process that started them dies."""
-    return _prctl() is not None
-
-
 def _setup(*calls: tuple[int, int]) -> Callable[[], None] | None:
     """A ``preexec_fn`` making the ``prctl`` calls, then exiting at once if the parent is gone."""
     prctl = _prctl()

@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from goalsui.runners.command import run_command
-from goalsui.runners.lifeline import pdeathsig_supported
+from goalsui.runners.lifeline import child_setup
 from goalsui.runners.turn import run_turn
 from tests.daemon_kit import Daemon, add_due_now, runner_config, wait_until
 from tests.e2e.test_runner_turn import CONFIG, SCRIPTS, start_run, worker
 
-linux_only = pytest.mark.skipif(not pdeathsig_supported(), reason="PR_SET_PDEATHSIG is Linux-only")
+linux_only = pytest.mark.skipif(child_setup() is None, reason="PR_SET_PDEATHSIG is Linux-only")
 
 
 def alive(pid: int) -> bool:
@@ -100,7 +100,7 @@ async def test_on_spawn_gets_the_process_group_of_the_run(tmp_path: Path) -> Non
     pgid, parent = (int(x) for x in result.stdout.split())
     # its own group, led by the runner's supervisor (Linux) or by the runner itself
     assert seen == [pgid] == [result.pid]
-    assert parent == pgid or not pdeathsig_supported()
+    assert parent == pgid or child_setup() is None
 
 
 async def test_a_failing_on_spawn_callback_does_not_stop_the_run() -> None:

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from goalsui.runners.command import run_command
-from goalsui.runners.lifeline import pdeathsig_supported
+from goalsui.runners.lifeline import supervisor_setup
 from tests.daemon_kit import Daemon, add_due_now, runner_config, wait_until
 from tests.e2e.test_reliability_runner import alive, pids_with, reap
 
 pytestmark = pytest.mark.skipif(
-    not pdeathsig_supported(), reason="the turn supervisor is Linux-only"
+    supervisor_setup() is None, reason="the turn supervisor is Linux-only"
 )
 
 PY = sys.executable
