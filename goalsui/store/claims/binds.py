@@ -9,7 +9,7 @@ much, and the claim path binds several timestamps per row.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import DateTime, String, bindparam, type_coerce
@@ -19,6 +19,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from goalsui.store.claims.shapes import Row
 from goalsui.store.models import Event, Intent, IntentRun, Journal, UTCDateTime
+from goalsui.store.sqlite_hot import stamp
 from goalsui.store.tables import table_of
 
 INTENT: Any = table_of(Intent)
@@ -43,23 +44,13 @@ class Stamp(TypeDecorator[Any]):
         return dialect.type_descriptor(DateTime(timezone=True))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
-        if value is None or dialect.name != "sqlite" or isinstance(value, str):
-            return value  # (a str is already in the stored form: see stamper)
-        return sqlite_text(value)
-
-
-def sqlite_text(value: datetime) -> str:
-    """An aware datetime as SQLite stores it (UTC text, microseconds, no offset)."""
-    if value.tzinfo is not UTC:
-        value = value.astimezone(UTC)
-    return value.isoformat(" ", "microseconds")[:-6]  # drop "+00:00"
+        # (a str is already in the stored form: see stamper)
+        return stamp(value) if dialect.name == "sqlite" else value
 
 
 def stamper(sqlite: bool) -> Callable[[datetime | None], Any]:
     """Converts a timestamp to its bound form once (for values repeated on every row)."""
-    if sqlite:
-        return lambda value: None if value is None else sqlite_text(value)
-    return lambda value: value
+    return stamp if sqlite else lambda value: value
 
 
 def bind(name: str, column: Any) -> BindParameter[Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection, Engine
@@ -160,16 +159,12 @@ def prune_runs(engine: Engine, *, before: datetime, batch: int = 5000) -> list[R
     removed: list[Row] = []
     while True:
         with engine.begin() as conn:
-            q: Any = (
-                select(RUN.c.id)
-                .where(RUN.c.started_at < before, RUN.c.status != RunStatus.RUNNING)
-                .limit(batch)
+            q = select(RUN.c.id, RUN.c.output_path).where(
+                RUN.c.started_at < before, RUN.c.status != RunStatus.RUNNING
             )
-            ids = list(conn.execute(q).scalars().all())
-            if not ids:
-                return removed
-            found = conn.execute(select(RUN.c.id, RUN.c.output_path).where(RUN.c.id.in_(ids)))
-            removed.extend(rows(found))
-            conn.execute(delete(RUN).where(RUN.c.id.in_(ids)))
-        if len(ids) < batch:
+            found = rows(conn.execute(q.limit(batch)))
+            removed.extend(found)
+            if found:
+                conn.execute(delete(RUN).where(RUN.c.id.in_([r["id"] for r in found])))
+        if len(found) < batch:
             return removed

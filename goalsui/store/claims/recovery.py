@@ -130,7 +130,7 @@ def recover_stale(
     intent with a run in ``alive``, or leased by an owner in ``live``, is left ``firing``.
     """
     stale = rows(conn.execute(lock(select(INTENT).where(_stale(now)))))
-    held = _intents_of(conn, alive)
+    held = set(conn.execute(select(RUN.c.intent_id).where(RUN.c.id.in_(list(alive)))).scalars())
     for row in stale:
         if row["id"] in held or row.get("lease_owner") in live:
             continue
@@ -163,13 +163,6 @@ def recover_stale(
         journal.extend(("run interrupted", subject(row), f"run {r['id']}: {REASON}") for r in runs)
         journal.extend((a, subject(row), d) for a, d in decision.journal)
         result.interrupted.append((row, run, decision))
-
-
-def _intents_of(conn: Connection, run_ids: set[int]) -> set[int]:
-    if not run_ids:
-        return set()
-    q = select(RUN.c.intent_id).where(RUN.c.id.in_(list(run_ids)))
-    return set(conn.execute(q).scalars().all())
 
 
 def _apply_after(conn: Connection, row: Row, decision: AfterDecision, now: datetime) -> bool:
@@ -226,18 +219,18 @@ def close_orphans(
             journal.append((f"run {status}", f"intent {o['intent_id']}", f"run {o['id']}: {why}"))
 
 
-def _lapsed(now: datetime) -> Any:
-    """Leases left on rows that are no longer firing (cancelled while running, owner gone)."""
-    return and_(
-        INTENT.c.status != IntentStatus.FIRING,
-        INTENT.c.lease_owner.is_not(None),
-        INTENT.c.lease_until < now,
-    )
-
-
 def release_leases(conn: Connection, now: datetime) -> None:
-    """Drop leases left on rows that are no longer firing."""
-    conn.execute(update(INTENT).where(_lapsed(now)).values(lease_owner=None, lease_until=None))
+    """Drop leases left on rows that are no longer firing (cancelled while running, owner
+    gone)."""
+    conn.execute(
+        update(INTENT)
+        .where(
+            INTENT.c.status != IntentStatus.FIRING,
+            INTENT.c.lease_owner.is_not(None),
+            INTENT.c.lease_until < now,
+        )
+        .values(lease_owner=None, lease_until=None)
+    )
 
 
 def _exists(where: Any, *, join: bool) -> Any:
