@@ -26,7 +26,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -76,16 +76,8 @@ def quote(name: str) -> str:
     return f'"{name}"'
 
 
-class _Stamps(dict[Any, Any]):
-    """:func:`stamp` with a memory (a batch repeats the same few instants)."""
-
-    def __call__(self, value: Any) -> Any:
-        if value.__class__ is not datetime:
-            return value
-        text = self.get(value)
-        if text is None:
-            text = self[value] = stamp(value)
-        return text
+#: :func:`stamp` with a memory (a batch repeats the same few instants)
+_stamp = lru_cache(maxsize=1024, typed=True)(stamp)
 
 
 def _marks(n: int) -> str:
@@ -272,12 +264,12 @@ def cas(cur: sqlite3.Cursor, rows: Iterable[Cas], now: datetime, due_by: datetim
     ``UPDATE intent SET status=?, lease_owner=?, lease_until=?, ... WHERE id=? AND
     status='active' AND next_run_at<=? AND next_run_at=?``, for all rows in one statement.
     """
-    st = _Stamps()
     now_s = stamp(now)
     # By position (a Cas is a tuple), in the order of v.column1..10: id, status, owner,
     # until, attempts, fires, next_run_at, fired_at, now, due.
     params = [
-        (r[0], r[2], r[3], st(r[4]), r[5], r[6], st(r[7]), st(r[8]), now_s, r[1]) for r in rows
+        (r[0], r[2], r[3], _stamp(r[4]), r[5], r[6], _stamp(r[7]), _stamp(r[8]), now_s, r[1])
+        for r in rows
     ]
     if not params:
         return 0
@@ -298,14 +290,13 @@ def insert_runs(cur: sqlite3.Cursor, rows: list[Row]) -> list[Row]:
     cur.execute("SELECT max(id) FROM intent_run")
     top = cur.fetchone()[0] or 0
     params: list[Any] = []
-    st = _Stamps()
     for k, row in enumerate(rows, start=top + 1):
         row["id"] = k
         values = list(_pick_run(row))
         for i in _RUN_STAMPS:
             value = values[i]
             if value is not None:
-                values[i] = st(value)
+                values[i] = _stamp(value)
         params.append(values)
     _insert(cur, _RUN_INSERT, len(_RUN_NAMES), params)
     return rows
@@ -341,12 +332,11 @@ def close_runs(cur: sqlite3.Cursor, columns: Sequence[str], updates: Sequence[Va
     kinds = [RUN.c[k].type for k in columns]
     stamped = [j for j, t in enumerate(kinds, start=1) if isinstance(t, UTCDateTime)]
     packed = [j for j, t in enumerate(kinds, start=1) if isinstance(t, JSON)]
-    st = _Stamps()
     params: list[Values] = []
     for u in updates:
         row = list(u)
         for j in stamped:
-            row[j] = st(row[j])
+            row[j] = _stamp(row[j])
         for j in packed:
             if row[j] is not None:
                 row[j] = json.dumps(row[j])
@@ -367,7 +357,6 @@ def update_after(
     """Apply completion values ``(intent_id, {column: value})`` to intents still ``firing``
     under ``owner``'s lease."""
     sets = ", ".join(f"{quote(k)} = v.column{i}" for i, k in enumerate(columns, start=2))
-    st = _Stamps()
     pick = itemgetter(*columns) if len(columns) > 1 else (lambda row: (row[columns[0]],))
     stamped = [
         j for j, k in enumerate(columns, start=1) if isinstance(INTENT.c[k].type, UTCDateTime)
@@ -378,7 +367,7 @@ def update_after(
         for j in stamped:
             value = row[j]
             if value is not None:
-                row[j] = st(value)
+                row[j] = _stamp(value)
         params.append(tuple(row))
     if params:
         _update_from(
