@@ -341,15 +341,6 @@ async def _stop_leftovers(
         await _stop_group(proc, exited, _LEFTOVER_GRACE, sink)
 
 
-def _announce(on_spawn: Callable[[int], None] | None, pgid: int) -> None:
-    if on_spawn is None:
-        return
-    try:
-        on_spawn(pgid)
-    except Exception:  # the run goes on; recovery just knows less
-        log.exception("on_spawn callback failed for process group %s", pgid)
-
-
 async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
     assert proc.stdin is not None
     try:
@@ -391,7 +382,11 @@ async def run_command(
     if isinstance(spawned, CommandResult):
         return spawned
     proc, exited, status_fd = spawned
-    _announce(on_spawn, proc.pid)
+    if on_spawn is not None:
+        try:
+            on_spawn(proc.pid)
+        except Exception:  # the run goes on; recovery just knows less
+            log.exception("on_spawn callback failed for process group %s", proc.pid)
     running = _Running.start(proc, exited, stdin, sink)
     try:
         ended_by = await _supervise(running, sink, timeout=timeout, cancel=cancel, grace=grace)

@@ -121,10 +121,8 @@ def log_failure(
 
 
 def delivery_problem(service: Service, intent: Intent, run: IntentRun, exc: BaseException) -> str:
-    """A turn that did its work but whose result could not be delivered (a goal folder
-    that cannot be written, a thread gone): the run stays ok, never re-run; this records
-    the problem for the operator (an alert in the journal, the goal log if it can be
-    written) and returns the run's reason."""
+    """Record for the operator (journal alert, goal log) a result that could not be delivered;
+    the run did its work, so it stays ok and is never re-run. Returns the run's reason."""
     problem = (
         f"delivery problem: the result could not be delivered ({plain(str(exc), limit=200)});"
         " the whole output is in the run log"
