@@ -228,11 +228,8 @@ def _recorded(
 ) -> tuple[rules.PlanItem, TurnOutcome | None]:
     """The plan item as the task left it, and the turn's failure if it failed."""
     result = done.result
-    status = (
-        rules.FAILED
-        if result.status != RunStatus.OK or moved
-        else (rules.DONE if done.commits else rules.NO_COMMITS)
-    )
+    ok = result.status == RunStatus.OK and not moved
+    status = (rules.DONE if done.commits else rules.NO_COMMITS) if ok else rules.FAILED
     reason = result.reason or ("the base branch moved during the turn" if moved else None)
     recorded = replace(
         running,
@@ -257,20 +254,12 @@ def _commit_leftovers(repo: Repo, worktree: Path, env: dict[str, str], task: str
     if repo.is_clean(worktree):
         return
     repo.git("add", "-A", cwd=worktree)
-    identity = env.get("GIT_COMMITTER_EMAIL", "nightshift@goalsui.invalid")
     name = env.get("GIT_COMMITTER_NAME", "goalsui nightshift")
-    repo.git(
-        "-c",
-        f"user.name={name}",
-        "-c",
-        f"user.email={identity}",
-        "commit",
-        "-q",
-        "--no-verify",
-        "-m",
-        f"nightshift: {task}\n\nCommitted by goalsui: the task left these changes uncommitted.",
-        cwd=worktree,
-    )
+    email = env.get("GIT_COMMITTER_EMAIL", "nightshift@goalsui.invalid")
+    identity = ("-c", f"user.name={name}", "-c", f"user.email={email}")
+    why = "Committed by goalsui: the task left these changes uncommitted."
+    message = f"nightshift: {task}\n\n{why}"
+    repo.git(*identity, "commit", "-q", "--no-verify", "-m", message, cwd=worktree)
 
 
 async def _run_check(argv: tuple[str, ...], worktree: Path, turn: Turn, env: dict[str, str]) -> str:
