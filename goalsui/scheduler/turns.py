@@ -1,9 +1,6 @@
-"""Starting turns: one task per claimed run, started on time, its outcome queued for the
-writer (see docs/architecture.md, "The scheduler").
-
-Turns claimed ahead of their due time wait on one gate per due time (one loop timer
-for all of them); a turn due now starts at once. A turn's outcome goes to the
-:class:`~goalsui.scheduler.outcomes.Outcomes` queue; its slot is free as soon as it ends.
+"""Starting turns: one task per claimed run, started on time (turns claimed ahead wait on
+one gate per due time), its outcome queued for the writer and its slot free as soon as
+it ends (see docs/architecture.md, "The scheduler").
 """
 
 from __future__ import annotations
@@ -79,11 +76,8 @@ class Launcher:
 
     # -- starting -------------------------------------------------------------------------------
     async def launch(self, result: ClaimResult) -> list[int]:
-        """Report skipped runs and start a task per fired one.
-
-        Every ``LAUNCH_CHUNK`` runs it yields to the loop, so that turns claimed earlier
-        and due now start on time instead of waiting behind a whole batch.
-        """
+        """Report skipped runs and start a task per fired one, yielding to the loop every
+        ``LAUNCH_CHUNK`` runs (turns due now start on time, not behind a whole batch)."""
         loop = self.rt.loop
         assert loop is not None
         self._report_skips(result)
@@ -370,13 +364,9 @@ def accepts(func: Callable[..., Any], name: str) -> bool:
 
 
 class StartGate(asyncio.Future[None]):
-    """The future that turns claimed ahead for one due time wait on.
-
-    Cancelling a waiting task must not cancel the gate (``Task.cancel`` cancels the
-    future its task waits on): the other turns behind it would be cancelled too. The
-    cancelled task gets its ``CancelledError`` when the gate opens (at the due time, or at
-    once when the scheduler stops).
-    """
+    """The future that turns claimed ahead for one due time wait on. Cancelling a waiting
+    task must not cancel it (``Task.cancel`` cancels the future its task waits on, and the
+    other turns wait on it too): the task gets its ``CancelledError`` when the gate opens."""
 
     def cancel(self, msg: Any = None) -> bool:
         return False
