@@ -63,11 +63,7 @@ def own_files(worker: str) -> tuple[tuple[str, ...], ...]:
 
 
 def tools_for(
-    capabilities: Iterable[str],
-    *,
-    has_thread: bool,
-    private_thread: bool,
-    has_worker: bool = False,
+    capabilities: Iterable[str], *, has_thread: bool, private_thread: bool, has_worker: bool = False
 ) -> frozenset[str]:
     """The tools a scope may call: its capabilities' tools, narrowed by its thread (a
     worker's scope also gets ``goal_kb_read``)."""

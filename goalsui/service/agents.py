@@ -104,8 +104,7 @@ class Agents:
 
     def live_run(self, run_id: int) -> IntentRun:
         """The run if it is still running; a finished or unknown run is refused."""
-        with self.ctx.store.read() as s:
-            run = found(s.get(IntentRun, run_id), "run", run_id)
+        run = self.runs.get(run_id)
         if run.status != RunStatus.RUNNING:
             raise ValidationError(
                 f"run {run_id} is {run.status}, not running: its tools are closed"
@@ -252,14 +251,8 @@ class Agents:
             raise ValidationError("a message needs text")
         if len(content) > MAX_POST_CHARS:
             raise ValidationError(f"a message is too long ({MAX_POST_CHARS} characters at most)")
-        with self.ctx.store.read() as s:
-            found(s.get(Thread, thread_id), "thread", thread_id)
-        message = self.threads.post(
-            content,
-            thread_id=thread_id,
-            role="assistant",
-            run_id=run_id,
-            provenance=provenance,
+        message = self.threads.post(  # NotFound for a thread that does not exist
+            content, thread_id=thread_id, role="assistant", run_id=run_id, provenance=provenance
         )
         self.ctx.journal.record("message posted", f"thread {thread_id}", f"message {message.id}")
         return message

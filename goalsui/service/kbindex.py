@@ -76,11 +76,7 @@ def _index_rows(
 
 
 def _index_goal(
-    s: Session,
-    loaded: LoadedGoal,
-    now: datetime,
-    goal: Goal | None,
-    existing: dict[str, Intent],
+    s: Session, loaded: LoadedGoal, now: datetime, goal: Goal | None, existing: dict[str, Intent]
 ) -> Goal:
     """Bring one goal row and its workers' intents in line with its files."""
     goal = _goal_row(s, loaded, now, goal)
@@ -157,12 +153,7 @@ def _goal_row(s: Session, loaded: LoadedGoal, now: datetime, goal: Goal | None) 
 
 
 def upsert_worker_intent(
-    s: Session,
-    goal: Goal,
-    w: WorkerDef,
-    intent: Intent | None,
-    goal_active: bool,
-    now: datetime,
+    s: Session, goal: Goal, w: WorkerDef, intent: Intent | None, goal_active: bool, now: datetime
 ) -> Intent:
     """Create or update a worker's intent from its definition (planned from ``now``)."""
     digest = definition_hash(w)

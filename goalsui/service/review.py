@@ -23,10 +23,7 @@ class Review:
         self.ctx = ctx
 
     def _decide(
-        self,
-        run_id: int,
-        action: str,
-        apply: Callable[[Intent, datetime], None],
+        self, run_id: int, action: str, apply: Callable[[Intent, datetime], None]
     ) -> Intent:
         """Apply the operator's decision to a run awaiting review and its intent, at once."""
         now = self.ctx.now()

@@ -7,13 +7,7 @@ from pathlib import Path
 
 from sqlmodel import col, select
 
-from goalsui.domain.states import (
-    ATTENTION_RUNS,
-    ChangeTopic,
-    IntentStatus,
-    RunStatus,
-    RunTrigger,
-)
+from goalsui.domain.states import ATTENTION_RUNS, ChangeTopic, IntentStatus, RunStatus, RunTrigger
 from goalsui.domain.transitions import Action, refusal, run_actions
 from goalsui.errors import Conflict, ValidationError
 from goalsui.service.context import ServiceContext, found

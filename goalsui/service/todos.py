@@ -44,10 +44,7 @@ class Todos:
         self.ctx = ctx
 
     def _append(
-        self,
-        thread_id: int,
-        items: list[tuple[str, bool]],
-        expected_revision: int | None,
+        self, thread_id: int, items: list[tuple[str, bool]], expected_revision: int | None
     ) -> list[Todo]:
         """Append items at the end of the checklist: all or none, one revision bump."""
         now = self.ctx.now()
@@ -70,12 +67,7 @@ class Todos:
         return todos
 
     def add(
-        self,
-        thread_id: int,
-        text: str,
-        *,
-        done: bool = False,
-        expected_revision: int | None = None,
+        self, thread_id: int, text: str, *, done: bool = False, expected_revision: int | None = None
     ) -> Todo:
         """Add one item at the end of a thread's checklist."""
         text = _text(text)

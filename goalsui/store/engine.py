@@ -113,8 +113,7 @@ def make_engine(url: str, *, reader: bool = False, file: SqliteFile | None = Non
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            url,
-            connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
+            url, connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False}
         )
         guard = None
         if parsed.database and parsed.database != ":memory:":
