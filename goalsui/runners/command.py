@@ -121,6 +121,10 @@ class _LogSink:
                 del self.tail[: len(self.tail) - TAIL_BYTES]
         self.queue.put_nowait(data)
 
+    def note(self, text: str) -> None:
+        """A line of goalsui's own in the log (never in the output tail)."""
+        self.put(f"[goalsui] {text}\n".encode("utf-8", "replace"), keep_tail=False)
+
     async def _run(self) -> None:
         parts: list[bytes | None] = []
         while None not in parts:  # None, queued by close(), is the last item
@@ -137,7 +141,7 @@ class _LogSink:
                 await asyncio.to_thread(self._fh.write, data)
 
     async def close(self, footer: str) -> None:
-        self.put(footer.encode("utf-8", "replace"), keep_tail=False)
+        self.note(footer)
         self.queue.put_nowait(None)
         if self._task is not None:
             await self._task
@@ -308,9 +312,7 @@ async def _stop_group(
             return
         await asyncio.sleep(0.02)  # members of the group other than the leader
     if not exited.is_set() or _group_alive(pgid):
-        sink.put(
-            f"[goalsui] still running after {grace:g}s grace: SIGKILL\n".encode(), keep_tail=False
-        )
+        sink.note(f"still running after {grace:g}s grace: SIGKILL")
         # Every descendant first (those that left the group included: the supervisor
         # keeps them in its tree while it lives), then the group.
         await asyncio.to_thread(kill_tree, pgid)
@@ -334,10 +336,7 @@ async def _stop_leftovers(
     except PermissionError:
         pass
     if await asyncio.to_thread(_group_alive, proc.pid):
-        sink.put(
-            b"[goalsui] the run ended; stopping the processes it left in its group\n",
-            keep_tail=False,
-        )
+        sink.note("the run ended; stopping the processes it left in its group")
         await _stop_group(proc, exited, _LEFTOVER_GRACE, sink)
 
 
@@ -397,15 +396,13 @@ async def run_command(
             await asyncio.wait_for(proc.wait(), timeout=_PIPE_DRAIN_AFTER_EXIT)
         failure = OSError(exec_errno, os.strerror(exec_errno), args[0])
         not_started = _start_error(args[0], failure, None)
-        await sink.close(f"[goalsui] {not_started}\n")
+        await sink.close(not_started)
         missing = exec_errno == errno.ENOENT
         return CommandResult(
             "failed", None, "", reason=not_started, pid=proc.pid, config_error=missing
         )
     if leftovers:
-        sink.put(
-            b"[goalsui] the run ended; stopping the processes it left behind\n", keep_tail=False
-        )
+        sink.note("the run ended; stopping the processes it left behind")
     out_task = running.out_task
     over = out_task.result() if out_task.done() and not out_task.cancelled() else False
     with contextlib.suppress(Exception):
@@ -415,7 +412,7 @@ async def run_command(
     stdout = bytes(running.kept).decode("utf-8", "replace")
     status, reason = _ending(ended_by, code, timeout, running.last_err)
     await sink.close(
-        f"[goalsui] {status}{' (' + reason + ')' if reason else ''}, exit {code}, {elapsed:.2f}s\n"
+        f"{status}{' (' + reason + ')' if reason else ''}, exit {code}, {elapsed:.2f}s"
     )
     return CommandResult(
         status=status,
@@ -458,7 +455,7 @@ async def _start(
     except (ValueError, TypeError) as exc:  # e.g. a NUL byte in an argument
         reason = f"cannot start '{plain(program, limit=80)}': {plain(str(exc), limit=120)}"
         missing = False
-    await sink.close(f"[goalsui] {reason}\n")
+    await sink.close(reason)
     return CommandResult("failed", None, "", reason=reason, config_error=missing)
 
 
@@ -511,7 +508,7 @@ async def _supervise(
         await asyncio.shield(_stop_group(proc, exited, grace, sink))
         for leftover in (running.out_task, running.err_task, running.feeder):
             leftover.cancel()
-        await sink.close("[goalsui] runner task cancelled\n")
+        await sink.close("runner task cancelled")
         raise
     finally:
         if cancel_task is not None:
@@ -538,7 +535,7 @@ async def _wait_or_stop(
         return None
     cancelled = cancel_task is not None and cancel_task in done
     note = "cancel requested" if cancelled else f"timed out after {format_timeout(timeout or 0)}"
-    sink.put(f"[goalsui] {note}: SIGTERM to the process group\n".encode(), keep_tail=False)
+    sink.note(f"{note}: SIGTERM to the process group")
     await _stop_group(running.proc, running.exited, grace, sink)
     return RunStatus.CANCELLED if cancelled else RunStatus.TIMEOUT
 
@@ -549,10 +546,7 @@ async def _drain_pipes(running: _Running, sink: _LogSink, grace: float) -> None:
     _, pending = await asyncio.wait(pipes, timeout=_PIPE_DRAIN_AFTER_EXIT)
     if not pending:
         return
-    sink.put(
-        b"[goalsui] processes left behind still hold the output: stopping them\n",
-        keep_tail=False,
-    )
+    sink.note("processes left behind still hold the output: stopping them")
     await _stop_group(running.proc, running.exited, min(grace, 1.0), sink)
     _, pending = await asyncio.wait(pending, timeout=_PIPE_DRAIN_AFTER_EXIT)
     for task in pending:
