@@ -53,8 +53,12 @@ STATE_KEY: web.AppKey[_State] = web.AppKey("hooks_state", _State)
 
 
 def _answer(code: int, error: str | None = None, **data: Any) -> web.Response:
+    """Small JSON; a timed-out or oversize request's connection is closed, not reused."""
     body = {"error": error, **data} if error is not None else data
-    return web.json_response(body, status=code)
+    response = web.json_response(body, status=code)
+    if code in (408, 413):
+        response.force_close()
+    return response
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -71,10 +75,7 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        response = _answer(exc.status, (exc.reason or "error").lower())
-        if exc.status == 413:
-            response.force_close()
-        return response
+        return _answer(exc.status, (exc.reason or "error").lower())
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a generic 500, logged without secrets
@@ -99,10 +100,7 @@ def _refuse(
 ) -> web.Response:
     quiet = request.app[STATE_KEY].quiet
     quiet.log(logging.INFO, f"{source}:{status}", "hook %s: refused %d (%s)", source, status, error)
-    response = _answer(status, error, **data)
-    if status in (408, 413):
-        response.force_close()
-    return response
+    return _answer(status, error, **data)
 
 
 def _is_json_type(content_type: str) -> bool:
