@@ -27,17 +27,17 @@ PAUSE_PENDING = "pause"
 STOP_PENDING = "stop"
 #: Both: the run is stopped, then the intent stays paused.
 STOP_PAUSE_PENDING = "pause+stop"
+_PAUSING = (PAUSE_PENDING, STOP_PAUSE_PENDING)
 
 
 def stop_pending(pending: str | None) -> str:
     """The ``pending_trigger`` after a stop request on a firing intent."""
-    return STOP_PAUSE_PENDING if pending in (PAUSE_PENDING, STOP_PAUSE_PENDING) else STOP_PENDING
+    return STOP_PAUSE_PENDING if pending in _PAUSING else STOP_PENDING
 
 
 def require(intent: Intent, action: Action) -> None:
     """Raise :class:`Conflict` unless the intent's state allows ``action``."""
-    pending = intent.pending_trigger in (PAUSE_PENDING, STOP_PAUSE_PENDING)
-    allowed = intent_actions(intent.status, pause_pending=pending)
+    allowed = intent_actions(intent.status, pause_pending=intent.pending_trigger in _PAUSING)
     if kbindex.removed_from_kb(intent) and (action not in allowed or action == Action.REINSTATE):
         # resuming cannot bring it back: say what does
         raise Conflict(
@@ -150,10 +150,7 @@ class Intents:
         awaiting review are settled and the failure count restarts."""
 
         def apply(i: Intent, now: datetime) -> None:
-            if i.status == IntentStatus.FIRING and i.pending_trigger in (
-                PAUSE_PENDING,
-                STOP_PAUSE_PENDING,
-            ):
+            if i.status == IntentStatus.FIRING and i.pending_trigger in _PAUSING:
                 # the pause asked during the run is taken back (a stop asked still holds)
                 stopping = i.pending_trigger == STOP_PAUSE_PENDING
                 i.pending_trigger = STOP_PENDING if stopping else None

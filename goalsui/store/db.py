@@ -13,7 +13,7 @@ from sqlmodel import Session, SQLModel
 
 from goalsui.domain.text import strip_nul, strip_nul_deep
 from goalsui.store import models  # noqa: F401 - registers the tables
-from goalsui.store.engine import is_sqlite, make_engine, normalize_url, sqlite_file
+from goalsui.store.engine import make_engine, normalize_url, sqlite_file
 
 
 @event.listens_for(Session, "before_flush")
@@ -41,7 +41,7 @@ class Store:
         self.read_engine: Engine = (
             # the same file guard: either engine notices the file it opened is gone
             make_engine(self.url, reader=True, file=sqlite_file(self.engine))
-            if is_sqlite(self.engine)
+            if self.dialect == "sqlite"
             else self.engine
         )
 

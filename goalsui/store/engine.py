@@ -150,7 +150,3 @@ def _configure_sqlite(engine: Engine, *, immediate: bool, guard: SqliteFile | No
         # Take the write lock at BEGIN: a deferred read-then-write would fail at once
         # with "database is locked" under contention instead of waiting.
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
