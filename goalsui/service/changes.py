@@ -44,7 +44,7 @@ class ChangeHub:
     @property
     def across_processes(self) -> bool:
         """True on PostgreSQL: :meth:`listen` hears other processes' changes."""
-        return change_notify.supported(self.engine)
+        return self.engine.dialect.name == "postgresql"
 
     def listen(
         self, callback: Callback, *, include_own: bool = False, wait: float = 10.0

@@ -26,13 +26,6 @@ _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 log = logging.getLogger(__name__)
 
 
-def supported(engine_or_url: Engine | str) -> bool:
-    """True when the database carries notifications across processes (PostgreSQL)."""
-    if isinstance(engine_or_url, Engine):
-        return engine_or_url.dialect.name == "postgresql"
-    return make_url(engine_or_url).get_backend_name() == "postgresql"
-
-
 def encode(what: str, origin: str = "") -> str:
     what = what.replace(_SEP, "_")
     payload = f"{what}{_SEP}{origin}" if origin else what
@@ -82,17 +75,14 @@ class ChangeListener:
         callback: Callable[[str], None],
         *,
         ignore_origin: str | None = None,
-        channel: str = CHANNEL,
         max_backoff: float = 10.0,
     ) -> None:
         # the psycopg connection string of the SQLAlchemy URL
         self.dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         self.callback = callback
         self.ignore_origin = ignore_origin
-        self.channel = channel
         self.max_backoff = max_backoff
         self.last_error: str | None = None
-        self.received = 0
         self._stop_token = f"__stop__{uuid.uuid4().hex}"
         self._stopping = threading.Event()
         self._ready = threading.Event()
@@ -125,7 +115,7 @@ class ChangeListener:
                 import psycopg
 
                 with psycopg.connect(self.dsn, autocommit=True, connect_timeout=3) as conn:
-                    conn.execute("SELECT pg_notify(%s, %s)", (self.channel, self._stop_token))
+                    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._stop_token))
             except Exception:  # noqa: BLE001 - the thread also wakes on its own timeout
                 pass
         thread.join(timeout)
@@ -139,7 +129,7 @@ class ChangeListener:
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
-                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
                     self.last_error = None
                     self._ready.set()
                     backoff = 0.5
@@ -164,7 +154,6 @@ class ChangeListener:
                 what, origin = decode(note.payload)
                 if self.ignore_origin and origin == self.ignore_origin:
                     continue
-                self.received += 1
                 self._deliver(what)
 
     def _deliver(self, what: str) -> None:
