@@ -119,13 +119,8 @@ class ConnectionCap:
     def __call__(self) -> asyncio.BaseProtocol:
         if len(self.server.connections) >= self.limit:
             self.refused += 1
-            self.quiet.log(
-                logging.WARNING,
-                "refused-connection",
-                "%s: connection refused: %d connections open (the limit)",
-                self.name,
-                self.limit,
-            )
+            said = "%s: connection refused: %d connections open (the limit)"
+            self.quiet.log(logging.WARNING, "refused-connection", said, self.name, self.limit)
             return _Refused()
         protocol: asyncio.BaseProtocol = self.server()
         return protocol
