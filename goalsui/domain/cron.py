@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from functools import lru_cache
+from itertools import islice, takewhile
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
@@ -206,20 +207,10 @@ def occurrences(
         raise ValueError("occurrences() needs count or until")
     if count is not None and (isinstance(count, bool) or count < 0):
         raise ValueError("count must be a non-negative integer")
-    spec = _compile(expr)
-    zone = _zone(tz)
-    begin = ensure_utc(start)
+    walk = _iter_after(_compile(expr), _zone(tz), ensure_utc(start))
     end = ensure_utc(until) if until is not None else None
     limit = count if count is not None else MAX_OCCURRENCES + 1
-    result: list[datetime] = []
-    if limit == 0:
-        return result
-    for instant in _iter_after(spec, zone, begin):
-        if end is not None and instant > end:
-            break
-        result.append(instant)
-        if len(result) >= limit:
-            break
+    result = list(islice(takewhile(lambda t: end is None or t <= end, walk), limit))
     if count is None and len(result) > MAX_OCCURRENCES:
         raise ScheduleError(
             f"cron expression {quote(expr)} fires more than {MAX_OCCURRENCES} times "

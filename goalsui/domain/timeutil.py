@@ -99,9 +99,7 @@ def localize(wall: datetime, zone: str | tzinfo) -> datetime:
     """A naive wall time in ``zone`` as aware UTC: a gap's end, or the first occurrence."""
     z = load_zone(zone) if isinstance(zone, str) else zone
     instants = wall_instants(wall, z)
-    if instants:
-        return instants[0]
-    return gap_end(wall, z)
+    return instants[0] if instants else gap_end(wall, z)
 
 
 def parse_instant(text: str, tz: str | tzinfo | None = None) -> datetime:
