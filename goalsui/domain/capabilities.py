@@ -47,9 +47,8 @@ GOAL_CHANGING = CAPABILITIES["goals"] + CAPABILITIES["nightshift"]
 
 def capability_of(tool: str) -> str | None:
     """The capability granting ``tool`` ("always" for every session's; None if unknown)."""
-    if tool in ALWAYS:
-        return "always"
-    return next((cap for cap, tools in CAPABILITIES.items() if tool in tools), None)
+    found = next((cap for cap, tools in CAPABILITIES.items() if tool in tools), None)
+    return "always" if tool in ALWAYS else found
 
 
 def unknown_capabilities(names: Iterable[str]) -> list[str]:

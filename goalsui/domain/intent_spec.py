@@ -57,9 +57,7 @@ def _key(value: str | None) -> str | None:
 
 def _seconds(value: str | int | None) -> int | None:
     """A duration ("90s", "5m", a number of seconds) in whole seconds."""
-    if value is None or value == "":
-        return None
-    return int(parse_duration(value).total_seconds())
+    return None if value is None or value == "" else int(parse_duration(value).total_seconds())
 
 
 def _expiry(value: str | datetime | None, tz: str | None) -> datetime | None:

@@ -172,11 +172,8 @@ class Costs:
             if cached is not None and cached[0] == stamp:
                 return cached[1]
         loaded = self.ctx.kb.load_goal(goal_id)
-        budgets: dict[str | None, Budget | None] = {
-            None: loaded.definition.budget if loaded.definition else None
-        }
-        for name, wdef in loaded.workers.items():
-            budgets[name] = wdef.budget
+        budgets: dict[str | None, Budget | None] = {n: w.budget for n, w in loaded.workers.items()}
+        budgets[None] = loaded.definition.budget if loaded.definition else None
         with self._lock:
             self._defs[goal_id] = (stamp, budgets)
         return budgets
@@ -185,8 +182,8 @@ class Costs:
 def _stamp(goal_dir: Path) -> tuple[int, ...]:
     """Modification times of the goal's definition files (and the workers folder)."""
     out = []
-    paths = [goal_dir / "definition.yaml", goal_dir / "workers"]
     workers = goal_dir / "workers"
+    paths = [goal_dir / "definition.yaml", workers]
     if workers.is_dir():
         paths += sorted(p / "definition.yaml" for p in workers.iterdir())
     for path in paths:

@@ -146,9 +146,8 @@ class Threads:
         if reply and self.ctx.config().runner is None:
             raise ValidationError(NO_RUNNER)  # refused before anything is posted
         message = self.post(text, thread_id=thread_id, role="user")
-        if not reply:
-            return Said(message, None)
-        return Said(message, self.create_reply(thread_id, saved_id(message), text))
+        intent = self.create_reply(thread_id, saved_id(message), text) if reply else None
+        return Said(message, intent)
 
     def create_reply(self, thread_id: int, message_id: int, text: str) -> Intent:
         """The reply intent to message ``message_id``: ``at`` now, on the thread, keyed by it."""

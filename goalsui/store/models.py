@@ -39,16 +39,12 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the database; use aware UTC")
         value = value.astimezone(UTC)
-        if dialect.name == "sqlite":
-            return value.replace(tzinfo=None)
-        return value
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _now() -> datetime:
