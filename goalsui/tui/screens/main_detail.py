@@ -50,18 +50,11 @@ class DetailPart(PanesScreen):
         self.refresh_keys()
         self.load_detail()
 
-    def _current_live(self) -> bool:
-        tab = self.detail.current
-        return bool(
-            tab
-            and tab.run_id
-            and self.dash
-            and any(r.id == tab.run_id for r in self.dash.running.values())
-        )
-
     def ensure_live_poll(self) -> None:
         """Poll the shown run's output while it runs; stop when it ends or another shows."""
-        live = self._current_live()
+        tab = self.detail.current
+        running = self.dash.running.values() if self.dash else ()
+        live = bool(tab and tab.run_id and any(r.id == tab.run_id for r in running))
         if live and self._live_timer is None:
             self._live_timer = self.set_interval(LIVE_POLL_S, self.load_detail)
         elif not live and self._live_timer is not None:

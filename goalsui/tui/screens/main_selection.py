@@ -66,9 +66,7 @@ class SelectionPart(PanesScreen):
         """What decides which keys apply (the footer is rebuilt only when it changes)."""
         intent = self.intent()
         goal = self.goal() if self.selection.kind == SelectionKind.GOAL else None
-        last = (
-            self.dash.last_run(intent.id) if self.dash is not None and intent is not None else None
-        )
+        last = self.dash.last_run(intent.id) if self.dash and intent is not None else None
         return (
             self.selection,
             intent.status if intent is not None else None,

@@ -153,12 +153,8 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         needle = self.filter_text.lower()
         for goal in goals:
             node = self.goal_nodes[goal.goal_id]
-            if (
-                needle
-                and not node.is_expanded
-                and needle not in goal.name.lower()
-                and needle not in goal.goal_id.lower()
-            ):
+            named = needle in goal.name.lower() or needle in goal.goal_id.lower()
+            if needle and not named and not node.is_expanded:
                 node.expand()  # matched by a worker name: show it
             if node.is_expanded:
                 self._sync_children(node, goal)
@@ -170,21 +166,14 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         self.goal_nodes.clear()
         self.child_nodes.clear()
         for goal in goals:
-            node = self._add_goal(goal)
-            if node.is_expanded:
-                self._sync_children(node, goal)
+            self._add_goal(goal)
         if cursor is not None and not self.select_key(cursor.key):
             self.select_key(NodeRef("goal", cursor.goal_id).key)
 
     def _add_goal(self, goal: GoalView) -> TreeNode[NodeRef]:
-        ref = NodeRef("goal", goal.goal_id)
+        label = goal_label(goal, self._dash, self._palette, None)
         expand = goal.goal_id in self.expanded_goals
-        node = self.root.add(
-            goal_label(goal, self._dash, self._palette, None),
-            data=ref,
-            allow_expand=True,
-            expand=expand,
-        )
+        node = self.root.add(label, data=NodeRef("goal", goal.goal_id), expand=expand)
         self.goal_nodes[goal.goal_id] = node
         if expand:
             self._sync_children(node, goal)
@@ -221,7 +210,7 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             self._forget_children(goal.goal_id)
             for ref in wanted:
                 if ref.kind == "worker":
-                    wnode = node.add(ref.worker or "", data=ref, allow_expand=True)
+                    wnode = node.add(ref.worker or "", data=ref)
                     self.child_nodes[ref.key] = wnode
                     for box in ("inbox", "outbox", "runs"):
                         bref = NodeRef(box, goal.goal_id, ref.worker)
@@ -343,9 +332,9 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             return Text.assemble(("· ", p.muted), (w.name, "bold"), ("  loading…", p.muted))
         run = live_run(self._dash, w)
         status = "firing" if run is not None else (w.status or "")
-        text = Text()
-        text.append(INTENT_GLYPH.get(status, "?") + " ", style=p.intent(status))
-        text.append(w.name, style="bold")
+        text = Text.assemble(
+            (INTENT_GLYPH.get(status, "?") + " ", p.intent(status)), (w.name, "bold")
+        )
         if run is not None:
             text.append(f"  ▶ running {elapsed(run.started_at, now)}", style=f"bold {p.running}")
         elif w.status == IntentStatus.ACTIVE:

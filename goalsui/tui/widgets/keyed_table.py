@@ -22,7 +22,6 @@ class KeyedTable(DataTable[Any]):
 
     def __init__(self, *args: Any, flex_column: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("cursor_type", "row")
-        kwargs.setdefault("zebra_stripes", False)
         super().__init__(*args, **kwargs)
         self.flex_column = flex_column
 

@@ -49,9 +49,8 @@ class ThreadsTable(KeyedTable):
                 todos = [x for x in todos if needle in x.text.lower()]
                 if not todos and needle not in t.title.lower():
                     continue
-            head = Text()
-            head.append(one_line(t.title, 80), style="bold")
-            head.append(f"  {view.open_count} open / {len(view.todos)}", style=palette.muted)
+            counts = f"  {view.open_count} open / {len(view.todos)}"
+            head = Text.assemble((one_line(t.title, 80), "bold"), (counts, palette.muted))
             if t.private:
                 head.append("  private", style=palette.warning)
             head.truncate(width, overflow="ellipsis")
