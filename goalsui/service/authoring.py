@@ -11,7 +11,7 @@ from goalsui.domain.durations import parse_duration
 from goalsui.domain.names import check_name
 from goalsui.domain.records import saved_id
 from goalsui.domain.timeutil import load_zone, parse_instant
-from goalsui.domain.views import WorkerView
+from goalsui.domain.views import WorkerView, json_fields
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.kb.config import BUILTIN_RUNNERS
 from goalsui.kb.layout import WorkerSeed
@@ -99,11 +99,8 @@ class WorkerDetail:
         return {
             "goal_id": self.goal_id,
             **self.view.as_json(),
-            "status": self.view.status,
-            "runner": self.view.runner,
-            "last_error": self.last_error,
-            "definition": self.definition,
-            "prompt": self.prompt,
+            **json_fields(self.view, "status runner"),
+            **json_fields(self, "last_error definition prompt"),
         }
 
 

@@ -58,24 +58,6 @@ def _with_prefix(ctx: ServiceContext, prefix: str) -> list[Intent]:
         return list(s.exec(q.order_by(col(Intent.id))))
 
 
-def follow_up_key(
-    intent_id: int,
-    fire: int,
-    kind: str,
-    schedule: str | None,
-    timezone: str | None,
-    title: str,
-    instruction: str,
-) -> str:
-    """``fire:<intent>.<fire>:<sha256>`` of the call's content; a retry does not count a
-    fire, so every attempt of one fire derives the same key."""
-    content = json.dumps(
-        [kind, schedule or "", timezone or "", title, instruction], ensure_ascii=False
-    )
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    return f"fire:{intent_id}.{fire}:{digest}"
-
-
 def schedule_follow_up(
     ctx: ServiceContext,
     intents: Intents,
@@ -108,18 +90,15 @@ def schedule_follow_up(
             )
         return intents.create(operation_key=prefix + digest[:32], **spec), True
     if run_id is not None:
+        # a retry does not count a fire, so every attempt of one fire derives the same key
         intent_id, fire = fire_of(run_id)
-        derived = follow_up_key(
-            intent_id,
-            fire,
-            spec["kind"],
-            given,
-            spec.get("timezone"),
-            " ".join(str(spec.get("title", "")).split()),
-            json.dumps(
-                [spec.get("instruction", ""), spec.get("event_source"), spec.get("max_fires")]
-            ),
+        title = " ".join(str(spec.get("title", "")).split())
+        rest = json.dumps(
+            [spec.get("instruction", ""), spec.get("event_source"), spec.get("max_fires")]
         )
+        content = [spec["kind"], given or "", spec.get("timezone") or "", title, rest]
+        sha = hashlib.sha256(json.dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()
+        derived = f"fire:{intent_id}.{fire}:{sha}"
         with ctx.store.read() as s:
             found = s.exec(select(Intent).where(Intent.operation_key == derived)).first()
         if found is not None:
