@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from goalsui.domain.goal_views import is_worker_schedule, worker_intent_key
@@ -301,19 +300,12 @@ class Index:
 
     def _stuck_intents(self) -> list[Problem]:
         """Intents left ``firing`` by a process that is gone (lease long expired)."""
+        long_ago = self.ctx.now() - timedelta(minutes=5)
         with self.ctx.store.read() as s:
-            s.exec(select(func.count()).select_from(Intent)).one()
             stuck = s.exec(
-                select(Intent).where(
-                    Intent.status == IntentStatus.FIRING,
-                    col(Intent.lease_until) < self.ctx.now() - timedelta(minutes=5),
+                select(Intent.id).where(
+                    Intent.status == IntentStatus.FIRING, col(Intent.lease_until) < long_ago
                 )
             ).all()
-        return [
-            Problem(
-                f"intent {intent.id}",
-                None,
-                "left in 'firing' by a process that is gone (a scheduler will recover it)",
-            )
-            for intent in stuck
-        ]
+        why = "left in 'firing' by a process that is gone (a scheduler will recover it)"
+        return [Problem(f"intent {intent_id}", None, why) for intent_id in stuck]
