@@ -51,12 +51,6 @@ class SchedulerRegistration:
             self.path.unlink()
         handle.close()  # releases the lock
 
-    def __enter__(self) -> SchedulerRegistration:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class Schedulers:
     """The scheduler processes registered for one KB (in its state folder)."""

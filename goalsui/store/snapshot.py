@@ -31,18 +31,10 @@ def _timestamp(value: Any) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def _json(value: Any) -> Any:
-    return None if value is None else json.loads(value)
-
-
-def _bool(value: Any) -> bool | None:
-    return None if value is None else bool(value)
-
-
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "DATETIME": _timestamp,
-    "JSON": _json,
-    "BOOLEAN": _bool,
+    "JSON": lambda value: None if value is None else json.loads(value),
+    "BOOLEAN": lambda value: None if value is None else bool(value),
 }
 
 
