@@ -27,16 +27,12 @@ class Events:
         self.ctx = ctx
 
     def emit(self, source: str, payload: Any, delivery_id: str) -> EmitResult:
-        """Store an event once per ``(source, delivery_id)`` and make matching intents due.
-
-        A repeated delivery fires nothing."""
+        """Store an event once per ``(source, delivery_id)``, making matching intents due
+        (a repeated delivery fires nothing)."""
         check_name(source, "event source")
         delivery_id = str(delivery_id).strip()
-        if (
-            not delivery_id
-            or len(delivery_id) > MAX_DELIVERY_ID
-            or any(ord(c) < 32 for c in delivery_id)
-        ):
+        printable = all(ord(c) >= 32 for c in delivery_id)
+        if not (0 < len(delivery_id) <= MAX_DELIVERY_ID and printable):
             raise ValidationError(f"a delivery id must be 1-{MAX_DELIVERY_ID} printable characters")
         now = self.ctx.now()
         try:

@@ -39,10 +39,8 @@ class Runs:
         run = self.get(run_id)
         path = Path(run.output_path) if run.output_path else self.log_path(run_id)
         if path.is_file():
-            size = path.stat().st_size
             with path.open("rb") as fh:
-                if size > tail_bytes:
-                    fh.seek(size - tail_bytes)
+                fh.seek(max(0, path.stat().st_size - tail_bytes))
                 data = fh.read()
             return data.decode("utf-8", errors="replace")
         return run.output_tail or ""
