@@ -45,13 +45,9 @@ class QuickRecords:
 def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None) -> Path | None:
     """The SQLite file the service would open (None: not a plain SQLite file URL)."""
     if db_url:
-        prefix = "sqlite:///"
-        if not db_url.startswith(prefix) or "?" in db_url:
-            return None
-        rest = db_url[len(prefix) :]
-        if not rest or rest == ":memory:" or rest.startswith("file:"):
-            return None
-        return Path(rest)
+        rest = db_url.removeprefix("sqlite:///")
+        plain_file = rest != db_url and "?" not in rest and not rest.startswith("file:")
+        return Path(rest) if plain_file and rest not in ("", ":memory:") else None
     if state_dir:
         return Path(state_dir).expanduser().resolve() / DB_FILE
     from goalsui.service.state_dir import default_state_dir
