@@ -41,11 +41,9 @@ def cost_summary(points: Sequence[RunPoint]) -> str:
     took = [p.seconds for p in points if p.seconds is not None]
     duration = "unknown"
     if took:
-        avg = sum(took) / len(took)
         final = points[-1].seconds
-        duration = f"avg {_short_seconds(avg)}, last " + (
-            _short_seconds(final) if final is not None else "running"
-        )
+        last_took = _short_seconds(final) if final is not None else "running"
+        duration = f"avg {_short_seconds(sum(took) / len(took))}, last {last_took}"
     n = len(points)
     return f"last {n} run{'s' if n != 1 else ''} · cost {total} · last {last} · duration {duration}"
 
@@ -66,13 +64,9 @@ def budget_label(lines: Sequence[BudgetLine], palette: Palette) -> Text:
             continue
         used = format_amount(line.spent, line.limit.unit)
         cap = format_amount(line.limit.value, line.limit.unit)
-        style = (
-            f"bold {palette.failed}"
-            if line.fraction >= 1
-            else palette.warning
-            if line.fraction >= 0.8
-            else palette.muted
-        )
+        style = palette.warning if line.fraction >= 0.8 else palette.muted
+        if line.fraction >= 1:
+            style = f"bold {palette.failed}"
         text.append(f"  {used}/{cap} {line.limit.period}", style=style)
     return text
 

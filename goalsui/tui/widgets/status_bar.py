@@ -67,16 +67,45 @@ class StatusBar(Static):
         return text
 
     def _compose_text(self, *, compact: bool) -> Text:
+        """Scheduler, counts, freshness (or "loading…" in its slot, so the line keeps its
+        length), today's spend, watch, filter, frozen, read-only; ``compact``: short words."""
         i, p = self.info, self.palette
-        sep = (" │ " if compact else "  │  ", p.muted)
-        parts = self._counts(compact, sep)
-        parts.append(sep)
-        parts += self._freshness(compact, sep)
-        parts += [
+
+        def say(full: str, short: str = "") -> str:
+            return short if compact else full
+
+        sep = (say("  │  ", " │ "), p.muted)
+        sched = p.ok if i.scheduler == SchedulerState.RUNNING else p.warning
+        if i.scheduler.startswith("error"):
+            sched = p.failed
+        parts = [
+            (say("goalsui "), "bold"),
+            (say("scheduler ", "sched "), p.muted),
+            (say(i.scheduler, i.scheduler.split(" (")[0]), f"bold {sched}"),
             sep,
-            ("watch ", p.muted),
-            (i.watcher, p.ok if i.watcher in ("ok", "polling") else p.warning),
+            (f"▶ {i.running}" + say(" running"), f"bold {p.running}" if i.running else p.muted),
+            ("  ", ""),
+            (f"{i.due} due", p.accent if i.due else p.muted),
+            ("  ", ""),
+            (f"✗ {i.failed}" + say(" failed"), f"bold {p.failed}" if i.failed else p.muted),
         ]
+        if i.goal_errors:
+            errors = f"⚠ {i.goal_errors}" + say(f" KB error{'s' if i.goal_errors > 1 else ''}")
+            parts += [("  ", ""), (errors, f"bold {p.failed}")]
+        if i.loading:
+            parts += [sep, (say("records ", "↻ "), p.muted), ("loading…", p.warning)]
+        else:
+            age = "-" if i.refreshed_s is None else short_span(i.refreshed_s) + say(" ago")
+            stale = i.refreshed_s is not None and i.refreshed_s > 5
+            parts += [
+                sep,
+                (say("refreshed ", "↻ "), p.muted),
+                (age, p.warning if stale else p.text),
+            ]
+        if i.today:
+            parts += [sep, (say("today "), p.muted), (i.today, p.text)]
+        watch = p.ok if i.watcher in ("ok", "polling") else p.warning
+        parts += [sep, ("watch ", p.muted), (i.watcher, watch)]
         if i.filter:
             parts += [sep, ("filter ", p.muted), (i.filter, f"bold {p.accent}")]
         if i.frozen:
@@ -84,60 +113,6 @@ class StatusBar(Static):
         if i.read_only:
             parts += [sep, (" READ-ONLY ", f"bold reverse {p.accent}")]
         return Text.assemble(*parts)
-
-    def _counts(self, compact: bool, sep: tuple[str, str]) -> list[tuple[str, str]]:
-        """The scheduler's state, then running, due, failed and KB-error counts."""
-        i, p = self.info, self.palette
-        sched_colour = p.ok if i.scheduler == SchedulerState.RUNNING else p.warning
-        if i.scheduler.startswith("error"):
-            sched_colour = p.failed
-        scheduler = i.scheduler.split(" (")[0] if compact else i.scheduler
-        parts: list[tuple[str, str]] = []
-        if not compact:
-            parts.append(("goalsui ", "bold"))
-        parts += [
-            ("sched " if compact else "scheduler ", p.muted),
-            (scheduler, f"bold {sched_colour}"),
-            sep,
-            (
-                f"▶ {i.running}" + ("" if compact else " running"),
-                f"bold {p.running}" if i.running else p.muted,
-            ),
-            ("  ", ""),
-            (f"{i.due} due", p.accent if i.due else p.muted),
-            ("  ", ""),
-            (
-                f"✗ {i.failed}" + ("" if compact else " failed"),
-                f"bold {p.failed}" if i.failed else p.muted,
-            ),
-        ]
-        if i.goal_errors:
-            label = f"⚠ {i.goal_errors}" + (
-                "" if compact else f" KB error{'s' if i.goal_errors > 1 else ''}"
-            )
-            parts += [("  ", ""), (label, f"bold {p.failed}")]
-        return parts
-
-    def _freshness(self, compact: bool, sep: tuple[str, str]) -> list[tuple[str, str]]:
-        """The refresh age (or "loading…" in its slot) and today's spend."""
-        i, p = self.info, self.palette
-        age = (
-            "-"
-            if i.refreshed_s is None
-            else short_span(i.refreshed_s) + ("" if compact else " ago")
-        )
-        stale = i.refreshed_s is not None and i.refreshed_s > 5
-        parts: list[tuple[str, str]]
-        if i.loading:  # in the slot of the refresh age, so the line keeps its length
-            parts = [("↻ " if compact else "records ", p.muted), ("loading…", p.warning)]
-        else:
-            parts = [
-                ("↻ " if compact else "refreshed ", p.muted),
-                (age, p.warning if stale else p.text),
-            ]
-        if i.today:
-            parts += [sep, ("today " if not compact else "", p.muted), (i.today, p.text)]
-        return parts
 
 
 def notice_line(notice: Any, now: Any, palette: Palette) -> Text:
