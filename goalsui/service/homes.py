@@ -45,13 +45,11 @@ def ensure_home_threads(
     out = []
     written = False
     for name in names:
-        thread = found.get(name)
         title = home_title(goal_name, name)
-        if thread is None:
-            thread = Thread(title=title, goal_id=goal_id, worker=name, created_at=now)
-            s.add(thread)
-            written = True
-        elif thread.title != title:
+        thread = found.get(name) or Thread(
+            title=title, goal_id=goal_id, worker=name, created_at=now
+        )
+        if thread.id is None or thread.title != title:  # new, or its goal was renamed
             thread.title = title
             s.add(thread)
             written = True
