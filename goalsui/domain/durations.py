@@ -37,16 +37,14 @@ def _checked(seconds: float, shown: object) -> timedelta:
 
 def parse_duration(text: str | int | float) -> timedelta:
     """A positive duration of at most 366 days: ``30s``, ``1h30m``, ``1.5h``, or seconds."""
-    if isinstance(text, bool):
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise ScheduleError(f"invalid duration {_show(text)}: {_HINT}")
-    if isinstance(text, int | float):
+    if not isinstance(text, str):
         try:
             seconds = float(text)
         except OverflowError:
             seconds = math.inf
         return _checked(seconds, text)
-    if not isinstance(text, str):
-        raise ScheduleError(f"invalid duration {_show(text)}: {_HINT}")
     s = text.strip()
     if not s:
         raise ScheduleError(f"invalid duration '': empty; {_HINT}")
