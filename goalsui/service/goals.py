@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from sqlmodel import col, select
 
@@ -69,7 +70,6 @@ class Goals:
         """Write the goal row and its workers' intents; returns the function that undoes it."""
         ctx = self.ctx
         now = ctx.now()
-        created: list[int] = []
         with ctx.store.write() as s:
             goal = Goal(
                 goal_id=loaded.goal_id,
@@ -87,22 +87,16 @@ class Goals:
             ]
             homes, _ = ensure_home_threads(s, goal.goal_id, goal.name, loaded.workers, now)
             s.flush()  # the ids, for undo
-            created.extend(intent.id for intent in intents if intent.id is not None)
-            threads = [t.id for t in homes if t.id is not None]
+        # the home threads are new and empty: nothing refers to them yet
+        rows: list[tuple[type[Any], object]] = [(Intent, i.id) for i in intents]
+        rows += [(Thread, t.id) for t in homes] + [(Goal, loaded.goal_id)]
 
         def undo() -> None:
             with ctx.store.write() as s:
-                for intent_id in created:
-                    row = s.get(Intent, intent_id)
+                for model, key in rows:
+                    row = s.get(model, key)
                     if row is not None:
                         s.delete(row)
-                for thread_id in threads:  # new and empty: nothing refers to them yet
-                    home = s.get(Thread, thread_id)
-                    if home is not None:
-                        s.delete(home)
-                goal_row = s.get(Goal, loaded.goal_id)
-                if goal_row is not None:
-                    s.delete(goal_row)
 
         return undo
 
