@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Table, delete, event, func, insert, inspect, select, text
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session
 
 from goalsui.domain.text import strip_nul, strip_nul_deep
 from goalsui.store import models  # noqa: F401 - registers the tables
@@ -102,7 +102,3 @@ class Store:
         self.engine.dispose()
         if self.read_engine is not self.engine:
             self.read_engine.dispose()
-
-
-def create_all(engine: Engine) -> None:
-    SQLModel.metadata.create_all(engine)
