@@ -36,11 +36,6 @@ def removed_from_kb(intent: Intent) -> bool:
     return intent.status == IntentStatus.CANCELLED and intent.last_error in REMOVED_FROM_KB
 
 
-def held_by_goal(intent: Intent) -> bool:
-    """True for a worker intent paused because its goal is not active."""
-    return intent.status == IntentStatus.PAUSED and intent.last_error in GOAL_HOLDS
-
-
 def definition_hash(w: WorkerDef) -> str:
     """A fingerprint of what in a worker's definition changes its intent."""
     raw = json.dumps(
@@ -90,7 +85,11 @@ def _index_goal(
     for name, wdef in loaded.workers.items():
         intent = existing.get(name)
         if intent is not None and _touched_since_ended(loaded.path, name, intent):
-            reinstate_worker_intent(intent)
+            # an ended worker intent comes back: upsert_worker_intent plans it from now
+            intent.status = IntentStatus.ACTIVE
+            intent.last_error = None
+            intent.consecutive_failures = 0
+            intent.definition_hash = None  # re-applied (and planned) from the definition
         upsert_worker_intent(s, goal, wdef, intent, goal_active, now)
     for name, intent in existing.items():
         if (
@@ -117,14 +116,6 @@ def _touched_since_ended(goal_path: Path, worker: str, intent: Intent) -> bool:
     if ended.tzinfo is None:
         ended = ended.replace(tzinfo=UTC)
     return mtime > ended.timestamp()
-
-
-def reinstate_worker_intent(intent: Intent) -> None:
-    """An ended worker intent comes back: ``upsert_worker_intent`` plans it from now."""
-    intent.status = IntentStatus.ACTIVE
-    intent.last_error = None
-    intent.consecutive_failures = 0
-    intent.definition_hash = None  # re-applied (and planned) from the definition
 
 
 def _goal_row(s: Session, loaded: LoadedGoal, now: datetime, goal: Goal | None) -> Goal:
@@ -202,7 +193,7 @@ def align_goal_status(intent: Intent, goal_active: bool, now: datetime) -> None:
     elif not goal_active and intent.status == IntentStatus.FIRING:
         intent.pending_trigger = "pause"  # the running attempt ends, then it stays paused
         intent.updated_at = now
-    elif goal_active and intent.status == IntentStatus.PAUSED and held_by_goal(intent):
+    elif goal_active and intent.status == IntentStatus.PAUSED and intent.last_error in GOAL_HOLDS:
         intent.status = IntentStatus.ACTIVE
         intent.last_error = None
         intent.next_run_at = first_due(intent.kind, intent.schedule, intent.timezone, now)
