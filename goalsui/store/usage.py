@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, case, func, literal, or_, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.sql.elements import ColumnElement
 
 from goalsui.domain.budget import RunPoint, Spend
 from goalsui.domain.states import EXECUTED_RUNS, RunStatus
@@ -18,34 +16,18 @@ from goalsui.store.tables import table_of
 
 _RUN = table_of(IntentRun)
 _INTENT = table_of(Intent)
-_EXECUTED = EXECUTED_RUNS
-
-
-def _known() -> ColumnElement[bool]:
-    return or_(
-        _RUN.c.cost_usd.is_not(None), _RUN.c.tokens_in.is_not(None), _RUN.c.tokens_out.is_not(None)
-    )
-
-
-def _spend_columns() -> list[Any]:
-    known = _known()
-    return [
-        func.coalesce(func.sum(_RUN.c.cost_usd), 0.0),
-        func.coalesce(
-            func.sum(func.coalesce(_RUN.c.tokens_in, 0) + func.coalesce(_RUN.c.tokens_out, 0)), 0
-        ),
-        func.coalesce(func.sum(case((known, 1), else_=0)), 0),
-        func.coalesce(func.sum(case((and_(~known, _RUN.c.status.in_(_EXECUTED)), 1), else_=0)), 0),
-    ]
-
-
-def _spend_of(row: Sequence[Any]) -> Spend:
-    return Spend(
-        usd=float(row[0] or 0),
-        tokens=int(row[1] or 0),
-        runs=int(row[2] or 0),
-        unknown=int(row[3] or 0),
-    )
+_KNOWN = or_(
+    _RUN.c.cost_usd.is_not(None), _RUN.c.tokens_in.is_not(None), _RUN.c.tokens_out.is_not(None)
+)
+#: USD, tokens, runs that reported usage, and executed runs that did not
+_SPEND = select(
+    func.coalesce(func.sum(_RUN.c.cost_usd), 0.0),
+    func.coalesce(
+        func.sum(func.coalesce(_RUN.c.tokens_in, 0) + func.coalesce(_RUN.c.tokens_out, 0)), 0
+    ),
+    func.coalesce(func.sum(case((_KNOWN, 1), else_=0)), 0),
+    func.coalesce(func.sum(case((and_(~_KNOWN, _RUN.c.status.in_(EXECUTED_RUNS)), 1), else_=0)), 0),
+).select_from(_RUN)
 
 
 def spend(
@@ -57,14 +39,15 @@ def spend(
     worker: str | None = None,
 ) -> Spend:
     """What the runs started in [start, end) reported, for a goal, a worker or everyone."""
-    q = select(*_spend_columns()).select_from(_RUN)
+    q = _SPEND
     if goal_id is not None:
         q = q.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id).where(_INTENT.c.goal_id == goal_id)
         if worker is not None:
             q = q.where(_INTENT.c.worker == worker)
     q = q.where(_RUN.c.started_at >= start, _RUN.c.started_at < end)
     with engine.connect() as conn:
-        return _spend_of(conn.execute(q).one())
+        row = conn.execute(q).one()
+    return Spend(float(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0))
 
 
 def recent_runs(engine: Engine, intent_id: int, limit: int = 30) -> list[RunPoint]:
@@ -72,7 +55,7 @@ def recent_runs(engine: Engine, intent_id: int, limit: int = 30) -> list[RunPoin
     columns = ["id", "status", "started_at", "finished_at", "cost_usd", "tokens_in", "tokens_out"]
     q = (
         select(*(_RUN.c[name] for name in columns))
-        .where(_RUN.c.intent_id == intent_id, _RUN.c.status.in_(_EXECUTED))
+        .where(_RUN.c.intent_id == intent_id, _RUN.c.status.in_(EXECUTED_RUNS))
         .order_by(_RUN.c.id.desc())
         .limit(limit)
     )
@@ -161,8 +144,8 @@ def run_stats(
         tin, tout = conn.execute(tokens).one()
     took = _seconds_between(engine, _RUN.c.finished_at, _RUN.c.started_at)
     late = _seconds_between(engine, _RUN.c.started_at, _RUN.c.planned_at)
-    finished = and_(_RUN.c.finished_at.is_not(None), _RUN.c.status.in_(_EXECUTED))
-    planned = and_(_RUN.c.planned_at.is_not(None), _RUN.c.status.in_(_EXECUTED))
+    finished = and_(_RUN.c.finished_at.is_not(None), _RUN.c.status.in_(EXECUTED_RUNS))
+    planned = and_(_RUN.c.planned_at.is_not(None), _RUN.c.status.in_(EXECUTED_RUNS))
     return RunStats(
         runs=runs,
         intents=by_intent,
