@@ -86,28 +86,26 @@ class FailuresScreen(DataScreen):
             text.append("\n\n")
             text.append(plain(item.error) or "(no error text)")
             text.append("\n\n")
+            hint = "R retry now   d dismiss   o full output"
             if self.read_only:
-                text.append("read-only console: no actions", style="dim")
+                hint = "read-only console: no actions"
             elif item.status == RunStatus.MISSED:
-                text.append("r replay this occurrence now   d dismiss", style="dim")
+                hint = "r replay this occurrence now   d dismiss"
             elif item.needs_review and item.error.startswith(CONFIG):
-                text.append(
+                hint = (
                     "The run could not start: fix the configuration (goalsui config set runner "
                     "..., or the worker's runner:), then\n"
-                    "R retry it now   d dismiss: resume the schedule from now",
-                    style="dim",
+                    "R retry it now   d dismiss: resume the schedule from now"
                 )
             elif item.needs_review:
-                text.append(
+                hint = (
                     "The run was interrupted and may have had side effects: check them, then\n"
                     "R retry: start it again now   d dismiss: resume the schedule from now "
-                    "without re-running it   o full output",
-                    style="dim",
+                    "without re-running it   o full output"
                 )
             elif item.status == AUTO_DISABLED:
-                text.append("p resume the intent (planned from now)   R retry at once", style="dim")
-            else:
-                text.append("R retry now   d dismiss   o full output", style="dim")
+                hint = "p resume the intent (planned from now)   R retry at once"
+            text.append(hint, style="dim")
         self.query_one("#failures-text", Static).update(text)
 
     # -- actions ------------------------------------------------------------------------------

@@ -166,10 +166,8 @@ class ThreadsScreen(DataScreen):
         if not messages:
             text.append("No messages in this thread.", style="dim")
         for m in messages:
-            text.append(
-                f"{m.role}",
-                style=f"bold {palette.accent if m.role == 'assistant' else palette.text}",
-            )
+            colour = palette.accent if m.role == "assistant" else palette.text
+            text.append(f"{m.role}", style=f"bold {colour}")
             text.append(f"  {clock_time(m.created_at, now)}\n", style=palette.muted)
             if m.provenance:
                 text.append(f"↩ {plain(m.provenance)}\n", style=f"italic {palette.running}")
