@@ -84,10 +84,9 @@ def sqlite_file(engine: Engine) -> SqliteFile | None:
 def normalize_url(url: str) -> str:
     """Accept ``postgresql://`` and ``postgres://`` as psycopg 3 URLs; validate the rest."""
     url = url.strip()
-    if url.startswith("postgres://"):
-        url = "postgresql+psycopg://" + url[len("postgres://") :]
-    elif url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    for bare in ("postgres://", "postgresql://"):
+        if url.startswith(bare):
+            url = "postgresql+psycopg://" + url.removeprefix(bare)
     try:
         parsed = make_url(url)
     except Exception as exc:  # noqa: BLE001 - any parse failure is a user error

@@ -22,6 +22,7 @@ from goalsui.domain.records import (
     record_of,
 )
 from goalsui.domain.states import OVERLAP, RunStatus, RunTrigger
+from goalsui.domain.timeutil import utcnow
 
 if TYPE_CHECKING:
     from goalsui.domain.intent_spec import IntentSpec
@@ -47,16 +48,14 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _ts(nullable: bool = True, index: bool = False) -> Any:
     return Field(default=None, sa_column=Column(UTCDateTime(), nullable=nullable, index=index))
 
 
-def _created() -> Any:
-    return Field(default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False))
+def _stamp_now(index: bool = False) -> Any:
+    return Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False, index=index)
+    )
 
 
 class Goal(SQLModel, table=True):
@@ -70,8 +69,8 @@ class Goal(SQLModel, table=True):
     sort_order: int = 0
     kb_path: str
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    created_at: datetime = _created()
-    updated_at: datetime = _created()
+    created_at: datetime = _stamp_now()
+    updated_at: datetime = _stamp_now()
 
     def record(self) -> GoalRecord:
         return record_of(GoalRecord, self)
@@ -86,7 +85,7 @@ class Thread(SQLModel, table=True):
     title: str
     private: bool = False
     revision: int = 0  # the checklist revision, bumped on every todo change
-    created_at: datetime = _created()
+    created_at: datetime = _stamp_now()
     goal_id: str | None = None  # set (with worker) on a worker's home thread only
     worker: str | None = None
 
@@ -100,7 +99,7 @@ class Todo(SQLModel, table=True):
     text: str = Field(sa_column=Column(Text, nullable=False))
     done: bool = False
     position: int = 0
-    created_at: datetime = _created()
+    created_at: datetime = _stamp_now()
     completed_at: datetime | None = _ts()
 
     def record(self) -> TodoRecord:
@@ -116,7 +115,7 @@ class Message(SQLModel, table=True):
     intent_id: int | None = None
     run_id: int | None = None
     provenance: str | None = None
-    created_at: datetime = _created()
+    created_at: datetime = _stamp_now()
 
     def record(self) -> MessageRecord:
         return record_of(MessageRecord, self)
@@ -164,10 +163,8 @@ class Intent(SQLModel, table=True):
     pending_trigger: str | None = None  # run-now / retry / event / pause, consumed by the scheduler
     pending_event_id: int | None = None  # the event that made an event intent due
     on_interrupt: str | None = None  # retry | review; None: the runner's default
-    created_at: datetime = _created()
-    updated_at: datetime = Field(
-        default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
-    )
+    created_at: datetime = _stamp_now()
+    updated_at: datetime = _stamp_now(index=True)
 
     @classmethod
     def from_spec(cls, spec: IntentSpec, now: datetime) -> Intent:
@@ -193,9 +190,7 @@ class IntentRun(SQLModel, table=True):
     status: str = "running"
     reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     planned_at: datetime | None = _ts()
-    started_at: datetime = Field(
-        default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
-    )
+    started_at: datetime = _stamp_now(index=True)
     finished_at: datetime | None = _ts()
     exit_code: int | None = None
     output_tail: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
@@ -253,7 +248,7 @@ class Event(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     source: str = Field(index=True)
     delivery_id: str
-    received_at: datetime = _created()
+    received_at: datetime = _stamp_now()
     payload: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
     matched_intent_ids: list[Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
@@ -267,9 +262,7 @@ class Journal(SQLModel, table=True):
     """What the operator did and what the scheduler did, with times (the event log)."""
 
     id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(
-        default_factory=_now, sa_column=Column(UTCDateTime(), nullable=False, index=True)
-    )
+    at: datetime = _stamp_now(index=True)
     actor: str  # operator | scheduler | cli | hooks | kb
     action: str
     subject: str = ""
@@ -285,7 +278,7 @@ class ToolCall(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(index=True)
-    at: datetime = _created()
+    at: datetime = _stamp_now()
     name: str
     arguments: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
     result: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
