@@ -135,14 +135,6 @@ class Scheduler:
         return self.rt.owner
 
     @property
-    def clock(self) -> Callable[[], datetime]:
-        return self.rt.clock
-
-    @property
-    def settings(self) -> Settings:
-        return self.rt.settings
-
-    @property
     def state(self) -> SchedulerState:
         return self.rt.state
 
@@ -342,11 +334,3 @@ class Scheduler:
         """Delete runs older than ``prune_after`` (and their log files); returns how many."""
         self._ensure_runtime()
         return await self.housekeeping.prune()
-
-    async def renew(self) -> None:
-        """Extend the leases of our running intents; stop turns cancelled or lost meanwhile."""
-        await self.leases.renew()
-
-    async def watch(self) -> None:
-        """A cheap read: stop turns whose intent was cancelled; notice passed occurrences."""
-        await self.leases.watch()

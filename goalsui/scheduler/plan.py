@@ -215,6 +215,12 @@ def _schedule_rule(intent: Intent) -> str:
     return intent.kind
 
 
+def _on_schedule(intent: Intent, after: datetime) -> tuple[datetime, str, str, bool] | None:
+    """The intent's next scheduled fire after ``after`` (see :meth:`_Planner.first_fire`)."""
+    nxt = next_due(intent.kind, intent.schedule, intent.timezone, after)
+    return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
+
+
 def _display_zone(intent: Intent) -> str:
     if (
         intent.kind != IntentKind.CRON
@@ -327,16 +333,11 @@ class _Planner:
     def first_fire(self, intent: Intent) -> tuple[datetime, str, str, bool] | None:
         """(when, rule, trigger, on_schedule) of the next fire, or None."""
         first = intent.next_run_at
+        if intent.status == IntentStatus.FIRING:
+            return _on_schedule(intent, max(first or self.now, self.now))
         if first is None:
-            if intent.status == IntentStatus.FIRING:
-                after = self.now
-                nxt = next_due(intent.kind, intent.schedule, intent.timezone, after)
-                return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
             self.note(intent, "no next run planned")
             return None
-        if intent.status == IntentStatus.FIRING:
-            nxt = next_due(intent.kind, intent.schedule, intent.timezone, max(first, self.now))
-            return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
         pending = intent.pending_trigger
         if pending in ("run-now", "retry", "catch-up") and first <= self.now + timedelta(seconds=1):
             rule = {
@@ -368,8 +369,7 @@ class _Planner:
                         **self.base(intent),
                     )
                 )
-                nxt = next_due(intent.kind, intent.schedule, intent.timezone, self.now)
-                return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
+                return _on_schedule(intent, self.now)
             return (
                 self.now,
                 f"overdue since {_local_text(first, self.zone(intent))}: fires now (catch-up, "

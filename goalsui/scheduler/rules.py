@@ -150,10 +150,9 @@ def decide_claim(row: Row, now: datetime, read: TextReader | None = None) -> Cla
     nxt = advance(
         kind, row.get("schedule"), row.get("timezone") or "UTC", planned, now, anchor=anchor
     )
-    if nxt is not None and expires is not None and nxt >= expires:
-        nxt_after_skip: datetime | None = None
-    else:
-        nxt_after_skip = nxt
+    # a skipped occurrence ends the intent when its next one is past the expiry
+    expired_next = nxt is not None and expires is not None and nxt >= expires
+    nxt_after_skip = None if expired_next else nxt
     if (
         trigger in QUIET_HOURS_TRIGGERS
         and row.get("active_hours")

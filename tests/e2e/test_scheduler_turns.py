@@ -109,11 +109,11 @@ async def test_cancel_stops_the_running_process(svc, sched, clock, tmp_path):
     svc.intents.run_now(intent.id)
     (run_id,) = await sched.tick()
     while not list(piddir.glob("*.pid")):  # the process is up once it wrote its pid
-        await sched.watch()
+        await sched.leases.watch()
         await asyncio.sleep(0.02)
     (pid,) = [int(p.read_text()) for p in piddir.glob("*.pid")]
     svc.intents.cancel(intent.id)
-    await sched.watch()  # notices the cancel: SIGTERM to the process group
+    await sched.leases.watch()  # notices the cancel: SIGTERM to the process group
     await sched.drain(timeout=30)
     run = svc.runs.get(run_id)
     assert run.status == "cancelled"

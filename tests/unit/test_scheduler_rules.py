@@ -418,7 +418,7 @@ async def test_cancel_during_a_run_stops_it_and_records_cancelled(svc, sched, fa
     clock.advance(60)
     (run_id,) = await sched.tick()
     svc.intents.cancel(intent.id)
-    await sched.watch()  # the cheap poll notices the cancel and stops the turn
+    await sched.leases.watch()  # the cheap poll notices the cancel and stops the turn
     await sched.drain(timeout=10)
     run = svc.runs.get(run_id)
     assert (run.status, run.reason) == ("cancelled", "stopped on request")
@@ -626,7 +626,7 @@ async def test_a_lost_lease_stops_the_turn(svc, clock, fake, make_service, empty
     try:
         clock.advance(31)
         await other.recover()
-        await slow.renew()  # finds the row no longer ours: stops its turn
+        await slow.leases.renew()  # finds the row no longer ours: stops its turn
         await slow.drain(timeout=10)
         assert svc.runs.get(run_id).status == "interrupted"
         assert len(runs_of(svc, intent.id)) == 1

@@ -24,6 +24,7 @@ from goalsui.store.claims.shapes import (
     CompletionResult,
     Row,
 )
+from goalsui.store.models import IntentRun
 from goalsui.store.sqlite_hot import Cas
 
 #: (action, subject, detail) of one journal line.
@@ -32,25 +33,11 @@ JournalEntry = tuple[str, str, str]
 RunOutcome = tuple[Any, ...]
 
 
+#: The run columns' model defaults (``reason`` None, ``dismissed`` False, ...).
 _RUN_DEFAULTS: Row = {
-    "reason": None,
-    "finished_at": None,
-    "exit_code": None,
-    "output_tail": None,
-    "output_path": None,
-    "event_id": None,
-    "owner": None,
-    "dismissed": False,
-    "host": None,
-    "pgid": None,
-    "needs_review": False,
-    "tokens_in": None,
-    "tokens_out": None,
-    "cost_usd": None,
-    "model": None,
-    "prompt": None,
-    "argv": None,
-    "tool_session": None,
+    name: f.default
+    for name, f in IntentRun.model_fields.items()
+    if name != "id" and not f.is_required() and f.default_factory is None
 }
 
 
