@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from subprocess import DEVNULL, STDOUT
 from typing import Any
 
 from goalsui.domain.records import saved_id
@@ -99,11 +100,7 @@ class Daemon:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                self.argv, env=self.env, stdout=out, stderr=STDOUT, stdin=DEVNULL
             )
         self.pids.append(self.proc.pid)
         self.state = "running"

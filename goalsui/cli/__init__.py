@@ -30,8 +30,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "goalsui.cli.bench": ("bench",),
     "goalsui.cli.serve": ("serve",),
     "goalsui.cli.nightshift": ("nightshift",),
-    "goalsui.cli.mcp": ("mcp",),
-    "goalsui.cli.kb": ("kb",),
+    "goalsui.cli.kb": ("kb", "mcp"),
 }
 COMMANDS = {command: module for module, names in COMMAND_MODULES.items() for command in names}
 
@@ -111,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1  # a user error (the command-line contract)
     if command in RAW_OUTPUT:  # they own the terminal (Textual, textual-serve)
         return _run(build_parser(command).parse_args(argv))
-    from goalsui.cli.output import guard_streams
+    from goalsui.cli.common import guard_streams
 
     with guard_streams():  # argparse's messages echo the operator's input: sanitised too
         return _run(build_parser(command).parse_args(argv))

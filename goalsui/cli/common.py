@@ -1,15 +1,23 @@
-"""Shared command-line plumbing: global options, opening the service, printing."""
+"""Shared command-line plumbing: global options, opening the service, printing. Everything the
+command line prints for people goes through one sanitiser: :func:`guard_streams` passes every write
+to ``sys.stdout``/``sys.stderr`` through :func:`goalsui.domain.untrusted.plain`, so agent output,
+messages, KB fields and errors never send escape sequences, OSC or C1 controls or bidi overrides to
+the terminal; :func:`print_json` escapes the same characters as ``\\uXXXX``."""
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeAlias
 
+from goalsui.domain.untrusted import json_escape, plain
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -95,6 +103,12 @@ def add_options(
         parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
 
 
+def add_flags(parser: Any, **flags: str) -> None:
+    """On/off options, each ``name="help"``: ``no_watch=...`` adds ``--no-watch``."""
+    for name, text in flags.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", action="store_true", help=text)
+
+
 def check_ranges(*checks: tuple[str, float | None, float, float]) -> None:
     """Each ``(option, value, low, high)``: a value given must be within ``low..high``."""
     for name, value, low, high in checks:
@@ -106,9 +120,54 @@ def print_json(data: Any) -> None:
     def default(value: Any) -> str:  # datetimes to the second; paths and the rest as text
         return value.isoformat(timespec="seconds") if isinstance(value, datetime) else str(value)
 
-    from goalsui.cli.output import json_text
+    text = json.dumps(data, indent=2, default=default, ensure_ascii=False)
+    sys.stdout.write(json_escape(text) + "\n")
 
-    sys.stdout.write(json_text(data, default) + "\n")
+
+class SafeStream(io.TextIOBase):
+    """A text stream that writes ``plain(text)`` to the stream it wraps."""
+
+    def __init__(self, raw: TextIO) -> None:
+        super().__init__()
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(plain(text) if text else text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares an attribute
+        return getattr(self.raw, "encoding", "utf-8")
+
+    def writable(self) -> bool:
+        return True
+
+
+@contextmanager
+def guard_streams() -> Iterator[None]:
+    """Sanitise ``sys.stdout`` and ``sys.stderr`` for the duration (nested use is fine)."""
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, SafeStream):
+        sys.stdout = SafeStream(sys.stdout)
+    if not isinstance(sys.stderr, SafeStream):
+        sys.stderr = SafeStream(sys.stderr)
+    try:
+        yield
+    finally:
+        flushes: list[Callable[[], None]] = [sys.stdout.flush, sys.stderr.flush]
+        for flush in flushes:
+            with suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+                flush()
+        sys.stdout, sys.stderr = saved
 
 
 def answer(args: argparse.Namespace, data: Any, text: str) -> int:

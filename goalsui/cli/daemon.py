@@ -13,6 +13,7 @@ from typing import Any
 
 from goalsui.cli.common import (
     Subparsers,
+    add_flags,
     add_options,
     check_ranges,
     command,
@@ -43,9 +44,7 @@ def register(sub: Subparsers) -> None:
         ("--metrics-port", int, None, "N", METRICS_HELP),
         ("--metrics-host", str, "127.0.0.1", "H", "metrics and health address (default 127.0.0.1)"),
     )
-    p.add_argument(
-        "--no-watch", action="store_true", help="do not re-read the KB when its files change"
-    )
+    add_flags(p, no_watch="do not re-read the KB when its files change")
     p.add_argument(
         "--log-format",
         choices=("text", "json"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from goalsui.cli.common import (
     Subparsers,
+    add_flags,
     answer,
     check_ranges,
     command,
@@ -52,11 +53,7 @@ def register(sub: Subparsers) -> None:
         metavar="N",
         help="listener port on 127.0.0.1 (default $GOALSUI_HOOKS_PORT)",
     )
-    target.add_argument(
-        "--local",
-        action="store_true",
-        help="store through the service directly: no HTTP, no secret",
-    )
+    add_flags(target, local="store through the service directly: no HTTP, no secret")
     events = command(sub, "events", cmd_events, "received events and the intents each fired")
     events.add_argument("--limit", type=int, default=50)
 

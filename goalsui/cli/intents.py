@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     Subparsers,
+    add_flags,
     answer,
     command,
     group,
@@ -84,9 +85,7 @@ def register(sub: Subparsers) -> None:
         ),
     )
     runs.add_argument("run_id", nargs="?", help="the run to show, stop, retry or dismiss")
-    runs.add_argument(
-        "--failed", action="store_true", help="failed, timed-out, interrupted and missed runs"
-    )
+    add_flags(runs, failed="failed, timed-out, interrupted and missed runs")
     runs.add_argument("--intent", metavar="ID")
     runs.add_argument("--limit", type=int, default=50)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from goalsui.cli.common import (
     Subparsers,
+    add_flags,
     answer,
     command,
     db_settings,
@@ -24,9 +25,7 @@ def register(sub: Subparsers) -> None:
     init = command(
         sub, "init", cmd_init, "create an empty KB (or a copy of the sample with --sample)", "path"
     )
-    init.add_argument(
-        "--sample", action="store_true", help="copy the bundled sample KB and load the demo records"
-    )
+    add_flags(init, sample="copy the bundled sample KB and load the demo records")
     command(sub, "doctor", cmd_doctor, "validate the KB and the database; exit 1 on problems")
     ssub = group(sub, "schedule", "schedule tools")
     preview = command(

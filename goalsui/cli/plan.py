@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import Subparsers, command, open_service, print_json
+from goalsui.cli.common import Subparsers, add_flags, command, open_service, print_json
 from goalsui.domain.timeutil import load_zone
 
 if TYPE_CHECKING:
@@ -28,9 +28,7 @@ def register(sub: Subparsers) -> None:
         metavar="ZONE",
         help="timezone for every time shown and for --until given as a time (default: local)",
     )
-    p.add_argument(
-        "--full", action="store_true", help="list every fire instead of one line per intent"
-    )
+    add_flags(p, full="list every fire instead of one line per intent")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import argparse
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import Subparsers, answer, command, open_service, table
+from goalsui.cli.common import Subparsers, add_flags, answer, command, open_service, table
 from goalsui.errors import NotFound, ValidationError
 
 if TYPE_CHECKING:
@@ -45,9 +45,7 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="compile the report now and write it into the goal's reports/ (overwrites it)",
     )
-    p.add_argument(
-        "--list", action="store_true", help="list GOAL's reports instead of printing one"
-    )
+    add_flags(p, list="list GOAL's reports instead of printing one")
 
 
 def _day(text: str | None) -> date | None:

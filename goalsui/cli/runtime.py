@@ -7,7 +7,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import Subparsers, command, db_settings, kb_path, local, open_service, table
+from goalsui.cli.common import (
+    Subparsers,
+    add_flags,
+    command,
+    db_settings,
+    kb_path,
+    local,
+    open_service,
+    table,
+)
 from goalsui.errors import NotFound
 
 if TYPE_CHECKING:
@@ -38,26 +47,18 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="print the dashboard summary and exit (the scratch copy stays, at the path printed)",
     )
-    demo.add_argument(
-        "--keep",
-        action="store_true",
-        help="keep the scratch copy (KB, database, run logs) when the demo ends",
-    )
+    add_flags(demo, keep="keep the scratch copy (KB, database, run logs) when the demo ends")
     demo.set_defaults(hooks_port=None, hooks_host="127.0.0.1")
     for parser in (console, demo):
         scheduler = parser.add_mutually_exclusive_group()
-        scheduler.add_argument(
-            "--no-scheduler", action="store_true", help="only watch; run no intents"
-        )
+        add_flags(scheduler, no_scheduler="only watch; run no intents")
         scheduler.add_argument(
             "--scheduler",
             dest="force_scheduler",
             action="store_true",
             help="run a scheduler even when a goalsui daemon already serves this KB",
         )
-        parser.add_argument(
-            "--read-only", action="store_true", help="bind no action that changes state"
-        )
+        add_flags(parser, read_only="bind no action that changes state")
         parser.add_argument("--theme", help="theme name (see themes/)")
 
 

@@ -14,7 +14,14 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from goalsui.cli.common import Subparsers, check_ranges, command, db_settings, open_service
+from goalsui.cli.common import (
+    Subparsers,
+    add_flags,
+    check_ranges,
+    command,
+    db_settings,
+    open_service,
+)
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks.net import is_loopback
 
@@ -28,15 +35,9 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--public-url", help="the URL browsers use, when behind a proxy")
-    p.add_argument(
-        "--read-only", action="store_true", help="served consoles bind no action that changes state"
-    )
+    add_flags(p, read_only="served consoles bind no action that changes state")
     p.add_argument("--theme", help="theme of the served consoles")
-    p.add_argument(
-        "--no-daemon",
-        action="store_true",
-        help="start no scheduler (one runs elsewhere: 'goalsui daemon' or a console)",
-    )
+    add_flags(p, no_daemon="start no scheduler (one runs elsewhere: 'goalsui daemon' or a console)")
 
 
 def goalsui_argv(args: argparse.Namespace, kb: Path, state_dir: Path, *command: str) -> list[str]:

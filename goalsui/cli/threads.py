@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     Subparsers,
+    add_flags,
     answer,
     command,
     group,
@@ -51,8 +52,7 @@ def register(sub: Subparsers) -> None:
         ),
     )
     say.add_argument("text", help="the message: text, @FILE or - for stdin")
-    say.add_argument("--no-reply", action="store_true", help="only post the message")
-    say.add_argument("--no-wait", action="store_true", help="start the reply, do not wait for it")
+    add_flags(say, no_reply="only post the message", no_wait="start the reply, do not wait for it")
     say.add_argument(
         "--timeout", type=float, default=900, metavar="S", help="wait at most S seconds (900)"
     )
@@ -152,15 +152,8 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
             reason = f": {plain(run.reason, limit=300)}" if run.reason else ""
             sys.stderr.write(f"reply attempt {run.attempt} {run.status}{reason}\n")
 
-    result = asyncio.run(
-        await_reply(
-            service,
-            int(said.intent.id or 0),
-            timeout=args.timeout,
-            on_run=attempt,
-            pickup=args.pickup,
-        )
-    )
+    reply = await_reply(service, int(said.intent.id or 0), args.timeout, args.pickup, attempt)
+    result = asyncio.run(reply)
     if args.json:
         print_json(
             {
@@ -225,7 +218,6 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
 async def await_reply(
     service: Service,
     intent_id: int,
-    *,
     timeout: float,
     pickup: float,
     on_run: Callable[[RunRecord], None],

@@ -10,48 +10,34 @@ from goalsui.cli.common import read_text_arg, split_argv
 from goalsui.errors import ValidationError
 
 
-class _WorkerStart(argparse.Action):
-    """``--worker NAME`` (opens a worker) or ``--worker NAME=CRON`` (a whole one)."""
+class _WorkerOption(argparse.Action):
+    """``--worker NAME`` opens a worker (``NAME=CRON``: a whole one); the other options are the
+    last opened worker's, a ``--tz`` before any is every worker's default."""
 
     def __call__(self, parser: Any, namespace: Any, value: Any, option: Any = None) -> None:
-        specs = _specs(namespace)
-        name, sep, cron = str(value).partition("=")
-        if sep:
-            if not name.strip() or not cron.strip():
+        if namespace.worker_specs is None:
+            namespace.worker_specs = []
+        specs: list[dict[str, Any]] = namespace.worker_specs
+        if self.dest == "worker":
+            name, sep, cron = str(value).partition("=")
+            if sep and (not name.strip() or not cron.strip()):
                 raise argparse.ArgumentError(
                     self, f"invalid {value!r}: use NAME or NAME=CRON, e.g. scout='30 20 * * *'"
                 )
-            specs.append({"name": name.strip(), "cron": cron.strip(), "_closed": True})
-        else:
-            specs.append({"name": name.strip()})
-
-
-class _WorkerField(argparse.Action):
-    """An option of the worker opened last (or, for ``--tz``, the default of all)."""
-
-    def __call__(self, parser: Any, namespace: Any, value: Any, option: Any = None) -> None:
-        specs = _specs(namespace)
-        repeat = getattr(namespace, "_worker_repeat", True)
-        field = self.dest
-        if not repeat:
+            whole = {"cron": cron.strip(), "_closed": True} if sep else {}
+            specs.append({"name": name.strip(), **whole})
+            return
+        if not namespace._worker_repeat:
             if not specs:
                 specs.append({})
         elif not specs or specs[-1].get("_closed"):
-            if field == "tz":
+            if self.dest == "tz":
                 namespace.default_tz = value
                 return
             raise argparse.ArgumentError(self, "must follow --worker NAME")
-        if field in specs[-1]:
+        if self.dest in specs[-1]:
             raise argparse.ArgumentError(self, "given twice for one worker")
-        specs[-1][field] = value
-
-
-def _specs(namespace: Any) -> list[dict[str, Any]]:
-    specs = getattr(namespace, "worker_specs", None)
-    if specs is None:
-        specs = []
-        namespace.worker_specs = specs
-    return specs
+        specs[-1][self.dest] = value
 
 
 def add_worker_options(parser: argparse.ArgumentParser, *, repeat: bool) -> None:
@@ -60,7 +46,7 @@ def add_worker_options(parser: argparse.ArgumentParser, *, repeat: bool) -> None
     if repeat:
         parser.add_argument(
             "--worker",
-            action=_WorkerStart,
+            action=_WorkerOption,
             metavar="NAME",
             help="start a worker (repeatable); the options after it are its own "
             "(NAME=CRON: a worker with that cron schedule)",
@@ -79,7 +65,7 @@ def add_worker_options(parser: argparse.ArgumentParser, *, repeat: bool) -> None
         ("--capabilities", "LIST", "comma-separated tool capabilities"),
         ("--timeout", "DUR", "longest run (default 10m)"),
     ):
-        group.add_argument(flag, action=_WorkerField, metavar=meta, help=text)
+        group.add_argument(flag, action=_WorkerOption, metavar=meta, help=text)
 
 
 def worker_seeds(args: argparse.Namespace) -> list[Any]:
@@ -92,23 +78,20 @@ def worker_seeds(args: argparse.Namespace) -> list[Any]:
         name = spec.get("name") or getattr(args, "worker", None)
         if not name:
             raise ValidationError("a worker needs a name")
-        command = None
-        if spec.get("command") is not None:
-            command = split_argv(spec["command"], f"--command of worker '{name}'")
-        caps = [c.strip() for c in (spec.get("capabilities") or "").split(",") if c.strip()]
+        command = spec.get("command")
+        if command is not None:
+            command = split_argv(command, f"--command of worker '{name}'")
+        text = spec.get("instructions")
         out.append(
             worker_seed(
                 name,
-                cron=spec.get("cron"),
-                every=spec.get("every"),
-                at=spec.get("at"),
+                **{key: spec.get(key) for key in ("cron", "every", "at", "runner")},
                 tz=spec.get("tz") or args.default_tz,
-                instructions=read_text_arg(spec["instructions"])
-                if spec.get("instructions")
-                else "",
-                runner=spec.get("runner"),
+                instructions=read_text_arg(text) if text else "",
                 command=command,
-                capabilities=caps,
+                capabilities=[
+                    c.strip() for c in (spec.get("capabilities") or "").split(",") if c.strip()
+                ],
                 timeout=spec.get("timeout") or "10m",
             )
         )

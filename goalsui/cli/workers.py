@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.cli.common import (
     Subparsers,
+    add_flags,
     answer,
     command,
     group,
@@ -45,23 +46,12 @@ def register(sub: Subparsers) -> None:
     ):
         p = command(wsub, action, cmd_action, help_text, "goal_id", "worker")
         p.set_defaults(action=action)
-    p.add_argument(  # to "show", the last
-        "--argv",
-        action="store_true",
-        help="the argv, environment names and MCP config a turn would get",
-    )
+    add_flags(p, argv="the argv, environment names and MCP config a turn would get")  # to "show"
     run_now = command(wsub, "run-now", cmd_run_now, "fire a worker now", "goal_id", "worker")
-    run_now.add_argument(
-        "--wait",
-        action="store_true",
-        help="wait for the run this call triggers and print its result (needs a running "
-        "scheduler: a daemon or a console on this KB; else use --here)",
-    )
-    run_now.add_argument(
-        "--here",
-        action="store_true",
-        help="run a scheduler in this process until the run ends (implies --wait; other "
-        "intents due meanwhile fire too)",
+    add_flags(
+        run_now,
+        wait="wait for the run this call triggers and print its result (needs a running scheduler: a daemon or a console on this KB; else use --here)",
+        here="run a scheduler in this process until the run ends (implies --wait; other intents due meanwhile fire too)",
     )
     run_now.add_argument("--timeout", type=float, default=600, help=argparse.SUPPRESS)
 
