@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from goalsui import __version__
-from goalsui.cli.common import ArgumentParser
+from goalsui.cli.common import ArgumentParser, add_options
 from goalsui.errors import GoalsuiError
 
 #: Modules that each add their subcommands with ``register(subparsers)``, and the
@@ -42,14 +42,11 @@ def build_parser(command: str | None = None) -> ArgumentParser:
         description="Operator console and embedded scheduler for long-lived agent work.",
     )
     parser.add_argument("--version", action="version", version=f"goalsui {__version__}")
-    parser.add_argument(
-        "--kb", metavar="PATH", help="the KB folder (default $GOALSUI_KB, else ./kb)"
-    )
-    parser.add_argument(
-        "--db", metavar="URL", help="database URL (default: SQLite in the state dir)"
-    )
-    parser.add_argument(
-        "--state-dir", metavar="PATH", help="where goalsui keeps its database and run logs"
+    add_options(
+        parser,
+        ("--kb", str, None, "PATH", "the KB folder (default $GOALSUI_KB, else ./kb)"),
+        ("--db", str, None, "URL", "database URL (default: SQLite in the state dir)"),
+        ("--state-dir", str, None, "PATH", "where goalsui keeps its database and run logs"),
     )
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)

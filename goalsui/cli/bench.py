@@ -11,6 +11,8 @@ from goalsui.errors import GoalsuiError, ValidationError
 SPREAD_HELP = "window of the spread lateness run (default: N/1000 s, at least 2)"
 REPEAT_HELP = "runs of the burst and the spread (each beside its references); medians are reported (default 3; not with --daemons)"
 DAEMONS_HELP = "K scheduler processes (1-8) share the burst: fires per second, lateness and an exactly-once check (no references, no idle or spread runs)"
+TURNS_HELP = "also time a real turn (claim to end) with each preset (default claude,codex) beside a trivial command; the CLIs use the model their environment names"
+PG_DIR_HELP = "the server's data directory (or one holding data/, as tests/pgserver.py makes): allows PostgreSQL restarts; without it that fault is skipped"
 IDLE_HELP = "idle CPU window for the console and the bare app (default 60; 0 skips it)"
 
 
@@ -66,14 +68,7 @@ def register(sub: Subparsers) -> None:
         "time from starting goalsui mcp to its tools list (sample KB), beside references",
     )
     mcp.add_argument("--repeat", type=int, default=5, metavar="N", help="runs (default 5)")
-    mcp.add_argument(
-        "--turns",
-        metavar="PRESETS",
-        nargs="?",
-        const="claude,codex",
-        help="also time a real turn (claim to end) with each preset (default claude,codex) "
-        "beside a trivial command; the CLIs use the model their environment names",
-    )
+    mcp.add_argument("--turns", metavar="PRESETS", nargs="?", const="claude,codex", help=TURNS_HELP)
     chaos = command(
         bsub,
         "chaos",
@@ -95,12 +90,7 @@ def register(sub: Subparsers) -> None:
         required=True,
         help="an empty scratch PostgreSQL database",
     )
-    chaos.add_argument(
-        "--pg-dir",
-        metavar="DIR",
-        help="the server's data directory (or one holding data/, as tests/pgserver.py makes): "
-        "allows PostgreSQL restarts; without it that fault is skipped",
-    )
+    chaos.add_argument("--pg-dir", metavar="DIR", help=PG_DIR_HELP)
     add_options(
         chaos,
         ("--daemons", int, 3, "K", "daemons (default 3)"),

@@ -96,7 +96,7 @@ def command(
 
 
 def add_options(
-    parser: argparse.ArgumentParser, *rows: tuple[str, Callable[[str], Any], Any, str, str]
+    parser: argparse._ActionsContainer, *rows: tuple[str, Callable[[str], Any], Any, str, str]
 ) -> None:
     """Each ``(flag, type, default, metavar, help)``: an option that takes a value."""
     for flag, kind, default, metavar, text in rows:

@@ -45,12 +45,8 @@ def register(sub: Subparsers) -> None:
         ("--metrics-host", str, "127.0.0.1", "H", "metrics and health address (default 127.0.0.1)"),
     )
     add_flags(p, no_watch="do not re-read the KB when its files change")
-    p.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default="text",
-        help="log lines as text (default) or one JSON object per line",
-    )
+    log_help = "log lines as text (default) or one JSON object per line"
+    p.add_argument("--log-format", choices=("text", "json"), default="text", help=log_help)
 
 
 def _check(args: argparse.Namespace) -> None:

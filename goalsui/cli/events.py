@@ -13,6 +13,7 @@ from typing import Any
 from goalsui.cli.common import (
     Subparsers,
     add_flags,
+    add_options,
     answer,
     check_ranges,
     command,
@@ -47,11 +48,9 @@ def register(sub: Subparsers) -> None:
     emit.add_argument("--delivery", metavar="ID", help="delivery id (default: a new UUID)")
     target = emit.add_mutually_exclusive_group()
     target.add_argument("--url", help="listener URL (default http://127.0.0.1:PORT/hooks/SOURCE)")
-    target.add_argument(
-        "--port",
-        type=int,
-        metavar="N",
-        help="listener port on 127.0.0.1 (default $GOALSUI_HOOKS_PORT)",
+    add_options(
+        target,
+        ("--port", int, None, "N", "listener port on 127.0.0.1 (default $GOALSUI_HOOKS_PORT)"),
     )
     add_flags(target, local="store through the service directly: no HTTP, no secret")
     events = command(sub, "events", cmd_events, "received events and the intents each fired")

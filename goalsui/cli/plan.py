@@ -6,27 +6,28 @@ import argparse
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from goalsui.cli.common import Subparsers, add_flags, command, open_service, print_json
+from goalsui.cli.common import Subparsers, add_flags, add_options, command, open_service, print_json
 from goalsui.domain.timeutil import load_zone
 
 if TYPE_CHECKING:
     from goalsui.scheduler.plan import PlannedFire
 
 
+UNTIL_HELP = (
+    "ISO timestamp, a duration such as 8h, or a time such as 07:30 (the next one); default 24h"
+)
+TZ_HELP = "timezone for every time shown and for --until given as a time (default: local)"
+
+
 def register(sub: Subparsers) -> None:
     p = command(
         sub, "plan", cmd_plan, "what will fire until TIME, and which rule decides each fire"
     )
-    p.add_argument(
-        "--until",
-        metavar="TIME",
-        help="ISO timestamp, a duration such as 8h, or a time such as 07:30 (the next one); default 24h",
-    )
-    p.add_argument("--goal", metavar="G", help="only this goal's intents")
-    p.add_argument(
-        "--tz",
-        metavar="ZONE",
-        help="timezone for every time shown and for --until given as a time (default: local)",
+    add_options(
+        p,
+        ("--until", str, None, "TIME", UNTIL_HELP),
+        ("--goal", str, None, "G", "only this goal's intents"),
+        ("--tz", str, None, "ZONE", TZ_HELP),
     )
     add_flags(p, full="list every fire instead of one line per intent")
 

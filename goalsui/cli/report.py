@@ -33,11 +33,8 @@ def register(sub: Subparsers) -> None:
         ),
     )
     p.add_argument("goal", nargs="?", metavar="GOAL")
-    p.add_argument(
-        "--date",
-        metavar="YYYY-MM-DD",
-        help="the night, named by the date it starts (the morning's report is the day before)",
-    )
+    date_help = "the night, named by the date it starts (the morning's report is the day before)"
+    p.add_argument("--date", metavar="YYYY-MM-DD", help=date_help)
     p.add_argument(
         "--write",
         "--build",
