@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -186,14 +186,8 @@ class Postgres:
         return []
 
     def terminate_one(self, app: str, rng: random.Random) -> bool:
-        pids = [
-            r[0]
-            for r in self.query(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
-                "AND datname = current_database()",
-                (app,),
-            )
-        ]
+        sql = "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = current_database()"
+        pids = [r[0] for r in self.query(sql, (app,))]
         if not pids:
             return False
         rows = self.query("SELECT pg_terminate_backend(%s)", (rng.choice(pids),))
@@ -430,7 +424,8 @@ def run(opts: Options) -> Result:
                 f"{opts.daemons} daemons, {len(load.intents)} standing intents, faults every "
                 f"{opts.fault_every:g}s for {opts.minutes:g} min: {', '.join(kinds)}"
             )
-            fault_end = _storm(opts, rng, kinds, daemons, pg, svc, load, sender, tag, result)
+            add = functools.partial(add_intent, svc, load, tag)
+            fault_end = _storm(opts, rng, kinds, daemons, pg, add, sender, result)
             _progress(f"faults over; every daemon healthy again; settling {opts.settle:g}s")
             for d in daemons:
                 d.heal(time.monotonic(), force=True)
@@ -483,10 +478,8 @@ def _start_daemons(
         argv += ["--max-concurrency", "32", "--grace-seconds", "1", "--poll-interval", "0.5"]
         if k == 0:
             argv += ["--hooks-port", str(hooks_port)]
-        env = dict(os.environ, PGAPPNAME=f"goalsui-chaos-d{k + 1}", PYTHONUNBUFFERED="1")
-        env["PGOPTIONS"] = DURABLE
-        env[SECRET_ENV] = secret
-        env.setdefault("GOALSUI_MCP_WARM", "0")
+        env = {"GOALSUI_MCP_WARM": "0", **os.environ, "PGOPTIONS": DURABLE, SECRET_ENV: secret}
+        env.update(PGAPPNAME=f"goalsui-chaos-d{k + 1}", PYTHONUNBUFFERED="1")
         env.pop(TAG_ENV, None)
         d = Daemon(k + 1, argv, env, tmp / f"daemon-{k + 1}.log")
         d.start()
@@ -509,10 +502,8 @@ def _storm(
     kinds: list[str],
     daemons: list[Daemon],
     pg: Postgres,
-    svc: Service,
-    load: Load,
+    add: Callable[..., None],
     sender: Sender,
-    tag: str,
     result: Result,
 ) -> datetime:
     """The fault period: load and faults; returns when it ended (UTC)."""
@@ -535,7 +526,7 @@ def _storm(
             k += 1
             due = datetime.now(UTC) + timedelta(seconds=2)
             with contextlib.suppress(Exception):  # the database restarting: the next one
-                add_intent(svc, load, tag, "at", f"at {k}", k, schedule=due.isoformat())
+                add("at", f"at {k}", k, schedule=due.isoformat())
         if now >= next_event:
             next_event += event_every
             sender.send_new()

@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 from goalsui.bench.scheduler import (
@@ -119,13 +120,8 @@ class _Worker:
         # A file, not a pipe: a chatty worker never blocks. Closed in kill().
         self.err = tempfile.TemporaryFile("w+")  # noqa: SIM115
         argv = [sys.executable, "-m", "goalsui.bench.multi", str(kb), db_url, str(state)]
-        self.proc = subprocess.Popen(
-            [*argv, str(max_concurrency)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.err,
-            text=True,
-        )
+        argv.append(str(max_concurrency))
+        self.proc = subprocess.Popen(argv, stdin=PIPE, stdout=PIPE, stderr=self.err, text=True)
 
     def _err_tail(self) -> str:
         self.err.seek(0)
@@ -163,13 +159,8 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
         svc = Service.open(kb, url, state, actor="bench", sync=False)
         try:
             _check_empty(svc)
-            result = MultiResult(
-                intents=n,
-                daemons=daemons,
-                database=svc.db_url_display()
-                if db_url
-                else f"SQLite (scratch file, {svc.store.dialect})",
-            )
+            shown = f"SQLite (scratch file, {svc.store.dialect})"
+            result = MultiResult(n, daemons, svc.db_url_display() if db_url else shown)
             try:
                 _burst(svc, url, tmp, workers, result)
             finally:
