@@ -8,6 +8,7 @@ import importlib
 from goalsui.cli.common import Subparsers, add_options, check_ranges, command, group
 from goalsui.errors import GoalsuiError, ValidationError
 
+SCRATCH_DB_HELP = "an empty scratch database (default: a temporary SQLite file)"
 SPREAD_HELP = "window of the spread lateness run (default: N/1000 s, at least 2)"
 REPEAT_HELP = "runs of the burst and the spread (each beside its references); medians are reported (default 3; not with --daemons)"
 DAEMONS_HELP = "K scheduler processes (1-8) share the burst: fires per second, lateness and an exactly-once check (no references, no idle or spread runs)"
@@ -33,12 +34,7 @@ def register(sub: Subparsers) -> None:
             "scratch database."
         ),
     )
-    sched.add_argument(
-        "--db",
-        dest="bench_db",
-        metavar="URL",
-        help="an empty scratch database (default: a temporary SQLite file)",
-    )
+    sched.add_argument("--db", dest="bench_db", metavar="URL", help=SCRATCH_DB_HELP)
     add_options(
         sched,
         ("--intents", int, 1000, "N", "number of intents (default 1000)"),

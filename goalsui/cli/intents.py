@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
     from goalsui.domain.records import RunRecord
 
 
+VERBS = "show: one run's transcript; stop: stop a running run (the schedule goes on); retry: start an interrupted run's intent again now; dismiss: resume its schedule from now without re-running it"
+
+
 def register(sub: Subparsers) -> None:
     isub = group(sub, "intent", "persisted future wake-ups")
     add = command(isub, "add", cmd_add, "create an intent")
@@ -74,16 +77,7 @@ def register(sub: Subparsers) -> None:
         "'runs stop ID' stops one running run and keeps the schedule; "
         "'runs retry|dismiss ID' decides a run that needs review",
     )
-    runs.add_argument(
-        "verb",
-        nargs="?",
-        choices=["show", "stop", "retry", "dismiss"],
-        help=(
-            "show: one run's transcript; stop: stop a running run (the schedule goes on); "
-            "retry: start an interrupted run's intent again now; "
-            "dismiss: resume its schedule from now without re-running it"
-        ),
-    )
+    runs.add_argument("verb", nargs="?", choices=["show", "stop", "retry", "dismiss"], help=VERBS)
     runs.add_argument("run_id", nargs="?", help="the run to show, stop, retry or dismiss")
     add_flags(runs, failed="failed, timed-out, interrupted and missed runs")
     runs.add_argument("--intent", metavar="ID")

@@ -29,6 +29,7 @@ NIGHT_HELP = (
     "the night, named by the date it starts (YYYY-MM-DD; default: the current night, "
     "which before noon is the one that began the evening before)"
 )
+SHA_HELP = "merge this commit of the branch (one you reviewed) instead of the one goalsui recorded when the task ended"
 GOAL_HELP = "the nightshift goal (default: the KB's only one)"
 
 
@@ -65,11 +66,7 @@ def register(sub: Subparsers) -> None:
         p.add_argument("--goal", help=GOAL_HELP)
         p.set_defaults(action=name)
         if name == "approve":
-            p.add_argument(
-                "--sha",
-                help="merge this commit of the branch (one you reviewed) instead of the one "
-                "goalsui recorded when the task ended",
-            )
+            p.add_argument("--sha", help=SHA_HELP)
         if name == "replay":
             p.add_argument("--night", help=NIGHT_HELP)
 

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 
+PRINT_HELP = "print the dashboard summary and exit (the scratch copy stays, at the path printed)"
+FORCE = "run a scheduler even when a goalsui daemon already serves this KB"
+
+
 def register(sub: Subparsers) -> None:
     console = command(
         sub, "console", open_console, "open the console (the default command)", json=False
@@ -41,22 +45,14 @@ def register(sub: Subparsers) -> None:
         "copy the sample KB to a scratch place and open the console",
         json=False,
     )
-    demo.add_argument(
-        "--print",
-        dest="print_only",
-        action="store_true",
-        help="print the dashboard summary and exit (the scratch copy stays, at the path printed)",
-    )
+    demo.add_argument("--print", dest="print_only", action="store_true", help=PRINT_HELP)
     add_flags(demo, keep="keep the scratch copy (KB, database, run logs) when the demo ends")
     demo.set_defaults(hooks_port=None, hooks_host="127.0.0.1")
     for parser in (console, demo):
         scheduler = parser.add_mutually_exclusive_group()
         add_flags(scheduler, no_scheduler="only watch; run no intents")
         scheduler.add_argument(
-            "--scheduler",
-            dest="force_scheduler",
-            action="store_true",
-            help="run a scheduler even when a goalsui daemon already serves this KB",
+            "--scheduler", dest="force_scheduler", action="store_true", help=FORCE
         )
         add_flags(parser, read_only="bind no action that changes state")
         parser.add_argument("--theme", help="theme name (see themes/)")
