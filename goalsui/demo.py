@@ -79,9 +79,7 @@ def load_demo_records(service: Service, path: Path | None = None) -> dict[str, i
 def make_demo_kb(target: Path | None = None) -> Path:
     """Copy the sample KB to a scratch folder and return it."""
     base = Path(target) if target else Path(tempfile.mkdtemp(prefix="goalsui-demo-"))
-    kb = base / "kb"
-    copy_sample_kb(kb)
-    return kb
+    return copy_sample_kb(base / "kb")
 
 
 def replay_last_night(

@@ -834,10 +834,8 @@ def render(r: Result) -> str:
         "",
         f"{'fault':<34} {'injected':>8}",
     ]
-    for kind, n in sorted(r.faults.items()):
-        lines.append(f"{kind:<34} {n:>8}")
-    for kind in r.skipped_kinds:
-        lines.append(f"{kind:<34} {'skipped':>8}")
+    lines += [f"{kind:<34} {n:>8}" for kind, n in sorted(r.faults.items())]
+    lines += [f"{kind:<34} {'skipped':>8}" for kind in r.skipped_kinds]
     fires = sum(n for s, n in r.runs.items() if s not in NOT_EXECUTED)
     lines += [
         "",
@@ -877,8 +875,6 @@ def options(args: argparse.Namespace) -> Options:
 
 def main(args: argparse.Namespace) -> int:
     result = run(options(args))
-    if args.json:
-        print(json.dumps({**result.__dict__, "ok": result.ok}, indent=2, default=str))
-    else:
-        print(render(result))
+    data = {**result.__dict__, "ok": result.ok}
+    print(json.dumps(data, indent=2, default=str) if args.json else render(result))
     return 0 if result.ok else 1

@@ -413,11 +413,8 @@ def _latency_lines(latency: LatencyFigures) -> tuple[list[str], bool]:
 def report(
     starts: list[StartFigures], latency: LatencyFigures, idle: IdleFigures | None = None
 ) -> tuple[str, bool]:
-    bytecode = (
-        "every module compiled at every start"
-        if os.environ.get("GOALSUI_BENCH_NO_BYTECODE") == "1"
-        else "bytecode cached, as installed"
-    )
+    fresh = os.environ.get("GOALSUI_BENCH_NO_BYTECODE") == "1"
+    bytecode = "every module compiled at every start" if fresh else "bytecode cached, as installed"
     lines = [
         f"goalsui bench console ({COLS}x{ROWS} pseudo-terminal; {bytecode}; medians of the runs)",
         "",

@@ -255,10 +255,7 @@ def main(args: argparse.Namespace) -> int:
     """The ``--daemons K`` form of ``goalsui bench scheduler``; exit 1 unless exactly once."""
     n, db_url = intents_and_db(args)  # --daemons is checked by the command line
     result = run_multi(n, db_url, args.daemons)
-    if args.json:
-        sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
-    else:
-        print(render(result))
+    print(json.dumps(result.as_json(), indent=2) if args.json else render(result))
     return 0 if result.exactly_once else 1
 
 

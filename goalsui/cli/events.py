@@ -42,9 +42,8 @@ def register(sub: Subparsers) -> None:
         "sign a JSON payload and post it to a running hook listener (or store it with --local)",
     )
     emit.add_argument("source", help="the hook source (hooks.sources in goalsui.yaml)")
-    emit.add_argument(
-        "--data", required=True, metavar="FILE", help="JSON payload file, or - for stdin"
-    )
+    data = "JSON payload file, or - for stdin"
+    emit.add_argument("--data", required=True, metavar="FILE", help=data)
     emit.add_argument("--delivery", metavar="ID", help="delivery id (default: a new UUID)")
     target = emit.add_mutually_exclusive_group()
     target.add_argument("--url", help="listener URL (default http://127.0.0.1:PORT/hooks/SOURCE)")

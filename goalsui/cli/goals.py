@@ -38,9 +38,8 @@ def register(sub: Subparsers) -> None:
         ),
     )
     create.add_argument("--task", required=True, help="what the goal is for")
-    create.add_argument(
-        "--protocol", metavar="@FILE", help="protocol.md's text (@FILE or -); default: a template"
-    )
+    protocol = "protocol.md's text (@FILE or -); default: a template"
+    create.add_argument("--protocol", metavar="@FILE", help=protocol)
     add_worker_options(create, repeat=True)
     create.add_argument("--owner", default="")
     command(gsub, "list", cmd_list, "list goals")

@@ -20,6 +20,9 @@ from goalsui.cli.common import (
 )
 from goalsui.errors import ValidationError
 
+PRESET_HELP = "an agent preset (claude, codex, goose) or a builtin (report)"
+COMMAND_HELP = "a command instead, split like a shell: 'llm -m gpt-4o'"
+
 
 def register(sub: Subparsers) -> None:
     init = command(
@@ -42,12 +45,8 @@ def register(sub: Subparsers) -> None:
         cmd_set_runner,
         "the default runner of turns that name none (comments in goalsui.yaml are kept)",
     )
-    runner.add_argument(
-        "preset", nargs="?", help="an agent preset (claude, codex, goose) or a builtin (report)"
-    )
-    runner.add_argument(
-        "--command", metavar="ARGV", help="a command instead, split like a shell: 'llm -m gpt-4o'"
-    )
+    runner.add_argument("preset", nargs="?", help=PRESET_HELP)
+    runner.add_argument("--command", metavar="ARGV", help=COMMAND_HELP)
     runner.add_argument("--model", help="a model name for the agent ({model} in a command)")
     dsub = group(sub, "db", "the database schema: status and migrations")
     upgrade = "apply schema migrations (creates the schema of an empty database)"

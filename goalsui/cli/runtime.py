@@ -34,9 +34,8 @@ def register(sub: Subparsers) -> None:
     console = command(
         sub, "console", open_console, "open the console (the default command)", json=False
     )
-    console.add_argument(
-        "--hooks-port", type=int, metavar="N", help="listen for signed event hooks"
-    )
+    hooks = "listen for signed event hooks"
+    console.add_argument("--hooks-port", type=int, metavar="N", help=hooks)
     console.add_argument("--hooks-host", default="127.0.0.1")
     demo = command(
         sub,
