@@ -92,7 +92,7 @@ class Workers:
         """A worker as its goal's view shows it, or :class:`NotFound`."""
         found = next((w for w in self.goals.get(goal_id).workers if w.name == worker), None)
         if found is None:
-            raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
+            raise NotFound(f"goal '{goal_id}' has no worker '{worker}'")
         return found
 
 
