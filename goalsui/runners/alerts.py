@@ -45,14 +45,23 @@ def deliver_alert(
     service.journal.record("alert", f"intent {intent.id}", message, actor="scheduler")
 
 
-async def run_alert_command(service: Service, argv: Sequence[str], alert: dict[str, Any]) -> bool:
-    """Run ``alerts.command`` with ``alert`` as JSON on stdin (10 s, secrets stripped); True when
-    it exited 0. Never raises: an alert hook never breaks a turn or the scheduler."""
+async def run_alert_command(
+    service: Service,
+    argv: Sequence[str],
+    payload: dict[str, Any],
+    *,
+    name: str = "alert command",
+    subject: str | None = None,
+) -> bool:
+    """Run an operator's command (``alerts.command``, ``notify:``) with ``payload`` as JSON on
+    stdin (10 s, hook secrets stripped); True when it exited 0. A failure is logged and
+    journalled as "<name> failed" about ``subject`` (default: the payload's intent). Never
+    raises: an alert hook never breaks a turn or the scheduler."""
     secrets = [h.secret_env for h in service.config().hooks.values() if h.secret_env]
     try:
         result = await run_command(
             list(argv),
-            stdin=json.dumps(alert, ensure_ascii=False) + "\n",
+            stdin=json.dumps(payload, ensure_ascii=False) + "\n",
             cwd=service.kb.root,
             env=build_env({"GOALSUI_KB": str(service.kb.root)}, strip=secrets),
             timeout=ALERT_COMMAND_TIMEOUT,
@@ -61,11 +70,11 @@ async def run_alert_command(service: Service, argv: Sequence[str], alert: dict[s
         if result.status == RunStatus.OK:
             return True
         detail = result.reason or result.status
-        log.warning("alert command failed: %s", detail)
-        subject = f"intent {alert.get('intent_id')}"
+        log.warning("%s failed: %s", name, detail)
+        subject = subject or f"intent {payload.get('intent_id')}"
         await asyncio.to_thread(
-            service.journal.record, "alert command failed", subject, detail, "scheduler"
+            service.journal.record, f"{name} failed", subject, detail, "scheduler"
         )
     except Exception as exc:  # noqa: BLE001 - logged, never raised
-        log.warning("alert command could not run: %s", exc)
+        log.warning("%s could not run: %s", name, exc)
     return False

@@ -12,7 +12,6 @@ failing command is journalled, never raised).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
-from goalsui.runners.command import build_env, run_command
+from goalsui.runners.alerts import run_alert_command
 from goalsui.runners.deliver import headline
 
 if TYPE_CHECKING:
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger("goalsui.notices")
-NOTIFY_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -153,24 +151,10 @@ class Notifier:
 
     async def run_command(self, argv: tuple[str, ...], notice: Notice) -> bool:
         """Run ``notify:`` with the notice as JSON on stdin; True when it exited 0."""
-        secrets = [h.secret_env for h in self.service.config().hooks.values() if h.secret_env]
-        env = build_env({"GOALSUI_KB": str(self.service.kb.root)}, strip=secrets)
-        result = await run_command(
-            list(argv),
-            stdin=json.dumps(notice.as_json(), ensure_ascii=False) + "\n",
-            cwd=self.service.kb.root,
-            env=env,
-            timeout=NOTIFY_TIMEOUT,
-            grace=1.0,
+        payload = notice.as_json()
+        return await run_alert_command(
+            self.service, argv, payload, name="notify command", subject=notice.where
         )
-        if result.status == RunStatus.OK:
-            return True
-        detail = result.reason or result.status
-        log.warning("notify command failed: %s", detail)
-        await asyncio.to_thread(
-            self.service.journal.record, "notify command failed", notice.where, detail, "scheduler"
-        )
-        return False
 
     async def drain(self, timeout: float = 15.0) -> None:
         """Wait for the notices being handled (tests, and a host that stops)."""
