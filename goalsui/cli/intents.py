@@ -91,7 +91,9 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     kinds = (("at", args.at), ("cron", args.cron), ("heartbeat", args.every), ("event", None))
     kind, schedule = next((k, when) for k, when in kinds if when or k == "event")
-    hours = args.active_hours and active_hours_from_range(args.active_hours, args.tz or "UTC")
+    hours = (
+        active_hours_from_range(args.active_hours, args.tz or "UTC") if args.active_hours else None
+    )
     event_filter = None
     if args.filter:
         try:
@@ -119,7 +121,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         event_source=args.event,
         event_filter=event_filter,
         checklist=read_text_arg(args.checklist) if args.checklist is not None else None,
-        active_hours=hours or None,
+        active_hours=hours,
     )
     intent = open_service(args).intents.create(spec)
     return answer(
