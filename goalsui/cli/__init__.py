@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from goalsui import __version__
 from goalsui.cli.common import ArgumentParser, add_options
+from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 
 #: Modules that each add their subcommands with ``register(subparsers)``, and the
@@ -149,8 +150,6 @@ def _run(args: argparse.Namespace) -> int:
 def user_message(exc: BaseException) -> str | None:
     """The one line for a failure outside goalsui's code that is the operator's to fix (bad input,
     a hostile environment: exit 1, never an internal error), else None."""
-    from goalsui.domain.untrusted import plain
-
     kind = type(exc)
     if kind.__module__.startswith("sqlalchemy") and kind.__name__ == "OperationalError":
         orig = getattr(exc, "orig", None)

@@ -24,6 +24,7 @@ from goalsui.cli.common import (
     table,
 )
 from goalsui.domain.names import check_name
+from goalsui.domain.shapes import event_json
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks import signing
@@ -177,8 +178,6 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import event_json
-
     check_ranges(("--limit", args.limit, 1, 100_000))
     events = open_service(args).events.list(limit=args.limit)
     rows = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goalsui.cli.common import (
     Subparsers,
@@ -22,11 +22,10 @@ from goalsui.cli.common import (
     table,
 )
 from goalsui.domain.budget import format_tokens, format_usd
+from goalsui.domain.records import RunRecord
+from goalsui.domain.shapes import intent_json, run_json
+from goalsui.domain.transcript import format_transcript
 from goalsui.errors import ValidationError
-
-if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
-    from goalsui.domain.records import RunRecord
-
 
 VERBS = "show: one run's transcript; stop: stop a running run (the schedule goes on); retry: start an interrupted run's intent again now; dismiss: resume its schedule from now without re-running it"
 
@@ -85,7 +84,6 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json
     from goalsui.kb.config import active_hours_from_range
     from goalsui.service import IntentSpec
 
@@ -132,7 +130,6 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json
 
     intents = open_service(args).intents.list(status=args.status, goal_id=args.goal)
     rows = [
@@ -154,7 +151,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json, run_json
 
     service = open_service(args)
     intent_id = parse_id(args.intent_id, "intent")
@@ -202,8 +198,6 @@ def _tokens(run: Any) -> int | None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import run_json
-
     if args.verb is not None:
         if args.run_id is None:
             raise ValidationError(f"runs {args.verb} needs a run id")
@@ -225,8 +219,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def _decide(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs retry|dismiss ID``: the operator's decision on a run awaiting review."""
-    from goalsui.domain.shapes import intent_json
-
     service = open_service(args)
     if args.verb == "retry":
         intent = service.review.retry(run_id)
@@ -246,8 +238,6 @@ def _decide(args: argparse.Namespace, run_id: int) -> int:
 
 def _stop_run(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs stop ID``: the scheduler running it stops it; the schedule goes on."""
-    from goalsui.domain.shapes import run_json
-
     run = open_service(args).runs.stop(run_id)
     return answer(
         args,
@@ -259,8 +249,6 @@ def _stop_run(args: argparse.Namespace, run_id: int) -> int:
 
 def _show_run(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs show ID``: prompt, argv, tool calls and output of one run."""
-    from goalsui.domain.transcript import format_transcript
-
     transcript = open_service(args, sync=False).agents.transcript(run_id)
     if args.json:
         print_json(transcript)

@@ -17,6 +17,8 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
+from goalsui.domain.untrusted import plain
+from goalsui.errors import ValidationError
 
 
 def register(sub: Subparsers) -> None:
@@ -52,7 +54,6 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    from goalsui.domain.untrusted import plain
 
     entries = open_service(args, sync=False).agents.kb_list(args.goal, args.path)
     rows = [
@@ -69,16 +70,12 @@ def cmd_ls(args: argparse.Namespace) -> int:
 def cmd_cat(args: argparse.Namespace) -> int:
     text = open_service(args, sync=False).agents.kb_read(args.goal, args.path)
     if sys.stdout.isatty():  # a terminal gets no escape sequences from a file
-        from goalsui.domain.untrusted import plain
-
         text = plain(text)
     sys.stdout.write(text)
     return 0
 
 
 def cmd_write(args: argparse.Namespace) -> int:
-    from goalsui.errors import ValidationError
-
     if args.source != "-" and not args.source.startswith("@"):
         raise ValidationError("the text comes from stdin (-) or @FILE")
     text = read_text_arg(args.source)
@@ -93,7 +90,6 @@ def cmd_write(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from goalsui.errors import ValidationError
     from goalsui.mcp.scope import operator_scope, run_scope
 
     service = open_service(args, actor="agent", sync=False)

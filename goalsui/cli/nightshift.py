@@ -21,7 +21,7 @@ from goalsui.cli.common import (
     split_argv,
     table,
 )
-from goalsui.domain.nightshift import parse_night
+from goalsui.domain.nightshift import night_window, parse_night
 from goalsui.domain.untrusted import plain
 
 #: ``--night``: a night is named by the date it starts (noon to noon, goal's timezone).
@@ -179,7 +179,6 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from goalsui.domain.nightshift import night_window
     from goalsui.scheduler.replay import replay_isolated
 
     with closing(open_service(args)) as service:

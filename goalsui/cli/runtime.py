@@ -17,6 +17,8 @@ from goalsui.cli.common import (
     open_service,
     table,
 )
+from goalsui.domain.records import saved_id
+from goalsui.domain.timeutil import utcnow
 from goalsui.errors import NotFound
 
 if TYPE_CHECKING:
@@ -59,8 +61,6 @@ def register(sub: Subparsers) -> None:
 
 def print_dashboard(service: Service) -> None:
     """The plain-text dashboard summary."""
-    from goalsui.domain.records import saved_id
-
     summary = service.overview.summary()
     print(f"KB {service.kb.root}")
     print(
@@ -93,7 +93,6 @@ def open_console(args: argparse.Namespace) -> int:
         raise NotFound(
             f"no KB at {root} (create one with 'goalsui init PATH', or pass --kb / set GOALSUI_KB)"
         )
-    from goalsui.domain.timeutil import utcnow
     from goalsui.service.quick import sqlite_file
     from goalsui.tui.preview import read_in_background
 
@@ -162,7 +161,6 @@ def _open_demo(args: argparse.Namespace) -> Any:
     """The demo's service: last night of the sample nightshift and of a nightshift on a scratch
     git repository replayed, the KB indexed, demo records loaded."""
     from goalsui.demo import load_demo_records, replay_last_night, replay_repo_night
-    from goalsui.domain.timeutil import utcnow
 
     def open_at(clock: Callable[[], datetime]) -> Service:
         return open_service(args, actor="scheduler", sync=False, clock=clock)

@@ -23,12 +23,14 @@ from goalsui.cli.common import (
     read_text_arg,
     table,
 )
+from goalsui.domain.records import RunRecord, saved_id
+from goalsui.domain.replies import is_reply
+from goalsui.domain.shapes import run_json, thread_json, todo_json
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
-if TYPE_CHECKING:  # the models import SQLAlchemy: not on the CLI's entry path
-    from goalsui.domain.records import RunRecord
+if TYPE_CHECKING:  # the service imports SQLAlchemy: not on the CLI's entry path
     from goalsui.service import Service
     from goalsui.service.threads import ReplyResult
 
@@ -85,7 +87,6 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_thread_new(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import thread_json
 
     thread = open_service(args).threads.create(args.title, private=args.private)
     return answer(
@@ -96,7 +97,6 @@ def cmd_thread_new(args: argparse.Namespace) -> int:
 
 
 def cmd_thread_list(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import thread_json
 
     threads = open_service(args).threads.list()
     rows = [[t.id, t.title, "private" if t.private else "", t.revision] for t in threads]
@@ -105,7 +105,6 @@ def cmd_thread_list(args: argparse.Namespace) -> int:
 
 
 def cmd_thread_show(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import thread_json, todo_json
 
     service = open_service(args)
     thread_id = parse_id(args.thread_id, "thread")
@@ -134,7 +133,6 @@ def _message_text(m: Any) -> str:
 
 
 def cmd_thread_say(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import run_json
 
     text = read_text_arg(args.text)
     service = open_service(args)
@@ -176,7 +174,6 @@ def cmd_thread_say(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_list(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import todo_json
 
     todos = open_service(args).todos.list(
         parse_id(args.thread_id, "thread"), include_done=not args.open
@@ -187,14 +184,12 @@ def cmd_todo_list(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_add(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import todo_json
 
     todo = open_service(args).todos.add(parse_id(args.thread_id, "thread"), args.text)
     return answer(args, todo_json(todo.record()), f"todo {todo.id} added")
 
 
 def cmd_todo_set(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import todo_json
 
     service = open_service(args)
     thread_id = parse_id(args.thread_id, "thread")
@@ -208,8 +203,6 @@ def cmd_todo_set(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_import(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import todo_json
-
     text = read_text_arg(args.source)
     todos = open_service(args).todos.import_checklist(parse_id(args.thread_id, "thread"), text)
     return answer(args, [todo_json(t.record()) for t in todos], f"{len(todos)} todos imported")
@@ -224,8 +217,6 @@ async def await_reply(
 ) -> ReplyResult:
     """Wait for a reply's decision; with no scheduler in ``pickup`` s, run one here (which is why
     this lives in the CLI: the service never starts a scheduler)."""
-    from goalsui.domain.records import saved_id
-    from goalsui.domain.replies import is_reply
     from goalsui.scheduler import Scheduler
 
     intent = service.intents.get(intent_id)

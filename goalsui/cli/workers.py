@@ -19,6 +19,7 @@ from goalsui.cli.common import (
     print_capability_warnings,
 )
 from goalsui.cli.worker_options import add_worker_options, worker_seeds
+from goalsui.domain.shapes import intent_json, run_json
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
@@ -71,7 +72,6 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json
 
     service = open_service(args)
     if args.action == "show" and args.argv:
@@ -119,8 +119,6 @@ def _show_turn(service: Service, args: argparse.Namespace) -> int:
 
 
 def cmd_run_now(args: argparse.Namespace) -> int:
-    from goalsui.domain.shapes import intent_json, run_json
-
     service = open_service(args)
     wait = args.wait or args.here
     if wait and not args.here and not service.schedulers.live():
