@@ -38,7 +38,7 @@ class _State:
     clock: Callable[[], float]
     environ: Mapping[str, str]
     quiet: QuietLog
-    body_timeout: float = BODY_TIMEOUT_S
+    body_timeout: float
 
     def secrets(self, service: Any) -> list[str]:
         try:
@@ -237,28 +237,6 @@ async def _store(service: Any, source: str, payload: Payload, delivery: str) -> 
     return result
 
 
-def make_app(
-    service: Any,
-    *,
-    clock: Callable[[], float] = time.time,
-    environ: Mapping[str, str] | None = None,
-    body_timeout: float = BODY_TIMEOUT_S,
-    quiet: QuietLog | None = None,
-) -> web.Application:
-    """The aiohttp application (exposed for embedding; :func:`start_listener` serves it)."""
-    app = web.Application(client_max_size=signing.MAX_BODY_BYTES, middlewares=[_guard])
-    app[SERVICE_KEY] = service
-    app[STATE_KEY] = _State(
-        clock=clock,
-        environ=os.environ if environ is None else environ,
-        quiet=quiet or QuietLog(log, listen.LOG_INTERVAL_S),
-        body_timeout=body_timeout,
-    )
-    app.router.add_post("/hooks/{source}", _receive)
-    app.router.add_get("/healthz", _healthz)
-    return app
-
-
 @dataclass
 class Listener:
     """A running hook listener; ``await listener.close()`` stops it."""
@@ -292,7 +270,11 @@ async def start_listener(
         raise GoalsuiError(f"invalid hooks port {port!r}: use 0-65535")
     limits = limits or Limits()
     quiet = QuietLog(log, limits.log_interval)
-    app = make_app(service, clock=clock, environ=environ, body_timeout=body_timeout, quiet=quiet)
+    app = web.Application(client_max_size=signing.MAX_BODY_BYTES, middlewares=[_guard])
+    app[SERVICE_KEY] = service
+    app[STATE_KEY] = _State(clock, os.environ if environ is None else environ, quiet, body_timeout)
+    app.router.add_post("/hooks/{source}", _receive)
+    app.router.add_get("/healthz", _healthz)
     runner = listen.make_runner(app, limits)
     await runner.setup()
     try:

@@ -11,7 +11,6 @@ import logging
 import secrets
 import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -21,6 +20,7 @@ from goalsui.mcp.guard import LineProblem, check_line
 from goalsui.mcp.scope import Scope as ToolScope
 from goalsui.mcp.scope import run_scope
 from goalsui.mcp.server import build_server
+from goalsui.runners.presets import ToolEndpoint
 
 if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
@@ -47,19 +47,6 @@ _UNAUTHORISED = (
 
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-
-
-@dataclass
-class RunEndpoint:
-    """Where a live run's agent finds its tools: the URL and the run's bearer token."""
-
-    run_id: int
-    url: str
-    token: str = field(repr=False)
-
-    @property
-    def authorization(self) -> str:
-        return f"Bearer {self.token}"
 
 
 class _GuardedH11(H11Protocol):
@@ -169,14 +156,14 @@ class ToolHost:
             self._socket = None
 
     @contextlib.asynccontextmanager
-    async def serve_run(self, run_id: int) -> AsyncIterator[RunEndpoint]:
+    async def serve_run(self, run_id: int) -> AsyncIterator[ToolEndpoint]:
         """A live run's tools for the duration of the block: its URL and bearer token."""
         scope = await asyncio.to_thread(run_scope, self.service, run_id)
         async with self.serve_scope(scope) as endpoint:
             yield endpoint
 
     @contextlib.asynccontextmanager
-    async def serve_scope(self, scope: ToolScope) -> AsyncIterator[RunEndpoint]:
+    async def serve_scope(self, scope: ToolScope) -> AsyncIterator[ToolEndpoint]:
         """Serve ``scope``'s tools at a fresh token until the block ends."""
         await self.start()
         # building the server (its tools' schemas, instructions) reads the database and
@@ -187,9 +174,7 @@ class ToolHost:
         async with app.router.lifespan_context(app):
             self._runs[key] = app
             try:
-                yield RunEndpoint(
-                    scope.run_id or 0, f"http://127.0.0.1:{self.port}{MCP_PATH}", token
-                )
+                yield ToolEndpoint(f"http://127.0.0.1:{self.port}{MCP_PATH}", token)
             finally:
                 self._runs.pop(key, None)
 

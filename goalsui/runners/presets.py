@@ -55,12 +55,12 @@ class ToolEndpoint:
     url: str
     token: str = field(repr=False)
 
+    @property
+    def authorization(self) -> str:
+        return f"Bearer {self.token}"
+
     def entry(self) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "url": self.url,
-            "headers": {"Authorization": f"Bearer {self.token}"},
-        }
+        return {"type": "http", "url": self.url, "headers": {"Authorization": self.authorization}}
 
 
 @dataclass(frozen=True)

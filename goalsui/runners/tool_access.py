@@ -10,7 +10,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from goalsui.runners.presets import McpLaunch, ToolEndpoint, TurnTools
+from goalsui.runners.presets import McpLaunch, TurnTools
 
 if TYPE_CHECKING:
     from goalsui.mcp.http import ToolHost
@@ -44,7 +44,7 @@ async def turn_tools(
         return
     host = await _host(service)
     async with host.serve_run(run_id) as endpoint:
-        yield TurnTools(stdio, ToolEndpoint(endpoint.url, endpoint.token))
+        yield TurnTools(stdio, endpoint)
 
 
 async def stop_tool_host(service: Service) -> None:
