@@ -86,12 +86,10 @@ class SchemaStatus:
         }
 
 
-def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
-    """An Alembic config for the shipped migrations; env.py uses ``connection`` if given."""
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic config for the shipped migrations, run on ``connection`` (env.py)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    if url is not None:
-        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     config.attributes["connection"] = connection
     return config
 
@@ -253,18 +251,15 @@ def _connect(engine: Engine) -> Connection:
         raise GoalsuiError(f"cannot open the database {where}: {reason}") from None
 
 
-def autogenerate_revision(
-    url: str, message: str, rev_id: str | None = None, *, batch: bool | None = None
-) -> None:
+def autogenerate_revision(url: str, message: str, rev_id: str | None = None) -> None:
     """Write a new revision from the models' diff against ``url`` (developers only)."""
     from goalsui.store.engine import make_engine
 
     engine = make_engine(url)
     try:
         with engine.connect() as conn, conn.begin():
-            config = alembic_config(conn)
-            if batch is not None:
-                config.attributes["render_as_batch"] = batch
-            command.revision(config, message=message, autogenerate=True, rev_id=rev_id)
+            command.revision(
+                alembic_config(conn), message=message, autogenerate=True, rev_id=rev_id
+            )
     finally:
         engine.dispose()
