@@ -51,11 +51,6 @@ def capability_of(tool: str) -> str | None:
     return "always" if tool in ALWAYS else found
 
 
-def unknown_capabilities(names: Iterable[str]) -> list[str]:
-    """The names that are not capabilities, in their order."""
-    return [name for name in names if name not in CAPABILITIES]
-
-
 def own_files(worker: str) -> tuple[tuple[str, ...], ...]:
     """The files (path parts inside the goal) a worker's turn may always read."""
     return (("protocol.md",), ("workers", worker, "prompt.md"))

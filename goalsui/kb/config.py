@@ -9,10 +9,11 @@ from typing import Any, TypeVar
 
 from goalsui.domain.agents import AGENTS
 from goalsui.domain.budget import Budget
-from goalsui.domain.capabilities import CAPABILITIES, unknown_capabilities
+from goalsui.domain.capabilities import CAPABILITIES
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.names import check_name
+from goalsui.domain.states import GoalStatus
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, KBError, ValidationError
 from goalsui.kb.yamlio import line_of_key
@@ -20,7 +21,7 @@ from goalsui.kb.yamlio import line_of_key
 T = TypeVar("T")
 
 BUILTIN_RUNNERS = ("report",)
-GOAL_STATUSES = ("active", "paused", "completed", "archived")
+GOAL_STATUSES = tuple(GoalStatus)
 #: The default bound of a goal's ``state.yaml`` (``state_max_bytes`` in goalsui.yaml).
 STATE_MAX_BYTES = 64 * 1024
 #: What a turn says when neither the worker, the intent nor goalsui.yaml names a runner.
@@ -184,12 +185,7 @@ class _Checker:
         return int(self.number(value, key, minimum=minimum, integer=True))
 
     def duration(self, value: Any, key: str) -> timedelta:
-        try:
-            return parse_duration(value)
-        except GoalsuiError as exc:
-            raise self.fail(key, str(exc)) from None
-        except (TypeError, ValueError):
-            raise self.fail(key, f"'{key}' must be a duration like 30s, 10m, 2h, 1d") from None
+        return self.check(key, parse_duration, value)
 
     def number(self, value: Any, key: str, *, minimum: float = 0, integer: bool = False) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -381,12 +377,10 @@ def parse_worker(name: str, data: dict[Any, Any], text: str, display: str) -> Wo
     caps = data.get("capabilities") or []
     if not isinstance(caps, list) or not all(isinstance(x, str) for x in caps):
         raise c.fail("capabilities", "'capabilities' must be a list of names")
-    unknown = unknown_capabilities(caps)
+    unknown = [name for name in caps if name not in CAPABILITIES]
     if unknown:
-        raise c.fail(
-            "capabilities",
-            f"unknown capability {unknown[0]!r} (known: {', '.join(CAPABILITIES)})",
-        )
+        known = ", ".join(CAPABILITIES)
+        raise c.fail("capabilities", f"unknown capability {unknown[0]!r} (known: {known})")
     hours = data.get("active_hours")
     return WorkerDef(
         name=name,

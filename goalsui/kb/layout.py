@@ -175,10 +175,6 @@ class KB:
         self._state_limit = (stamp, limit)
         return limit
 
-    def check_state_size(self, goal_id: str, new_bytes: int) -> None:
-        """Refuse a ``state.yaml`` of ``new_bytes`` bytes for ``goal_id`` over the bound."""
-        check_state_bytes(f"{goal_id}/{STATE_FILE}", new_bytes, self.state_limit())
-
     def load_goal(self, goal_id: str, *, state_limit: int | None = None) -> LoadedGoal:
         """Read and validate one goal tree; problems are collected, not raised."""
         loaded = self._load_tree(goal_id, self.goal_dir(goal_id))
@@ -301,7 +297,7 @@ class KB:
             raise
         loaded.path = final
         with contextlib.suppress(OSError, GoalsuiError):  # the goal exists: a log hiccup is fine
-            self.append_log(goal_id, f"goal created: {name}")
+            self.tree(goal_id).append_log(f"goal created: {name}")
         return loaded
 
     def delete_goal(self, goal_id: str) -> None:
@@ -339,28 +335,27 @@ class KB:
         """One goal tree's files: no escape by path or symlink, ``log/`` append-only."""
         return ConfinedTree(self.goal_dir(goal_id), goal_id)
 
-    def resolve(self, goal_id: str, rel: str = ".") -> Path:
-        return self.tree(goal_id).resolve(rel)
-
-    def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
-        return self.tree(goal_id).list(rel)
-
-    def kb_read(self, goal_id: str, rel: str) -> str:
-        return self.tree(goal_id).read(rel)
-
     def kb_write(self, goal_id: str, rel: str, text: str) -> Path:
         """Write a file inside a goal tree atomically; YAML files are validated first."""
         return self.tree(goal_id).write(rel, text, validate=partial(self.check_text, goal_id))
 
     def check_text(self, goal_id: str, parts: tuple[str, ...], text: str, shown: str) -> None:
         """Refuse broken YAML, definitions that do not validate, a state.yaml over its bound."""
-        check_kb_text(goal_id, parts, text, shown)
-        if parts == (STATE_FILE,):
-            self.check_state_size(goal_id, len(text.encode("utf-8")))
-
-    def append_log(self, goal_id: str, text: str, when: datetime | None = None) -> tuple[Path, int]:
-        """Append one entry to ``log/YYYY-MM-DD.md``; returns the file and line number."""
-        return self.tree(goal_id).append_log(text, when)
+        if not parts or not parts[-1].endswith((".yaml", ".yml")):
+            return
+        data = parse_yaml(text, shown)
+        is_goal_def = parts == ("definition.yaml",)
+        is_worker_def = len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
+        if (is_goal_def or is_worker_def) and not isinstance(data, dict):
+            raise KBError(shown, "expected a mapping at the top", 1)
+        if is_goal_def:
+            parse_goal(data, text, shown, goal_id)
+        elif is_worker_def:
+            check_name(parts[1], "worker name")
+            parse_worker(parts[1], data, text, shown)
+        elif parts == (STATE_FILE,):
+            shown = f"{goal_id}/{STATE_FILE}"
+            check_state_bytes(shown, len(text.encode("utf-8")), self.state_limit())
 
     # -- workers -------------------------------------------------------------------------
     def update_worker(
@@ -514,22 +509,6 @@ def _no_link_below(path: Path, base: Path) -> bool:
         except OSError:
             return False
     return True
-
-
-def check_kb_text(goal_id: str, parts: tuple[str, ...], text: str, shown: str) -> None:
-    """Refuse YAML that does not parse, and goal or worker definitions that do not validate."""
-    if not parts or not parts[-1].endswith((".yaml", ".yml")):
-        return
-    data = parse_yaml(text, shown)
-    is_goal_def = parts == ("definition.yaml",)
-    is_worker_def = len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
-    if (is_goal_def or is_worker_def) and not isinstance(data, dict):
-        raise KBError(shown, "expected a mapping at the top", 1)
-    if is_goal_def:
-        parse_goal(data, text, shown, goal_id)
-    elif is_worker_def:
-        check_name(parts[1], "worker name")
-        parse_worker(parts[1], data, text, shown)
 
 
 #: Never copied out of the bundled sample: bytecode pip compiled, placeholder files.

@@ -30,11 +30,7 @@ def _goal_texts(kb: KB, goal_id: str) -> tuple[str, str, str]:
 
 
 def add_worker(
-    kb: KB,
-    goal_id: str,
-    seed: WorkerSeed,
-    *,
-    register: Callable[[], object] | None = None,
+    kb: KB, goal_id: str, seed: WorkerSeed, *, register: Callable[[], object] | None = None
 ) -> WorkerDef:
     """Create ``workers/<name>/`` in one rename; removed again if ``register`` fails."""
     check_name(seed.name, "worker name")

@@ -198,12 +198,7 @@ def guess_indent(text: str) -> tuple[int, int]:
     return (mapping or 2), (offset if offset is not None else 2)
 
 
-def roundtrip_update(
-    text: str,
-    updates: dict[str, Any],
-    *,
-    display: str = "YAML file",
-) -> str:
+def roundtrip_update(text: str, updates: dict[str, Any], *, display: str) -> str:
     """Apply top-level ``updates`` to YAML ``text``, keeping comments and key order."""
     from ruamel.yaml import YAML
 

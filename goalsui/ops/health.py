@@ -6,17 +6,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
 
 from goalsui.domain.states import SchedulerState
 from goalsui.errors import GoalsuiError
 from goalsui.ops import listen
 from goalsui.ops.listen import Limits
-from goalsui.ops.metrics import make_registry, render
+from goalsui.ops.metrics import make_registry
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -83,7 +83,7 @@ class OpsServer:
         await listen.close(self.bounded, self.runner)
 
 
-def make_app(readiness: Readiness, registry_render: Callable[[], bytes]) -> web.Application:
+def make_app(readiness: Readiness, registry: CollectorRegistry) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
@@ -94,7 +94,7 @@ def make_app(readiness: Readiness, registry_render: Callable[[], bytes]) -> web.
         return web.Response(status=503, text=f"not ready: {reason}\n")
 
     async def metrics(_: web.Request) -> web.Response:
-        body = await asyncio.to_thread(registry_render)
+        body = await asyncio.to_thread(generate_latest, registry)  # it queries the database
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
     app = web.Application()
@@ -119,7 +119,7 @@ async def start_ops_server(
     registry = make_registry(
         service, readiness.scheduler_up, lambda: readiness.degraded() is not None
     )
-    runner = listen.make_runner(make_app(readiness, lambda: render(registry)), limits)
+    runner = listen.make_runner(make_app(readiness, registry), limits)
     await runner.setup()
     try:
         bounded = await listen.listen(runner, host, port, limits, name="metrics server")

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -43,18 +43,17 @@ class GoalsuiCollector(Collector):
         self.degraded = degraded or (lambda: False)
 
     def collect(self) -> Iterator[Metric]:
-        up = GaugeMetricFamily(
-            "goalsui_scheduler_up", "1 while this process's scheduler loop is running and ticking"
+        yield GaugeMetricFamily(
+            "goalsui_scheduler_up",
+            "1 while this process's scheduler loop is running and ticking",
+            value=1.0 if self.scheduler_up() else 0.0,
         )
-        up.add_metric([], 1.0 if self.scheduler_up() else 0.0)
-        yield up
-        degraded = GaugeMetricFamily(
+        yield GaugeMetricFamily(
             "goalsui_scheduler_degraded",
             "1 while this process's scheduler runs but cannot do its work (a full disk, a "
             "database that refuses writes); it retries and recovers by itself",
+            value=1.0 if self.degraded() else 0.0,
         )
-        degraded.add_metric([], 1.0 if self.degraded() else 0.0)
-        yield degraded
         try:
             stats = self.service.costs.run_stats(DURATION_BUCKETS, LATENESS_BUCKETS)
         except Exception as exc:  # noqa: BLE001 - a scrape never crashes the daemon
@@ -67,14 +66,13 @@ class GoalsuiCollector(Collector):
             if status != RunStatus.RUNNING:
                 runs.add_metric([status, kind], count)
         yield runs
-        missed = CounterMetricFamily("goalsui_missed", "Occurrences recorded missed")
-        missed.add_metric([], sum(n for (s, _), n in stats.runs.items() if s == RunStatus.MISSED))
-        yield missed
-        budget = CounterMetricFamily(
-            "goalsui_budget_skipped", "Turns skipped because their budget was spent"
+        missed = sum(n for (s, _), n in stats.runs.items() if s == RunStatus.MISSED)
+        yield CounterMetricFamily("goalsui_missed", "Occurrences recorded missed", value=missed)
+        yield CounterMetricFamily(
+            "goalsui_budget_skipped",
+            "Turns skipped because their budget was spent",
+            value=stats.budget_skips,
         )
-        budget.add_metric([], stats.budget_skips)
-        yield budget
         intents = GaugeMetricFamily("goalsui_intents", "Intents by status", labels=["status"])
         for status, count in sorted(stats.intents.items()):
             intents.add_metric([status], count)
@@ -112,16 +110,9 @@ def _histogram(name: str, doc: str, data: HistogramData) -> HistogramMetricFamil
 
 
 def make_registry(
-    service: Service,
-    scheduler_up: Callable[[], bool],
-    degraded: Callable[[], bool] | None = None,
+    service: Service, scheduler_up: Callable[[], bool], degraded: Callable[[], bool] | None = None
 ) -> CollectorRegistry:
     """A registry holding only goalsui's collector."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GoalsuiCollector(service, scheduler_up, degraded))
     return registry
-
-
-def render(registry: CollectorRegistry) -> bytes:
-    """The Prometheus text exposition of ``registry`` (blocking: it queries the database)."""
-    return generate_latest(registry)

@@ -163,7 +163,7 @@ class Authoring:
         return WorkerDetail(
             goal_id=goal_id,
             view=view,
-            definition=self.ctx.kb.kb_read(goal_id, f"workers/{worker}/definition.yaml"),
-            prompt=self.ctx.kb.kb_read(goal_id, f"workers/{worker}/prompt.md"),
+            definition=self.ctx.kb.tree(goal_id).read(f"workers/{worker}/definition.yaml"),
+            prompt=self.ctx.kb.tree(goal_id).read(f"workers/{worker}/prompt.md"),
             last_error=last_error,
         )

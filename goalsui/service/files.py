@@ -27,16 +27,16 @@ class Files:
 
     def read(self, goal_id: str, rel: str) -> str:
         """The text of a file of one goal tree."""
-        return self.ctx.kb.kb_read(goal_id, rel)
+        return self.ctx.kb.tree(goal_id).read(rel)
 
     def path(self, goal_id: str, rel: str = ".") -> Path:
         """The confined path of a file or folder in one goal tree (e.g. for $EDITOR)."""
-        return self.ctx.kb.resolve(goal_id, rel)
+        return self.ctx.kb.tree(goal_id).resolve(rel)
 
     def append_log(self, goal_id: str, text: str) -> tuple[Path, int]:
         """Append to the goal's log of today; returns the file and its new size."""
-        return self.ctx.kb.append_log(goal_id, text, self.ctx.now())
+        return self.ctx.kb.tree(goal_id).append_log(text, self.ctx.now())
 
     def list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
         """The entries of a folder of one goal tree."""
-        return self.ctx.kb.kb_list(goal_id, rel)
+        return self.ctx.kb.tree(goal_id).list(rel)

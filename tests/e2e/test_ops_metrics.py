@@ -15,9 +15,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from goalsui.ops.health import Readiness, tick_age
-from goalsui.ops.metrics import make_registry, render
+from goalsui.ops.metrics import make_registry
 from goalsui.runners.base import TurnOutcome
 from goalsui.runners.turn import run_turn
 from goalsui.service import Service
@@ -174,7 +175,7 @@ async def test_the_collector_reports_cost_and_tokens_per_goal_and_worker(
     record(svc, run, await run_turn(svc, unknown, run, cancel=asyncio.Event()))
     skipped = start_run(svc, intent)
     record(svc, skipped, TurnOutcome("skipped", reason="budget: spent", skipped=True))
-    text = render(make_registry(svc, lambda: False)).decode()
+    text = generate_latest(make_registry(svc, lambda: False)).decode()
     assert sample(text, "goalsui_budget_skipped_total") == 1.0
     assert sample(text, "goalsui_cost_usd_total", goal=intent.goal_id, worker="coder") == 1.5
     # a run that reported nothing is not a zero-cost spender

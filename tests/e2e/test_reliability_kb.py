@@ -170,5 +170,5 @@ def test_a_prompt_that_cannot_be_read_is_reported_and_badged(
 def test_the_kb_reader_reads_a_good_prompt(empty_kb: Path, make_service) -> None:
     svc = make_service(empty_kb)
     goal_id, _ = make_goal(svc)
-    assert KB(empty_kb).kb_read(goal_id, "workers/watch/prompt.md") == "- check the queue\n"
+    assert KB(empty_kb).tree(goal_id).read("workers/watch/prompt.md") == "- check the queue\n"
     assert not [p for p in svc.index.doctor() if p.path.endswith("prompt.md")]

@@ -82,16 +82,16 @@ def test_a_tool_write_over_the_bound_is_refused(svc: Service, empty_kb: Path) ->
     assert (empty_kb / gid / "state.yaml").read_text() == "plan: [a, b]\n" != before
     # The check the tool server calls before a write.
     kb = KB(empty_kb)
-    kb.check_state_size(gid, 200)
-    with pytest.raises(GoalsuiError, match="201 bytes"):
-        kb.check_state_size(gid, 201)
+    kb.check_text(gid, ("state.yaml",), "x" * 200, "shown")
+    with pytest.raises(GoalsuiError, match=f"{gid}/state.yaml: 201 bytes"):
+        kb.check_text(gid, ("state.yaml",), "x" * 201, "shown")
 
 
 def test_the_default_bound_is_64_kib(svc: Service) -> None:
     gid = make_goal(svc)
-    svc.kb.check_state_size(gid, 64 * 1024)
+    svc.kb.check_text(gid, ("state.yaml",), "x" * 64 * 1024, "shown")
     with pytest.raises(GoalsuiError, match="65537 bytes is over the state bound of 65536"):
-        svc.kb.check_state_size(gid, 64 * 1024 + 1)
+        svc.kb.check_text(gid, ("state.yaml",), "x" * (64 * 1024 + 1), "shown")
 
 
 def test_a_bad_bound_in_goalsui_yaml_is_reported(svc: Service, empty_kb: Path) -> None:
