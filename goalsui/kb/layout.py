@@ -335,6 +335,9 @@ class KB:
         """One goal tree's files: no escape by path or symlink, ``log/`` append-only."""
         return ConfinedTree(self.goal_dir(goal_id), goal_id)
 
+    def kb_read(self, goal_id: str, rel: str) -> str:
+        return self.tree(goal_id).read(rel)
+
     def kb_write(self, goal_id: str, rel: str, text: str) -> Path:
         """Write a file inside a goal tree atomically; YAML files are validated first."""
         return self.tree(goal_id).write(rel, text, validate=partial(self.check_text, goal_id))
