@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, insert, select
 
 from goalsui.domain.states import RunStatus
 from goalsui.service.context import ServiceContext
@@ -20,8 +20,13 @@ class Bulk:
         self.ctx = ctx
 
     def insert_intents(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert intents given as column values, in one transaction (no journal, no checks)."""
-        self.ctx.store.insert_rows(table_of(Intent), [dict(row) for row in rows])
+        """Insert intents given as column values, in one transaction (no journal, no checks),
+        5000 rows per Core ``executemany``."""
+        with self.ctx.store.engine.begin() as conn:
+            for start in range(0, len(rows), 5000):
+                conn.execute(
+                    insert(table_of(Intent)), [dict(r) for r in rows[start : start + 5000]]
+                )
 
     def count_intents(self) -> int:
         """How many intents the database holds."""
@@ -54,6 +59,6 @@ class Bulk:
 
     def clear(self) -> None:
         """Delete every run, event, intent and journal entry (a scratch database's reset)."""
-        self.ctx.store.delete_rows(
-            table_of(IntentRun), table_of(Event), table_of(Intent), table_of(Journal)
-        )
+        with self.ctx.store.engine.begin() as conn:
+            for model in (IntentRun, Event, Intent, Journal):
+                conn.execute(delete(table_of(model)))

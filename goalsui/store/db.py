@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Table, delete, event, func, insert, inspect, select, text
+from sqlalchemy import Table, event, func, inspect, select, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -78,12 +78,6 @@ class Store:
         with Session(self.read_engine, expire_on_commit=False) as session, session.begin():
             yield session
 
-    def insert_rows(self, table: Table, rows: Sequence[dict[str, Any]], chunk: int = 5000) -> None:
-        """Insert many rows in one transaction (Core ``executemany``, ``chunk`` rows a call)."""
-        with self.engine.begin() as conn:
-            for start in range(0, len(rows), chunk):
-                conn.execute(insert(table), list(rows[start : start + chunk]))
-
     def count_rows(self, table: Table, **equals: Any) -> int:
         """How many rows of ``table`` have these column values."""
         q = select(func.count()).select_from(table)
@@ -91,12 +85,6 @@ class Store:
             q = q.where(table.c[name] == value)
         with self.engine.connect() as conn:
             return int(conn.execute(q).scalar() or 0)
-
-    def delete_rows(self, *tables: Table) -> None:
-        """Empty these tables, in the given order, in one transaction."""
-        with self.engine.begin() as conn:
-            for table in tables:
-                conn.execute(delete(table))
 
     def dispose(self) -> None:
         self.engine.dispose()
