@@ -127,16 +127,10 @@ class Costs:
             out.append(BudgetLine(f"goal {goal_id}", limit, amount, active=window is not None))
         return out
 
-    def day_total(self, tz: str | None = None, now: datetime | None = None) -> Spend:
-        """What every run started today reported (from midnight in ``tz``, else local)."""
-        now = now or self.ctx.now()
-        if tz is None:
-            start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
-            window: tuple[datetime, datetime] | None = (start, start + timedelta(days=1))
-        else:
-            window = period_window("day", now, tz)
-        assert window is not None
-        return queries.spend(self.ctx.store.read_engine, *window)
+    def day_total(self) -> Spend:
+        """What every run started today reported (from local midnight)."""
+        start = self.ctx.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+        return queries.spend(self.ctx.store.read_engine, start, start + timedelta(days=1))
 
     def spend(
         self,

@@ -6,7 +6,7 @@ Import nothing from the service's other modules here: they load the ORM."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,9 @@ from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
 RECENT_LIMIT = 20_000
 ATTENTION_LIMIT = 300
 DB_FILE = "goalsui.db"
+#: the run statuses the Failures list shows, as SQL parameters and their placeholders
+_ATTENTION = sorted(str(s) for s in ATTENTION_RUNS)
+_ATTENTION_MARKS = ", ".join("?" for _ in _ATTENTION)
 
 
 @dataclass
@@ -39,7 +42,6 @@ class QuickRecords:
     summary: dict[str, Any]
     spend_today: Spend | None = None
     load_ms: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
 
 def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None) -> Path | None:
@@ -85,13 +87,11 @@ def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
         recent[run.intent_id].append(run)
     for runs in recent.values():
         runs.sort(key=lambda r: (r.started_at, r.id))
-    attention_statuses = sorted(str(s) for s in ATTENTION_RUNS)
-    marks = ", ".join("?" for _ in attention_statuses)
     attention = snap.records(
         RunRecord,
         "intent_run",
-        f"WHERE status IN ({marks}) AND dismissed = 0 {newest_first}",
-        (*attention_statuses, ATTENTION_LIMIT),
+        f"WHERE status IN ({_ATTENTION_MARKS}) AND dismissed = 0 {newest_first}",
+        (*_ATTENTION, ATTENTION_LIMIT),
     )
     return QuickRecords(
         goals=[goal_view(g, grouped.get(g.goal_id, [])) for g in goal_rows],
@@ -124,7 +124,6 @@ def _threads(snap: Snapshot) -> list[tuple[ThreadRecord, list[TodoRecord]]]:
 
 def _summary(snap: Snapshot, now: datetime) -> dict[str, Any]:
     """The counts of the service's summary, from the same moment."""
-    marks = ", ".join("?" for _ in ATTENTION_RUNS)
     by_status = dict(snap.conn.execute("SELECT status, count(*) FROM intent GROUP BY status"))
     return {
         "goals": snap.scalar("SELECT count(*) FROM goal"),
@@ -133,9 +132,9 @@ def _summary(snap: Snapshot, now: datetime) -> dict[str, Any]:
         "due": snap.scalar(frame_sql.DUE_COUNT, (stamp(now),)),
         "running": snap.scalar(frame_sql.RUNNING_COUNT),
         "failed_24h": snap.scalar(
-            f"SELECT count(*) FROM intent_run WHERE status IN ({marks}) AND dismissed = 0 "
-            "AND started_at >= ?",
-            (*sorted(str(s) for s in ATTENTION_RUNS), stamp(now - timedelta(hours=24))),
+            f"SELECT count(*) FROM intent_run WHERE status IN ({_ATTENTION_MARKS}) "
+            "AND dismissed = 0 AND started_at >= ?",
+            (*_ATTENTION, stamp(now - timedelta(hours=24))),
         ),
     }
 

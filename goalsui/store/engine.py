@@ -24,17 +24,13 @@ class SqliteFile:
     marker beside it. Every transaction checks the identity, so a file deleted or replaced
     under a running goalsui raises :class:`~goalsui.errors.DatabaseReplaced` instead of
     writing where nobody looks; a missing file with a marker is
-    :class:`~goalsui.errors.NoDatabase` unless :meth:`allow_create` (``goalsui db upgrade``)."""
+    :class:`~goalsui.errors.NoDatabase` unless ``may_create`` (``goalsui db upgrade``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.marker = path.with_name(path.name + MARKER_SUFFIX)
         self.identity: tuple[int, int] | None = None
-        self.may_create = False
-
-    def allow_create(self) -> None:
-        """Let this engine create the database file again where one was before."""
-        self.may_create = True
+        self.may_create = False  # True: create the file again where one was before
 
     def replaced(self) -> DatabaseReplaced:
         return DatabaseReplaced(
@@ -109,13 +105,12 @@ def make_engine(url: str, *, reader: bool = False, file: SqliteFile | None = Non
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             url, connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False}
         )
         guard = None
         if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             guard = file or SqliteFile(Path(parsed.database).resolve())
             engine._goalsui_file = guard  # type: ignore[attr-defined]  # lives as long as the engine
         _configure_sqlite(engine, immediate=not reader, guard=guard)

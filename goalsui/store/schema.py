@@ -207,7 +207,7 @@ def upgrade(engine: Engine) -> tuple[SchemaStatus, SchemaStatus]:
     SQLite file is created again, empty (only here)."""
     guard = sqlite_file(engine)
     if guard is not None:
-        guard.allow_create()
+        guard.may_create = True
     before = status(engine)
     if before.state == NEWER:
         raise before.error()
