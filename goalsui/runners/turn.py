@@ -4,6 +4,7 @@ raises for a runner problem (every ending is a TurnOutcome); blocking work runs 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import os
@@ -117,8 +118,8 @@ def assemble_prompt(
     """The runner's stdin text (blocking: database and, for a plain tick, the KB files)."""
     config = service.config()
     kb_root = str(service.kb.root)
+    data = event_block(event.source, event.delivery_id, event.payload) if event else None
     if intent.goal_id and intent.worker:
-        data = event_block(event.source, event.delivery_id, event.payload) if event else None
         if speaks_mcp(resolve_runner(service, intent)):  # its agent reads the files
             shim = worker_shim(
                 intent.goal_id, intent.worker, kb_root, silent_token=config.silent_token
@@ -131,10 +132,9 @@ def assemble_prompt(
             except GoalsuiError:
                 return None
 
-        try:
-            goal_name: str | None = service.goals.get(intent.goal_id).name
-        except GoalsuiError:
-            goal_name = None
+        goal_name = None
+        with contextlib.suppress(GoalsuiError):
+            goal_name = service.goals.get(intent.goal_id).name
         worker_ctx = WorkerContext(
             goal_id=intent.goal_id,
             worker=intent.worker,
@@ -170,10 +170,8 @@ def assemble_prompt(
     ][:10]
     goal_dir = None
     if intent.goal_id:
-        try:
+        with contextlib.suppress(GoalsuiError):
             goal_dir = str(service.kb.goal_dir(intent.goal_id))
-        except GoalsuiError:
-            goal_dir = None
     ctx = TurnContext(
         intent_id=intent.id,
         title=intent.title,
@@ -191,7 +189,7 @@ def assemble_prompt(
         goals=goals,
         messages=messages,
         checklist=intent.checklist,
-        event=event_block(event.source, event.delivery_id, event.payload) if event else None,
+        event=data,
         reply=is_reply(intent.operation_key),
     )
     return render_prompt(build_messages(ctx))
@@ -383,7 +381,8 @@ async def _run_argv(turn: Turn, argv: list[str], prepared: Prepared) -> TurnOutc
     service, intent, run = turn.service, turn.intent, turn.run
     prompt, cwd, env, log_path = prepared
     state_limit = service.config().state_max_bytes
-    before = await asyncio.to_thread(_state_before, service, intent, state_limit)
+    # a goal's turn runs in its goal directory
+    before = await asyncio.to_thread(state_snapshot, cwd, state_limit) if intent.goal_id else None
     result = await run_command(
         argv,
         stdin=prompt,
@@ -407,7 +406,7 @@ async def _run_argv(turn: Turn, argv: list[str], prepared: Prepared) -> TurnOutc
     if result.status != RunStatus.OK:
         await _log_failure(service, intent, run, result.status, result.reason)
         return ended(result.status, reason=result.reason, config_error=result.config_error)
-    over = await asyncio.to_thread(_state_after, service, intent, before, state_limit)
+    over = await asyncio.to_thread(_state_after, cwd, intent, before, state_limit)
     if over:
         await _log_failure(service, intent, run, "failed", over)
         return ended("failed", reason=over)
@@ -422,23 +421,12 @@ async def _run_argv(turn: Turn, argv: list[str], prepared: Prepared) -> TurnOutc
     return ended(delivery.status, reason=None, outbox_path=delivery.outbox_path)
 
 
-def _state_before(service: Service, intent: Intent, limit: int) -> bytes | None:
-    if not intent.goal_id:
-        return None
-    try:
-        return state_snapshot(service.kb.goal_dir(intent.goal_id), limit)
-    except GoalsuiError:
-        return None
-
-
-def _state_after(service: Service, intent: Intent, before: bytes | None, limit: int) -> str | None:
+def _state_after(goal_dir: Path, intent: Intent, before: bytes | None, limit: int) -> str | None:
     """The bound on ``state.yaml``: a turn that grew it over ``state_max_bytes`` fails."""
     if not intent.goal_id:
         return None
     try:
-        return enforce_state_bound(
-            service.kb.goal_dir(intent.goal_id), intent.goal_id, before, limit
-        )
+        return enforce_state_bound(goal_dir, intent.goal_id, before, limit)
     except (GoalsuiError, OSError):
         return None
 
@@ -467,12 +455,7 @@ def _report_blocking(
             return "", "the report runner needs a goal (it reports on a goal's workers)"
         try:
             report = compile_report(
-                service,
-                intent.goal_id,
-                None,
-                service.now(),
-                tz=intent.timezone,
-                exclude_run_id=run.id,
+                service, intent.goal_id, tz=intent.timezone, exclude_run_id=run.id
             )
         except (GoalsuiError, OSError) as exc:
             fh.write(f"[goalsui] failed: {exc}\n")
@@ -491,24 +474,16 @@ async def _run_report(turn: Turn) -> TurnOutcome:
     stop = asyncio.ensure_future(turn.cancel.wait())
     done, _ = await asyncio.wait({work, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     stop.cancel()
+    ended = partial(TurnOutcome, output_path=log_path)
     if work not in done:
         # The thread finishes on its own (it only reads and writes files); the turn ends now.
         if stop in done:
-            return TurnOutcome(
-                "cancelled", reason="cancelled by the operator", output_path=log_path
-            )
-        return TurnOutcome(
-            "timeout", reason=f"timed out after {format_timeout(timeout)}", output_path=log_path
-        )
+            return ended("cancelled", reason="cancelled by the operator")
+        return ended("timeout", reason=f"timed out after {format_timeout(timeout)}")
     summary, error = work.result()
     if error:
         await _log_failure(service, intent, run, "failed", error)
-        return TurnOutcome("failed", reason=error, output_path=log_path)
+        return ended("failed", reason=error)
     delivery = await asyncio.to_thread(deliver_result, service, intent, run, summary)
-    return TurnOutcome(
-        delivery.status,
-        output_tail=summary[-4096:],
-        output_path=log_path,
-        outbox_path=delivery.outbox_path,
-        exit_code=0,
-    )
+    tail = summary[-4096:]
+    return ended(delivery.status, output_tail=tail, outbox_path=delivery.outbox_path, exit_code=0)

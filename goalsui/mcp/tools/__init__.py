@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from goalsui.domain.capabilities import ALL_TOOLS, GOAL_CHANGING, capability_of
 from goalsui.errors import GoalsuiError
@@ -40,6 +41,14 @@ _FLAG_WORDS = (
     ("(argument 'goal')", "(argument 'goal_id')"),
 )
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z-]*)")
+
+
+class Paged(TypedDict):
+    """One page of a list: pass next_cursor back as cursor while truncated is true."""
+
+    total: int
+    truncated: bool
+    next_cursor: str | None
 
 
 class ToolFailure(Exception):
@@ -102,7 +111,7 @@ def not_served_message(service: Service, scope: Scope, name: str) -> str:
     )
 
 
-def page(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], dict[str, Any]]:
+def page(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], Paged]:
     """One page of ``items`` from ``cursor``, with ``total``, ``truncated`` and ``next_cursor``."""
     if not 1 <= limit <= MAX_PAGE:
         raise ToolFailure(f"limit must be between 1 and {MAX_PAGE}")
@@ -114,11 +123,7 @@ def page(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], d
     chunk = list(items[start : start + limit])
     end = start + len(chunk)
     more = end < len(items)
-    return chunk, {
-        "total": len(items),
-        "truncated": more,
-        "next_cursor": str(end) if more else None,
-    }
+    return chunk, Paged(total=len(items), truncated=more, next_cursor=str(end) if more else None)
 
 
 @dataclass

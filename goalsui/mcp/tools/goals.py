@@ -10,7 +10,7 @@ from typing_extensions import TypedDict
 
 from goalsui.domain.views import GoalView
 from goalsui.kb.layout import WorkerSeed
-from goalsui.mcp.tools import Cursor, ToolContext, ToolFailure, page
+from goalsui.mcp.tools import Cursor, Paged, ToolContext, ToolFailure, page
 
 SEED_FIELDS = ("name", "schedule", "prompt", "timeout", "description")
 
@@ -38,13 +38,10 @@ class GoalInfo(GoalSummary):
     workers: list[WorkerInfo]
 
 
-class GoalList(TypedDict):
+class GoalList(Paged):
     """The goals this session may see, paged."""
 
     goals: list[GoalSummary]
-    total: int
-    truncated: bool
-    next_cursor: str | None
     note: str | None
 
 
@@ -86,15 +83,14 @@ def _seed(raw: Any) -> WorkerSeed:
     return WorkerSeed(name, definition, prompt=prompt)
 
 
-def goal_info(view: GoalView) -> GoalInfo:
+def _summary(view: GoalView) -> GoalSummary:
     """A goal without its host path."""
-    return {
-        "goal_id": view.goal_id,
-        "name": view.name,
-        "status": view.status,
-        "task": view.task,
-        "workers": [w.as_json() for w in view.workers],  # type: ignore[misc]  # as_json() returns the TypedDict's keys as a plain dict
-    }
+    return GoalSummary(goal_id=view.goal_id, name=view.name, status=view.status, task=view.task)
+
+
+def goal_info(view: GoalView) -> GoalInfo:
+    workers = [w.as_json() for w in view.workers]
+    return {**_summary(view), "workers": workers}  # type: ignore[typeddict-item]  # as_json() returns the TypedDict's keys as a plain dict
 
 
 def register(ctx: ToolContext) -> None:
@@ -130,11 +126,8 @@ def register(ctx: ToolContext) -> None:
         if not sees_all:
             goals = [g for g in goals if g.goal_id == scope.goal_id]
             note = "only this session's goal: other goals need the capability 'goals'"
-        rows = [
-            GoalSummary(goal_id=g.goal_id, name=g.name, status=g.status, task=g.task) for g in goals
-        ]
-        chunk, paging = page(rows, cursor, limit)
-        return {"goals": chunk, "note": note, **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict
+        chunk, paging = page([_summary(g) for g in goals], cursor, limit)
+        return {"goals": chunk, "note": note, **paging}
 
     @ctx.tool(
         "Get a goal",

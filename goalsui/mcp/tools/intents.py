@@ -10,9 +10,8 @@ from typing_extensions import TypedDict
 
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.timeutil import parse_instant
-from goalsui.errors import GoalsuiError
 from goalsui.mcp.scope import Scope
-from goalsui.mcp.tools import Cursor, ToolContext, ToolFailure, page
+from goalsui.mcp.tools import Cursor, Paged, ToolContext, ToolFailure, page
 from goalsui.store.models import Intent
 
 KINDS = {"at": "at", "cron": "cron", "every": "heartbeat", "event": "event"}
@@ -45,13 +44,10 @@ class OneIntent(TypedDict):
     intent: IntentInfo
 
 
-class IntentList(TypedDict):
+class IntentList(Paged):
     """The session's intents, oldest first, paged."""
 
     intents: list[IntentInfo]
-    total: int
-    truncated: bool
-    next_cursor: str | None
 
 
 def intent_json(i: Intent) -> IntentInfo:
@@ -218,12 +214,9 @@ def register(ctx: ToolContext) -> None:
             ):
                 raise ToolFailure("that goal or thread is outside this session's scope")
             rows = [i for i in svc.intents.list(include_ended=include_ended) if in_scope(scope, i)]
-        else:
-            try:
-                rows = svc.intents.list(
-                    include_ended=include_ended, goal_id=goal_id, thread_id=thread_id
-                )
-            except GoalsuiError as exc:
-                raise ToolFailure(str(exc)) from None
+        else:  # a service error becomes the tool's one-line error
+            rows = svc.intents.list(
+                include_ended=include_ended, goal_id=goal_id, thread_id=thread_id
+            )
         chunk, paging = page(rows, cursor, limit)
-        return {"intents": [intent_json(i) for i in chunk], **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict
+        return {"intents": [intent_json(i) for i in chunk], **paging}

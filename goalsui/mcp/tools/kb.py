@@ -10,7 +10,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from goalsui.mcp.instructions import READ_DEFAULT_BYTES
-from goalsui.mcp.tools import MAX_PAGE, Cursor, ToolContext, ToolFailure, page
+from goalsui.mcp.tools import MAX_PAGE, Cursor, Paged, ToolContext, ToolFailure, page
 from goalsui.mcp.tools.goals import WorkerInfo
 
 if TYPE_CHECKING:
@@ -31,14 +31,11 @@ class Entry(TypedDict):
     modified: str
 
 
-class Listing(TypedDict):
+class Listing(Paged):
     """One page of a folder's entries (depth first when recursive)."""
 
     path: str
     entries: list[Entry]
-    total: int
-    truncated: bool
-    next_cursor: str | None
 
 
 class FileText(TypedDict):
@@ -131,7 +128,7 @@ def register(ctx: ToolContext) -> None:
         chunk, paging = page(entries, cursor, limit)
         for entry in chunk:
             entry["modified"] = entry["modified"].isoformat(timespec="seconds")
-        return {"path": path, "entries": chunk, **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict
+        return {"path": path, "entries": chunk, **paging}  # type: ignore[typeddict-item]  # the entries are the KB's plain dicts, modified now text
 
     @ctx.tool(
         "Read a goal file",

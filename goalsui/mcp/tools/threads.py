@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from goalsui.mcp.tools import MAX_PAGE, Cursor, ToolContext, page
+from goalsui.mcp.tools import MAX_PAGE, Cursor, Paged, ToolContext, page
 
 #: the most recent messages thread_read pages through
 MAX_HISTORY = 5000
@@ -29,15 +29,12 @@ class MessageInfo(TypedDict):
     created_at: str
 
 
-class ThreadMessages(TypedDict):
+class ThreadMessages(Paged):
     """The thread's messages, newest first, paged."""
 
     thread_id: int
     title: str
     messages: list[MessageInfo]
-    total: int
-    truncated: bool
-    next_cursor: str | None
 
 
 def _utc(when: datetime) -> datetime:
@@ -89,4 +86,4 @@ def register(ctx: ToolContext) -> None:
             )
             for m in chunk
         ]
-        return {"thread_id": tid, "title": thread.title, "messages": messages, **paging}  # type: ignore[typeddict-item]  # the paging keys come from a plain dict
+        return {"thread_id": tid, "title": thread.title, "messages": messages, **paging}
