@@ -20,7 +20,7 @@ from goalsui.cli.worker_options import add_worker_options, worker_seeds
 from goalsui.domain.untrusted import plain
 
 if TYPE_CHECKING:
-    from goalsui.service import GoalView
+    from goalsui.domain.views import GoalView
 
 
 def register(sub: Subparsers) -> None:

@@ -84,8 +84,8 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from goalsui.domain.intent_spec import IntentSpec
     from goalsui.kb.config import active_hours_from_range
-    from goalsui.service import IntentSpec
 
     kinds = (("at", args.at), ("cron", args.cron), ("heartbeat", args.every), ("event", None))
     kind, schedule = next((k, when) for k, when in kinds if when or k == "event")

@@ -111,7 +111,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from goalsui.service import schedule_preview
+    from goalsui.service.overview import schedule_preview
 
     result = schedule_preview(args.expression, tz=args.tz, start=args.start, count=args.count)
     return answer(args, result, "\n".join(str(item) for item in result["occurrences"]))

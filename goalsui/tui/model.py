@@ -16,7 +16,8 @@ from goalsui.errors import GoalsuiError
 
 if TYPE_CHECKING:
     from goalsui.domain.budget import Spend
-    from goalsui.service import GoalView, Service
+    from goalsui.domain.views import GoalView
+    from goalsui.service import Service
     from goalsui.service.costs import BudgetLine
 
 #: how far back the dashboard reads runs (the panes' sparklines and last runs)

@@ -16,7 +16,8 @@ from goalsui.tui import keys
 from goalsui.tui.messages import WatcherBatch
 
 if TYPE_CHECKING:
-    from goalsui.service import Problem, Service
+    from goalsui.domain.views import Problem
+    from goalsui.service import Service
     from goalsui.tui.base import ConsoleBase
     from goalsui.tui.feed import DashboardFeed
     from goalsui.tui.model import Dashboard

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import func, select
 
-from goalsui.service import EmitResult, Service
+from goalsui.domain.views import EmitResult
+from goalsui.service import Service
 from goalsui.store.models import Event, Intent
 
 

@@ -20,7 +20,8 @@ import pytest
 from sqlalchemy import text
 
 from goalsui.domain.states import IntentStatus, RunStatus
-from goalsui.service import EmitResult, Service
+from goalsui.domain.views import EmitResult
+from goalsui.service import Service
 
 pytestmark = pytest.mark.postgres
 

@@ -15,7 +15,8 @@ from goalsui.domain.cron import next_occurrence, validate_cron
 from goalsui.domain.durations import MAX_DURATION, parse_duration
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.errors import GoalsuiError, ScheduleError
-from goalsui.service import Service, schedule_preview
+from goalsui.service import Service
+from goalsui.service.overview import schedule_preview
 from tests.base_kit import REPO, FakeClock
 from tests.hooks_kit import row_counts, tree_snapshot
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from goalsui.errors import Conflict, NotFound, ScheduleError, ValidationError
-from goalsui.service import Service, schedule_preview
+from goalsui.service import Service
+from goalsui.service.overview import schedule_preview
 from goalsui.store.models import IntentRun
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)  # the FakeClock's start, a Wednesday

@@ -13,7 +13,7 @@ from goalsui.tui.widgets.cost_panel import budget_label
 
 if TYPE_CHECKING:
     from goalsui.domain.records import RunRecord
-    from goalsui.service import GoalView, WorkerView
+    from goalsui.domain.views import GoalView, WorkerView
     from goalsui.tui.model import Dashboard
 
 

@@ -32,7 +32,7 @@ from goalsui.tui.widgets.goal_label import goal_label, live_run
 
 if TYPE_CHECKING:
     from goalsui.domain.records import IntentRecord
-    from goalsui.service import GoalView, WorkerView
+    from goalsui.domain.views import GoalView, WorkerView
 
 #: Expand every goal at first load when the KB has at most this many workers.
 EXPAND_ALL_UP_TO = 40
