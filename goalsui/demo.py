@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from goalsui.bundled import find_sample_kb
 from goalsui.domain.records import saved_id
@@ -32,11 +32,11 @@ BACKLOG = """# Backlog of the demo repository
 _IDENTITY = ("-c", "user.name=goalsui demo", "-c", "user.email=demo@goalsui.invalid")
 
 
-def load_demo_records(service: Service, path: Path | None = None) -> dict[str, int]:
+def load_demo_records(service: Service) -> dict[str, int]:
     """Load ``demo_records.yaml`` through the service (idempotent: keys and titles reused)."""
     from goalsui.domain.intent_spec import IntentSpec
 
-    path = path or (service.kb.root / DEMO_FILE)
+    path = service.kb.root / DEMO_FILE
     if not path.is_file():
         path = find_sample_kb() / DEMO_FILE
     data, _ = load_yaml_mapping(path, path.name)
@@ -95,7 +95,9 @@ def replay_last_night(
         goal_id = next((g for g in service.kb.goal_ids() if g.startswith(NIGHTSHIFT)), None)
         if goal_id is None:
             return []
-        zone = _report_zone(service.kb.load_goal(goal_id).workers.values())
+        workers = service.kb.load_goal(goal_id).workers.values()
+        reporter = (w for w in workers if w.runner and w.runner.builtin == "report")
+        zone = next((w.schedule.timezone for w in reporter), "UTC")
         # From the start of the last whole night (the one before the night ``now`` is
         # in, whose report is written by now), up to now: nothing is left overdue.
         clock.now = night_window(night_of(now, zone) - timedelta(days=1), zone)[0]
@@ -103,15 +105,6 @@ def replay_last_night(
         return asyncio.run(drive(service, clock, goal_id, now))
     finally:
         service.close()
-
-
-def _report_zone(workers: Iterable[Any]) -> str:
-    """The timezone of the goal's reporter (the builtin ``report`` runner), else UTC."""
-    for worker in workers:
-        runner = worker.runner.as_dict() if worker.runner else {}
-        if runner.get("builtin") == "report":
-            return str(worker.schedule.timezone or "UTC")
-    return "UTC"
 
 
 def make_scratch_repo(path: Path) -> Repo:

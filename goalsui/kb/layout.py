@@ -189,7 +189,7 @@ class KB:
 
     def _load_tree(self, goal_id: str, path: Path) -> LoadedGoal:
         """The definitions of the goal tree at ``path`` (its folder or its staging folder)."""
-        loaded = LoadedGoal(goal_id=goal_id, path=path, definition=None)
+        loaded = LoadedGoal(goal_id, path, None)
         shown = f"{goal_id}/definition.yaml"
         try:
             self.check_inside(path / "definition.yaml", shown, below=path)
@@ -241,11 +241,7 @@ class KB:
                 out.append(self.load_goal(gid, state_limit=limit))
             except GoalsuiError as exc:
                 problem = exc if isinstance(exc, KBError) else KBError(gid, str(exc))
-                out.append(
-                    LoadedGoal(
-                        goal_id=gid, path=self.root / gid, definition=None, problems=[problem]
-                    )
-                )
+                out.append(LoadedGoal(gid, self.root / gid, None, problems=[problem]))
         return out
 
     # -- creation and removal --------------------------------------------------------

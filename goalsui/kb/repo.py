@@ -117,12 +117,7 @@ class Repo:
         out = self.git(
             "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags"
         )
-        refs = {}
-        for line in out.splitlines():
-            name, _, sha = line.partition(" ")
-            if name and sha:
-                refs[name] = sha
-        return refs
+        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         proc = self.run("merge-base", "--is-ancestor", older, newer, check=False)
@@ -161,11 +156,7 @@ class Repo:
     def commits(self, base: str, branch: str) -> list[Commit]:
         """Commits on ``branch`` that ``base`` does not have, oldest first."""
         out = self.git("log", "--reverse", "--format=%H%x09%s", f"{base}..{branch}")
-        result = []
-        for line in out.splitlines():
-            sha, _, subject = line.partition("\t")
-            result.append(Commit(sha, subject))
-        return result
+        return [Commit(*line.split("\t", 1)) for line in out.splitlines()]
 
     def diffstat(self, base: str, branch: str) -> str:
         """``git diff --stat`` of what ``branch`` adds since it left ``base``."""

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from goalsui.kb.paths import CONFIG_FILE
@@ -32,11 +31,8 @@ class KBChange:
     """One changed path, classified. ``rel`` is relative to the goal folder."""
 
     kind: str
-    path: Path
     goal_id: str | None = None
     rel: str = ""
-    worker: str | None = None
-    deleted: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,7 +40,6 @@ class KBChanges:
     """A batch of changes seen together (a save, a burst of writes)."""
 
     changes: tuple[KBChange, ...]
-    at: float = field(default_factory=time.monotonic)
 
     @property
     def config_changed(self) -> bool:
@@ -61,21 +56,15 @@ class KBChanges:
         }
 
     @property
-    def goals(self) -> set[str]:
-        """Every goal touched by the batch."""
-        return {c.goal_id for c in self.changes if c.goal_id}
-
-    @property
     def files(self) -> set[tuple[str, str]]:
         """``(goal_id, rel)`` of every touched path inside a goal."""
         return {(c.goal_id, c.rel) for c in self.changes if c.goal_id}
 
 
-def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange | None:
+def classify(root: Path, path: str | Path) -> KBChange | None:
     """Classify a changed path (None for temp, staging, trash and hidden files)."""
-    p = Path(path)
     try:
-        parts = p.relative_to(root).parts
+        parts = Path(path).relative_to(root).parts
     except ValueError:
         return None
     if not parts:
@@ -87,10 +76,10 @@ def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange
         return None
     if len(parts) == 1:
         if name == CONFIG_FILE:
-            return KBChange(CONFIG, p, deleted=deleted)
+            return KBChange(CONFIG)
         if "." in name:
             return None  # a loose file at the KB root (goal ids have no dots)
-        return KBChange(GOAL, p, goal_id=name, rel="", deleted=deleted)
+        return KBChange(GOAL, name)
     rest = parts[1:]
     worker = rest[1] if rest[0] == "workers" and len(rest) >= 2 else None
     if rest == ("definition.yaml",):
@@ -101,7 +90,7 @@ def classify(root: Path, path: str | Path, *, deleted: bool = False) -> KBChange
         kind = WORKER
     else:
         kind = BOX if rest[2] in ("inbox", "outbox") else FILE
-    return KBChange(kind, p, parts[0], "/".join(rest), worker, deleted)
+    return KBChange(kind, parts[0], "/".join(rest))
 
 
 class KBWatcher:
@@ -140,14 +129,12 @@ class KBWatcher:
             return "starting"
         return "polling" if self.polling else "ok"
 
-    def _filter(self, change: object, path: str) -> bool:
-        from watchfiles import Change
-
-        return classify(self.root, path, deleted=change == Change.deleted) is not None
+    def _filter(self, _change: object, path: str) -> bool:
+        return classify(self.root, path) is not None
 
     async def batches(self) -> AsyncIterator[KBChanges]:
         """Yield classified batches until :meth:`stop`; restarts a failed watch."""
-        from watchfiles import Change, awatch
+        from watchfiles import awatch
 
         self._stop = asyncio.Event()
         while not self._stop.is_set():
@@ -162,11 +149,10 @@ class KBWatcher:
                 )
                 self.healthy, self.error = True, None
                 async for raw in watch:
-                    changes = []
-                    for change, path in sorted(raw, key=lambda item: item[1]):
-                        item = classify(self.root, path, deleted=change == Change.deleted)
-                        if item is not None:
-                            changes.append(item)
+                    found = (
+                        classify(self.root, path) for _, path in sorted(raw, key=lambda i: i[1])
+                    )
+                    changes = [change for change in found if change is not None]
                     if changes:
                         self.batches_seen += 1
                         yield KBChanges(tuple(changes))

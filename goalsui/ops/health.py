@@ -77,7 +77,7 @@ class OpsServer:
     host: str
     port: int
     runner: web.AppRunner
-    bounded: listen.Bounded | None = None
+    bounded: listen.Bounded
 
     async def close(self) -> None:
         await listen.close(self.bounded, self.runner)

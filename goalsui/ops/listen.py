@@ -8,7 +8,6 @@ import contextlib
 import errno
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,21 +35,15 @@ class Limits:
 class QuietLog:
     """One log line per ``key`` per ``interval`` seconds; the others are counted."""
 
-    def __init__(
-        self,
-        logger: logging.Logger,
-        interval: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, logger: logging.Logger, interval: float) -> None:
         self.logger = logger
         self.interval = interval
-        self.clock = clock
         self._next: dict[str, float] = {}
         self._held: dict[str, int] = {}
 
     def let_through(self, key: str) -> int | None:
         """How many lines of ``key`` were held since the last one, or None: hold this one."""
-        now = self.clock()
+        now = time.monotonic()
         if now < self._next.get(key, 0.0):
             self._held[key] = self._held.get(key, 0) + 1
             return None
@@ -71,7 +64,7 @@ class QuietLog:
 class QuietFilter(logging.Filter):
     """One record per message template per ``interval``: a flood must not flood the log."""
 
-    def __init__(self, interval: float = 60.0) -> None:
+    def __init__(self, interval: float) -> None:
         super().__init__()
         self.quiet = QuietLog(log, interval)
 
@@ -199,9 +192,8 @@ async def listen(
     return Bounded(listening, cap, bound)
 
 
-async def close(bounded: Bounded | None, runner: web.AppRunner) -> None:
+async def close(bounded: Bounded, runner: web.AppRunner) -> None:
     """Stop listening, then end the connections and the application."""
-    if bounded is not None:
-        bounded.server.close()
+    bounded.server.close()
     with contextlib.suppress(Exception):
         await runner.cleanup()
