@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from goalsui.runners.presets import CODEX_SHELL
+
 TASK = "task"
 COMMANDER = "commander"
 ROLES = (TASK, COMMANDER)
@@ -15,8 +17,6 @@ ROLES = (TASK, COMMANDER)
 CLAUDE_TASK_TOOLS = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
 #: what the commander may use on the repository: reading only
 CLAUDE_COMMANDER_TOOLS = ("Read", "Glob", "Grep")
-#: Codex's shell (the preset turns it off unless a worker's tools name it)
-CODEX_SHELL = "shell"
 #: permission rules no nightshift agent gets, whatever else it is allowed
 CLAUDE_DENIED = ("Bash(git push:*)", "Bash(git remote:*)", "Bash(git fetch:*)")
 

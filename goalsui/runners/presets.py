@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -142,31 +141,26 @@ def preset_argv(
     allowed: Sequence[str] = (),
 ) -> list[str]:
     """The argv of an agent preset; ``allowed`` are tools of the CLI's own the worker allows."""
+    chosen = ["--model", model] if model else []
     if agent == "claude":
         permitted = ",".join([f"mcp__{SERVER_NAME}__*", *allowed])
         argv = ["claude", "-p", "--output-format", "json"]
         argv += ["--mcp-config", MCP_CONFIG, "--strict-mcp-config"]
         argv += ["--tools", ",".join(allowed), "--allowedTools", permitted]
-        if model:
-            argv += ["--model", model]
-        return argv + list(args)
+        return [*argv, *chosen, *args]
     if agent == "codex":
         argv = ["codex", "exec", "--json", "--skip-git-repo-check", *_codex_overrides(tools)]
         off = [*CODEX_FEATURES_OFF, *([] if CODEX_SHELL in allowed else ["shell_tool"])]
         for feature in off:
             argv += ["--disable", feature]
-        if model:
-            argv += ["--model", model]
-        return [*argv, *args, "-"]
+        return [*argv, *chosen, *args, "-"]
     if agent == "goose":
         # goose takes a stdio extension as one command line: ENV=value ... command args
         launch = tools.stdio
         env = [f"{k}={shlex.quote(v)}" for k, v in launch.env.items()]
         extension = " ".join([*env, *(shlex.quote(a) for a in (launch.command, *launch.args))])
         argv = ["goose", "run", "--no-session", "--quiet", "--with-extension", extension]
-        if model:
-            argv += ["--model", model]
-        return [*argv, *args, "-i", "-"]
+        return [*argv, *chosen, *args, "-i", "-"]
     raise ValueError(f"unknown agent preset {agent!r} (known: {', '.join(AGENTS)})")
 
 
@@ -196,35 +190,35 @@ def runner_argv(spec: Mapping[str, Any], tools: TurnTools) -> list[str]:
 
 
 def expand_placeholders(
-    argv: Sequence[str], *, configs: Mapping[str, str] | None = None, run_id: int
+    argv: Sequence[str], *, configs: Mapping[str, str], run_id: int
 ) -> list[str]:
     """``{run_id}`` and the config placeholders (``configs``: placeholder -> path)."""
     out = []
     for arg in argv:
         arg = arg.replace(RUN_ID, str(run_id))
-        for placeholder, path in (configs or {}).items():
+        for placeholder, path in configs.items():
             arg = arg.replace(placeholder, path)
         out.append(arg)
     return out
 
 
-def config_placeholders(argv: Sequence[str]) -> list[str]:
-    """The config placeholders ``argv`` uses, in a fixed order."""
-    return [p for p in (MCP_CONFIG, MCP_STDIO_CONFIG) if any(p in arg for arg in argv)]
+def mcp_documents(
+    argv: Sequence[str], tools: TurnTools, agent: str | None
+) -> dict[str, dict[str, Any]]:
+    """The MCP config document of each config placeholder ``argv`` uses, in a fixed order."""
+    return {
+        p: tools.config(stdio=p == MCP_STDIO_CONFIG, always_load=agent == "claude")
+        for p in (MCP_CONFIG, MCP_STDIO_CONFIG)
+        if any(p in arg for arg in argv)
+    }
 
 
 def write_mcp_config(folder: Path, name: str, document: Mapping[str, Any]) -> Path:
     """Write a run's MCP config (mode 0600: it holds the run's token); returns its path."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.mcp.json"
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a leftover of a crashed attempt: created afresh with our mode
+    path.unlink(missing_ok=True)  # a leftover of a crashed attempt: created afresh with our mode
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(document, fh, indent=2)
     return path
-
-
-def remove_mcp_config(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()

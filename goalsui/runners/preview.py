@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.capabilities import speaks_mcp
 from goalsui.runners.presets import (
-    MCP_STDIO_CONFIG,
     RUN_ID,
     McpLaunch,
     ToolEndpoint,
     TurnTools,
-    config_placeholders,
+    mcp_documents,
     preset_env,
     runner_argv,
 )
@@ -70,12 +69,7 @@ def preview_worker_turn(service: Service, goal_id: str, worker: str) -> TurnPrev
     env = list(TURN_ENV)
     if gets_tools:
         env += sorted(preset_env(agent, tools))
-    configs = {
-        placeholder: tools.config(
-            stdio=placeholder == MCP_STDIO_CONFIG, always_load=agent == "claude"
-        )
-        for placeholder in config_placeholders(argv)
-    }
+    configs = mcp_documents(argv, tools, agent)
     return TurnPreview(
         runner=dict(spec),
         argv=argv,

@@ -37,10 +37,9 @@ from goalsui.runners.nightshift_tools import (
 from goalsui.runners.presets import (
     MCP_STDIO_CONFIG,
     TurnTools,
-    config_placeholders,
     expand_placeholders,
+    mcp_documents,
     preset_env,
-    remove_mcp_config,
     runner_argv,
     write_mcp_config,
 )
@@ -128,7 +127,7 @@ def assemble_prompt(
 
         def read(rel: str) -> str | None:
             try:
-                return service.agents.kb_read(intent.goal_id or "", rel)
+                return service.files.read(intent.goal_id or "", rel)
             except GoalsuiError:
                 return None
 
@@ -357,10 +356,7 @@ async def _run_with_tools(
         prepared.env.update(commander.env)
     configs: dict[str, str] = {}
     try:
-        for placeholder in config_placeholders(argv):
-            document = tools.config(
-                stdio=placeholder == MCP_STDIO_CONFIG, always_load=spec.get("agent") == "claude"
-            )
+        for placeholder, document in mcp_documents(argv, tools, spec.get("agent")).items():
             name = f"{run_id}{'.stdio' if placeholder == MCP_STDIO_CONFIG else ''}"
             written = await asyncio.to_thread(write_mcp_config, service.runs_dir, name, document)
             configs[placeholder] = str(written)
@@ -372,7 +368,7 @@ async def _run_with_tools(
         )
     finally:
         for config in configs.values():
-            await asyncio.to_thread(remove_mcp_config, Path(config))
+            await asyncio.to_thread(Path(config).unlink, missing_ok=True)
     return replace(outcome, prompt=prepared.prompt, argv=tuple(redact_argv(argv)))
 
 

@@ -88,8 +88,7 @@ def _main_model(per_model: dict[str, Any]) -> str | None:
         cost = _money(data.get("costUSD"))
         return cost if cost is not None else float(_count(data.get("outputTokens")) or 0)
 
-    name = max(per_model.items(), key=weight)[0]
-    return str(name)[:200] if name else None
+    return str(max(per_model.items(), key=weight)[0]) or None  # Usage caps its length
 
 
 # -- Codex -----------------------------------------------------------------------------------
@@ -161,12 +160,9 @@ def _generic(stdout: str) -> ParsedOutput:
     if found is None:
         return ParsedOutput(None, stdout)
     model = found.get("model")
-    usage = _usage(
-        _count(found.get("tokens_in")),
-        _count(found.get("tokens_out")),
-        _money(found.get("cost_usd")),
-        str(model)[:200] if isinstance(model, str) and model else None,
-    )
+    tokens_in, tokens_out = _count(found.get("tokens_in")), _count(found.get("tokens_out"))
+    cost = _money(found.get("cost_usd"))
+    usage = _usage(tokens_in, tokens_out, cost, model if isinstance(model, str) and model else None)
     return ParsedOutput(usage, "".join(kept))
 
 

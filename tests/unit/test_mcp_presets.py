@@ -21,7 +21,6 @@ from goalsui.runners.presets import (
     expand_placeholders,
     preset_argv,
     preset_env,
-    remove_mcp_config,
     runner_argv,
     write_mcp_config,
 )
@@ -121,8 +120,7 @@ def test_placeholders_and_the_config_file(tmp_path: Path) -> None:
         f"--mcp={path}",
         "run-7",
     ]
-    remove_mcp_config(path)
-    remove_mcp_config(path)  # already gone: fine
+    path.unlink()
     assert not path.exists()
     launch = McpLaunch.for_run(Path("/kb"), Path("/state"), "sqlite:///db", 7, python="py")
     assert launch.args[-3:] == ("mcp", "--run", "7") and launch.env == {
