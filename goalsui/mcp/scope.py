@@ -100,16 +100,14 @@ def operator_scope(
     service: Service, goal_id: str | None, worker: str | None, thread_id: int | None
 ) -> Scope:
     """An operator's session: every capability in the named scope; none: read-only."""
+    if worker is not None and goal_id is None:
+        raise ValidationError("--worker needs --goal")
     if goal_id is None and thread_id is None:
-        if worker is not None:
-            raise ValidationError("--worker needs --goal")
         return Scope(tools=frozenset(READ_ONLY))
     if goal_id is not None:
         service.goals.get(goal_id)
     caps = tuple(CAPABILITIES)
-    if worker is not None:
-        if goal_id is None:
-            raise ValidationError("--worker needs --goal")
+    if worker is not None and goal_id is not None:
         caps = service.agents.worker_capabilities(goal_id, worker)
     private = service.threads.get(thread_id).private if thread_id is not None else False
     return _narrowed(caps, goal_id, worker, thread_id, private)

@@ -64,31 +64,26 @@ def headline(output: str, limit: int = 160) -> str:
 def _goal_rel(service: Service, goal_id: str, path: Path) -> str:
     try:
         return str(path.resolve().relative_to(service.kb.goal_dir(goal_id).resolve()))
-    except (ValueError, Exception):  # noqa: BLE001 - display only
+    except Exception:  # noqa: BLE001 - display only
         return str(path)
 
 
 def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str) -> Delivery:
     """Deliver an ok run's stdout: silent token, or outbox + goal log + message."""
     token = service.config().silent_token
-    if token and output.strip() == token.strip():
+    silent = bool(token) and output.strip() == token.strip()
+    if silent or not output.strip():
         if intent.goal_id:
-            line = f"run {run.id} {run_label(intent)} silent (nothing to report)"
-            service.files.append_log(intent.goal_id, line)
-        return Delivery("silent")
-    if not output.strip():
-        if intent.goal_id:
-            service.files.append_log(
-                intent.goal_id, f"run {run.id} {run_label(intent)} ok (no output)"
-            )
-        return Delivery("ok")
+            said = "silent (nothing to report)" if silent else "ok (no output)"
+            service.files.append_log(intent.goal_id, f"run {run.id} {run_label(intent)} {said}")
+        return Delivery("silent" if silent else "ok")
     outbox: Path | None = None
+    where = "the run log"
     if intent.goal_id and intent.worker:
         outbox = service.kb.outbox_dir(intent.goal_id, intent.worker) / outbox_name(run)
         atomic_write(outbox, output if output.endswith("\n") else output + "\n")
-    where = "the run log"
+        where = _goal_rel(service, intent.goal_id, outbox)
     if intent.goal_id:
-        where = _goal_rel(service, intent.goal_id, outbox) if outbox else where
         pointer = f" -> {where}" if outbox else ""
         line = f"run {run.id} {run_label(intent)} ok: {headline(output) or '(result)'}{pointer}"
         service.files.append_log(intent.goal_id, line)
