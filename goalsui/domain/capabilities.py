@@ -21,15 +21,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
 ALWAYS = ("list_goals", "get_goal", "get_context")
 ALL_TOOLS = ALWAYS + tuple(t for tools in CAPABILITIES.values() for t in tools)
 #: what an unscoped session (no run, no goal) is served: lookups only
-READ_ONLY = (
-    "list_goals",
-    "get_goal",
-    "get_context",
-    "goal_kb_list",
-    "goal_kb_read",
-    "todo_list",
-    "list_intents",
-)
+READ_ONLY = (*ALWAYS, "goal_kb_list", "goal_kb_read", "todo_list", "list_intents")
 INTENT_TOOLS = CAPABILITIES["schedule"]
 THREAD_TOOLS = CAPABILITIES["todos"] + CAPABILITIES["threads"]
 #: served to every worker's turn; without ``read_kb`` it reads only :func:`own_files`
@@ -87,20 +79,16 @@ def idle_capabilities(
 ) -> list[str]:
     """One line for each capability of a worker that would grant nothing with ``runner``."""
     caps = [name for name in capabilities if name in CAPABILITIES]
-    out: list[str] = []
-    if caps and runner:
-        if runner.get("builtin"):
-            out.append(
-                f"capabilities {', '.join(caps)} grant nothing: the builtin "
-                f"{runner['builtin']!r} runner starts no agent"
-            )
-            return out
-        if not speaks_mcp(runner):
-            out.append(
-                f"capabilities {', '.join(caps)} grant nothing: the command runner gets no "
-                f"tools (its argv has no {MCP_CONFIG} placeholder)"
-            )
-            return out
+    if caps and runner and runner.get("builtin"):
+        return [
+            f"capabilities {', '.join(caps)} grant nothing: the builtin "
+            f"{runner['builtin']!r} runner starts no agent"
+        ]
+    if caps and runner and not speaks_mcp(runner):
+        return [
+            f"capabilities {', '.join(caps)} grant nothing: the command runner gets no "
+            f"tools (its argv has no {MCP_CONFIG} placeholder)"
+        ]
     if "nightshift" in caps and not nightshift_goal:
-        out.append("capability nightshift grants nothing: this is not a nightshift goal")
-    return out
+        return ["capability nightshift grants nothing: this is not a nightshift goal"]
+    return []

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from functools import lru_cache
-from itertools import islice, takewhile
+from itertools import islice
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
@@ -20,7 +20,6 @@ from goalsui.domain.timeutil import ensure_utc, gap_end, load_zone, quote, wall_
 from goalsui.errors import ScheduleError
 
 MAX_CRON_LENGTH = 200
-MAX_OCCURRENCES = 100_000
 
 ALIASES = {
     "@yearly": "0 0 1 1 *",
@@ -194,26 +193,6 @@ def next_occurrence(expr: str, tz: str | tzinfo, after: datetime) -> datetime:
     raise _bad(expr, "it never fires again")
 
 
-def occurrences(
-    expr: str,
-    tz: str | tzinfo,
-    start: datetime,
-    count: int | None = None,
-    until: datetime | None = None,
-) -> list[datetime]:
-    """Aware UTC occurrences strictly after ``start``, ascending, bounded by ``count``
-    and/or ``until`` (inclusive); more than 100 000 from ``until`` alone is refused."""
-    if count is None and until is None:
-        raise ValueError("occurrences() needs count or until")
-    if count is not None and (isinstance(count, bool) or count < 0):
-        raise ValueError("count must be a non-negative integer")
-    walk = _iter_after(_compile(expr), _zone(tz), ensure_utc(start))
-    end = ensure_utc(until) if until is not None else None
-    limit = count if count is not None else MAX_OCCURRENCES + 1
-    result = list(islice(takewhile(lambda t: end is None or t <= end, walk), limit))
-    if count is None and len(result) > MAX_OCCURRENCES:
-        raise ScheduleError(
-            f"cron expression {quote(expr)} fires more than {MAX_OCCURRENCES} times "
-            "in that range; shorten it"
-        )
-    return result
+def occurrences(expr: str, tz: str | tzinfo, start: datetime, count: int) -> list[datetime]:
+    """The first ``count`` occurrences strictly after ``start``: aware UTC, ascending."""
+    return list(islice(_iter_after(_compile(expr), _zone(tz), ensure_utc(start)), count))

@@ -80,11 +80,9 @@ def run_actions(status: RunStatus | str) -> frozenset[Action]:
         return frozenset()
 
 
-def intent_allows(
-    status: IntentStatus | str, action: Action, *, pause_pending: bool = False
-) -> bool:
+def intent_allows(status: IntentStatus | str, action: Action) -> bool:
     """True when ``action`` may be taken on an intent in ``status``."""
-    return action in intent_actions(status, pause_pending=pause_pending)
+    return action in intent_actions(status)
 
 
 def run_allows(status: RunStatus | str, action: Action) -> bool:

@@ -40,14 +40,12 @@ def _inert(text: str) -> str:
     return _FORMAT.sub(_visible, text)
 
 
-def fence_untrusted(label: str, text: object, *, limit: int | None = None) -> str:
+def fence_untrusted(label: str, text: object) -> str:
     """Wrap ``text`` in a fenced block labelled as untrusted data.
 
     The fence is longer than any backtick run inside and carries a random id at both
-    ends, so nothing inside can close it; ``limit`` cuts the text with a note."""
+    ends, so nothing inside can close it."""
     body = _inert(text if isinstance(text, str) else str(text))
-    if limit is not None and len(body) > limit:
-        body = body[:limit] + f"\n… (cut: {len(body) - limit} more characters)"
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     ticks = "`" * max(3, longest + 1)
     nonce = secrets.token_hex(8)

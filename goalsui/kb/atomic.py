@@ -10,15 +10,14 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
-    """Write ``path`` atomically, keeping its mode (a new file gets ``mode`` or 0o644)."""
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``path`` atomically, keeping its mode (a new file gets 0o644)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except OSError:
-            mode = 0o644
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o644
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

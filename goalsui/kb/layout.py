@@ -254,15 +254,13 @@ class KB:
         owner: str = "",
         protocol: str | None = None,
         register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
-        goal_id: str | None = None,
         files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
         """Create a goal tree in staging and rename it into place; whole or not at all."""
         name, workers = _checked_seeds(name, workers)
         self.root.mkdir(parents=True, exist_ok=True)
-        goal_id = goal_id or new_goal_id(name)
-        check_name(goal_id, "goal id")
+        goal_id = new_goal_id(name)
         final = safe_join(self.root, goal_id)
         if final.exists():
             raise ValidationError(f"goal '{goal_id}' already exists")

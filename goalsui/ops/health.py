@@ -105,16 +105,10 @@ def make_app(readiness: Readiness, registry: CollectorRegistry) -> web.Applicati
 
 
 async def start_ops_server(
-    service: Service,
-    scheduler: Any,
-    host: str,
-    port: int,
-    *,
-    max_quiet: float,
-    limits: Limits | None = None,
+    service: Service, scheduler: Any, host: str, port: int, *, max_quiet: float
 ) -> OpsServer:
     """Serve the three endpoints on ``host:port`` (0: a free port), with the port limits."""
-    limits = limits or Limits()
+    limits = Limits()
     readiness = Readiness(service, scheduler, max_quiet=max_quiet)
     registry = make_registry(
         service, readiness.scheduler_up, lambda: readiness.degraded() is not None

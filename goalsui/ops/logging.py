@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any
 
 from goalsui.domain.untrusted import plain
 
@@ -24,24 +24,20 @@ class JsonFormatter(logging.Formatter):
     """A log record as one JSON object."""
 
     def format(self, record: logging.LogRecord) -> str:
-        error = None
-        if record.exc_info:
-            error = plain(self.formatException(record.exc_info), limit=8000)
-        at = datetime.fromtimestamp(record.created)
-        level = record.levelname.lower()
+        exc = record.exc_info
+        error = plain(self.formatException(exc), limit=8000) if exc else None
+        at, level = datetime.fromtimestamp(record.created), record.levelname.lower()
         return json_line(at, level, record.name, record.getMessage(), error=error)
 
 
 class LineWriter:
     """Writes the daemon's own lines as text (``stamp message``) or as JSON objects."""
 
-    def __init__(self, fmt: str = "text", out: TextIO | None = None, err: TextIO | None = None):
+    def __init__(self, fmt: str = "text") -> None:
         self.fmt = fmt
-        self.out = out
-        self.err = err
 
     def __call__(self, text: str, *, err: bool = False, **fields: Any) -> None:
-        stream = (self.err or sys.stderr) if err else (self.out or sys.stdout)
+        stream = sys.stderr if err else sys.stdout
         now = datetime.now().astimezone()
         if self.fmt == "json":
             line = json_line(now, "error" if err else "info", "goalsui.daemon", text, **fields)
@@ -53,12 +49,11 @@ class LineWriter:
 
 def configure(fmt: str) -> LineWriter:
     """JSON: records (warning and up) to stderr; returns the writer of the daemon's lines."""
-    if fmt != "json":
-        return LineWriter(fmt)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("goalsui")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    root.propagate = False
+    if fmt == "json":
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        root = logging.getLogger("goalsui")
+        root.handlers[:] = [handler]
+        root.setLevel(logging.WARNING)
+        root.propagate = False
     return LineWriter(fmt)

@@ -102,11 +102,6 @@ def test_fence_nonce_is_fresh_and_label_is_cleaned() -> None:
     assert fence_untrusted("", "data").startswith("The block below is UNTRUSTED DATA (data)")
 
 
-def test_fence_limit_cuts_with_a_note() -> None:
-    content = check_fenced("x" * 5000, fence_untrusted("x", "x" * 5000, limit=100))
-    assert content.startswith("x" * 100 + "\n… (cut: 4900 more characters)")
-
-
 fragments = st.one_of(
     st.text(max_size=20),
     st.text(st.characters(codec=None, categories=("Cc", "Cf", "Zl", "Zp", "Cs")), max_size=5),
