@@ -55,7 +55,7 @@ def register(sub: Subparsers) -> None:
 
 def cmd_ls(args: argparse.Namespace) -> int:
 
-    entries = open_service(args, sync=False).agents.kb_list(args.goal, args.path)
+    entries = open_service(args, sync=False).files.list(args.goal, args.path)
     rows = [
         [
             plain(e["path"]) + ("/" if e["dir"] else ""),
@@ -68,7 +68,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
-    text = open_service(args, sync=False).agents.kb_read(args.goal, args.path)
+    text = open_service(args, sync=False).files.read(args.goal, args.path)
     if sys.stdout.isatty():  # a terminal gets no escape sequences from a file
         text = plain(text)
     sys.stdout.write(text)
@@ -79,9 +79,7 @@ def cmd_write(args: argparse.Namespace) -> int:
     if args.source != "-" and not args.source.startswith("@"):
         raise ValidationError("the text comes from stdin (-) or @FILE")
     text = read_text_arg(args.source)
-    service = open_service(args, sync=False)
-    path = service.agents.kb_write(args.goal, args.path, text)
-    rel = "/".join(service.agents.tree(args.goal).parts(path))
+    rel = open_service(args, sync=False).files.write(args.goal, args.path, text)
     return answer(
         args,
         {"goal": args.goal, "path": rel, "bytes": len(text.encode("utf-8"))},

@@ -18,7 +18,6 @@ from goalsui.domain.transcript import TOOL_LINE, format_tool_call
 from goalsui.domain.views import json_fields
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.atomic import append_line
-from goalsui.kb.confined import ConfinedTree
 from goalsui.service.context import ServiceContext, found
 from goalsui.service.follow_ups import schedule_follow_up
 from goalsui.service.intents import Intents
@@ -29,13 +28,6 @@ from goalsui.store.models import Intent, IntentRun, Message, Thread, ToolCall
 
 MAX_RESULT_CHARS = 8000
 MAX_POST_CHARS = 64 * 1024
-
-
-def _is_definition(parts: tuple[str, ...]) -> bool:
-    """A definition file: the goal's or a worker's ``definition.yaml``, or ``nightshift.yaml``."""
-    return parts in (("definition.yaml",), ("nightshift.yaml",)) or (
-        len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
-    )
 
 
 @dataclass(frozen=True)
@@ -63,41 +55,9 @@ class Agents:
         self.runs = runs
         self.index = index
 
-    def tree(self, goal_id: str) -> ConfinedTree:
-        return self.ctx.kb.tree(goal_id)
-
-    def kb_list(self, goal_id: str, rel: str = ".") -> list[dict[str, Any]]:
-        return self.tree(goal_id).list(rel)
-
-    def kb_read(self, goal_id: str, rel: str) -> str:
-        return self.tree(goal_id).read(rel)
-
-    def kb_write(self, goal_id: str, rel: str, text: str, *, definitions: bool = True) -> Path:
-        """Write a file atomically, validating YAML and definitions first.
-
-        ``definitions=False`` (an agent's write) refuses ``definition.yaml``: a runner is
-        the program goalsui starts, never an agent's pick."""
-
-        def validate(parts: tuple[str, ...], body: str, shown: str) -> None:
-            if not definitions and _is_definition(parts):
-                raise ValidationError(
-                    f"{shown}: definitions (files that choose a program or a repository) "
-                    "are not written by agents "
-                    "(update_worker changes a worker's schedule, timeout and prompt)"
-                )
-            self.ctx.kb.check_text(goal_id, parts, body, shown)  # state.yaml's bound too
-
-        tree = self.tree(goal_id)
-        path = tree.write(rel, text, validate=validate)
-        shown = "/".join(tree.parts(path))
-        self.ctx.journal.record("file written", f"{goal_id}/{shown}", f"{len(text)} characters")
-        if path.name == "definition.yaml":
-            self.index.sync([goal_id])
-        self.ctx.changed("files")
-        return path
-
     def log_append(self, goal_id: str, text: str) -> tuple[Path, int]:
-        path, line = self.tree(goal_id).append_log(text, self.ctx.now())
+        """Append to the goal's log of today, journaled (the operator's appends are not)."""
+        path, line = self.ctx.kb.tree(goal_id).append_log(text, self.ctx.now())
         self.ctx.journal.record("goal log appended", f"{goal_id}/log/{path.name}", f"line {line}")
         self.ctx.changed("files")
         return path, line

@@ -6,8 +6,17 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.domain.states import ChangeTopic
+from goalsui.errors import ValidationError
+from goalsui.kb.confined import ConfinedTree
 from goalsui.service.context import ServiceContext
 from goalsui.service.kbindex import Index
+
+
+def _is_definition(parts: tuple[str, ...]) -> bool:
+    """A definition file: the goal's or a worker's ``definition.yaml``, or ``nightshift.yaml``."""
+    return parts in (("definition.yaml",), ("nightshift.yaml",)) or (
+        len(parts) == 3 and parts[0] == "workers" and parts[2] == "definition.yaml"
+    )
 
 
 class Files:
@@ -17,13 +26,34 @@ class Files:
         self.ctx = ctx
         self.index = index
 
-    def write(self, goal_id: str, rel: str, text: str) -> None:
-        """Write a file of a goal tree atomically; a definition change re-plans at once."""
-        self.ctx.kb.kb_write(goal_id, rel, text)
-        self.ctx.journal.record("file written", f"{goal_id}/{rel}")
-        if rel.endswith("definition.yaml"):
+    def tree(self, goal_id: str) -> ConfinedTree:
+        """One goal tree's confined files (paths, parts)."""
+        return self.ctx.kb.tree(goal_id)
+
+    def write(self, goal_id: str, rel: str, text: str, *, definitions: bool = True) -> str:
+        """Write a file of a goal tree atomically, YAML and definitions validated first; a
+        definition change re-plans at once. Returns the path written, relative to the goal.
+
+        ``definitions=False`` (an agent's write) refuses definitions: a runner is the
+        program goalsui starts, never an agent's pick."""
+
+        def validate(parts: tuple[str, ...], body: str, shown: str) -> None:
+            if not definitions and _is_definition(parts):
+                raise ValidationError(
+                    f"{shown}: definitions (files that choose a program or a repository) "
+                    "are not written by agents "
+                    "(update_worker changes a worker's schedule, timeout and prompt)"
+                )
+            self.ctx.kb.check_text(goal_id, parts, body, shown)  # state.yaml's bound too
+
+        tree = self.tree(goal_id)
+        path = tree.write(rel, text, validate=validate)
+        shown = "/".join(tree.parts(path))
+        self.ctx.journal.record("file written", f"{goal_id}/{shown}", f"{len(text)} characters")
+        if path.name == "definition.yaml":
             self.index.sync([goal_id])
         self.ctx.changed(ChangeTopic.FILES)
+        return shown
 
     def read(self, goal_id: str, rel: str) -> str:
         """The text of a file of one goal tree."""

@@ -80,10 +80,10 @@ PathArg = Annotated[
 
 def _walk(svc: Service, goal_id: str, rel: str, recursive: bool) -> list[dict[str, Any]]:
     """A folder's entries; recursive: depth first, each folder visited once."""
-    tree = svc.agents.tree(goal_id)
+    tree = svc.files.tree(goal_id)
     out: list[dict[str, Any]] = []
     seen = {tree.resolve(rel)}
-    stack: list[Iterator[dict[str, Any]]] = [iter(svc.agents.kb_list(goal_id, rel))]
+    stack: list[Iterator[dict[str, Any]]] = [iter(svc.files.list(goal_id, rel))]
     while stack and len(out) < MAX_WALK:
         entry = next(stack[-1], None)
         if entry is None:
@@ -94,7 +94,7 @@ def _walk(svc: Service, goal_id: str, rel: str, recursive: bool) -> list[dict[st
             real = tree.resolve(entry["path"])
             if real not in seen:
                 seen.add(real)
-                stack.append(iter(svc.agents.kb_list(goal_id, entry["path"])))
+                stack.append(iter(svc.files.list(goal_id, entry["path"])))
     return out
 
 
@@ -156,7 +156,7 @@ def register(ctx: ToolContext) -> None:
     ) -> FileText:
         gid = scope.goal(goal_id)
         if scope.readable is not None:
-            tree = svc.agents.tree(gid)
+            tree = svc.files.tree(gid)
             if tree.parts(tree.resolve(path)) not in scope.readable:
                 allowed = ", ".join("/".join(parts) for parts in scope.readable)
                 raise ToolFailure(
@@ -164,7 +164,7 @@ def register(ctx: ToolContext) -> None:
                 )
         if not 1 <= limit <= MAX_READ:
             raise ToolFailure(f"limit must be between 1 and {MAX_READ} bytes")
-        data = svc.agents.kb_read(gid, path).encode("utf-8")
+        data = svc.files.read(gid, path).encode("utf-8")
         if not 0 <= offset <= len(data):
             raise ToolFailure(f"offset must be between 0 and {len(data)} (the file's size)")
         start = _utf8_start(data, offset)
@@ -199,8 +199,7 @@ def register(ctx: ToolContext) -> None:
         goal_id: GoalArg = None,
     ) -> Written:
         gid = scope.goal(goal_id)
-        written = svc.agents.kb_write(gid, path, text, definitions=False)
-        rel = "/".join(svc.agents.tree(gid).parts(written))
+        rel = svc.files.write(gid, path, text, definitions=False)
         return {"path": rel, "bytes": len(text.encode("utf-8"))}
 
     @ctx.tool(
