@@ -229,7 +229,7 @@ def test_an_agent_cannot_write_nightshift_yaml_but_the_operator_can(stray_night:
     service = service_of(n)
     try:
         with pytest.raises(Exception, match="not written by agents"):
-            service.agents.kb_write(
+            service.files.write(
                 n["goal"],
                 "nightshift.yaml",
                 f"repo: {n['repo']}\ncheck: [touch, /tmp/x]\n",
