@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -78,16 +77,23 @@ def format_timeout(seconds: float) -> str:
     return format_duration(timedelta(seconds=seconds))
 
 
-def _start_error(program: str, exc: OSError, cwd: Path | None) -> str:
-    shown = plain(program, limit=80)
-    if cwd is not None and getattr(exc, "filename", None) == str(cwd):
-        return f"cannot start '{shown}': working directory {cwd} is not usable ({exc.strerror})"
-    if isinstance(exc, FileNotFoundError):
-        return f"cannot start '{shown}': program not found"
-    if isinstance(exc, PermissionError):
-        return f"cannot start '{shown}': permission denied"
-    reason = exc.strerror or type(exc).__name__
-    return f"cannot start '{shown}': {reason}"
+def _not_started(
+    program: str, exc: Exception, cwd: Path | None, pid: int | None = None
+) -> CommandResult:
+    """The failed result of a program that could not start; not found is a config error."""
+    if not isinstance(exc, OSError):  # e.g. a NUL byte in an argument
+        why = plain(str(exc), limit=120)
+    elif cwd is not None and getattr(exc, "filename", None) == str(cwd):
+        why = f"working directory {cwd} is not usable ({exc.strerror})"
+    elif isinstance(exc, FileNotFoundError):
+        why = "program not found"
+    elif isinstance(exc, PermissionError):
+        why = "permission denied"
+    else:
+        why = exc.strerror or type(exc).__name__
+    reason = f"cannot start '{plain(program, limit=80)}': {why}"
+    missing = why == "program not found"
+    return CommandResult("failed", None, "", reason=reason, pid=pid, config_error=missing)
 
 
 class _LogSink:
@@ -374,8 +380,7 @@ async def run_command(
     if refused is not None:
         return refused
     sink = _LogSink(log_path)
-    header = log_header or f"[goalsui] $ {' '.join(args)}\n"
-    await sink.open(header if header.endswith("\n") else header + "\n")
+    await sink.open(log_header or f"[goalsui] $ {' '.join(args)}\n")
     started = time.monotonic()
     spawned = await _start(args, cwd, env, sink)
     if isinstance(spawned, CommandResult):
@@ -395,12 +400,9 @@ async def run_command(
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), timeout=_PIPE_DRAIN_AFTER_EXIT)
         failure = OSError(exec_errno, os.strerror(exec_errno), args[0])
-        not_started = _start_error(args[0], failure, None)
-        await sink.close(not_started)
-        missing = exec_errno == errno.ENOENT
-        return CommandResult(
-            "failed", None, "", reason=not_started, pid=proc.pid, config_error=missing
-        )
+        failed = _not_started(args[0], failure, None, proc.pid)
+        await sink.close(failed.reason or "")
+        return failed
     if leftovers:
         sink.note("the run ended; stopping the processes it left behind")
     out_task = running.out_task
@@ -442,21 +444,16 @@ async def _start(
     args: list[str], cwd: Path | None, env: Mapping[str, str] | None, sink: _LogSink
 ) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None] | CommandResult:
     """Spawn the program; a failed result (logged and the log closed) when it cannot start."""
-    program = args[0]
     try:
         return await _spawn(
             args,
             cwd=str(cwd) if cwd is not None else None,
             env=dict(env) if env is not None else None,
         )
-    except OSError as exc:
-        reason = _start_error(program, exc, Path(cwd) if cwd is not None else None)
-        missing = reason.endswith("program not found")
-    except (ValueError, TypeError) as exc:  # e.g. a NUL byte in an argument
-        reason = f"cannot start '{plain(program, limit=80)}': {plain(str(exc), limit=120)}"
-        missing = False
-    await sink.close(reason)
-    return CommandResult("failed", None, "", reason=reason, config_error=missing)
+    except (OSError, ValueError, TypeError) as exc:
+        failed = _not_started(args[0], exc, Path(cwd) if cwd is not None else None)
+    await sink.close(failed.reason or "")
+    return failed
 
 
 @dataclass

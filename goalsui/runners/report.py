@@ -3,6 +3,7 @@ its source. Blocking: call :func:`compile_report` through ``asyncio.to_thread``.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 from collections import Counter
@@ -117,12 +118,8 @@ def _label(intent: Intent) -> str:
 def _outbox_map(goal_dir: Path, workers: set[str]) -> dict[int, str]:
     found: dict[int, str] = {}
     for worker in workers:
-        folder = goal_dir / "workers" / worker / "outbox"
-        if not folder.is_dir():
-            continue
-        for entry in folder.iterdir():
-            match = OUTBOX_NAME.match(entry.name)
-            if match:
+        for entry in (goal_dir / "workers" / worker / "outbox").glob("*.md"):  # none: no folder
+            if match := OUTBOX_NAME.match(entry.name):
                 found[int(match.group(2))] = f"workers/{worker}/outbox/{entry.name}"
     return found
 
@@ -135,17 +132,11 @@ def _goal_log_refs(
     day = (start - timedelta(days=1)).date()
     while day <= end.date() + timedelta(days=1):
         path = goal_dir / "log" / f"{day:%Y-%m-%d}.md"
-        if path.is_file():
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                lines = []
-            for number, line in enumerate(lines, 1):
+        with contextlib.suppress(OSError):  # a day without a log
+            for number, line in enumerate(path.read_text("utf-8", "replace").splitlines(), 1):
                 match = _LOG_RUN.search(line)
-                if match:
-                    run_id = int(match.group(1))
-                    if run_id in wanted and run_id not in refs:
-                        refs[run_id] = f"log/{path.name}:{number}"
+                if match and int(match.group(1)) in wanted:
+                    refs.setdefault(int(match.group(1)), f"log/{path.name}:{number}")
         day += timedelta(days=1)
     return refs
 

@@ -137,8 +137,7 @@ def kill_tree(root: int, *, rounds: int = 50, reap: bool = False) -> int:
 
 
 class _Supervisor:
-    def __init__(self, parent: int, grace: float, status_fd: int) -> None:
-        self.parent = parent
+    def __init__(self, grace: float, status_fd: int) -> None:
         self.grace = grace
         self.status_fd = status_fd
         self.me = os.getpid()
@@ -228,7 +227,7 @@ def _exit_like(status: int) -> None:
 def main(args: list[str]) -> None:
     parent, grace, status_fd = int(args[0]), float(args[1]), int(args[2])
     argv = decode_argv(os.environ.pop(ARGV_ENV, ""))
-    sup = _Supervisor(parent, grace, status_fd)
+    sup = _Supervisor(grace, status_fd)
     signal.signal(_ORPHANED, sup.on_orphaned)
     for sig in _FORWARDED:
         signal.signal(sig, sup.on_forward)
