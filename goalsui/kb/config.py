@@ -208,26 +208,22 @@ class _Checker:
             out.append(str(item))
         return tuple(out)
 
-    def runner(self, value: Any, key: str = "runner") -> RunnerSpec:
-        data = self.mapping(value, key)
-        self.only(
-            data, ("command", "builtin", "agent", "model", "args", "tools", "timeout"), f"{key}."
-        )
+    def runner(self, value: Any) -> RunnerSpec:
+        data = self.mapping(value, "runner")
+        self.only(data, RUNNER_KEYS, "runner.")
         if len([k for k in ("command", "builtin", "agent") if k in data]) > 1:
             raise self.fail(
-                "builtin", f"'{key}' takes one of 'command', 'builtin' or 'agent' (not both)"
+                "builtin", "'runner' takes one of 'command', 'builtin' or 'agent' (not both)"
             )
         if "agent" in data:
             return self.agent_runner(data)
         if any(k in data for k in ("args", "tools")):
-            raise self.fail(key, f"'{key}': args and tools go with 'agent'")
+            raise self.fail("runner", "'runner': args and tools go with 'agent'")
         if "builtin" in data:
             name = data["builtin"]
             if name not in BUILTIN_RUNNERS:
-                raise self.fail(
-                    "builtin",
-                    f"unknown builtin runner {name!r} (known: {', '.join(BUILTIN_RUNNERS)})",
-                )
+                known = ", ".join(BUILTIN_RUNNERS)
+                raise self.fail("builtin", f"unknown builtin runner {name!r} (known: {known})")
             return RunnerSpec(builtin=name)
         model = None
         if data.get("model") is not None:
@@ -235,7 +231,7 @@ class _Checker:
         if "command" in data:
             return RunnerSpec(command=self.argv(data["command"], "command"), model=model)
         raise self.fail(
-            key, f"'{key}' needs 'command: [argv...]', 'agent: NAME' or 'builtin: report'"
+            "runner", "'runner' needs 'command: [argv...]', 'agent: NAME' or 'builtin: report'"
         )
 
     def agent_runner(self, data: dict[Any, Any]) -> RunnerSpec:
@@ -273,6 +269,7 @@ GOAL_KEYS = (
     "updated_at",
     "budget",
 )
+RUNNER_KEYS = ("command", "builtin", "agent", "model", "args", "tools", "timeout")
 
 
 def parse_kb_config(data: dict[Any, Any], text: str, display: str) -> KBConfig:

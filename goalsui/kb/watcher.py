@@ -14,6 +14,8 @@ from goalsui.kb.paths import CONFIG_FILE
 
 log = logging.getLogger(__name__)
 
+STEP_MS = 50  # how often watchfiles looks for changes
+RETRY_S = 2.0  # the pause before a failed watch starts again
 IGNORED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".venv", "node_modules"})
 
 # What a change is about; decides what the console does with it.
@@ -96,20 +98,10 @@ def classify(root: Path, path: str | Path) -> KBChange | None:
 class KBWatcher:
     """Watches a KB folder and yields :class:`KBChanges` batches until :meth:`stop`."""
 
-    def __init__(
-        self,
-        root: Path | str,
-        *,
-        step_ms: int = 50,
-        debounce_ms: int = 1_600,
-        retry_s: float = 2.0,
-        force_polling: bool | None = None,
-    ) -> None:
+    def __init__(self, root: Path | str, *, debounce_ms: int = 1_600) -> None:
         self.root = Path(root).expanduser().resolve()
-        self.step_ms = step_ms
         self.debounce_ms = debounce_ms
-        self.retry_s = retry_s
-        self.polling = bool(force_polling)
+        self.polling = False  # set when the OS refuses more watches
         self.healthy = False
         self.error: str | None = None
         self.batches_seen = 0  # how a test knows the OS watch is in place
@@ -142,7 +134,7 @@ class KBWatcher:
                 watch = awatch(
                     self.root,
                     watch_filter=self._filter,
-                    step=self.step_ms,
+                    step=STEP_MS,
                     debounce=self.debounce_ms,
                     stop_event=self._stop,
                     force_polling=self.polling or None,
@@ -165,5 +157,5 @@ class KBWatcher:
                 if "limit" in self.error.lower() or "too many" in self.error.lower():
                     self.polling = True
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), self.retry_s)
+                    await asyncio.wait_for(self._stop.wait(), RETRY_S)
         self.healthy = False
