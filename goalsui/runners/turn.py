@@ -29,7 +29,6 @@ from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, ru
 from goalsui.runners.deliver import deliver_result, delivery_problem, log_failure
 from goalsui.runners.nightshift import run_nightshift_turn
 from goalsui.runners.nightshift_tools import (
-    COMMANDER,
     AgentOptions,
     apply_agent_options,
     nightshift_agent_options,
@@ -82,16 +81,13 @@ def _home_worker(service: Service, intent: Intent) -> dict[str, Any] | None:
     """The runner of the worker whose home thread ``intent`` lives in, if it has one."""
     if intent.worker or intent.thread_id is None:
         return None
-    try:
+    with contextlib.suppress(GoalsuiError):
         thread = service.threads.get(intent.thread_id)
-        if not (thread.goal_id and thread.worker):
-            return None
-        wdef = service.kb.load_goal(thread.goal_id).workers.get(thread.worker)
-    except GoalsuiError:
-        return None
-    if wdef is None or wdef.runner is None:
-        return None
-    return dict(wdef.runner.as_dict())
+        if thread.goal_id and thread.worker:
+            wdef = service.kb.load_goal(thread.goal_id).workers.get(thread.worker)
+            if wdef is not None and wdef.runner is not None:
+                return dict(wdef.runner.as_dict())
+    return None
 
 
 def resolve_timeout(service: Service, intent: Intent) -> float:
@@ -99,16 +95,6 @@ def resolve_timeout(service: Service, intent: Intent) -> float:
     if intent.timeout_s:
         return float(intent.timeout_s)
     return service.config().timeout.total_seconds()
-
-
-def _find_event(service: Service, intent: Intent, run: IntentRun) -> Event | None:
-    event_id = run.event_id or intent.pending_event_id
-    if event_id is None:
-        return None
-    try:
-        return service.events.get(event_id)
-    except GoalsuiError:
-        return None
 
 
 def assemble_prompt(
@@ -300,8 +286,10 @@ async def _run_program(turn: Turn, spec: dict[str, Any], event: Event | None) ->
     if not spec.get("agent") and not spec.get("command"):
         await _log_failure(service, intent, run, "failed", NO_RUNNER)
         return TurnOutcome("failed", reason=NO_RUNNER, config_error=True)
-    if event is None and (run.event_id or intent.pending_event_id):
-        event = await asyncio.to_thread(_find_event, service, intent, run)
+    event_id = run.event_id or intent.pending_event_id
+    if event is None and event_id is not None:
+        with contextlib.suppress(GoalsuiError):  # an event deleted meanwhile: none
+            event = await asyncio.to_thread(service.events.get, event_id)
     try:
         prepared = await asyncio.to_thread(_prepare, service, intent, run, event)
     except GoalsuiError as exc:
@@ -327,9 +315,9 @@ def _commander_options(
     service: Service, intent: Intent, spec: dict[str, Any]
 ) -> AgentOptions | None:
     """A nightshift commander's read access to its repository (an agent preset only)."""
-    from goalsui.service import nightshift as ns
+    from goalsui.service.nightshift_templates import COMMANDER
 
-    if not spec.get("agent") or intent.worker != ns.COMMANDER or not intent.goal_id:
+    if not spec.get("agent") or intent.worker != COMMANDER or not intent.goal_id:
         return None
     try:
         binding = service.nightshift.binding_of(intent.goal_id)
