@@ -21,7 +21,7 @@ from goalsui.runners.command import CommandResult, run_command
 from goalsui.runners.deliver import deliver_result, headline
 from goalsui.runners.nightshift_strays import Stray, check_strays, committer_env, committer_mark
 from goalsui.runners.nightshift_tools import TASK, apply_agent_options, nightshift_agent_options
-from goalsui.service import nightshift as ns
+from goalsui.service.nightshift_templates import ROLES
 
 if TYPE_CHECKING:
     from goalsui.kb.nightshift import Binding
@@ -70,7 +70,7 @@ async def run_nightshift_turn(
     # commander's ``nightshift plan add`` takes it as its default
     prepared.env["GOALSUI_NIGHT"] = night.isoformat()
     prepared.env["GOALSUI_STATE_DIR"] = str(service.state_dir)
-    if intent.worker in ns.ROLES:
+    if intent.worker in ROLES:
         return None
     plan = await asyncio.to_thread(service.nightshift.plan, intent.goal_id, night)
     items = rules.items_for(plan, night, intent.worker)

@@ -156,8 +156,4 @@ class Goals:
 
     def list(self) -> list[GoalView]:
         """Every goal of the index with its workers, in the console's order."""
-        with self.ctx.store.read() as s:
-            goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
-            intents = s.exec(select(Intent).where(col(Intent.goal_id).is_not(None))).all()
-        grouped = by_goal(intents)
-        return [goal_view(g.record(), grouped.get(g.goal_id, [])) for g in goals]
+        return self.with_intents()[0]

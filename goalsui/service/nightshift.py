@@ -20,12 +20,7 @@ from goalsui.kb.repo import GitError, Repo
 from goalsui.service.bindings import journal_details, record_binding, recorded_binding
 from goalsui.service.context import ServiceContext
 from goalsui.service.goals import Goals
-from goalsui.service.nightshift_templates import render_goal_files, worker_seeds
-
-COMMANDER = "commander"
-REPORTER = "reporter"
-ROLES = (COMMANDER, REPORTER)
-
+from goalsui.service.nightshift_templates import COMMANDER, ROLES, render_goal_files, worker_seeds
 
 #: the journal action that records a branch goalsui made, with the commit it left
 BRANCH_RECORD = "nightshift branch"

@@ -9,6 +9,11 @@ from goalsui.kb.layout import WorkerSeed
 from goalsui.kb.nightshift import BINDING_FILE, Binding
 from goalsui.kb.yamlio import dump_yaml
 
+COMMANDER = "commander"
+REPORTER = "reporter"
+#: the workers that take no task of the plan
+ROLES = (COMMANDER, REPORTER)
+
 PROTOCOL = """# Protocol: nightshift on {repo_name}
 
 ## Purpose
@@ -91,38 +96,29 @@ diffstat and check result, the failures, and what was skipped and why.
 def worker_seeds(slots: list[str], tz: str, runner: dict[str, Any] | None) -> list[WorkerSeed]:
     """The commander, one task worker per slot, and the reporter."""
 
-    def definition(
-        cron: str, capabilities: list[str], run: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        data: dict[str, Any] = {"schedule": {"cron": cron, "timezone": tz}}
-        if run:
-            data["runner"] = run
-        data["timeout"] = "30m"
-        data["capabilities"] = capabilities
-        return data
-
-    seeds = [
-        WorkerSeed(
-            "commander", definition(COMMANDER_CRON, ["read_kb", "write_kb", "nightshift"], runner)
+    def seed(name: str, cron: str, caps: list[str], run: dict[str, Any] | None) -> WorkerSeed:
+        schedule = {"cron": cron, "timezone": tz}
+        runs = {"runner": run} if run else {}
+        return WorkerSeed(
+            name, {"schedule": schedule, **runs, "timeout": "30m", "capabilities": caps}
         )
+
+    return [
+        seed(COMMANDER, COMMANDER_CRON, ["read_kb", "write_kb", "nightshift"], runner),
+        *(seed(f"worker-{i}", cron, ["read_kb"], runner) for i, cron in enumerate(slots, 1)),
+        seed(REPORTER, REPORTER_CRON, ["read_kb"], {"builtin": "report"}),
     ]
-    for index, cron in enumerate(slots, start=1):
-        seeds.append(WorkerSeed(f"worker-{index}", definition(cron, ["read_kb"], runner)))
-    seeds.append(
-        WorkerSeed("reporter", definition(REPORTER_CRON, ["read_kb"], {"builtin": "report"}))
-    )
-    return seeds
 
 
 def render_goal_files(binding: Binding, tz: str, workers: list[str]) -> dict[str, str]:
     """``nightshift.yaml``, ``protocol.md`` and the prompts, filled in."""
-    task_workers = ", ".join(w for w in workers if w not in ("commander", "reporter"))
+    task_workers = [w for w in workers if w not in ROLES]
     fields = {
         "repo": binding.repo,
         "repo_name": binding.repo.name,
         "base": binding.base,
         "tz": tz,
-        "workers": task_workers,
+        "workers": ", ".join(task_workers),
         "check": f" (`{' '.join(binding.check)}`)" if binding.check else " (none configured)",
     }
     out = {
@@ -131,7 +127,6 @@ def render_goal_files(binding: Binding, tz: str, workers: list[str]) -> dict[str
         "workers/commander/prompt.md": COMMANDER_PROMPT.format(**fields),
         "workers/reporter/prompt.md": REPORTER_PROMPT.format(**fields),
     }
-    for name in workers:
-        if name not in ("commander", "reporter"):
-            out[f"workers/{name}/prompt.md"] = WORKER_PROMPT.format(name=name, **fields)
+    for name in task_workers:
+        out[f"workers/{name}/prompt.md"] = WORKER_PROMPT.format(name=name, **fields)
     return out

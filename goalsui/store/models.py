@@ -222,17 +222,15 @@ def skipped_run(
     attempt: int,
     trigger: RunTrigger | str,
     at: datetime,
-    *,
-    reason: str = OVERLAP,
     event_id: int | None = None,
 ) -> IntentRun:
-    """A run recorded ``skipped`` at ``at`` (started and finished at once) for ``reason``."""
+    """A ``skipped`` run at ``at`` (started and finished at once): it overlapped a live one."""
     return IntentRun(
         intent_id=intent_id,
         attempt=attempt,
         trigger=str(trigger),
         status=RunStatus.SKIPPED,
-        reason=reason,
+        reason=OVERLAP,
         planned_at=at,
         started_at=at,
         finished_at=at,
