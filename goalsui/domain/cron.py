@@ -45,7 +45,6 @@ class _Spec:
 
 
 def _bad(expr: object, reason: str) -> ScheduleError:
-    reason = " ".join(str(reason).split())
     return ScheduleError(f"invalid cron expression {quote(expr)}: {reason}")
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from goalsui.bundled import find_sample_kb
 from goalsui.domain.names import check_name
 from goalsui.domain.pids import pid_alive
+from goalsui.domain.text import one_line
 from goalsui.errors import GoalsuiError, KBError, NotFound, ValidationError
 from goalsui.kb.atomic import atomic_write, fsync_dir
 from goalsui.kb.authoring import (
@@ -135,13 +136,13 @@ class KB:
     def goal_ids(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        out = []
-        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
-            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
-                continue
-            if (Path(entry.path) / "definition.yaml").exists():
-                out.append(entry.name)
-        return out
+        return [
+            entry.name
+            for entry in sorted(os.scandir(self.root), key=lambda e: e.name)
+            if not entry.name.startswith(".")
+            and entry.is_dir(follow_symlinks=False)
+            and (Path(entry.path) / "definition.yaml").exists()
+        ]
 
     def goal_dir(self, goal_id: str) -> Path:
         check_name(goal_id, "goal id")
@@ -175,7 +176,7 @@ class KB:
         self._state_limit = (stamp, limit)
         return limit
 
-    def load_goal(self, goal_id: str, *, state_limit: int | None = None) -> LoadedGoal:
+    def load_goal(self, goal_id: str) -> LoadedGoal:
         """Read and validate one goal tree; problems are collected, not raised."""
         loaded = self._load_tree(goal_id, self.goal_dir(goal_id))
         with contextlib.suppress(OSError):
@@ -183,7 +184,7 @@ class KB:
                 load_binding(loaded.path, display=f"{goal_id}/{BINDING_FILE}")
             except KBError as exc:
                 loaded.problems.append(exc)
-        limit = self.state_limit() if state_limit is None else state_limit
+        limit = self.state_limit()
         loaded.problems.extend(yaml_problems(loaded.path, goal_id, limit, skip=(BINDING_FILE,)))
         return loaded
 
@@ -218,10 +219,10 @@ class KB:
                 data, text = load_yaml_mapping(wpath, shown)
                 loaded.workers[entry.name] = parse_worker(entry.name, data, text, shown)
                 self._check_prompt(Path(entry.path) / "prompt.md", path, goal_id)
-            except KBError as exc:
-                loaded.problems.append(exc)
             except GoalsuiError as exc:
-                loaded.problems.append(KBError(shown, str(exc)))
+                loaded.problems.append(
+                    exc if isinstance(exc, KBError) else KBError(shown, str(exc))
+                )
         return loaded
 
     def _check_prompt(self, prompt: Path, goal_path: Path, goal_id: str) -> None:
@@ -235,10 +236,9 @@ class KB:
     def scan(self) -> list[LoadedGoal]:
         """Every goal tree; one that cannot be loaded at all comes back with its problem."""
         out = []
-        limit = self.state_limit()
         for gid in self.goal_ids():
             try:
-                out.append(self.load_goal(gid, state_limit=limit))
+                out.append(self.load_goal(gid))
             except GoalsuiError as exc:
                 problem = exc if isinstance(exc, KBError) else KBError(gid, str(exc))
                 out.append(LoadedGoal(gid, self.root / gid, None, problems=[problem]))
@@ -332,10 +332,6 @@ class KB:
     def kb_read(self, goal_id: str, rel: str) -> str:
         return self.tree(goal_id).read(rel)
 
-    def kb_write(self, goal_id: str, rel: str, text: str) -> Path:
-        """Write a file inside a goal tree atomically; YAML files are validated first."""
-        return self.tree(goal_id).write(rel, text, validate=partial(self.check_text, goal_id))
-
     def check_text(self, goal_id: str, parts: tuple[str, ...], text: str, shown: str) -> None:
         """Refuse broken YAML, definitions that do not validate, a state.yaml over its bound."""
         if not parts or not parts[-1].endswith((".yaml", ".yml")):
@@ -411,11 +407,8 @@ def _text_or_none(path: Path) -> str | None:
 
 def _checked_seeds(name: str, workers: Iterable[WorkerSeed]) -> tuple[str, list[WorkerSeed]]:
     """The goal's name (whitespace collapsed) and its worker seeds, checked."""
-    name = " ".join(str(name).split())
-    if not name:
-        raise ValidationError("a goal needs a name")
-    if len(name) > 200:
-        raise ValidationError("goal name is too long (200 characters at most)")
+    too_long = "goal name is too long (200 characters at most)"
+    name = one_line(name, 200, empty="a goal needs a name", too_long=too_long)
     seeds = list(workers)
     seen: set[str] = set()
     for seed in seeds:
