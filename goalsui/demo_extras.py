@@ -1,35 +1,18 @@
-"""What only ``goalsui demo`` adds to its scratch copy of the sample KB. The stand-in agent is a
-script, not a model, and every reply says so."""
+"""What only ``goalsui demo`` adds to its scratch copy of the sample KB: a long worker (from
+``kb/templates/demo_long``) and the stand-in agent, a script, not a model, as every reply says."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
 from goalsui.kb.atomic import atomic_write
+from goalsui.kb.authoring import TEMPLATES
 from goalsui.kb.yamlio import roundtrip_update
 
 PULSE = "demo-pulse-05c0f5ca"
 STANDIN_DIR = ".demo"  # a dot folder: never read as a goal
-
-LONG_DEFINITION = """\
-# DEMO worker: a long run to watch and to stop. It prints one progress line a
-# second for 90 s. Select it and press r to run it now; the Detail pane follows its
-# output; x stops the run (the schedule goes on).
-schedule:
-  every: 6h
-runner:
-  command: ["sh", "-c", "cat >/dev/null; i=1; while [ $i -le 90 ]; do echo \\"step $i of 90: still working\\"; i=$((i+1)); sleep 1; done; echo 'long run done'"]
-timeout: 5m
-capabilities: []
-"""
-
-LONG_PROMPT = """\
-# long: a demo worker that takes its time
-
-It does nothing useful: it prints 90 progress lines, one a second, so the console has
-a live run to show and to stop.
-"""
 
 STANDIN_AGENT = '''\
 """The goalsui demo's stand-in agent: not a model. It answers a thread so the demo
@@ -59,8 +42,8 @@ def add_demo_extras(kb: Path) -> None:
     if (kb / PULSE).is_dir() and not wdir.exists():
         for sub in ("inbox", "outbox"):
             (wdir / sub).mkdir(parents=True, exist_ok=True)
-        atomic_write(wdir / "prompt.md", LONG_PROMPT)
-        atomic_write(wdir / "definition.yaml", LONG_DEFINITION)
+        for name in ("definition.yaml", "prompt.md"):  # a run to watch and to stop
+            shutil.copyfile(TEMPLATES / "demo_long" / name, wdir / name)
     script = kb / STANDIN_DIR / "standin_agent.py"
     script.parent.mkdir(exist_ok=True)
     atomic_write(script, STANDIN_AGENT)
