@@ -60,7 +60,7 @@ def register(sub: Subparsers) -> None:
 def cmd_add(args: argparse.Namespace) -> int:
     [seed] = worker_seeds(args)
     service = open_service(args)
-    view = service.authoring.add_worker(args.goal_id, seed)
+    view = service.workers.add(args.goal_id, seed)
     answer(
         args,
         {"goal_id": args.goal_id, **view.as_json(), "status": view.status},
@@ -77,7 +77,7 @@ def cmd_action(args: argparse.Namespace) -> int:
     if args.action == "show" and args.argv:
         return _show_turn(service, args)
     if args.action == "show":
-        detail = service.authoring.show_worker(args.goal_id, args.worker)
+        detail = service.workers.show(args.goal_id, args.worker)
         v = detail.view
         error = f"\n  last error: {plain(detail.last_error)}" if detail.last_error else ""
         return answer(
@@ -89,13 +89,13 @@ def cmd_action(args: argparse.Namespace) -> int:
             f"\n--- prompt.md\n{plain(detail.prompt).rstrip()}",
         )
     if args.action == "remove":
-        service.authoring.remove_worker(args.goal_id, args.worker)
+        service.workers.remove(args.goal_id, args.worker)
         return answer(
             args,
             {"removed": f"{args.goal_id}/{args.worker}"},
             f"removed worker {args.worker} of {args.goal_id}",
         )
-    intent = getattr(service.authoring, f"{args.action}_worker")(args.goal_id, args.worker)
+    intent = getattr(service.workers, args.action)(args.goal_id, args.worker)
     return answer(
         args,
         intent_json(intent.record()),

@@ -16,7 +16,6 @@ from goalsui.domain.timeutil import utcnow
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.layout import KB
 from goalsui.service.agents import Agents
-from goalsui.service.authoring import Authoring
 from goalsui.service.context import ServiceContext
 from goalsui.service.events import Events
 from goalsui.service.files import Files
@@ -61,7 +60,6 @@ class Service(ServiceContext):
         self.events = Events(self)
         self.files = Files(self, self.index)
         self.workers = Workers(self, self.goals, self.intents, self.index)
-        self.authoring = Authoring(self, self.goals, self.workers, self.intents, self.index)
         self.agents = Agents(self, self.intents, self.threads, self.runs, self.index)
         self.overview = Overview(self)
         self.schedulers = Schedulers(self)

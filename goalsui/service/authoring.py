@@ -1,26 +1,18 @@
-"""Authoring workers (``service.authoring``): ``worker add|remove|pause|resume|show``."""
+"""A worker as ``worker add`` writes it (checked seeds) and as ``worker show`` prints it."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.names import check_name
-from goalsui.domain.records import saved_id
 from goalsui.domain.timeutil import load_zone, parse_instant
 from goalsui.domain.views import WorkerView, json_fields
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.kb.config import BUILTIN_RUNNERS
 from goalsui.kb.layout import WorkerSeed
-from goalsui.service.context import ServiceContext
-from goalsui.service.goals import Goals
-from goalsui.service.intents import Intents
-from goalsui.service.kbindex import Index
-from goalsui.service.workers import Workers
-from goalsui.store.models import Intent
 
 
 def _schedule(
@@ -102,68 +94,3 @@ class WorkerDetail:
             **json_fields(self.view, "status runner"),
             **json_fields(self, "last_error definition prompt"),
         }
-
-
-class Authoring:
-    """Adding, removing, pausing, resuming and showing the workers of a goal."""
-
-    def __init__(
-        self, ctx: ServiceContext, goals: Goals, workers: Workers, intents: Intents, index: Index
-    ) -> None:
-        self.ctx = ctx
-        self.goals = goals
-        self.workers = workers
-        self.intents = intents
-        self.index = index
-
-    def add_worker(self, goal_id: str, seed: WorkerSeed) -> WorkerView:
-        """Add a worker to a goal and register its schedule; on failure nothing is left."""
-        from goalsui.kb import workers
-
-        self.goals.get(goal_id)
-
-        def register() -> None:
-            problems = [
-                p
-                for p in self.index.sync([goal_id])
-                if p.path.startswith(f"{goal_id}/workers/{seed.name}/")
-            ]
-            if problems:
-                raise ValidationError(problems[0].message)
-
-        try:
-            workers.add_worker(self.ctx.kb, goal_id, seed, register=register)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the folder is gone: its schedule follows
-                self.index.sync([goal_id])
-            raise
-        self.ctx.journal.record("worker added", f"{goal_id}/{seed.name}")
-        return self.workers.view(goal_id, seed.name)
-
-    def remove_worker(self, goal_id: str, worker: str) -> None:
-        """Delete a worker's folder; its schedule is cancelled (its run history is kept)."""
-        from goalsui.kb import workers
-
-        workers.remove_worker(self.ctx.kb, goal_id, worker)
-        self.index.sync([goal_id])
-        self.ctx.journal.record("worker removed", f"{goal_id}/{worker}")
-
-    def pause_worker(self, goal_id: str, worker: str) -> Intent:
-        """Pause a worker's schedule (a running tick finishes first)."""
-        return self.intents.pause(saved_id(self.workers.intent(goal_id, worker)))
-
-    def resume_worker(self, goal_id: str, worker: str) -> Intent:
-        """Resume a paused (or auto-disabled) worker, planned from now."""
-        return self.intents.resume(saved_id(self.workers.intent(goal_id, worker)))
-
-    def show_worker(self, goal_id: str, worker: str) -> WorkerDetail:
-        """A worker's schedule state, definition file and prompt."""
-        view = self.workers.view(goal_id, worker)
-        last_error = self.intents.get(view.intent_id).last_error if view.intent_id else None
-        return WorkerDetail(
-            goal_id=goal_id,
-            view=view,
-            definition=self.ctx.kb.tree(goal_id).read(f"workers/{worker}/definition.yaml"),
-            prompt=self.ctx.kb.tree(goal_id).read(f"workers/{worker}/prompt.md"),
-            last_error=last_error,
-        )

@@ -1,7 +1,9 @@
-"""Workers (``service.workers``): a worker's intent, running it now, its definition."""
+"""Workers (``service.workers``): adding, removing, pausing, resuming and showing them;
+a worker's intent, running it now, its definition."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +15,9 @@ from goalsui.domain.names import check_name
 from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunTrigger
 from goalsui.domain.views import WorkerView
-from goalsui.errors import KBError, NotFound
+from goalsui.errors import KBError, NotFound, ValidationError
+from goalsui.kb.layout import WorkerSeed
+from goalsui.service.authoring import WorkerDetail
 from goalsui.service.context import ServiceContext
 from goalsui.service.goals import Goals
 from goalsui.service.intents import Intents
@@ -31,7 +35,7 @@ class RunNowTicket:
 
 
 class Workers:
-    """The workers of the goals: their schedules and definitions."""
+    """The workers of the goals: their folders, schedules and definitions."""
 
     def __init__(self, ctx: ServiceContext, goals: Goals, intents: Intents, index: Index) -> None:
         self.ctx = ctx
@@ -50,6 +54,59 @@ class Workers:
         if intent is None:
             raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
         return intent
+
+    def add(self, goal_id: str, seed: WorkerSeed) -> WorkerView:
+        """Add a worker to a goal and register its schedule; on failure nothing is left."""
+        from goalsui.kb import workers
+
+        self.goals.get(goal_id)
+
+        def register() -> None:
+            problems = [
+                p
+                for p in self.index.sync([goal_id])
+                if p.path.startswith(f"{goal_id}/workers/{seed.name}/")
+            ]
+            if problems:
+                raise ValidationError(problems[0].message)
+
+        try:
+            workers.add_worker(self.ctx.kb, goal_id, seed, register=register)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the folder is gone: its schedule follows
+                self.index.sync([goal_id])
+            raise
+        self.ctx.journal.record("worker added", f"{goal_id}/{seed.name}")
+        return self.view(goal_id, seed.name)
+
+    def remove(self, goal_id: str, worker: str) -> None:
+        """Delete a worker's folder; its schedule is cancelled (its run history is kept)."""
+        from goalsui.kb import workers
+
+        workers.remove_worker(self.ctx.kb, goal_id, worker)
+        self.index.sync([goal_id])
+        self.ctx.journal.record("worker removed", f"{goal_id}/{worker}")
+
+    def pause(self, goal_id: str, worker: str) -> Intent:
+        """Pause a worker's schedule (a running tick finishes first)."""
+        return self.intents.pause(saved_id(self.intent(goal_id, worker)))
+
+    def resume(self, goal_id: str, worker: str) -> Intent:
+        """Resume a paused (or auto-disabled) worker, planned from now."""
+        return self.intents.resume(saved_id(self.intent(goal_id, worker)))
+
+    def show(self, goal_id: str, worker: str) -> WorkerDetail:
+        """A worker's schedule state, definition file and prompt."""
+        view = self.view(goal_id, worker)
+        last_error = self.intents.get(view.intent_id).last_error if view.intent_id else None
+        tree = self.ctx.kb.tree(goal_id)
+        return WorkerDetail(
+            goal_id=goal_id,
+            view=view,
+            definition=tree.read(f"workers/{worker}/definition.yaml"),
+            prompt=tree.read(f"workers/{worker}/prompt.md"),
+            last_error=last_error,
+        )
 
     def run_now(self, goal_id: str, worker: str) -> Intent:
         """Mark the worker's intent due now (the scheduler fires it at once)."""
