@@ -32,6 +32,10 @@ MAX_PAGE = 1000
 Cursor = Annotated[
     str | None, Field(description="next_cursor of the previous page; omit at first.")
 ]
+GoalArg = Annotated[
+    str | None,
+    Field(description="The goal's id; omit for the session's own (a goal's session has only it)."),
+]
 
 #: command-line spellings in shared service messages -> the tools' argument names
 _FLAG_WORDS = (

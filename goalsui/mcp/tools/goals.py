@@ -10,7 +10,7 @@ from typing_extensions import TypedDict
 
 from goalsui.domain.views import GoalView
 from goalsui.kb.layout import WorkerSeed
-from goalsui.mcp.tools import Cursor, Paged, ToolContext, ToolFailure, page
+from goalsui.mcp.tools import Cursor, GoalArg, Paged, ToolContext, ToolFailure, page
 
 SEED_FIELDS = ("name", "schedule", "prompt", "timeout", "description")
 
@@ -58,13 +58,6 @@ class Deleted(TypedDict):
 GoalId = Annotated[
     str,
     Field(description="The goal's id (its folder name, e.g. 'release-watch'); see list_goals."),
-]
-OptGoalId = Annotated[
-    str | None,
-    Field(
-        description="The goal's id; omit it for the session's own goal (another goal is "
-        "refused in a goal's session)."
-    ),
 ]
 
 
@@ -134,7 +127,7 @@ def register(ctx: ToolContext) -> None:
         "One goal with its workers, their schedules and next runs (ISO 8601 UTC).",
         read_only=True,
     )
-    def get_goal(goal_id: OptGoalId = None) -> GoalInfo:
+    def get_goal(goal_id: GoalArg = None) -> GoalInfo:
         if not goal_id:
             if scope.goal_id is None:
                 raise ToolFailure("name the goal (argument 'goal_id')")
@@ -170,7 +163,7 @@ def register(ctx: ToolContext) -> None:
     )
     def run_worker_now(
         worker: Annotated[str, Field(description="The worker's name (workers/<name>/).")],
-        goal_id: OptGoalId = None,
+        goal_id: GoalArg = None,
     ) -> RunNow:
         intent = svc.workers.run_now(scope.goal(goal_id), worker)
         return {"intent_id": intent.id or 0, "status": intent.status}

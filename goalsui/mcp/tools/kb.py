@@ -10,7 +10,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from goalsui.mcp.instructions import READ_DEFAULT_BYTES
-from goalsui.mcp.tools import MAX_PAGE, Cursor, Paged, ToolContext, ToolFailure, page
+from goalsui.mcp.tools import MAX_PAGE, Cursor, GoalArg, Paged, ToolContext, ToolFailure, page
 from goalsui.mcp.tools.goals import WorkerInfo
 
 if TYPE_CHECKING:
@@ -66,12 +66,6 @@ class WorkerChange(WorkerInfo):
     changed: bool
 
 
-GoalArg = Annotated[
-    str | None,
-    Field(
-        description="The goal's id; omit it in a goal's session (another goal is refused there)."
-    ),
-]
 PathArg = Annotated[
     str,
     Field(description="Path relative to the goal directory, e.g. 'notes/today.md' (no '..')."),

@@ -9,7 +9,7 @@ from typing_extensions import TypedDict
 
 from goalsui.domain.nightshift import parse_night
 from goalsui.domain.timeutil import ensure_utc
-from goalsui.mcp.tools import ToolContext
+from goalsui.mcp.tools import GoalArg, ToolContext
 
 
 class PlanItem(TypedDict):
@@ -49,9 +49,6 @@ Night = Annotated[
         description="The night as YYYY-MM-DD (the evening it starts, in the goal's timezone); "
         "omit for the calling run's night (else tonight)."
     ),
-]
-GoalArg = Annotated[
-    str | None, Field(description="The nightshift goal's id; omit for the session's own goal.")
 ]
 
 
