@@ -221,10 +221,10 @@ def _decide(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs retry|dismiss ID``: the operator's decision on a run awaiting review."""
     service = open_service(args)
     if args.verb == "retry":
-        intent = service.review.retry(run_id)
+        intent = service.runs.review_retry(run_id)
         done = f"run {run_id}: retried, intent {intent.id} fires again now"
     else:
-        intent = service.review.dismiss(run_id)
+        intent = service.runs.review_dismiss(run_id)
         done = (
             f"run {run_id}: dismissed, intent {intent.id} {intent.status}, "
             f"next {local(intent.next_run_at)}"

@@ -24,7 +24,6 @@ from goalsui.service.intents import Intents
 from goalsui.service.kbindex import Index
 from goalsui.service.lifecycle import Schema
 from goalsui.service.overview import Overview
-from goalsui.service.review import Review
 from goalsui.service.runs import Runs
 from goalsui.service.schedulers import Schedulers
 from goalsui.service.threads import Threads
@@ -53,8 +52,7 @@ class Service(ServiceContext):
         self.index = Index(self)
         self.goals = Goals(self, self.index)
         self.intents = Intents(self, self.goals)
-        self.review = Review(self)
-        self.runs = Runs(self, self.intents, self.review)
+        self.runs = Runs(self, self.intents)
         self.threads = Threads(self, self.intents, self.runs)
         self.todos = Todos(self)
         self.events = Events(self)

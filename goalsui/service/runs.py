@@ -1,18 +1,30 @@
-"""Runs (``service.runs``): history, live output, dismissal, replay, the alert mark."""
+"""Runs (``service.runs``): history, live output, dismissal, replay, the alert mark, and
+the operator's decision on a run awaiting review (an interrupted run of an
+``on_interrupt: review`` intent, its intent paused): retry the fire, or dismiss it and
+resume from now. Both refuse a run that is not awaiting review."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlmodel import col, select
 
-from goalsui.domain.states import ATTENTION_RUNS, ChangeTopic, IntentStatus, RunStatus, RunTrigger
+from goalsui.domain.interrupts import NEEDS_REVIEW
+from goalsui.domain.states import (
+    ATTENTION_RUNS,
+    ChangeTopic,
+    IntentKind,
+    IntentStatus,
+    RunStatus,
+    RunTrigger,
+)
 from goalsui.domain.transitions import Action, refusal, run_actions
+from goalsui.domain.triggers import first_due
 from goalsui.errors import Conflict, ValidationError
 from goalsui.service.context import ServiceContext, found
-from goalsui.service.intents import Intents, stop_pending
-from goalsui.service.review import Review
+from goalsui.service.intents import Intents, retry_now, settle, stop_pending
 from goalsui.store.models import Intent, IntentRun
 
 MAX_LIMIT = 100_000
@@ -21,10 +33,9 @@ MAX_LIMIT = 100_000
 class Runs:
     """The runs of every intent: history, output, and the operator's actions on them."""
 
-    def __init__(self, ctx: ServiceContext, intents: Intents, review: Review) -> None:
+    def __init__(self, ctx: ServiceContext, intents: Intents) -> None:
         self.ctx = ctx
         self.intents = intents
-        self.review = review
 
     def get(self, run_id: int) -> IntentRun:
         """One run, or :class:`NotFound`."""
@@ -48,7 +59,7 @@ class Runs:
     def dismiss(self, run_id: int) -> IntentRun:
         """Take a run off the Failures list; one awaiting review is dismissed as a review."""
         if self.get(run_id).needs_review:
-            self.review.dismiss(run_id)
+            self.review_dismiss(run_id)
             return self.get(run_id)
         return self._dismiss(run_id)
 
@@ -70,6 +81,54 @@ class Runs:
         result = self.intents.run_now(run.intent_id, trigger=trigger)
         self._dismiss(run_id)
         return result
+
+    def _decide(
+        self, run_id: int, action: str, apply: Callable[[Intent, datetime], None]
+    ) -> Intent:
+        """Apply the operator's decision to a run awaiting review and its intent, at once."""
+        now = self.ctx.now()
+        with self.ctx.store.write() as s:
+            run = found(s.get(IntentRun, run_id), "run", run_id)
+            if not run.needs_review:
+                raise Conflict(f"run {run_id} is not awaiting review (status {run.status})")
+            intent = found(
+                s.get(Intent, run.intent_id, with_for_update=True), "intent", run.intent_id
+            )
+            apply(intent, now)
+            settle(run)
+            intent.updated_at = now
+            s.add(run)
+            s.add(intent)
+        self.ctx.journal.record(action, f"run {run_id}", f"intent {intent.id}: {intent.title}")
+        self.ctx.changed(ChangeTopic.RUNS)
+        self.ctx.changed(ChangeTopic.INTENTS)
+        return intent
+
+    def review_retry(self, run_id: int) -> Intent:
+        """Start the interrupted fire again now and resume the intent."""
+        return self._decide(run_id, "run retried after review", retry_now)
+
+    def review_dismiss(self, run_id: int) -> Intent:
+        """Resume the intent from now without the interrupted fire; an intent no longer
+        held for this review keeps its state (only the run's mark is cleared)."""
+
+        def apply(i: Intent, now: datetime) -> None:
+            marked = (i.last_error or "").startswith(NEEDS_REVIEW)
+            if marked:
+                i.last_error = None
+            if not (marked and i.status == IntentStatus.PAUSED):
+                return
+            i.status = IntentStatus.ACTIVE
+            i.consecutive_failures = 0
+            i.pending_trigger = None
+            if i.kind == IntentKind.AT:
+                i.next_run_at = None  # its one fire was the interrupted one
+            else:
+                i.next_run_at = first_due(i.kind, i.schedule, i.timezone, now)
+            if i.next_run_at is None and i.kind != IntentKind.EVENT:
+                i.status = IntentStatus.DONE
+
+        return self._decide(run_id, "run dismissed after review", apply)
 
     def stop(self, run_id: int) -> IntentRun:
         """Ask the scheduler running ``run_id`` to stop it (SIGTERM, then SIGKILL); only

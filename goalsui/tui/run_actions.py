@@ -27,7 +27,7 @@ def retry(node: DOMNode, intent_id: int, title: str, review_run: int | None = No
     """Fire the intent again at once; ``review_run``: start that run held for review again."""
     app = goals_app(node)
     if review_run is not None:
-        app.act(f"Retrying reviewed run {review_run}", app.service.review.retry, review_run)
+        app.act(f"Retrying reviewed run {review_run}", app.service.runs.review_retry, review_run)
     else:
         app.act(f"Retrying {title}", app.service.intents.retry, intent_id)
 

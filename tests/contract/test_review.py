@@ -87,7 +87,7 @@ def test_retry_starts_the_fire_again_and_clears_the_mark(db_url, empty_kb, make_
     assert _awaiting(svc) == [run_id]
     assert svc.intents.get(intent_id).status == "paused"
 
-    intent = svc.review.retry(run_id)
+    intent = svc.runs.review_retry(run_id)
     assert (intent.status, intent.next_run_at, intent.pending_trigger) == (
         "active",
         clock.now,
@@ -112,14 +112,14 @@ def test_dismiss_resumes_from_now_without_running(db_url, empty_kb, make_service
     once = _intent(svc, clock, kind="at", title="one-shot agent")
     runs = _held(svc, clock)
 
-    intent = svc.review.dismiss(runs[cron])
+    intent = svc.runs.review_dismiss(runs[cron])
     assert intent.status == "active" and intent.last_error is None
     assert intent.pending_trigger is None
     assert intent.next_run_at is not None and intent.next_run_at > clock.now
     assert intent.next_run_at.minute == 0  # the next hour, not the interrupted fire
     assert svc.runs.get(runs[cron]).needs_review is False
 
-    done = svc.review.dismiss(runs[once])
+    done = svc.runs.review_dismiss(runs[once])
     assert (done.status, done.next_run_at) == ("done", None)
     assert _awaiting(svc) == []
     assert "run dismissed after review" in [j.action for j in svc.journal.recent()]
@@ -130,7 +130,7 @@ def test_a_run_not_awaiting_review_is_refused_and_nothing_changes(empty_kb, make
     plain = _intent(svc, clock, on_interrupt="retry")
     (run_id,) = _held(svc, clock).values()
     before = svc.intents.get(plain)
-    for decide in (svc.review.retry, svc.review.dismiss):
+    for decide in (svc.runs.review_retry, svc.runs.review_dismiss):
         with pytest.raises(Exception, match=f"run {run_id} is not awaiting review"):
             decide(run_id)
     after = svc.intents.get(plain)
