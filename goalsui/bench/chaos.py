@@ -31,6 +31,7 @@ from pathlib import Path
 from subprocess import DEVNULL, STDOUT
 from typing import Any
 
+from goalsui.bench.scheduler import _progress
 from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunStatus
 from goalsui.errors import GoalsuiError, ValidationError
@@ -69,11 +70,6 @@ TURNS = (
 )
 
 
-def _progress(text: str) -> None:
-    sys.stderr.write(f"chaos: {text}\n")
-    sys.stderr.flush()
-
-
 def libpq_url(url: str) -> str:
     """A SQLAlchemy URL as libpq takes it (``postgresql+psycopg://`` -> ``postgresql://``)."""
     scheme, sep, rest = url.partition("://")
@@ -92,10 +88,6 @@ class Daemon:
         self.state = "dead"  # running | stopped | dead
         self.until = 0.0  # monotonic time of the pending restart or SIGCONT
         self.pids: list[int] = []
-
-    @property
-    def app(self) -> str:
-        return self.env["PGAPPNAME"]
 
     def start(self) -> None:
         with self.log.open("ab") as out:
@@ -155,7 +147,6 @@ class Postgres:
         self.url = libpq_url(url)
         self.data = _data_dir(pg_dir) if pg_dir is not None else None
         self._conn: Any = None
-        self.modes = ["fast", "immediate"]
         self.restarts: Counter[str] = Counter()
 
     def conn(self) -> Any:
@@ -196,7 +187,7 @@ class Postgres:
     def restart(self) -> str:
         """``pg_ctl restart`` (fast, then immediate, alternately); returns the mode."""
         assert self.data is not None
-        mode = self.modes[sum(self.restarts.values()) % 2]
+        mode = ("fast", "immediate")[sum(self.restarts.values()) % 2]
         pg_ctl = _pg_ctl(self.data)
         cmd = [pg_ctl, "-D", str(self.data), "-m", mode, "-w", "-t", "120", "restart"]
         cmd += ["-l", str(self.data / "goalsui-chaos-server.log")]
@@ -574,7 +565,7 @@ def _inject(
         rng.choice(running).stop(lease + rng.uniform(1.0, 2.0))
     else:
         rng.shuffle(running)
-        return any(pg.terminate_one(d.app, rng) for d in running)
+        return any(pg.terminate_one(d.env["PGAPPNAME"], rng) for d in running)
     return True
 
 
@@ -658,17 +649,11 @@ def check(
 
 
 def _events(pg: Postgres) -> dict[int, Row]:
-    out = {}
-    for event_id, delivery, received, matched in pg.query(
-        "SELECT id, delivery_id, received_at, matched_intent_ids FROM event WHERE source = %s",
-        (SOURCE,),
-    ):
-        out[event_id] = {
-            "delivery": delivery,
-            "received": received.astimezone(UTC),
-            "matched": set(matched or []),
-        }
-    return out
+    sql = "SELECT id, delivery_id, received_at, matched_intent_ids FROM event WHERE source = %s"
+    return {
+        event_id: {"delivery": delivery, "received": at.astimezone(UTC), "matched": set(ids or [])}
+        for event_id, delivery, at, ids in pg.query(sql, (SOURCE,))
+    }
 
 
 def _cover_end(r: Row) -> datetime:
@@ -855,22 +840,14 @@ def render(r: Result) -> str:
 
 
 def options(args: argparse.Namespace) -> Options:
-    db = args.bench_db  # required by the command line, which checks the option ranges too
-    libpq_url(db)
+    """The run's options (the command line requires --db and checks the ranges)."""
+    libpq_url(args.bench_db)
     pg_dir = Path(args.pg_dir) if args.pg_dir else None
     if pg_dir is not None:
         _data_dir(pg_dir)
-    return Options(
-        db=db,
-        pg_dir=pg_dir,
-        daemons=int(args.daemons),
-        minutes=float(args.minutes),
-        fault_every=float(args.fault_every),
-        rate=float(args.rate),
-        lease=float(args.lease_seconds),
-        settle=float(args.settle_seconds),
-        seed=int(args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)),
-    )
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
+    given = (args.daemons, args.minutes, args.fault_every, float(args.rate), args.lease_seconds)
+    return Options(args.bench_db, pg_dir, *given, args.settle_seconds, seed)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -159,20 +159,12 @@ def bytecode_env(tmp: Path) -> dict[str, str]:
 
 
 def measure_start(
-    label: str,
-    kb: Path,
-    state: Path,
-    goals: int,
-    workers: int,
-    repeat: int,
-    target: float,
-    tmp: Path,
-    records_target: float | None = None,
-) -> StartFigures:
-    figures = StartFigures(label, target=target, records_target=records_target)
-    marker = tmp / f"paint-{len(label)}.json"
+    figures: StartFigures, kb: Path, state: Path, shape: tuple[int, int], repeat: int, tmp: Path
+) -> None:
+    """Start-up of the console on ``kb`` beside the bare app of ``shape`` (goals, workers)."""
+    marker = tmp / f"paint-{len(figures.label)}.json"
     console = [*console_argv(kb, state), "--no-scheduler"]
-    bare = [sys.executable, "-m", "goalsui.bench.bare_app", str(goals), str(workers), str(marker)]
+    bare = [sys.executable, "-m", "goalsui.bench.bare_app", *map(str, shape), str(marker)]
     env = bytecode_env(tmp)
     console_env = {**env, "GOALSUI_BENCH_FIRST_PAINT": str(marker)}
     run_in_pty(bare, marker, env)  # warm-up: bytecode written, files in the page cache
@@ -186,7 +178,6 @@ def measure_start(
         figures.console_records_s.append(marks["records_s"])
         # the peak once the service is open: the console as it runs, not its first frame
         figures.console_rss_mib.append(marks["serving_rss_mib"])
-    return figures
 
 
 # -- idle CPU --------------------------------------------------------------------------------
@@ -231,10 +222,10 @@ def idle_share(argv: list[str], marker: Path, env: dict[str, str], window_s: flo
         child.wait_for(marker.exists, 180, "paint its records")
         time.sleep(WARMUP_S)
         child.check_alive()
-        before, started = cpu_seconds(child.pid), time.monotonic()
+        before, started = cpu_seconds(child.process.pid), time.monotonic()
         time.sleep(window_s)
         child.check_alive()
-        used, took = cpu_seconds(child.pid) - before, time.monotonic() - started
+        used, took = cpu_seconds(child.process.pid) - before, time.monotonic() - started
     finally:
         child.stop(signal.SIGKILL)
     return 100.0 * used / took
@@ -245,17 +236,14 @@ def console_argv(kb: Path, state: Path) -> list[str]:
     return [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), "console"]
 
 
-def measure_idle(
-    kb: Path, state: Path, goals: int, workers: int, window_s: float, tmp: Path, env: dict[str, str]
-) -> IdleFigures:
+def measure_idle(kb: Path, state: Path, window_s: float, tmp: Path) -> IdleFigures:
+    """Idle CPU of the console on the sample KB beside the bare app of its shape (4 x 3)."""
     quiet_kb(kb, state, window_s)
-    marker = tmp / "idle.json"
-    console = console_argv(kb, state)
-    bare = [sys.executable, "-m", "goalsui.bench.bare_app", str(goals), str(workers)]
-    bare += [str(marker), "stay"]
+    marker, env = tmp / "idle.json", bytecode_env(tmp)
+    bare = [sys.executable, "-m", "goalsui.bench.bare_app", "4", "3", str(marker), "stay"]
     bare_pct = idle_share(bare, marker, env, window_s)
     console_env = {**env, "GOALSUI_BENCH_FIRST_PAINT": str(marker)}
-    console_pct = idle_share(console, marker, console_env, window_s)
+    console_pct = idle_share(console_argv(kb, state), marker, console_env, window_s)
     return IdleFigures(window_s, console_pct, bare_pct)
 
 
@@ -433,17 +421,15 @@ def _measure_starts(
         f"generating a KB of {goals} goals x {workers} workers and indexing it (slow, not measured) ..."
     )
     large = prepare(tmp / "large", large=(goals, workers))
-    starts = []
+    starts = [
+        StartFigures("sample KB (4 goals, 11 workers)", target=1.3, records_target=1.5),
+        StartFigures(f"large KB ({goals} goals x {workers} workers)", target=2.0),
+    ]
     # the bare reference gets the same shape: 4 goals of about 3 workers each on the sample KB
-    for label, (kb, state), shape, target, records_target in (
-        ("sample KB (4 goals, 11 workers)", sample, (4, 3), 1.3, 1.5),
-        (f"large KB ({goals} goals x {workers} workers)", large, (goals, workers), 2.0, None),
-    ):
-        say(f"measuring start-up ({label.split(' (')[0]}) ...")
-        figures = measure_start(
-            label, kb, state, *shape, args.repeat or 3, target, tmp, records_target
-        )
-        starts.append(figures)
+    shapes = ((4, 3), (goals, workers))
+    for figures, (kb, state), shape in zip(starts, (sample, large), shapes, strict=True):
+        say(f"measuring start-up ({figures.label.split(' (')[0]}) ...")
+        measure_start(figures, kb, state, shape, args.repeat or 3, tmp)
     return starts, *sample
 
 
@@ -460,7 +446,7 @@ def main(args: argparse.Namespace) -> int:
         if idle_s > 0:
             say(f"measuring idle CPU ({idle_s:g}s each, console and bare app) ...")
             idle_kb, idle_state = prepare(tmp / "idle", large=None)
-            idle = measure_idle(idle_kb, idle_state, 4, 3, idle_s, tmp, bytecode_env(tmp))
+            idle = measure_idle(idle_kb, idle_state, idle_s, tmp)
         text, ok = report(starts, latency, idle)
         start = [asdict(s) | {"ratio": s.ratio, "records_ratio": s.records_ratio} for s in starts]
         data = {"start": start, "latency": asdict(latency), "idle": idle and asdict(idle), "ok": ok}

@@ -273,10 +273,7 @@ def report_turns(figures: dict[str, Any]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from goalsui.errors import ValidationError
-
-    if not 1 <= args.repeat <= 100:
-        raise ValidationError("--repeat must be between 1 and 100")
+    """Entry point of ``goalsui bench mcp`` (the command line checks ``--repeat``)."""
     figures = measure(args.repeat)
     lines = [_report(figures)]
     if args.turns:

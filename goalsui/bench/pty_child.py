@@ -38,10 +38,6 @@ class PtyChild:
         )
         os.close(slave)
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
     def _drain(self) -> None:
         while True:
             try:
