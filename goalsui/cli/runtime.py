@@ -104,11 +104,7 @@ def open_console(args: argparse.Namespace) -> int:
         return 0
     args.console_sync = True
     return run_console(
-        None,
-        args,
-        opener=lambda: open_service(args, actor="operator", sync=False),
-        kb_root=root,
-        preview=preview,
+        args, lambda: open_service(args, actor="operator", sync=False), root, preview
     )
 
 
@@ -148,7 +144,7 @@ def _run_demo(args: argparse.Namespace, kb: Path) -> int:
         except ImportError:
             pass  # no console here: the dashboard summary below
         else:
-            return run_console(None, args, opener=lambda: _open_demo(args), kb_root=kb.resolve())
+            return run_console(args, lambda: _open_demo(args), kb.resolve())
     service = _open_demo(args)
     try:
         print_dashboard(service)

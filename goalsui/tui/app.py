@@ -115,11 +115,6 @@ class GoalsApp(ConsoleBase):
         """The newest dashboard read (the KB preview until the records come)."""
         return self.feed.dashboard
 
-    @property
-    def open_error(self) -> Exception | None:
-        """Why the service could not be opened (the CLI reports it after the app ends)."""
-        return self.startup.open_error
-
     # -- life cycle ------------------------------------------------------------------------------
     def get_default_screen(self) -> MainScreen:
         return MainScreen(read_only=self.read_only)
@@ -137,7 +132,7 @@ class GoalsApp(ConsoleBase):
             from goalsui.tui.signals import trap_stop_signals
 
             loop = asyncio.get_running_loop()
-            self.runtime.subscribe(trap_stop_signals(loop, self._on_stop_signal))
+            self.runtime.cleanups.append(trap_stop_signals(loop, self._on_stop_signal))
         self.setup_looks()
         # one timer for both (the poll's interval is the tick's): the look at the database
         # comes first, so the age the tick shows is steady instead of flipping with phases
@@ -159,12 +154,8 @@ class GoalsApp(ConsoleBase):
     # -- once a second ------------------------------------------------------------------------------
     def _poll_and_tick(self) -> None:
         self.feed.poll()
-        self._tick()
-
-    def _tick(self) -> None:
-        if self.frozen or self.dashboard is None or not self.alive:
-            return
-        self.main.post_message(Tick(self.clock()))
+        if not self.frozen and self.dashboard is not None and self.alive:
+            self.main.post_message(Tick(self.clock()))
 
     def on_timeline_table_zoomed(self, message: TimelineTable.Zoomed) -> None:
         self.feed.replan(message.span)
@@ -232,16 +223,17 @@ class GoalsApp(ConsoleBase):
         while len(self.screen_stack) > 1:
             self.pop_screen()
 
-    def open_screen(self, name: str) -> None:
+    def action_open_screen(self, name: str) -> None:
         if not self.service_ready:
             self.notify(OPENING)
             return
+        from goalsui.tui.screens.base import DataScreen
         from goalsui.tui.screens.failures import FailuresScreen
         from goalsui.tui.screens.records import EventsScreen, JournalScreen, ThreadsScreen
         from goalsui.tui.screens.reports import ReportsScreen
         from goalsui.tui.screens.runs import RunsScreen
 
-        screens = {
+        screens: dict[str, type[DataScreen[Any]]] = {
             "failures": FailuresScreen,
             "reports": ReportsScreen,
             "events": EventsScreen,
@@ -360,38 +352,30 @@ make_app = GoalsApp
 
 
 def run_console(
-    service: Service | None,
     args: Any,
-    *,
-    opener: Callable[[], Service] | None = None,
-    kb_root: Path | str | None = None,
+    opener: Callable[[], Service],
+    kb_root: Path,
     preview: Callable[[], Dashboard] | None = None,
 ) -> int:
-    """Run the console; returns the exit code. With ``opener`` and ``kb_root`` instead of
-    a service, the first frame comes before the service is open (an error opening it is
-    raised here); ``preview()`` returns the KB preview if the caller read it already."""
-    settings = first = None
-    if service is None and kb_root is not None:
-        # Before the UI loop runs (so not on it): the first frame shows them at once.
-        from goalsui.kb.ui_settings import read_ui_settings
-        from goalsui.tui.preview import preview_dashboard
+    """Run the console; returns the exit code. The first frame comes before ``opener()``
+    has opened the service (an error opening it is raised here); ``preview()`` returns the
+    KB preview if the caller read it already."""
+    # Before the UI loop runs (so not on it): the first frame shows them at once.
+    from goalsui.kb.ui_settings import read_ui_settings
+    from goalsui.tui.preview import preview_dashboard
 
-        settings = read_ui_settings(Path(kb_root))
-        first = preview() if preview is not None else preview_dashboard(Path(kb_root), utcnow())
     app = make_app(
-        service,
-        scheduler=not getattr(args, "no_scheduler", False),
-        force_scheduler=getattr(args, "force_scheduler", False),
-        read_only=getattr(args, "read_only", False),
-        theme=getattr(args, "theme", None),
-        sync_on_start=getattr(args, "console_sync", False),
-        hooks=(getattr(args, "hooks_host", "127.0.0.1"), args.hooks_port)
-        if getattr(args, "hooks_port", None)
-        else None,
+        None,
+        scheduler=not args.no_scheduler,
+        force_scheduler=args.force_scheduler,
+        read_only=args.read_only,
+        theme=args.theme,
+        sync_on_start=getattr(args, "console_sync", False),  # set by 'goalsui console'
+        hooks=(args.hooks_host, args.hooks_port) if args.hooks_port else None,
         opener=opener,
         kb_root=kb_root,
-        ui_settings=settings,
-        preview=first,
+        ui_settings=read_ui_settings(kb_root),
+        preview=preview() if preview is not None else preview_dashboard(kb_root, utcnow()),
     )
     marker = os.environ.get("GOALSUI_BENCH_FIRST_PAINT")
     if marker:  # goalsui bench console: record first paint and records, then exit
@@ -401,6 +385,6 @@ def run_console(
     finally:
         if app.service_ready:
             app.service.close()
-    if app.open_error is not None:
-        raise app.open_error
+    if app.startup.open_error is not None:
+        raise app.startup.open_error
     return int(result or 0)

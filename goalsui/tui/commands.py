@@ -42,12 +42,12 @@ Pane: Threads | pane.threads | focus_pane('threads') | Focus the threads pane
 Pane: Timeline | pane.timeline | focus_pane('timeline') | Focus the timeline pane
 Pane: Failed runs | pane.failed | focus_pane('failed') | Focus the failed runs pane
 Pane: Detail | pane.detail | focus_pane('detail') | Focus the detail pane
-Screen: Failures | screen.failures | open_screen('failures') | Failed, missed, interrupted runs and auto-disabled intents
-Screen: Morning reports | screen.reports | open_screen('reports') | Nightshift reports beside a timeline of the night
-Screen: Events | screen.events | open_screen('events') | Received events and the intents they fired
-Screen: Threads | screen.threads | open_screen('threads') | Threads and their messages
-Screen: Event log | screen.journal | open_screen('journal') | What the operator and the scheduler did
-Screen: Runs | screen.runs | open_screen('runs') | Every run, newest first: running, failed, by goal; stop and retry
+Screen: Failures | screen.failures | app.open_screen('failures') | Failed, missed, interrupted runs and auto-disabled intents
+Screen: Morning reports | screen.reports | app.open_screen('reports') | Nightshift reports beside a timeline of the night
+Screen: Events | screen.events | app.open_screen('events') | Received events and the intents they fired
+Screen: Threads | screen.threads | app.open_screen('threads') | Threads and their messages
+Screen: Event log | screen.journal | app.open_screen('journal') | What the operator and the scheduler did
+Screen: Runs | screen.runs | app.open_screen('runs') | Every run, newest first: running, failed, by goal; stop and retry
 Display: Freeze or unfreeze | freeze | app.freeze | Stop updating the screen (the scheduler keeps running)
 Display: Refresh now | refresh | app.refresh_now | Reload everything from the database
 Display: Next theme | theme | app.next_theme | Cycle through the loaded themes

@@ -14,7 +14,7 @@ from textual.timer import Timer
 
 from goalsui.tui.idle import StampGate
 from goalsui.tui.messages import DashboardReady, PlanReady, RefreshWanted
-from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
+from goalsui.tui.model import Dashboard, load_dashboard, load_plan
 from goalsui.tui.widgets.timeline import DEFAULT_SPAN
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ class DashboardFeed:
         #: called (UI loop) when a read failed: the start-up steps go on regardless
         self._on_failed = on_failed
         self.dashboard: Dashboard | None = None
-        self.plan = PlanView()
         #: the timeline's window: the plan covers [now, now + span]
         self.span = DEFAULT_SPAN
         #: plans start once the first records are on screen (see :meth:`start_planning`)
@@ -49,10 +48,6 @@ class DashboardFeed:
         self._plan_timer: Timer | None = None
 
     # -- reading the records -----------------------------------------------------------------
-    def on_service_change(self, what: str) -> None:
-        """Service listener: any thread. Schedules one coalesced reload."""
-        self.request_refresh()
-
     def request_refresh(self, delay: float = COALESCE_S) -> None:
         """Any thread: reload the dashboard soon (bursts become one reload); the app
         schedules it on its loop when the message arrives."""
@@ -190,8 +185,7 @@ class DashboardFeed:
         now = self.app.clock()
         try:
             plan = await asyncio.to_thread(load_plan, self.app.service, now, now + span)
-        except Exception as exc:  # noqa: BLE001 - the timeline keeps its last plan, says why
-            plan = PlanView(warnings=[f"plan failed: {exc}"], source="error")
-        self.plan = plan
+        except Exception:  # noqa: BLE001 - a busy database: the timeline keeps its last plan
+            return
         if self.app.alive:
             self.app.broadcast(lambda: PlanReady(plan))

@@ -32,12 +32,14 @@ MAIN = [
     Binding("slash", "filter", "Filter", id="filter", key_display="/"),
     Binding("m", "toggle_maximize", "Maximise pane", id="maximize", show=False),
     Binding("escape", "clear_filter", "Clear filter", id="clear_filter", show=False),
-    Binding("F", "open_screen('failures')", "Failures screen", id="screen.failures", show=False),
-    Binding("M", "open_screen('reports')", "Morning reports", id="screen.reports", show=False),
-    Binding("E", "open_screen('events')", "Events screen", id="screen.events", show=False),
-    Binding("T", "open_screen('threads')", "Threads screen", id="screen.threads", show=False),
-    Binding("L", "open_screen('journal')", "Event log", id="screen.journal", show=False),
-    Binding("U", "open_screen('runs')", "Runs screen", id="screen.runs", show=False),
+    Binding(
+        "F", "app.open_screen('failures')", "Failures screen", id="screen.failures", show=False
+    ),
+    Binding("M", "app.open_screen('reports')", "Morning reports", id="screen.reports", show=False),
+    Binding("E", "app.open_screen('events')", "Events screen", id="screen.events", show=False),
+    Binding("T", "app.open_screen('threads')", "Threads screen", id="screen.threads", show=False),
+    Binding("L", "app.open_screen('journal')", "Event log", id="screen.journal", show=False),
+    Binding("U", "app.open_screen('runs')", "Runs screen", id="screen.runs", show=False),
     Binding("q", "app.quit", "Quit", id="quit"),
 ]
 

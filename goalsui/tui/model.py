@@ -80,8 +80,6 @@ class PlanView:
 
     fires: dict[int, list[datetime]] = field(default_factory=dict)
     overlaps: dict[int, list[datetime]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    source: str = "plan"
 
 
 @dataclass
@@ -147,46 +145,16 @@ def load_costs(
 
 
 def load_plan(service: Service, now: datetime, until: datetime) -> PlanView:
-    """Predicted fires until ``until`` with overlap marks, by ``goalsui plan``'s rules (the
-    intents' own schedules when the scheduler package is not installed)."""
-    try:
-        from goalsui.scheduler.plan import plan
-    except ImportError:
-        return _fallback_plan(service, now, until)
-    try:
-        fires = plan(service, now, until)
-    except GoalsuiError as exc:
-        view = _fallback_plan(service, now, until)
-        view.warnings.append(str(exc))
-        return view
-    view = PlanView(source="plan")
-    for fire in fires:
+    """Predicted fires until ``until`` with overlap marks, by ``goalsui plan``'s rules."""
+    from goalsui.scheduler.plan import plan
+
+    view = PlanView()
+    for fire in plan(service, now, until):
         if fire.at is None or fire.kind != "fire":
             continue
         view.fires.setdefault(fire.intent_id, []).append(fire.at)
         if fire.warning:
             view.overlaps.setdefault(fire.intent_id, []).append(fire.at)
-            view.warnings.append(f"{fire.label}: {fire.warning}")
-    return view
-
-
-def _fallback_plan(service: Service, now: datetime, until: datetime, cap: int = 400) -> PlanView:
-    from goalsui.domain.triggers import next_due
-
-    view = PlanView(source="schedules")
-    for intent in service.intents.list(status=IntentStatus.ACTIVE):
-        if intent.id is None or intent.next_run_at is None:
-            continue
-        at: datetime | None = intent.next_run_at
-        fires: list[datetime] = []
-        while at is not None and at <= until and len(fires) < cap:
-            fires.append(at)
-            try:
-                at = next_due(intent.kind, intent.schedule, intent.timezone, max(at, now))
-            except GoalsuiError:
-                break
-        if fires:
-            view.fires[intent.id] = fires
     return view
 
 

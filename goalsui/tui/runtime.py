@@ -69,7 +69,8 @@ class ConsoleRuntime:
         self._registration: Any = None  # this console's entry in the state folder
         self._failed_burst: list[Any] = []
         self._known_problems: set[tuple[str, int | None, str]] = set()
-        self._unsubscribe: list[Callable[[], Any]] = []
+        #: undone when the console closes (subscriptions, signal handlers)
+        self.cleanups: list[Callable[[], Any]] = []
 
     def service_opened(self) -> list[Callable[[], None]]:
         """Start the hooks listener; returns what starts once the first records are on
@@ -83,7 +84,7 @@ class ConsoleRuntime:
         elif self.want_scheduler:
             later.append(self.start_scheduler)
         if self.hooks is not None:
-            self.app.run_worker(self._start_hooks(), group="hooks", exit_on_error=False)
+            self.app.run_worker(self._start_hooks(*self.hooks), group="hooks", exit_on_error=False)
         return later
 
     # -- the scheduler -----------------------------------------------------------------------
@@ -109,22 +110,12 @@ class ConsoleRuntime:
                 self._note = f"{serving} (watching)"
                 self.feed.request_refresh(0)
                 return
-        try:
-            from goalsui.scheduler.loop import Scheduler
-        except ModuleNotFoundError as exc:
-            if exc.name not in ("goalsui.scheduler", "goalsui.scheduler.loop"):
-                raise
-            self._note = "not available"
-            return
-        except Exception as exc:  # noqa: BLE001 - a broken install: say so, keep watching
-            self._note = f"error: {' '.join(str(exc).split())[:60]}"
-            self.app.notify(f"The scheduler cannot be loaded: {exc}", severity="error")
-            return
-        scheduler = Scheduler(self.app.service)
-        self._unsubscribe.append(scheduler.subscribe(self._on_scheduler_event))
+        from goalsui.scheduler.loop import Scheduler
         from goalsui.scheduler.notices import Notifier
 
-        self._unsubscribe.append(Notifier(self.app.service, self._show_notice).attach(scheduler))
+        scheduler = Scheduler(self.app.service)
+        self.cleanups.append(scheduler.subscribe(self._on_scheduler_event))
+        self.cleanups.append(Notifier(self.app.service, self._show_notice).attach(scheduler))
         self.scheduler = scheduler
         try:
             await scheduler.start()
@@ -202,15 +193,9 @@ class ConsoleRuntime:
         )
 
     # -- the hooks listener ------------------------------------------------------------------
-    async def _start_hooks(self) -> None:
-        if self.hooks is None:
-            return
-        try:
-            from goalsui.hooks.server import start_listener
-        except ImportError:
-            self.app.notify("Event hooks are not available in this build", severity="warning")
-            return
-        host, port = self.hooks
+    async def _start_hooks(self, host: str, port: int) -> None:
+        from goalsui.hooks.server import start_listener
+
         try:
             self.hooks_listener = await start_listener(self.app.service, host, port)
         except GoalsuiError as exc:
@@ -312,10 +297,6 @@ class ConsoleRuntime:
         self.feed.request_refresh(0)
 
     # -- stopping ------------------------------------------------------------------------------
-    def subscribe(self, unsubscribe: Callable[[], Any]) -> None:
-        """Call ``unsubscribe`` when the console closes."""
-        self._unsubscribe.append(unsubscribe)
-
     async def _close_hooks(self) -> None:
         if self.hooks_listener is not None:
             with contextlib.suppress(Exception):
@@ -333,6 +314,6 @@ class ConsoleRuntime:
         """The app unmounts: the listener, the scheduler, every subscription."""
         await self._close_hooks()
         await self.stop_scheduler()
-        for unsubscribe in self._unsubscribe:
+        for unsubscribe in self.cleanups:
             with contextlib.suppress(Exception):
                 unsubscribe()

@@ -34,7 +34,3 @@ class Selection:
     run_id: int | None = None
     thread_id: int | None = None
     todo_id: int | None = None
-
-    def __post_init__(self) -> None:
-        # the panes hand over plain strings; an unknown kind fails here, not later
-        object.__setattr__(self, "kind", SelectionKind(self.kind))

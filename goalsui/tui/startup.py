@@ -78,7 +78,8 @@ class Startup:
 
     def _use_service(self) -> None:
         """The service is open: the feed listens to it; the runtime lines up its starts."""
-        self.runtime.subscribe(self.app.service.changes.subscribe(self.feed.on_service_change))
+        changes = self.app.service.changes  # a listener on any thread: one coalesced reload
+        self.runtime.cleanups.append(changes.subscribe(lambda what: self.feed.request_refresh()))
         self.after_paint += self.runtime.service_opened()
 
     # -- opener mode -------------------------------------------------------------------------

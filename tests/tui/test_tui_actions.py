@@ -428,7 +428,7 @@ async def test_a_tick_while_the_console_closes_is_dropped(demo: Service, clock) 
         closing = asyncio.ensure_future(close_all())
         while not closing.done():  # a tick at every step of the teardown
             try:
-                app._tick()
+                app._poll_and_tick()
             except Exception as exc:  # noqa: BLE001 - the way Textual's timer reports it
                 app._handle_exception(exc)
             ticks.append(len(app.screen_stack))

@@ -139,10 +139,14 @@ async def test_runs_screen_lists_newest_first_filters_and_retries(demo, clock) -
         await pilot.press("U")
         await settle(app, pilot)
         screen = screen_as(app, RunsScreen)
-        assert screen.table.row_keys()[:3] == [f"run:{newest}", f"run:{failed}", f"run:{ok}"]
+        assert screen.query_one(KeyedTable).row_keys()[:3] == [
+            f"run:{newest}",
+            f"run:{failed}",
+            f"run:{ok}",
+        ]
         await pilot.press("v", "v")  # all -> running -> failed
         await settle(app, pilot)
-        assert screen.table.row_keys() == [f"run:{failed}"]
+        assert screen.query_one(KeyedTable).row_keys() == [f"run:{failed}"]
         assert "flaky" in screen_text(app)
         await pilot.press("R")
         await settle(app, pilot)

@@ -248,7 +248,7 @@ async def test_first_frame_shows_the_kb_then_the_records(
         await pilot.pause()
         assert main.check_action("pause", ()) is False
         await pilot.press("p")
-        app.open_screen("failures")
+        app.action_open_screen("failures")
         await pilot.pause()
         assert len(app.screen_stack) == 1
         await wait_for(pilot, lambda: bool(shown), what="the detail pane")
@@ -281,7 +281,7 @@ async def test_open_failure_ends_the_console_with_the_error(tmp_path: Path) -> N
     app = make_app(None, scheduler=False, watch=False, opener=opener, kb_root=kb)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app._exit, what="the console to end")
-    assert app.open_error is problem
+    assert app.startup.open_error is problem
     assert app.return_code == 1
 
 

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from rich.text import Text
 from textual import on, work
@@ -17,23 +18,30 @@ from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.messages import DashboardReady
 from goalsui.tui.notices import NoticeAdded, WorkerFailures
-from goalsui.tui.widgets.keyed_table import KeyedTable
+from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 from goalsui.tui.widgets.status_bar import notice_line
 
 if TYPE_CHECKING:
     from goalsui.service import Service
+    from goalsui.tui.fmt import Palette
 
 
 def title_bar(text: str) -> Static:
     return Static(Text(f" {text} ", style="bold reverse"), id="screen-title")
 
 
-class DataScreen(WorkerFailures, Screen[None]):
+#: what one row of a screen's first table shows
+Item = TypeVar("Item")
+
+
+class DataScreen(WorkerFailures, Screen[None], Generic[Item]):
     """Subclasses implement ``fetch(service)`` (in a thread), ``show(data)`` (UI) and may
     ``describe()`` the selected row; the first table has the focus."""
 
     #: the first table's columns: label, key, width (None: as wide as its cells)
     COLUMNS: tuple[tuple[str, str, int | None], ...] = ()
+    #: the pane whose subtitle counts the first table's rows ("": none)
+    COUNT_IN = ""
 
     #: the screen's own keys: always, and those that change state (absent when read-only)
     SAFE: list[Binding] = []
@@ -45,6 +53,8 @@ class DataScreen(WorkerFailures, Screen[None]):
         keys.bind(
             self, [keys.BACK, keys.SCREEN_MAXIMIZE, *self.SAFE], self.ACTIONS, read_only=read_only
         )
+        #: row key -> the item the row shows (see :meth:`show_items`)
+        self.row_items: dict[str, Item] = {}
         self._title: Text | None = None  # the title line's own text, before any notice
         self._home: Widget | None = None  # where the focus goes when an input is left
 
@@ -69,8 +79,29 @@ class DataScreen(WorkerFailures, Screen[None]):
     def fetch(self, service: Service) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def show(self, data: Any) -> None:  # pragma: no cover - abstract
+    def show(self, data: Any) -> None:
+        """Show what ``fetch`` read: by default a list of items, one row each."""
+        self.show_items(data)
+
+    def show_items(self, items: list[Item]) -> None:
+        """One row per item (see ``row``) in the first table, in order; the cursor stays on
+        its key. ``selected()`` returns the item under it."""
+        app = goals_app(self)
+        now, palette = app.clock(), app.palette
+        rows = [self.row(item, now, palette) for item in items]
+        self.row_items = {key: item for (key, _), item in zip(rows, items, strict=True)}
+        self.query(KeyedTable).first().sync_rows(rows)
+        if self.COUNT_IN:
+            self.query_one(self.COUNT_IN).border_subtitle = str(len(rows))
+        self.describe()
+
+    def row(self, item: Item, now: datetime, palette: Palette) -> Row:  # pragma: no cover
         raise NotImplementedError
+
+    def selected(self) -> Item | None:
+        """The item of the first table's row under the cursor (None: no row)."""
+        key = self.query(KeyedTable).first().cursor_key
+        return self.row_items.get(key) if key else None
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self) -> None:

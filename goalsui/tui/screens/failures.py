@@ -37,7 +37,7 @@ def allows(item: FailureItem, action: Action) -> bool:
     return run_allows(RunStatus.INTERRUPTED if item.needs_review else item.status, action)
 
 
-class FailuresScreen(DataScreen):
+class FailuresScreen(DataScreen[FailureItem]):
     """The whole list, with the selected item's error and output below."""
 
     ACTIONS = keys.FAILURES_ACTIONS

@@ -152,9 +152,6 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             self.show_tab(tab_of(pane, self.tab))
         self.pane_widget(pane).focus()
 
-    def action_open_screen(self, name: str) -> None:
-        self.gapp.open_screen(name)
-
     # -- the console's messages ------------------------------------------------------------------
     @property
     def _app_closing(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -17,17 +18,23 @@ from goalsui.domain.records import saved_id
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
-from goalsui.tui.fmt import clock_time, one_line
+from goalsui.tui.fmt import Palette, clock_time, one_line
+from goalsui.tui.notices import ConsoleNotice
 from goalsui.tui.screens.base import DataScreen, title_bar
 from goalsui.tui.widgets.compose_box import ComposeBox
 from goalsui.tui.widgets.footer import Footer
-from goalsui.tui.widgets.keyed_table import KeyedTable
+from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
     from goalsui.service import Service
 
+#: an event and the titles of the intents it fired
+EventItem = tuple[Any, list[str]]
+#: a thread, its todos, its messages and its pending replies
+ThreadItem = tuple[Any, list[Any], list[Any], list[Any]]
 
-class EventsScreen(DataScreen):
+
+class EventsScreen(DataScreen[EventItem]):
     """Received events, newest first, and which intents each one fired."""
 
     COLUMNS = (
@@ -36,6 +43,7 @@ class EventsScreen(DataScreen):
         ("delivery", "delivery", 18),
         ("fired", "fired", None),
     )
+    COUNT_IN = "#events-box"
 
     def compose(self) -> ComposeResult:
         yield title_bar("Events")
@@ -48,41 +56,28 @@ class EventsScreen(DataScreen):
                 yield Static("", id="events-text", markup=False)
         yield Footer()
 
-    def fetch(self, service: Service) -> tuple[list[Any], dict[int, str]]:
-        events = service.events.list(limit=500)
+    def fetch(self, service: Service) -> list[EventItem]:
+        """The newest events, each with the titles of the intents it fired."""
         titles = {saved_id(i): i.title for i in service.intents.list()}
-        return events, titles
+        return [
+            (e, [titles.get(i, f"intent {i}") for i in e.matched_intent_ids or []])
+            for e in service.events.list(limit=500)
+        ]
 
-    def show(self, data: tuple[list[Any], dict[int, str]]) -> None:
-        events, titles = data
-        self.events: dict[str, tuple[Any, list[str]]] = {}
-        now = goals_app(self).clock()
-        palette = goals_app(self).palette
-        rows = []
-        for e in events:
-            fired = [titles.get(i, f"intent {i}") for i in (e.matched_intent_ids or [])]
-            self.events[f"event:{e.id}"] = (e, fired)
-            rows.append(
-                (
-                    f"event:{e.id}",
-                    (
-                        Text(clock_time(e.received_at, now), style=palette.muted),
-                        Text(one_line(e.source, 12)),
-                        Text(one_line(e.delivery_id, 18)),
-                        Text(
-                            ", ".join(one_line(f, 40) for f in fired) or "nothing",
-                            style="" if fired else palette.muted,
-                        ),
-                    ),
-                )
-            )
-        self.query_one(KeyedTable).sync_rows(rows)
-        self.query_one("#events-box").border_subtitle = str(len(rows))
-        self.describe()
+    def row(self, item: EventItem, now: datetime, palette: Palette) -> Row:
+        event, fired = item
+        return f"event:{event.id}", (
+            Text(clock_time(event.received_at, now), style=palette.muted),
+            Text(one_line(event.source, 12)),
+            Text(one_line(event.delivery_id, 18)),
+            Text(
+                ", ".join(one_line(f, 40) for f in fired) or "nothing",
+                style="" if fired else palette.muted,
+            ),
+        )
 
     def describe(self) -> None:
-        key = self.query_one(KeyedTable).cursor_key
-        found = getattr(self, "events", {}).get(key) if key else None
+        found = self.selected()
         if found is None:
             text = Text(
                 "No events received yet. Send one with 'goalsui event emit SOURCE --data FILE'.",
@@ -97,7 +92,7 @@ class EventsScreen(DataScreen):
         self.query_one("#events-text", Static).update(text)
 
 
-class ThreadsScreen(DataScreen):
+class ThreadsScreen(DataScreen[ThreadItem]):
     """Threads and their messages, with provenance; a compose box to talk in a thread."""
 
     COLUMNS = (("open", "open", 5), ("thread", "title", 30))
@@ -122,7 +117,7 @@ class ThreadsScreen(DataScreen):
                     yield ComposeBox(id="threads-compose")
         yield Footer()
 
-    def fetch(self, service: Service) -> list[tuple[Any, list[Any], list[Any], list[Any]]]:
+    def fetch(self, service: Service) -> list[ThreadItem]:
         out = []
         for thread in service.threads.list():
             todos = service.todos.list(saved_id(thread))
@@ -132,26 +127,22 @@ class ThreadsScreen(DataScreen):
             out.append((thread, todos, messages, service.threads.pending_replies(saved_id(thread))))
         return out
 
-    def show(self, data: list[tuple[Any, list[Any], list[Any], list[Any]]]) -> None:
-        self.thread_data = {f"thread:{row[0].id}": row for row in data}
-        palette = goals_app(self).palette
-        rows = []
-        for thread, todos, _, _ in data:
-            title = Text(one_line(thread.title, 30))
-            if thread.private:
-                title.append(" (private)", style=palette.warning)
-            open_items = sum(1 for t in todos if not t.done)
-            rows.append((f"thread:{thread.id}", (f"{open_items}/{len(todos)}", title)))
-        table = self.query_one(KeyedTable)
-        table.sync_rows(rows)
+    def show(self, data: list[ThreadItem]) -> None:
+        self.show_items(data)
         if self.select is not None:
-            table.move_to_key(f"thread:{self.select}")
+            self.query_one(KeyedTable).move_to_key(f"thread:{self.select}")
             self.select = None
-        self.describe()
+
+    def row(self, item: ThreadItem, now: datetime, palette: Palette) -> Row:
+        thread, todos, _, _ = item
+        title = Text(one_line(thread.title, 30))
+        if thread.private:
+            title.append(" (private)", style=palette.warning)
+        open_items = sum(1 for t in todos if not t.done)
+        return f"thread:{thread.id}", (f"{open_items}/{len(todos)}", title)
 
     def describe(self) -> None:
-        key = self.query_one(KeyedTable).cursor_key
-        item = getattr(self, "thread_data", {}).get(key) if key else None
+        item = self.selected()
         box = self.query_one("#threads-messages", VerticalScroll)
         if item is None:
             self.query_one("#threads-text", Static).update(Text("No threads yet.", style="dim"))
@@ -176,8 +167,7 @@ class ThreadsScreen(DataScreen):
         box.scroll_end(animate=False)
 
     def selected_thread_id(self) -> int | None:
-        key = self.query_one(KeyedTable).cursor_key
-        item = getattr(self, "thread_data", {}).get(key) if key else None
+        item = self.selected()
         return item[0].id if item else None
 
     @on(ComposeBox.Send)
@@ -209,7 +199,7 @@ class ThreadsScreen(DataScreen):
         self.reload()
 
 
-class JournalScreen(DataScreen):
+class JournalScreen(DataScreen[Any]):
     """The event log: what the operator did and what the scheduler did, with times."""
 
     COLUMNS = (
@@ -219,6 +209,7 @@ class JournalScreen(DataScreen):
         ("subject", "subject", 30),
         ("detail", "detail", None),
     )
+    COUNT_IN = "#journal-box"
 
     def compose(self) -> ComposeResult:
         yield title_bar("Event log")
@@ -231,38 +222,25 @@ class JournalScreen(DataScreen):
         return list(service.journal.recent(limit=1000))
 
     def show(self, entries: list[Any]) -> None:
-        now = goals_app(self).clock()
-        palette = goals_app(self).palette
-        rows = [
-            (
-                f"j:{e.id}",
-                (
-                    Text(clock_time(e.at, now), style=palette.muted),
-                    Text(
-                        e.actor, style=palette.accent if e.actor == "operator" else palette.running
-                    ),
-                    Text(one_line(e.action, 26)),
-                    Text(one_line(e.subject, 30)),
-                    Text(one_line(e.detail, 300)),
-                ),
+        """The journal's entries and this console's notices, newest first."""
+        merged = [*entries, *goals_app(self).notices]
+        self.show_items(sorted(merged, key=lambda item: item.at, reverse=True))  # stable
+
+    def row(self, item: Any, now: datetime, palette: Palette) -> Row:
+        at = Text(clock_time(item.at, now), style=palette.muted)
+        if isinstance(item, ConsoleNotice):
+            style = palette.warning if item.severity != "information" else ""
+            return f"n:{item.seq}", (
+                at,
+                Text("console", style=style),
+                Text(one_line(item.title or item.severity, 26)),
+                Text(""),
+                Text(one_line(item.message, 300)),
             )
-            for e in entries
-        ]
-        notices = list(getattr(self.app, "notices", ()))
-        rows += [
-            (
-                f"n:{n.seq}",
-                (
-                    Text(clock_time(n.at, now), style=palette.muted),
-                    Text("console", style=palette.warning if n.severity != "information" else ""),
-                    Text(one_line(n.title or n.severity, 26)),
-                    Text(""),
-                    Text(one_line(n.message, 300)),
-                ),
-            )
-            for n in notices
-        ]
-        times = {f"j:{e.id}": e.at for e in entries} | {f"n:{n.seq}": n.at for n in notices}
-        rows.sort(key=lambda row: times[row[0]], reverse=True)  # newest first, stable
-        self.query_one(KeyedTable).sync_rows(rows)
-        self.query_one("#journal-box").border_subtitle = str(len(rows))
+        return f"j:{item.id}", (
+            at,
+            Text(item.actor, style=palette.accent if item.actor == "operator" else palette.running),
+            Text(one_line(item.action, 26)),
+            Text(one_line(item.subject, 30)),
+            Text(one_line(item.detail, 300)),
+        )

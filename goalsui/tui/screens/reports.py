@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import DataTable, Markdown, Tabs
+from textual.widgets import Markdown, Tabs
 
 from goalsui.domain.nightshift import night_window
 from goalsui.domain.states import RunStatus
@@ -27,7 +27,7 @@ from goalsui.tui.model import list_reports
 from goalsui.tui.screens.base import DataScreen, title_bar
 from goalsui.tui.widgets.branches_pane import BranchesPane
 from goalsui.tui.widgets.footer import Footer
-from goalsui.tui.widgets.keyed_table import KeyedTable
+from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 from goalsui.tui.widgets.layout_tabs import TabBar
 
 if TYPE_CHECKING:
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 LANE = 24
+#: a morning report: the night it covers (ISO date it starts), its goal, its path in the goal
+Report = tuple[str, str, str]
 #: Cells of the report pane that are not the Markdown's text (borders, padding, scrollbar).
 DOC_CHROME = 8
 
@@ -93,12 +95,13 @@ STACKED_PANES = (
 )
 
 
-class ReportsScreen(DataScreen):
+class ReportsScreen(DataScreen[Report]):
     """Left: the reports and that night's runs; right: the report as Markdown. Narrower
     than ``STACK_BELOW`` one pane at a time shows under the list (side by side, the report
     would wrap at some 40 cells)."""
 
     COLUMNS = (("night", "night", 10), ("goal", "goal", 20))  # the reports list
+    COUNT_IN = "#reports-list-box"
     STACK_BELOW = 140
     HORIZONTAL_BREAKPOINTS = [(0, "-stacked"), (STACK_BELOW, "-side-by-side")]
     BINDINGS = [
@@ -114,11 +117,10 @@ class ReportsScreen(DataScreen):
 
     def __init__(self, *, read_only: bool = False) -> None:
         super().__init__(read_only=read_only)
-        self._nights = {}
         self.add_class("-show-report")  # before mounting: a class added later restyles all
 
     _report_text = ""  # the open report, made plain
-    _nights: dict[str, date]  # row key -> the night its report is about (its start date)
+    _open: Report | None = None  # the report shown
     _rendered = ""  # what the Markdown widget shows (its tables fitted to the pane)
 
     def compose(self) -> ComposeResult:
@@ -192,41 +194,30 @@ class ReportsScreen(DataScreen):
                     self.show_pane(name)
                 return
 
-    def fetch(self, service: Service) -> list[tuple[str, str, str]]:
+    def fetch(self, service: Service) -> list[Report]:
         return list_reports(service)
 
-    def show(self, reports: list[tuple[str, str, str]]) -> None:
-        table = self.query_one("#reports-list", KeyedTable)
-        self._nights = {f"{g}|{rel}": date.fromisoformat(night) for night, g, rel in reports}
-        rows = [
-            (f"{goal_id}|{rel}", (night, Text(goal_id.rsplit("-", 1)[0])))
-            for night, goal_id, rel in reports
-        ]
-        table.sync_rows(rows)
-        self.query_one("#reports-list-box").border_subtitle = f"{len(rows)}"
-        if not rows:
+    def show(self, reports: list[Report]) -> None:
+        self.show_items(reports)
+        if not reports:
             self._report_text = self._rendered = ""
             self.query_one(Markdown).update(
                 "_No morning reports yet._\n\nThe nightshift reporter writes "
                 "`<goal>/reports/YYYY-MM-DD.md` each morning, named by the date its night "
                 "started."
             )
-        else:
-            self._open_selected()
 
-    @on(DataTable.RowHighlighted, "#reports-list")
-    def _highlighted(self) -> None:
-        self._open_selected()
+    def row(self, item: Report, now: datetime, palette: Palette) -> Row:
+        night, goal_id, rel = item
+        return f"{goal_id}|{rel}", (night, Text(goal_id.rsplit("-", 1)[0]))
 
-    def _open_selected(self) -> None:
-        key = self.query_one("#reports-list", KeyedTable).cursor_key
-        if key is None:
-            return
-        goal_id, rel = key.split("|", 1)
-        if getattr(self, "_open", None) == key:
-            return
-        self._open = key
-        self.load_report(goal_id, rel, self._nights[key])
+    def describe(self) -> None:
+        """Open the report under the cursor (once)."""
+        report = self.selected()
+        if report is not None and report != self._open:
+            self._open = report
+            night, goal_id, rel = report
+            self.load_report(goal_id, rel, date.fromisoformat(night))
 
     @work(name="Reading the report", exclusive=True, group="report", exit_on_error=False)
     async def load_report(self, goal_id: str, rel: str, night_name: date) -> None:

@@ -4,7 +4,8 @@ a live run, retry a failed one, open its output."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,11 +18,19 @@ from goalsui.domain.transitions import Action, run_allows
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys, run_actions
 from goalsui.tui.app_ref import goals_app
-from goalsui.tui.fmt import RUN_GLYPH, clock_time, compact_time, duration, name_cell, one_line
+from goalsui.tui.fmt import (
+    RUN_GLYPH,
+    Palette,
+    clock_time,
+    compact_time,
+    duration,
+    name_cell,
+    one_line,
+)
 from goalsui.tui.screens.base import DataScreen, title_bar
 from goalsui.tui.widgets.failed_pane import run_error
 from goalsui.tui.widgets.footer import Footer
-from goalsui.tui.widgets.keyed_table import KeyedTable
+from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -43,7 +52,7 @@ class RunRow:
     goal_id: str | None
 
 
-class RunsScreen(DataScreen):
+class RunsScreen(DataScreen[RunRow]):
     """The runs table above, the selected run's reason and output tail below."""
 
     COLUMNS = (
@@ -61,7 +70,6 @@ class RunsScreen(DataScreen):
         self.view = "all"
         self.goal: str | None = None
         self.goals: list[str] = []
-        self.rows: dict[str, RunRow] = {}
         self._all: list[RunRow] = []
 
     def compose(self) -> ComposeResult:
@@ -75,10 +83,6 @@ class RunsScreen(DataScreen):
             box.border_title = "Selected run"
             yield Static("", id="runs-text", markup=False)
         yield Footer()
-
-    @property
-    def table(self) -> KeyedTable:
-        return self.query_one("#runs-table", KeyedTable)
 
     def fetch(self, service: Service) -> list[RunRow]:
         intents = {i.id: i for i in service.intents.list()}
@@ -104,45 +108,28 @@ class RunsScreen(DataScreen):
         return self.goal is None or row.goal_id == self.goal
 
     def _sync(self) -> None:
-        app: Any = self.app
-        now, palette = app.clock(), app.palette
-        rows = []
-        self.rows = {}
-        for row in self._all:
-            if not self._listed(row):
-                continue
-            run = row.run
-            key = f"run:{run.id}"
-            self.rows[key] = row
-            status = "review" if row.run.needs_review else str(run.status)
-            end = run.finished_at or (now if run.status == RunStatus.RUNNING else None)
-            if str(run.status) in (RunStatus.MISSED, RunStatus.SKIPPED):
-                end = None  # never ran: no duration
-            rows.append(
-                (
-                    key,
-                    (
-                        Text(compact_time(run.started_at, now), style=palette.muted),
-                        Text(
-                            f"{RUN_GLYPH.get(str(run.status), '?')} {status}",
-                            style=f"bold {palette.run(str(run.status))}",
-                        ),
-                        Text(name_cell(f"{run.id} {row.title}", 22)),
-                        duration(run.started_at, end),
-                        Text(one_line(run_error(run), 200), style=palette.muted),
-                    ),
-                )
-            )
-        self.table.sync_rows(rows)
+        self.show_items([row for row in self._all if self._listed(row)])
         goal = "all goals" if self.goal is None else self.goal.rsplit("-", 1)[0]
         box = self.query_one("#runs-box")
         box.border_title = f"Runs: {self.view} · {goal} (newest first)"
-        box.border_subtitle = f"{len(rows)} of {len(self._all)}"
-        self.describe()
+        box.border_subtitle = f"{len(self.row_items)} of {len(self._all)}"
 
-    def selected(self) -> RunRow | None:
-        key = self.table.cursor_key
-        return self.rows.get(key) if key else None
+    def row(self, item: RunRow, now: datetime, palette: Palette) -> Row:
+        run = item.run
+        status = "review" if run.needs_review else str(run.status)
+        end = run.finished_at or (now if run.status == RunStatus.RUNNING else None)
+        if str(run.status) in (RunStatus.MISSED, RunStatus.SKIPPED):
+            end = None  # never ran: no duration
+        return f"run:{run.id}", (
+            Text(compact_time(run.started_at, now), style=palette.muted),
+            Text(
+                f"{RUN_GLYPH.get(str(run.status), '?')} {status}",
+                style=f"bold {palette.run(str(run.status))}",
+            ),
+            Text(name_cell(f"{run.id} {item.title}", 22)),
+            duration(run.started_at, end),
+            Text(one_line(run_error(run), 200), style=palette.muted),
+        )
 
     def describe(self) -> None:
         row = self.selected()

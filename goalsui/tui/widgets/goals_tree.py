@@ -13,7 +13,6 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from goalsui.domain.states import TERMINAL_INTENT, IntentStatus, RunStatus
-from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import (
@@ -36,6 +35,8 @@ if TYPE_CHECKING:
 
 #: Expand every goal at first load when the KB has at most this many workers.
 EXPAND_ALL_UP_TO = 40
+#: the nodes under a worker, in this order
+BOXES = ("inbox", "outbox", "runs")
 
 
 @dataclass(frozen=True)
@@ -198,27 +199,25 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             self.expanded_goals.discard(ref.goal_id)
 
     def _sync_children(self, node: TreeNode[NodeRef], goal: GoalView) -> None:
-        wanted: list[NodeRef] = []
-        for w in goal.workers:
-            wanted.append(NodeRef("worker", goal.goal_id, w.name))
-        for intent in self._goal_intents(goal.goal_id):
-            wanted.append(NodeRef("intent", goal.goal_id, intent_id=intent.id))
-        wanted.append(NodeRef("goal-log", goal.goal_id))
-        have = [child.data for child in node.children]
-        if have != wanted:
+        """The goal's workers (each with its boxes), its own intents and its log; each
+        leaf's label is written by the next ``tick``."""
+        gid = goal.goal_id
+        wanted = [
+            *(NodeRef("worker", gid, w.name) for w in goal.workers),
+            *(NodeRef("intent", gid, intent_id=i.id) for i in self._goal_intents(gid)),
+            NodeRef("goal-log", gid),
+        ]
+        if [child.data for child in node.children] != wanted:
             node.remove_children()
-            self._forget_children(goal.goal_id)
+            self._forget_children(gid)
             for ref in wanted:
-                if ref.kind == "worker":
-                    wnode = node.add(ref.worker or "", data=ref)
-                    self.child_nodes[ref.key] = wnode
-                    for box in ("inbox", "outbox", "runs"):
-                        bref = NodeRef(box, goal.goal_id, ref.worker)
-                        self.child_nodes[bref.key] = wnode.add_leaf(box, data=bref)
-                elif ref.kind == "intent":
-                    self.child_nodes[ref.key] = node.add_leaf("intent", data=ref)
-                else:
-                    self.child_nodes[ref.key] = node.add_leaf("log", data=ref)
+                if ref.kind != "worker":
+                    self.child_nodes[ref.key] = node.add_leaf(ref.kind, data=ref)
+                    continue
+                wnode = self.child_nodes[ref.key] = node.add(ref.worker or "", data=ref)
+                for box in BOXES:
+                    bref = NodeRef(box, gid, ref.worker)
+                    self.child_nodes[bref.key] = wnode.add_leaf(box, data=bref)
 
     def _forget_children(self, goal_id: str) -> None:
         for key in [k for k in self.child_nodes if k.split("/")[1] == goal_id]:
@@ -267,11 +266,9 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         goal, app = self._dash.goal(goal_id) if self._dash else None, goals_app(self)
         if goal is None:
             return
-        try:
-            boxes = await asyncio.to_thread(load_boxes, app.service, goal)
-            log_count = await asyncio.to_thread(goal_log_count, app.service, goal_id)
-        except GoalsuiError:  # a goal folder gone meanwhile: the next refresh drops it
-            return
+        # a goal folder gone meanwhile counts as empty (the next refresh drops the goal)
+        boxes = await asyncio.to_thread(load_boxes, app.service, goal)
+        log_count = await asyncio.to_thread(goal_log_count, app.service, goal_id)
         for worker, counts in boxes.items():
             self.seen_outbox.setdefault((goal_id, worker), counts.newest_outbox)
         self.boxes[goal_id] = boxes
@@ -297,28 +294,26 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
             goal = by_id.get(goal_id)
             if goal is None:
                 continue
-            self._relabel(node, goal_label(goal, self._dash, self._palette, now))
+            self._relabel(node, goal_label(goal, dash, self._palette, now))
             if not node.is_expanded:
                 continue
-            for w in goal.workers:
-                wnode = self.child_nodes.get(NodeRef("worker", goal_id, w.name).key)
-                if wnode is None:
+            workers = {w.name: w for w in goal.workers}
+            for child in node.children:
+                ref = child.data
+                if ref is None:
                     continue
-                self._relabel(wnode, self._worker_label(goal, w, now))
-                if wnode.is_expanded:
-                    for box in ("inbox", "outbox", "runs"):
-                        bnode = self.child_nodes.get(NodeRef(box, goal_id, w.name).key)
-                        if bnode is not None:
-                            self._relabel(bnode, self._box_label(goal, w, box, now))
-            for intent in self._goal_intents(goal_id):
-                inode = self.child_nodes.get(NodeRef("intent", goal_id, intent_id=intent.id).key)
-                if inode is not None:
-                    self._relabel(inode, self._intent_label(intent, now))
-            lnode = self.child_nodes.get(NodeRef("goal-log", goal_id).key)
-            if lnode is not None:
-                count = self.log_counts.get(goal_id)
-                today = f"  {count} today" if count else ""
-                self._relabel(lnode, Text.assemble("log", (today, self._palette.muted)))
+                if ref.kind == "worker" and ref.worker in workers:
+                    w = workers[ref.worker]
+                    self._relabel(child, self._worker_label(goal, w, now))
+                    if child.is_expanded:
+                        for box, kind in zip(child.children, BOXES, strict=True):
+                            self._relabel(box, self._box_label(goal, w, kind, now))
+                elif ref.kind == "intent" and ref.intent_id in dash.intents:
+                    self._relabel(child, self._intent_label(dash.intents[ref.intent_id], now))
+                elif ref.kind == "goal-log":
+                    count = self.log_counts.get(goal_id)
+                    today = f"  {count} today" if count else ""
+                    self._relabel(child, Text.assemble("log", (today, self._palette.muted)))
 
     @staticmethod
     def _relabel(node: TreeNode[NodeRef], label: Text) -> None:

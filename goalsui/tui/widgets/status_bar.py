@@ -15,7 +15,7 @@ from goalsui.tui.fmt import Palette, clock_time, short_span
 
 @dataclass
 class StatusInfo:
-    scheduler: str = "off"  # running | starting | stopped | off | not available | error: ...
+    scheduler: str = "off"  # running | starting | stopped | off | error: ...
     running: int = 0
     due: int = 0
     failed: int = 0
