@@ -195,14 +195,7 @@ class Agents:
         self, run_id: int | None, *, key: str | None = None, **spec: Any
     ) -> tuple[Intent, bool]:
         """Create an intent once per key in the session's scope; returns (intent, created)."""
-        return schedule_follow_up(self.ctx, self.intents, self._fire_of, run_id, key=key, **spec)
-
-    def _fire_of(self, run_id: int) -> tuple[int, int]:
-        """(intent id, fire count) of a run: which fire of its intent the run attempts."""
-        with self.ctx.store.read() as s:
-            run = found(s.get(IntentRun, run_id), "run", run_id)
-            intent = s.get(Intent, run.intent_id)
-            return run.intent_id, intent.fires if intent is not None else 0
+        return schedule_follow_up(self.ctx, self.intents, run_id, key=key, **spec)
 
     def thread_post(
         self, thread_id: int, content: str, *, run_id: int | None, provenance: str

@@ -10,16 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from sqlmodel import col, select
 
 from goalsui.domain.states import IntentStatus
 from goalsui.errors import Conflict, ValidationError
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import ServiceContext, found
 from goalsui.service.intents import Intents
-from goalsui.store.models import Intent
+from goalsui.store.models import Intent, IntentRun
 
 MAX_AGENT_KEY = 80
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")
@@ -61,7 +60,6 @@ def _with_prefix(ctx: ServiceContext, prefix: str) -> list[Intent]:
 def schedule_follow_up(
     ctx: ServiceContext,
     intents: Intents,
-    fire_of: Callable[[int], tuple[int, int]],
     run_id: int | None,
     *,
     key: str | None,
@@ -91,7 +89,10 @@ def schedule_follow_up(
         return intents.create(operation_key=prefix + digest[:32], **spec), True
     if run_id is not None:
         # a retry does not count a fire, so every attempt of one fire derives the same key
-        intent_id, fire = fire_of(run_id)
+        with ctx.store.read() as s:
+            intent_id = found(s.get(IntentRun, run_id), "run", run_id).intent_id
+            intent = s.get(Intent, intent_id)
+            fire = intent.fires if intent is not None else 0
         title = " ".join(str(spec.get("title", "")).split())
         rest = json.dumps(
             [spec.get("instruction", ""), spec.get("event_source"), spec.get("max_fires")]
@@ -100,9 +101,9 @@ def schedule_follow_up(
         sha = hashlib.sha256(json.dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()
         derived = f"fire:{intent_id}.{fire}:{sha}"
         with ctx.store.read() as s:
-            found = s.exec(select(Intent).where(Intent.operation_key == derived)).first()
-        if found is not None:
-            return found, False
+            same = s.exec(select(Intent).where(Intent.operation_key == derived)).first()
+        if same is not None:
+            return same, False
         return intents.create(operation_key=derived, **spec), True
     prefix = f"op:{scope}:{digest[:32]}:"
     earlier = _with_prefix(ctx, prefix)
