@@ -38,15 +38,6 @@ def decode(payload: str) -> tuple[str, str]:
     return what, origin
 
 
-def publish(connection: Any, what: str, origin: str = "") -> None:
-    """NOTIFY inside the caller's transaction (delivered at its commit, never on rollback);
-    a no-op on other engines."""
-    bind = connection.get_bind() if hasattr(connection, "get_bind") else connection
-    if bind.dialect.name != "postgresql":
-        return
-    connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": encode(what, origin)})
-
-
 def publish_now(engine: Engine, what: str, origin: str = "") -> bool:
     """NOTIFY in a transaction of its own; whether one was sent. Never raises: the change is
     committed already. SQLite: the wake folder's bells ring instead (:mod:`~goalsui.store.doorbell`)."""
