@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -128,50 +130,35 @@ async def _run_item(
         await asyncio.to_thread(service.nightshift.set_item, intent.goal_id, failed)
         return failed, TurnOutcome("failed", reason=f"cannot start the task: {exc}")
     # recorded at once (a crash mid-task leaves a branch goalsui still knows it made)
-    await asyncio.to_thread(_record_tip, service, intent.goal_id, repo, branch, run.id)
+    await asyncio.to_thread(_record_tip, turn, repo, branch)
     task = prepared._replace(
         prompt=_task_prompt(prepared.prompt, item, branch, binding),
         env={**prepared.env, **committer_env(saved_id(run), intent.worker)},
     )
     done = await _work_in_worktree(turn, argv, task, item, worktree, branch, binding, repo)
     mark = committer_mark(saved_id(run), intent.worker)
-    strays = await asyncio.to_thread(
-        check_strays,
-        repo,
-        before,
-        task_branch=branch,
-        night=item.night,
-        worker=intent.worker,
-        mark=mark,
-    )
-    for stray in strays:
-        if stray.moved_to:
-            await asyncio.to_thread(
-                service.nightshift.record_branch,
-                intent.goal_id,
-                stray.moved_to,
-                stray.new or "",
-                run_id=run.id,
-            )
-    await asyncio.to_thread(_record_tip, service, intent.goal_id, repo, branch, run.id)
-    recorded, failure = _recorded(running, done, _base_moved(strays, binding.base))
+    judge = partial(check_strays, repo, before, task_branch=branch, night=item.night)
+    strays = await asyncio.to_thread(judge, worker=intent.worker, mark=mark)
+    await asyncio.to_thread(_record_tip, turn, repo, branch, strays)
+    # the base branch moved during the task and was not put back by goalsui
+    moved = any(s.ref == f"refs/heads/{binding.base}" and s.flagged_only for s in strays)
+    recorded, failure = _recorded(running, done, moved)
     if strays:
         recorded = replace(recorded, stray="; ".join(s.note for s in strays))
     await asyncio.to_thread(service.nightshift.set_item, intent.goal_id, recorded)
     return recorded, failure
 
 
-def _record_tip(
-    service: Service, goal_id: str, repo: Repo, branch: str, run_id: int | None
-) -> None:
-    """Record that goalsui made ``branch`` and where it points now (what is reviewed)."""
+def _record_tip(turn: Turn, repo: Repo, branch: str, strays: Sequence[Stray] = ()) -> None:
+    """Record that goalsui made ``branch`` and where it points now (what is reviewed), and
+    the review branches ``strays`` were moved to."""
+    assert turn.intent.goal_id  # a task worker's turn
+    record = partial(turn.service.nightshift.record_branch, turn.intent.goal_id, run_id=turn.run.id)
+    for stray in strays:
+        if stray.moved_to:
+            record(stray.moved_to, stray.new or "")
     if repo.branch_exists(branch):
-        service.nightshift.record_branch(goal_id, branch, repo.head_of(branch), run_id=run_id)
-
-
-def _base_moved(strays: list[Stray], base: str) -> bool:
-    """The base branch moved during the task and was not put back by goalsui."""
-    return any(s.ref == f"refs/heads/{base}" and s.flagged_only for s in strays)
+        record(branch, repo.head_of(branch))
 
 
 @dataclass(frozen=True)
