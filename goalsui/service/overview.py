@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func
@@ -14,6 +13,7 @@ from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
 from goalsui.domain.timeutil import load_zone, parse_instant, utcnow
 from goalsui.errors import ValidationError
 from goalsui.service.context import ServiceContext
+from goalsui.store.engine import sqlite_file
 from goalsui.store.models import Event, Goal, Intent, IntentRun, Journal, Message, Thread
 
 MAX_PREVIEW = 1000
@@ -57,12 +57,10 @@ class Overview:
     def change_stamp(self) -> tuple[Any, ...] | None:
         """A SQLite database's fingerprint from two ``stat`` calls (file and WAL size and
         mtime), changed by any commit; None for other databases."""
-        from sqlalchemy.engine import make_url
-
-        url = make_url(self.ctx.db_url)
-        if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        guard = sqlite_file(self.ctx.store.engine)
+        if guard is None:
             return None
-        path = Path(url.database)
+        path = guard.path
         stamp: list[tuple[int, int] | None] = []
         for part in (path, path.with_name(path.name + "-wal")):
             try:

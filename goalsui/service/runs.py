@@ -121,10 +121,9 @@ class Runs:
             i.status = IntentStatus.ACTIVE
             i.consecutive_failures = 0
             i.pending_trigger = None
-            if i.kind == IntentKind.AT:
-                i.next_run_at = None  # its one fire was the interrupted one
-            else:
-                i.next_run_at = first_due(i.kind, i.schedule, i.timezone, now)
+            # an ``at`` intent's one fire was the interrupted one
+            at = i.kind == IntentKind.AT
+            i.next_run_at = None if at else first_due(i.kind, i.schedule, i.timezone, now)
             if i.next_run_at is None and i.kind != IntentKind.EVENT:
                 i.status = IntentStatus.DONE
 
