@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
@@ -23,8 +22,6 @@ from goalsui.cli.common import (
 from goalsui.errors import FatalError, ValidationError
 from goalsui.ops.logging import LineWriter
 
-#: Files whose change re-reads the KB index (worker schedules, goal status, KB config).
-_SYNC_FILES = {"definition.yaml", "goalsui.yaml"}
 GRACE_HELP = "on stop or cancel: seconds between SIGTERM and SIGKILL (default 5)"
 LEASE_HELP = "lease of a claimed intent, renewed every S/3 while it runs (default 30)"
 METRICS_HELP = "serve /metrics (Prometheus), /healthz and /readyz on this port"
@@ -58,93 +55,72 @@ def _check(args: argparse.Namespace) -> None:
         ("--poll-interval", args.poll_interval, 0.05, 1),
         ("--metrics-port", args.metrics_port, 1, 65535),
     )
-    if args.hooks_port is not None and _hooks_server() is None:
-        raise ValidationError(
-            "--hooks-port: the event hook listener is not available in this build"
-        )
     if args.metrics_port is not None and args.metrics_port == args.hooks_port:
         raise ValidationError("--metrics-port and --hooks-port must differ")
 
 
-def _hooks_server() -> Any:
-    try:
-        return importlib.import_module("goalsui.hooks.server")
-    except ModuleNotFoundError as exc:
-        if exc.name == "goalsui.hooks.server":
-            return None
-        raise
+#: One log line (text or JSON, see ``--log-format``); keyword fields only show in JSON.
+say = LineWriter()
+#: The scheduler's other events: (line, on stderr)
+_EVENT_LINES = {
+    "alert": ("ALERT intent {intent_id}: {message}", False),
+    "error": ("scheduler error: {message}", True),
+    "recovered": ("scheduler {message}", True),
+}
 
 
-_writer = LineWriter()
+def _run_log(on_fatal: Callable[[str], None]) -> Callable[[Any], None]:
+    """A subscriber turning SchedulerEvents into log lines."""
+    started: dict[int, datetime] = {}
 
-
-def say(text: str, *, err: bool = False, **fields: Any) -> None:
-    """One log line (text or JSON, see ``--log-format``); ``fields`` only show in JSON."""
-    _writer(text, err=err, **fields)
-
-
-class _RunLog:
-    """Turns SchedulerEvents into log lines."""
-
-    def __init__(self, on_fatal: Callable[[str], None] | None = None) -> None:
-        self.started: dict[int, datetime] = {}
-        self.on_fatal = on_fatal
-
-    def __call__(self, event: Any) -> None:
+    def log(event: Any) -> None:
+        ids = {"run_id": event.run_id, "intent_id": event.intent_id}
         if event.kind == "run-started":
-            self.started[event.run_id] = datetime.now()
+            started[event.run_id] = datetime.now()
             say(
                 f"run {event.run_id} started: intent {event.intent_id} '{event.title}' ({event.trigger})",
                 event="run-started",
-                run_id=event.run_id,
-                intent_id=event.intent_id,
+                **ids,
             )
         elif event.kind == "run-finished":
-            begun = self.started.pop(event.run_id, None)
+            begun = started.pop(event.run_id, None)
             took = f" in {(datetime.now() - begun).total_seconds():.1f}s" if begun else ""
             what = f"run {event.run_id}" if event.run_id else "runs"
             say(
                 f"{what} {event.status}{took}: intent {event.intent_id} - {event.message}",
                 event="run-finished",
-                run_id=event.run_id,
-                intent_id=event.intent_id,
+                **ids,
                 status=event.status,
             )
-        elif event.kind == "alert":
-            say(f"ALERT intent {event.intent_id}: {event.message}", event="alert")
-        elif event.kind == "error":
-            say(f"scheduler error: {event.message}", err=True, event="error")
-        elif event.kind == "recovered":
-            say(f"scheduler {event.message}", err=True, event="recovered")
-        elif event.kind == "fatal" and self.on_fatal is not None:
-            self.on_fatal(event.message)
+        elif event.kind in _EVENT_LINES:
+            line, err = _EVENT_LINES[event.kind]
+            say(
+                line.format(intent_id=event.intent_id, message=event.message),
+                err=err,
+                event=event.kind,
+            )
+        elif event.kind == "fatal":
+            on_fatal(event.message)
+
+    return log
 
 
-async def _watch_kb(service: Any, stop: asyncio.Event) -> None:
-    """Re-sync the KB index when a definition or the KB config changes on disk."""
-    from watchfiles import awatch
+async def _watch_kb(service: Any) -> None:
+    """Re-sync the KB index when a goal's or worker's definition or the KB config changes."""
+    from goalsui.kb.watcher import KBWatcher
 
-    root: Path = service.kb.root
-    async for changes in awatch(root, stop_event=stop, step=100, recursive=True):
-        goals: set[str] = set()
-        whole = False
-        for _, p in changes:
-            if Path(p).name not in _SYNC_FILES:
-                continue
-            try:
-                rel = Path(p).resolve().relative_to(root.resolve())
-            except ValueError:
-                continue
-            whole = whole or len(rel.parts) == 1
-            goals.add(rel.parts[0])
-        if not goals:
+    async for batch in KBWatcher(service.kb.root).batches():
+        whole = batch.config_changed
+        changed = (c for c in batch.changes if c.goal_id and Path(c.rel).name == "definition.yaml")
+        goals = sorted({str(c.goal_id) for c in changed})
+        if not goals and not whole:
             continue
         try:
-            problems = await asyncio.to_thread(service.index.sync, None if whole else sorted(goals))
+            problems = await asyncio.to_thread(service.index.sync, None if whole else goals)
         except Exception as exc:  # noqa: BLE001 - a bad edit never stops the daemon
             say(f"KB re-read failed: {exc}", err=True)
             continue
-        say(f"KB re-read ({'all goals' if whole else ', '.join(sorted(goals))})")
+        say(f"KB re-read ({'all goals' if whole else ', '.join(goals)})")
         for problem in problems:
             say(f"KB problem: {problem.path}: {problem.message}", err=True)
 
@@ -171,6 +147,7 @@ async def _quietly(close: Callable[[], Awaitable[object]]) -> None:
 
 
 async def run_daemon(service: Any, args: argparse.Namespace) -> int:
+    from goalsui.hooks.server import start_listener
     from goalsui.scheduler import Scheduler
     from goalsui.scheduler.heap import settle_heap
     from goalsui.scheduler.notices import Notifier
@@ -191,7 +168,7 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
             say(f"scheduler stopped: {message}", err=True)
         stop.set()
 
-    scheduler.subscribe(_RunLog(on_fatal))
+    scheduler.subscribe(_run_log(on_fatal))
     Notifier(service).attach(scheduler)  # the notify: command of goalsui.yaml, if set
     await scheduler.start()
     settle_heap()  # a long-running process: see goalsui.scheduler.heap
@@ -203,13 +180,13 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         if args.metrics_port is not None:
             stack.push_async_callback(_quietly, (await _start_ops(service, scheduler, args)).close)
         if args.hooks_port is not None:
-            hooks = _hooks_server().start_listener(service, args.hooks_host, args.hooks_port)
+            hooks = start_listener(service, args.hooks_host, args.hooks_port)
             stack.push_async_callback(_quietly, (await hooks).close)
             say(
                 f"listening for event hooks on http://{args.hooks_host}:{args.hooks_port}/hooks/<source>"
             )
         if not args.no_watch:
-            watcher = asyncio.get_running_loop().create_task(_watch_kb(service, stop))
+            watcher = asyncio.get_running_loop().create_task(_watch_kb(service))
             stack.push_async_callback(asyncio.wait, [watcher])
             stack.callback(watcher.cancel)
         stack.callback(stop.set)
@@ -231,11 +208,11 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    global _writer
+    global say
     _check(args)
     from goalsui.ops.logging import configure
 
-    _writer = configure(args.log_format)
+    say = configure(args.log_format)
     service = open_service(args, actor="scheduler")
     try:
         return asyncio.run(run_daemon(service, args))
