@@ -53,13 +53,7 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     modules = [COMMANDS[command]] if command in COMMANDS else list(COMMAND_MODULES)
     for name in modules:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(name).register(sub)
     return parser
 
 
@@ -121,9 +115,8 @@ RAW_OUTPUT = frozenset({"console", "demo", "serve", "mcp"})
 
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command; every failure becomes a one-line message and an exit code."""
-    func = args.func
     try:
-        result = func(args)
+        result = args.func(args)
     except GoalsuiError as exc:
         sys.stderr.write(f"goalsui: error: {exc}\n")
         return 1

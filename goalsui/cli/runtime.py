@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 PRINT_HELP = "print the dashboard summary and exit (the scratch copy stays, at the path printed)"
 FORCE = "run a scheduler even when a goalsui daemon already serves this KB"
 
+DEMO_HELP = "copy the sample KB to a scratch place and open the console"
+
 
 def register(sub: Subparsers) -> None:
     console = command(
@@ -39,13 +41,7 @@ def register(sub: Subparsers) -> None:
     hooks = "listen for signed event hooks"
     console.add_argument("--hooks-port", type=int, metavar="N", help=hooks)
     console.add_argument("--hooks-host", default="127.0.0.1")
-    demo = command(
-        sub,
-        "demo",
-        cmd_demo,
-        "copy the sample KB to a scratch place and open the console",
-        json=False,
-    )
+    demo = command(sub, "demo", cmd_demo, DEMO_HELP, json=False)
     demo.add_argument("--print", dest="print_only", action="store_true", help=PRINT_HELP)
     add_flags(demo, keep="keep the scratch copy (KB, database, run logs) when the demo ends")
     demo.set_defaults(hooks_port=None, hooks_host="127.0.0.1")
@@ -97,11 +93,8 @@ def open_console(args: argparse.Namespace) -> int:
     from goalsui.tui.preview import read_in_background
 
     preview = read_in_background(root, utcnow(), sqlite_file(root, *db_settings(args)))
-    try:
-        from goalsui.tui.app import run_console
-    except ImportError:
-        print_dashboard(open_service(args, actor="operator"))
-        return 0
+    from goalsui.tui.app import run_console
+
     args.console_sync = True
     return run_console(
         args, lambda: open_service(args, actor="operator", sync=False), root, preview
@@ -139,12 +132,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _run_demo(args: argparse.Namespace, kb: Path) -> int:
     if not args.print_only:
-        try:
-            from goalsui.tui.app import run_console
-        except ImportError:
-            pass  # no console here: the dashboard summary below
-        else:
-            return run_console(args, lambda: _open_demo(args), kb.resolve())
+        from goalsui.tui.app import run_console
+
+        return run_console(args, lambda: _open_demo(args), kb.resolve())
     service = _open_demo(args)
     try:
         print_dashboard(service)

@@ -4,6 +4,7 @@ address than 127.0.0.1 without ``GOALSUI_SERVE_TOKEN``."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import os
 import secrets
@@ -22,7 +23,7 @@ from goalsui.cli.common import (
     db_settings,
     open_service,
 )
-from goalsui.errors import GoalsuiError, ValidationError
+from goalsui.errors import ValidationError
 from goalsui.hooks.net import is_loopback
 
 LOCK_NAME = "serve-scheduler.lock"
@@ -101,10 +102,8 @@ def stop_daemon(process: subprocess.Popen[bytes]) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     chosen = _check(args)
-    try:
-        from textual_serve.server import Server
-    except ImportError:  # pragma: no cover - a dependency
-        raise GoalsuiError("textual-serve is not installed (pip install textual-serve)") from None
+    from textual_serve.server import Server
+
     from goalsui.cli.serve_auth import TOKEN_ENV, with_token
 
     token = chosen or secrets.token_urlsafe(24)  # 32 URL-safe characters
@@ -116,39 +115,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
     console = goalsui_argv(args, kb, state_dir, "console", "--no-scheduler")
     console += ["--read-only"] if args.read_only else []
     command = shlex.join(console + (["--theme", args.theme] if args.theme else []))
-    lock = None
-    daemon = None
-    if args.no_daemon:
-        print("goalsui serve: no scheduler started (--no-daemon); run 'goalsui daemon' somewhere")
-    else:
-        lock = acquire_lock(state_dir / LOCK_NAME)
-        if lock is None:
+    with contextlib.ExitStack() as stack:  # on the way out: the daemon stops, then the lock goes
+        if args.no_daemon:
+            print(
+                "goalsui serve: no scheduler started (--no-daemon); run 'goalsui daemon' somewhere"
+            )
+        elif (lock := acquire_lock(state_dir / LOCK_NAME)) is None:
             print(
                 "goalsui serve: a scheduler for this KB already runs beside another 'goalsui serve'"
             )
         else:
+            stack.enter_context(lock)
             daemon = start_daemon(args, kb, state_dir)
+            stack.callback(stop_daemon, daemon)
             print(f"goalsui serve: scheduler running (goalsui daemon, pid {daemon.pid})")
-    if not is_loopback(args.host):
+        if not is_loopback(args.host):
+            print(
+                f"goalsui serve: WARNING: listening on {args.host} over plain HTTP: "
+                "put a TLS proxy in front, or the token can be read on the way",
+                file=sys.stderr,
+            )
+        url = args.public_url or f"http://{args.host}:{args.port}"
+        shown = "?token=<GOALSUI_SERVE_TOKEN>" if chosen else f"?token={token}"
         print(
-            f"goalsui serve: WARNING: listening on {args.host} over plain HTTP: "
-            "put a TLS proxy in front, or the token can be read on the way",
-            file=sys.stderr,
+            f"goalsui serve: open {url}/{shown} (each tab is a watch-only console; Ctrl+C stops)",
+            flush=True,
         )
-    url = args.public_url or f"http://{args.host}:{args.port}"
-    shown = "?token=<GOALSUI_SERVE_TOKEN>" if chosen else f"?token={token}"
-    print(
-        f"goalsui serve: open {url}/{shown} (each tab is a watch-only console; Ctrl+C stops)",
-        flush=True,
-    )
-    server = with_token(Server, token)(
-        command, host=args.host, port=args.port, title="goalsui", public_url=args.public_url
-    )
-    try:
+        server = with_token(Server, token)(
+            command, host=args.host, port=args.port, title="goalsui", public_url=args.public_url
+        )
         server.serve()
-    finally:
-        if daemon is not None:
-            stop_daemon(daemon)
-        if lock is not None:
-            lock.close()  # releases the lock
     return 0
