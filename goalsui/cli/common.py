@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeAlias
 
+from goalsui.cli.inputs import read_input_text
 from goalsui.domain.untrusted import json_escape, plain
 from goalsui.errors import ValidationError
 
@@ -250,8 +251,6 @@ def stop_on_signals() -> asyncio.Event:
 
 def read_text_arg(value: str) -> str:
     """``@FILE`` or ``-`` (stdin) read with a size bound, else the text itself."""
-    from goalsui.cli.inputs import read_input_text
-
     if value == "-" or value.startswith("@"):
         return read_input_text(value.removeprefix("@"))
     return value

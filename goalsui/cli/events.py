@@ -33,15 +33,12 @@ from goalsui.hooks.payload import parse_payload
 
 HTTP_TIMEOUT_S = 15
 
+EMIT_HELP = "sign a JSON payload and post it to a running hook listener (or store it with --local)"
+
 
 def register(sub: Subparsers) -> None:
     esub = group(sub, "event", "send events to event intents")
-    emit = command(
-        esub,
-        "emit",
-        cmd_emit,
-        "sign a JSON payload and post it to a running hook listener (or store it with --local)",
-    )
+    emit = command(esub, "emit", cmd_emit, EMIT_HELP)
     emit.add_argument("source", help="the hook source (hooks.sources in goalsui.yaml)")
     data = "JSON payload file, or - for stdin"
     emit.add_argument("--data", required=True, metavar="FILE", help=data)

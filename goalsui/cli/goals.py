@@ -22,21 +22,17 @@ from goalsui.domain.untrusted import plain
 if TYPE_CHECKING:
     from goalsui.domain.views import GoalView
 
+CREATE_HELP = "create a goal tree in the KB, with its workers"
+CREATE_ABOUT = (
+    "Create a goal from templates (protocol.md, state.yaml, each worker's prompt.md). "
+    "Each --worker NAME starts a worker; the schedule and runner options after it "
+    "are that worker's. All or nothing: on any error, nothing is left behind."
+)
+
 
 def register(sub: Subparsers) -> None:
     gsub = group(sub, "goal", "create, list and steer goals")
-    create = command(
-        gsub,
-        "create",
-        cmd_create,
-        "create a goal tree in the KB, with its workers",
-        "name",
-        description=(
-            "Create a goal from templates (protocol.md, state.yaml, each worker's prompt.md). "
-            "Each --worker NAME starts a worker; the schedule and runner options after it "
-            "are that worker's. All or nothing: on any error, nothing is left behind."
-        ),
-    )
+    create = command(gsub, "create", cmd_create, CREATE_HELP, "name", description=CREATE_ABOUT)
     create.add_argument("--task", required=True, help="what the goal is for")
     protocol = "protocol.md's text (@FILE or -); default: a template"
     create.add_argument("--protocol", metavar="@FILE", help=protocol)
@@ -93,13 +89,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_goal_action(args: argparse.Namespace) -> int:
     service = open_service(args)
-    action = args.action
-    if action == "show":
-        view = service.goals.get(args.goal_id)
-    elif action == "delete":
-        view = service.goals.get(args.goal_id)
+    if args.action == "delete":
+        service.goals.get(args.goal_id)  # a missing goal is "not found" before anything goes
         service.goals.delete(args.goal_id)
         return answer(args, {"deleted": args.goal_id}, f"deleted goal {args.goal_id}")
-    else:
-        view = getattr(service.goals, action)(args.goal_id)
+    view = getattr(service.goals, "get" if args.action == "show" else args.action)(args.goal_id)
     return answer(args, view.as_json(), goal_text(view))

@@ -14,14 +14,6 @@ from goalsui.errors import ValidationError
 MAX_INPUT_BYTES = 2 * 1024 * 1024
 
 
-def _size(limit: int) -> str:
-    if limit % (1024 * 1024) == 0:
-        return f"{limit // (1024 * 1024)} MiB"
-    if limit % 1024 == 0:
-        return f"{limit // 1024} KiB"
-    return f"{limit} bytes"
-
-
 def _read_stdin(limit: int) -> bytes:
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream stand-in (tests): count characters as bytes
@@ -59,13 +51,13 @@ def read_input_bytes(value: str, *, limit: int = MAX_INPUT_BYTES, what: str = "i
     except OSError as exc:
         raise ValidationError(f"cannot read {shown}: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise ValidationError(f"{shown}: the {what} is larger than {_size(limit)}")
+        raise ValidationError(f"{shown}: the {what} is larger than {limit / 2**20:g} MiB")
     return data
 
 
-def read_input_text(value: str, *, limit: int = MAX_INPUT_BYTES, what: str = "text") -> str:
+def read_input_text(value: str) -> str:
     """``-`` or a file path as UTF-8 text (newlines as in text mode), bounded."""
-    data = read_input_bytes(value, limit=limit, what=what)
+    data = read_input_bytes(value, what="text")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -28,6 +28,11 @@ from goalsui.domain.transcript import format_transcript
 from goalsui.errors import ValidationError
 
 VERBS = "show: one run's transcript; stop: stop a running run (the schedule goes on); retry: start an interrupted run's intent again now; dismiss: resume its schedule from now without re-running it"
+RUNS_HELP = (
+    "list runs (newest first); 'runs show ID' prints one run's transcript; "
+    "'runs stop ID' stops one running run and keeps the schedule; "
+    "'runs retry|dismiss ID' decides a run that needs review"
+)
 
 
 def register(sub: Subparsers) -> None:
@@ -68,14 +73,7 @@ def register(sub: Subparsers) -> None:
         ("retry", "retry a failed intent now, failure count reset"),
     ):
         command(isub, action, cmd_action, help_text, "intent_id").set_defaults(action=action)
-    runs = command(
-        sub,
-        "runs",
-        cmd_runs,
-        "list runs (newest first); 'runs show ID' prints one run's transcript; "
-        "'runs stop ID' stops one running run and keeps the schedule; "
-        "'runs retry|dismiss ID' decides a run that needs review",
-    )
+    runs = command(sub, "runs", cmd_runs, RUNS_HELP)
     runs.add_argument("verb", nargs="?", choices=["show", "stop", "retry", "dismiss"], help=VERBS)
     runs.add_argument("run_id", nargs="?", help="the run to show, stop, retry or dismiss")
     add_flags(runs, failed="failed, timed-out, interrupted and missed runs")
@@ -122,11 +120,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         active_hours=hours,
     )
     intent = open_service(args).intents.create(spec)
-    return answer(
-        args,
-        intent_json(intent.record()),
-        f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}",
-    )
+    text = f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}"
+    return answer(args, intent_json(intent.record()), text)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -145,13 +140,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         for i in intents
     ]
     headers = ["id", "title", "kind", "status", "schedule", "next run", "fails"]
-    return answer(
-        args, [intent_json(i.record()) for i in intents], table(rows, headers, "no intents")
-    )
+    text = table(rows, headers, "no intents")
+    return answer(args, [intent_json(i.record()) for i in intents], text)
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-
     service = open_service(args)
     intent_id = parse_id(args.intent_id, "intent")
     action = args.action
@@ -160,15 +153,11 @@ def cmd_action(args: argparse.Namespace) -> int:
         runs = service.runs.list(intent_id=intent_id, limit=10)
         lines = [f"{key:22} {'-' if value is None else value}" for key, value in data.items()]
         lines += ["", _runs_table([r.record() for r in runs])] if runs else []
-        return answer(
-            args, {**data, "runs": [run_json(r.record()) for r in runs]}, "\n".join(lines)
-        )
+        text = "\n".join(lines)
+        return answer(args, {**data, "runs": [run_json(r.record()) for r in runs]}, text)
     intent = getattr(service.intents, action.replace("-", "_"))(intent_id)
-    return answer(
-        args,
-        intent_json(intent.record()),
-        f"intent {intent.id}: {intent.status}, next {local(intent.next_run_at)}",
-    )
+    text = f"intent {intent.id}: {intent.status}, next {local(intent.next_run_at)}"
+    return answer(args, intent_json(intent.record()), text)
 
 
 def _runs_table(runs: list[RunRecord]) -> str:
@@ -210,11 +199,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         intent_id=parse_id(args.intent, "intent") if args.intent else None,
         limit=args.limit,
     )
-    return answer(
-        args,
-        [run_json(r.record()) for r in runs],
-        _runs_table([r.record() for r in runs]) if runs else "no runs",
-    )
+    text = _runs_table([r.record() for r in runs]) if runs else "no runs"
+    return answer(args, [run_json(r.record()) for r in runs], text)
 
 
 def _decide(args: argparse.Namespace, run_id: int) -> int:
@@ -239,12 +225,11 @@ def _decide(args: argparse.Namespace, run_id: int) -> int:
 def _stop_run(args: argparse.Namespace, run_id: int) -> int:
     """``goalsui runs stop ID``: the scheduler running it stops it; the schedule goes on."""
     run = open_service(args).runs.stop(run_id)
-    return answer(
-        args,
-        run_json(run.record()),
+    text = (
         f"run {run.id}: stop requested; the scheduler running it stops it "
-        "(SIGTERM, then SIGKILL) and the schedule goes on",
+        "(SIGTERM, then SIGKILL) and the schedule goes on"
     )
+    return answer(args, run_json(run.record()), text)
 
 
 def _show_run(args: argparse.Namespace, run_id: int) -> int:

@@ -20,33 +20,23 @@ from goalsui.cli.common import (
 from goalsui.domain.untrusted import plain
 from goalsui.errors import ValidationError
 
+WRITE_HELP = "replace a file of a goal tree atomically (text from stdin or @FILE)"
+MCP_HELP = "serve goalsui's tools to an agent over stdio (MCP)"
+MCP_ABOUT = (
+    "Serve goalsui's tools over stdio. --run RUN_ID serves what that run may do "
+    "(checked against the database at every call); --goal/--worker/--thread name "
+    "an operator session's scope; with neither, only read-only tools."
+)
+
 
 def register(sub: Subparsers) -> None:
     ksub = group(sub, "kb", "list, read and write files of one goal tree (confined)", "VERB")
     ls = command(ksub, "ls", cmd_ls, "list a folder of a goal tree", "goal")
     ls.add_argument("path", nargs="?", default=".")
     command(ksub, "cat", cmd_cat, "print a file of a goal tree", "goal", "path", json=False)
-    write = command(
-        ksub,
-        "write",
-        cmd_write,
-        "replace a file of a goal tree atomically (text from stdin or @FILE)",
-        "goal",
-        "path",
-    )
+    write = command(ksub, "write", cmd_write, WRITE_HELP, "goal", "path")
     write.add_argument("source", nargs="?", default="-", help="@FILE, or - for stdin (default)")
-    p = command(
-        sub,
-        "mcp",
-        cmd_mcp,
-        "serve goalsui's tools to an agent over stdio (MCP)",
-        json=False,
-        description=(
-            "Serve goalsui's tools over stdio. --run RUN_ID serves what that run may do "
-            "(checked against the database at every call); --goal/--worker/--thread name "
-            "an operator session's scope; with neither, only read-only tools."
-        ),
-    )
+    p = command(sub, "mcp", cmd_mcp, MCP_HELP, json=False, description=MCP_ABOUT)
     p.add_argument("--run", metavar="RUN_ID", help="serve the scope of this live run")
     p.add_argument("--goal", metavar="GOAL", help="an operator session's goal")
     p.add_argument("--worker", metavar="WORKER", help="narrow to this worker's capabilities")
@@ -54,7 +44,6 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-
     entries = open_service(args, sync=False).files.list(args.goal, args.path)
     rows = [
         [
@@ -80,11 +69,9 @@ def cmd_write(args: argparse.Namespace) -> int:
         raise ValidationError("the text comes from stdin (-) or @FILE")
     text = read_text_arg(args.source)
     rel = open_service(args, sync=False).files.write(args.goal, args.path, text)
-    return answer(
-        args,
-        {"goal": args.goal, "path": rel, "bytes": len(text.encode("utf-8"))},
-        f"wrote {args.goal}/{rel} ({len(text.encode('utf-8'))} bytes)",
-    )
+    size = len(text.encode("utf-8"))
+    shown = f"wrote {args.goal}/{rel} ({size} bytes)"
+    return answer(args, {"goal": args.goal, "path": rel, "bytes": size}, shown)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -16,12 +16,13 @@ from goalsui.cli.common import (
     group,
     kb_path,
     open_service,
-    print_json,
 )
 from goalsui.errors import ValidationError
 
 PRESET_HELP = "an agent preset (claude, codex, goose) or a builtin (report)"
 COMMAND_HELP = "a command instead, split like a shell: 'llm -m gpt-4o'"
+
+RUNNER_HELP = "the default runner of turns that name none (comments in goalsui.yaml are kept)"
 
 
 def register(sub: Subparsers) -> None:
@@ -39,12 +40,7 @@ def register(sub: Subparsers) -> None:
     preview.add_argument("--count", type=int, default=5)
     config = group(sub, "config", "KB-level settings in goalsui.yaml")
     setting = group(config, "set", "set a KB-level setting", "SETTING")
-    runner = command(
-        setting,
-        "runner",
-        cmd_set_runner,
-        "the default runner of turns that name none (comments in goalsui.yaml are kept)",
-    )
+    runner = command(setting, "runner", cmd_set_runner, RUNNER_HELP)
     runner.add_argument("preset", nargs="?", help=PRESET_HELP)
     runner.add_argument("--command", metavar="ARGV", help=COMMAND_HELP)
     runner.add_argument("--model", help="a model name for the agent ({model} in a command)")
@@ -100,11 +96,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     ok = not problems  # warnings alone leave the exit code 0
     lines = ["ok: KB and database look healthy"] if ok else []
     for p in problems:
-        lines.append(
-            f"{p['path']}:{p['line']}: {p['message']}"
-            if p["line"]
-            else f"{p['path']}: {p['message']}"
-        )
+        where = f"{p['path']}:{p['line']}" if p["line"] else p["path"]
+        lines.append(f"{where}: {p['message']}")
     lines += [f"{w['path']}: warning: {w['message']}" for w in warnings]
     answer(args, {"ok": ok, "problems": problems, "warnings": warnings}, "\n".join(lines))
     return 0 if ok else 1
@@ -141,29 +134,23 @@ def _schema(args: argparse.Namespace, step: str) -> tuple[str, dict[str, Any]]:
         result = getattr(service.schema, step)()
     finally:
         service.close()
-    where = service.db_url_display()
-    if args.json:
-        print_json({"database": where, **result})
-    return where, result
+    return service.db_url_display(), result
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
     where, result = _schema(args, "upgrade")
     before, after = result["before"], result["after"]
-    if args.json:
-        return 0
     if before["state"] == "current":
-        print(f"{where}: already at the newest schema (rev {after['head']})")
+        text = f"{where}: already at the newest schema (rev {after['head']})"
     else:
         old = ",".join(before["current"]) or "none"
         applied = ", ".join(before["pending"]) if before["state"] != "unversioned" else "stamped"
-        print(f"{where}: schema upgraded from rev {old} to rev {after['head']} ({applied})")
-    return 0
+        text = f"{where}: schema upgraded from rev {old} to rev {after['head']} ({applied})"
+    return answer(args, {"database": where, **result}, text)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     where, result = _schema(args, "status")
-    if not args.json:
-        print(f"database: {where}\ncurrent:  {','.join(result['current']) or 'none'}")
-        print(f"head:     {result['head']}\nstate:    {result['message']}")
-    return 0
+    text = f"database: {where}\ncurrent:  {','.join(result['current']) or 'none'}\n"
+    text += f"head:     {result['head']}\nstate:    {result['message']}"
+    return answer(args, {"database": where, **result}, text)

@@ -86,11 +86,8 @@ def cmd_init(args: argparse.Namespace) -> int:
             name=args.name,
             check=check,
         )
-    return answer(
-        args,
-        view.as_json(),
-        f"created nightshift goal {view.goal_id} ({len(view.workers)} workers)",
-    )
+    text = f"created nightshift goal {view.goal_id} ({len(view.workers)} workers)"
+    return answer(args, view.as_json(), text)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -116,11 +113,8 @@ def cmd_plan_add(args: argparse.Namespace) -> int:
             goal_id, args.worker, args.task, night=night, reason=args.reason
         )
     verb = "planned" if created else "already planned"
-    return answer(
-        args,
-        {**item.as_json(), "created": created},
-        f"{verb}: {item.night} {item.worker}: {plain(item.task, limit=80)}",
-    )
+    text = f"{verb}: {item.night} {item.worker}: {plain(item.task, limit=80)}"
+    return answer(args, {**item.as_json(), "created": created}, text)
 
 
 def cmd_branches(args: argparse.Namespace) -> int:
@@ -171,11 +165,8 @@ def cmd_trust(args: argparse.Namespace) -> int:
         goal_id = args.goal or service.nightshift.goal()[0]
         binding = service.nightshift.trust(goal_id)
     check = shlex.join(binding.check) if binding.check else "none"
-    return answer(
-        args,
-        {"goal_id": goal_id, **binding.as_yaml()},
-        f"{goal_id}: {BINDING_FILE} accepted: repo {binding.repo}, base {binding.base}, check {check}",
-    )
+    text = f"{goal_id}: {BINDING_FILE} accepted: repo {binding.repo}, base {binding.base}, check {check}"
+    return answer(args, {"goal_id": goal_id, **binding.as_yaml()}, text)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 UNTIL_HELP = (
     "ISO timestamp, a duration such as 8h, or a time such as 07:30 (the next one); default 24h"
 )
+SHOWN_FIRES = 3  # per intent in the summary
 TZ_HELP = "timezone for every time shown and for --until given as a time (default: local)"
 
 
@@ -44,15 +45,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print_json(_json(items, now, until))
         return 0
     print(_headline(items, now, until, zone, args))
-    if args.full:
-        _print_full(items, zone)
-    else:
-        _print_summary(items, zone)
+    (_print_full if args.full else _print_summary)(items, zone)
     return 0
-
-
-def _zone_name(zone: tzinfo, now: datetime) -> str:
-    return getattr(zone, "key", None) or now.astimezone(zone).tzname() or "local"
 
 
 def _json(items: list[PlannedFire], now: datetime, until: datetime) -> dict[str, Any]:
@@ -64,12 +58,7 @@ def _json(items: list[PlannedFire], now: datetime, until: datetime) -> dict[str,
         "skipped": [f.as_json() for f in timed if f.kind == "skip"],
         "notes": [f.as_json() for f in items if f.kind == "note"],
         "warnings": [
-            {
-                "at": f.at.isoformat(timespec="seconds") if f.at else None,
-                "intent_id": f.intent_id,
-                "label": f.label,
-                "warning": f.warning,
-            }
+            {key: f.as_json()[key] for key in ("at", "intent_id", "label", "warning")}
             for f in timed
             if f.warning
         ],
@@ -89,9 +78,10 @@ def _headline(
     conflicts = sum(1 for f in items if f.warning)
     capped = any(f.kind == "note" and f.rule.startswith("more than") for f in items)
     scope = f" for goal {args.goal}" if args.goal else ""
+    zone_name = getattr(zone, "key", None) or now.astimezone(zone).tzname() or "local"
     return (
         f"Plan{scope} from {_local_text(now, zone)} until {_local_text(until, zone)} "
-        f"({_zone_name(zone, now)}): {'at least ' if capped else ''}{_plural(fires, 'fire')}"
+        f"({zone_name}): {'at least ' if capped else ''}{_plural(fires, 'fire')}"
         + (f", {_plural(conflicts, 'conflict')}" if conflicts else "")
     )
 
@@ -121,7 +111,7 @@ def _when(at: datetime, zone: tzinfo, first: datetime | None) -> str:
     return text[:16]
 
 
-def _print_summary(items: list[PlannedFire], zone: tzinfo, shown_fires: int = 3) -> None:
+def _print_summary(items: list[PlannedFire], zone: tzinfo) -> None:
     from goalsui.scheduler.plan import summarise
 
     rows = summarise(items)
@@ -136,12 +126,12 @@ def _print_summary(items: list[PlannedFire], zone: tzinfo, shown_fires: int = 3)
         nexts = (
             ", ".join(
                 [_when(row.fires[0], zone, None)]
-                + [_when(at, zone, first) for at in row.fires[1:shown_fires]]
+                + [_when(at, zone, first) for at in row.fires[1:SHOWN_FIRES]]
             )
             if first
             else "-"
         )
-        if len(row.fires) > shown_fires:
+        if len(row.fires) > SHOWN_FIRES:
             nexts += ", …"
         print(f"{row.label.ljust(width)}  {count:>5}  {nexts}  [{row.rule or 'no fire'}]".rstrip())
         extra = row.notes[:1]

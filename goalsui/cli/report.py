@@ -14,34 +14,26 @@ if TYPE_CHECKING:
     from goalsui.kb.reports import StoredReport
     from goalsui.service import Service
 
+REPORT_HELP = "print a goal's morning report (compiled if missing), or list the reports"
+REPORT_ABOUT = (
+    "A night is named by the date it starts: it runs from 12:00 on that date to "
+    "12:00 the next day in the goal's timezone, so the report read on the morning "
+    "of the 4th is the night of the 3rd (reports/2026-12-03.md). With GOAL: print "
+    "the report of the night under way (before noon, the one ending this morning), "
+    "compiled now from its start up to now; with --date, the stored report of the "
+    "night that started on that date (compiled when there is none). Nothing is "
+    "written into the KB unless --write is given. Without GOAL: list the reports of "
+    "every goal that has a reporter or reports."
+)
+WRITE_HELP = "compile the report now and write it into the goal's reports/ (overwrites it)"
+
 
 def register(sub: Subparsers) -> None:
-    p = command(
-        sub,
-        "report",
-        cmd_report,
-        "print a goal's morning report (compiled if missing), or list the reports",
-        description=(
-            "A night is named by the date it starts: it runs from 12:00 on that date to "
-            "12:00 the next day in the goal's timezone, so the report read on the morning "
-            "of the 4th is the night of the 3rd (reports/2026-12-03.md). With GOAL: print "
-            "the report of the night under way (before noon, the one ending this morning), "
-            "compiled now from its start up to now; with --date, the stored report of the "
-            "night that started on that date (compiled when there is none). Nothing is "
-            "written into the KB unless --write is given. Without GOAL: list the reports of "
-            "every goal that has a reporter or reports."
-        ),
-    )
+    p = command(sub, "report", cmd_report, REPORT_HELP, description=REPORT_ABOUT)
     p.add_argument("goal", nargs="?", metavar="GOAL")
     date_help = "the night, named by the date it starts (the morning's report is the day before)"
     p.add_argument("--date", metavar="YYYY-MM-DD", help=date_help)
-    p.add_argument(
-        "--write",
-        "--build",
-        dest="write",
-        action="store_true",
-        help="compile the report now and write it into the goal's reports/ (overwrites it)",
-    )
+    p.add_argument("--write", "--build", dest="write", action="store_true", help=WRITE_HELP)
     add_flags(p, list="list GOAL's reports instead of printing one")
 
 
@@ -86,24 +78,12 @@ def _list_all(args: argparse.Namespace, service: Service, day: date | None) -> i
             continue
         if day is not None:
             reports = [r for r in reports if r.night == day]
+        shown = [_report_json(r) for r in reports]
         data.append(
-            {
-                "goal_id": goal.goal_id,
-                "name": goal.name,
-                "reporter": reporter,
-                "reports": [_report_json(r) for r in reports],
-            }
+            {"goal_id": goal.goal_id, "name": goal.name, "reporter": reporter, "reports": shown}
         )
-        latest = reports[-1] if reports else None
-        rows.append(
-            [
-                goal.goal_id,
-                "yes" if reporter else "no",
-                len(reports),
-                latest.night.isoformat() if latest else "-",
-                str(latest.path) if latest else "-",
-            ]
-        )
+        latest = [shown[-1]["night"], shown[-1]["path"]] if shown else ["-", "-"]
+        rows.append([goal.goal_id, "yes" if reporter else "no", len(reports), *latest])
     headers = ["goal", "reporter", "reports", "latest night", "path"]
     return answer(args, data, table(rows, headers, "no goal has a reporter or reports"))
 

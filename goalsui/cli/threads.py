@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from goalsui.cli.common import (
     Subparsers,
     add_flags,
+    add_options,
     answer,
     command,
     group,
@@ -28,11 +29,20 @@ from goalsui.domain.replies import is_reply
 from goalsui.domain.shapes import run_json, thread_json, todo_json
 from goalsui.domain.states import RunStatus
 from goalsui.domain.untrusted import plain
+from goalsui.domain.views import json_fields
 from goalsui.errors import ValidationError
 
 if TYPE_CHECKING:  # the service imports SQLAlchemy: not on the CLI's entry path
     from goalsui.service import Service
     from goalsui.service.threads import ReplyResult
+
+SAY_HELP = "post a message and wait for the reply turn it starts"
+SAY_ABOUT = (
+    "Post a user message in a thread and start a reply turn at once through the KB's "
+    "default runner; the reply is posted in the thread. A running console or daemon "
+    "runs the turn; with none, this command runs a scheduler until the reply lands."
+)
+IMPORT_HELP = "add the items of a Markdown '- [ ]' checklist"
 
 
 def register(sub: Subparsers) -> None:
@@ -41,23 +51,10 @@ def register(sub: Subparsers) -> None:
     new.add_argument("--private", action="store_true", help="no intents or follow-ups allowed")
     command(tsub, "list", cmd_thread_list, "list threads")
     command(tsub, "show", cmd_thread_show, "a thread's checklist and messages", "thread_id")
-    say = command(
-        tsub,
-        "say",
-        cmd_thread_say,
-        "post a message and wait for the reply turn it starts",
-        "thread_id",
-        description=(
-            "Post a user message in a thread and start a reply turn at once through the KB's "
-            "default runner; the reply is posted in the thread. A running console or daemon "
-            "runs the turn; with none, this command runs a scheduler until the reply lands."
-        ),
-    )
+    say = command(tsub, "say", cmd_thread_say, SAY_HELP, "thread_id", description=SAY_ABOUT)
     say.add_argument("text", help="the message: text, @FILE or - for stdin")
     add_flags(say, no_reply="only post the message", no_wait="start the reply, do not wait for it")
-    say.add_argument(
-        "--timeout", type=float, default=900, metavar="S", help="wait at most S seconds (900)"
-    )
+    add_options(say, ("--timeout", float, 900, "S", "wait at most S seconds (900)"))
     # how long to wait for another scheduler (console, daemon) to start the turn before running
     # one here: a running scheduler looks at the database at least every second
     say.add_argument("--pickup", type=float, default=2.5, help=argparse.SUPPRESS)
@@ -66,34 +63,19 @@ def register(sub: Subparsers) -> None:
     tl = command(dsub, "list", cmd_todo_list, "open items first, then done ones", "thread_id")
     tl.add_argument("--open", action="store_true", help="only open items")
     command(dsub, "add", cmd_todo_add, "add an item", "thread_id", "text")
-    for action in ("done", "reopen"):
-        p = command(
-            dsub,
-            action,
-            cmd_todo_set,
-            f"mark an item {'done' if action == 'done' else 'open'}",
-            "thread_id",
-        )
+    for action, state in (("done", "done"), ("reopen", "open")):
+        p = command(dsub, action, cmd_todo_set, f"mark an item {state}", "thread_id")
         p.add_argument("item", help="the todo id")
         p.set_defaults(action=action)
-    imp = command(
-        dsub,
-        "import",
-        cmd_todo_import,
-        "add the items of a Markdown '- [ ]' checklist",
-        "thread_id",
-    )
+    imp = command(dsub, "import", cmd_todo_import, IMPORT_HELP, "thread_id")
     imp.add_argument("source", help="@FILE, - for stdin, or the text")
 
 
 def cmd_thread_new(args: argparse.Namespace) -> int:
 
     thread = open_service(args).threads.create(args.title, private=args.private)
-    return answer(
-        args,
-        thread_json(thread.record()),
-        f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else ""),
-    )
+    text = f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else "")
+    return answer(args, thread_json(thread.record()), text)
 
 
 def cmd_thread_list(args: argparse.Namespace) -> int:
@@ -115,16 +97,12 @@ def cmd_thread_show(args: argparse.Namespace) -> int:
     lines = [f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else "")]
     lines += [f"  [{'x' if t.done else ' '}] {t.id}: {plain(t.text)}" for t in todos]
     lines += [_message_text(m) for m in messages]
-    return answer(
-        args, {**data, "messages": [_message_json(m) for m in messages]}, "\n".join(lines)
-    )
-
-
-_MESSAGE_FIELDS = ("id", "role", "content", "provenance", "intent_id", "run_id", "created_at")
+    text = "\n".join(lines)
+    return answer(args, {**data, "messages": [_message_json(m) for m in messages]}, text)
 
 
 def _message_json(m: Any) -> dict[str, Any]:
-    return {name: getattr(m, name) for name in _MESSAGE_FIELDS}
+    return json_fields(m, "id role content provenance intent_id run_id created_at")
 
 
 def _message_text(m: Any) -> str:
@@ -190,16 +168,14 @@ def cmd_todo_add(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_set(args: argparse.Namespace) -> int:
-
     service = open_service(args)
     thread_id = parse_id(args.thread_id, "thread")
     item = parse_id(args.item, "todo")
     todo = (service.todos.complete if args.action == "done" else service.todos.reopen)(
         thread_id, item
     )
-    return answer(
-        args, todo_json(todo.record()), f"todo {todo.id} {'done' if todo.done else 'reopened'}"
-    )
+    text = f"todo {todo.id} {'done' if todo.done else 'reopened'}"
+    return answer(args, todo_json(todo.record()), text)
 
 
 def cmd_todo_import(args: argparse.Namespace) -> int:

@@ -9,6 +9,9 @@ from typing import Any
 from goalsui.cli.common import read_text_arg, split_argv
 from goalsui.errors import ValidationError
 
+#: ``--worker`` of ``goal create``
+WORKER_HELP = "start a worker (repeatable); the options after it are its own (NAME=CRON: a worker with that cron schedule)"
+
 
 class _WorkerOption(argparse.Action):
     """``--worker NAME`` opens a worker (``NAME=CRON``: a whole one); the other options are the
@@ -44,13 +47,7 @@ def add_worker_options(parser: argparse.ArgumentParser, *, repeat: bool) -> None
     """Add the worker options; ``repeat``: several workers, each opened by ``--worker``."""
     parser.set_defaults(worker_specs=None, default_tz="UTC", _worker_repeat=repeat)
     if repeat:
-        parser.add_argument(
-            "--worker",
-            action=_WorkerOption,
-            metavar="NAME",
-            help="start a worker (repeatable); the options after it are its own "
-            "(NAME=CRON: a worker with that cron schedule)",
-        )
+        parser.add_argument("--worker", action=_WorkerOption, metavar="NAME", help=WORKER_HELP)
     group = parser.add_argument_group(
         "worker options" + (" (after --worker NAME)" if repeat else "")
     )

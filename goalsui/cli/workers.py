@@ -27,17 +27,14 @@ from goalsui.errors import ValidationError
 if TYPE_CHECKING:
     from goalsui.service import Service
 
+ADD_HELP = "add a worker to a goal (its prompt from a template)"
+WAIT_HELP = "wait for the run this call triggers and print its result (needs a running scheduler: a daemon or a console on this KB; else use --here)"
+HERE_HELP = "run a scheduler in this process until the run ends (implies --wait; other intents due meanwhile fire too)"
+
 
 def register(sub: Subparsers) -> None:
     wsub = group(sub, "worker", "add, remove and steer a goal's workers")
-    add = command(
-        wsub,
-        "add",
-        cmd_add,
-        "add a worker to a goal (its prompt from a template)",
-        "goal_id",
-        "worker",
-    )
+    add = command(wsub, "add", cmd_add, ADD_HELP, "goal_id", "worker")
     add_worker_options(add, repeat=False)
     for action, help_text in (
         ("remove", "delete a worker's folder and cancel its schedule"),
@@ -49,11 +46,7 @@ def register(sub: Subparsers) -> None:
         p.set_defaults(action=action)
     add_flags(p, argv="the argv, environment names and MCP config a turn would get")  # to "show"
     run_now = command(wsub, "run-now", cmd_run_now, "fire a worker now", "goal_id", "worker")
-    add_flags(
-        run_now,
-        wait="wait for the run this call triggers and print its result (needs a running scheduler: a daemon or a console on this KB; else use --here)",
-        here="run a scheduler in this process until the run ends (implies --wait; other intents due meanwhile fire too)",
-    )
+    add_flags(run_now, wait=WAIT_HELP, here=HERE_HELP)
     run_now.add_argument("--timeout", type=float, default=600, help=argparse.SUPPRESS)
 
 
@@ -61,18 +54,16 @@ def cmd_add(args: argparse.Namespace) -> int:
     [seed] = worker_seeds(args)
     service = open_service(args)
     view = service.workers.add(args.goal_id, seed)
-    answer(
-        args,
-        {"goal_id": args.goal_id, **view.as_json(), "status": view.status},
+    text = (
         f"worker {view.name} added to {args.goal_id}: {view.kind} {view.schedule} "
-        f"({view.timezone}), next {local(view.next_run_at)}",
+        f"({view.timezone}), next {local(view.next_run_at)}"
     )
+    answer(args, {"goal_id": args.goal_id, **view.as_json(), "status": view.status}, text)
     print_capability_warnings(service, args.goal_id, view.name)
     return 0
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-
     service = open_service(args)
     if args.action == "show" and args.argv:
         return _show_turn(service, args)
@@ -80,27 +71,20 @@ def cmd_action(args: argparse.Namespace) -> int:
         detail = service.workers.show(args.goal_id, args.worker)
         v = detail.view
         error = f"\n  last error: {plain(detail.last_error)}" if detail.last_error else ""
-        return answer(
-            args,
-            detail.as_json(),
+        text = (
             f"{args.goal_id}/{v.name}  [{v.status}]  {v.kind} {plain(v.schedule)} ({v.timezone})\n"
             f"  next run: {local(v.next_run_at)}   intent: {v.intent_id}{error}\n"
             f"\n--- definition.yaml\n{plain(detail.definition).rstrip()}\n"
-            f"\n--- prompt.md\n{plain(detail.prompt).rstrip()}",
+            f"\n--- prompt.md\n{plain(detail.prompt).rstrip()}"
         )
+        return answer(args, detail.as_json(), text)
     if args.action == "remove":
         service.workers.remove(args.goal_id, args.worker)
-        return answer(
-            args,
-            {"removed": f"{args.goal_id}/{args.worker}"},
-            f"removed worker {args.worker} of {args.goal_id}",
-        )
+        text = f"removed worker {args.worker} of {args.goal_id}"
+        return answer(args, {"removed": f"{args.goal_id}/{args.worker}"}, text)
     intent = getattr(service.workers, args.action)(args.goal_id, args.worker)
-    return answer(
-        args,
-        intent_json(intent.record()),
-        f"worker {args.worker} of {args.goal_id}: {intent.status}",
-    )
+    text = f"worker {args.worker} of {args.goal_id}: {intent.status}"
+    return answer(args, intent_json(intent.record()), text)
 
 
 def _show_turn(service: Service, args: argparse.Namespace) -> int:
@@ -130,11 +114,8 @@ def cmd_run_now(args: argparse.Namespace) -> int:
     ticket = service.workers.run_now_ticket(args.goal_id, args.worker)
     intent = ticket.intent
     if not wait:
-        return answer(
-            args,
-            intent_json(intent.record()),
-            f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})",
-        )
+        text = f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})"
+        return answer(args, intent_json(intent.record()), text)
     import asyncio
 
     run = asyncio.run(_await_run(service, ticket, args.timeout, here=args.here))
