@@ -25,13 +25,6 @@ class Commit:
     subject: str
 
 
-@dataclass(frozen=True)
-class MergeResult:
-    merged: bool
-    commit: str | None
-    message: str
-
-
 def _env() -> dict[str, str]:
     """This environment without the caller's repository, prompts or locale."""
     own = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
@@ -198,8 +191,9 @@ class Repo:
         if proc.returncode != 0:
             raise GitError(f"{branch} moved meanwhile; it was kept")
 
-    def merge(self, branch: str, base: str, message: str, *, tip: str | None = None) -> MergeResult:
-        """Merge ``branch`` (``tip`` if given) into ``base`` with a merge commit, or refuse."""
+    def merge(self, branch: str, base: str, message: str, *, tip: str | None = None) -> str:
+        """Merge ``branch`` (``tip`` if given) into ``base`` with a merge commit, or refuse;
+        returns what was done, in one line."""
         where = self.worktree_for(base)
         if where is not None:
             if not self.is_clean(where):
@@ -214,8 +208,8 @@ class Repo:
                 self.git("merge", "--abort", cwd=where, check=False)
                 raise GitError(f"{branch} does not merge cleanly into {base}; nothing was changed")
             if "Already up to date" in proc_out:
-                return MergeResult(False, None, f"{branch} has nothing {base} lacks")
-            return MergeResult(True, self.head_of(base), f"merged {branch} into {base}")
+                return f"{branch} has nothing {base} lacks"
+            return f"merged {branch} into {base}"
         old = self.head_of(base)
         tip = tip or self.head_of(branch)
         proc = self.run("merge-tree", "--write-tree", old, tip, check=False)
@@ -224,4 +218,4 @@ class Repo:
             raise GitError(f"{branch} does not merge cleanly into {base}; nothing was changed")
         commit = self.git("commit-tree", first, "-p", old, "-p", tip, "-m", message).strip()
         self.git("update-ref", f"refs/heads/{base}", commit, old)
-        return MergeResult(True, commit, f"merged {branch} into {base}")
+        return f"merged {branch} into {base}"

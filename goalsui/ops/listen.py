@@ -50,15 +50,14 @@ class QuietLog:
         self._next[key] = now + self.interval
         return self._held.pop(key, 0)
 
-    def log(self, level: int, key: str, message: str, *args: object) -> bool:
-        """Log ``message`` unless ``key`` was logged within the interval; True if logged."""
+    def log(self, level: int, key: str, message: str, *args: object) -> None:
+        """Log ``message`` unless ``key`` was logged within the interval."""
         held = self.let_through(key)
         if held is None:
-            return False
+            return
         if held:
             message += f" (and {held} more like it in the last {self.interval:g}s)"
         self.logger.log(level, message, *args)
-        return True
 
 
 class QuietFilter(logging.Filter):

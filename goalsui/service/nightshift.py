@@ -310,7 +310,7 @@ class Nightshift:
                 "to merge the new commit"
             )
         try:
-            result = repo.merge(
+            merged = repo.merge(
                 branch, binding.base, f"nightshift: merge {branch} (approved)", tip=reviewed
             )
         except GitError as exc:
@@ -322,7 +322,7 @@ class Nightshift:
             "nightshift approved", goal_id, f"{branch} -> {binding.base} (commit {reviewed[:12]})"
         )
         self.ctx.changed("goals")
-        return result.message
+        return merged
 
     def reject(self, goal_id: str, branch: str) -> str:
         """Delete the branch; the base branch is not touched. Only a branch goalsui made."""
