@@ -76,10 +76,9 @@ def parse_timestamp(text: str | None) -> int | None:
     return int(text.strip())
 
 
-def timestamp_fresh(timestamp: int, now: float | None = None, tolerance: int = TOLERANCE_S) -> bool:
-    """True when ``timestamp`` is within ``tolerance`` seconds of ``now`` (either way)."""
-    current = time.time() if now is None else now
-    return abs(current - timestamp) <= tolerance
+def timestamp_fresh(timestamp: int, now: float) -> bool:
+    """True when ``timestamp`` is within :data:`TOLERANCE_S` seconds of ``now`` (either way)."""
+    return abs(now - timestamp) <= TOLERANCE_S
 
 
 def valid_delivery_id(value: str | None) -> bool:

@@ -107,18 +107,11 @@ class ToolHost:
         self._socket: socket.socket | None = None
         self.port: int | None = None
 
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
-
     async def start(self) -> None:
         """Listen on 127.0.0.1 (a free port) and serve until :meth:`stop`."""
-        if self.running:
+        if self._task is not None and not self._task.done():
             return
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.set_inheritable(False)
+        sock = socket.create_server(("127.0.0.1", 0))  # not inherited by the runners
         self._socket = sock
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(

@@ -95,11 +95,9 @@ def session_context(service: Service, scope: Scope, tools: frozenset[str]) -> di
         out.update(_run_facts(service, scope.run_id))
     thread_title, private = None, False
     if scope.thread_id is not None:
-        try:
+        with contextlib.suppress(GoalsuiError):
             thread = service.threads.get(scope.thread_id)
             thread_title, private = thread.title, bool(thread.private)
-        except GoalsuiError:
-            pass
     caps = [
         cap
         for cap, names in CAPABILITIES.items()
@@ -158,15 +156,13 @@ def session_instructions(service: Service, scope: Scope) -> str:
             "close when it ends."
         )
     caps = ", ".join(ctx["capabilities"]) or "none (lookups only)"
-    lines.append(
+    lines += [
         f"Capabilities: {caps}. A tool not listed needs another capability; its error says "
-        "which. get_context returns all of this again, with the limits."
-    )
-    lines.append(
+        "which. get_context returns all of this again, with the limits.",
         "Paths are relative to the goal directory. List tools page: pass next_cursor back "
         "as cursor while truncated is true. goal_kb_read returns at most about 100 KB per "
-        "call (offset and limit page through a larger file)."
-    )
+        "call (offset and limit page through a larger file).",
+    ]
     if "schedule_intent" in tools or "todo_add" in tools:
         lines.append(HABITS)
     return "\n".join(lines)

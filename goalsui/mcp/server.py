@@ -81,9 +81,7 @@ class ToolServer(MCPServer):
     async def list_tools(self) -> Any:
         """The scope's tools; a run's session records that its agent was offered them."""
         tools = await super().list_tools()
-        if self.scope.run_id is not None:
-            names = [tool.name for tool in tools]
-            await anyio.to_thread.run_sync(self._note_session, names)
+        await anyio.to_thread.run_sync(self._note_session, [tool.name for tool in tools])
         return tools
 
     def _note_session(self, tools: list[str] | None) -> None:

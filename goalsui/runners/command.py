@@ -54,18 +54,10 @@ def expand_argv(argv: Sequence[str]) -> list[str]:
     return [sys.executable if part == "{python}" else str(part) for part in argv]
 
 
-def build_env(
-    extra: Mapping[str, str],
-    *,
-    strip: Sequence[str] = (),
-    base: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The child's environment: ``base`` (default os.environ) minus ``strip`` plus ``extra``."""
-    env = dict(os.environ if base is None else base)
-    for name in strip:
-        env.pop(name, None)
-    env.update({k: str(v) for k, v in extra.items()})
-    for name in strip:  # a secret never comes back through ``extra`` either
+def build_env(extra: Mapping[str, str], *, strip: Sequence[str] = ()) -> dict[str, str]:
+    """The child's environment: os.environ plus ``extra``, minus ``strip``."""
+    env = {**os.environ, **{k: str(v) for k, v in extra.items()}}
+    for name in strip:  # a secret never comes through ``extra`` either
         env.pop(name, None)
     return env
 

@@ -312,7 +312,6 @@ def compile_report(
     now: datetime | None = None,
     *,
     tz: str | None = None,
-    window: tuple[datetime, datetime] | None = None,
     exclude_run_id: int | None = None,
     write: bool = True,
     to_now: bool = False,
@@ -324,9 +323,8 @@ def compile_report(
     zone = load_zone(tz)
     now = now or service.now()
     night = night or night_of(report_instant(service, exclude_run_id, now), zone)
-    start, end = window or night_window(night, zone)
-    if window is None:  # the night up to now (at most to its end, unless ``to_now``)
-        end = now if to_now else min(now, end)
+    start, end = night_window(night, zone)
+    end = now if to_now else min(now, end)  # the night up to now (to its end, unless to_now)
     if end <= start:
         raise ValidationError(
             f"no report for the night of {night} yet: a night is named by the date it starts, "

@@ -185,9 +185,10 @@ async def test_program_that_does_not_read_stdin_still_gets_its_result() -> None:
     assert result.stdout == "done\n"
 
 
-def test_python_placeholder_and_env() -> None:
+def test_python_placeholder_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert expand_argv(["{python}", "tick.py", "x{python}"]) == [PY, "tick.py", "x{python}"]
-    env = build_env(
-        {"GOALSUI_RUN_ID": "7", "SECRET": "leak"}, strip=["SECRET"], base={"SECRET": "s", "A": "1"}
-    )
-    assert env == {"A": "1", "GOALSUI_RUN_ID": "7"}
+    monkeypatch.setenv("SECRET", "s")
+    monkeypatch.setenv("A", "1")
+    env = build_env({"GOALSUI_RUN_ID": "7", "SECRET": "leak"}, strip=["SECRET"])
+    kept = {k: v for k, v in os.environ.items() if k != "SECRET"}
+    assert env == kept | {"GOALSUI_RUN_ID": "7"} and env["A"] == "1"
