@@ -37,28 +37,16 @@ class Goals:
         protocol: str | None = None,
         files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
-        _fail_before_rename: bool = False,
     ) -> GoalView:
-        """Create a goal tree and register its workers' schedules, all or nothing.
-
-        ``_fail_*`` inject failures for the tests of the rollback."""
-
-        def register(loaded: LoadedGoal) -> Callable[[], None]:
-            undo = self._register(loaded, task, owner)
-            if _fail_before_rename:
-                # The rows are committed: a failure here must undo them itself, since
-                # create_goal only learns of ``undo`` once register has returned.
-                undo()
-                raise OSError("injected failure after registering schedules")
-            return undo
-
+        """Create a goal tree and register its workers' schedules, all or nothing
+        (``_fail_after_workers`` injects a failure for the tests of the rollback)."""
         loaded = self.ctx.kb.create_goal(
             name,
             task,
             workers,
             owner=owner,
             protocol=protocol,
-            register=register,
+            register=lambda loaded: self._register(loaded, task, owner),
             files=files,
             _fail_after_workers=_fail_after_workers,
         )

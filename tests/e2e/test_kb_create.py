@@ -72,8 +72,8 @@ def test_setup_goal_creates_the_whole_tree(svc: Service, sample_kb: Path, tmp_pa
     "inject",
     [
         {"_fail_after_workers": 0},
+        {"_fail_after_workers": 1},
         {"_fail_after_workers": 2},
-        {"_fail_before_rename": True},
     ],
 )
 def test_setup_goal_failure_hooks_leave_nothing(
