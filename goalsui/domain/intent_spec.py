@@ -6,16 +6,17 @@ service. See docs/architecture.md, "The life of an intent"."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from goalsui.domain.cron import validate_cron
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.names import check_name
 from goalsui.domain.states import IntentKind
 from goalsui.domain.text import one_line
 from goalsui.domain.timeutil import load_zone, parse_instant
-from goalsui.domain.triggers import first_due, validate_schedule
-from goalsui.errors import ValidationError
+from goalsui.domain.triggers import first_due
+from goalsui.errors import ScheduleError, ValidationError
 
 MAX_TITLE = 200
 MAX_INSTRUCTION = 20_000
@@ -120,9 +121,21 @@ class IntentSpec:
         if self.timezone is not None and not isinstance(self.timezone, str):
             raise ValidationError("a timezone must be an IANA name such as Europe/Paris")
         load_zone(self.zone)
-        if self.kind == IntentKind.AT and isinstance(self.schedule, str):
-            parse_instant(self.schedule, self.timezone)  # refuses a naive instant
-        return validate_schedule(self.kind, self.schedule, self.zone)
+        schedule = self.schedule
+        if self.kind == IntentKind.CRON:
+            if not schedule:
+                raise ScheduleError("a cron intent needs a cron expression")
+            return validate_cron(schedule)
+        if self.kind == IntentKind.HEARTBEAT:
+            if parse_duration(schedule or "30m") < timedelta(seconds=10):
+                raise ScheduleError("a heartbeat interval must be at least 10s")
+            return schedule or "30m"
+        if self.kind == IntentKind.AT:
+            if not isinstance(schedule, str) and not schedule:
+                raise ScheduleError("an 'at' intent needs a timestamp")
+            parse_instant(schedule, self.timezone)  # "" and a naive instant refused
+            return schedule
+        return None  # an event intent
 
     def _check_limits(self) -> None:
         """max_fires, expiry, cooldown and timeout are in range."""

@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from goalsui.domain.cron import next_occurrence, validate_cron
+from goalsui.domain.cron import next_occurrence
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.states import IntentKind
-from goalsui.domain.timeutil import load_zone, parse_instant
-from goalsui.errors import ScheduleError
-
-
-def validate_schedule(kind: str, schedule: str | None, tz: str) -> str | None:
-    """Check a schedule for ``kind``; returns its normalized text."""
-    load_zone(tz)
-    if kind == IntentKind.CRON:
-        if not schedule:
-            raise ScheduleError("a cron intent needs a cron expression")
-        return validate_cron(schedule)
-    if kind == IntentKind.HEARTBEAT:
-        every = parse_duration(schedule or "30m")
-        if every < timedelta(seconds=10):
-            raise ScheduleError("a heartbeat interval must be at least 10s")
-        return schedule or "30m"
-    if kind == IntentKind.AT:
-        if not schedule:
-            raise ScheduleError("an 'at' intent needs a timestamp")
-        parse_instant(schedule, tz)
-        return schedule
-    if kind == IntentKind.EVENT:
-        return None
-    raise ScheduleError(f"unknown intent kind {kind!r}")
+from goalsui.domain.timeutil import parse_instant
 
 
 def next_due(kind: str, schedule: str | None, tz: str, after: datetime) -> datetime | None:
