@@ -489,8 +489,16 @@ async def _supervise(
     proc, exited = running.proc, running.exited
     wait_task = asyncio.create_task(exited.wait())
     cancel_task = asyncio.create_task(cancel.wait()) if cancel is not None else None
+    ended_by: str | None = None
     try:
-        ended_by = await _wait_or_stop(running, sink, wait_task, cancel_task, timeout, grace)
+        waiters = {wait_task} | ({cancel_task} if cancel_task else set())
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if wait_task not in done:  # a timeout or a cancel: stop the group, say which it was
+            cancelled = cancel_task is not None and cancel_task in done
+            ended_by = RunStatus.CANCELLED if cancelled else RunStatus.TIMEOUT
+            late = f"timed out after {format_timeout(timeout or 0)}"
+            sink.note(f"{'cancel requested' if cancelled else late}: SIGTERM to the process group")
+            await _stop_group(proc, exited, grace, sink)
         await _drain_pipes(running, sink, grace)
         await _stop_leftovers(proc, exited, sink)
     except BaseException:
@@ -507,26 +515,6 @@ async def _supervise(
         with contextlib.suppress(BaseException):
             await running.feeder
     return ended_by
-
-
-async def _wait_or_stop(
-    running: _Running,
-    sink: _LogSink,
-    wait_task: asyncio.Task[bool],
-    cancel_task: asyncio.Task[bool] | None,
-    timeout: float | None,
-    grace: float,
-) -> str | None:
-    """Wait for the exit; on timeout or cancel stop the group and say which it was."""
-    waiters = {wait_task} | ({cancel_task} if cancel_task else set())
-    done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    if wait_task in done:
-        return None
-    cancelled = cancel_task is not None and cancel_task in done
-    note = "cancel requested" if cancelled else f"timed out after {format_timeout(timeout or 0)}"
-    sink.note(f"{note}: SIGTERM to the process group")
-    await _stop_group(running.proc, running.exited, grace, sink)
-    return RunStatus.CANCELLED if cancelled else RunStatus.TIMEOUT
 
 
 async def _drain_pipes(running: _Running, sink: _LogSink, grace: float) -> None:

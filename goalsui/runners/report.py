@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -64,12 +63,9 @@ class RunEntry:
 @dataclass
 class NightReport:
     night: date  # the night's start date (the file's name)
-    window_end: datetime
     path: Path
     markdown: str
     summary: str
-    counts: dict[str, int]
-    entries: list[RunEntry]
 
 
 def report_timezone(service: Service, goal_id: str) -> str:
@@ -293,10 +289,6 @@ class _Night:
     def problems(self) -> list[RunEntry]:
         return [e for e in self.entries if e.run.status in PROBLEM_STATUSES]
 
-    @property
-    def counts(self) -> Counter[str]:
-        return Counter(str(e.run.status) for e in self.entries)
-
     def count_text(self) -> str:
         """``3 ok (runs 1, 2, 4), 1 failed (run 3)``, in STATUS_ORDER."""
         ids: dict[str, list[int | None]] = {}
@@ -340,15 +332,7 @@ def compile_report(
         stored.migrate_reports(goal_dir)
         atomic_write(path, markdown)
         _save_snapshot(goal_dir, night)
-    return NightReport(
-        night=night,
-        window_end=end,
-        path=path,
-        markdown=markdown,
-        summary=_summary_text(about),
-        counts=dict(about.counts),
-        entries=entries,
-    )
+    return NightReport(night, path, markdown, _summary_text(about))
 
 
 def _markdown(night: _Night, goal_dir: Path) -> str:
