@@ -12,7 +12,7 @@ from typing import Any
 
 from goalsui.errors import NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write
-from goalsui.kb.paths import is_within, safe_join
+from goalsui.kb.paths import safe_join
 from goalsui.kb.regular import describe_mode
 from goalsui.kb.yamlio import read_text
 
@@ -41,7 +41,7 @@ class ConfinedTree:
             return self.root
         candidate = safe_join(self.root, rel)  # refuses absolute, .., look-alikes
         real = candidate.resolve()
-        if not is_within(real, self.root):
+        if not real.is_relative_to(self.root):
             raise ValidationError(f"path leads outside the goal: {rel!r}")
         return real
 
@@ -63,7 +63,7 @@ class ConfinedTree:
                 st = real.stat()
             except OSError:  # a dangling link or a file removed meanwhile
                 continue
-            if not is_within(real, self.root):
+            if not real.is_relative_to(self.root):
                 continue
             is_dir = stat.S_ISDIR(st.st_mode)
             if not (is_dir or stat.S_ISREG(st.st_mode)):

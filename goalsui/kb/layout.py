@@ -39,7 +39,7 @@ from goalsui.kb.config import (
 )
 from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
-from goalsui.kb.paths import CONFIG_FILE, is_within, new_goal_id, safe_join
+from goalsui.kb.paths import CONFIG_FILE, new_goal_id, safe_join
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
 T = TypeVar("T")
@@ -120,7 +120,7 @@ class KB:
         """``path`` if it resolves inside the KB (``below``: a proven ancestor, to lstat only)."""
         if below is not None and _no_link_below(Path(path), below):
             return path
-        if not is_within(Path(path).resolve(), self.root):
+        if not Path(path).resolve().is_relative_to(self.root):
             raise KBError(shown or self.display(path), "a symlink here leads outside the KB")
         return path
 
@@ -199,7 +199,7 @@ class KB:
         except KBError as exc:
             loaded.problems.append(exc)
         workers_root = path / "workers"
-        if workers_root.is_symlink() and not is_within(workers_root.resolve(), self.root):
+        if workers_root.is_symlink() and not workers_root.resolve().is_relative_to(self.root):
             loaded.problems.append(
                 KBError(f"{goal_id}/workers", "a symlink here leads outside the KB")
             )

@@ -27,15 +27,6 @@ def new_goal_id(name: str) -> str:
     return check_name(f"{slugify(name)}-{secrets.token_hex(4)}", "goal id")
 
 
-def is_within(path: Path, root: Path) -> bool:
-    """Whether ``path`` is ``root`` or below it (both as given: resolve them first)."""
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -75,6 +66,6 @@ def safe_join(root: Path, *parts: str) -> Path:
             rel_parts.append(comp)
     candidate = root_resolved.joinpath(*rel_parts)
     resolved = candidate.resolve()
-    if not is_within(resolved, root_resolved):
+    if not resolved.is_relative_to(root_resolved):
         raise ValidationError(f"path leads outside the KB: {'/'.join(rel_parts)!r}")
     return candidate
