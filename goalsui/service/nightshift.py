@@ -12,7 +12,7 @@ from goalsui.domain import nightshift as rules
 from goalsui.domain.names import check_name
 from goalsui.domain.timeutil import load_zone
 from goalsui.domain.untrusted import plain
-from goalsui.domain.views import GoalView
+from goalsui.domain.views import GoalView, json_fields
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb import nightshift as files
 from goalsui.kb.nightshift import Binding
@@ -49,12 +49,7 @@ class BranchView:
 
     def as_json(self) -> dict[str, Any]:
         item = self.item.as_json() if self.item else None
-        return {
-            **vars(self),
-            "item": item,
-            "made_by_goalsui": self.made_by_goalsui,
-            "moved": self.moved,
-        }
+        return {**vars(self), "item": item, **json_fields(self, "made_by_goalsui moved")}
 
 
 class Nightshift:
@@ -196,8 +191,8 @@ class Nightshift:
     ) -> tuple[rules.PlanItem, bool]:
         """Add a task to the night's plan once per (night, worker, task); returns (item, new)."""
         check_name(worker, "worker name")
-        if worker not in self.task_workers(goal_id):
-            choices = ", ".join(self.task_workers(goal_id)) or "none"
+        if worker not in (workers := self.task_workers(goal_id)):
+            choices = ", ".join(workers) or "none"
             raise ValidationError(
                 f"{worker!r} is not a task worker of {goal_id} (workers: {choices})"
             )
@@ -269,12 +264,21 @@ class Nightshift:
 
     def diff(self, goal_id: str, branch: str) -> str:
         """The diff an approval would merge: from the base to the commit goalsui recorded."""
-        _, binding = self.goal(goal_id)
-        repo = _checked_branch(binding, branch)
+        binding, repo = self._branch(goal_id, branch)
         reviewed = self.branch_records(goal_id).get(branch)
         return repo.diff(
             binding.base, reviewed if reviewed and repo.has_commit(reviewed) else branch
         )
+
+    def _branch(self, goal_id: str, branch: str) -> tuple[Binding, Repo]:
+        """The goal's binding, and its repository, which has the nightshift ``branch``."""
+        _, binding = self.goal(goal_id)
+        if not branch.startswith(rules.BRANCH_PREFIX) or ".." in branch:
+            raise ValidationError(f"{plain(branch, limit=80)!r} is not a nightshift branch")
+        repo = files.checked_repo(binding)
+        if not repo.branch_exists(branch):
+            raise NotFound(f"no branch {plain(branch, limit=80)} in {binding.repo}")
+        return binding, repo
 
     def _made_by_goalsui(self, goal_id: str, branch: str, verb: str) -> str:
         """The commit goalsui recorded for ``branch``; refuses a branch it did not make."""
@@ -295,8 +299,7 @@ class Nightshift:
 
         Refused for a branch goalsui did not make or one that moved since: nothing added
         after the review is merged unseen."""
-        _, binding = self.goal(goal_id)
-        repo = _checked_branch(binding, branch)
+        binding, repo = self._branch(goal_id, branch)
         recorded = self._made_by_goalsui(goal_id, branch, "approve")
         reviewed = repo.resolve_commit(sha) if sha else recorded
         tip = repo.head_of(branch)
@@ -326,8 +329,7 @@ class Nightshift:
 
     def reject(self, goal_id: str, branch: str) -> str:
         """Delete the branch; the base branch is not touched. Only a branch goalsui made."""
-        _, binding = self.goal(goal_id)
-        repo = _checked_branch(binding, branch)
+        _, repo = self._branch(goal_id, branch)
         self._made_by_goalsui(goal_id, branch, "reject")
         repo.delete_branch(branch)
         self._mark(goal_id, branch, rules.REJECTED)
@@ -349,12 +351,3 @@ class Nightshift:
             and entry.subject == goal_id
             and entry.at >= since
         ]
-
-
-def _checked_branch(binding: Binding, branch: str) -> Repo:
-    if not branch.startswith(rules.BRANCH_PREFIX) or ".." in branch:
-        raise ValidationError(f"{plain(branch, limit=80)!r} is not a nightshift branch")
-    repo = files.checked_repo(binding)
-    if not repo.branch_exists(branch):
-        raise NotFound(f"no branch {plain(branch, limit=80)} in {binding.repo}")
-    return repo
