@@ -253,6 +253,7 @@ class Scheduler:
                 self.owner,
                 len(self.outcomes.pending),
             )
+        self.launcher.gc_pause.end()
         await stop_tool_host(self.service)  # the turns' tool listener
         await self.monitor.cancel_all()
         if rt.side_tasks:

@@ -18,6 +18,7 @@ from goalsui.domain.interrupts import CONFIG
 from goalsui.domain.states import RunStatus
 from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler.events import RunningInfo, SchedulerEvent
+from goalsui.scheduler.heap import BurstPause
 from goalsui.scheduler.outcomes import Outcomes
 from goalsui.scheduler.records import build
 from goalsui.scheduler.runtime import Runtime
@@ -65,6 +66,7 @@ class Launcher:
         self.starting = 0  # turns launched, due now, whose turn has not been called yet
         self.gates: dict[datetime, asyncio.Future[None]] = {}  # turns claimed ahead, by due time
         self.busy = asyncio.Event()  # set when turns are launched (the lease loop wakes)
+        self.gc_pause = BurstPause()
         self.host = socket.gethostname()
         self.set_turn(turn)
 
@@ -112,6 +114,7 @@ class Launcher:
             started.append(run_id)
         if started:
             self.busy.set()
+            self.gc_pause.launched(loop, len(self.info))
         return started
 
     def _report_skips(self, result: ClaimResult) -> None:
@@ -277,7 +280,10 @@ class Launcher:
     def forget(self, run_id: int) -> RunningInfo | None:
         """The run's outcome is recorded: it is no longer ours."""
         self.cancels.pop(run_id, None)
-        return self.info.pop(run_id, None)
+        info = self.info.pop(run_id, None)
+        if self.rt.loop is not None:
+            self.gc_pause.recorded(self.rt.loop, len(self.info))
+        return info
 
     # -- stopping ----------------------------------------------------------------------------------
     async def stop_all(self, grace: float, margin: float) -> None:

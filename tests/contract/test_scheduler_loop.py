@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from goalsui.domain.timeutil import utcnow
+from goalsui.runners.base import TurnOutcome
 from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.service import Service
 from tests.base_kit import run_cli
@@ -145,3 +147,30 @@ async def test_start_recovers_a_dead_owners_rows_and_leases_are_renewed(
     runs = {r.id: r for r in svc.runs.list(limit=100)}
     assert runs[run_id].status == "interrupted"
     assert svc.intents.get(long.id).status == "active"  # interrupted by the stop: retry planned
+
+
+async def test_a_burst_runs_with_collection_paused_and_resumes_it_once_recorded(svc, monkeypatch):
+    from goalsui.scheduler import heap
+
+    monkeypatch.setattr(heap, "PAUSE_AT", 5)
+    seen: list[bool] = []
+
+    async def turn(service, intent, run, *, event=None, cancel=None):
+        seen.append(gc.isenabled())
+        return TurnOutcome("ok")
+
+    gc.enable()
+    due = utcnow() + timedelta(milliseconds=300)
+    ids = [
+        svc.intents.create(title=f"b{k}", instruction="x", kind="at", schedule=due.isoformat()).id
+        for k in range(8)
+    ]
+    s = Scheduler(svc, turn=turn)
+    await s.start()
+    try:
+        await until(lambda: all(svc.intents.get(i).status == "done" for i in ids))
+        await until(gc.isenabled)
+    finally:
+        await s.stop()
+    assert seen == [False] * 8  # every turn of the burst ran with collection paused
+    assert gc.isenabled()
