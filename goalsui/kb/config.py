@@ -45,16 +45,9 @@ class RunnerSpec:
     def as_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
-        out: dict[str, Any] = (
-            {"agent": self.agent} if self.agent else {"command": list(self.command or ())}
-        )
-        if self.model:
-            out["model"] = self.model
-        if self.args:  # args and tools go with an agent only
-            out["args"] = list(self.args)
-        if self.tools:
-            out["tools"] = list(self.tools)
-        return out
+        head = {"agent": self.agent} if self.agent else {"command": list(self.command or ())}
+        extra = {"model": self.model, "args": list(self.args), "tools": list(self.tools)}
+        return head | {key: value for key, value in extra.items() if value}  # args: agents only
 
 
 @dataclass(frozen=True)

@@ -107,14 +107,12 @@ class KB:
     def display(self, path: Path) -> str:
         """``path`` relative to the KB root, as it was named (a symlink is not followed)."""
         path = Path(path)
-        try:
+        if path.is_relative_to(self.root):
             return path.relative_to(self.root).as_posix()
-        except ValueError:
-            pass
-        try:  # resolved only when needed: realpath costs a stat per component
-            return path.resolve().relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
+        real = path.resolve()  # only when needed: realpath costs a stat per component
+        return (
+            real.relative_to(self.root).as_posix() if real.is_relative_to(self.root) else str(path)
+        )
 
     def check_inside(self, path: Path, shown: str | None = None, below: Path | None = None) -> Path:
         """``path`` if it resolves inside the KB (``below``: a proven ancestor, to lstat only)."""
@@ -484,12 +482,10 @@ def remove_tree(root: Path, path: Path) -> None:
 
 def _no_link_below(path: Path, base: Path) -> bool:
     """``path`` is under ``base`` with no symlink (or missing component) after ``base``."""
-    try:
-        rest = path.relative_to(base).parts
-    except ValueError:
+    if not path.is_relative_to(base):
         return False
     current = base
-    for part in rest:
+    for part in path.relative_to(base).parts:
         if part in ("", ".", ".."):
             return False
         current = current / part

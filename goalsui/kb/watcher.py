@@ -65,10 +65,7 @@ class KBChanges:
 
 def classify(root: Path, path: str | Path) -> KBChange | None:
     """Classify a changed path (None for temp, staging, trash and hidden files)."""
-    try:
-        parts = Path(path).relative_to(root).parts
-    except ValueError:
-        return None
+    parts = Path(path).relative_to(root).parts if Path(path).is_relative_to(root) else ()
     if not parts:
         return None
     if any(part.startswith(".") or part in IGNORED_DIRS for part in parts):
