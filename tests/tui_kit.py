@@ -125,7 +125,7 @@ def busy(app: Any) -> list[str]:
         doing.append("the records are loading")
     if startup is not None and (startup.records_at is None or app.dashboard is None):
         doing.append("the first records are not shown yet")
-    if startup is not None and startup.after_paint:
+    if startup is not None and app.service_ready and not startup.serving:
         doing.append("start-up steps wait for the first paint")
     return doing
 

@@ -126,9 +126,8 @@ class DashboardFeed:
 
     def refresh_age(self) -> float | None:
         """Seconds since the records were last known to be current (None: not yet)."""
-        if self._last_checked is None:
-            return None
-        return max(0.0, (self.app.clock() - self._last_checked).total_seconds())
+        last = self._last_checked
+        return None if last is None else max(0.0, (self.app.clock() - last).total_seconds())
 
     # -- the plan -----------------------------------------------------------------------------
     def start_planning(self) -> None:

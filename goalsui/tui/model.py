@@ -68,9 +68,7 @@ class Dashboard:
         return None
 
     def last_run(self, intent_id: int | None) -> RunRecord | None:
-        if intent_id is None:
-            return None
-        runs = self.recent.get(intent_id)
+        runs = self.recent.get(intent_id or -1)  # ids start at 1
         return runs[-1] if runs else None
 
 

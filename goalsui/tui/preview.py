@@ -31,20 +31,8 @@ def early_dashboard(path: Path, now: datetime) -> Dashboard | None:
     quick = read_records(path, now, RECENT_SPAN)
     if quick is None:
         return None
-    return Dashboard(
-        at=now,
-        goals=quick.goals,
-        intents=quick.intents,
-        running=quick.running,
-        recent=quick.recent,
-        attention=quick.attention,
-        disabled=quick.disabled,
-        threads=[ThreadView(thread, todos) for thread, todos in quick.threads],
-        summary=quick.summary,
-        load_ms=quick.load_ms,
-        spend_today=quick.spend_today,
-        early=True,
-    )
+    threads = [ThreadView(thread, todos) for thread, todos in quick.threads]
+    return Dashboard(at=now, early=True, **(vars(quick) | {"threads": threads}))
 
 
 def read_in_background(

@@ -72,33 +72,39 @@ class ConsoleRuntime:
         #: undone when the console closes (subscriptions, signal handlers)
         self.cleanups: list[Callable[[], Any]] = []
 
-    def service_opened(self) -> list[Callable[[], None]]:
-        """Start the hooks listener; returns what starts once the first records are on
-        screen (the watch before the re-read, so no edit falls between the two)."""
-        later: list[Callable[[], None]] = []
-        if self.want_watch:
-            later.append(self.start_watch)
-        if self.sync_on_start:
-            self._note = "waiting for the KB read" if self.want_scheduler else self._note
-            later.append(self.initial_sync)
-        elif self.want_scheduler:
-            later.append(self.start_scheduler)
+    def service_opened(self) -> None:
+        """Start the hooks listener; the rest waits for the first records (records_shown)."""
+        if self.sync_on_start and self.want_scheduler:
+            self._note = "waiting for the KB read"
         if self.hooks is not None:
             self.app.run_worker(self._start_hooks(*self.hooks), group="hooks", exit_on_error=False)
-        return later
+
+    def records_shown(self, dash: Dashboard | None) -> None:
+        """The first records are on screen: one toast for the goals with KB errors; start
+        the watch, then the KB re-read (so no edit falls between the two), the scheduler."""
+        errors = [g for g in dash.goals if g.error] if dash else []
+        if errors:
+            more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
+            self._kb_error(f"{errors[0].error}{more}")
+        if self.want_watch:
+            self.app.run_worker(
+                self._watch_kb(), group="watch", exclusive=True, exit_on_error=False
+            )
+        if self.sync_on_start:  # the whole KB again behind the first paint, from the last index
+            self.app.run_worker(
+                self._initial_sync(), name="KB sync", group="sync", exit_on_error=False
+            )
+        elif self.want_scheduler:
+            self.start_scheduler()
 
     # -- the scheduler -----------------------------------------------------------------------
     @property
     def scheduler_state(self) -> str:
-        if self.scheduler is not None:
-            return str(self.scheduler.status_text)
-        return self._note
+        return str(self.scheduler.status_text) if self.scheduler is not None else self._note
 
     def live_runs(self) -> int:
         """Runs started by this console's scheduler that are still going."""
-        if self.scheduler is None:
-            return 0
-        return len(self.scheduler.running)
+        return len(self.scheduler.running) if self.scheduler is not None else 0
 
     def start_scheduler(self) -> None:
         self.app.run_worker(self._scheduler_start(), group="scheduler", exit_on_error=False)
@@ -204,10 +210,6 @@ class ConsoleRuntime:
         self.app.notify(f"Listening for event hooks on {self.hooks_listener.url}/hooks/<source>")
 
     # -- the KB: initial re-read, watcher, syncs ------------------------------------------------
-    def initial_sync(self) -> None:
-        """Re-read the KB behind the first paint (from the last index), then start."""
-        self.app.run_worker(self._initial_sync(), name="KB sync", group="sync", exit_on_error=False)
-
     async def _initial_sync(self) -> None:
         """The whole KB into the index; the scheduler starts after it, also if it failed."""
         try:
@@ -217,9 +219,6 @@ class ConsoleRuntime:
                 self.start_scheduler()
         if self.app.alive:
             self._report_problems(problems)
-
-    def start_watch(self) -> None:
-        self.app.run_worker(self._watch_kb(), group="watch", exclusive=True, exit_on_error=False)
 
     async def _watch_kb(self) -> None:
         from goalsui.kb.watcher import KBWatcher
@@ -257,14 +256,6 @@ class ConsoleRuntime:
         problems = await asyncio.to_thread(self.app.service.index.sync, goal_ids)
         self._report_problems(problems, scope=set(goal_ids), config=config)
 
-    def report_goal_errors(self, dash: Dashboard | None) -> None:
-        """The first records are on screen: one toast for the goals with KB errors."""
-        errors = [g for g in dash.goals if g.error] if dash else []
-        if errors:
-            first = errors[0]
-            more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
-            self._kb_error(f"{first.error}{more}")
-
     def _kb_error(self, text: str) -> None:
         self.app.notify(
             f"{text}\nThe last good version keeps running.", title="KB error", severity="error"
@@ -279,13 +270,12 @@ class ConsoleRuntime:
     ) -> None:
         """Toast new problems (file, line, reason); forget fixed ones (of ``scope``)."""
         found = {(p.path, p.line, p.message) for p in problems}
-        if scope is not None:
-
-            def in_scope(key: tuple[str, int | None, str]) -> bool:
-                head = key[0].split("/", 1)[0]
-                return head in scope or (config and key[0].endswith("goalsui.yaml"))
-
-            stale = {k for k in self._known_problems if in_scope(k)}
+        if scope is not None:  # the goals' files (and goalsui.yaml after a config change)
+            stale = {
+                k
+                for k in self._known_problems
+                if k[0].split("/", 1)[0] in scope or (config and k[0].endswith("goalsui.yaml"))
+            }
             fixed = stale - found
             self._known_problems -= fixed
             if fixed and not found:

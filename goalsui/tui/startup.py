@@ -8,7 +8,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from goalsui.tui.messages import ServiceOpened
 from goalsui.tui.model import Dashboard
@@ -49,10 +49,9 @@ class Startup:
         self.records_listeners: list[Callable[[], None]] = []
         #: Called once when the service is open and its first read is on screen.
         self.serving_listeners: list[Callable[[], None]] = []
-        #: What starts once the first records are on screen.
-        self.after_paint: list[Callable[[], Any]] = []
         self._app_mounted = self._main_mounted = self._started = False
-        self._after_started = False
+        #: The service is open and its records are on screen: what waited for them started.
+        self.serving = False
 
     def app_mounted(self) -> None:
         if self.app.service_ready:
@@ -80,7 +79,7 @@ class Startup:
         """The service is open: the feed listens to it; the runtime lines up its starts."""
         changes = self.app.service.changes  # a listener on any thread: one coalesced reload
         self.runtime.cleanups.append(changes.subscribe(lambda what: self.feed.request_refresh()))
-        self.after_paint += self.runtime.service_opened()
+        self.runtime.service_opened()
 
     # -- opener mode -------------------------------------------------------------------------
     async def _read_preview(self) -> None:
@@ -142,7 +141,7 @@ class Startup:
                 listener()
             if self.app.ending:
                 return
-        if self.app.service_ready and not self._after_started:
+        if self.app.service_ready and not self.serving:
             self._start_after()
 
     def _first_paint(self) -> None:
@@ -159,14 +158,10 @@ class Startup:
     def _start_after(self) -> None:
         """Records are on screen and the service is open: start the watch, the re-read,
         the scheduler, the plan."""
-        self._after_started = True
+        self.serving = True
         for listener in self.serving_listeners:
             listener()
         if self.app.ending:
             return
-        after = list(self.after_paint)
-        self.after_paint.clear()
-        for start in after:
-            start()
+        self.runtime.records_shown(self.feed.dashboard)
         self.feed.start_planning()
-        self.runtime.report_goal_errors(self.feed.dashboard)

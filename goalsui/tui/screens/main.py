@@ -97,8 +97,6 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             self.query_one(f"#{pane}-pane").border_title = PANE_TITLES[pane]
             if pane != "detail":  # until the first dashboard arrives
                 self.query_one(f"#{pane}-pane").border_subtitle = LOADING
-        self.query_one("#goals-empty").display = False
-        self.query_one("#failed-empty").display = False
         self.goals.focus()
         if self.gapp.notices:
             self.show_notice(self.gapp.notices[-1])

@@ -91,8 +91,8 @@ class ActionsPart(PanesScreen):
 
     def _edit_target(self) -> tuple[str, str] | None:
         tab = self.detail.current
-        if tab and tab.editable and tab.rel and not tab.rel.endswith(("inbox", "outbox", "log")):
-            return tab.goal_id, tab.rel  # type: ignore[return-value]  # an editable tab has a goal
+        if tab and tab.goal_id and tab.rel and not tab.rel.endswith(("inbox", "outbox", "log")):
+            return tab.goal_id, tab.rel  # a KB file (not a folder)
         sel = self.selection
         if sel.kind == SelectionKind.GOAL and sel.goal_id:
             return sel.goal_id, "protocol.md"
@@ -105,23 +105,21 @@ class ActionsPart(PanesScreen):
         app = self.gapp
         if self.selection.kind == SelectionKind.GOAL:
             goal = self.goal()
-            if goal is None:
-                return
-            if goal.status == GoalStatus.PAUSED:
-                app.act(f"Resumed goal {goal.name}", app.service.goals.resume, goal.goal_id)
-            else:
-                app.act(f"Paused goal {goal.name}", app.service.goals.pause, goal.goal_id)
+            if goal is not None:
+                goals, paused = app.service.goals, goal.status == GoalStatus.PAUSED
+                verb, call = ("Resumed", goals.resume) if paused else ("Paused", goals.pause)
+                app.act(f"{verb} goal {goal.name}", call, goal.goal_id)
             return
         intent = self.intent()
         if intent is None:
             return
-        if intent.status == IntentStatus.CANCELLED:
-            app.act(f"Reinstated {intent.title}", app.service.intents.resume, intent.id)
-            return
-        if intent.status in (IntentStatus.PAUSED, IntentStatus.FAILED) or pause_pending(intent):
-            app.act(f"Resumed {intent.title}", app.service.intents.resume, intent.id)
+        intents, status = app.service.intents, intent.status
+        if status == IntentStatus.CANCELLED:
+            app.act(f"Reinstated {intent.title}", intents.resume, intent.id)
+        elif status in (IntentStatus.PAUSED, IntentStatus.FAILED) or pause_pending(intent):
+            app.act(f"Resumed {intent.title}", intents.resume, intent.id)
         else:
-            app.act(f"Paused {intent.title}", app.service.intents.pause, intent.id)
+            app.act(f"Paused {intent.title}", intents.pause, intent.id)
 
     def action_run_now(self) -> None:
         app = self.gapp

@@ -6,20 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from textual import on
-from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Input, Label
 
 from goalsui.tui.screens.main_panes import PanesScreen
 from goalsui.tui.widgets.footer import Footer
-
-
-class FilterBar(Horizontal):
-    """``/``: filter the focused pane live; enter keeps it, escape clears it."""
-
-    def compose(self) -> ComposeResult:
-        yield Label("filter", id="filter-label")
-        yield Input(placeholder="type to filter, enter to keep, escape to clear", id="filter-input")
 
 
 class FilterPart(PanesScreen):
@@ -34,15 +25,18 @@ class FilterPart(PanesScreen):
     def mount_filter_bar(self) -> Any:
         """Mount the (hidden) filter bar once; awaitable until its parts are in place."""
         if self._filter_mount is None:
-            footer = self.query_one(Footer)
-            self._filter_mount = self.mount(FilterBar(id="filter-bar"), before=footer)
+            field = Input(
+                placeholder="type to filter, enter to keep, escape to clear", id="filter-input"
+            )
+            bar = Horizontal(Label("filter", id="filter-label"), field, id="filter-bar")
+            self._filter_mount = self.mount(bar, before=self.query_one(Footer))
         return self._filter_mount
 
     async def action_filter(self) -> None:
         await self.mount_filter_bar()
         target = self.pane if self.pane != "detail" else "goals"
         self.filter_target = target
-        bar = self.query_one(FilterBar)
+        bar = self.query_one("#filter-bar")
         bar.display = True
         bar.query_one(Label).update(f"filter {target}:")
         field = bar.query_one(Input)
@@ -60,7 +54,7 @@ class FilterPart(PanesScreen):
         self._close_filter()
 
     def _close_filter(self) -> None:
-        bar = self.query_one(FilterBar)
+        bar = self.query_one("#filter-bar")
         target = self.filter_target or "goals"
         self.filter_target = None
         self.set_focus(self.pane_widget(target))

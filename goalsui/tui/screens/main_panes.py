@@ -81,9 +81,7 @@ class PanesScreen(WorkerFailures, Screen[None]):
 
     def intent(self) -> Any:
         """The selected intent (of a worker, a run or itself), or None."""
-        if self.dash is None or self.selection.intent_id is None:
-            return None
-        return self.dash.intents.get(self.selection.intent_id)
+        return self.dash.intents.get(self.selection.intent_id or -1) if self.dash else None
 
     def goal(self) -> Any:
         """The selected item's goal, or None."""

@@ -110,8 +110,7 @@ class BranchesPane(WorkerFailures, Container):
             nightshift.goal(goal_id)
         except GoalsuiError:
             return None
-        views: list[Any] = nightshift.branches(goal_id)
-        return views
+        return list(nightshift.branches(goal_id))
 
     def show_rows(self, goal_id: str, views: list[Any] | None) -> None:
         if goal_id != self.goal_id:

@@ -27,10 +27,6 @@ class DetailTab:
     text: str | None = None
     thread_id: int | None = None
 
-    @property
-    def editable(self) -> bool:
-        return self.goal_id is not None and self.rel is not None
-
 
 class DetailBody(VerticalScroll, can_focus=True):
     """The scrolling body; focus lands here so the pane's keys apply."""
@@ -106,10 +102,6 @@ class DetailView(Vertical):
         yield DetailBody(id="detail-body")
 
     @property
-    def body(self) -> DetailBody:
-        return self.query_one(DetailBody)
-
-    @property
     def current(self) -> DetailTab | None:
         return self.tabs[self.active] if 0 <= self.active < len(self.tabs) else None
 
@@ -147,7 +139,7 @@ class DetailView(Vertical):
         """Show ``text`` (untrusted: rendered plain). ``follow`` keeps the view at the end."""
         if self.shown == (tab, text):
             return
-        body = self.body
+        body = self.query_one(DetailBody)
         at_end = body.is_vertical_scroll_end or body.max_scroll_y == 0
         same_tab = self.shown[0] == tab
         self.shown = (tab, text)
