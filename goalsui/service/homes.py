@@ -12,12 +12,6 @@ from goalsui.domain.intent_spec import MAX_TITLE
 from goalsui.store.models import Thread
 
 
-def home_title(goal_name: str, worker: str) -> str:
-    """``<goal name> / <worker>``, cut to a thread title's limit."""
-    title = " ".join(f"{goal_name} / {worker}".split())
-    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
-
-
 def home_threads(s: Session, goal_ids: Iterable[str] | None) -> dict[str, dict[str, Thread]]:
     """The home threads of ``goal_ids`` (None: of every goal), by goal, then worker."""
     q = select(Thread).where(col(Thread.goal_id).is_not(None))
@@ -45,7 +39,8 @@ def ensure_home_threads(
     out = []
     written = False
     for name in names:
-        title = home_title(goal_name, name)
+        title = " ".join(f"{goal_name} / {name}".split())  # cut to a thread title's limit
+        title = title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
         thread = found.get(name) or Thread(
             title=title, goal_id=goal_id, worker=name, created_at=now
         )

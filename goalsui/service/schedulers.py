@@ -108,13 +108,7 @@ def _read_live(path: Path) -> SchedulerInfo | None:
             return None  # nobody holds it: a leftover of a process that died
         try:
             data: dict[str, Any] = json.loads(handle.read() or "{}")
-            return SchedulerInfo(
-                pid=int(data["pid"]),
-                host=str(data.get("host", "")),
-                kind=str(data.get("kind", "scheduler")),
-                kb=str(data.get("kb", "")),
-                owner=str(data.get("owner", "")),
-                started=str(data.get("started", "")),
-            )
+            text = {key: str(data.get(key, "")) for key in ("host", "kb", "owner", "started")}
+            return SchedulerInfo(int(data["pid"]), kind=str(data.get("kind", "scheduler")), **text)
         except (ValueError, KeyError, TypeError):
             return None

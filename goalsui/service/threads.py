@@ -191,11 +191,9 @@ class Threads:
 
     def cancel_replies(self, thread_id: int) -> list[int]:
         """Cancel the thread's pending replies (a running one's process is stopped)."""
-        cancelled: list[int] = []
-        for intent in self.pending_replies(thread_id):
-            intent_id = saved_id(intent)
+        cancelled = [saved_id(intent) for intent in self.pending_replies(thread_id)]
+        for intent_id in cancelled:
             self.intents.cancel(intent_id)
-            cancelled.append(intent_id)
         return cancelled
 
     def list(self) -> list[Thread]:

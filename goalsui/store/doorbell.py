@@ -119,24 +119,20 @@ def ring(folder: Path, origin: str) -> int:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
             sock.setblocking(False)
             for name in names:
-                rung += _ring_one(sock, _address(folder_fd, folder / name), folder / name, data)
+                try:
+                    sock.sendto(data, _address(folder_fd, folder / name))
+                except ConnectionRefusedError:  # its process is gone: the bell is stale
+                    with contextlib.suppress(OSError):
+                        (folder / name).unlink()
+                    continue
+                except BlockingIOError:  # its queue is full: it has wakes waiting already
+                    pass
+                except OSError:  # gone meanwhile, or not ours to ring
+                    continue
+                rung += 1
     except OSError as exc:
         log.debug("ringing the bells in %s: %s", folder, exc)
     finally:
         if folder_fd is not None:
             os.close(folder_fd)
     return rung
-
-
-def _ring_one(sock: socket.socket, address: str, path: Path, data: bytes) -> int:
-    try:
-        sock.sendto(data, address)
-    except ConnectionRefusedError:  # its process is gone: the bell is stale
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return 0
-    except BlockingIOError:  # its queue is full: it has wakes waiting already
-        return 1
-    except OSError:  # gone meanwhile, or not ours to ring
-        return 0
-    return 1
