@@ -33,18 +33,10 @@ def render_template(name: str, **values: str) -> str:
     return Template(text).safe_substitute(values)
 
 
-def render_protocol(goal_name: str, task: str) -> str:
-    """A new goal's ``protocol.md``: purpose, message formats, conventions, KPIs."""
-    return render_template("protocol.md", goal_name=goal_name, task=task.strip() or goal_name)
-
-
 def protocol_name(protocol: str, fallback: str) -> str:
     """The protocol's title: its first ``# heading``, else ``fallback``."""
-    for line in protocol.splitlines():
-        match = _HEADING.match(line)
-        if match:
-            return " ".join(match.group(1).split())
-    return fallback
+    titles = (m.group(1) for line in protocol.splitlines() if (m := _HEADING.match(line)))
+    return " ".join(next(titles, fallback).split())
 
 
 def check_state_bytes(shown: str, new_bytes: int, limit: int) -> None:

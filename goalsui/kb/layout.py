@@ -25,7 +25,6 @@ from goalsui.kb.authoring import (
     STATE_FILE,
     check_state_bytes,
     protocol_name,
-    render_protocol,
     render_template,
     yaml_problems,
 )
@@ -454,15 +453,16 @@ def _write_goal_tree(
         dump_yaml(definition, "goal identity (goalsui); edit name, task, owner freely"),
     )
     protocol = protocol or (files or {}).get("protocol.md")
-    protocol_text = protocol if protocol and protocol.strip() else render_protocol(name, task)
-    atomic_write(staging / "protocol.md", protocol_text)
+    if not (protocol and protocol.strip()):  # purpose, message formats, conventions, KPIs
+        protocol = render_template("protocol.md", goal_name=name, task=task.strip() or name)
+    atomic_write(staging / "protocol.md", protocol)
     atomic_write(staging / STATE_FILE, render_template(STATE_FILE))
     (staging / "log").mkdir()
     (staging / "reports").mkdir()
     for index, seed in enumerate(workers):
         if fail_after_workers is not None and index >= fail_after_workers:
             raise OSError("injected failure while writing workers")
-        seed.write(staging / "workers" / seed.name, name, task, protocol_text)
+        seed.write(staging / "workers" / seed.name, name, task, protocol)
     for rel, text in (files or {}).items():
         target = safe_join(staging, rel)
         target.parent.mkdir(parents=True, exist_ok=True)

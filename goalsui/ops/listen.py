@@ -15,9 +15,6 @@ from aiohttp import web
 
 log = logging.getLogger("goalsui.listen")
 
-HEADER_TIMEOUT_S = 5.0
-MAX_CONNECTIONS = 128
-LOG_INTERVAL_S = 60.0
 BACKLOG = 128
 #: accept() errors after which asyncio pauses the port for a second and tries again
 ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -27,9 +24,9 @@ ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOM
 class Limits:
     """One port's limits: connections, header (and idle) timeout, refusal log interval."""
 
-    max_connections: int = MAX_CONNECTIONS
-    header_timeout: float = HEADER_TIMEOUT_S
-    log_interval: float = LOG_INTERVAL_S
+    max_connections: int = 128
+    header_timeout: float = 5.0  # seconds
+    log_interval: float = 60.0  # seconds
 
 
 class QuietLog:
@@ -118,7 +115,7 @@ class ConnectionCap:
         return protocol
 
 
-_accept_quiet = QuietLog(log, LOG_INTERVAL_S)
+_accept_quiet = QuietLog(log, Limits.log_interval)
 
 
 def guard_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
