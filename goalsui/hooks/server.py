@@ -11,7 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -110,14 +110,13 @@ def _is_json_type(content_type: str) -> bool:
     )
 
 
+@dataclass
 class _Refusal(Exception):
     """A delivery refused at one of the checks: its status, error and extra fields."""
 
-    def __init__(self, status: int, error: str, **data: Any) -> None:
-        super().__init__(error)
-        self.status = status
-        self.error = error
-        self.data = data
+    status: int
+    error: str
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 _TOO_LARGE = f"body too large (limit {signing.MAX_BODY_BYTES} bytes)"
@@ -233,7 +232,7 @@ async def _store(service: Any, source: str, payload: Payload, delivery: str) -> 
     except GoalsuiError as exc:
         raise _Refusal(400, str(exc)) from None
     if result.duplicate:
-        raise _Refusal(409, "duplicate delivery", event_id=result.event_id)
+        raise _Refusal(409, "duplicate delivery", {"event_id": result.event_id})
     return result
 
 

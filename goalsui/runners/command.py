@@ -44,7 +44,6 @@ class CommandResult:
     stdout: str
     reason: str | None = None
     output_tail: str = ""  # the last few KiB of stdout+stderr, as logged
-    pid: int | None = None
     truncated: bool = False  # stdout was longer than MAX_RESULT_BYTES
     config_error: bool = False  # it could not start: the program was not found
 
@@ -69,9 +68,7 @@ def format_timeout(seconds: float) -> str:
     return format_duration(timedelta(seconds=seconds))
 
 
-def _not_started(
-    program: str, exc: Exception, cwd: Path | None, pid: int | None = None
-) -> CommandResult:
+def _not_started(program: str, exc: Exception, cwd: Path | None) -> CommandResult:
     """The failed result of a program that could not start; not found is a config error."""
     if not isinstance(exc, OSError):  # e.g. a NUL byte in an argument
         why = plain(str(exc), limit=120)
@@ -85,7 +82,7 @@ def _not_started(
         why = exc.strerror or type(exc).__name__
     reason = f"cannot start '{plain(program, limit=80)}': {why}"
     missing = why == "program not found"
-    return CommandResult("failed", None, "", reason=reason, pid=pid, config_error=missing)
+    return CommandResult("failed", None, "", reason=reason, config_error=missing)
 
 
 class _LogSink:
@@ -95,7 +92,6 @@ class _LogSink:
         self.path = path
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.tail = bytearray()
-        self.lines = 0
         self._fh: FileIO | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -132,7 +128,6 @@ class _LogSink:
             await self._write(b"".join(p for p in parts if p))
 
     async def _write(self, data: bytes) -> None:
-        self.lines += data.count(b"\n")
         if self._fh is not None:
             # A full disk must not kill the run; the result still arrives.
             with contextlib.suppress(OSError):
@@ -383,7 +378,7 @@ async def run_command(
             on_spawn(proc.pid)
         except Exception:  # the run goes on; recovery just knows less
             log.exception("on_spawn callback failed for process group %s", proc.pid)
-    running = _Running.start(proc, exited, stdin, sink)
+    running = _Running(proc, exited, stdin, sink)
     try:
         ended_by = await _supervise(running, sink, timeout=timeout, cancel=cancel, grace=grace)
     finally:
@@ -392,7 +387,7 @@ async def run_command(
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), timeout=_PIPE_DRAIN_AFTER_EXIT)
         failure = OSError(exec_errno, os.strerror(exec_errno), args[0])
-        failed = _not_started(args[0], failure, None, proc.pid)
+        failed = _not_started(args[0], failure, None)
         await sink.close(failed.reason or "")
         return failed
     if leftovers:
@@ -414,7 +409,6 @@ async def run_command(
         stdout=stdout,
         reason=reason,
         output_tail=sink.tail_text(),
-        pid=proc.pid,
         truncated=over,
     )
 
@@ -448,31 +442,20 @@ async def _start(
     return failed
 
 
-@dataclass
 class _Running:
     """A started program and the tasks feeding its stdin and draining its pipes."""
 
-    proc: asyncio.subprocess.Process
-    exited: asyncio.Event
-    feeder: asyncio.Task[None]
-    out_task: asyncio.Task[bool]
-    err_task: asyncio.Task[bool]
-    kept: bytearray  # stdout, up to MAX_RESULT_BYTES
-    last_err: list[bytes]  # the last non-blank stderr line
-
-    @classmethod
-    def start(
-        cls, proc: asyncio.subprocess.Process, exited: asyncio.Event, stdin: str, sink: _LogSink
-    ) -> _Running:
+    def __init__(
+        self, proc: asyncio.subprocess.Process, exited: asyncio.Event, stdin: str, sink: _LogSink
+    ) -> None:
         assert proc.stdout is not None and proc.stderr is not None
-        kept = bytearray()
-        last_err: list[bytes] = []
-        feeder = asyncio.create_task(_feed_stdin(proc, stdin.encode("utf-8", "replace")))
-        out_task = asyncio.create_task(_pump(proc.stdout, sink, keep=kept))
-        err_task = asyncio.create_task(
-            _pump(proc.stderr, sink, prefix=b"[stderr] ", last_line=last_err)
-        )
-        return cls(proc, exited, feeder, out_task, err_task, kept, last_err)
+        self.proc, self.exited = proc, exited
+        self.kept = bytearray()  # stdout, up to MAX_RESULT_BYTES
+        self.last_err: list[bytes] = []  # the last non-blank stderr line
+        self.feeder = asyncio.create_task(_feed_stdin(proc, stdin.encode("utf-8", "replace")))
+        self.out_task = asyncio.create_task(_pump(proc.stdout, sink, keep=self.kept))
+        stderr = _pump(proc.stderr, sink, prefix=b"[stderr] ", last_line=self.last_err)
+        self.err_task = asyncio.create_task(stderr)
 
 
 async def _supervise(

@@ -27,9 +27,8 @@ def nightshift_section(service: Service, goal_id: str, night: date, since: datet
     if binding is None:
         return []
     items = service.nightshift.plan(goal_id, night)
-    lines = ["", "## Branches", ""]
-    lines.append(f"Repository `{binding.repo}`, base `{binding.base}`, night of {night}.")
-    lines.append("")
+    where = f"Repository `{binding.repo}`, base `{binding.base}`, night of {night}."
+    lines = ["", "## Branches", "", where, ""]
     if not items:
         lines.append("Nothing was planned for this night (source: state.yaml plan).")
     else:

@@ -32,7 +32,6 @@ class Stray:
     """One ref outside the task's branch that moved during the task, and what was done."""
 
     ref: str
-    old: str | None
     new: str | None
     moved_to: str | None  # the review branch the commits were moved to, if they were
     note: str
@@ -74,12 +73,12 @@ def check_strays(
         if ref == mine or old == new:
             continue
         if new is None:
-            strays.append(Stray(ref, old, None, None, f"{_short(ref)} was deleted during the task"))
+            strays.append(Stray(ref, None, None, f"{_short(ref)} was deleted during the task"))
             continue
         try:
             strays.append(_judge(repo, ref, old, new, known, night, worker, mark))
         except GoalsuiError as exc:
-            strays.append(Stray(ref, old, new, None, f"{_short(ref)} moved; not restored: {exc}"))
+            strays.append(Stray(ref, new, None, f"{_short(ref)} moved; not restored: {exc}"))
     return [s for s in strays if s.note]
 
 
@@ -94,7 +93,7 @@ def _judge(
     mark: str,
 ) -> Stray:
     name = _short(ref)
-    stray = partial(Stray, ref, old, new)
+    stray = partial(Stray, ref, new)
     committers = repo.committers(new, *(k for k in known if k != new)) if known else []
     ours = bool(committers) and all(c == mark for c in committers)
     others_task = bool(committers) and all(

@@ -143,15 +143,12 @@ def worker_instructions(
         "appended to the goal log and posted with its provenance. "
         f"If there is nothing to report, output exactly `{ctx.silent_token}`."
     ]
-    lines = [f"- goal: `{ctx.goal_id}`"]
-    if ctx.goal_name:
-        lines[0] += f" ({' '.join(plain(ctx.goal_name).split())[:120]})"
-    lines.append(f"- worker: `{ctx.worker}`")
+    named = f" ({' '.join(plain(ctx.goal_name).split())[:120]})" if ctx.goal_name else ""
+    lines = [f"- goal: `{ctx.goal_id}`{named}", f"- worker: `{ctx.worker}`"]
     if ctx.run_id is not None:
         lines.append(f"- run: {ctx.run_id}")
     if ctx.now is not None:
-        stamp = ctx.now.isoformat(timespec="seconds")
-        lines.append(f"- time: {stamp} ({ctx.timezone})")
+        lines.append(f"- time: {ctx.now.isoformat(timespec='seconds')} ({ctx.timezone})")
     parts.append("This turn:\n" + "\n".join(lines))
     if ctx.protocol is not None:
         about = "its contract: message formats, conventions, KPIs"
@@ -249,8 +246,7 @@ def build_messages(ctx: TurnContext) -> tuple[str, str]:
             )
         else:
             parts.append(f"Thread {ctx.thread_id} has no open todos.")
-    recent = _recent_messages(ctx)
-    if recent:
+    if recent := _recent_messages(ctx):
         parts.append(recent)
     if ctx.event is not None:
         parts.append("The event that fired this intent:\n" + ctx.event)
