@@ -398,8 +398,7 @@ def run(opts: Options) -> Result:
             f"hooks:\n  sources:\n    {SOURCE}:\n      secret_env: {SECRET_ENV}\n"
         )
         os.environ["PGOPTIONS"] = DURABLE  # the bench's own sessions (intents, events)
-        svc = Service.open(kb, opts.db, state, actor="bench", sync=False)
-        try:
+        with contextlib.closing(Service.open(kb, opts.db, state, actor="bench", sync=False)) as svc:
             if svc.bulk.count_intents():
                 raise ValidationError(
                     f"bench chaos: the database at {svc.db_url_display()} is not empty; "
@@ -425,7 +424,7 @@ def run(opts: Options) -> Result:
                 sender.resend()
                 time.sleep(0.5)
             horizon = fault_end + timedelta(seconds=opts.settle / 2)
-            live = {p for d in daemons if d.proc and d.proc.poll() is None for p in [d.proc.pid]}
+            live = {d.proc.pid for d in daemons if d.proc and d.proc.poll() is None}
             orphaned = _running_without_owner(pg, live)
             _progress("stopping the daemons (SIGTERM)")
             codes = [d.terminate() for d in daemons]
@@ -438,8 +437,6 @@ def run(opts: Options) -> Result:
                     svc.bulk.clear()
             else:
                 result.notes.append(f"records kept for inspection in {svc.db_url_display()}")
-        finally:
-            svc.close()
     finally:
         for d in daemons:
             with contextlib.suppress(Exception):
@@ -454,8 +451,7 @@ def run(opts: Options) -> Result:
 def _free_port() -> int:
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+    with socket.create_server(("127.0.0.1", 0)) as s:
         return int(s.getsockname()[1])
 
 

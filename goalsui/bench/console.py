@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -144,11 +145,8 @@ def run_in_pty(argv: list[str], marker: Path, env: dict[str, str]) -> dict[str, 
         )
     data = json.loads(marker.read_text())
     names = [key[:-2] for key in data if key.endswith("_t")]
-    out: dict[str, float] = {}
-    for name in names:
-        out[f"{name}_s"] = data[f"{name}_t"] - child.started
-        out[f"{name}_rss_mib"] = data[f"{name}_rss_kb"] / 1024
-    return out
+    seconds = {f"{name}_s": data[f"{name}_t"] - child.started for name in names}
+    return seconds | {f"{name}_rss_mib": data[f"{name}_rss_kb"] / 1024 for name in names}
 
 
 def bytecode_env(tmp: Path) -> dict[str, str]:
@@ -196,14 +194,11 @@ def quiet_kb(kb: Path, state: Path, window_s: float) -> None:
     """Pause every intent that would fire during the measurement."""
     from goalsui.service import Service
 
-    service = Service.open(kb, None, state)
-    try:
+    with closing(Service.open(kb, None, state)) as service:
         horizon = service.now() + timedelta(seconds=window_s + WARMUP_S + 120)
         for intent in service.intents.list(status="active"):
             if intent.next_run_at is None or intent.next_run_at <= horizon:
                 service.intents.pause(saved_id(intent))
-    finally:
-        service.close()
 
 
 def cpu_seconds(pid: int) -> float:

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -102,12 +103,9 @@ def _prepare(scratch: Path) -> tuple[Path, Path, str, int]:
 
     kb = copy_sample_kb(scratch / "kb")
     state = scratch / "state"
-    service = Service.open(kb, None, state)
-    try:
+    with closing(Service.open(kb, None, state)) as service:
         goal = service.goals.list()[0].goal_id
         thread = saved_id(service.threads.create("bench"))
-    finally:
-        service.close()
     return kb, state, goal, thread
 
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,14 +95,12 @@ async def _worker(kb: Path, db_url: str, state: Path, max_concurrency: int) -> W
         service, turn=noop, max_concurrency=max_concurrency, poll_interval=WORKER_POLL
     )
     scheduler.subscribe(count)
-    try:
+    with closing(service):
         await scheduler.start()
         settle_heap()
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         await scheduler.stop()
-    finally:
-        service.close()
     return WorkerReport(os.getpid(), scheduler.owner, int(finished[0]), lateness, finished[1])
 
 
@@ -156,8 +155,7 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
         kb, state = tmp / "kb", tmp / "state"
         kb.mkdir()
         url = db_url or f"sqlite:///{tmp / 'multi.db'}"
-        svc = Service.open(kb, url, state, actor="bench", sync=False)
-        try:
+        with closing(Service.open(kb, url, state, actor="bench", sync=False)) as svc:
             _check_empty(svc)
             shown = f"SQLite (scratch file, {svc.store.dialect})"
             result = MultiResult(n, daemons, svc.db_url_display() if db_url else shown)
@@ -168,8 +166,6 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
                     w.kill()
                 if db_url:
                     _clear(svc)
-        finally:
-            svc.close()
         return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
