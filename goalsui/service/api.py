@@ -16,7 +16,9 @@ from goalsui.domain.timeutil import utcnow
 from goalsui.errors import GoalsuiError, NotFound, ValidationError
 from goalsui.kb.layout import KB
 from goalsui.service.agents import Agents
+from goalsui.service.bulk import Bulk
 from goalsui.service.context import ServiceContext
+from goalsui.service.costs import Costs
 from goalsui.service.events import Events
 from goalsui.service.files import Files
 from goalsui.service.goals import Goals
@@ -31,8 +33,6 @@ from goalsui.service.todos import Todos
 from goalsui.service.workers import Workers
 
 if TYPE_CHECKING:
-    from goalsui.service.bulk import Bulk
-    from goalsui.service.costs import Costs
     from goalsui.service.nightshift import Nightshift
 
 
@@ -62,6 +62,8 @@ class Service(ServiceContext):
         self.overview = Overview(self)
         self.schedulers = Schedulers(self)
         self.schema = Schema(self)
+        self.costs = Costs(self)
+        self.bulk = Bulk(self)  # the benchmarks' records
 
     @classmethod
     def open(
@@ -98,22 +100,8 @@ class Service(ServiceContext):
         return service
 
     @cached_property
-    def costs(self) -> Costs:
-        """Spend queries and budget checks (loaded on first use)."""
-        from goalsui.service.costs import Costs
-
-        return Costs(self)
-
-    @cached_property
     def nightshift(self) -> Nightshift:
         """The nightshift goals (loaded on first use)."""
         from goalsui.service.nightshift import Nightshift
 
         return Nightshift(self, self.goals)
-
-    @cached_property
-    def bulk(self) -> Bulk:
-        """Bulk records for the benchmarks (loaded on first use)."""
-        from goalsui.service.bulk import Bulk
-
-        return Bulk(self)
