@@ -59,15 +59,14 @@ _FIELDS = (
 
 def _croniter_reason(exc: BaseException, fields: str) -> str:
     """A short reason: the offending field when one field alone is bad, else croniter's."""
-    parts = fields.split()
-    if len(parts) == 5:
-        for index, (name, allowed) in enumerate(_FIELDS):
-            probe = ["*"] * 5
-            probe[index] = parts[index]
-            try:
-                croniter.expand(" ".join(probe))
-            except Exception:  # noqa: BLE001 - croniter's errors on a bad field vary
-                return f"{name} field {quote(parts[index], 40)} is not valid (allowed {allowed})"
+    parts = fields.split()  # always five: an alias or a checked expression
+    for index, (name, allowed) in enumerate(_FIELDS):
+        probe = ["*"] * 5
+        probe[index] = parts[index]
+        try:
+            croniter.expand(" ".join(probe))
+        except Exception:  # noqa: BLE001 - croniter's errors on a bad field vary
+            return f"{name} field {quote(parts[index], 40)} is not valid (allowed {allowed})"
     text = " ".join(str(exc).split())
     text = re.sub(r"^\[[^\]]*\]\s*", "", text)  # croniter repeats the expression first
     text = re.sub(r"^is not acceptable[.,]?\s*", "", text).rstrip(".")
@@ -125,8 +124,6 @@ def _compile_text(expr: str) -> _Spec:
         raise _bad(expr, _croniter_reason(exc, fields)) from None
     except Exception:  # noqa: BLE001 - croniter can leak TypeError/IndexError on odd input
         raise _bad(expr, "not a valid cron expression") from None
-    if len(expanded) != 5:
-        raise _bad(expr, f"use {_FIVE}")
     return _Spec(normalized=normalized, fields=fields, every_hour=expanded[1] == ["*"])
 
 

@@ -7,10 +7,9 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from goalsui.domain.goal_views import by_goal, goal_view
 from goalsui.domain.names import check_name
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus
-from goalsui.domain.views import GoalView
+from goalsui.domain.views import GoalView, by_goal, goal_view
 from goalsui.errors import NotFound
 from goalsui.kb.layout import LoadedGoal, WorkerSeed
 from goalsui.service import kbindex

@@ -12,10 +12,9 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from goalsui.domain.goal_views import is_worker_schedule, worker_intent_key
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentKind, IntentStatus
 from goalsui.domain.triggers import first_due
-from goalsui.domain.views import Problem
+from goalsui.domain.views import Problem, is_worker_schedule, worker_intent_key
 from goalsui.errors import GoalsuiError, KBError
 from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from goalsui.domain.budget import Spend
-from goalsui.domain.goal_views import by_goal, goal_view, quiet_home_thread
 from goalsui.domain.records import GoalRecord, IntentRecord, RunRecord, ThreadRecord, TodoRecord
 from goalsui.domain.states import ATTENTION_RUNS, EXECUTED_RUNS, IntentStatus, RunStatus
-from goalsui.domain.views import GoalView
+from goalsui.domain.views import GoalView, by_goal, goal_view, quiet_home_thread
 from goalsui.store import frame_sql
 from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
 

@@ -10,11 +10,10 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from goalsui.domain.goal_views import worker_intent_key
 from goalsui.domain.names import check_name
 from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunTrigger
-from goalsui.domain.views import WorkerView
+from goalsui.domain.views import WorkerView, worker_intent_key
 from goalsui.errors import KBError, NotFound, ValidationError
 from goalsui.kb.layout import WorkerSeed
 from goalsui.service.authoring import WorkerDetail

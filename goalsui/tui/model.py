@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.records import IntentRecord, RunRecord, ThreadRecord, TodoRecord
 from goalsui.domain.states import IntentStatus
+from goalsui.domain.views import quiet_home_thread
 from goalsui.errors import GoalsuiError
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
-from goalsui.domain.goal_views import quiet_home_thread
 from goalsui.domain.records import saved_id
 from goalsui.domain.untrusted import plain
+from goalsui.domain.views import quiet_home_thread
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import Palette, clock_time, one_line
