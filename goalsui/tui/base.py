@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -69,6 +69,11 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         """Post a message (a new one from ``build()`` for each) to every screen in the stack."""
         for screen in list(self.screen_stack):
             screen.post_message(build())
+
+    def in_background(self, work: Coroutine[Any, Any, Any], group: str, **options: Any) -> None:
+        """Run ``work`` in a worker; a failure is reported (``WorkerFailures``), the console
+        goes on."""
+        self.run_worker(work, group=group, exit_on_error=False, **options)
 
     # -- themes ------------------------------------------------------------------------------
     def choose_theme(self) -> None:

@@ -69,7 +69,7 @@ class DashboardFeed:
             self.dirty = True
             return
         self.loading = True
-        self.app.run_worker(self._read(), name="Refresh", group="dashboard", exit_on_error=False)
+        self.app.in_background(self._read(), "dashboard", name="Refresh")
 
     async def _read(self) -> None:
         """One dashboard, read in a thread; a failure is reported as the worker's."""
@@ -109,9 +109,7 @@ class DashboardFeed:
         if self._stamp_gate.unchanged(self.app.service.overview.change_stamp):
             self._last_checked = self.app.clock()
             return
-        self.app.run_worker(
-            self._read_token(), name="read_token", group="poll", exclusive=True, exit_on_error=False
-        )
+        self.app.in_background(self._read_token(), "poll", name="read_token", exclusive=True)
 
     async def _read_token(self) -> None:
         """The records' fingerprint, read in a thread."""
@@ -159,25 +157,15 @@ class DashboardFeed:
         self._plan_at = now
         if self._plan_timer is not None:
             self._plan_timer.stop()
-            self._plan_timer = None
         if first:
-            self._load_plan()
+            self._plan_due()
         else:
             self._plan_timer = self.app.set_timer(PLAN_DEBOUNCE_S, self._plan_due)
 
     def _plan_due(self) -> None:
         self._plan_timer = None
         if self.app.alive:
-            self._load_plan()
-
-    def _load_plan(self) -> None:
-        self.app.run_worker(
-            self._read_plan(self.span),
-            name="Plan",
-            group="plan",
-            exclusive=True,
-            exit_on_error=False,
-        )
+            self.app.in_background(self._read_plan(self.span), "plan", name="Plan", exclusive=True)
 
     async def _read_plan(self, span: timedelta) -> None:
         """The plan of the next ``span``, read in a thread (a newer one cancels it)."""

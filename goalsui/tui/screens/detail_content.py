@@ -12,7 +12,7 @@ from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui.fmt import RUN_GLYPH, clock_time, describe_schedule, duration
 from goalsui.tui.model import Dashboard, visible_files
-from goalsui.tui.selection import Selection, SelectionKind
+from goalsui.tui.screens.main_panes import Selection, SelectionKind
 from goalsui.tui.widgets.detail import DetailTab
 from goalsui.tui.widgets.failed_pane import run_error
 

@@ -15,9 +15,8 @@ from goalsui.domain.states import ATTENTION_RUNS, GoalStatus, IntentStatus
 from goalsui.domain.transitions import Action, intent_actions, intent_allows, run_allows
 from goalsui.errors import GoalsuiError
 from goalsui.tui import run_actions
-from goalsui.tui.screens.main_panes import PanesScreen
+from goalsui.tui.screens.main_panes import PanesScreen, SelectionKind
 from goalsui.tui.screens.modals import ConfirmScreen
-from goalsui.tui.selection import SelectionKind
 
 PAUSE_TRIGGERS = ("pause", "pause+stop")
 

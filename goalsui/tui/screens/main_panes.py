@@ -1,9 +1,12 @@
-"""The main screen's common ground: its panes, its state, and what its parts (selection,
-detail, filter, actions; ``main`` puts them together) call on each other."""
+"""The main screen's common ground: its panes, its state (what the keys act on: the
+selection), and what its parts (selection, detail, filter, actions; ``main`` puts them
+together) call on each other."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from textual.screen import Screen
@@ -12,7 +15,6 @@ from textual.widget import Widget
 from goalsui.tui.app_ref import ConsoleHost, goals_app
 from goalsui.tui.model import Dashboard, PlanView
 from goalsui.tui.notices import WorkerFailures
-from goalsui.tui.selection import Selection
 from goalsui.tui.widgets.detail import DetailBody, DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable
 from goalsui.tui.widgets.goals_tree import GoalsTree
@@ -21,6 +23,36 @@ from goalsui.tui.widgets.timeline import TimelineTable
 
 PANES = ("goals", "threads", "timeline", "failed", "detail")
 LOADING = "loading…"
+
+
+class SelectionKind(StrEnum):
+    """The kind of item selected (a ``StrEnum``: equal to the tree's and tables' kind strings)."""
+
+    NONE = "none"
+    GOAL = "goal"
+    WORKER = "worker"
+    INBOX = "inbox"
+    OUTBOX = "outbox"
+    RUNS = "runs"
+    GOAL_LOG = "goal-log"
+    INTENT = "intent"
+    RUN = "run"
+    THREAD = "thread"
+    TODO = "todo"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the keys act on: the item under the cursor of the focused pane."""
+
+    kind: SelectionKind = SelectionKind.NONE
+    pane: str = ""
+    goal_id: str | None = None
+    worker: str | None = None
+    intent_id: int | None = None
+    run_id: int | None = None
+    thread_id: int | None = None
+    todo_id: int | None = None
 
 
 class PanesScreen(WorkerFailures, Screen[None]):

@@ -8,8 +8,7 @@ from typing import Any
 from textual import on
 from textual.widgets import DataTable, Tree
 
-from goalsui.tui.screens.main_panes import PANES, PanesScreen
-from goalsui.tui.selection import Selection, SelectionKind
+from goalsui.tui.screens.main_panes import PANES, PanesScreen, Selection, SelectionKind
 from goalsui.tui.widgets.goals_tree import NodeRef
 from goalsui.tui.widgets.layout_tabs import TAB_PANES, tab_of
 
