@@ -110,7 +110,7 @@ def _is_json_type(content_type: str) -> bool:
     )
 
 
-@dataclass
+@dataclass(eq=False)  # hashable, as an exception must be
 class _Refusal(Exception):
     """A delivery refused at one of the checks: its status, error and extra fields."""
 

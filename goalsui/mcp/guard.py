@@ -14,6 +14,7 @@ import json
 import math
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from io import TextIOWrapper
 from typing import Any
 
@@ -29,14 +30,13 @@ PARSE_ERROR = -32700
 INVALID_PARAMS = -32602
 
 
+@dataclass(eq=False)  # hashable, as an exception must be
 class LineProblem(ValueError):
     """A request line the server will not pass on: ``code`` and one-line ``message``."""
 
-    def __init__(self, code: int, message: str, request_id: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.request_id = request_id
+    code: int
+    message: str
+    request_id: Any = None
 
 
 def _int(text: str) -> int:

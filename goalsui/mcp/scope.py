@@ -37,7 +37,7 @@ class Scope:
                 raise ValidationError(f"goal {given!r} is outside this session's goal")
             return self.goal_id
         if not given:
-            raise ValidationError("name the goal (argument 'goal')")
+            raise ValidationError("name the goal (argument 'goal_id')")
         return given
 
     def thread(self, given: int | None) -> int:

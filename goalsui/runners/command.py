@@ -213,33 +213,21 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 _SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 
 
-def _supervised(
-    args: list[str], env: dict[str, str] | None
-) -> tuple[list[str], dict[str, str], Callable[[], None]] | None:
-    """The supervisor's argv and environment for ``args`` (Linux), else None."""
-    setup = supervisor_setup()
-    if setup is None or not os.path.isdir("/proc"):
-        return None
-    child_env = dict(os.environ if env is None else env)
-    child_env[ARGV_ENV] = encode_argv(args)
-    head = [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), str(_LEFTOVER_GRACE)]
-    return head, child_env, setup
-
-
 async def _spawn(
     args: list[str], *, cwd: str | None, env: dict[str, str] | None
 ) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None]:
     """Start ``args`` in a new session; on Linux under the turn supervisor."""
     loop = asyncio.get_running_loop()
-    supervised = _supervised(args, env)
     status_r: int | None = None
     pass_fds: tuple[int, ...] = ()
     preexec = child_setup()
-    if supervised is not None:
-        head, supervised_env, preexec = supervised
-        env = supervised_env
+    supervisor = supervisor_setup()
+    if supervisor is not None and os.path.isdir("/proc"):  # the program's argv goes in its env
+        preexec = supervisor
+        env = {**(os.environ if env is None else env), ARGV_ENV: encode_argv(args)}
         status_r, status_w = os.pipe()
         os.set_blocking(status_r, False)
+        head = [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), str(_LEFTOVER_GRACE)]
         args = [*head, str(status_w)]
         pass_fds = (status_w,)
     try:

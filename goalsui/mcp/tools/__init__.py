@@ -42,7 +42,6 @@ _FLAG_WORDS = (
     ("or pass --tz", "or pass the 'timezone' argument"),
     ("(--event SOURCE)", "(argument 'event_source')"),
     ("name one with --goal", "name one with the 'goal_id' argument"),
-    ("(argument 'goal')", "(argument 'goal_id')"),
 )
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z-]*)")
 
@@ -187,8 +186,3 @@ class ToolContext:
             return fn
 
         return decorator
-
-    @property
-    def provenance(self) -> str:
-        who = f"run {self.scope.run_id}" if self.scope.run_id is not None else "an agent session"
-        return f"Posted by {who} through goalsui's tools"

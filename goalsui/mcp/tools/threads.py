@@ -55,8 +55,10 @@ def register(ctx: ToolContext) -> None:
             str, Field(description="The message (Markdown, 65536 characters at most).")
         ],
     ) -> Posted:
+        who = f"run {scope.run_id}" if scope.run_id is not None else "an agent session"
+        said = f"Posted by {who} through goalsui's tools"
         message = svc.agents.thread_post(
-            scope.thread(None), text, run_id=scope.run_id, provenance=ctx.provenance
+            scope.thread(None), text, run_id=scope.run_id, provenance=said
         )
         return {"message_id": message.id or 0, "thread_id": message.thread_id or 0}
 
