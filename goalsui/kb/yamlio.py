@@ -5,15 +5,12 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from goalsui.errors import KBError
 from goalsui.kb.regular import read_regular
-
-if TYPE_CHECKING:
-    from yaml._yaml import CParser
 
 MAX_YAML_BYTES = 256 * 1024
 MAX_DEPTH = 32
@@ -71,17 +68,16 @@ def _no_duplicate_keys(
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicate_keys)
 
-_CParser: type[CParser] | None
 try:  # libyaml, bundled with PyYAML's wheels: the same documents, parsed several times faster
-    from yaml._yaml import CParser as _LibyamlParser
+    from yaml._yaml import CParser
 
     class _FastLoader(yaml.CSafeLoader):
         """libyaml's parser with the strict constructor (duplicate keys refused)."""
 
     _FastLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicate_keys)
-    _CParser = _LibyamlParser
+    LIBYAML = True
 except (ImportError, AttributeError):  # pragma: no cover - PyYAML built without libyaml
-    _CParser = None
+    LIBYAML = False
 
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
@@ -89,13 +85,12 @@ _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 def _fast_load(text: str) -> tuple[bool, Any]:
     """``(True, data)`` when libyaml loads ``text`` cleanly, else ``(False, None)``."""
-    if _CParser is None:
+    if not LIBYAML:
         return False, None
     try:
-        events = _CParser(text)
+        events = CParser(text)  # the bare parser: events only, no loader to set up
         depth = 0
-        while True:
-            event = events.get_event()
+        while not isinstance(event := events.get_event(), yaml.StreamEndEvent):
             if isinstance(event, _OPEN):
                 depth += 1
                 if depth >= MAX_DEPTH - 1:
@@ -104,8 +99,6 @@ def _fast_load(text: str) -> tuple[bool, Any]:
                 depth -= 1
             elif isinstance(event, yaml.AliasEvent):
                 return False, None
-            elif isinstance(event, yaml.StreamEndEvent):
-                break
         return True, yaml.load(text, Loader=_FastLoader)  # strict safe loader
     except Exception:  # noqa: BLE001 - the strict loader says what is wrong
         return False, None

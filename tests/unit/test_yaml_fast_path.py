@@ -19,7 +19,7 @@ FILES = sorted([*(ROOT / "sample_kb").rglob("*.yaml"), *(ROOT / "themes").rglob(
 
 def test_pyyaml_has_libyaml_so_the_fast_path_is_on() -> None:
     """PyYAML's wheels bundle libyaml; without it every KB sync parses in pure Python."""
-    assert yamlio._CParser is not None, "PyYAML was built without libyaml"
+    assert yamlio.LIBYAML, "PyYAML was built without libyaml"
 
 
 def strict(text: str) -> object:
