@@ -11,7 +11,6 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from goalsui.domain.records import saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.states import RunStatus
 from goalsui.domain.transcript import TOOL_LINE, format_tool_call
@@ -34,8 +33,6 @@ MAX_POST_CHARS = 64 * 1024
 class RunScope:
     """What a run may touch: its goal, worker, thread and the worker's capabilities."""
 
-    run_id: int
-    intent_id: int
     goal_id: str | None
     worker: str | None
     thread_id: int | None
@@ -94,15 +91,8 @@ class Agents:
             caps = self._capabilities_or_none(thread.goal_id, thread.worker)
             if caps is not None:  # the worker still exists: the run is its
                 goal_id, worker = thread.goal_id, thread.worker
-        return RunScope(
-            run_id=run_id,
-            intent_id=saved_id(intent),
-            goal_id=goal_id,
-            worker=worker,
-            thread_id=thread_id,
-            private_thread=thread.private if thread is not None else False,
-            capabilities=caps,
-        )
+        private = thread.private if thread is not None else False
+        return RunScope(goal_id, worker, thread_id, private, caps)
 
     def _capabilities_or_none(self, goal_id: str, worker: str) -> tuple[str, ...] | None:
         """A worker's capabilities; None when its goal or worker is not (validly) in the KB."""
