@@ -39,10 +39,6 @@ KEEP_ALIVE_S = 30
 HEADER_TIMEOUT_S = 5.0
 #: the largest request body read (the SDK's own default limit)
 MAX_BODY = 4 * 1024 * 1024
-_UNAUTHORISED = (
-    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,'
-    b'"message":"unknown or expired goalsui run token"}}'
-)
 
 
 def _digest(token: str) -> bytes:
@@ -183,7 +179,7 @@ class ToolHost:
             return
         app = self._runs.get(_digest(_bearer(scope)))
         if app is None or scope.get("path") != MCP_PATH:
-            await _answer(send, 401, _UNAUTHORISED)
+            await _answer(send, 401, _error(None, -32001, "unknown or expired goalsui run token"))
             return
         if scope.get("method") == "POST":
             body = await _read_body(receive)

@@ -61,13 +61,6 @@ def headline(output: str, limit: int = 160) -> str:
     return ""
 
 
-def _goal_rel(service: Service, goal_id: str, path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(service.kb.goal_dir(goal_id).resolve()))
-    except Exception:  # noqa: BLE001 - display only
-        return str(path)
-
-
 def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str) -> Delivery:
     """Deliver an ok run's stdout: silent token, or outbox + goal log + message."""
     token = service.config().silent_token
@@ -82,7 +75,7 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
     if intent.goal_id and intent.worker:
         outbox = service.kb.outbox_dir(intent.goal_id, intent.worker) / outbox_name(run)
         atomic_write(outbox, output if output.endswith("\n") else output + "\n")
-        where = _goal_rel(service, intent.goal_id, outbox)
+        where = f"workers/{intent.worker}/outbox/{outbox.name}"  # in the goal directory
     if intent.goal_id:
         pointer = f" -> {where}" if outbox else ""
         line = f"run {run.id} {run_label(intent)} ok: {headline(output) or '(result)'}{pointer}"

@@ -205,8 +205,7 @@ def _diff_section(goal_dir: Path, night: date) -> list[str]:
         shown = [plain(x, limit=300) for x in diff[:MAX_DIFF_LINES]]
         if len(diff) > MAX_DIFF_LINES:
             shown.append(f"… ({len(diff) - MAX_DIFF_LINES} more diff lines)")
-        out.append(_fence(shown, "diff"))
-        out.append("")
+        out += [_fence(shown, "diff"), ""]
     return out
 
 

@@ -141,8 +141,7 @@ def register(ctx: ToolContext) -> None:
             given = f"in:{in_.strip()}"
             schedule = (svc.now() + parse_duration(in_)).isoformat(timespec="seconds")
         elif kind == "at" and schedule:
-            when = parse_instant(schedule)
-            if when <= svc.now():
+            if parse_instant(schedule) <= svc.now():
                 raise ToolFailure(
                     f"at {schedule} is in the past (now is "
                     f"{svc.now().isoformat(timespec='seconds')}): give a future instant, "
