@@ -90,20 +90,25 @@ def test_bench_console_without_its_module_is_a_clear_error(monkeypatch):
         bench.cmd_bench(argparse.Namespace(json=False, bench_command="console", idle_seconds=None))
 
 
-def test_settle_heap_freezes_the_start_up_heap_and_raises_the_young_threshold():
+def test_settle_heap_freezes_the_start_up_heap_raises_the_young_threshold_and_shortens_switches():
     """What goalsui daemon (and the benches) do once the scheduler started."""
     import gc
+    import sys
 
-    from goalsui.scheduler.heap import YOUNG_THRESHOLD, settle_heap
+    from goalsui.scheduler.heap import SWITCH_INTERVAL, YOUNG_THRESHOLD, settle_heap
 
-    before = gc.get_threshold()
+    before, switch = gc.get_threshold(), sys.getswitchinterval()
     try:
         settle_heap()
         assert gc.get_freeze_count() > 0
         assert gc.get_threshold() == (YOUNG_THRESHOLD, before[1], before[2])
+        assert (
+            sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL) and SWITCH_INTERVAL < switch
+        )
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+        sys.setswitchinterval(switch)
 
 
 def test_bench_refuses_a_database_that_holds_intents_and_leaves_it_alone(
