@@ -32,20 +32,14 @@ def _visible(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def _inert(text: str) -> str:
-    """Newlines normalised; controls and bidi characters shown as visible escapes."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _SURROGATE.sub("\ufffd", text)
-    text = _CONTROL.sub(_visible, text)
-    return _FORMAT.sub(_visible, text)
-
-
 def fence_untrusted(label: str, text: object) -> str:
     """Wrap ``text`` in a fenced block labelled as untrusted data.
 
     The fence is longer than any backtick run inside and carries a random id at both
     ends, so nothing inside can close it."""
-    body = _inert(text if isinstance(text, str) else str(text))
+    body = str(text).replace("\r\n", "\n").replace("\r", "\n")
+    # controls and bidi characters shown as visible escapes
+    body = _FORMAT.sub(_visible, _CONTROL.sub(_visible, _SURROGATE.sub("\ufffd", body)))
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     ticks = "`" * max(3, longest + 1)
     nonce = secrets.token_hex(8)

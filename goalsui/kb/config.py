@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,6 +22,7 @@ from goalsui.kb.yamlio import line_of_key
 T = TypeVar("T")
 
 BUILTIN_RUNNERS = ("report",)
+_HH_MM = re.compile(r"(\d+):(\d+)")
 GOAL_STATUSES = tuple(GoalStatus)
 #: The default bound of a goal's ``state.yaml`` (``state_max_bytes`` in goalsui.yaml).
 STATE_MAX_BYTES = 64 * 1024
@@ -411,15 +413,10 @@ def parse_active_hours(value: Any, c: _Checker) -> dict[str, Any]:
     c.only(data, ("start", "end", "timezone"), "active_hours.")
     out = {}
     for key in ("start", "end"):
-        raw = c.text_field(data.get(key), key, required=True, limit=5)
-        parts = raw.split(":")
-        if (
-            len(parts) != 2
-            or not all(p.isdigit() for p in parts)
-            or not (0 <= int(parts[0]) <= 24 and 0 <= int(parts[1]) < 60)
-        ):
+        match = _HH_MM.fullmatch(c.text_field(data.get(key), key, required=True, limit=5))
+        if not match or int(match[1]) > 24 or int(match[2]) > 59:
             raise c.fail(key, f"'{key}' must be a time like 08:00")
-        out[key] = f"{int(parts[0]):02d}:{int(parts[1]):02d}"
+        out[key] = f"{int(match[1]):02d}:{int(match[2]):02d}"
     out["timezone"] = c.zone(data.get("timezone", "UTC"))
     return out
 

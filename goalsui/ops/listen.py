@@ -147,11 +147,11 @@ def guard_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
     loop.set_exception_handler(handler)
 
 
-def make_runner(app: web.Application, limits: Limits, **kwargs: Any) -> web.AppRunner:
+def make_runner(app: web.Application, limits: Limits, access_log: Any = None) -> web.AppRunner:
     """An ``AppRunner`` whose idle timeout is ``limits.header_timeout``."""
-    kwargs.setdefault("access_log", None)
-    kwargs.setdefault("handle_signals", False)
-    return web.AppRunner(app, keepalive_timeout=limits.header_timeout, **kwargs)
+    return web.AppRunner(
+        app, keepalive_timeout=limits.header_timeout, access_log=access_log, handle_signals=False
+    )
 
 
 @dataclass

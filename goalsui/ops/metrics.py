@@ -33,14 +33,11 @@ class GoalsuiCollector(Collector):
     """Yields goalsui's metrics; ``scheduler_up()`` says whether this process's loop lives."""
 
     def __init__(
-        self,
-        service: Service,
-        scheduler_up: Callable[[], bool],
-        degraded: Callable[[], bool] | None = None,
+        self, service: Service, scheduler_up: Callable[[], bool], degraded: Callable[[], bool]
     ) -> None:
         self.service = service
         self.scheduler_up = scheduler_up
-        self.degraded = degraded or (lambda: False)
+        self.degraded = degraded
 
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(
@@ -110,7 +107,7 @@ def _histogram(name: str, doc: str, data: HistogramData) -> HistogramMetricFamil
 
 
 def make_registry(
-    service: Service, scheduler_up: Callable[[], bool], degraded: Callable[[], bool] | None = None
+    service: Service, scheduler_up: Callable[[], bool], degraded: Callable[[], bool]
 ) -> CollectorRegistry:
     """A registry holding only goalsui's collector."""
     registry = CollectorRegistry(auto_describe=False)

@@ -175,7 +175,7 @@ async def test_the_collector_reports_cost_and_tokens_per_goal_and_worker(
     record(svc, run, await run_turn(svc, unknown, run, cancel=asyncio.Event()))
     skipped = start_run(svc, intent)
     record(svc, skipped, TurnOutcome("skipped", reason="budget: spent", skipped=True))
-    text = generate_latest(make_registry(svc, lambda: False)).decode()
+    text = generate_latest(make_registry(svc, lambda: False, lambda: False)).decode()
     assert sample(text, "goalsui_budget_skipped_total") == 1.0
     assert sample(text, "goalsui_cost_usd_total", goal=intent.goal_id, worker="coder") == 1.5
     # a run that reported nothing is not a zero-cost spender
