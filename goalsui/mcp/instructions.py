@@ -47,15 +47,12 @@ def _aware(when: datetime) -> datetime:
 
 def goal_timezone(service: Service, scope: Scope) -> str:
     """The goal's zone: the worker's, else the first non-UTC worker's, else UTC."""
-    if scope.goal_id is None:
-        return "UTC"
-    try:
-        workers = service.goals.get(scope.goal_id).workers
-    except GoalsuiError:
-        return "UTC"
-    own = [w.timezone for w in workers if w.name == scope.worker and w.timezone]
-    others = [w.timezone for w in workers if w.timezone and w.timezone != "UTC"]
-    return (own or others or ["UTC"])[0]
+    with contextlib.suppress(GoalsuiError):
+        workers = service.goals.get(scope.goal_id).workers if scope.goal_id else []
+        own = [w.timezone for w in workers if w.name == scope.worker and w.timezone]
+        others = [w.timezone for w in workers if w.timezone and w.timezone != "UTC"]
+        return (own or others or ["UTC"])[0]
+    return "UTC"
 
 
 def _run_facts(service: Service, run_id: int) -> dict[str, Any]:

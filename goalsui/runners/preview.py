@@ -66,14 +66,6 @@ def preview_worker_turn(service: Service, goal_id: str, worker: str) -> TurnPrev
     tools = TurnTools(stdio, http)
     argv = [x.replace(RUN_ID, RUN_PLACEHOLDER) for x in runner_argv(spec, tools)] if spec else []
     gets_tools = bool(spec) and speaks_mcp(spec)
-    env = list(TURN_ENV)
-    if gets_tools:
-        env += sorted(preset_env(agent, tools))
-    configs = mcp_documents(argv, tools, agent)
-    return TurnPreview(
-        runner=dict(spec),
-        argv=argv,
-        env=env,
-        gets_tools=gets_tools,
-        mcp_configs={k.strip("{}"): v for k, v in configs.items()},
-    )
+    env = [*TURN_ENV, *(sorted(preset_env(agent, tools)) if gets_tools else [])]
+    configs = {k.strip("{}"): v for k, v in mcp_documents(argv, tools, agent).items()}
+    return TurnPreview(dict(spec), argv, env, gets_tools, configs)
