@@ -278,8 +278,16 @@ class Index:
                         Problem(self.ctx.kb.display(prompt), None, "worker has no prompt.md")
                     )
         problems.extend(binding_problems(self.ctx))  # a changed or unusable nightshift.yaml
+        # intents left ``firing`` by a process that is gone (lease long expired)
+        long_ago = self.ctx.now() - timedelta(minutes=5)
+        stuck_q = select(Intent.id).where(
+            Intent.status == IntentStatus.FIRING, col(Intent.lease_until) < long_ago
+        )
+        why = "left in 'firing' by a process that is gone (a scheduler will recover it)"
         try:
-            problems.extend(self._stuck_intents())
+            with self.ctx.store.read() as s:
+                stuck = s.exec(stuck_q).all()
+            problems.extend(Problem(f"intent {i}", None, why) for i in stuck)
         except Exception as exc:  # noqa: BLE001 - reported as a problem, not raised
             problems.append(Problem(self.ctx.db_url_display(), None, f"database: {exc}"))
         return problems
@@ -287,15 +295,3 @@ class Index:
     def capability_warnings(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
         """Warnings, not problems: capabilities that grant nothing, runners that cannot start."""
         return worker_warnings(self.ctx, goal_ids, capabilities=True)
-
-    def _stuck_intents(self) -> list[Problem]:
-        """Intents left ``firing`` by a process that is gone (lease long expired)."""
-        long_ago = self.ctx.now() - timedelta(minutes=5)
-        with self.ctx.store.read() as s:
-            stuck = s.exec(
-                select(Intent.id).where(
-                    Intent.status == IntentStatus.FIRING, col(Intent.lease_until) < long_ago
-                )
-            ).all()
-        why = "left in 'firing' by a process that is gone (a scheduler will recover it)"
-        return [Problem(f"intent {intent_id}", None, why) for intent_id in stuck]

@@ -23,21 +23,16 @@ def schedule_preview(
     expression: str,
     *,
     tz: str = "UTC",
-    start: str | datetime | None = None,
+    start: str | None = None,
     count: int = 5,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Preview a cron expression (needs no KB or database): ISO instants with offsets."""
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PREVIEW:
+    if not 1 <= count <= MAX_PREVIEW:
         raise ValidationError(f"--count must be between 1 and {MAX_PREVIEW}")
     zone = load_zone(tz)
     expr = validate_cron(expression)
-    if start is None:
-        begin = now or utcnow()
-    elif isinstance(start, datetime):
-        begin = start
-    else:
-        begin = parse_instant(start, tz)
+    begin = (now or utcnow()) if start is None else parse_instant(start, tz)
     return {
         "expression": expr,
         "timezone": tz,

@@ -43,26 +43,14 @@ class Snapshot:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._converters: dict[str, dict[str, Callable[[Any], Any]]] = {}
-
-    def _columns(self, table: str) -> dict[str, Callable[[Any], Any]]:
-        known = self._converters.get(table)
-        if known is None:
-            info = self.conn.execute(f"PRAGMA table_info({table})").fetchall()
-            known = {
-                str(name): _CONVERTERS[kind.upper()]
-                for _, name, kind, *_ in info
-                if kind and kind.upper() in _CONVERTERS
-            }
-            self._converters[table] = known
-        return known
 
     def records(
         self, cls: type[R], table: str, sql: str = "", params: Sequence[Any] = ()
     ) -> list[R]:
         """``SELECT <the fields of cls> FROM table <sql>``, each row as a ``cls``."""
         names: tuple[str, ...] = cls.__match_args__  # type: ignore[attr-defined]  # a dataclass
-        known = self._columns(table)
+        info = self.conn.execute(f"PRAGMA table_info({table})")  # converters by declared type
+        known = {str(n): _CONVERTERS.get(str(kind).upper()) for _, n, kind, *_ in info}
         convert = [known.get(name) for name in names]
         cursor = self.conn.execute(f"SELECT {', '.join(names)} FROM {table} {sql}", tuple(params))
         return [
