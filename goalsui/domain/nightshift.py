@@ -95,12 +95,8 @@ def worker_slots(count: int) -> list[str]:
     if not 1 <= count <= MAX_WORKERS:
         raise ValidationError(f"a nightshift has 1 to {MAX_WORKERS} workers, not {count}")
     step = (LAST_SLOT_END - FIRST_SLOT) // count
-    slots = []
-    for index in range(count):
-        minute = (FIRST_SLOT + index * step) % (24 * 60)
-        minute -= minute % 5
-        slots.append(f"{minute % 60} {minute // 60} * * *")
-    return slots
+    minutes = [(FIRST_SLOT + index * step) % (24 * 60) // 5 * 5 for index in range(count)]
+    return [f"{minute % 60} {minute // 60} * * *" for minute in minutes]
 
 
 def parse_night(text: str) -> date:
@@ -144,11 +140,7 @@ class PlanItem:
             "task": self.task,
             "status": self.status,
         }
-        for name in _OPTIONAL:
-            value = getattr(self, name)
-            if value is not None:
-                data[name] = value
-        return data
+        return data | {k: v for k in _OPTIONAL if (v := getattr(self, k)) is not None}
 
     def as_json(self) -> dict[str, Any]:
         return self.as_yaml()

@@ -70,12 +70,9 @@ def yaml_problems(
                 KBError(goal_id, f"more than {_MAX_YAML_FILES} YAML files; rest unchecked")
             )
             break
-        if path.name == "definition.yaml" and len(rel.parts) in (1, 3):
-            continue
-        if len(rel.parts) == 1 and rel.name in skip:
-            continue
-        if path.is_symlink():
-            continue  # the confined readers refuse links leading out; not followed here
+        definition = path.name == "definition.yaml" and len(rel.parts) in (1, 3)
+        if definition or (len(rel.parts) == 1 and rel.name in skip) or path.is_symlink():
+            continue  # definitions are checked on load; links: the confined readers refuse them
         try:
             text = read_text(path, display=shown)
             data = parse_yaml(text, shown)

@@ -425,13 +425,11 @@ def _staging_entries(root: Path) -> list[tuple[os.DirEntry[str], str, bool]]:
         if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir(follow_symlinks=False):
             continue
         parts = entry.name[len(STAGING_PREFIX) :].rsplit("-", 2)
-        live = False
-        if len(parts) == 3 and parts[1].isdigit():
-            live = pid_alive(int(parts[1]))
-            try:
-                live = live and time.time() - entry.stat().st_mtime < STAGING_MAX_AGE_S
-            except OSError:
-                live = False
+        live = len(parts) == 3 and parts[1].isdigit() and pid_alive(int(parts[1]))
+        try:
+            live = live and time.time() - entry.stat().st_mtime < STAGING_MAX_AGE_S
+        except OSError:
+            live = False
         out.append((entry, parts[0], live))
     return out
 

@@ -35,16 +35,6 @@ def _first_line(path: Path) -> str:
     return head.decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
 
 
-def _named(name: str) -> date | None:
-    match = _NAME.match(name)
-    if not match:
-        return None
-    try:
-        return date.fromisoformat(match.group(1))
-    except ValueError:
-        return None
-
-
 def scan_reports(goal_dir: Path) -> list[StoredReport]:
     """Every dated report file in the goal's ``reports/``, each with its night, by name."""
     folder = goal_dir / REPORTS
@@ -52,13 +42,13 @@ def scan_reports(goal_dir: Path) -> list[StoredReport]:
     if not folder.is_dir():
         return found
     for entry in folder.iterdir():
-        named = _named(entry.name)
-        if named is None or not entry.is_file():
+        match = _NAME.match(entry.name)
+        if match is None or not entry.is_file():
             continue
         try:
-            night, legacy = report_night(named, _first_line(entry))
+            night, legacy = report_night(date.fromisoformat(match[1]), _first_line(entry))
             size = entry.stat().st_size
-        except OSError:
+        except (OSError, ValueError):  # a file gone meanwhile, a name like 2026-02-31.md
             continue
         found.append(StoredReport(night, entry, size, legacy))
     return sorted(found, key=lambda r: r.path.name)
