@@ -98,7 +98,7 @@ class Completion(NamedTuple):
     config_error: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class AfterDecision:
     """How an intent changes after an outcome (returned by the completion ``decide``)."""
 
