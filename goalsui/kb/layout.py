@@ -39,6 +39,7 @@ from goalsui.kb.config import (
 from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import CONFIG_FILE, new_goal_id, safe_join
+from goalsui.kb.quick import defined_folder
 from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
 
 T = TypeVar("T")
@@ -133,13 +134,8 @@ class KB:
     def goal_ids(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        return [
-            entry.name
-            for entry in sorted(os.scandir(self.root), key=lambda e: e.name)
-            if not entry.name.startswith(".")
-            and entry.is_dir(follow_symlinks=False)
-            and (Path(entry.path) / "definition.yaml").exists()
-        ]
+        entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+        return [entry.name for entry in entries if defined_folder(entry)]
 
     def goal_dir(self, goal_id: str) -> Path:
         check_name(goal_id, "goal id")

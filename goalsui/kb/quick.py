@@ -59,6 +59,15 @@ def _parsed(text: str) -> dict[str, str]:
     return {k: str(data[k]) for k in ("name", "status", "sort_order") if data.get(k) is not None}
 
 
+def defined_folder(entry: os.DirEntry[str]) -> bool:
+    """A folder of a goal or a worker: not hidden, not a link, with its definition."""
+    return (
+        not entry.name.startswith(".")
+        and entry.is_dir(follow_symlinks=False)
+        and os.path.exists(os.path.join(entry.path, DEFINITION))
+    )
+
+
 def read_goal(path: Path) -> GoalView:
     """One goal folder: its name, status and order, and its workers' names."""
     goal = GoalView(goal_id=path.name, name=path.name, path=str(path))
@@ -82,11 +91,7 @@ def read_goal(path: Path) -> GoalView:
         entries = sorted(os.scandir(path / "workers"), key=lambda e: e.name)
     except OSError:
         entries = []
-    for entry in entries:
-        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
-            continue
-        if os.path.exists(os.path.join(entry.path, DEFINITION)):
-            goal.workers.append(WorkerView(entry.name))
+    goal.workers = [WorkerView(entry.name) for entry in entries if defined_folder(entry)]
     return goal
 
 
@@ -96,12 +101,5 @@ def read_goals(root: Path) -> list[GoalView]:
         entries = list(os.scandir(root))
     except OSError:
         return []
-    goals = [
-        read_goal(Path(entry.path))
-        for entry in entries
-        if not entry.name.startswith(".")
-        and entry.is_dir(follow_symlinks=False)
-        and os.path.exists(os.path.join(entry.path, DEFINITION))
-    ]
-    goals.sort(key=lambda g: (g.sort_order, g.name))
-    return goals
+    goals = [read_goal(Path(entry.path)) for entry in entries if defined_folder(entry)]
+    return sorted(goals, key=lambda g: (g.sort_order, g.name))
