@@ -153,8 +153,7 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         self.notify(f"Keymap: these keys were taken over: {names}", severity="warning")
 
     def action_help(self) -> None:
-        from goalsui.tui.help_keys import help_groups
-        from goalsui.tui.screens.modals import HelpScreen
+        from goalsui.tui.screens.modals import HelpScreen, help_groups
 
         if isinstance(self.screen, HelpScreen):
             return

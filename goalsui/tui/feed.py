@@ -79,9 +79,6 @@ class DashboardFeed:
             self.loading = False
             self._on_failed()
             raise
-        self._loaded(dash)
-
-    def _loaded(self, dash: Dashboard) -> None:
         self.loading = False
         if not self.app.alive:
             return

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.states import FAILURE_RUNS
@@ -221,22 +222,19 @@ class ConsoleRuntime:
 
         self.watcher = KBWatcher(self.app.service.kb.root)
         async for batch in self.watcher.batches():
-            self._kb_batch(batch)
+            if not self.app.alive:
+                continue
+            if batch.config_changed:
+                self.app.setup_keymap()
+                self.sync_goals([], config=True)
+            if batch.goals_to_sync:
+                self.sync_goals(sorted(batch.goals_to_sync))
+            self.app.broadcast(partial(WatcherBatch, batch))
 
     def watcher_status(self) -> str:
         if not self.want_watch:
             return "off"
         return self.watcher.status if self.watcher is not None else "starting"
-
-    def _kb_batch(self, batch: Any) -> None:
-        if not self.app.alive:
-            return
-        if batch.config_changed:
-            self.app.setup_keymap()
-            self.sync_goals([], config=True)
-        if batch.goals_to_sync:
-            self.sync_goals(sorted(batch.goals_to_sync))
-        self.app.broadcast(lambda: WatcherBatch(batch))
 
     def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
         """Index the goals' changed files (a worker); toast new problems, forget fixed ones."""

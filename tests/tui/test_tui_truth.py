@@ -9,8 +9,7 @@ from goalsui.service import Service
 from goalsui.tui import keys
 from goalsui.tui.app import make_app
 from goalsui.tui.fmt import INTENT_GLYPH, RUN_GLYPH
-from goalsui.tui.help_keys import legend
-from goalsui.tui.screens.modals import HelpScreen
+from goalsui.tui.screens.modals import HelpScreen, legend
 from tests.tui_kit import PULSE, add_run, auto_disable, label, screen_text, settle, worker_intent
 
 SIZE = (160, 48)

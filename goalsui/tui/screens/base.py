@@ -115,20 +115,13 @@ class DataScreen(WorkerFailures, Screen[None], Generic[Item]):
         self.show_notice(message.notice)
 
     def show_notice(self, notice: Any) -> None:
-        titles = self.query("#screen-title")
-        if not titles:
-            return
-        title = titles.first(Static)
+        title = self.query_one("#screen-title", Static)
         if self._title is None:
             content = title.content
             self._title = content.copy() if isinstance(content, Text) else Text(str(content))
         app = goals_app(self)
-        text = self._title.copy()
-        text.append("  ")
-        text.append_text(notice_line(notice, app.clock(), app.palette))
-        text.no_wrap = True
-        text.overflow = "ellipsis"
-        title.update(text)
+        line = notice_line(notice, app.clock(), app.palette)
+        title.update(Text.assemble(self._title, "  ", line, no_wrap=True, overflow="ellipsis"))
 
     # -- keys ---------------------------------------------------------------------------------
     def on_descendant_focus(self, event: Any) -> None:

@@ -195,11 +195,9 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             for key, node in self.goals.child_nodes.items()
             if key.startswith("worker/")
         )
-        # only active schedules show a countdown (a paused one says "paused")
+        # only active schedules show a countdown (a paused one says "paused"); a worker's is
+        # its intent's
         runs = [i.next_run_at for i in dash.intents.values() if i.status == IntentStatus.ACTIVE]
-        runs += [
-            w.next_run_at for g in dash.goals for w in g.workers if w.status == IntentStatus.ACTIVE
-        ]
         self._quiet_until = (dash, next_visible_change(runs, now, every_second=every_second))
 
     def on_display_frozen(self, message: DisplayFrozen) -> None:
@@ -256,16 +254,13 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             text += f" · ▲ overlap predicted ({overlaps} intent{'s' if overlaps > 1 else ''})"
         if self.timeline.filter_text and self.dash is not None:
             total = len(self.timeline.shown_intents(self.dash, filtered=False))
-            shown = self.timeline.row_count
-            text = f"filter '{self.timeline.filter_text}' · {shown} of {total} intents · " + text
+            text = f"{_counted(self.timeline, self.timeline.row_count, total, 'intents')} · {text}"
         return text
 
     def _subtitles(self, dash: Dashboard, failures: int) -> None:
-        workers = sum(len(g.workers) for g in dash.goals)
-        shown_goals = self.goals._visible_goals(dash)
-        goals = _counted(self.goals, len(shown_goals), len(dash.goals), "goals")
+        goals = _counted(self.goals, len(self.goals._visible_goals(dash)), len(dash.goals), "goals")
         if not self.goals.filter_text:
-            goals += f" · {workers} workers"
+            goals += f" · {sum(len(g.workers) for g in dash.goals)} workers"
         self.query_one("#goals-pane").border_subtitle = goals + (
             f" · from the KB, records {LOADING}" if dash.preview else ""
         )
@@ -278,11 +273,8 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         threads = _counted(self.threads, shown_threads, len(dash.threads), "threads")
         self.query_one("#threads-pane").border_subtitle = f"{threads} · {open_todos} open"
         self.query_one("#timeline-pane").border_subtitle = self._timeline_subtitle()
-        self.query_one("#failed-pane").border_subtitle = (
-            _counted(self.failed, len(self.failed.items), failures, "need you")
-            if self.failed.filter_text
-            else f"{failures} need you"
-        )
+        failed = _counted(self.failed, len(self.failed.items), failures, "need you")
+        self.query_one("#failed-pane").border_subtitle = failed
         tabs = self.query_one(TabBar)  # what waits behind the hidden tabs
         tabs.label("runs", "Runs · " + (f"✗ {failures} failed" if failures else "none failed"))
         tabs.label("threads", f"Threads · {open_todos} open")

@@ -61,12 +61,12 @@ class SelectionPart(PanesScreen):
             self.refresh_keys()
             self.update_detail()
 
-    def _key_state(self) -> tuple[Any, ...]:
-        """What decides which keys apply (the footer is rebuilt only when it changes)."""
+    def refresh_keys(self) -> None:
+        """Rebuild the footer when what decides which keys apply has changed."""
         intent = self.intent()
         goal = self.goal() if self.selection.kind == SelectionKind.GOAL else None
         last = self.dash.last_run(intent.id) if self.dash and intent is not None else None
-        return (
+        state = (
             self.selection,
             intent.status if intent is not None else None,
             intent.consecutive_failures if intent is not None else None,
@@ -74,9 +74,6 @@ class SelectionPart(PanesScreen):
             tuple(w.status for w in goal.workers) if goal is not None else None,
             self.detail.current if self.is_mounted else None,
         )
-
-    def refresh_keys(self) -> None:
-        state = self._key_state()
         if state != self._last_key_state:
             self._last_key_state = state
             self.refresh_bindings()

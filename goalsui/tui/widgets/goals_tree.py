@@ -12,7 +12,7 @@ from textual import work
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from goalsui.domain.states import TERMINAL_INTENT, IntentStatus, RunStatus
+from goalsui.domain.states import TERMINAL_INTENT, GoalStatus, IntentStatus, RunStatus
 from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import (
@@ -27,16 +27,62 @@ from goalsui.tui.fmt import (
 )
 from goalsui.tui.model import BoxCounts, Dashboard, goal_log_count, load_boxes
 from goalsui.tui.notices import WorkerFailures
-from goalsui.tui.widgets.goal_label import goal_label, live_run
+from goalsui.tui.widgets.cost_panel import budget_label
 
 if TYPE_CHECKING:
-    from goalsui.domain.records import IntentRecord
+    from goalsui.domain.records import IntentRecord, RunRecord
     from goalsui.domain.views import GoalView, WorkerView
 
 #: Expand every goal at first load when the KB has at most this many workers.
 EXPAND_ALL_UP_TO = 40
 #: the nodes under a worker, in this order
 BOXES = ("inbox", "outbox", "runs")
+
+
+def live_run(dash: Dashboard | None, w: WorkerView) -> RunRecord | None:
+    """The worker's run in progress, if any."""
+    if dash is None or w.intent_id is None:
+        return None
+    return dash.running.get(w.intent_id)
+
+
+def goal_label(goal: GoalView, dash: Dashboard | None, p: Palette, now: datetime | None) -> Text:
+    """A goal's row: name, status, disabled workers, budget, what runs or comes next."""
+    text = Text()
+    if goal.error:
+        text.append("⚠ ", style=f"bold {p.failed}")
+    text.append(goal.name[:40], style="bold")
+    text.append("  ")
+    failed = [w for w in goal.workers if w.status == IntentStatus.FAILED]
+    if goal.error:
+        text.append(" error in KB ", style=f"bold reverse {p.failed}")
+        text.append(" ")
+    if dash is not None and dash.preview:
+        text.append(goal.status, style=p.muted)
+        return text
+    if goal.status != GoalStatus.ACTIVE:
+        text.append(goal.status, style=p.warning if goal.status == GoalStatus.PAUSED else p.muted)
+    elif failed and len(failed) == len(goal.workers):
+        text.append("failed", style=f"bold {p.failed}")  # every worker auto-disabled
+    else:
+        text.append("active", style=p.ok)
+        if failed:  # the worker carries the mark; the goal only counts it
+            text.append(f"  {len(failed)} of {len(goal.workers)} disabled", style=p.muted)
+    if dash is not None and goal.goal_id in dash.budgets:
+        text.append_text(budget_label(dash.budgets[goal.goal_id], p))
+    if now is None:
+        return text
+    running = [r for w in goal.workers if (r := live_run(dash, w)) is not None]
+    if running:
+        oldest = min(r.started_at for r in running)
+        text.append(f"  ▶ {len(running)} running {elapsed(oldest, now)}", style=f"bold {p.running}")
+    else:
+        upcoming = [
+            w.next_run_at for w in goal.workers if w.status == IntentStatus.ACTIVE and w.next_run_at
+        ]
+        if upcoming:
+            text.append(f"  next {countdown(min(upcoming), now)}", style=p.muted)
+    return text
 
 
 @dataclass(frozen=True)

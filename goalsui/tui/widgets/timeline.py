@@ -164,15 +164,11 @@ class TimelineTable(KeyedTable):
     def on_resize(self) -> None:
         self._layout_columns()
 
-    def _wanted_widths(self) -> tuple[int, int]:
+    def _layout_columns(self, force: bool = False) -> None:
         width = self.size.width or 100
         label = 30 if width >= 120 else 24 if width >= 84 else 18
         # 3 columns x 2 cells of padding, and room for a vertical scrollbar.
         axis = max(16, width - label - 11 - 6 - 2)
-        return label, axis
-
-    def _layout_columns(self, force: bool = False) -> None:
-        label, axis = self._wanted_widths()
         if not force and (label, axis) == (self.label_width, self.axis_width):
             return
         self.label_width, self.axis_width = label, axis
