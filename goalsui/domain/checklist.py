@@ -19,11 +19,5 @@ def parse_markdown_checklist(text: str | None) -> list[tuple[str, bool]]:
 def checklist_is_empty(text: str | None) -> bool:
     """True when ``text`` has only blank lines, headings, ``<!-- comments -->`` and empty
     ``- [ ]`` stubs (None and "" too)."""
-    if not text:
-        return True
-    body = _COMMENT.sub("", text)
-    for line in body.splitlines():
-        if not line.strip() or _HEADING.match(line) or _STUB.match(line):
-            continue
-        return False
-    return True
+    lines = _COMMENT.sub("", text or "").splitlines()
+    return all(not line.strip() or _HEADING.match(line) or _STUB.match(line) for line in lines)

@@ -18,8 +18,7 @@ def is_reply(operation_key: str | None) -> bool:
 
 def reply_title(text: str) -> str:
     """``Reply to: <first line of the user's text>``, cut to one short line."""
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    first = " ".join(first.split())
+    first = next((" ".join(line.split()) for line in text.splitlines() if line.strip()), "")
     if len(first) > _TITLE_CHARS:
         first = first[: _TITLE_CHARS - 1] + "…"
     return f"Reply to: {first or '(empty message)'}"

@@ -297,17 +297,13 @@ class KB:
 
     def cleanup_leftovers(self) -> list[str]:
         """Remove staging and trash left by a crash (not a live process's); returns their names."""
-        removed = []
-        for entry, _, live in _staging_entries(self.root):
-            if not live:
-                shutil.rmtree(entry.path, ignore_errors=True)
-                removed.append(entry.name)
+        left = [entry for entry, _, live in _staging_entries(self.root) if not live]
         if self.root.is_dir():
-            for entry in os.scandir(self.root):
-                if entry.name.startswith(TRASH_PREFIX) and entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                    removed.append(entry.name)
-        return removed
+            trash = (e for e in os.scandir(self.root) if e.name.startswith(TRASH_PREFIX))
+            left += [entry for entry in trash if entry.is_dir(follow_symlinks=False)]
+        for entry in left:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        return [entry.name for entry in left]
 
     def set_goal_field(self, goal_id: str, **updates: Any) -> None:
         """Edit top-level fields of a goal's definition, keeping comments and key order."""
