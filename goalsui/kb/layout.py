@@ -493,7 +493,6 @@ SAMPLE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".keep")
 
 def copy_sample_kb(target: Path) -> Path:
     """Copy the bundled sample KB to ``target`` (which may exist, empty), keeping its layout."""
-    target = Path(target)
     shutil.copytree(find_sample_kb(), target, dirs_exist_ok=True, ignore=SAMPLE_IGNORE)
     return target
 

@@ -104,18 +104,17 @@ def _fast_load(text: str) -> tuple[bool, Any]:
         return False, None
 
 
-def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str | None = None) -> str:
+def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str) -> str:
     """Read a regular UTF-8 text file; huge, binary or non-UTF-8 content is a KBError."""
-    shown = display or str(path)
-    data = read_regular(path, limit, shown)
+    data = read_regular(path, limit, display)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise KBError(shown, "file is not valid UTF-8", line) from None
+        raise KBError(display, "file is not valid UTF-8", line) from None
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
-        raise KBError(shown, "file is binary (it contains a NUL byte), not text", line)
+        raise KBError(display, "file is binary (it contains a NUL byte), not text", line)
     return text
 
 
@@ -143,15 +142,14 @@ def parse_yaml(text: str, display: str) -> Any:
         raise KBError(display, "YAML nested too deeply") from None
 
 
-def load_yaml_mapping(path: Path, display: str | None = None) -> tuple[dict[Any, Any], str]:
+def load_yaml_mapping(path: Path, display: str) -> tuple[dict[Any, Any], str]:
     """Load a YAML file that must hold a mapping; returns (data, text)."""
-    shown = display or str(path)
-    text = read_text(path, display=shown)
-    data = parse_yaml(text, shown)
+    text = read_text(path, display=display)
+    data = parse_yaml(text, display)
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise KBError(shown, f"expected a mapping at the top, found {type(data).__name__}", 1)
+        raise KBError(display, f"expected a mapping at the top, found {type(data).__name__}", 1)
     return data, text
 
 

@@ -174,7 +174,7 @@ def test_update_worker_timeout_runner_and_prompt(
     service.workers.update(
         GOAL, "scout", timeout="2m", runner={"builtin": "report"}, prompt="# new\n"
     )
-    data, text = load_yaml_mapping(hand_written)
+    data, text = load_yaml_mapping(hand_written, "definition.yaml")
     assert list(data) == ["timeout", "description", "runner", "schedule", "capabilities"]
     assert data["timeout"] == "2m" and data["runner"] == {"builtin": "report"}
     assert "# raised from 30s on 2026-11-30" in text and "# end of file" in text
