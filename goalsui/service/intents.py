@@ -67,16 +67,17 @@ class Intents:
         self.ctx = ctx
         self.goals = goals
 
-    def create(
-        self, spec: IntentSpec | None = None, /, *, reply: bool = False, **fields: Any
-    ) -> Intent:
-        """Store an :class:`IntentSpec` (or keywords); an existing ``operation_key`` returns
-        that intent. ``reply``: the answer to a user's message, the one intent a private
-        thread accepts."""
+    def create(self, spec: IntentSpec | None = None, /, **fields: Any) -> Intent:
+        """Store an :class:`IntentSpec` (or keywords); an existing ``operation_key`` wins."""
         if spec is None:
             spec = IntentSpec.parse(**fields)
         elif fields:
             raise TypeError("create takes a spec or keyword fields, not both")
+        return self.save(spec)
+
+    def save(self, spec: IntentSpec, *, reply: bool = False) -> Intent:
+        """Store a validated spec; an existing ``operation_key`` returns that intent.
+        ``reply``: the answer to a user's message, the one intent a private thread accepts."""
         ctx = self.ctx
         if spec.goal_id is not None:
             self.goals.get(spec.goal_id)

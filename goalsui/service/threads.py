@@ -160,7 +160,7 @@ class Threads:
             thread_id=thread_id,
             operation_key=reply_key(message_id),
         )
-        return self.intents.create(spec, reply=True)
+        return self.intents.save(spec, reply=True)
 
     def reply_state(self, intent_id: int) -> ReplyResult | None:
         """The reply's outcome once it is decided (None while it may still run or retry)."""
