@@ -9,8 +9,7 @@ class GoalsuiError(Exception):
     """A problem the operator can fix; ``str(err)`` is a complete one-line message."""
 
     def __str__(self) -> str:
-        text = super().__str__()
-        return " ".join(text.split())
+        return " ".join(super().__str__().split())
 
 
 class ValidationError(GoalsuiError):

@@ -307,9 +307,8 @@ class KB:
 
     def set_goal_field(self, goal_id: str, **updates: Any) -> None:
         """Edit top-level fields of a goal's definition, keeping comments and key order."""
-        path = self.goal_dir(goal_id) / "definition.yaml"
-        shown = self.display(path)
-        self.check_inside(path, f"{goal_id}/definition.yaml")
+        shown = f"{goal_id}/definition.yaml"
+        path = self.check_inside(self.goal_dir(goal_id) / "definition.yaml", shown)
         check = partial(parse_goal, display=shown, folder_name=goal_id)
         atomic_write(path, _edited(path, shown, check, updates)[1])
 
@@ -352,9 +351,8 @@ class KB:
     ) -> WorkerDef:
         """Edit a worker's schedule, runner, timeout or prompt, keeping comments and order."""
         wdir = self.worker_dir(goal_id, worker)
-        path = wdir / "definition.yaml"
-        shown = self.display(path)
-        self.check_inside(path, f"{goal_id}/workers/{worker}/definition.yaml")
+        shown = f"{goal_id}/workers/{worker}/definition.yaml"
+        path = self.check_inside(wdir / "definition.yaml", shown)
         if prompt is not None:
             self.check_inside(wdir / "prompt.md", f"{goal_id}/workers/{worker}/prompt.md")
             if len(prompt.encode("utf-8")) > MAX_FILE_BYTES:

@@ -53,9 +53,8 @@ def open_regular(path: Path | str, display: str | None = None) -> int:
     return fd
 
 
-def read_regular(path: Path | str, limit: int, display: str | None = None) -> bytes:
+def read_regular(path: Path | str, limit: int, shown: str) -> bytes:
     """The bytes of the regular file ``path``; more than ``limit`` bytes is a KBError."""
-    shown = display or str(path)
     fd = open_regular(path, shown)
     try:
         size = os.fstat(fd).st_size
