@@ -24,16 +24,6 @@ NO_RUNNER_HINT = (
 )
 
 
-def missing_program(argv0: str, cwd: Path) -> bool:
-    """True when ``argv0`` names no program this process could start."""
-    if not argv0 or argv0.startswith("{"):
-        return False  # a placeholder such as {python}
-    if "/" in argv0:
-        path = Path(argv0) if os.path.isabs(argv0) else cwd / argv0
-        return not path.is_file()
-    return shutil.which(argv0) is None
-
-
 def runner_problem(runner: dict[str, Any] | None, cwd: Path) -> str | None:
     """Why turns with ``runner`` cannot start, or None."""
     if runner is None or not (
@@ -43,7 +33,13 @@ def runner_problem(runner: dict[str, Any] | None, cwd: Path) -> str | None:
     if runner.get("builtin"):
         return None
     program = str(runner.get("agent") or (runner.get("command") or [""])[0])
-    if missing_program(program, cwd):
+    if not program or program.startswith("{"):
+        return None  # a placeholder such as {python}
+    if "/" in program:
+        missing = not (Path(program) if os.path.isabs(program) else cwd / program).is_file()
+    else:
+        missing = shutil.which(program) is None
+    if missing:
         what = f"the {program} CLI" if runner.get("agent") else f"program '{program}'"
         return f"{what} is not found on PATH: its turns would fail with reason config"
     return None

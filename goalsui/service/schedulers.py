@@ -10,7 +10,7 @@ import fcntl
 import json
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -68,15 +68,10 @@ class Schedulers:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             handle.seek(0)
             handle.truncate()
-            record = {
-                "pid": os.getpid(),
-                "host": socket.gethostname()[:80],
-                "kind": kind,
-                "kb": str(self.ctx.kb.root),
-                "owner": owner,
-                "started": self.ctx.now().isoformat(timespec="seconds"),
-            }
-            handle.write(json.dumps(record) + "\n")
+            started = self.ctx.now().isoformat(timespec="seconds")
+            host, kb = socket.gethostname()[:80], str(self.ctx.kb.root)
+            record = SchedulerInfo(os.getpid(), host, kind, kb, owner, started)
+            handle.write(json.dumps(asdict(record)) + "\n")
             handle.flush()
         except BaseException:
             handle.close()

@@ -175,8 +175,7 @@ class Threads:
             ]
             return ReplyResult(done[-1].status, replies[-1] if replies else None, runs)
         if intent.status in (IntentStatus.FAILED, IntentStatus.CANCELLED, IntentStatus.DONE):
-            last = runs[-1] if runs else None
-            reason = intent.last_error or (last.reason if last else None)
+            reason = intent.last_error or (runs[-1].reason if runs else None)
             status = "cancelled" if intent.status == IntentStatus.CANCELLED else "failed"
             return ReplyResult(status, None, runs, reason)
         return None
