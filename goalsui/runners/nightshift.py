@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,13 +161,8 @@ def _record_tip(turn: Turn, repo: Repo, branch: str, strays: Sequence[Stray] = (
         record(branch, repo.head_of(branch))
 
 
-@dataclass(frozen=True)
-class _Done:
-    """What a task's runner did in its worktree: its result, commits and check."""
-
-    result: CommandResult
-    commits: list[Commit]
-    check: str | None
+#: what a task's runner did in its worktree: its result, its commits and the check's verdict
+_Done = tuple[CommandResult, list[Commit], str | None]
 
 
 async def _work_in_worktree(
@@ -207,22 +202,22 @@ async def _work_in_worktree(
     finally:
         with contextlib.suppress(GoalsuiError, OSError):
             await asyncio.to_thread(repo.remove_worktree, worktree)
-    return _Done(result, commits, check)
+    return result, commits, check
 
 
 def _recorded(
     running: rules.PlanItem, done: _Done, moved: bool
 ) -> tuple[rules.PlanItem, TurnOutcome | None]:
     """The plan item as the task left it, and the turn's failure if it failed."""
-    result = done.result
+    result, commits, check = done
     ok = result.status == RunStatus.OK and not moved
-    status = (rules.DONE if done.commits else rules.NO_COMMITS) if ok else rules.FAILED
+    status = (rules.DONE if commits else rules.NO_COMMITS) if ok else rules.FAILED
     reason = result.reason or ("the base branch moved during the turn" if moved else None)
     recorded = replace(
         running,
         status=status,
-        commits=len(done.commits),
-        check=done.check,
+        commits=len(commits),
+        check=check,
         summary=plain(headline(result.stdout) or "", limit=200) or None,
         reason=reason,
     )

@@ -78,13 +78,11 @@ def report_timezone(service: Service, goal_id: str) -> str:
 
 def report_instant(service: Service, run_id: int | None, now: datetime) -> datetime:
     """The instant picking the report's night: its run's due time, else ``now``."""
-    if run_id is None:
-        return now
-    try:
-        run = service.runs.get(run_id)
-    except GoalsuiError:
-        return now
-    return run.planned_at or run.started_at or now
+    if run_id is not None:
+        with contextlib.suppress(GoalsuiError):  # a run deleted meanwhile
+            run = service.runs.get(run_id)
+            return run.planned_at or run.started_at or now
+    return now
 
 
 def _fmt(dt: datetime | None, zone: ZoneInfo) -> str:

@@ -319,13 +319,11 @@ def _commander_options(
 
     if not spec.get("agent") or intent.worker != COMMANDER or not intent.goal_id:
         return None
-    try:
+    with contextlib.suppress(GoalsuiError):
         binding = service.nightshift.binding_of(intent.goal_id)
-    except GoalsuiError:
-        return None
-    if binding is None:
-        return None
-    return nightshift_agent_options(str(spec["agent"]), COMMANDER, Path(binding.repo))
+        if binding is not None:
+            return nightshift_agent_options(str(spec["agent"]), COMMANDER, Path(binding.repo))
+    return None
 
 
 async def _run_with_tools(
