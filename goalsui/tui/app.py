@@ -176,9 +176,8 @@ class GoalsApp(ConsoleBase):
     def notice_changed(self, notice: ConsoleNotice) -> None:
         """Every screen's notice line shows the newest notice (once the main screen is
         mounted: its mount shows the newest, too)."""
-        if self.screen_stack and isinstance(self.screen_stack[0], MainScreen):
-            for screen in list(self.screen_stack):  # the main screen and the ones over it
-                screen.post_message(NoticeAdded(notice))
+        if self.alive:  # the main screen and the ones over it
+            self.broadcast(lambda: NoticeAdded(notice))
 
     def action_jump_notice(self) -> None:
         """Open the thread or goal of the last notification."""

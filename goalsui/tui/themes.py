@@ -55,12 +55,8 @@ def theme_dirs() -> list[Path]:
     """The bundled themes folder, then the user's (``<config>/goalsui/themes``)."""
     from platformdirs import user_config_path
 
-    dirs: list[Path] = []
     bundled = find_themes_dir()
-    if bundled is not None:
-        dirs.append(bundled)
-    dirs.append(user_config_path("goalsui") / "themes")
-    return dirs
+    return [*([bundled] if bundled is not None else []), user_config_path("goalsui") / "themes"]
 
 
 def user_theme_files() -> bool:

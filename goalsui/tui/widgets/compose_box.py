@@ -42,10 +42,8 @@ class ComposeBox(Vertical):
             placeholder="Write a message; Enter sends it and asks for a reply", id="compose-input"
         )
 
-    def action_leave_box(self) -> None:
-        back = getattr(self.screen, "action_back", None)
-        if back is not None:
-            back()  # a DataScreen: leaves the input first
+    async def action_leave_box(self) -> None:
+        await self.run_action("screen.back")  # a DataScreen's: it leaves the input first
 
     @on(Input.Submitted, "#compose-input")
     def _submitted(self, event: Input.Submitted) -> None:
