@@ -190,11 +190,10 @@ class IntentSpec:
         unknown = set(fields) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValidationError(f"unknown intent field {sorted(unknown)[0]!r}")
-        kind_ = _kind(kind)
         tz = fields.get("timezone")
         return cls(
             title=title,
-            kind=kind_,
+            kind=_kind(kind),
             expires_at=_expiry(expires_at, tz if isinstance(tz, str) else None),
             cooldown_s=_seconds(cooldown) or 0,
             timeout_s=_seconds(timeout),

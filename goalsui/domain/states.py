@@ -72,13 +72,8 @@ TERMINAL_INTENT = frozenset({IntentStatus.DONE, IntentStatus.CANCELLED})
 #: Run statuses that count as a failure for retry and auto-disable.
 FAILURE_RUNS = frozenset({RunStatus.FAILED, RunStatus.TIMEOUT, RunStatus.INTERRUPTED})
 #: Run statuses of runs that executed a turn (the ones whose usage may be known).
-EXECUTED_RUNS = (
-    RunStatus.OK,
-    RunStatus.SILENT,
-    RunStatus.FAILED,
-    RunStatus.TIMEOUT,
-    RunStatus.CANCELLED,
-    RunStatus.INTERRUPTED,
+EXECUTED_RUNS = tuple(
+    s for s in RunStatus if s not in (RunStatus.RUNNING, RunStatus.SKIPPED, RunStatus.MISSED)
 )
 #: Run statuses shown on the Failures screen.
 ATTENTION_RUNS = frozenset(

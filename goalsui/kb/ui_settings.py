@@ -35,6 +35,4 @@ def read_ui_settings(root: Path | str) -> dict[str, Any]:
         data = parse_yaml(read_text(path, display=CONFIG_FILE), CONFIG_FILE)
     except GoalsuiError:
         return {}
-    if not isinstance(data, dict):
-        return {}
-    return {key: data[key] for key in UI_KEYS if key in data}
+    return {key: data[key] for key in UI_KEYS if key in data} if isinstance(data, dict) else {}
