@@ -140,13 +140,12 @@ def register(ctx: ToolContext) -> None:
                 raise ToolFailure("give 'in' or 'schedule', not both")
             given = f"in:{in_.strip()}"
             schedule = (svc.now() + parse_duration(in_)).isoformat(timespec="seconds")
-        elif kind == "at" and schedule:
-            if parse_instant(schedule) <= svc.now():
-                raise ToolFailure(
-                    f"at {schedule} is in the past (now is "
-                    f"{svc.now().isoformat(timespec='seconds')}): give a future instant, "
-                    "or 'in' with a duration"
-                )
+        elif kind == "at" and schedule and parse_instant(schedule) <= svc.now():
+            raise ToolFailure(
+                f"at {schedule} is in the past (now is "
+                f"{svc.now().isoformat(timespec='seconds')}): give a future instant, "
+                "or 'in' with a duration"
+            )
         intent, created = svc.agents.schedule_follow_up(
             scope.run_id,
             key=key,
