@@ -54,7 +54,6 @@ def open_service(
     """The service the command works on; a goal prefix or slug in ``goal_id``/``goal`` is expanded
     to its id (else "did you mean")."""
     from goalsui.service import Service
-    from goalsui.service.goal_ids import resolve_goal_id
 
     db, state = db_settings(args)
     extra = {"clock": clock} if clock is not None else {}
@@ -62,7 +61,7 @@ def open_service(
     for name in ("goal_id", "goal"):
         value = getattr(args, name, None)
         if isinstance(value, str) and value:
-            setattr(args, name, resolve_goal_id(service, value))
+            setattr(args, name, service.goals.resolve(value))
     return service
 
 

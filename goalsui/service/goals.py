@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -10,7 +11,7 @@ from sqlmodel import col, select
 from goalsui.domain.names import check_name
 from goalsui.domain.states import ChangeTopic, GoalStatus, IntentStatus
 from goalsui.domain.views import GoalView, by_goal, goal_view
-from goalsui.errors import NotFound
+from goalsui.errors import NotFound, ValidationError
 from goalsui.kb.layout import LoadedGoal, WorkerSeed
 from goalsui.service import kbindex
 from goalsui.service.context import ServiceContext
@@ -95,6 +96,27 @@ class Goals:
         grouped = by_goal(intents)
         return [goal_view(g.record(), grouped.get(g.goal_id, [])) for g in goals], intents
 
+    def resolve(self, text: str) -> str:
+        """The goal id ``text`` stands for, as people type it: an exact id, else one id or
+        slug (the id without its 8-hex suffix) prefix match. Several matches are refused;
+        none raises NotFound with the closest ids, if any, else returns ``text``."""
+        text = text.strip()
+        ids = self.ctx.kb.goal_ids()
+        if not text or text in ids:
+            return text
+        found = sorted({g for g in ids if g.startswith(text) or _slug(g) == text})
+        if len(found) == 1:
+            return found[0]
+        if found:
+            shown = ", ".join(found[:6]) + (" ..." if len(found) > 6 else "")
+            raise ValidationError(f"goal '{text}' is ambiguous: {shown}")
+        by_slug = {_slug(g): g for g in ids}
+        close = difflib.get_close_matches(text, [*ids, *by_slug], n=3, cutoff=0.6)
+        if not close:
+            return text
+        names = list(dict.fromkeys(by_slug.get(c, c) for c in close))
+        raise NotFound(f"no goal '{text}'; did you mean {' or '.join(names)}?")
+
     def get(self, goal_id: str) -> GoalView:
         """One goal with its workers, or :class:`NotFound`."""
         check_name(goal_id, "goal id")
@@ -144,3 +166,8 @@ class Goals:
     def list(self) -> list[GoalView]:
         """Every goal of the index with its workers, in the console's order."""
         return self.with_intents()[0]
+
+
+def _slug(goal_id: str) -> str:
+    head, _, tail = goal_id.rpartition("-")
+    return head if head and len(tail) == 8 else goal_id
