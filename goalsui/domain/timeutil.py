@@ -62,12 +62,8 @@ def load_zone(name: str | tzinfo) -> ZoneInfo:
 def wall_instants(wall: datetime, zone: tzinfo) -> tuple[datetime, ...]:
     """The UTC instants at which ``zone`` reads ``wall``: none in a gap, two in a repeated hour."""
     wall = wall.replace(tzinfo=None, fold=0)
-    found: list[datetime] = []
-    for fold in (0, 1):
-        instant = wall.replace(tzinfo=zone, fold=fold).astimezone(UTC)
-        if instant.astimezone(zone).replace(tzinfo=None, fold=0) == wall and instant not in found:
-            found.append(instant)
-    return tuple(sorted(found))
+    both = {wall.replace(tzinfo=zone, fold=fold).astimezone(UTC) for fold in (0, 1)}
+    return tuple(sorted(t for t in both if t.astimezone(zone).replace(tzinfo=None) == wall))
 
 
 def gap_end(wall: datetime, zone: tzinfo) -> datetime:
