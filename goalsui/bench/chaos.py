@@ -258,12 +258,9 @@ def add_intent(
         timeout=timeout,
         **fields,
     )
-    load.intents[saved_id(intent)] = {
-        "kind": kind,
-        "schedule": intent.schedule,
-        "timezone": intent.timezone,
-        "first": intent.next_run_at,
-    }
+    load.intents[saved_id(intent)] = dict(
+        kind=kind, schedule=intent.schedule, timezone=intent.timezone, first=intent.next_run_at
+    )
 
 
 def create_intents(svc: Service, load: Load, tag: str, rate: float) -> None:
@@ -373,9 +370,7 @@ class Result:
 def _deal(kinds: list[str], rng: random.Random) -> Iterator[str]:
     """Fault kinds in a random order, every kind once per round."""
     while True:
-        deck = list(kinds)
-        rng.shuffle(deck)
-        yield from deck
+        yield from rng.sample(kinds, len(kinds))
 
 
 def run(opts: Options) -> Result:

@@ -307,8 +307,7 @@ async def _latency(kb: Path, state: Path, samples: int) -> LatencyFigures:
     from goalsui.tui.app import make_app
 
     service = Service.open(kb, None, state, sync=False)
-    goal_id = "demo-pulse-05c0f5ca"
-    rel = "workers/pulse/prompt.md"
+    goal_id, rel = "demo-pulse-05c0f5ca", "workers/pulse/prompt.md"
     prompt = kb / goal_id / rel
     app = make_app(service, scheduler=False, watch=True)
     shown: dict[str, float] = {}
