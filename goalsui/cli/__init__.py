@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from goalsui import __version__
-from goalsui.cli.common import ArgumentParser, add_options
+from goalsui.cli.common import ArgumentParser, add_options, guard_streams
 from goalsui.domain.untrusted import plain
 from goalsui.errors import GoalsuiError
 
@@ -102,8 +102,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1  # a user error (the command-line contract)
     if command in RAW_OUTPUT:  # they own the terminal (Textual, textual-serve)
         return _run(build_parser(command).parse_args(argv))
-    from goalsui.cli.common import guard_streams
-
     with guard_streams():  # argparse's messages echo the operator's input: sanitised too
         return _run(build_parser(command).parse_args(argv))
 

@@ -163,10 +163,9 @@ def guard_streams() -> Iterator[None]:
     try:
         yield
     finally:
-        flushes: list[Callable[[], None]] = [sys.stdout.flush, sys.stderr.flush]
-        for flush in flushes:
+        for stream in (sys.stdout, sys.stderr):
             with suppress(OSError, ValueError):  # a closed pipe: nothing more to say
-                flush()
+                stream.flush()
         sys.stdout, sys.stderr = saved
 
 

@@ -130,8 +130,7 @@ async def _start_ops(service: Any, scheduler: Any, args: argparse.Namespace) -> 
 
     # ready while the loop's heartbeat (every poll interval, also when idle) is at most
     # two intervals old
-    interval = getattr(scheduler, "heartbeat_interval", None) or scheduler.poll_interval
-    quiet = 2 * float(interval)
+    quiet = 2 * scheduler.heartbeat_interval
     ops = await start_ops_server(
         service, scheduler, args.metrics_host, args.metrics_port, max_quiet=quiet
     )
@@ -196,11 +195,8 @@ async def run_daemon(service: Any, args: argparse.Namespace) -> int:
         )
         await stop.wait()
         running = len(scheduler.running)
-        say(
-            f"stopping: {running} running run(s) get {args.grace_seconds:g}s"
-            if running
-            else "stopping"
-        )
+        grace = f": {running} running run(s) get {args.grace_seconds:g}s" if running else ""
+        say(f"stopping{grace}")
     say("stopped")
     if fatal:
         raise FatalError(fatal[0])  # one line on stderr, exit 1
@@ -213,8 +209,5 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from goalsui.ops.logging import configure
 
     say = configure(args.log_format)
-    service = open_service(args, actor="scheduler")
-    try:
+    with contextlib.closing(open_service(args, actor="scheduler")) as service:
         return asyncio.run(run_daemon(service, args))
-    finally:
-        service.close()

@@ -23,6 +23,7 @@ from goalsui.cli.common import (
     open_service,
     table,
 )
+from goalsui.cli.inputs import read_input_bytes
 from goalsui.domain.names import check_name
 from goalsui.domain.shapes import event_json
 from goalsui.domain.untrusted import plain
@@ -140,8 +141,6 @@ def _emit_http(
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
-    from goalsui.cli.inputs import read_input_bytes
-
     source = check_name(args.source, "event source")
     delivery = args.delivery if args.delivery is not None else signing.new_delivery_id()
     if not signing.valid_delivery_id(delivery):

@@ -100,8 +100,6 @@ def cmd_add(args: argparse.Namespace) -> int:
             ) from None
         except RecursionError:
             raise ValidationError("--filter is nested too deeply") from None
-        if not isinstance(event_filter, dict):
-            raise ValidationError("--filter must be a JSON object")
     spec = IntentSpec.parse(
         title=args.title,
         instruction=read_text_arg(args.instruction),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import closing
 
 from goalsui.cli.common import (
     Subparsers,
@@ -76,21 +77,15 @@ def cmd_write(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from goalsui.mcp.scope import operator_scope, run_scope
+    from goalsui.mcp.server import serve
 
-    service = open_service(args, actor="agent", sync=False)
-    try:
+    if args.run is not None and (args.goal or args.worker or args.thread):
+        raise ValidationError("--run takes its scope from the run: no --goal/--worker/--thread")
+    with closing(open_service(args, actor="agent", sync=False)) as service:
         if args.run is not None:
-            if args.goal or args.worker or args.thread:
-                raise ValidationError(
-                    "--run takes its scope from the run: no --goal/--worker/--thread"
-                )
             scope = run_scope(service, parse_id(args.run, "run"))
         else:
             thread = parse_id(args.thread, "thread") if args.thread else None
             scope = operator_scope(service, args.goal, args.worker, thread)
-        from goalsui.mcp.server import serve
-
         serve(service, scope)
-    finally:
-        service.close()
     return 0

@@ -4,6 +4,7 @@ runner) and ``db upgrade|status`` (the database schema)."""
 from __future__ import annotations
 
 import argparse
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -130,10 +131,8 @@ def _schema(args: argparse.Namespace, step: str) -> tuple[str, dict[str, Any]]:
         service = Service(kb_path(args), *db_settings(args))
     except OSError as exc:
         raise ValidationError(f"cannot prepare the state folder: {exc}") from None
-    try:
+    with closing(service):
         result = getattr(service.schema, step)()
-    finally:
-        service.close()
     return service.db_url_display(), result
 
 

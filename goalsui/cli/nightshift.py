@@ -121,17 +121,11 @@ def cmd_branches(args: argparse.Namespace) -> int:
     with closing(open_service(args)) as service:
         goal_id, _ = service.nightshift.goal(args.goal)
         views = service.nightshift.branches(goal_id)
-    rows = [
-        [
-            v.branch,
-            _commit_cell(v),
-            v.commits,
-            v.item.status if v.item else "-",
-            v.item.check or "-" if v.item else "-",
-            v.item.run_id or "-" if v.item else "-",
-        ]
-        for v in views
-    ]
+    rows = []
+    for v in views:
+        item = v.item
+        state = (item.status, item.check or "-", item.run_id or "-") if item else ("-", "-", "-")
+        rows.append([v.branch, _commit_cell(v), v.commits, *state])
     headers = ["branch", "commit", "commits", "status", "check", "run"]
     return answer(args, [v.as_json() for v in views], table(rows, headers, "no branches"))
 

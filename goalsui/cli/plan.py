@@ -122,17 +122,12 @@ def _print_summary(items: list[PlannedFire], zone: tzinfo) -> None:
     print(f"{'intent'.ljust(width)}  {'fires':>5}  next fires  [schedule]")
     for row in rows:
         count = f"{len(row.fires)}{'+' if row.capped else ''}" if row.fires else "-"
-        first = row.fires[0] if row.fires else None
-        nexts = (
-            ", ".join(
-                [_when(row.fires[0], zone, None)]
-                + [_when(at, zone, first) for at in row.fires[1:SHOWN_FIRES]]
-            )
-            if first
-            else "-"
-        )
-        if len(row.fires) > SHOWN_FIRES:
-            nexts += ", …"
+        first = row.fires[0] if row.fires else None  # the next fires' dates are said after it
+        shown = [
+            _when(at, zone, first if i else None) for i, at in enumerate(row.fires[:SHOWN_FIRES])
+        ]
+        tail = ", …" if len(row.fires) > SHOWN_FIRES else ""
+        nexts = ", ".join(shown) + tail if shown else "-"
         print(f"{row.label.ljust(width)}  {count:>5}  {nexts}  [{row.rule or 'no fire'}]".rstrip())
         extra = row.notes[:1]
         if row.skipped:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,12 +116,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.state_dir:
         args.state_dir = str(scratch / "state")
     keep = args.keep or args.print_only  # --print names the path
-    print(
-        f"demo: scratch KB {kb}"
-        + ("" if keep else " (removed when the demo ends; --keep keeps it)"),
-        file=sys.stderr,
-        flush=True,
-    )
+    note = "" if keep else " (removed when the demo ends; --keep keeps it)"
+    print(f"demo: scratch KB {kb}{note}", file=sys.stderr, flush=True)
     try:
         return _run_demo(args, kb)
     finally:
@@ -135,11 +132,8 @@ def _run_demo(args: argparse.Namespace, kb: Path) -> int:
         from goalsui.tui.app import run_console
 
         return run_console(args, lambda: _open_demo(args), kb.resolve())
-    service = _open_demo(args)
-    try:
+    with closing(_open_demo(args)) as service:
         print_dashboard(service)
-    finally:
-        service.close()
     return 0
 
 

@@ -108,9 +108,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     token = chosen or secrets.token_urlsafe(24)  # 32 URL-safe characters
     os.environ.pop(TOKEN_ENV, None)  # not inherited by the daemon, consoles or runners
-    service = open_service(args, actor="operator")  # validates the KB and creates the schema
-    kb, state_dir = service.kb.root, service.state_dir
-    service.close()
+    # opening the service checks the KB and creates the schema before anything is served
+    with contextlib.closing(open_service(args, actor="operator")) as service:
+        kb, state_dir = service.kb.root, service.state_dir
     # what textual-serve runs for each browser tab: a watch-only console
     console = goalsui_argv(args, kb, state_dir, "console", "--no-scheduler")
     console += ["--read-only"] if args.read_only else []

@@ -168,12 +168,9 @@ def cmd_todo_add(args: argparse.Namespace) -> int:
 
 
 def cmd_todo_set(args: argparse.Namespace) -> int:
-    service = open_service(args)
-    thread_id = parse_id(args.thread_id, "thread")
-    item = parse_id(args.item, "todo")
-    todo = (service.todos.complete if args.action == "done" else service.todos.reopen)(
-        thread_id, item
-    )
+    todos = open_service(args).todos
+    mark = todos.complete if args.action == "done" else todos.reopen
+    todo = mark(parse_id(args.thread_id, "thread"), parse_id(args.item, "todo"))
     text = f"todo {todo.id} {'done' if todo.done else 'reopened'}"
     return answer(args, todo_json(todo.record()), text)
 

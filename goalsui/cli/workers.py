@@ -122,8 +122,7 @@ def cmd_run_now(args: argparse.Namespace) -> int:
     if run is None:
         raise ValidationError(
             f"the run of intent {intent.id} did not finish within {args.timeout:g}s "
-            "(it goes on; see 'goalsui runs --intent "
-            f"{intent.id}')"
+            f"(it goes on; see 'goalsui runs --intent {intent.id}')"
         )
     reason = f" ({plain(run.reason)})" if run.reason else ""
     answer(args, run_json(run.record()), f"run {run.id}: {run.status}{reason}")
