@@ -283,7 +283,6 @@ async def start_listener(
         raise GoalsuiError(
             f"cannot listen for hooks on {host}:{port}: {exc.strerror or exc}"
         ) from None
-    bound = bounded.port
     if not is_loopback(host):
         log.warning(
             "hook listener bound to %s (not loopback): anyone who can reach it may try deliveries; "
@@ -291,5 +290,5 @@ async def start_listener(
             host,
         )
     sources = ", ".join(sorted(service.config().hooks)) or "none configured"
-    log.info("hook listener on http://%s:%s (sources: %s)", host, bound, sources)
-    return Listener(host=host, port=bound, runner=runner, bounded=bounded)
+    log.info("hook listener on http://%s:%s (sources: %s)", host, bounded.port, sources)
+    return Listener(host=host, port=bounded.port, runner=runner, bounded=bounded)
