@@ -56,11 +56,8 @@ def scan_reports(goal_dir: Path) -> list[StoredReport]:
 
 def stored_reports(goal_dir: Path) -> list[StoredReport]:
     """The goal's reports, one per night (a night's new-style file wins), oldest first."""
-    chosen: dict[date, StoredReport] = {}
-    for report in scan_reports(goal_dir):
-        have = chosen.get(report.night)
-        if have is None or (have.legacy and not report.legacy):
-            chosen[report.night] = report
+    ordered = sorted(scan_reports(goal_dir), key=lambda r: not r.legacy)  # new-style ones last
+    chosen = {report.night: report for report in ordered}
     return [chosen[night] for night in sorted(chosen)]
 
 
@@ -70,22 +67,17 @@ def snapshot_dirs(goal_dir: Path) -> dict[date, Path]:
     if not root.is_dir():
         return {}
     legacy = {r.path.stem for r in scan_reports(goal_dir) if r.legacy}
-    out: dict[date, Path] = {}
-    late: dict[date, Path] = {}
+    found: list[tuple[bool, date, Path]] = []  # (named by its night, night, folder)
     for entry in root.iterdir():
         try:
             named = date.fromisoformat(entry.name)
         except ValueError:
             continue
-        if not entry.is_dir():
-            continue
-        if entry.name in legacy:
-            late[named - timedelta(days=1)] = entry
-        else:
-            out[named] = entry
-    for night, path in late.items():
-        out.setdefault(night, path)
-    return out
+        if entry.is_dir():
+            old = entry.name in legacy
+            found.append((not old, named - timedelta(days=1) if old else named, entry))
+    # a night's own snapshot comes last, so it wins over an old-style one
+    return {night: path for _, night, path in sorted(found, key=lambda f: f[0])}
 
 
 def _move_file(src: Path, dst: Path) -> bool:
