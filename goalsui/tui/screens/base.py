@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from rich.text import Text
 from textual import on, work
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
@@ -18,16 +19,13 @@ from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.messages import DashboardReady
 from goalsui.tui.notices import NoticeAdded, WorkerFailures
+from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 from goalsui.tui.widgets.status_bar import notice_line
 
 if TYPE_CHECKING:
     from goalsui.service import Service
     from goalsui.tui.fmt import Palette
-
-
-def title_bar(text: str) -> Static:
-    return Static(Text(f" {text} ", style="bold reverse"), id="screen-title")
 
 
 #: what one row of a screen's first table shows
@@ -38,6 +36,8 @@ class DataScreen(WorkerFailures, Screen[None], Generic[Item]):
     """Subclasses implement ``fetch(service)`` (in a thread), ``show(data)`` (UI) and may
     ``describe()`` the selected row; the first table has the focus."""
 
+    #: the title line's text (the newest notice follows it)
+    HEADING = ""
     #: the first table's columns: label, key, width (None: as wide as its cells)
     COLUMNS: tuple[tuple[str, str, int | None], ...] = ()
     #: the pane whose subtitle counts the first table's rows ("": none)
@@ -55,8 +55,19 @@ class DataScreen(WorkerFailures, Screen[None], Generic[Item]):
         )
         #: row key -> the item the row shows (see :meth:`show_items`)
         self.row_items: dict[str, Item] = {}
-        self._title: Text | None = None  # the title line's own text, before any notice
         self._home: Widget | None = None  # where the focus goes when an input is left
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._heading(), id="screen-title")
+        yield from self.panes()
+        yield Footer()
+
+    def panes(self) -> ComposeResult:  # pragma: no cover - abstract
+        """What the screen shows between its title line and its footer."""
+        raise NotImplementedError
+
+    def _heading(self) -> Text:
+        return Text(f" {self.HEADING} ", style="bold reverse")
 
     def on_mount(self) -> None:
         table = self.query(KeyedTable).first()
@@ -115,13 +126,10 @@ class DataScreen(WorkerFailures, Screen[None], Generic[Item]):
         self.show_notice(message.notice)
 
     def show_notice(self, notice: Any) -> None:
-        title = self.query_one("#screen-title", Static)
-        if self._title is None:
-            content = title.content
-            self._title = content.copy() if isinstance(content, Text) else Text(str(content))
         app = goals_app(self)
         line = notice_line(notice, app.clock(), app.palette)
-        title.update(Text.assemble(self._title, "  ", line, no_wrap=True, overflow="ellipsis"))
+        text = Text.assemble(self._heading(), "  ", line, no_wrap=True, overflow="ellipsis")
+        self.query_one("#screen-title", Static).update(text)
 
     # -- keys ---------------------------------------------------------------------------------
     def on_descendant_focus(self, event: Any) -> None:

@@ -18,9 +18,8 @@ from goalsui.domain.untrusted import plain
 from goalsui.tui import keys, run_actions
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import clock_time
-from goalsui.tui.screens.base import DataScreen, title_bar
+from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.failed_pane import AUTO_DISABLED, FailedTable, FailureItem, failure_items
-from goalsui.tui.widgets.footer import Footer
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -42,15 +41,15 @@ class FailuresScreen(DataScreen[FailureItem]):
 
     ACTIONS = keys.FAILURES_ACTIONS
 
-    def compose(self) -> ComposeResult:
-        yield title_bar("Failures")
+    HEADING = "Failures"
+
+    def panes(self) -> ComposeResult:
         with Container(id="failures-box", classes="pane") as box:
             box.border_title = "Runs and intents that need you (newest first)"
             yield FailedTable(read_only=True, id="failures-table")
         with VerticalScroll(id="failures-detail", classes="pane") as box:
             box.border_title = "Selected"
             yield Static("", id="failures-text", markup=False)
-        yield Footer()
 
     @property
     def table(self) -> FailedTable:

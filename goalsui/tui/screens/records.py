@@ -20,9 +20,8 @@ from goalsui.tui import keys
 from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import Palette, clock_time, one_line
 from goalsui.tui.notices import ConsoleNotice
-from goalsui.tui.screens.base import DataScreen, title_bar
+from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.compose_box import ComposeBox
-from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
@@ -45,8 +44,9 @@ class EventsScreen(DataScreen[EventItem]):
     )
     COUNT_IN = "#events-box"
 
-    def compose(self) -> ComposeResult:
-        yield title_bar("Events")
+    HEADING = "Events"
+
+    def panes(self) -> ComposeResult:
         with Horizontal(classes="split"):
             with Container(id="events-box", classes="pane") as box:
                 box.border_title = "Received events (newest first)"
@@ -54,7 +54,6 @@ class EventsScreen(DataScreen[EventItem]):
             with VerticalScroll(id="events-detail", classes="pane") as box:
                 box.border_title = "Payload (untrusted data)"
                 yield Static("", id="events-text", markup=False)
-        yield Footer()
 
     def fetch(self, service: Service) -> list[EventItem]:
         """The newest events, each with the titles of the intents it fired."""
@@ -103,8 +102,9 @@ class ThreadsScreen(DataScreen[ThreadItem]):
         super().__init__(read_only=read_only)
         self.select = select  # a thread to show first (a notification's)
 
-    def compose(self) -> ComposeResult:
-        yield title_bar("Threads")
+    HEADING = "Threads"
+
+    def panes(self) -> ComposeResult:
         with Horizontal(classes="split"):
             with Container(id="threads-box", classes="pane") as box:
                 box.border_title = "Threads"
@@ -115,7 +115,6 @@ class ThreadsScreen(DataScreen[ThreadItem]):
                     yield Static("", id="threads-text", markup=False)
                 if not self.read_only:
                     yield ComposeBox(id="threads-compose")
-        yield Footer()
 
     def fetch(self, service: Service) -> list[ThreadItem]:
         out = []
@@ -211,12 +210,12 @@ class JournalScreen(DataScreen[Any]):
     )
     COUNT_IN = "#journal-box"
 
-    def compose(self) -> ComposeResult:
-        yield title_bar("Event log")
+    HEADING = "Event log"
+
+    def panes(self) -> ComposeResult:
         with Container(id="journal-box", classes="pane") as box:
             box.border_title = "Operator, scheduler and console notices (newest first)"
             yield KeyedTable(id="journal-table")
-        yield Footer()
 
     def fetch(self, service: Service) -> list[Any]:
         return list(service.journal.recent(limit=1000))

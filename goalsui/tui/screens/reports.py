@@ -24,9 +24,8 @@ from goalsui.tui.app_ref import goals_app
 from goalsui.tui.fmt import RUN_GLYPH, Palette, duration, one_line, short_span
 from goalsui.tui.md_tables import fit_tables
 from goalsui.tui.model import list_reports
-from goalsui.tui.screens.base import DataScreen, title_bar
+from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane
-from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 from goalsui.tui.widgets.layout_tabs import TabBar
 
@@ -123,8 +122,9 @@ class ReportsScreen(DataScreen[Report]):
     _open: Report | None = None  # the report shown
     _rendered = ""  # what the Markdown widget shows (its tables fitted to the pane)
 
-    def compose(self) -> ComposeResult:
-        yield title_bar("Morning reports")
+    HEADING = "Morning reports"
+
+    def panes(self) -> ComposeResult:
         with Horizontal(id="reports-body"):
             with Vertical(id="reports-left"):
                 with Container(id="reports-list-box", classes="pane") as box:
@@ -141,7 +141,6 @@ class ReportsScreen(DataScreen[Report]):
             with VerticalScroll(id="reports-doc", classes="pane") as doc:
                 doc.border_title = "Report"
                 yield Markdown("", id="reports-markdown")
-        yield Footer()
 
     def on_mount(self) -> None:
         night = self.query_one("#reports-night", KeyedTable)

@@ -27,9 +27,8 @@ from goalsui.tui.fmt import (
     name_cell,
     one_line,
 )
-from goalsui.tui.screens.base import DataScreen, title_bar
+from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.failed_pane import run_error
-from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
 
 if TYPE_CHECKING:
@@ -72,8 +71,9 @@ class RunsScreen(DataScreen[RunRow]):
         self.goals: list[str] = []
         self._all: list[RunRow] = []
 
-    def compose(self) -> ComposeResult:
-        yield title_bar("Runs")
+    HEADING = "Runs"
+
+    def panes(self) -> ComposeResult:
         with Container(id="runs-box", classes="pane") as box:
             box.border_title = "All runs (newest first)"
             table = KeyedTable(id="runs-table", flex_column="reason")
@@ -82,7 +82,6 @@ class RunsScreen(DataScreen[RunRow]):
         with VerticalScroll(id="runs-detail", classes="pane") as box:
             box.border_title = "Selected run"
             yield Static("", id="runs-text", markup=False)
-        yield Footer()
 
     def fetch(self, service: Service) -> list[RunRow]:
         intents = {i.id: i for i in service.intents.list()}
