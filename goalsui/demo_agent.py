@@ -41,10 +41,8 @@ def do_task(prompt: str) -> str:
 
 def main() -> int:
     prompt = sys.stdin.read()
-    if os.environ.get("GOALSUI_WORKER") == "commander":
-        print(plan_from_backlog())
-    else:
-        print(do_task(prompt))
+    commander = os.environ.get("GOALSUI_WORKER") == "commander"
+    print(plan_from_backlog() if commander else do_task(prompt))
     return 0
 
 

@@ -20,10 +20,7 @@ _KINDS = (
 
 def describe_mode(mode: int) -> str:
     """What a file of this ``st_mode`` is, for a message ("a FIFO (named pipe)")."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def _not_regular(shown: str, mode: int) -> KBError:

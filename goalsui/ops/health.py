@@ -98,9 +98,8 @@ def make_app(readiness: Readiness, registry: CollectorRegistry) -> web.Applicati
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
     app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
+    routes = {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics}
+    app.add_routes([web.get(path, handler) for path, handler in routes.items()])
     return app
 
 
