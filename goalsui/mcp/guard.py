@@ -127,10 +127,7 @@ class _GuardedLines:
         self.replies: Any = None  # the SDK's write stream, once it is open
         self.ready = anyio.Event()
 
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
-
-    async def _lines(self) -> AsyncIterator[str]:
+    async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self.stream:
             try:
                 check_line(line)

@@ -97,14 +97,10 @@ class _LogSink:
 
     async def open(self, header: str) -> None:
         if self.path is not None:
-            self._fh = await asyncio.to_thread(self._open)
+            await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
+            self._fh = await asyncio.to_thread(self.path.open, "ab", buffering=0)
         self._task = asyncio.create_task(self._run())
         self.put(header.encode("utf-8", "replace"), keep_tail=False)
-
-    def _open(self) -> FileIO:
-        assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        return self.path.open("ab", buffering=0)
 
     def put(self, data: bytes, *, keep_tail: bool = True) -> None:
         if not data:
