@@ -397,12 +397,10 @@ def _checked_seeds(name: str, workers: Iterable[WorkerSeed]) -> tuple[str, list[
     too_long = "goal name is too long (200 characters at most)"
     name = one_line(name, 200, empty="a goal needs a name", too_long=too_long)
     seeds = list(workers)
-    seen: set[str] = set()
-    for seed in seeds:
+    for index, seed in enumerate(seeds):
         check_name(seed.name, "worker name")
-        if seed.name in seen:
+        if any(seed.name == earlier.name for earlier in seeds[:index]):
             raise ValidationError(f"worker '{seed.name}' given twice")
-        seen.add(seed.name)
     return name, seeds
 
 

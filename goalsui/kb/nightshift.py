@@ -31,10 +31,8 @@ class Binding:
     check: tuple[str, ...] | None = None
 
     def as_yaml(self) -> dict[str, object]:
-        data: dict[str, object] = {"repo": str(self.repo), "base": self.base}
-        if self.check:
-            data["check"] = list(self.check)
-        return data
+        check = {"check": list(self.check)} if self.check else {}
+        return {"repo": str(self.repo), "base": self.base, **check}
 
 
 def load_binding(goal_dir: Path, display: str = BINDING_FILE) -> Binding | None:
