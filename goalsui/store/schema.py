@@ -127,13 +127,6 @@ def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
     return False
 
 
-def include_object(
-    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
-) -> bool:
-    """Autogenerate looks at goalsui's tables only (never the version table)."""
-    return not (type_ == "table" and name == VERSION_TABLE)
-
-
 def migration_options(connection: Connection) -> dict[str, Any]:
     """The ``context.configure`` options shared by env.py and the drift check."""
     return {
@@ -141,7 +134,8 @@ def migration_options(connection: Connection) -> dict[str, Any]:
         "render_as_batch": connection.dialect.name == "sqlite",
         "compare_type": True,
         "render_item": render_item,
-        "include_object": include_object,
+        # autogenerate looks at goalsui's tables only (never the version table)
+        "include_object": lambda _obj, name, type_, *_: (type_, name) != ("table", VERSION_TABLE),
         "version_table": VERSION_TABLE,
     }
 
