@@ -160,17 +160,9 @@ def cmd_emit(args: argparse.Namespace) -> int:
     else:
         event_id, fired = _emit_http(args, source, body, delivery)
     shown = ", ".join(str(i) for i in fired) or "nothing"
-    return answer(
-        args,
-        {
-            "source": source,
-            "delivery_id": delivery,
-            "event_id": event_id,
-            "fired": fired,
-            "duplicate": False,
-        },
-        f"event {event_id} ({source}/{delivery}) accepted; fired intents: {shown}",
-    )
+    text = f"event {event_id} ({source}/{delivery}) accepted; fired intents: {shown}"
+    data = {"source": source, "delivery_id": delivery, "event_id": event_id, "fired": fired}
+    return answer(args, {**data, "duplicate": False}, text)
 
 
 def cmd_events(args: argparse.Namespace) -> int:

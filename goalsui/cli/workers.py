@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import shlex
 import time
@@ -116,8 +118,6 @@ def cmd_run_now(args: argparse.Namespace) -> int:
     if not wait:
         text = f"worker {args.worker} of {args.goal_id} is due now (intent {intent.id})"
         return answer(args, intent_json(intent.record()), text)
-    import asyncio
-
     run = asyncio.run(_await_run(service, ticket, args.timeout, here=args.here))
     if run is None:
         raise ValidationError(
@@ -132,9 +132,6 @@ def cmd_run_now(args: argparse.Namespace) -> int:
 async def _await_run(service: Service, ticket: Any, timeout: float, *, here: bool) -> Any:
     """The ticket's finished run (None: not within ``timeout``); with ``here``, a registered
     scheduler runs in this process meanwhile."""
-    import asyncio
-    import contextlib
-
     from goalsui.scheduler.loop import Scheduler
 
     async with contextlib.AsyncExitStack() as stack:
