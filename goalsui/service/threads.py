@@ -113,20 +113,14 @@ class Threads:
         self.ctx.changed(ChangeTopic.MESSAGES)
         return message
 
-    def find_home(self, goal_id: str, worker: str) -> Thread | None:
-        """A worker's home thread, None when it was not created yet."""
-        with self.ctx.store.read() as s:
-            return s.exec(
-                select(Thread).where(Thread.goal_id == goal_id, Thread.worker == worker)
-            ).first()
-
     def home(self, goal_id: str, worker: str) -> Thread:
         """A worker's home thread, created now if the KB index has not made it yet."""
-        thread = self.find_home(goal_id, worker)
+        with self.ctx.store.read() as s:
+            where = (Thread.goal_id == goal_id, Thread.worker == worker)
+            thread = s.exec(select(Thread).where(*where)).first()
+            goal = s.get(Goal, goal_id)
         if thread is not None:
             return thread
-        with self.ctx.store.read() as s:
-            goal = s.get(Goal, goal_id)
         name = goal.name if goal is not None else goal_id
         with self.ctx.store.write() as s:
             self.ctx.store.serialize(s, "kb-sync")  # the KB index creates them under this lock
