@@ -140,8 +140,7 @@ def replay_repo_night(
         )
         (service.kb.goal_dir(view.goal_id) / "backlog.md").write_text(BACKLOG)
         # the last whole night: the one before the night ``now`` is in
-        night = night_of(now, tz) - timedelta(days=1)
-        start, end = night_window(night, tz)
+        start, end = night_window(night_of(now, tz) - timedelta(days=1), tz)
         return asyncio.run(replay_window(service, clock, view.goal_id, start, end))
     finally:
         service.close()

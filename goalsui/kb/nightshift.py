@@ -41,10 +41,8 @@ def load_binding(goal_dir: Path, display: str = BINDING_FILE) -> Binding | None:
     if not path.exists():
         return None
     data, text = load_yaml_mapping(path, display)
-    unknown = set(data) - _KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise KBError(display, f"unknown field {key!r}", line_of_key(text, key))
+    if unknown := sorted(set(data) - _KEYS):
+        raise KBError(display, f"unknown field {unknown[0]!r}", line_of_key(text, unknown[0]))
     repo, base, check = data.get("repo"), data.get("base") or "main", data.get("check")
     if not isinstance(repo, str) or not os.path.isabs(repo):
         line = line_of_key(text, "repo")
