@@ -4,7 +4,6 @@ the database first and recorded in ``tool_call`` afterwards."""
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import Any
 
 import anyio.to_thread
@@ -32,11 +31,8 @@ def _one_line(exc: ToolError) -> ToolError:
 
 
 def _result_text(result: Any) -> str:
-    texts = [getattr(c, "text", "") for c in getattr(result, "content", None) or []]
-    text = "\n".join(t for t in texts if t)
-    if not text and getattr(result, "structured_content", None) is not None:
-        text = json.dumps(result.structured_content, default=str)
-    return text
+    """The result's text: every tool answers its JSON as text (ToolContext.tool)."""
+    return "\n".join(t for c in result.content if (t := getattr(c, "text", "")))
 
 
 class ToolServer(MCPServer):
@@ -67,17 +63,6 @@ class ToolServer(MCPServer):
             self.scope.run_id, name, arguments, text, is_error=is_error
         )
 
-    def _check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
-        """Refuse arguments the tool does not take (the SDK would drop them silently)."""
-        schema = self._tool_input_schema(name)
-        if schema is None:
-            return  # an unknown tool: the SDK answers that
-        allowed = schema.get("properties", {})
-        extra = sorted(str(key) for key in arguments if key not in allowed)
-        if extra:
-            known = ", ".join(allowed) or "none"
-            raise ToolError(f"unknown argument {extra[0]!r} (this tool takes: {known})")
-
     async def list_tools(self) -> Any:
         """The scope's tools; a run's session records that its agent was offered them."""
         tools = await super().list_tools()
@@ -93,12 +78,16 @@ class ToolServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
-            if self._tool_input_schema(name) is None:  # not served: say what grants it
+            schema = self._tool_input_schema(name)
+            if schema is None:  # not served: say what grants it
                 why = await anyio.to_thread.run_sync(
                     not_served_message, self.service, self.scope, name
                 )
                 raise ToolError(why)
-            self._check_arguments(name, arguments)
+            allowed = schema.get("properties", {})  # the SDK would drop other arguments silently
+            if extra := sorted(str(key) for key in arguments if key not in allowed):
+                known = ", ".join(allowed) or "none"
+                raise ToolError(f"unknown argument {extra[0]!r} (this tool takes: {known})")
             await anyio.to_thread.run_sync(self._check_live)
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
