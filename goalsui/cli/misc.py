@@ -112,11 +112,11 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 
 def cmd_set_runner(args: argparse.Namespace) -> int:
-    from goalsui.service import kbconfig, runner_checks
+    from goalsui.service import runner_checks
 
-    runner = kbconfig.runner_from_words(args.preset, args.command, args.model)
+    runner = runner_checks.runner_from_words(args.preset, args.command, args.model)
     service = open_service(args)
-    written = kbconfig.set_default_runner(service, runner)
+    written = runner_checks.set_default_runner(service, runner)
     lines = [f"default runner set in {service.kb.root / 'goalsui.yaml'}: {written}"]
     lines += [f"warning: {w.path}: {w.message}" for w in runner_checks.worker_warnings(service)]
     return answer(args, {"runner": written}, "\n".join(lines))

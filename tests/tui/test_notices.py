@@ -145,9 +145,9 @@ async def test_an_alert_toast_names_the_goal_and_j_selects_it(svc: Service, cloc
 async def test_a_private_threads_reply_reaches_notify_as_a_link_only(
     svc: Service, empty_kb: Path, tmp_path: Path, clock
 ) -> None:
-    from goalsui.service import kbconfig
+    from goalsui.service import runner_checks
 
-    kbconfig.set_default_runner(svc, script("sched_ok.py"))
+    runner_checks.set_default_runner(svc, script("sched_ok.py"))
     thread = svc.threads.create("Medical letters", private=True)
     svc.threads.say(thread.id, "summarise the letter")
     shown: list[Notice] = []
