@@ -64,9 +64,7 @@ def verify(secret: str | bytes, timestamp: str, body: bytes, signature: str | No
 
 def verify_github(secret: str | bytes, body: bytes, signature: str | None) -> bool:
     """True when ``signature`` is GitHub's ``X-Hub-Signature-256`` of ``body``."""
-    if not secret:
-        return False
-    return _matches(sign_github(secret, body), signature)
+    return bool(secret) and _matches(sign_github(secret, body), signature)
 
 
 def parse_timestamp(text: str | None) -> int | None:

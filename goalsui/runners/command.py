@@ -63,9 +63,7 @@ def build_env(extra: Mapping[str, str], *, strip: Sequence[str] = ()) -> dict[st
 
 def format_timeout(seconds: float) -> str:
     """``10m``, ``1h30m``; sub-second timeouts as ``0.5s``."""
-    if seconds < 1:
-        return f"{seconds:.1f}s"
-    return format_duration(timedelta(seconds=seconds))
+    return f"{seconds:.1f}s" if seconds < 1 else format_duration(timedelta(seconds=seconds))
 
 
 def _not_started(program: str, exc: Exception, cwd: Path | None) -> CommandResult:

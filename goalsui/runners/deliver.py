@@ -42,9 +42,7 @@ def outbox_name(run: IntentRun) -> str:
 
 def provenance(intent: Intent) -> str:
     """Why a result appears: ``Reply to: ...`` for a reply, else ``Came back about: ...``."""
-    if is_reply(intent.operation_key):
-        return intent.title
-    return f"Came back about: {intent.title}"
+    return intent.title if is_reply(intent.operation_key) else f"Came back about: {intent.title}"
 
 
 def run_label(intent: Intent) -> str:

@@ -44,7 +44,6 @@ def nightshift_agent_options(agent: str, role: str, workdir: Path) -> AgentOptio
     """``agent``'s options in ``role`` with ``workdir``; others get the folder and no-push env."""
     if role not in ROLES:
         raise ValueError(f"unknown nightshift role {role!r} (known: {', '.join(ROLES)})")
-    workdir = Path(workdir)
     env = NO_PUSH_ENV
     if agent == "claude":
         denied = ("--disallowedTools", ",".join(CLAUDE_DENIED))

@@ -93,9 +93,7 @@ def _duration(run: IntentRun) -> str:
     if run.finished_at is None or run.started_at is None:
         return "-"
     seconds = (run.finished_at - run.started_at).total_seconds()
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return format_duration(timedelta(seconds=seconds))
+    return f"{seconds:.1f}s" if seconds < 60 else format_duration(timedelta(seconds=seconds))
 
 
 def _fence(lines: list[str], lang: str = "") -> str:

@@ -24,13 +24,10 @@ _HOSTS: weakref.WeakKeyDictionary[Any, ToolHost] = weakref.WeakKeyDictionary()
 
 
 async def _host(service: Service) -> ToolHost:
-    host = _HOSTS.get(service)
-    if host is None:
+    if service not in _HOSTS:
         module = await asyncio.to_thread(importlib.import_module, "goalsui.mcp.http")
-        host = _HOSTS.get(service)  # another turn may have made it meanwhile
-        if host is None:
-            host = _HOSTS[service] = module.ToolHost(service)
-    return host
+        _HOSTS.setdefault(service, module.ToolHost(service))  # another turn may have made one
+    return _HOSTS[service]
 
 
 @contextlib.asynccontextmanager

@@ -92,9 +92,7 @@ def _home_worker(service: Service, intent: Intent) -> dict[str, Any] | None:
 
 def resolve_timeout(service: Service, intent: Intent) -> float:
     """Seconds: the intent's ``timeout_s``, else the KB default."""
-    if intent.timeout_s:
-        return float(intent.timeout_s)
-    return service.config().timeout.total_seconds()
+    return float(intent.timeout_s) if intent.timeout_s else service.config().timeout.total_seconds()
 
 
 def assemble_prompt(
