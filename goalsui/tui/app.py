@@ -328,7 +328,6 @@ def _bench_marks(app: GoalsApp, marker: str) -> None:
     from goalsui.tui.rss import peak_rss_kb
 
     marks: dict[str, float] = {}
-    stay = os.environ.get("GOALSUI_BENCH_STAY") == "1"
 
     def mark(name: str) -> None:
         marks[f"{name}_t"] = time.time()
@@ -336,9 +335,8 @@ def _bench_marks(app: GoalsApp, marker: str) -> None:
 
     def serving() -> None:
         mark("serving")
-        with open(marker, "w", encoding="utf-8") as fh:
-            json.dump(marks, fh)
-        if not stay:
+        Path(marker).write_text(json.dumps(marks), encoding="utf-8")
+        if os.environ.get("GOALSUI_BENCH_STAY") != "1":
             app.exit(0)
 
     app.startup.first_paint_listeners.append(lambda: mark("paint"))

@@ -48,9 +48,8 @@ class ActionsPart(PanesScreen):
     def _intent_allows(self, action: Action) -> bool:
         """The selected intent (not a goal) allows ``action`` in its state."""
         intent = self.intent()
-        if self.selection.kind == SelectionKind.GOAL or intent is None:
-            return False
-        return intent_allows(intent.status, action)
+        goal = self.selection.kind == SelectionKind.GOAL
+        return intent is not None and not goal and intent_allows(intent.status, action)
 
     def _can_pause(self) -> bool:
         if self.selection.kind == SelectionKind.GOAL:

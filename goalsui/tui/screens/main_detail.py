@@ -93,12 +93,10 @@ class DetailPart(PanesScreen):
         batch = message.batch
         tab = self.detail.current
         if tab is not None and tab.goal_id is not None and tab.rel is not None:
-            for goal_id, rel in batch.files:
-                if goal_id == tab.goal_id and (rel == tab.rel or rel.startswith(tab.rel + "/")):
-                    self.load_detail()
-                    break
-        counted = {c.goal_id for c in batch.changes if c.kind in ("box", "log") and c.goal_id}
-        for goal_id in counted:
+            gid, rel = tab.goal_id, tab.rel
+            if any(g == gid and (r == rel or r.startswith(rel + "/")) for g, r in batch.files):
+                self.load_detail()
+        for goal_id in {c.goal_id for c in batch.changes if c.kind in ("box", "log") and c.goal_id}:
             node = self.goals.goal_nodes.get(goal_id)
             if node is not None and node.is_expanded:
                 self.goals.load_boxes(goal_id)
