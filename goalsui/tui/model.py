@@ -87,7 +87,7 @@ class BoxCounts:
     newest_outbox: float = 0.0  # mtime, for "new since you looked"
 
 
-def load_dashboard(service: Service, now: datetime, span: timedelta = RECENT_SPAN) -> Dashboard:
+def load_dashboard(service: Service, now: datetime) -> Dashboard:
     """Everything the main screen needs, in a handful of reads."""
     started = time.perf_counter()
     token = service.overview.change_token()
@@ -95,18 +95,15 @@ def load_dashboard(service: Service, now: datetime, span: timedelta = RECENT_SPA
     intents = {i.id: i for i in (row.record() for row in intent_rows)}
     running = {r.intent_id: r.record() for r in service.runs.running()}
     recent: dict[int, list[RunRecord]] = defaultdict(list)
-    for run in service.runs.list(since=now - span, limit=20_000):
+    for run in service.runs.list(since=now - RECENT_SPAN, limit=20_000):
         recent[run.intent_id].append(run.record())
     for runs in recent.values():
         runs.sort(key=lambda r: (r.started_at, r.id))
-    attention = [r.record() for r in service.runs.list(failed=True, limit=300)]
-    disabled = [i for i in intents.values() if i.status == IntentStatus.FAILED]
     threads = [
         ThreadView(t.record(), [d.record() for d in todos])
         for t in service.threads.list()
         if t.id is not None and not quiet_home_thread(t, todos := service.todos.list(t.id))
     ]
-    summary = service.overview.summary()
     spend_today, budgets = load_costs(service, goals)
     return Dashboard(
         at=now,
@@ -114,10 +111,10 @@ def load_dashboard(service: Service, now: datetime, span: timedelta = RECENT_SPA
         intents=intents,
         running=running,
         recent=dict(recent),
-        attention=attention,
-        disabled=disabled,
+        attention=[r.record() for r in service.runs.list(failed=True, limit=300)],
+        disabled=[i for i in intents.values() if i.status == IntentStatus.FAILED],
         threads=threads,
-        summary=summary,
+        summary=service.overview.summary(),
         token=token,
         load_ms=(time.perf_counter() - started) * 1000,
         spend_today=spend_today,
@@ -200,7 +197,6 @@ def list_reports(service: Service) -> list[tuple[str, str, str]]:
             reports = goal_reports(service, goal.goal_id)
         except (GoalsuiError, OSError):
             continue
-        for r in reports:
-            found.append((r.night.isoformat(), goal.goal_id, f"reports/{r.path.name}"))
+        found += [(r.night.isoformat(), goal.goal_id, f"reports/{r.path.name}") for r in reports]
     found.sort(key=lambda item: (item[0], item[1]), reverse=True)
     return found
