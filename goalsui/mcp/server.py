@@ -48,14 +48,6 @@ class ToolServer(MCPServer):
         self.service = service
         self.scope = scope
 
-    def _check_live(self) -> None:
-        if self.scope.run_id is None:
-            return
-        try:
-            self.service.agents.live_run(self.scope.run_id)
-        except GoalsuiError as exc:
-            raise ToolError(str(exc)) from None
-
     def _record(self, name: str, arguments: dict[str, Any], text: str, is_error: bool) -> None:
         if self.scope.run_id is None:
             return
@@ -88,7 +80,11 @@ class ToolServer(MCPServer):
             if extra := sorted(str(key) for key in arguments if key not in allowed):
                 known = ", ".join(allowed) or "none"
                 raise ToolError(f"unknown argument {extra[0]!r} (this tool takes: {known})")
-            await anyio.to_thread.run_sync(self._check_live)
+            if self.scope.run_id is not None:  # a run's tools end with it
+                try:
+                    await anyio.to_thread.run_sync(self.service.agents.live_run, self.scope.run_id)
+                except GoalsuiError as exc:
+                    raise ToolError(str(exc)) from None
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             error = _one_line(exc)

@@ -119,13 +119,10 @@ class _LogSink:
             parts = [await self.queue.get()]
             while not self.queue.empty():  # what is already queued goes in the same write
                 parts.append(self.queue.get_nowait())
-            await self._write(b"".join(p for p in parts if p))
-
-    async def _write(self, data: bytes) -> None:
-        if self._fh is not None:
-            # A full disk must not kill the run; the result still arrives.
-            with contextlib.suppress(OSError):
-                await asyncio.to_thread(self._fh.write, data)
+            if self._fh is not None:
+                # A full disk must not kill the run; the result still arrives.
+                with contextlib.suppress(OSError):
+                    await asyncio.to_thread(self._fh.write, b"".join(p for p in parts if p))
 
     async def close(self, footer: str) -> None:
         self.note(footer)

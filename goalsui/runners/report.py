@@ -222,14 +222,6 @@ def _disabled_section(service: Service, goal_id: str) -> list[str]:
     return [*lines, ""]
 
 
-def _save_snapshot(goal_dir: Path, night: date) -> None:
-    folder = goal_dir / "reports" / SNAPSHOT_DIR / night.isoformat()
-    for name in SNAPSHOT_FILES:
-        src = goal_dir / name
-        if src.is_file():
-            atomic_write(folder / name, src.read_bytes())
-
-
 def _collect(
     service: Service,
     goal_id: str,
@@ -326,7 +318,10 @@ def compile_report(
     if write:
         stored.migrate_reports(goal_dir)
         atomic_write(path, markdown)
-        _save_snapshot(goal_dir, night)
+        snapshot = goal_dir / "reports" / SNAPSHOT_DIR / night.isoformat()  # the next diff's base
+        for name in SNAPSHOT_FILES:
+            if (goal_dir / name).is_file():
+                atomic_write(snapshot / name, (goal_dir / name).read_bytes())
     return NightReport(night, path, markdown, _summary_text(about))
 
 
