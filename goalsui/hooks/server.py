@@ -36,20 +36,20 @@ Payload = dict[str, Any] | list[Any]
 
 @dataclass
 class _State:
+    service: Any
     clock: Callable[[], float]
     environ: Mapping[str, str]
     quiet: QuietLog
     body_timeout: float
 
-    def secrets(self, service: Any) -> list[str]:
+    def secrets(self) -> list[str]:
         try:
-            sources = service.config().hooks.values()
+            sources = self.service.config().hooks.values()
         except Exception:  # noqa: BLE001 - redaction never fails the error answer
             return []
         return [value for src in sources if (value := self.environ.get(src.secret_env))]
 
 
-SERVICE_KEY: web.AppKey[Any] = web.AppKey("service", object)
 STATE_KEY: web.AppKey[_State] = web.AppKey("hooks_state", _State)
 
 
@@ -80,8 +80,7 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a generic 500, logged without secrets
-        app = request.app
-        secrets = app[STATE_KEY].secrets(app[SERVICE_KEY])
+        secrets = request.app[STATE_KEY].secrets()
         log.error(
             "hook listener: internal error on %s %s: %s: %s",
             request.method,
@@ -118,8 +117,8 @@ _TOO_LARGE = f"body too large (limit {signing.MAX_BODY_BYTES} bytes)"
 
 async def _receive(request: web.Request) -> web.Response:
     """``POST /hooks/<source>``: the module docstring's checks in order."""
-    service = request.app[SERVICE_KEY]
     state = request.app[STATE_KEY]
+    service = state.service
     source = request.match_info.get("source", "")
     if not NAME_RE.fullmatch(source):
         return _refuse(request, 404, "unknown hook source", "?")
@@ -264,8 +263,8 @@ async def start_listener(
     limits = limits or Limits()
     quiet = QuietLog(log, limits.log_interval)
     app = web.Application(client_max_size=signing.MAX_BODY_BYTES, middlewares=[_guard])
-    app[SERVICE_KEY] = service
-    app[STATE_KEY] = _State(clock, os.environ if environ is None else environ, quiet, body_timeout)
+    env = os.environ if environ is None else environ
+    app[STATE_KEY] = _State(service, clock, env, quiet, body_timeout)
     app.router.add_post("/hooks/{source}", _receive)
     app.router.add_get("/healthz", _healthz)
     runner = listen.make_runner(app, limits)
