@@ -16,7 +16,7 @@ from goalsui.tui import keys
 class PaletteCommand:
     title: str  # "Area: Verb"
     help: str
-    binding_id: str | None
+    binding_id: str
     action: str  # an action on the main screen ("pause") or on the app ("app.freeze")
     changes_state: bool = False
 
@@ -62,18 +62,13 @@ COMMANDS = [
 ]
 
 
-def key_for(app: Any, binding_id: str | None) -> str:
+def key_for(app: Any, binding_id: str) -> str:
     """The key a binding id is on now (after the keymap), for display."""
-    if binding_id is None:
-        return ""
     keymap: dict[str, str] = getattr(app, "_keymap", {}) or {}
     if binding_id in keymap:
         return keymap[binding_id].split(",")[0]
-    for chain in keys.CHAINS:
-        for binding in chain:
-            if binding.id == binding_id:
-                return binding.key_display or binding.key.split(",")[0]
-    return ""
+    found = (b for chain in keys.CHAINS for b in chain if b.id == binding_id)
+    return next((b.key_display or b.key.split(",")[0] for b in found), "")
 
 
 class GoalsCommands(Provider):
