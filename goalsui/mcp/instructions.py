@@ -129,11 +129,8 @@ def session_instructions(service: Service, scope: Scope) -> str:
 
     tools = served_tools(service, scope)
     ctx = session_context(service, scope, tools)
-    where: list[str] = []
-    if ctx["run_id"] is not None:
-        where.append(f"run {ctx['run_id']} (intent {ctx['intent_id']}: {ctx['intent_title']!r})")
-    else:
-        where.append("an operator's session (no run)")
+    run = f"run {ctx['run_id']} (intent {ctx['intent_id']}: {ctx['intent_title']!r})"
+    where = [run if ctx["run_id"] is not None else "an operator's session (no run)"]
     if ctx["goal_id"]:
         where.append(f"goal {ctx['goal_id']}")
     if ctx["worker"]:

@@ -41,8 +41,7 @@ async def _alert(service: Service, intent: Intent, run: IntentRun, spent: Exhaus
         service.changed(ChangeTopic.ALERTS)
     except Exception as exc:  # noqa: BLE001 - an alert never stops the skip being recorded
         log.warning("budget alert could not be delivered: %s", exc)
-    command = service.config().alerts.command
-    if command:
+    if command := service.config().alerts.command:
         alert: dict[str, Any] = {"kind": "budget", "intent_id": intent.id, "run_id": run.id}
         alert |= {"message": message, "auto_disabled": False}
         alert |= {k: getattr(intent, k) for k in ("title", "goal_id", "worker", "thread_id")}

@@ -161,10 +161,8 @@ async def _pump(
         if b"\n" in pending:
             head, _, pending = pending.rpartition(b"\n")
             lines = head.split(b"\n")
-            if last_line is not None:
-                nonblank = [ln for ln in lines if ln.strip()]
-                if nonblank:
-                    last_line[:] = [nonblank[-1]]
+            if last_line is not None and (nonblank := [ln for ln in lines if ln.strip()]):
+                last_line[:] = [nonblank[-1]]
             sink.put(b"".join(prefix + ln + b"\n" for ln in lines))
         if len(pending) > _PARTIAL_LIMIT:
             sink.put(prefix + pending + b"\n")

@@ -53,8 +53,7 @@ def run_label(intent: Intent) -> str:
 def headline(output: str, limit: int = 160) -> str:
     """The first non-blank line of a result, Markdown heading marks removed, one line."""
     for line in output.splitlines():
-        text = line.strip().lstrip("#").strip()
-        if text:
+        if text := line.strip().lstrip("#").strip():
             return plain(" ".join(text.split()), limit=limit)
     return ""
 

@@ -41,21 +41,17 @@ def nightshift_section(service: Service, goal_id: str, night: date, since: datet
                 + f" | {cell(i.branch or '-')} | {i.commits if i.commits is not None else '-'} "
                 f"| {cell(i.check or '-')} | {i.run_id or '-'} |"
             )
-    strays = [i for i in items if i.stray]
-    if strays:
+    if strays := [i for i in items if i.stray]:
         lines += ["", "Outside the tasks' branches (checked after each task):", ""]
         lines += [
             f"- {cell(i.worker)} (run {i.run_id}): {plain(i.stray or '', limit=400)}"
             for i in strays
         ]
     lines += _diffstats(service, goal_id, binding, items)
-    idle = sorted(set(service.nightshift.task_workers(goal_id)) - {i.worker for i in items})
-    if idle:
+    if idle := sorted(set(service.nightshift.task_workers(goal_id)) - {i.worker for i in items}):
         lines += ["", f"Nothing planned (skipped, no runner call): {', '.join(idle)}."]
-    decided = service.nightshift.decisions_since(goal_id, since)
-    if decided:
-        lines += ["", "Decisions since the last report:", ""]
-        lines += [f"- {d}" for d in decided]
+    if decided := service.nightshift.decisions_since(goal_id, since):
+        lines += ["", "Decisions since the last report:", "", *(f"- {d}" for d in decided)]
     return lines
 
 

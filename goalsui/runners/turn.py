@@ -386,8 +386,7 @@ async def _run_argv(turn: Turn, argv: list[str], prepared: Prepared) -> TurnOutc
     if result.status != RunStatus.OK:
         await _log_failure(service, intent, run, result.status, result.reason)
         return ended(result.status, reason=result.reason, config_error=result.config_error)
-    over = await asyncio.to_thread(_state_after, cwd, intent, before, state_limit)
-    if over:
+    if over := await asyncio.to_thread(_state_after, cwd, intent, before, state_limit):
         await _log_failure(service, intent, run, "failed", over)
         return ended("failed", reason=over)
     output = parsed.text

@@ -31,8 +31,7 @@ def parse_output(stdout: str) -> ParsedOutput:
         found = _claude_document(whole)
         if found is not None:
             return found
-    events = _json_lines(stripped)
-    if events:
+    if events := _json_lines(stripped):
         found = _claude_stream(events) or _codex(events)
         if found is not None:
             return found

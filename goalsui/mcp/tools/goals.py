@@ -65,8 +65,7 @@ def _seed(raw: Any) -> WorkerSeed:
     """A worker for setup_goal: name, schedule, prompt (an agent never picks a runner)."""
     if not isinstance(raw, dict):
         raise ToolFailure("each worker must be an object with name, schedule and prompt")
-    extra = sorted(set(raw) - set(SEED_FIELDS))
-    if extra:
+    if extra := sorted(set(raw) - set(SEED_FIELDS)):
         raise ToolFailure(f"unknown worker field {extra[0]!r} (allowed: {', '.join(SEED_FIELDS)})")
     name = raw.get("name")
     prompt = raw.get("prompt", "")

@@ -60,9 +60,7 @@ def register(ctx: ToolContext) -> None:
         """The night named, else the calling run's planned night, else tonight."""
         if night:
             return parse_night(night)
-        planned = None
-        if scope.run_id is not None:
-            planned = svc.agents.live_run(scope.run_id).planned_at
+        planned = svc.agents.live_run(scope.run_id).planned_at if scope.run_id is not None else None
         when = ensure_utc(planned) if planned is not None else None
         return svc.nightshift.current_night(svc.nightshift.timezone(goal_id), when)
 
