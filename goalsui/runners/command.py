@@ -147,10 +147,7 @@ async def _pump(
     """Copy a pipe to the log, whole lines at a time; returns True when over the keep limit."""
     pending = b""
     over = False
-    while True:
-        chunk = await stream.read(_CHUNK)
-        if not chunk:
-            break
+    while chunk := await stream.read(_CHUNK):
         if keep is not None:
             room = MAX_RESULT_BYTES - len(keep)
             if room > 0:

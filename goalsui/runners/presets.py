@@ -166,13 +166,11 @@ def preset_argv(
 
 def preset_env(agent: str | None, tools: TurnTools) -> dict[str, str]:
     """The agent's tool environment: the endpoint and the CLI's wait-for-servers settings."""
-    env: dict[str, str] = {}
-    if tools.http is not None:
-        env[URL_ENV] = tools.http.url
-        env[TOKEN_ENV] = tools.http.token
+    http = tools.http
+    env = {URL_ENV: http.url, TOKEN_ENV: http.token} if http is not None else {}
     if agent == "claude":
-        env["MCP_CONNECTION_NONBLOCKING"] = "0"
-        env["MCP_CONNECT_TIMEOUT_MS"] = str(CONNECT_TIMEOUT_MS)
+        wait = str(CONNECT_TIMEOUT_MS)  # Claude Code waits for its servers before the turn
+        env |= {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": wait}
     return env
 
 
