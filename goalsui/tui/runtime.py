@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from goalsui.domain.states import FAILURE_RUNS
+from goalsui.domain.states import FAILURE_RUNS, SchedulerState
 from goalsui.domain.untrusted import escape_markup, plain
 from goalsui.errors import GoalsuiError
 from goalsui.tui import keys
@@ -145,7 +145,7 @@ class ConsoleRuntime:
         if registration is not None:
             registration.close()
         scheduler = self.scheduler
-        if scheduler is None or scheduler.state == "stopped":
+        if scheduler is None or scheduler.state == SchedulerState.STOPPED:
             return
         with contextlib.suppress(Exception):
             await asyncio.wait_for(scheduler.stop(), STOP_GRACE_S)

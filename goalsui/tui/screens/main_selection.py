@@ -38,7 +38,7 @@ class SelectionPart(PanesScreen):
     @on(Tree.NodeSelected, "#goals")
     def _tree_selected(self, event: Tree.NodeSelected[NodeRef]) -> None:
         ref = event.node.data
-        if ref is not None and ref.kind in ("runs",):
+        if ref is not None and ref.kind == SelectionKind.RUNS:
             self.action_open_output()
 
     @on(DataTable.RowHighlighted)
