@@ -197,20 +197,17 @@ class ToolHost:
 
 async def _read_body(receive: Receive) -> bytes | None:
     """The whole request body (None when it is over :data:`MAX_BODY`)."""
-    chunks: list[bytes] = []
-    size = 0
+    body = bytearray()
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
+        body += message.get("body", b"")
+        if len(body) > MAX_BODY:
             return None
-        chunks.append(chunk)
         if not message.get("more_body"):
             break
-    return b"".join(chunks)
+    return bytes(body)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
