@@ -88,11 +88,12 @@ class Goals:
 
         return undo
 
-    def with_intents(self) -> tuple[list[GoalView], list[Intent]]:
-        """``list()`` and every intent from one read (the console's refresh)."""
+    def with_intents(self, *where: Any) -> tuple[list[GoalView], list[Intent]]:
+        """``list()`` and every intent (or those matching ``where``) from one read (the
+        console's refresh)."""
         with self.ctx.store.read() as s:
             goals = s.exec(select(Goal).order_by(col(Goal.sort_order), col(Goal.name))).all()
-            intents = list(s.exec(select(Intent).order_by(col(Intent.id))).all())
+            intents = list(s.exec(select(Intent).where(*where).order_by(col(Intent.id))).all())
         grouped = by_goal(intents)
         return [goal_view(g.record(), grouped.get(g.goal_id, [])) for g in goals], intents
 
@@ -164,8 +165,9 @@ class Goals:
         return self.get(goal_id)
 
     def list(self) -> list[GoalView]:
-        """Every goal of the index with its workers, in the console's order."""
-        return self.with_intents()[0]
+        """Every goal of the index with its workers, in the console's order (the goals'
+        own intents only: every turn's prompt lists the goals)."""
+        return self.with_intents(col(Intent.goal_id).is_not(None))[0]
 
 
 def _slug(goal_id: str) -> str:
