@@ -6,15 +6,22 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func
-from sqlmodel import Session, col, select
+from sqlmodel import select
 
 from goalsui.domain.cron import occurrences, validate_cron
-from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
+from goalsui.domain.states import RunStatus
 from goalsui.domain.timeutil import load_zone, parse_instant, utcnow
 from goalsui.errors import ValidationError
 from goalsui.service.context import ServiceContext
+from goalsui.store.claims.statements import DUE_COUNT, RUNNING_COUNT
 from goalsui.store.engine import sqlite_file
 from goalsui.store.models import Event, Goal, Intent, IntentRun, Journal, Message, Thread
+from goalsui.store.summary import (
+    ATTENTION_SINCE,
+    GOAL_COUNT,
+    GOAL_ERROR_COUNT,
+    INTENTS_BY_STATUS,
+)
 
 MAX_PREVIEW = 1000
 
@@ -84,27 +91,17 @@ class Overview:
     def summary(self) -> dict[str, Any]:
         """Counts for the status bar and the plain-text dashboard."""
         now = self.ctx.now()
-        day_ago = now - timedelta(hours=24)
         with self.ctx.store.read() as s:
-            by_status = select(Intent.status, func.count()).group_by(col(Intent.status))
+            conn = s.connection()
+
+            def count(q: Any, **params: Any) -> int:
+                return int(conn.execute(q, params).scalar_one())
+
             return {
-                "goals": _count(s, Goal),
-                "goal_errors": _count(s, Goal, col(Goal.error).is_not(None)),
-                "intents": dict(s.exec(by_status).all()),
-                "due": _count(
-                    s, Intent, Intent.status == IntentStatus.ACTIVE, col(Intent.next_run_at) <= now
-                ),
-                "running": _count(s, IntentRun, IntentRun.status == RunStatus.RUNNING),
-                "failed_24h": _count(
-                    s,
-                    IntentRun,
-                    col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]),
-                    IntentRun.dismissed == False,  # noqa: E712
-                    col(IntentRun.started_at) >= day_ago,
-                ),
+                "goals": count(GOAL_COUNT),
+                "goal_errors": count(GOAL_ERROR_COUNT),
+                "intents": {status: n for status, n in conn.execute(INTENTS_BY_STATUS)},
+                "due": count(DUE_COUNT, _now=now),
+                "running": count(RUNNING_COUNT),
+                "failed_24h": count(ATTENTION_SINCE, _since=now - timedelta(hours=24)),
             }
-
-
-def _count(s: Session, table: Any, *where: Any) -> int:
-    """How many rows of ``table`` match every condition of ``where``."""
-    return int(s.exec(select(func.count()).select_from(table).where(*where)).one())

@@ -13,7 +13,7 @@ from typing import Any
 
 from goalsui.domain.budget import Spend
 from goalsui.domain.records import GoalRecord, IntentRecord, RunRecord, ThreadRecord, TodoRecord
-from goalsui.domain.states import ATTENTION_RUNS, EXECUTED_RUNS, IntentStatus, RunStatus
+from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
 from goalsui.domain.views import GoalView, by_goal, goal_view, quiet_home_thread
 from goalsui.store import frame_sql
 from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
@@ -122,34 +122,21 @@ def _threads(snap: Snapshot) -> list[tuple[ThreadRecord, list[TodoRecord]]]:
 
 
 def _summary(snap: Snapshot, now: datetime) -> dict[str, Any]:
-    """The counts of the service's summary, from the same moment."""
-    by_status = dict(snap.conn.execute("SELECT status, count(*) FROM intent GROUP BY status"))
+    """The counts of the service's summary (its own statements), from the same moment."""
     return {
-        "goals": snap.scalar("SELECT count(*) FROM goal"),
-        "goal_errors": snap.scalar("SELECT count(*) FROM goal WHERE error IS NOT NULL"),
-        "intents": by_status,
+        "goals": snap.scalar(frame_sql.GOAL_COUNT),
+        "goal_errors": snap.scalar(frame_sql.GOAL_ERROR_COUNT),
+        "intents": dict(snap.conn.execute(frame_sql.INTENTS_BY_STATUS)),
         "due": snap.scalar(frame_sql.DUE_COUNT, (stamp(now),)),
         "running": snap.scalar(frame_sql.RUNNING_COUNT),
-        "failed_24h": snap.scalar(
-            f"SELECT count(*) FROM intent_run WHERE status IN ({_ATTENTION_MARKS}) "
-            "AND dismissed = 0 AND started_at >= ?",
-            (*_ATTENTION, stamp(now - timedelta(hours=24))),
-        ),
+        "failed_24h": snap.scalar(frame_sql.ATTENTION_SINCE, (stamp(now - timedelta(hours=24)),)),
     }
 
 
 def _spend_today(snap: Snapshot, now: datetime) -> Spend:
     """What runs started since local midnight reported, as the service's day total counts."""
     start = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
-    known = "(cost_usd IS NOT NULL OR tokens_in IS NOT NULL OR tokens_out IS NOT NULL)"
-    executed = [str(s) for s in EXECUTED_RUNS]
-    marks = ", ".join("?" for _ in executed)
     row = snap.conn.execute(
-        "SELECT coalesce(sum(cost_usd), 0.0),"
-        " coalesce(sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)), 0),"
-        f" coalesce(sum(CASE WHEN {known} THEN 1 ELSE 0 END), 0),"
-        f" coalesce(sum(CASE WHEN NOT {known} AND status IN ({marks}) THEN 1 ELSE 0 END), 0)"
-        " FROM intent_run WHERE started_at >= ? AND started_at < ?",
-        (*executed, stamp(start), stamp(start + timedelta(days=1))),
+        frame_sql.SPEND_BETWEEN, (stamp(start), stamp(start + timedelta(days=1)))
     ).fetchone()
     return Spend(usd=float(row[0]), tokens=int(row[1]), runs=int(row[2]), unknown=int(row[3]))

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, func, literal, or_, select
+from sqlalchemy import and_, bindparam, case, func, literal, or_, select
 from sqlalchemy.engine import Engine
 
 from goalsui.domain.budget import RunPoint, Spend
 from goalsui.domain.states import EXECUTED_RUNS, RunStatus
+from goalsui.store.claims.binds import Stamp
 from goalsui.store.models import Intent, IntentRun
 from goalsui.store.tables import table_of
 
@@ -28,6 +29,11 @@ _SPEND = select(
     func.coalesce(func.sum(case((_KNOWN, 1), else_=0)), 0),
     func.coalesce(func.sum(case((and_(~_KNOWN, _RUN.c.status.in_(EXECUTED_RUNS)), 1), else_=0)), 0),
 ).select_from(_RUN)
+#: ... of the runs started in [``_start``, ``_end``) (the first frame runs it compiled)
+SPEND_BETWEEN = _SPEND.where(
+    _RUN.c.started_at >= bindparam("_start", type_=Stamp()),
+    _RUN.c.started_at < bindparam("_end", type_=Stamp()),
+)
 
 
 def spend(
@@ -39,14 +45,13 @@ def spend(
     worker: str | None = None,
 ) -> Spend:
     """What the runs started in [start, end) reported, for a goal, a worker or everyone."""
-    q = _SPEND
+    q = SPEND_BETWEEN
     if goal_id is not None:
         q = q.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id).where(_INTENT.c.goal_id == goal_id)
         if worker is not None:
             q = q.where(_INTENT.c.worker == worker)
-    q = q.where(_RUN.c.started_at >= start, _RUN.c.started_at < end)
     with engine.connect() as conn:
-        row = conn.execute(q).one()
+        row = conn.execute(q, {"_start": start, "_end": end}).one()
     return Spend(float(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0))
 
 

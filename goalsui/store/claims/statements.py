@@ -172,28 +172,49 @@ AFTER_GROUP = _after(INTENT.c.id.in_(bindparam("_ids", expanding=True)))
 
 
 def frame_module() -> str:
-    """The text of :mod:`goalsui.store.frame_sql`: :data:`SOONEST`, :data:`DUE_COUNT` and
-    :data:`RUNNING_COUNT` compiled for SQLite, constants inline and ``_``-named
-    parameters left as ``?`` (tests/unit/test_frame_sql.py checks the file against it)."""
+    """The text of :mod:`goalsui.store.frame_sql`: the statements the first frame runs
+    (:data:`SOONEST`, :data:`DUE_COUNT`, :data:`RUNNING_COUNT`, the summary's counts and the
+    day's spend) compiled for SQLite, constants inline and ``_``-named parameters left as
+    ``?`` (tests/unit/test_frame_sql.py checks the file against it)."""
     from sqlalchemy import String
     from sqlalchemy.dialects import sqlite
+
+    from goalsui.store import summary, usage
 
     dialect = sqlite.dialect()
     literal = String().literal_processor(dialect)  # type: ignore[no-untyped-call]  # untyped in SQLAlchemy
     assert literal is not None
+    statements = {
+        "SOONEST": SOONEST,
+        "DUE_COUNT": DUE_COUNT,
+        "RUNNING_COUNT": RUNNING_COUNT,
+        "GOAL_COUNT": summary.GOAL_COUNT,
+        "GOAL_ERROR_COUNT": summary.GOAL_ERROR_COUNT,
+        "INTENTS_BY_STATUS": summary.INTENTS_BY_STATUS,
+        "ATTENTION_SINCE": summary.ATTENTION_SINCE,
+        "SPEND_BETWEEN": usage.SPEND_BETWEEN,
+    }
     lines = [
-        '"""The first frame\'s SQL: the Core statements of :mod:`goalsui.store.claims.statements`',
-        "compiled for SQLite, written by its ``frame_module()`` (tests/unit/test_frame_sql.py",
-        'fails when they drift). Text, so that the first frame imports no SQLAlchemy."""',
+        '"""The first frame\'s SQL: the Core statements it shares with the service and the',
+        "claim path, compiled for SQLite by ``goalsui.store.claims.statements.frame_module()``",
+        "(tests/unit/test_frame_sql.py fails when they drift). Text, so that the first frame",
+        'imports no SQLAlchemy."""',
         "",
     ]
-    for name in ("SOONEST", "DUE_COUNT", "RUNNING_COUNT"):
-        compiled = globals()[name].compile(dialect=dialect)
-        parts = " ".join(str(compiled).split()).split("?")
-        names = compiled.positiontup or []
+    for name, statement in statements.items():
+        compiled = statement.compile(dialect=dialect)
+        unset = {key: None for key in compiled.params if key.startswith("_")}
+        expanded = compiled.construct_expanded_state(unset)  # IN lists as one ? each
+        parts = " ".join(expanded.statement.split()).split("?")
         sql = parts[0]
-        for key, rest in zip(names, parts[1:], strict=True):
-            value = compiled.params[key]
-            sql += ("?" if key.startswith("_") else literal(str(value))) + rest
-        lines.append(f"{name} = {sql!r}")
+        for key, rest in zip(expanded.positiontup or [], parts[1:], strict=True):
+            value = expanded.parameters[key]
+            if key.startswith("_"):
+                sql += "?" + rest
+            elif isinstance(value, int | float):
+                sql += repr(value) + rest
+            else:
+                sql += literal(str(value)) + rest
+        assert '"' not in sql and "\\" not in sql, sql  # written between double quotes as is
+        lines.append(f'{name} = "{sql}"')
     return "\n".join(lines) + "\n"
