@@ -22,7 +22,9 @@ YOUNG_THRESHOLD = 10_000
 #: default is 5 ms). A claim step plans in Python on the database thread for ~10 ms; a
 #: turn due meanwhile waited up to the whole default interval for the event loop to run:
 #: most of the latest 1 % of fires due one a millisecond fell in a claim step. With 0.2 ms
-#: that lateness p99 went from ~2.0 to ~1.6 ms (bench scheduler's spread, alternating runs).
+#: that lateness p99 went from ~2.0 to ~1.5 ms at real-time priority, and from ~3.2 to
+#: ~3.0 ms at normal priority on a quiet 2-core VM (bench scheduler's spread, alternating
+#: runs; what real-time priority takes away on top is how the OS schedules the threads).
 SWITCH_INTERVAL = 0.0002
 
 #: Runs claimed and not yet recorded from which automatic collection pauses.
