@@ -58,7 +58,8 @@ class ToolServer(MCPServer):
     async def list_tools(self) -> Any:
         """The scope's tools; a run's session records that its agent was offered them."""
         tools = await super().list_tools()
-        await anyio.to_thread.run_sync(self._note_session, [tool.name for tool in tools])
+        if self.scope.run_id is not None:  # an operator's session notes nothing
+            await anyio.to_thread.run_sync(self._note_session, [tool.name for tool in tools])
         return tools
 
     def _note_session(self, tools: list[str] | None) -> None:

@@ -9,7 +9,6 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from goalsui.domain.cron import occurrences, validate_cron
-from goalsui.domain.states import RunStatus
 from goalsui.domain.timeutil import load_zone, parse_instant, utcnow
 from goalsui.errors import ValidationError
 from goalsui.service.context import ServiceContext
@@ -79,7 +78,7 @@ class Overview:
             return (
                 s.exec(select(func.max(Intent.updated_at))).one(),
                 s.exec(select(func.max(IntentRun.id))).one(),
-                s.exec(select(func.count()).where(IntentRun.status == RunStatus.RUNNING)).one(),
+                s.scalar(RUNNING_COUNT),
                 s.exec(select(func.max(IntentRun.finished_at))).one(),
                 s.exec(select(func.max(Journal.id))).one(),
                 s.exec(select(func.sum(Thread.revision))).one(),
