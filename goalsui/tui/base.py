@@ -70,9 +70,12 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         for screen in list(self.screen_stack):
             screen.post_message(build())
 
-    def in_background(self, work: Coroutine[Any, Any, Any], group: str, **options: Any) -> None:
-        """Run ``work`` in a worker; a failure is reported (``WorkerFailures``), the console
-        goes on."""
+    def in_background(
+        self, work: Callable[[], Coroutine[Any, Any, Any]], group: str, **options: Any
+    ) -> None:
+        """Run ``work()`` in a worker; a failure is reported (``WorkerFailures``), the console
+        goes on. A function, not a coroutine: an exclusive worker replaced before it starts
+        then leaves no coroutine behind that was never awaited."""
         self.run_worker(work, group=group, exit_on_error=False, **options)
 
     # -- themes ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual.timer import Timer
@@ -69,7 +70,7 @@ class DashboardFeed:
             self.dirty = True
             return
         self.loading = True
-        self.app.in_background(self._read(), "dashboard", name="Refresh")
+        self.app.in_background(self._read, "dashboard", name="Refresh")
 
     async def _read(self) -> None:
         """One dashboard, read in a thread; a failure is reported as the worker's."""
@@ -106,7 +107,7 @@ class DashboardFeed:
         if self._stamp_gate.unchanged(self.app.service.overview.change_stamp):
             self._last_checked = self.app.clock()
             return
-        self.app.in_background(self._read_token(), "poll", name="read_token", exclusive=True)
+        self.app.in_background(self._read_token, "poll", name="read_token", exclusive=True)
 
     async def _read_token(self) -> None:
         """The records' fingerprint, read in a thread."""
@@ -162,7 +163,7 @@ class DashboardFeed:
     def _plan_due(self) -> None:
         self._plan_timer = None
         if self.app.alive:
-            self.app.in_background(self._read_plan(self.span), "plan", name="Plan", exclusive=True)
+            self.app.in_background(partial(self._read_plan, self.span), "plan", name="Plan", exclusive=True)
 
     async def _read_plan(self, span: timedelta) -> None:
         """The plan of the next ``span``, read in a thread (a newer one cancels it)."""

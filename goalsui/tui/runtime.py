@@ -78,7 +78,7 @@ class ConsoleRuntime:
         if self.sync_on_start and self.want_scheduler:
             self._note = "waiting for the KB read"
         if self.hooks is not None:
-            self.app.in_background(self._start_hooks(*self.hooks), "hooks")
+            self.app.in_background(partial(self._start_hooks, *self.hooks), "hooks")
 
     def records_shown(self, dash: Dashboard | None) -> None:
         """The first records are on screen: one toast for the goals with KB errors; start
@@ -88,9 +88,9 @@ class ConsoleRuntime:
             more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
             self._kb_error(f"{errors[0].error}{more}")
         if self.want_watch:
-            self.app.in_background(self._watch_kb(), "watch", exclusive=True)
+            self.app.in_background(self._watch_kb, "watch", exclusive=True)
         if self.sync_on_start:  # the whole KB again behind the first paint, from the last index
-            self.app.in_background(self._initial_sync(), "sync", name="KB sync")
+            self.app.in_background(self._initial_sync, "sync", name="KB sync")
         elif self.want_scheduler:
             self.start_scheduler()
 
@@ -104,7 +104,7 @@ class ConsoleRuntime:
         return len(self.scheduler.running) if self.scheduler is not None else 0
 
     def start_scheduler(self) -> None:
-        self.app.in_background(self._scheduler_start(), "scheduler")
+        self.app.in_background(self._scheduler_start, "scheduler")
 
     async def _scheduler_start(self) -> None:
         if not self.force_scheduler:
@@ -239,7 +239,7 @@ class ConsoleRuntime:
     def sync_goals(self, goal_ids: list[str], config: bool = False) -> None:
         """Index the goals' changed files (a worker); toast new problems, forget fixed ones."""
         if goal_ids or config:  # a failure (a vanished file mid-sync) is the worker's
-            self.app.in_background(self._sync(goal_ids, config), "sync", name="KB sync")
+            self.app.in_background(partial(self._sync, goal_ids, config), "sync", name="KB sync")
 
     async def _sync(self, goal_ids: list[str], config: bool) -> None:
         problems = await asyncio.to_thread(self.app.service.index.sync, goal_ids)

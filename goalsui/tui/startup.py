@@ -73,7 +73,7 @@ class Startup:
         elif self._preview is not None:  # read before the app started: in the first frame
             self._apply_preview(self._preview)
         else:
-            self.app.in_background(self._read_preview(), "startup")
+            self.app.in_background(self._read_preview, "startup")
 
     def _use_service(self) -> None:
         """The service is open: the feed listens to it; the runtime lines up its starts."""
@@ -153,7 +153,7 @@ class Startup:
         if self.app.themes_deferred:
             self.app.load_theme_files()
         if not self.app.service_ready:
-            self.app.in_background(self._open_service(), "startup")
+            self.app.in_background(self._open_service, "startup")
 
     def _start_after(self) -> None:
         """Records are on screen and the service is open: start the watch, the re-read,
