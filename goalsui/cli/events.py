@@ -179,4 +179,4 @@ def cmd_events(args: argparse.Namespace) -> int:
         for e in events
     ]
     headers = ["id", "received", "source", "delivery", "fired intents"]
-    return answer(args, [event_json(e.record()) for e in events], table(rows, headers, "no events"))
+    return answer(args, [event_json(e) for e in events], table(rows, headers, "no events"))

@@ -83,7 +83,7 @@ def cmd_thread_list(args: argparse.Namespace) -> int:
     threads = open_service(args).threads.list()
     rows = [[t.id, t.title, "private" if t.private else "", t.revision] for t in threads]
     text = table(rows, ["id", "title", "", "rev"], "no threads")
-    return answer(args, [thread_json(t.record()) for t in threads], text)
+    return answer(args, [thread_json(t) for t in threads], text)
 
 
 def cmd_thread_show(args: argparse.Namespace) -> int:

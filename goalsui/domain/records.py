@@ -150,8 +150,25 @@ class MessageRecord:
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
+    """A received event; its payload is untrusted data."""
+
     id: int
     source: str
     delivery_id: str
     received_at: datetime
+    payload: Any = None
     matched_intent_ids: list[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRecord:
+    """An entry of the event log: who did what, when (and for which run's tool call)."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    subject: str = ""
+    detail: str = ""
+    run_id: int | None = None
+    tool: str | None = None

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from goalsui.domain.matching import filter_matches
 from goalsui.domain.names import check_name
-from goalsui.domain.records import saved_id
+from goalsui.domain.records import EventRecord, saved_id
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.views import EmitResult
 from goalsui.errors import ValidationError
@@ -68,10 +68,11 @@ class Events:
         """One event, or :class:`NotFound`."""
         return self.ctx.get(Event, event_id, "event")
 
-    def list(self, limit: int = 100) -> list[Event]:
+    def list(self, limit: int = 100) -> list[EventRecord]:
         """The newest ``limit`` events, newest first."""
         with self.ctx.store.read() as s:
-            return list(s.exec(select(Event).order_by(col(Event.id).desc()).limit(limit)))
+            rows = s.exec(select(Event).order_by(col(Event.id).desc()).limit(limit))
+            return [e.record() for e in rows]
 
 
 def _delivered(s: Session, source: str, delivery_id: str) -> Event | None:

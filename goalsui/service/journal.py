@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from sqlmodel import col, select
 
+from goalsui.domain.records import JournalRecord, record_of
 from goalsui.store.db import Store
 from goalsui.store.models import Journal as Entry
 
@@ -59,7 +60,8 @@ class Journal:
                 )
             )
 
-    def recent(self, limit: int = 200) -> list[Entry]:
+    def recent(self, limit: int = 200) -> list[JournalRecord]:
         """The newest ``limit`` entries, newest first."""
         with self.store.read() as s:
-            return list(s.exec(select(Entry).order_by(col(Entry.id).desc()).limit(limit)))
+            rows = s.exec(select(Entry).order_by(col(Entry.id).desc()).limit(limit))
+            return [record_of(JournalRecord, e) for e in rows]

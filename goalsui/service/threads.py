@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlmodel import col, select
 
 from goalsui.domain.intent_spec import MAX_TITLE, IntentSpec
-from goalsui.domain.records import saved_id
+from goalsui.domain.records import MessageRecord, ThreadRecord, saved_id
 from goalsui.domain.replies import is_reply, reply_key, reply_title
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunStatus
 from goalsui.domain.text import one_line
@@ -36,7 +36,7 @@ class ReplyResult:
     """How a reply ended: the reply message (None when silent or failed) and its runs."""
 
     status: str  # ok | silent | failed | cancelled
-    reply: Message | None
+    reply: MessageRecord | None
     runs: list[IntentRun]
     reason: str | None = None
 
@@ -72,7 +72,7 @@ class Threads:
 
     def messages(
         self, thread_id: int | None = None, *, goal_id: str | None = None, limit: int = 200
-    ) -> list[Message]:
+    ) -> list[MessageRecord]:
         """The newest ``limit`` messages of a thread or goal, oldest first."""
         with self.ctx.store.read() as s:
             q = select(Message)
@@ -81,7 +81,7 @@ class Threads:
             if goal_id is not None:
                 q = q.where(Message.goal_id == goal_id)
             rows = s.exec(q.order_by(col(Message.id).desc()).limit(limit)).all()
-        return list(reversed(rows))
+        return [m.record() for m in reversed(rows)]
 
     def post(
         self,
@@ -189,7 +189,7 @@ class Threads:
             self.intents.cancel(intent_id)
         return cancelled
 
-    def list(self) -> list[Thread]:
+    def list(self) -> list[ThreadRecord]:
         """Every thread, oldest first."""
         with self.ctx.store.read() as s:
-            return list(s.exec(select(Thread).order_by(col(Thread.id))))
+            return [t.record() for t in s.exec(select(Thread).order_by(col(Thread.id)))]

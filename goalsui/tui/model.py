@@ -100,9 +100,9 @@ def load_dashboard(service: Service, now: datetime) -> Dashboard:
     for runs in recent.values():
         runs.sort(key=lambda r: (r.started_at, r.id))
     threads = [
-        ThreadView(t.record(), [d.record() for d in todos])
+        ThreadView(t, [d.record() for d in todos])
         for t in service.threads.list()
-        if t.id is not None and not quiet_home_thread(t, todos := service.todos.list(t.id))
+        if not quiet_home_thread(t, todos := service.todos.list(t.id))
     ]
     spend_today, budgets = load_costs(service, goals)
     return Dashboard(

@@ -13,7 +13,15 @@ from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
-from goalsui.domain.records import saved_id
+from goalsui.domain.records import (
+    EventRecord,
+    IntentRecord,
+    JournalRecord,
+    MessageRecord,
+    ThreadRecord,
+    TodoRecord,
+    saved_id,
+)
 from goalsui.domain.untrusted import plain
 from goalsui.domain.views import quiet_home_thread
 from goalsui.tui import keys
@@ -28,9 +36,11 @@ if TYPE_CHECKING:
     from goalsui.service import Service
 
 #: an event and the titles of the intents it fired
-EventItem = tuple[Any, list[str]]
+EventItem = tuple[EventRecord, list[str]]
 #: a thread, its todos, its messages and its pending replies
-ThreadItem = tuple[Any, list[Any], list[Any], list[Any]]
+ThreadItem = tuple[ThreadRecord, list[TodoRecord], list[MessageRecord], list[IntentRecord]]
+#: a journal entry or one of this console's notices
+LogItem = JournalRecord | ConsoleNotice
 
 
 class EventsScreen(DataScreen[EventItem]):
@@ -119,11 +129,12 @@ class ThreadsScreen(DataScreen[ThreadItem]):
     def fetch(self, service: Service) -> list[ThreadItem]:
         out = []
         for thread in service.threads.list():
-            todos = service.todos.list(saved_id(thread))
+            todos = [t.record() for t in service.todos.list(thread.id)]
             messages = service.threads.messages(thread.id, limit=300)
             if quiet_home_thread(thread, todos, messages):
                 continue  # a worker's home thread is listed once it holds something
-            out.append((thread, todos, messages, service.threads.pending_replies(saved_id(thread))))
+            pending = [i.record() for i in service.threads.pending_replies(thread.id)]
+            out.append((thread, todos, messages, pending))
         return out
 
     def show(self, data: list[ThreadItem]) -> None:
@@ -198,7 +209,7 @@ class ThreadsScreen(DataScreen[ThreadItem]):
         self.reload()
 
 
-class JournalScreen(DataScreen[Any]):
+class JournalScreen(DataScreen[LogItem]):
     """The event log: what the operator did and what the scheduler did, with times."""
 
     COLUMNS = (
@@ -217,15 +228,15 @@ class JournalScreen(DataScreen[Any]):
             box.border_title = "Operator, scheduler and console notices (newest first)"
             yield KeyedTable(id="journal-table")
 
-    def fetch(self, service: Service) -> list[Any]:
-        return list(service.journal.recent(limit=1000))
+    def fetch(self, service: Service) -> list[JournalRecord]:
+        return service.journal.recent(limit=1000)
 
-    def show(self, entries: list[Any]) -> None:
+    def show(self, entries: list[JournalRecord]) -> None:
         """The journal's entries and this console's notices, newest first."""
-        merged = [*entries, *goals_app(self).notices]
+        merged: list[LogItem] = [*entries, *goals_app(self).notices]
         self.show_items(sorted(merged, key=lambda item: item.at, reverse=True))  # stable
 
-    def row(self, item: Any, now: datetime, palette: Palette) -> Row:
+    def row(self, item: LogItem, now: datetime, palette: Palette) -> Row:
         at = Text(clock_time(item.at, now), style=palette.muted)
         if isinstance(item, ConsoleNotice):
             style = palette.warning if item.severity != "information" else ""
