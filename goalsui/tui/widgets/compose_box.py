@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -12,8 +10,10 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from goalsui.domain.records import IntentRecord
 from goalsui.domain.states import IntentStatus
 from goalsui.domain.untrusted import plain
+from goalsui.tui.fmt import Palette
 
 
 class ComposeBox(Vertical):
@@ -53,7 +53,7 @@ class ComposeBox(Vertical):
             event.input.value = ""
             self.post_message(self.Send(text))
 
-    def show_replies(self, pending: list[Any], palette: Any) -> None:
+    def show_replies(self, pending: list[IntentRecord], palette: Palette) -> None:
         """The pending replies of the thread: running, due, or waiting to retry."""
         status = self.query_one("#compose-status", Static)
         status.set_class(bool(pending), "-shown")
