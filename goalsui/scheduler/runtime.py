@@ -8,7 +8,10 @@ event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from goalsui.domain.states import SchedulerState
 from goalsui.errors import FatalError
+from goalsui.scheduler import tuning
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.settings import Settings
 from goalsui.scheduler.state import Heartbeat
@@ -85,7 +89,17 @@ class Runtime:
         self.loop = None
 
     def _mark(self) -> None:
+        """The database thread starts: note it, and lower its priority (Linux: a thread's
+        own nice value; elsewhere this would renice the whole process)."""
         self._db_thread = threading.get_ident()
+        if sys.platform == "linux":
+            tid = threading.get_native_id()
+            with contextlib.suppress(OSError):
+                os.setpriority(
+                    os.PRIO_PROCESS,
+                    tid,
+                    os.getpriority(os.PRIO_PROCESS, tid) + tuning.DB_THREAD_NICE,
+                )
 
     def on_db_thread(self) -> bool:
         return threading.get_ident() == self._db_thread

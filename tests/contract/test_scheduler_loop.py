@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import sys
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -12,7 +15,7 @@ import pytest
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.runners.base import TurnOutcome
-from goalsui.scheduler import Scheduler, SchedulerEvent
+from goalsui.scheduler import Scheduler, SchedulerEvent, tuning
 from goalsui.service import Service
 from tests.base_kit import run_cli
 from tests.unit.test_scheduler_rules import FakeTurn
@@ -174,3 +177,20 @@ async def test_a_burst_runs_with_collection_paused_and_resumes_it_once_recorded(
         await s.stop()
     assert seen == [False] * 8  # every turn of the burst ran with collection paused
     assert gc.isenabled()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own priority exists on Linux only")
+async def test_the_database_thread_runs_at_a_lower_priority_than_the_loop(svc):
+    s = Scheduler(svc, turn=FakeTurn())
+    await s.start()
+    try:
+
+        def nice() -> int:
+            return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+        loop_nice = nice()
+        db_nice = await s.rt.db(nice)
+        assert db_nice == min(19, loop_nice + tuning.DB_THREAD_NICE)
+        assert nice() == loop_nice  # the loop thread (and the process) keep theirs
+    finally:
+        await s.stop()
