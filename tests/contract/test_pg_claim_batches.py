@@ -19,8 +19,8 @@ from goalsui.store.claims import pg_hot
 from goalsui.store.claims.binds import INTENT, RUN, rows
 from goalsui.store.claims.planner import new_run
 from goalsui.store.claims.primitives import HotPrimitives, SqlPrimitives
+from goalsui.store.claims.shapes import Cas
 from goalsui.store.claims.statements import AFTER_COLUMNS, RUN_DONE_COLUMNS
-from goalsui.store.sqlite_hot import Cas
 from tests.claims_kit import claims_for
 
 pytestmark = pytest.mark.postgres
@@ -259,7 +259,7 @@ def test_outcomes_of_many_firing_rows_are_joined_by_key_on_stale_statistics(
 
     with engine.begin() as conn:
         cur = pg_hot.cursor(conn)
-        pg_hot.update_after(Explained(cur), AFTER_COLUMNS, updates, OWNER)  # type: ignore[arg-type]  # a cursor that EXPLAINs
+        pg_hot.update_after(Explained(cur), updates, OWNER)  # type: ignore[arg-type]  # a cursor that EXPLAINs
         plan = "\n".join(r[0] for r in cur.fetchall())
         assert conn.execute(
             text("SELECT count(*) FROM intent WHERE status = 'done'")

@@ -1,13 +1,15 @@
-"""The SQLite hot path (goalsui.store.sqlite_hot): same rows, same compare-and-set, as Core."""
+"""The SQLite hot path (goalsui.store.claims.sqlite_hot): same rows, same compare-and-set, as Core."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from goalsui.service import Service
-from goalsui.store import claims, sqlite_hot
-from goalsui.store.claims import INTENT, Completion
-from goalsui.store.claims.binds import rows_of, select_columns
+from goalsui.store import claims
+from goalsui.store.claims import INTENT, Completion, sqlite_hot
+from goalsui.store.claims.binds import rows_of, select_columns, stamp
+from goalsui.store.claims.shapes import Cas
+from goalsui.store.claims.statements import AFTER_COLUMNS
 from goalsui.store.models import Intent
 from tests.base_kit import FakeClock
 from tests.claims_kit import claims_for
@@ -70,12 +72,12 @@ def test_due_rows_soonest_first_with_their_stored_due_text(empty_kb, make_servic
         assert sqlite_hot.soonest(cur) == clock.now - timedelta(seconds=5)
     assert [r["id"] for r in rows] == [*first, *later]
     assert "_raw" not in rows[0]
-    assert texts[0] == sqlite_hot.stamp(clock.now - timedelta(seconds=5))
+    assert texts[0] == stamp(clock.now - timedelta(seconds=5))
 
 
-def _cas_row(clock: FakeClock, intent_id: int, due: str) -> sqlite_hot.Cas:
+def _cas_row(clock: FakeClock, intent_id: int, due: str) -> Cas:
     """The claim's compare-and-set for one row (fire it, owner ``me``)."""
-    return sqlite_hot.Cas(
+    return Cas(
         intent_id, due, "firing", "me", clock.now + timedelta(seconds=30), 1, 1, None, clock.now
     )
 
@@ -83,9 +85,9 @@ def _cas_row(clock: FakeClock, intent_id: int, due: str) -> sqlite_hot.Cas:
 def test_compare_and_set_misses_a_row_that_moved(empty_kb, make_service, clock: FakeClock):
     svc = make_service(empty_kb, clock=clock)
     a, b = bulk_at(svc, 2, clock.now)
-    now = sqlite_hot.stamp(clock.now)
+    now = stamp(clock.now)
 
-    stale = sqlite_hot.stamp(clock.now - timedelta(seconds=1))  # as if someone moved it since
+    stale = stamp(clock.now - timedelta(seconds=1))  # as if someone moved it since
     with svc.store.engine.begin() as conn:
         hit = sqlite_hot.cas(
             sqlite_hot.cursor(conn),
@@ -107,8 +109,8 @@ def test_grouped_compare_and_set_still_misses_the_row_that_moved(
     (its due text differs) is still missed, a lost guard row too, and the rest hit."""
     svc = make_service(empty_kb, clock=clock)
     ids = bulk_at(svc, 6, clock.now)
-    now = sqlite_hot.stamp(clock.now)
-    stale = sqlite_hot.stamp(clock.now - timedelta(seconds=1))
+    now = stamp(clock.now)
+    stale = stamp(clock.now - timedelta(seconds=1))
     with svc.store.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE intent SET status = 'paused' WHERE id = ?", (ids[5],))
 
@@ -129,12 +131,12 @@ def test_grouped_compare_and_set_still_misses_the_row_that_moved(
     with svc.store.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE intent SET lease_owner = 'other' WHERE id = ?", (ids[3],))
     later = clock.now + timedelta(minutes=5)
-    done = {"status": "done", "next_run_at": None, "lease_owner": None, "updated_at": later}
-    retry = {"status": "active", "next_run_at": later, "lease_owner": None, "updated_at": later}
-    cols = ("status", "next_run_at", "lease_owner", "updated_at")
+    unset = dict.fromkeys(AFTER_COLUMNS, None) | {"consecutive_failures": 0, "updated_at": later}
+    done = unset | {"status": "done"}
+    retry = unset | {"status": "active", "next_run_at": later}
     updates = [(ids[0], done), (ids[1], done), (ids[3], done), (ids[2], retry)]
     with svc.store.engine.begin() as conn:
-        sqlite_hot.update_after(sqlite_hot.cursor(conn), cols, updates, "me")
+        sqlite_hot.update_after(sqlite_hot.cursor(conn), updates, "me")
     got = {i.id: i for i in svc.intents.list()}
     assert [(got[i].status, got[i].lease_owner) for i in ids[:4]] == [
         ("done", None),

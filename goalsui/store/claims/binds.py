@@ -9,7 +9,7 @@ much, and the claim path binds several timestamps per row.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import DateTime, String, bindparam, type_coerce
@@ -19,13 +19,21 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from goalsui.store.claims.shapes import Row
 from goalsui.store.models import Event, Intent, IntentRun, Journal, UTCDateTime
-from goalsui.store.sqlite_hot import stamp
 from goalsui.store.tables import table_of
 
 INTENT: Any = table_of(Intent)
 RUN: Any = table_of(IntentRun)
 JOURNAL: Any = table_of(Journal)
 EVENT: Any = table_of(Event)
+
+
+def stamp(value: Any) -> Any:
+    """A value as bound on SQLite: an aware datetime becomes its stored UTC text."""
+    if value.__class__ is datetime:
+        if value.tzinfo is not UTC:
+            value = value.astimezone(UTC)
+        return value.isoformat(" ", "microseconds")[:-6]  # drop "+00:00"
+    return value
 
 
 class Stamp(TypeDecorator[Any]):

@@ -33,8 +33,9 @@ from sqlalchemy.engine import Connection
 
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.store.claims.binds import INTENT, JOURNAL, RUN
+from goalsui.store.claims.shapes import Cas
+from goalsui.store.claims.statements import AFTER_COLUMNS, RUN_DONE_COLUMNS
 from goalsui.store.models import UTCDateTime
-from goalsui.store.sqlite_hot import Cas, quote
 
 Row = dict[str, Any]
 
@@ -45,6 +46,10 @@ def cursor(conn: Connection) -> psycopg.Cursor[Any]:
     if not isinstance(raw, psycopg.Connection):  # pragma: no cover - always psycopg 3 here
         raise TypeError("the PostgreSQL fast path needs a psycopg 3 connection")
     return raw.cursor()
+
+
+def quote(name: str) -> str:
+    return f'"{name}"'
 
 
 def _sql_type(column: Any) -> str:
@@ -324,24 +329,21 @@ def _batch(table: Any, names: tuple[str, ...]) -> _Batch:
     return _Batch(table, names)
 
 
-def close_runs(
-    cur: psycopg.Cursor[Any], columns: Sequence[str], updates: Sequence[Sequence[Any]]
-) -> None:
-    """Record outcomes on runs in ONE statement: ``(run_id, *values of columns)`` each."""
+def close_runs(cur: psycopg.Cursor[Any], updates: Sequence[Sequence[Any]]) -> None:
+    """Record outcomes on runs in ONE statement: ``(run_id, *values of RUN_DONE_COLUMNS)``
+    each."""
     if not updates:
         return
     ids, *values = (list(a) for a in zip(*updates, strict=True))
-    _update(cur, _batch(RUN, tuple(columns)), ids, values, {})
+    _update(cur, _batch(RUN, RUN_DONE_COLUMNS), ids, values, {})
 
 
-def update_after(
-    cur: psycopg.Cursor[Any], columns: Sequence[str], updates: Sequence[tuple[int, Row]], owner: str
-) -> None:
-    """Apply completion values ``(intent_id, {column: value})`` to intents still ``firing``
-    under ``owner``'s lease, in ONE statement."""
+def update_after(cur: psycopg.Cursor[Any], updates: Sequence[tuple[int, Row]], owner: str) -> None:
+    """Apply completion values ``(intent_id, {column: value})`` (AFTER_COLUMNS) to intents
+    still ``firing`` under ``owner``'s lease, in ONE statement."""
     if not updates:
         return
     ids = [i for i, _ in updates]
-    values = [[row[k] for _, row in updates] for k in columns]
+    values = [[row[k] for _, row in updates] for k in AFTER_COLUMNS]
     guard = {"status": IntentStatus.FIRING, "lease_owner": owner}
-    _update(cur, _batch(INTENT, tuple(columns)), ids, values, guard)
+    _update(cur, _batch(INTENT, AFTER_COLUMNS), ids, values, guard)

@@ -18,6 +18,7 @@ from goalsui.domain.text import strip_nul
 from goalsui.store.claims.shapes import (
     JOURNAL_DETAIL_LIMIT,
     AfterDecision,
+    Cas,
     ClaimAction,
     ClaimDecision,
     Completion,
@@ -25,7 +26,6 @@ from goalsui.store.claims.shapes import (
     Row,
 )
 from goalsui.store.models import IntentRun
-from goalsui.store.sqlite_hot import Cas
 
 #: (action, subject, detail) of one journal line.
 JournalEntry = tuple[str, str, str]

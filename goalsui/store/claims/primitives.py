@@ -2,8 +2,9 @@
 
 :class:`SqlPrimitives` is generic SQLAlchemy Core; whether the engine has row locks
 (``SELECT ... FOR UPDATE [SKIP LOCKED]``, PostgreSQL) is a capability decided once, at
-construction, from the dialect. :class:`HotPrimitives` sends the same work as fixed SQL
-text straight through the DBAPI cursor, on SQLite and on PostgreSQL (psycopg).
+construction, from the dialect. :class:`HotPrimitives` sends the same work straight
+through the DBAPI cursor: on SQLite the same Core statements compiled once, on PostgreSQL
+(psycopg) fixed text over column arrays.
 """
 
 from __future__ import annotations
@@ -12,28 +13,29 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import select
 from sqlalchemy.engine import Connection, Dialect
 
-from goalsui.domain.states import IntentStatus
-from goalsui.store import sqlite_hot
-from goalsui.store.claims.binds import INTENT, JOURNAL, RUN, rows_of, select_columns, stamper
+from goalsui.store.claims import sqlite_hot
+from goalsui.store.claims.binds import INTENT, RUN, rows_of, select_columns, stamper
 from goalsui.store.claims.planner import RunOutcome
-from goalsui.store.claims.shapes import Row
+from goalsui.store.claims.shapes import Cas, Row
 from goalsui.store.claims.statements import (
     AFTER,
     AFTER_COLUMNS,
     AFTER_GROUP,
     CAS,
     CAS_GROUP,
-    OPEN_RUN,
+    CAS_KEYS,
+    GROUP_MIN,
+    JOURNAL_INSERT,
+    OPEN_RUNS,
     RUN_DONE,
-    RUN_DONE_COLUMNS,
     RUN_DONE_GROUP,
     RUN_DONE_KEYS,
     RUN_INSERT,
     SOONEST,
-    cas_params,
+    by_ids,
+    due,
 )
 
 
@@ -66,13 +68,8 @@ class SqlPrimitives:
     ) -> tuple[list[Row], list[Any]]:
         """Active rows due by ``due_by`` (soonest first), locked, and their due values."""
         cols, stamps = self.columns(INTENT)
-        due = (
-            select(*cols)
-            .where(INTENT.c.status == IntentStatus.ACTIVE, INTENT.c.next_run_at <= due_by)
-            .order_by(INTENT.c.next_run_at)
-            .limit(limit)
-        )
-        rows = rows_of(conn.execute(self.lock(due, skip_locked=True)), stamps)
+        query = self.lock(due(cols), skip_locked=True)
+        rows = rows_of(conn.execute(query, {"_dueby": due_by, "_limit": limit}), stamps)
         return rows, [row["next_run_at"] for row in rows]
 
     def read_intents(
@@ -80,26 +77,24 @@ class SqlPrimitives:
     ) -> list[Row]:
         """Some columns of the intents with these ids (locked with ``lock``)."""
         cols, stamps = self.columns(INTENT, names)
-        q = select(*cols).where(INTENT.c.id.in_(list(ids)))
-        return rows_of(conn.execute(self.lock(q) if lock else q), stamps)
+        q = self.lock(by_ids(cols)) if lock else by_ids(cols)
+        return rows_of(conn.execute(q, {"_ids": list(ids)}), stamps)
 
     def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
         """Which of these runs are still ``running`` (locked)."""
-        q = select(RUN.c.id).where(RUN.c.id.in_(list(run_ids)), OPEN_RUN)
-        return set(conn.execute(self.lock(q)).scalars().all())
+        found = conn.execute(self.lock(OPEN_RUNS), {"_ids": list(run_ids)})
+        return set(found.scalars().all())
 
     def soonest(self, conn: Connection) -> datetime | None:
         value: datetime | None = conn.execute(SOONEST).scalar()
         return value
 
     # -- writes --------------------------------------------------------------------------------
-    def cas(
-        self, conn: Connection, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime
-    ) -> int:
+    def cas(self, conn: Connection, rows: list[Cas], now: datetime, due_by: datetime) -> int:
         """The claim's compare-and-set of each row; returns the rows hit."""
-        now_s, due_s = self.stamp(now), self.stamp(due_by)
-        params = [cas_params(c, now_s, due_s) for c in rows]
-        return self.apply(conn, params, per_row=CAS, grouped=CAS_GROUP, skip=("_due",))
+        call = {"_now": self.stamp(now), "_dueby": self.stamp(due_by)}
+        params = [dict(zip(CAS_KEYS, c, strict=True)) | call for c in rows]
+        return self.apply(conn, params, per_row=CAS, grouped=CAS_GROUP)
 
     def insert_runs(self, conn: Connection, rows: list[Row]) -> list[Row]:
         """Insert run rows; returns them (the same dicts, in order) with their ids set."""
@@ -112,12 +107,12 @@ class SqlPrimitives:
 
     def insert_journal(self, conn: Connection, rows: list[Row]) -> None:
         if rows:
-            conn.execute(JOURNAL.insert(), rows)
+            conn.execute(JOURNAL_INSERT, rows)
 
     def close_runs(self, conn: Connection, outcomes: list[RunOutcome]) -> None:
         """Write each run's outcome (``(run_id, *RUN_DONE_COLUMNS values)``)."""
         params = [dict(zip(RUN_DONE_KEYS, u, strict=True)) for u in outcomes]
-        self.apply(conn, params, per_row=RUN_DONE, grouped=RUN_DONE_GROUP, skip=())
+        self.apply(conn, params, per_row=RUN_DONE, grouped=RUN_DONE_GROUP)
 
     def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
         """Set the completion values on intents still ``firing`` under ``owner``'s lease."""
@@ -125,27 +120,25 @@ class SqlPrimitives:
             {"_id": i, "_owner": owner, **{f"v_{k}": full[k] for k in AFTER_COLUMNS}}
             for i, full in updates
         ]
-        self.apply(conn, params, per_row=AFTER, grouped=AFTER_GROUP, skip=())
+        self.apply(conn, params, per_row=AFTER, grouped=AFTER_GROUP)
 
     @staticmethod
-    def apply(
-        conn: Connection, rows: list[Row], *, per_row: Any, grouped: Any, skip: tuple[str, ...]
-    ) -> int:
+    def apply(conn: Connection, rows: list[Row], *, per_row: Any, grouped: Any) -> int:
         """Run ``per_row`` (``id == :_id``) or ``grouped`` (``id IN :_ids``) updates; returns
-        the rows hit. ``skip``: per-row parameters left out of the grouped form."""
+        the rows hit."""
         if not rows:
             return 0
         groups: dict[tuple[Any, ...], list[Row]] = {}
         singles: list[Row] = []
         for row in rows:
             try:
-                key = tuple(sorted((k, v) for k, v in row.items() if k != "_id" and k not in skip))
+                key = tuple(sorted((k, v) for k, v in row.items() if k != "_id"))
                 groups.setdefault(key, []).append(row)
             except TypeError:  # an unhashable value: row by row
                 singles.append(row)
         hit = 0
         for key, members in groups.items():
-            if len(members) >= sqlite_hot.GROUP_MIN:
+            if len(members) >= GROUP_MIN:
                 params = dict(key)
                 params["_ids"] = [m["_id"] for m in members]
                 hit += conn.execute(grouped, params).rowcount
@@ -157,7 +150,7 @@ class SqlPrimitives:
 
 
 class HotPath(Protocol):
-    """The functions :mod:`goalsui.store.sqlite_hot` and :mod:`goalsui.store.claims.pg_hot`
+    """The functions :mod:`goalsui.store.claims.sqlite_hot` and :mod:`goalsui.store.claims.pg_hot`
     both define (each module is one); ``cur``: the module's ``cursor(conn)``."""
 
     def cursor(self, conn: Connection) -> Any: ...
@@ -167,18 +160,16 @@ class HotPath(Protocol):
     ) -> list[Row]: ...
     def open_runs(self, cur: Any, run_ids: Sequence[int]) -> set[int]: ...
     def soonest(self, cur: Any) -> datetime | None: ...
-    def cas(self, cur: Any, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime) -> int: ...
+    def cas(self, cur: Any, rows: list[Cas], now: datetime, due_by: datetime) -> int: ...
     def insert_runs(self, cur: Any, rows: list[Row]) -> list[Row]: ...
     def insert_journal(self, cur: Any, rows: list[Row]) -> None: ...
-    def close_runs(self, cur: Any, columns: Sequence[str], updates: list[RunOutcome]) -> None: ...
-    def update_after(
-        self, cur: Any, columns: Sequence[str], updates: list[tuple[int, Row]], owner: str
-    ) -> None: ...
+    def close_runs(self, cur: Any, updates: list[RunOutcome]) -> None: ...
+    def update_after(self, cur: Any, updates: list[tuple[int, Row]], owner: str) -> None: ...
 
 
 class HotPrimitives(SqlPrimitives):
-    """The hot statements as fixed text through the DBAPI cursor: ``hot`` is
-    :mod:`goalsui.store.sqlite_hot` (under the ``BEGIN IMMEDIATE`` write lock) or
+    """The hot statements through the DBAPI cursor: ``hot`` is
+    :mod:`goalsui.store.claims.sqlite_hot` (under the ``BEGIN IMMEDIATE`` write lock) or
     :mod:`goalsui.store.claims.pg_hot` (each batch one statement over column arrays)."""
 
     def __init__(self, dialect: Dialect, hot: HotPath) -> None:
@@ -201,9 +192,7 @@ class HotPrimitives(SqlPrimitives):
     def soonest(self, conn: Connection) -> datetime | None:
         return self.hot.soonest(self.hot.cursor(conn))
 
-    def cas(
-        self, conn: Connection, rows: list[sqlite_hot.Cas], now: datetime, due_by: datetime
-    ) -> int:
+    def cas(self, conn: Connection, rows: list[Cas], now: datetime, due_by: datetime) -> int:
         return self.hot.cas(self.hot.cursor(conn), rows, now, due_by)
 
     def insert_runs(self, conn: Connection, rows: list[Row]) -> list[Row]:
@@ -214,10 +203,10 @@ class HotPrimitives(SqlPrimitives):
             self.hot.insert_journal(self.hot.cursor(conn), rows)
 
     def close_runs(self, conn: Connection, outcomes: list[RunOutcome]) -> None:
-        self.hot.close_runs(self.hot.cursor(conn), RUN_DONE_COLUMNS, outcomes)
+        self.hot.close_runs(self.hot.cursor(conn), outcomes)
 
     def update_after(self, conn: Connection, updates: list[tuple[int, Row]], owner: str) -> None:
-        self.hot.update_after(self.hot.cursor(conn), AFTER_COLUMNS, updates, owner)
+        self.hot.update_after(self.hot.cursor(conn), updates, owner)
 
 
 def primitives_for(dialect: Dialect) -> SqlPrimitives:

@@ -98,6 +98,21 @@ class Completion(NamedTuple):
     config_error: bool = False
 
 
+class Cas(NamedTuple):
+    """One row's compare-and-set in a claim: the row as selected (``id``, its stored
+    ``due`` value) and the values it gets (``attempts``/``fires`` are increments)."""
+
+    id: int
+    due: str
+    status: str
+    owner: str | None
+    until: Any  # lease expiry (datetime or its stored text)
+    attempts: int
+    fires: int
+    next_run_at: datetime | None
+    fired_at: Any  # last_fired_at (datetime or its stored text)
+
+
 @dataclass(slots=True)
 class AfterDecision:
     """How an intent changes after an outcome (returned by the completion ``decide``)."""

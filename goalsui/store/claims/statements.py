@@ -1,18 +1,26 @@
-"""The prepared Core statements of the claim path (compiled once, bound per batch).
+"""The Core statements of the claim path, the one source of its SQL on every engine.
 
-Each ``UPDATE`` comes in two forms: by one id (``id == :_id``, sent as an executemany)
-and by a group of ids that get identical values (``id IN :_ids``, one statement).
+The generic path runs them through SQLAlchemy; the SQLite fast path
+(:mod:`goalsui.store.claims.sqlite_hot`) and the first frame (:func:`frame_module`) run
+them compiled for SQLite. Each ``UPDATE`` comes in two forms: by one id
+(``id == :_id``) and by a group of ids that get identical values (``id IN :_ids``).
+Parameters named ``_...`` and ``v_...`` are bound by the caller, the rest are constants.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Select, bindparam, func, insert, select, update
 
 from goalsui.domain.states import IntentStatus, RunStatus
-from goalsui.store.claims.binds import INTENT, RUN, Stamp, bind
-from goalsui.store.sqlite_hot import Cas
+from goalsui.store.claims.binds import INTENT, JOURNAL, RUN, Stamp, bind
+from goalsui.store.claims.shapes import Cas
+
+#: Rows with identical new values are updated by one ``... WHERE id IN (...)`` when at
+#: least this many share them; the others by id.
+GROUP_MIN = 3
 
 #: The soonest due time of the active intents (one probe of the (status, next_run_at) index).
 SOONEST = select(func.min(INTENT.c.next_run_at)).where(INTENT.c.status == IntentStatus.ACTIVE)
@@ -30,12 +38,38 @@ DUE_COUNT = (
 OPEN_RUN = RUN.c.status == RunStatus.RUNNING
 RUNNING_COUNT = select(func.count()).select_from(RUN).where(OPEN_RUN)
 
+#: Which of the runs ``_ids`` are still ``running``.
+OPEN_RUNS = select(RUN.c.id).where(RUN.c.id.in_(bindparam("_ids", expanding=True)), OPEN_RUN)
+
+
+def due(columns: Sequence[Any]) -> Select[Any]:
+    """``columns`` of the active intents due by ``_dueby``, soonest first, at most ``_limit``."""
+    return (
+        select(*columns)
+        .where(
+            INTENT.c.status == IntentStatus.ACTIVE,
+            INTENT.c.next_run_at <= bindparam("_dueby", type_=Stamp()),
+        )
+        .order_by(INTENT.c.next_run_at)
+        .limit(bindparam("_limit"))
+    )
+
+
+def by_ids(columns: Sequence[Any]) -> Select[Any]:
+    """``columns`` of the intents whose ids are in ``_ids``."""
+    return select(*columns).where(INTENT.c.id.in_(bindparam("_ids", expanding=True)))
+
+
 #: What ``check_running`` reads of an intent.
 RUNNING_READ = ("id", "status", "lease_owner", "next_run_at", "pending_trigger")
 
 _RUN_COLUMNS = [c.name for c in RUN.c if c.name != "id"]
 #: Inserts a run row (every column but the id, timestamps through :class:`Stamp`).
 RUN_INSERT = insert(RUN).values({n: bind(n, RUN.c[n]) for n in _RUN_COLUMNS})
+#: Inserts a journal line.
+JOURNAL_INSERT = insert(JOURNAL).values(
+    {n: bind(n, JOURNAL.c[n]) for n in ("at", "actor", "action", "subject", "detail")}
+)
 
 
 def _cas(by_id: Any, *extra: Any) -> Any:
@@ -54,8 +88,8 @@ def _cas(by_id: Any, *extra: Any) -> Any:
             lease_until=bindparam("v_until", type_=Stamp()),
             attempts=INTENT.c.attempts + bindparam("v_attempts"),
             fires=INTENT.c.fires + bindparam("v_fires"),
-            next_run_at=bindparam("v_next", type_=Stamp()),
-            last_fired_at=bindparam("v_fired", type_=Stamp()),
+            next_run_at=bindparam("v_next_run_at", type_=Stamp()),
+            last_fired_at=bindparam("v_fired_at", type_=Stamp()),
             pending_trigger=None,
             pending_event_id=None,
             updated_at=bindparam("_now", type_=Stamp()),
@@ -63,29 +97,15 @@ def _cas(by_id: Any, *extra: Any) -> Any:
     )
 
 
-#: One compare-and-set per row (an executemany) ...
-CAS = _cas(
-    INTENT.c.id == bindparam("_id"), INTENT.c.next_run_at == bindparam("_due", type_=Stamp())
-)
-#: ... or one for a group of rows that get identical values.
-CAS_GROUP = _cas(INTENT.c.id.in_(bindparam("_ids", expanding=True)))
-
-
-def cas_params(c: Cas, now: Any, due_by: Any) -> dict[str, Any]:
-    """The bind parameters of :data:`CAS` for one row."""
-    return {
-        "_id": c.id,
-        "_due": c.due,
-        "v_status": c.status,
-        "v_owner": c.owner,
-        "v_until": c.until,
-        "v_attempts": c.attempts,
-        "v_fires": c.fires,
-        "v_next": c.next_run_at,
-        "v_fired": c.fired_at,
-        "_now": now,
-        "_dueby": due_by,
-    }
+#: The row is still due as selected: its ``next_run_at`` is the ``_due`` read.
+_AS_READ = INTENT.c.next_run_at == bindparam("_due", type_=Stamp())
+#: One compare-and-set per row ...
+CAS = _cas(INTENT.c.id == bindparam("_id"), _AS_READ)
+#: ... or one for a group of rows that get identical values (their ``_due`` included).
+CAS_GROUP = _cas(INTENT.c.id.in_(bindparam("_ids", expanding=True)), _AS_READ)
+#: The per-row parameters of :data:`CAS`, in the order of a
+#: :class:`~goalsui.store.claims.shapes.Cas`'s fields.
+CAS_KEYS = ("_id", "_due", *(f"v_{k}" for k in Cas._fields[2:]))
 
 
 #: The run columns an outcome sets, in the order of the planner's tuples (after the id).
@@ -167,6 +187,7 @@ def _after(by_id: Any) -> Any:
     )
 
 
+AFTER_KEYS = ("_id", *(f"v_{k}" for k in AFTER_COLUMNS))
 AFTER = _after(INTENT.c.id == bindparam("_id"))
 AFTER_GROUP = _after(INTENT.c.id.in_(bindparam("_ids", expanding=True)))
 
