@@ -9,6 +9,7 @@ import asyncio
 import inspect
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
@@ -22,7 +23,7 @@ from goalsui.scheduler.heap import BurstPause
 from goalsui.scheduler.outcomes import Outcomes
 from goalsui.scheduler.records import build
 from goalsui.scheduler.runtime import Runtime
-from goalsui.scheduler.tuning import LAUNCH_CHUNK
+from goalsui.scheduler.tuning import LAUNCH_SLICE
 from goalsui.store.claims import Claimed, ClaimResult, Completion
 from goalsui.store.models import Event, Intent, IntentRun
 
@@ -79,15 +80,19 @@ class Launcher:
     # -- starting -------------------------------------------------------------------------------
     async def launch(self, result: ClaimResult) -> list[int]:
         """Report skipped runs and start a task per fired one, yielding to the loop every
-        ``LAUNCH_CHUNK`` runs (turns due now start on time, not behind a whole batch)."""
+        ``LAUNCH_SLICE`` seconds (turns due now, and the timers of turns due meanwhile,
+        start on time, not behind a whole batch)."""
         loop = self.rt.loop
         assert loop is not None
         self._report_skips(result)
         started: list[int] = []
         now, loop_now = self.rt.clock(), loop.time()
-        for k, item in enumerate(result.fired):
-            if k and not k % LAUNCH_CHUNK:
+        clock = time.perf_counter
+        slice_end = clock() + LAUNCH_SLICE
+        for item in result.fired:
+            if clock() >= slice_end:
                 await asyncio.sleep(0)
+                slice_end = clock() + LAUNCH_SLICE
             row, run = item.intent, item.run
             run_id = run["id"]
             info = RunningInfo(

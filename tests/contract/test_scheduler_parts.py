@@ -243,3 +243,31 @@ async def test_a_real_runner_records_its_host_and_process_group_on_the_run(svc):
     assert run.intent_id == intent.id and run.status == "ok"
     assert run.host == socket.gethostname()
     assert f"group {run.pgid}" in (run.output_tail or "")
+
+
+async def test_starting_a_large_batch_lets_the_loop_run_between_slices(svc):
+    """A batch claimed ahead is started in slices: a callback waiting on the loop (a turn's
+    start timer) runs while the batch is still being started, not after all of it."""
+    from goalsui.store.claims import ClaimAction, ClaimDecision, Claimed, ClaimResult
+
+    s = Scheduler(svc, turn=FakeTurn())
+    assert s.rt.open()
+    launcher, n = s.launcher, 2000
+    due = utcnow() + timedelta(hours=1)  # claimed ahead: every turn waits for its gate
+    result = ClaimResult()
+    for k in range(1, n + 1):
+        intent = {"id": k, "title": f"t{k}", "kind": "at", "next_run_at": None}
+        run = {"id": k, "started_at": due, "trigger": "schedule", "planned_at": due}
+        decision = ClaimDecision(ClaimAction.FIRE, "schedule", due, None)
+        result.fired.append(Claimed(intent, run, None, decision))
+    seen: list[int] = []
+    asyncio.get_running_loop().call_soon(lambda: seen.append(len(launcher.tasks)))
+    try:
+        assert len(await launcher.launch(result)) == n
+        assert seen and 0 < seen[0] < n, seen  # it ran between two slices
+    finally:
+        for task in launcher.tasks.values():
+            task.cancel()
+        launcher.open_all_gates()  # a turn waiting for its gate sees its cancel when it opens
+        await asyncio.gather(*launcher.tasks.values(), return_exceptions=True)
+        s.rt.close()
