@@ -48,10 +48,13 @@ class Alarm:
         self._at = None
 
     async def run(self) -> None:
-        """The ``alarm`` task: keeps watch over the alarm clock until cancelled."""
+        """The ``alarm`` task: keeps watch over the alarm clock until cancelled, or until
+        the scheduler stops (which shuts the clock down while turns may still be ending)."""
         try:
             while True:
                 await asyncio.sleep(IDLE_CAP)
+                if self.rt.closing:
+                    return
                 if self._aps is None or not self._aps.running:
                     raise RuntimeError("the alarm clock (APScheduler) stopped running")
         finally:

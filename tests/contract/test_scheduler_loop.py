@@ -194,3 +194,29 @@ async def test_the_database_thread_runs_at_a_lower_priority_than_the_loop(svc):
         assert nice() == loop_nice  # the loop thread (and the process) keep theirs
     finally:
         await s.stop()
+
+
+async def test_a_stop_that_waits_for_turns_is_not_reported_as_a_failure(svc, monkeypatch):
+    """Stopping shuts the alarm clock down before the running turns have ended; the alarm's
+    watch waking meanwhile is part of the stop, not a dead alarm."""
+    from goalsui.scheduler import alarm
+
+    monkeypatch.setattr(alarm, "IDLE_CAP", 0.05)  # the watch looks every 50 ms
+
+    async def slow_to_stop(service, intent, run, *, event=None, cancel):
+        await cancel.wait()
+        await asyncio.sleep(0.4)  # a turn that takes its time to end
+        return TurnOutcome("cancelled", reason="stopped on request")
+
+    s = Scheduler(svc, turn=slow_to_stop)
+    events: list[SchedulerEvent] = []
+    s.subscribe(events.append)
+    await s.start()
+    intent = svc.intents.create(
+        title="t", instruction="x", kind="at", schedule=utcnow().isoformat()
+    )
+    await until(lambda: any(e.kind == "run-started" and e.intent_id == intent.id for e in events))
+    await s.stop(grace=2.0)
+    assert s.state == "stopped", s.rt.error
+    # the turn ended within the grace and is recorded as interrupted by the stop
+    assert [r.status for r in svc.runs.list(intent_id=intent.id)] == ["interrupted"]
