@@ -77,6 +77,8 @@ class IntentRecord:
     last_error: str | None = None
     last_fired_at: datetime | None = None
     pending_trigger: str | None = None
+    pending_event_id: int | None = None
+    active_hours: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,494 +1,42 @@
 """``goalsui plan``: a dry run of what will fire from now until a given time, and why.
 
-:func:`plan` applies the scheduling rules (docs/architecture.md) to the intents in the database
-without changing anything: cron occurrences with the DST rules, paused and
-auto-disabled intents (nothing fires; one note each), quiet hours (the tick is
-skipped), empty heartbeat checklists (skipped, zero runner calls), event cooldowns,
-``max_fires``, ``expires_at``, pending retries, run-now and catch-up. Each predicted
-fire names the rule that decides it. A fire that starts before the same intent's
-previous run is expected to end (its observed p95 duration, else its timeout) gets a
-conflict warning (:mod:`goalsui.domain.plan_rules`); different intents starting at
-once are not a conflict. :func:`summarise` folds the fires into one row per intent.
-
-Three database reads in all, so the console can call it for its timeline markers.
+The rules are pure (:mod:`goalsui.domain.planner`, the values in
+:mod:`goalsui.domain.planned`); :func:`plan` gives them the service's records. Three
+database reads in all, so the console can call it for its timeline markers; the console's
+reader mode reads the same records with the standard library
+(:mod:`goalsui.service.quick_plan`).
 """
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime, time, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING
 
-from croniter import croniter
-
-from goalsui.domain.checklist import checklist_is_empty
-from goalsui.domain.cron import ALIASES, is_every_hour, occurrences
-from goalsui.domain.durations import format_duration, parse_duration
-from goalsui.domain.plan_rules import expected_length, self_overlaps
-from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
-from goalsui.domain.timeutil import ensure_utc, load_zone, localize, parse_instant, wall_instants
-from goalsui.domain.triggers import next_due
-from goalsui.errors import GoalsuiError, ScheduleError, ValidationError
-from goalsui.scheduler.rules import heartbeat_checklist, in_active_hours
-from goalsui.store.models import Intent, IntentRun
+from goalsui.domain.planned import (
+    MAX_FIRES_PER_INTENT,
+    MAX_PLAN_WINDOW,
+    IntentPlan,
+    PlannedFire,
+    parse_until,
+    plan_window,
+    summarise,
+)
+from goalsui.domain.planned import local_text as _local_text
+from goalsui.domain.planner import HISTORY, HISTORY_LIMIT, plan_fires
 
 if TYPE_CHECKING:
     from goalsui.service import Service
 
-
-MAX_PLAN_WINDOW = timedelta(days=31)
-MAX_FIRES_PER_INTENT = 500
-TYPICAL_RUNS = 20
-HISTORY = timedelta(days=14)
-_GOAL_SUFFIX = re.compile(r"-[0-9a-f]{8}$")
-
-
-@dataclass(frozen=True)
-class PlannedFire:
-    """One predicted fire (or skipped tick, or a note about an intent)."""
-
-    at: datetime | None  # aware UTC; None for a note that has no time
-    intent_id: int
-    label: str  # "nightshift/scout", "intent 7 (Friday reminder)"
-    kind: str  # fire | skip | note
-    rule: str  # the rule that decides it, for people
-    timezone: str = "UTC"
-    goal_id: str | None = None
-    worker: str | None = None
-    run_length: timedelta = timedelta(0)  # expected run length (overlap checks)
-    length_basis: str = ""  # "typical 1.2s of 5 runs" | "timeout 1m"
-    warning: str | None = None  # a predicted overlap
-    overlaps_with: int | None = None  # the intent whose run it overlaps
-    count: int = 1  # consecutive skipped ticks collapsed into one line
-    last_at: datetime | None = None  # the last of those ticks
-    trigger: str = "schedule"  # schedule | run-now | retry | event | catch-up
-
-    def local(self, dt: datetime | None = None, zone: tzinfo | None = None) -> str:
-        dt = dt or self.at
-        if dt is None:
-            return "-"
-        return _local_text(dt, zone or load_zone(self.timezone))
-
-    def line(self, zone: tzinfo | None = None) -> str:
-        """``2026-12-02 20:30 +01:00  nightshift/scout  cron 30 20 * * * (Europe/Berlin)``.
-
-        Times in ``zone`` when given, else in the intent's own display zone.
-        """
-        when = "-".ljust(22) if self.at is None else self.local(zone=zone)
-        text = f"{when}  {self.label}  {self.rule}"
-        if self.kind == "skip" and self.count > 1 and self.last_at is not None:
-            text += f" ({self.count} ticks until {self.local(self.last_at, zone)[11:16]})"
-        return text
-
-    def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["run_length_s"] = data.pop("run_length").total_seconds()
-        for key in ("at", "last_at"):
-            data[key] = data[key].isoformat(timespec="seconds") if data[key] else None
-        data["local"] = self.local() if self.at else None
-        return data
-
-
-def _local_text(dt: datetime, zone: tzinfo) -> str:
-    local = dt.astimezone(zone)
-    offset = local.strftime("%z")
-    return f"{local:%Y-%m-%d %H:%M} {offset[:3]}:{offset[3:]}"
-
-
-def intent_label(intent: Intent) -> str:
-    """``nightshift/scout`` for a worker (goal id without its hex suffix), else ``intent N (title)``."""
-    if intent.goal_id and intent.worker:
-        return f"{_GOAL_SUFFIX.sub('', intent.goal_id)}/{intent.worker}"
-    title = " ".join(intent.title.split())
-    if len(title) > 40:
-        title = title[:39] + "…"
-    return f"intent {intent.id} ({title})"
-
-
-def skips_empty_checklist(intent: Intent, read: Callable[[str, str], str] | None = None) -> bool:
-    """A heartbeat whose checklist says nothing: its ticks are skipped, zero runner calls.
-
-    The scheduler's own rule (:func:`goalsui.scheduler.rules.heartbeat_checklist`); a KB
-    worker's checklist is its ``prompt.md``, so without ``read`` it is not judged.
-    """
-    if intent.kind != IntentKind.HEARTBEAT:
-        return False
-    if intent.goal_id and intent.worker and read is None:
-        return False
-    row = {
-        "goal_id": intent.goal_id,
-        "worker": intent.worker,
-        "checklist": intent.checklist,
-        "instruction": intent.instruction,
-    }
-    return checklist_is_empty(heartbeat_checklist(row, read))
-
-
-def _hours_text(active_hours: dict[str, Any]) -> str:
-    return f"active {active_hours['start']}-{active_hours['end']} {active_hours.get('timezone') or 'UTC'}"
-
-
-def parse_until(text: str, now: datetime, tz: str | tzinfo | None = None) -> datetime:
-    """``--until``: a duration (``8h``), a local time (``07:30``: the next one), or ISO 8601.
-
-    A time or naive timestamp is read in ``tz`` (default: this machine's local zone).
-    """
-    value = (text or "").strip()
-    if not value:
-        raise ValidationError("--until is empty: use 8h, 07:30 or an ISO timestamp")
-    if isinstance(tz, str):
-        zone: tzinfo = load_zone(tz)
-    elif tz is not None:
-        zone = tz
-    else:
-        local = now.astimezone().tzinfo
-        assert local is not None  # astimezone() always sets one
-        zone = local
-    if re.fullmatch(r"\d{1,2}:\d{2}", value):
-        hours, minutes = (int(x) for x in value.split(":"))
-        if hours > 23 or minutes > 59:
-            raise ValidationError(f"invalid --until {value!r}: a time must be 00:00-23:59")
-        local_day = now.astimezone(zone).date()
-        for offset in range(0, 3):
-            candidate = localize(
-                datetime.combine(local_day + timedelta(days=offset), time(hours, minutes)), zone
-            )
-            if candidate > now:
-                return candidate
-    if re.fullmatch(r"\d+(?:\.\d+)?\s*[dhmsDHMS].*", value) and not re.match(r"\d{4}-", value):
-        try:
-            return now + parse_duration(value)
-        except ScheduleError:
-            pass
-    try:
-        return parse_instant(value, zone)
-    except ScheduleError:
-        raise ValidationError(
-            f"invalid --until {value!r}: use a duration (8h), a time (07:30) or ISO 8601"
-        ) from None
-
-
-def _durations(runs: list[IntentRun]) -> dict[int, list[float]]:
-    """The durations (seconds) of each intent's recent finished runs, newest first."""
-    by_intent: dict[int, list[float]] = defaultdict(list)
-    for run in runs:  # newest first
-        if run.finished_at is None or run.status in (
-            RunStatus.SKIPPED,
-            RunStatus.MISSED,
-            RunStatus.RUNNING,
-        ):
-            continue
-        values = by_intent[run.intent_id]
-        if len(values) < TYPICAL_RUNS:
-            values.append(max(0.0, (run.finished_at - run.started_at).total_seconds()))
-    return dict(by_intent)
-
-
-def _dst_note(expr: str, zone: tzinfo, at: datetime) -> str:
-    """Why a cron fire is where it is across DST, or ''."""
-    local = at.astimezone(zone)
-    wall = local.replace(tzinfo=None, fold=0)
-    fields = ALIASES.get(expr.lower(), expr) if expr.startswith("@") else expr
-    try:
-        matches = croniter.match(fields, wall, day_or=True)
-    except Exception:  # noqa: BLE001 - a note is optional
-        return ""
-    if not matches:
-        return "; DST gap: the scheduled local time does not exist that day, fires at the end of the gap"
-    if len(wall_instants(wall, zone)) == 2:
-        if is_every_hour(expr):
-            return "; DST repeated hour: fires once per real hour"
-        return "; DST repeated hour: first occurrence only"
-    return ""
-
-
-def _schedule_rule(intent: Intent) -> str:
-    if intent.kind == IntentKind.CRON:
-        return f"cron {intent.schedule} ({intent.timezone})"
-    if intent.kind == IntentKind.HEARTBEAT:
-        return f"heartbeat every {intent.schedule or '30m'}"
-    if intent.kind == IntentKind.AT:
-        return f"at {intent.schedule}"
-    return intent.kind
-
-
-def _on_schedule(intent: Intent, after: datetime) -> tuple[datetime, str, str, bool] | None:
-    """The intent's next scheduled fire after ``after`` (see :meth:`_Planner.first_fire`)."""
-    nxt = next_due(intent.kind, intent.schedule, intent.timezone, after)
-    return (nxt, _schedule_rule(intent), "schedule", True) if nxt else None
-
-
-def _display_zone(intent: Intent) -> str:
-    if (
-        intent.kind != IntentKind.CRON
-        and intent.active_hours
-        and intent.active_hours.get("timezone")
-    ):
-        return str(intent.active_hours["timezone"])
-    return intent.timezone or "UTC"
-
-
-@dataclass
-class _Planner:
-    now: datetime
-    until: datetime
-    catch_up_limit: timedelta
-    default_timeout: timedelta
-    lengths: dict[int, list[float]]
-    display: tzinfo | None = None  # one zone for every time shown; None: each intent's own
-    retry_base: float = 2
-    retry_cap: float = 300
-    read: Callable[[str, str], str] | None = None
-    out: list[PlannedFire] = field(default_factory=list)
-
-    def length(self, intent: Intent) -> tuple[timedelta, str]:
-        timeout = timedelta(seconds=intent.timeout_s) if intent.timeout_s else self.default_timeout
-        return expected_length(self.lengths.get(intent.id or 0, []), timeout)
-
-    def zone(self, intent: Intent) -> tzinfo:
-        return self.display or load_zone(_display_zone(intent))
-
-    def base(self, intent: Intent) -> dict[str, Any]:
-        length, basis = self.length(intent)
-        return {
-            "intent_id": intent.id,
-            "label": intent_label(intent),
-            "timezone": _display_zone(intent),
-            "goal_id": intent.goal_id,
-            "worker": intent.worker,
-            "run_length": length,
-            "length_basis": basis,
-        }
-
-    def note(self, intent: Intent, rule: str, at: datetime | None = None) -> None:
-        self.out.append(PlannedFire(at=at, kind="note", rule=rule, **self.base(intent)))
-
-    def intent(self, intent: Intent) -> None:
-        status = intent.status
-        if status in (IntentStatus.CANCELLED, IntentStatus.DONE):
-            return
-        if status == IntentStatus.PAUSED:
-            why = (
-                " (its goal is paused)"
-                if intent.last_error and intent.last_error.startswith("goal ")
-                else ""
-            )
-            self.note(intent, f"paused{why}: nothing fires until it is resumed")
-            return
-        if status == IntentStatus.FAILED:
-            error = " ".join((intent.last_error or "no error recorded").split())[:160]
-            self.note(
-                intent,
-                f"auto-disabled after {intent.consecutive_failures} consecutive failures: nothing fires "
-                f"(last error: {error}; 'goalsui intent resume {intent.id}')",
-            )
-            return
-        if intent.expires_at is not None and intent.expires_at <= self.now:
-            self.note(
-                intent,
-                f"expired at {_local_text(intent.expires_at, self.zone(intent))}: ends as done, nothing fires",
-            )
-            return
-        if intent.max_fires is not None and intent.fires >= intent.max_fires:
-            self.note(intent, f"max_fires {intent.max_fires} reached: ends as done, nothing fires")
-            return
-        if status == IntentStatus.FIRING:
-            self.note(intent, "running now; the schedule continues after this run")
-        if intent.kind == IntentKind.EVENT:
-            self.event_intent(intent)
-            return
-        self.timed_intent(intent)
-
-    def event_intent(self, intent: Intent) -> None:
-        if (
-            intent.pending_trigger == "event"
-            and intent.next_run_at is not None
-            and intent.status == IntentStatus.ACTIVE
-        ):
-            at = max(intent.next_run_at, self.now)
-            self.add_fire(
-                intent,
-                at,
-                f"event pending (event {intent.pending_event_id})",
-                "event",
-            )
-        text = f"waits for events from '{intent.event_source}'"
-        if intent.event_filter:
-            text += " matching its filter"
-        if intent.cooldown_s:
-            text += f", cooldown {format_duration(timedelta(seconds=intent.cooldown_s))}"
-            if intent.last_fired_at is not None:
-                free = intent.last_fired_at + timedelta(seconds=intent.cooldown_s)
-                if free > self.now:
-                    text += f" (events before {_local_text(free, self.zone(intent))} fire nothing)"
-        if intent.expires_at is not None:
-            text += f"; expires {_local_text(intent.expires_at, self.zone(intent))}"
-        if intent.max_fires is not None:
-            text += f"; {intent.max_fires - intent.fires} of {intent.max_fires} fires left"
-        self.note(intent, text)
-
-    def first_fire(self, intent: Intent) -> tuple[datetime, str, str, bool] | None:
-        """(when, rule, trigger, on_schedule) of the next fire, or None."""
-        first = intent.next_run_at
-        if intent.status == IntentStatus.FIRING:
-            return _on_schedule(intent, max(first or self.now, self.now))
-        if first is None:
-            self.note(intent, "no next run planned")
-            return None
-        pending = intent.pending_trigger
-        if pending in ("run-now", "retry", "catch-up") and first <= self.now + timedelta(seconds=1):
-            rule = {
-                "run-now": "run-now pending",
-                "retry": "retry requested",
-                "catch-up": "catch-up requested",
-            }[pending]
-            return max(first, self.now), rule, pending, False
-        if intent.consecutive_failures > 0:
-            delay = min(self.retry_base ** min(intent.consecutive_failures, 64), self.retry_cap)
-            rule = (
-                f"retry after {intent.consecutive_failures} consecutive failure"
-                f"{'s' if intent.consecutive_failures != 1 else ''} (backoff {format_duration(timedelta(seconds=delay))})"
-            )
-            return max(first, self.now), rule, "retry", False
-        if first < self.now:
-            overdue = self.now - first
-            if overdue > self.catch_up_limit:
-                zone = self.zone(intent)
-                self.out.append(
-                    PlannedFire(
-                        at=self.now,
-                        kind="skip",
-                        rule=(
-                            f"missed: due {_local_text(first, zone)}, overdue by more than "
-                            f"{format_duration(self.catch_up_limit)} (recorded missed, then the next occurrence)"
-                        ),
-                        trigger="catch-up",
-                        **self.base(intent),
-                    )
-                )
-                return _on_schedule(intent, self.now)
-            return (
-                self.now,
-                f"overdue since {_local_text(first, self.zone(intent))}: fires now (catch-up, "
-                f"{_schedule_rule(intent)})",
-                "catch-up",
-                False,
-            )
-        return first, _schedule_rule(intent), "schedule", True
-
-    def timed_intent(self, intent: Intent) -> None:
-        first = self.first_fire(intent)
-        if first is None:
-            return
-        at: datetime | None
-        at, rule, trigger, on_schedule = first
-        fires = intent.fires
-        emitted = 0
-        empty = skips_empty_checklist(intent, self.read)
-        zone = load_zone(intent.timezone or "UTC")
-        expr = intent.schedule or ""
-        while at is not None and at <= self.until:
-            if intent.expires_at is not None and at >= intent.expires_at:
-                self.note(
-                    intent,
-                    f"expires at {_local_text(intent.expires_at, self.zone(intent))}: ends as done",
-                    at=intent.expires_at,
-                )
-                return
-            if emitted >= MAX_FIRES_PER_INTENT:
-                self.note(
-                    intent,
-                    f"more than {MAX_FIRES_PER_INTENT} fires in the window; the rest are not listed",
-                )
-                return
-            text = rule
-            if on_schedule and intent.kind == IntentKind.CRON:
-                text += _dst_note(expr, zone, at)
-            if (
-                trigger in ("schedule", "catch-up")
-                and intent.active_hours
-                and not in_active_hours(intent.active_hours, at)
-            ):
-                self.add_skip(
-                    intent, at, f"skipped: quiet-hours ({_hours_text(intent.active_hours)})"
-                )
-            elif empty:
-                self.add_skip(intent, at, "skipped: empty-checklist (zero runner calls)")
-            else:
-                if trigger != "retry":  # a retry repeats a fire; it does not count as one
-                    fires += 1
-                done = intent.max_fires is not None and fires >= intent.max_fires
-                if done:
-                    text += f"; max_fires {intent.max_fires} reached: then done"
-                self.add_fire(intent, at, text, trigger)
-                emitted += 1
-                if done:
-                    return
-            if intent.kind == IntentKind.AT:
-                return
-            at = self.next_after(intent, at)
-            rule, trigger, on_schedule = _schedule_rule(intent), "schedule", True
-
-    def next_after(self, intent: Intent, at: datetime) -> datetime | None:
-        if intent.kind == IntentKind.CRON and intent.schedule:
-            found = occurrences(intent.schedule, intent.timezone, at, count=1)
-            return found[0] if found else None
-        return next_due(intent.kind, intent.schedule, intent.timezone, at)
-
-    def add_fire(self, intent: Intent, at: datetime, rule: str, trigger: str) -> None:
-        self.out.append(
-            PlannedFire(at=at, kind="fire", rule=rule, trigger=trigger, **self.base(intent))
-        )
-
-    def add_skip(self, intent: Intent, at: datetime, rule: str) -> None:
-        last = self.out[-1] if self.out else None
-        if (
-            last is not None
-            and last.kind == "skip"
-            and last.intent_id == intent.id
-            and last.rule == rule
-        ):
-            self.out[-1] = replace(last, count=last.count + 1, last_at=at)
-            return
-        self.out.append(PlannedFire(at=at, kind="skip", rule=rule, last_at=at, **self.base(intent)))
-
-
-def _overlaps(
-    fires: list[PlannedFire],
-    running: dict[int, tuple[IntentRun, datetime]],
-    zone: tzinfo | None = None,
-) -> list[PlannedFire]:
-    """Mark the fires that start while the same intent's previous run may still be running.
-
-    ``fires`` are in time order (``plan`` sorts them); ``running`` maps an intent to its
-    live run and when that run is expected to end. Different intents are never compared.
-    """
-    by_intent: dict[int, list[int]] = defaultdict(list)
-    for index, fire in enumerate(fires):
-        if fire.kind == "fire" and fire.at is not None:
-            by_intent[fire.intent_id].append(index)
-    result = list(fires)
-    for intent_id, indexes in by_intent.items():
-        first = fires[indexes[0]]
-        live = running.get(intent_id)
-        starts = [at for i in indexes if (at := fires[i].at) is not None]
-        hits = self_overlaps(starts, first.run_length, live[1] if live else None)
-        for hit in hits:
-            fire = fires[indexes[hit]]
-            if live is not None and hit == 0:
-                since = fire.local(live[0].started_at, zone)[11:]
-                before = f"its run since {since} may still be running until {fire.local(live[1], zone)[11:]}"
-            else:
-                before = f"its previous run may still be running ({fire.length_basis})"
-            result[indexes[hit]] = replace(
-                fire,
-                warning=f"conflict: {before}; this fire would be skipped (overlap)",
-                overlaps_with=intent_id,
-            )
-    return result
+__all__ = [
+    "MAX_FIRES_PER_INTENT",
+    "MAX_PLAN_WINDOW",
+    "IntentPlan",
+    "PlannedFire",
+    "_local_text",
+    "parse_until",
+    "plan",
+    "summarise",
+]
 
 
 def plan(
@@ -500,83 +48,20 @@ def plan(
 ) -> list[PlannedFire]:
     """What fires from ``now`` until ``until`` (inclusive), and why; nothing is changed.
 
-    Notes (paused, auto-disabled, event intents, expiry) come first, then fires and
-    skipped ticks in time order. A fire predicted to start while the same intent's
-    previous run still runs carries a ``warning``. Times in the rule texts are shown in
-    ``zone`` when given, else in each intent's own zone.
+    See :func:`goalsui.domain.planner.plan_fires` for the order and the warnings.
     """
-    now, until = ensure_utc(now), ensure_utc(until)
-    if until <= now:
-        raise ValidationError("--until must be later than now")
-    if until - now > MAX_PLAN_WINDOW:
-        raise ValidationError(f"--until is too far ahead (at most {MAX_PLAN_WINDOW.days} days)")
+    now, until = plan_window(now, until)
     if goal_id is not None:
         service.goals.get(goal_id)
-    config = service.config()
     intents = service.intents.list(goal_id=goal_id, include_ended=False)
-    history = service.runs.list(since=now - HISTORY, limit=5000)
-    planner = _Planner(
-        now=now,
-        until=until,
-        catch_up_limit=config.catch_up_limit,
-        default_timeout=config.timeout,
-        lengths=_durations(history),
-        display=zone,
-        retry_base=config.retry.base_seconds,
-        retry_cap=config.retry.cap_seconds,
+    history = service.runs.list(since=now - HISTORY, limit=HISTORY_LIMIT)
+    return plan_fires(
+        [i.record() for i in intents],
+        [r.record() for r in history],
+        [r.record() for r in service.runs.running()],
+        service.config(),
+        now,
+        until,
         read=service.kb.kb_read,
+        zone=zone,
     )
-    for intent in intents:
-        try:
-            planner.intent(intent)
-        except GoalsuiError as exc:
-            planner.note(intent, f"cannot plan: {exc}")
-    notes = [f for f in planner.out if f.at is None or f.kind == "note"]
-    timed = sorted((f for f in planner.out if f.kind != "note"), key=lambda f: (f.at, f.label))
-    ids = {i.id: i for i in intents}
-    running: dict[int, tuple[IntentRun, datetime]] = {}
-    for run in service.runs.running():
-        found = ids.get(run.intent_id)
-        if found is not None:
-            running[run.intent_id] = (run, run.started_at + planner.length(found)[0])
-    return notes + _overlaps(timed, running, zone)
-
-
-@dataclass
-class IntentPlan:
-    """One intent's line in the plan summary."""
-
-    intent_id: int
-    label: str
-    rule: str = ""  # the schedule's rule (the first fire's when none is on schedule)
-    on_schedule: bool = False
-    fires: list[datetime] = field(default_factory=list)
-    capped: bool = False  # more fires than MAX_FIRES_PER_INTENT: the count is a floor
-    skipped: int = 0
-    skip_reason: str = ""
-    conflicts: list[PlannedFire] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-def summarise(items: list[PlannedFire]) -> list[IntentPlan]:
-    """One row per intent, in order of its next fire (intents without one last)."""
-    rows: dict[int, IntentPlan] = {}
-    for item in items:
-        row = rows.setdefault(item.intent_id, IntentPlan(item.intent_id, item.label))
-        if item.kind == "note":
-            if item.rule.startswith(f"more than {MAX_FIRES_PER_INTENT} fires"):
-                row.capped = True
-            else:
-                row.notes.append(item.rule)
-        elif item.kind == "skip":
-            row.skipped += item.count
-            row.skip_reason = row.skip_reason or item.rule
-        elif item.at is not None:
-            row.fires.append(item.at)
-            scheduled = item.trigger == "schedule"
-            if not row.rule or (scheduled and not row.on_schedule):
-                row.rule, row.on_schedule = item.rule, scheduled
-            if item.warning:
-                row.conflicts.append(item)
-    far = datetime.max.replace(tzinfo=UTC)
-    return sorted(rows.values(), key=lambda r: (r.fires[0] if r.fires else far, r.label))

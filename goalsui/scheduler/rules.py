@@ -21,7 +21,7 @@ from goalsui.domain.checklist import checklist_is_empty
 from goalsui.domain.cron import next_occurrence
 from goalsui.domain.durations import format_duration, parse_duration
 from goalsui.domain.states import FAILURE_RUNS, IntentKind, IntentStatus, RunStatus
-from goalsui.domain.timeutil import load_zone
+from goalsui.domain.ticks import heartbeat_checklist, in_active_hours
 from goalsui.domain.triggers import next_due
 from goalsui.errors import GoalsuiError
 from goalsui.kb.config import KBConfig
@@ -52,33 +52,6 @@ MAX_CATCH_UP_STEPS = 20_000
 
 
 # -- time ------------------------------------------------------------------------------------
-def _minutes(text: str) -> int:
-    hours, minutes = text.split(":")
-    return int(hours) * 60 + int(minutes)
-
-
-def in_active_hours(hours: dict[str, Any] | None, instant: datetime) -> bool:
-    """Whether ``instant`` is inside ``{start: "08:00", end: "22:00", timezone}``.
-
-    ``start > end`` spans midnight (22:00-06:00); ``start == end`` means always.
-    Missing or malformed hours mean always active.
-    """
-    if not hours:
-        return True
-    try:
-        zone = load_zone(hours.get("timezone") or "UTC")
-        start, end = _minutes(hours["start"]), _minutes(hours["end"])
-    except (GoalsuiError, KeyError, ValueError, AttributeError):
-        return True
-    local = instant.astimezone(zone)
-    t = local.hour * 60 + local.minute
-    if start == end:
-        return True
-    if start < end:
-        return start <= t < end
-    return t >= start or t < end
-
-
 def _interval(schedule: str | None) -> timedelta:
     return parse_duration(schedule or "30m")
 
@@ -117,21 +90,6 @@ def advance(
 
 
 # -- claim ---------------------------------------------------------------------------------------
-def heartbeat_checklist(row: Row, read: TextReader | None) -> str | None:
-    """The text a heartbeat acts on: the worker's prompt.md, else the checklist/instruction."""
-    if row.get("goal_id") and row.get("worker"):
-        if read is None:
-            return None
-        try:
-            return read(row["goal_id"], f"workers/{row['worker']}/prompt.md")
-        except (GoalsuiError, OSError, UnicodeDecodeError):
-            return None
-    if row.get("checklist") is not None:
-        return str(row["checklist"])
-    instruction = row.get("instruction")
-    return None if instruction is None else str(instruction)
-
-
 def decide_claim(row: Row, now: datetime, read: TextReader | None = None) -> ClaimDecision:
     """What a claimed due row does: fire, skip (quiet hours, empty checklist) or end."""
     pending = row.get("pending_trigger")
