@@ -34,6 +34,10 @@ SPEND_BETWEEN = _SPEND.where(
     _RUN.c.started_at >= bindparam("_start", type_=Stamp()),
     _RUN.c.started_at < bindparam("_end", type_=Stamp()),
 )
+#: ... of one goal's runs (``_goal``; the console's budget lines run it compiled)
+SPEND_OF_GOAL = SPEND_BETWEEN.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id).where(
+    _INTENT.c.goal_id == bindparam("_goal")
+)
 
 
 def spend(
@@ -45,13 +49,13 @@ def spend(
     worker: str | None = None,
 ) -> Spend:
     """What the runs started in [start, end) reported, for a goal, a worker or everyone."""
-    q = SPEND_BETWEEN
+    q, params = SPEND_BETWEEN, dict[str, Any](_start=start, _end=end)
     if goal_id is not None:
-        q = q.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id).where(_INTENT.c.goal_id == goal_id)
+        q, params["_goal"] = SPEND_OF_GOAL, goal_id
         if worker is not None:
             q = q.where(_INTENT.c.worker == worker)
     with engine.connect() as conn:
-        row = conn.execute(q, {"_start": start, "_end": end}).one()
+        row = conn.execute(q, params).one()
     return Spend(float(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0))
 
 

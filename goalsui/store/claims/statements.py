@@ -214,6 +214,7 @@ def frame_module() -> str:
         "INTENTS_BY_STATUS": summary.INTENTS_BY_STATUS,
         "ATTENTION_SINCE": summary.ATTENTION_SINCE,
         "SPEND_BETWEEN": usage.SPEND_BETWEEN,
+        "SPEND_OF_GOAL": usage.SPEND_OF_GOAL,
     }
     lines = [
         '"""The first frame\'s SQL: the Core statements it shares with the service and the',
