@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from sqlalchemy import delete
@@ -15,7 +16,6 @@ from sqlmodel import col
 
 from goalsui.domain.budget import (
     Budget,
-    BudgetLimit,
     Exhausted,
     RunPoint,
     Spend,
@@ -24,6 +24,8 @@ from goalsui.domain.budget import (
 )
 from goalsui.errors import GoalsuiError
 from goalsui.service.context import ServiceContext
+from goalsui.service.quick_costs import BudgetLine as BudgetLine  # the console imports it here
+from goalsui.service.quick_costs import budget_lines
 from goalsui.store import usage as queries
 from goalsui.store.models import Intent, Meta
 
@@ -39,20 +41,6 @@ class Scope:
     where: str  # the file that sets it
     goal_id: str | None = None
     worker: str | None = None
-
-
-@dataclass(frozen=True)
-class BudgetLine:
-    """One limit of a scope with what was spent in its current period."""
-
-    scope: str
-    limit: BudgetLimit
-    spent: float
-    active: bool  # False: a night limit outside the night
-
-    @property
-    def fraction(self) -> float:
-        return self.spent / self.limit.value if self.limit.value else 1.0
 
 
 class Costs:
@@ -119,13 +107,8 @@ class Costs:
         budget = self._goal_budgets(goal_id).get(None)
         if budget is None:
             return []
-        out = []
-        for limit in budget.limits():
-            window = period_window(limit.period, self.ctx.now(), budget.timezone or tz)
-            spent = self.spend(*window, goal_id=goal_id) if window else Spend()
-            amount = spent.usd if limit.unit == "usd" else float(spent.tokens)
-            out.append(BudgetLine(f"goal {goal_id}", limit, amount, active=window is not None))
-        return out
+        spend = partial(self.spend, goal_id=goal_id)
+        return budget_lines(goal_id, budget, self.ctx.now(), tz, spend)
 
     def day_total(self) -> Spend:
         """What every run started today reported (from local midnight)."""
