@@ -3,8 +3,10 @@ trees, the truth; a goal or worker that fails validation keeps its last good int
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,11 +20,13 @@ from goalsui.domain.views import Problem, is_worker_schedule, worker_intent_key
 from goalsui.errors import GoalsuiError, KBError
 from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal
+from goalsui.service import index_stamp
 from goalsui.service.bindings import binding_problems
 from goalsui.service.context import ServiceContext
 from goalsui.service.homes import ensure_home_threads, home_threads
+from goalsui.service.quick import sqlite_file
 from goalsui.service.runner_checks import worker_warnings
-from goalsui.store.models import Goal, Intent, IntentRun
+from goalsui.store.models import Goal, Intent, IntentRun, Meta
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
 REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")
@@ -216,6 +220,45 @@ def forget_goal(s: Session, goal_id: str, now: datetime) -> None:
             s.add(intent)
 
 
+class _Stamp:
+    """What one sync read, for :func:`goalsui.service.index_stamp.index_is_current`
+    (SQLite files only): prints taken before reading, a token written with the index."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.db_file = sqlite_file(ctx.kb.root, ctx.db_url, ctx.state_dir)
+        self.config = index_stamp.config_print(ctx.kb.root) if self.db_file else None
+        self.goals: dict[str, index_stamp.Print | None] = {}
+        self.removed: list[str] = []
+        self.token = uuid.uuid4().hex
+        self.previous: str | None = None
+
+    def mark(self, s: Session) -> None:
+        """Write this sync's token into its transaction (the stamp must name it)."""
+        if self.db_file is None:
+            return
+        row = s.get(Meta, index_stamp.META_KEY)
+        self.previous = row.value if row is not None else None
+        s.merge(Meta(key=index_stamp.META_KEY, value=self.token))
+
+    def take(self, goal_id: str) -> None:
+        if self.db_file is not None:
+            self.goals[goal_id] = index_stamp.goal_print(self.ctx.kb.root / goal_id)
+
+    def record(self, *, partial: bool) -> None:
+        """After the commit: write the stamp (on failure remove it: never current)."""
+        if self.db_file is None:
+            return
+        try:
+            index_stamp.record(
+                self.ctx.state_dir, self.ctx.kb.root, self.db_file, self.token, self.previous,
+                self.config, self.goals, self.removed, partial=partial,
+            )  # fmt: skip
+        except OSError:
+            with contextlib.suppress(OSError):
+                index_stamp.forget(self.ctx.state_dir)
+
+
 class Index:
     """The KB index of one service: goal rows and worker intents follow the goal trees."""
 
@@ -224,6 +267,7 @@ class Index:
 
     def sync(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
         """Rebuild the goal index and worker intents from the KB; returns the problems."""
+        stamp = _Stamp(self.ctx)  # each print is taken before the files it covers are read
         self.ctx.config(reload=True)
         on_disk = set(self.ctx.kb.goal_ids())
         targets = sorted(on_disk if goal_ids is None else set(goal_ids))
@@ -233,6 +277,7 @@ class Index:
         now = self.ctx.now()
         with self.ctx.store.write() as s:
             self.ctx.store.serialize(s, "kb-sync")  # processes syncing at once queue here
+            stamp.mark(s)
             # Two reads for all targets instead of two per goal (and an autoflush each).
             goals, workers = _index_rows(s, None if goal_ids is None else targets)
             homes = home_threads(s, None if goal_ids is None else targets)
@@ -240,11 +285,16 @@ class Index:
             for goal_id in sorted(set(targets if goal_ids is not None else goals) - on_disk):
                 if not self.ctx.kb.creating(goal_id):  # another process is creating it
                     forget_goal(s, goal_id, now)
+                    stamp.removed.append(goal_id)
+                else:
+                    stamp.goals[goal_id] = None  # its row stays: not vouched for
             for goal_id in sorted(set(targets) & on_disk):
+                stamp.take(goal_id)
                 try:
                     loaded = self.ctx.kb.load_goal(goal_id)
                 except GoalsuiError as exc:
                     problems.append(Problem(goal_id, None, str(exc)))
+                    stamp.goals[goal_id] = None
                     continue
                 problems.extend(Problem(**p.as_problem()) for p in loaded.problems)
                 goal = _index_goal(s, loaded, now, goals.get(goal_id), workers.get(goal_id, {}))
@@ -252,6 +302,7 @@ class Index:
                     s, goal_id, goal.name, loaded.workers, now, homes.get(goal_id, {})
                 )
                 threads_written = threads_written or wrote
+        stamp.record(partial=goal_ids is not None)
         self.ctx.changed(ChangeTopic.GOALS)
         if threads_written:
             self.ctx.changed(ChangeTopic.THREADS)

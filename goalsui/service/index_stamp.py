@@ -1,0 +1,234 @@
+"""Whether the KB index in the database is current, without the database stack.
+
+Each :meth:`goalsui.service.kbindex.Index.sync` records a stamp (``kb-index.json`` in the
+state folder): per goal, the stat of every file and folder the index reads, taken before
+they are read, plus ``goalsui.yaml``, the set of goal folders, the database file's identity
+and a token the sync wrote into the database in the same transaction. The index is current
+while all of them still match. Any doubt (a file that cannot be read, a symlink where the
+index follows one, a goal still being created, another sync since) counts as not current.
+
+Import nothing here that loads SQLAlchemy, SQLModel or pydantic."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from goalsui.kb.atomic import atomic_write
+from goalsui.kb.paths import CONFIG_FILE
+from goalsui.kb.quick import defined_folder
+from goalsui.store.snapshot import open_snapshot
+
+STAMP_FILE = "kb-index.json"
+#: the ``meta`` row each sync writes its token to (the stamp holds the same token)
+META_KEY = "kb-index-token"
+_VERSION = 1
+#: folders of a goal tree the index never reads (``goalsui.kb.authoring._NOT_VALIDATED``;
+#: directly under ``workers/`` these names are workers and are read)
+NOT_READ = frozenset({"log", "reports", "inbox", "outbox"})
+#: a goal being created (``goalsui.kb.layout.STAGING_PREFIX``)
+STAGING_PREFIX = ".staging-"
+#: a file modified this close to its stat may change again within the same mtime tick,
+#: with the same size: its content is hashed as well
+RACY_NS = 3_000_000_000
+
+#: what the stamp keeps of a goal tree or of ``goalsui.yaml``: stat rows and racy digests
+Print = dict[str, Any]
+
+
+class Doubt(Exception):
+    """Something the stamp cannot vouch for (the index counts as not current)."""
+
+
+def _read_by_index(rel: str) -> bool:
+    """A file the index reads: YAML (definitions, state, binding) and workers' prompts."""
+    parts = rel.split("/")
+    worker_prompt = len(parts) == 3 and parts[0] == "workers" and parts[2] == "prompt.md"
+    return rel.endswith((".yaml", ".yml")) or worker_prompt
+
+
+def _stat_row(rel: str, st: os.stat_result) -> list[Any]:
+    return [rel, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _rows(goal_dir: Path) -> list[list[Any]]:
+    """Stat rows of what the index reads in one goal tree (folders: presence only)."""
+    rows: list[list[Any]] = []
+
+    def walk(folder: str, rel: str) -> None:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+        for entry in entries:
+            name, path = entry.name, rel + entry.name
+            if name.startswith("."):
+                continue  # hidden: never read (temp files of atomic writes land here)
+            if entry.is_symlink():
+                if path == "workers" or _read_by_index(path):
+                    raise Doubt(path)  # the index follows it: its target is not stamped
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if name in NOT_READ and rel != "workers/":
+                    continue
+                rows.append([path + "/", stat.S_IFDIR])
+                walk(entry.path, path + "/")
+            elif _read_by_index(path):
+                rows.append(_stat_row(path, entry.stat(follow_symlinks=False)))
+
+    walk(str(goal_dir), "")
+    return rows
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()
+
+
+def _with_digests(base: Path, rows: list[list[Any]], now_ns: int) -> Print:
+    """The rows, and a content digest of each regular file modified within :data:`RACY_NS`."""
+    racy = [r[0] for r in rows if r[1] == stat.S_IFREG and r[3] >= now_ns - RACY_NS]
+    return {"rows": rows, "digests": {rel: _digest(base / rel) for rel in racy}}
+
+
+def goal_print(goal_dir: Path) -> Print | None:
+    """What the index reads of one goal tree; None when the stamp cannot vouch for it."""
+    try:
+        return _with_digests(goal_dir, _rows(goal_dir), time.time_ns())
+    except (OSError, Doubt):
+        return None
+
+
+def _config_rows(kb_root: Path) -> list[list[Any]]:
+    try:
+        st = os.lstat(kb_root / CONFIG_FILE)
+    except FileNotFoundError:
+        return []
+    if stat.S_ISLNK(st.st_mode):
+        raise Doubt(CONFIG_FILE)
+    return [_stat_row(CONFIG_FILE, st)]
+
+
+def config_print(kb_root: Path) -> Print | None:
+    """What the index reads of ``goalsui.yaml`` (absent: no rows); None on doubt."""
+    try:
+        return _with_digests(kb_root, _config_rows(kb_root), time.time_ns())
+    except (OSError, Doubt):
+        return None
+
+
+def _matches(base: Path, kept: Print | None, rows: list[list[Any]]) -> bool:
+    """The rows are as kept, and so is the content of every file kept with a digest."""
+    if kept is None or kept["rows"] != rows:
+        return False
+    return all(_digest(base / rel) == digest for rel, digest in kept["digests"].items())
+
+
+def _db_identity(db_file: Path) -> list[int]:
+    st = os.stat(db_file)
+    return [st.st_dev, st.st_ino]
+
+
+def _db_token(db_file: Path) -> str | None:
+    """The token the last sync wrote into the database (None: unreadable, not at HEAD)."""
+    import sqlite3
+
+    snap = open_snapshot(db_file)
+    if snap is None:
+        return None
+    try:
+        value = snap.scalar("SELECT value FROM meta WHERE key = ?", (META_KEY,))
+    except sqlite3.Error:
+        return None
+    finally:
+        snap.close()
+    return None if value is None else str(value)
+
+
+def _goal_folders(kb_root: Path) -> list[str]:
+    """The goal folders (as ``KB.goal_ids`` lists them); Doubt while a goal is being created."""
+    with os.scandir(kb_root) as listing:
+        entries = list(listing)
+    if any(e.name.startswith(STAGING_PREFIX) for e in entries):
+        raise Doubt("a goal is being created")
+    return sorted(e.name for e in entries if defined_folder(e))
+
+
+def index_is_current(kb_root: Path, state_dir: Path, db_file: Path) -> bool:
+    """True only when nothing the KB index reads changed since a sync recorded its stamp,
+    and that sync's database is still ``db_file`` (stat and ``scandir`` only; no parsing)."""
+    root = Path(kb_root).expanduser().resolve()
+    try:
+        kept = json.loads((Path(state_dir) / STAMP_FILE).read_bytes())
+        if (
+            kept["complete"] is not True
+            or kept["version"] != _VERSION
+            or kept["kb_root"] != str(root)
+            or kept["db"] != _db_identity(db_file)
+            or not _matches(root, kept["config"], _config_rows(root))
+        ):
+            return False
+        goals: dict[str, Print | None] = kept["goals"]
+        if sorted(goals) != _goal_folders(root):
+            return False
+        for goal_id, print_ in goals.items():
+            if not _matches(root / goal_id, print_, _rows(root / goal_id)):
+                return False
+        return kept["token"] is not None and kept["token"] == _db_token(db_file)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, Doubt):
+        return False
+
+
+def record(
+    state_dir: Path,
+    kb_root: Path,
+    db_file: Path,
+    token: str,
+    previous: str | None,
+    config: Print | None,
+    goals: dict[str, Print | None],
+    removed: list[str],
+    *,
+    partial: bool,
+) -> None:
+    """Write the stamp of a committed sync (``goals``: the prints it took; ``removed``: the
+    goals it forgot; ``previous``: the token it replaced in the database). A partial sync
+    keeps the other goals' prints only when the stamp was the previous sync's and
+    ``goalsui.yaml`` is unchanged (their rows may depend on it)."""
+    root = Path(kb_root).expanduser().resolve()
+    path = Path(state_dir) / STAMP_FILE
+    new: dict[str, Any] = {
+        "version": _VERSION,
+        "kb_root": str(root),
+        "db": _db_identity(db_file),
+        "token": token,
+        "config": config,
+        "goals": {},
+        "complete": True,
+    }
+    if partial:
+        try:
+            old = json.loads(path.read_bytes())
+            same = old["complete"] is True
+            same = same and all(old[k] == new[k] for k in ("version", "kb_root", "db"))
+            same = same and previous is not None and old["token"] == previous
+            same = same and config is not None and old["config"]["rows"] == config["rows"]
+        except (OSError, ValueError, KeyError, TypeError):
+            same = False
+        if same:
+            new["goals"] = dict(old["goals"])
+        else:  # the other goals' rows are not vouched for: never current until a full sync
+            new["complete"] = False
+    new["goals"].update(goals)
+    for goal_id in removed:
+        new["goals"].pop(goal_id, None)
+    atomic_write(path, json.dumps(new, separators=(",", ":")))
+
+
+def forget(state_dir: Path) -> None:
+    """Remove the stamp (the index then counts as not current until the next sync)."""
+    with contextlib.suppress(FileNotFoundError):
+        (Path(state_dir) / STAMP_FILE).unlink()
