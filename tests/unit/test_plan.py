@@ -12,8 +12,11 @@ import pytest
 from goalsui.cli import main
 from goalsui.errors import ValidationError
 from goalsui.kb.layout import WorkerSeed
-from goalsui.scheduler.plan import PlannedFire, parse_until, plan
+from goalsui.scheduler.plan import PlannedFire, parse_until
+from goalsui.scheduler.plan import plan as service_plan
 from goalsui.service import Service
+from goalsui.service.quick import sqlite_file
+from goalsui.service.quick_plan import read_plan
 from goalsui.store.models import Intent, IntentRun
 from tests.base_kit import run_cli
 
@@ -21,6 +24,19 @@ from tests.base_kit import run_cli
 @pytest.fixture
 def svc(empty_kb: Path, make_service, clock) -> Service:
     return make_service(empty_kb, clock=clock)
+
+
+def plan(
+    svc: Service, now: datetime, until: datetime, goal_id: str | None = None
+) -> list[PlannedFire]:
+    """The service's plan, checked against the console's standard-library read of it."""
+    items = service_plan(svc, now, until, goal_id)
+    db = sqlite_file(svc.kb.root, svc.db_url, None)
+    assert db is not None
+    quick = read_plan(db, svc.kb.root, now, until)
+    assert quick is not None
+    assert [f for f in quick if goal_id is None or f.goal_id == goal_id] == items
+    return items
 
 
 def update(service: Service, intent_id: int, **values: object) -> None:
