@@ -38,7 +38,8 @@ STAGING_PREFIX = ".staging-"
 #: with the same size: its content is hashed as well
 RACY_NS = 3_000_000_000
 
-#: what the stamp keeps of a goal tree or of ``goalsui.yaml``: stat rows and racy digests
+#: what the stamp keeps of a goal tree or of ``goalsui.yaml``: the digest of its stat rows
+#: (path, type, size, mtime, ctime, inode) and the content digests of racy files
 Print = dict[str, Any]
 
 
@@ -46,52 +47,57 @@ class Doubt(Exception):
     """Something the stamp cannot vouch for (the index counts as not current)."""
 
 
-def _read_by_index(rel: str) -> bool:
+def _read_by_index(name: str, in_worker: bool) -> bool:
     """A file the index reads: YAML (definitions, state, binding) and workers' prompts."""
-    parts = rel.split("/")
-    worker_prompt = len(parts) == 3 and parts[0] == "workers" and parts[2] == "prompt.md"
-    return rel.endswith((".yaml", ".yml")) or worker_prompt
+    return name.endswith((".yaml", ".yml")) or (in_worker and name == "prompt.md")
 
 
-def _stat_row(rel: str, st: os.stat_result) -> list[Any]:
-    return [rel, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+def _stat_row(rel: str, st: os.stat_result) -> tuple[Any, ...]:
+    return (rel, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-def _rows(goal_dir: Path) -> list[list[Any]]:
+def _rows(goal_dir: Path) -> list[tuple[Any, ...]]:
     """Stat rows of what the index reads in one goal tree (folders: presence only)."""
-    rows: list[list[Any]] = []
+    rows: list[tuple[Any, ...]] = []
 
     def walk(folder: str, rel: str) -> None:
+        in_workers = rel == "workers/"
+        in_worker = rel.startswith("workers/") and rel.count("/") == 2
         with os.scandir(folder) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-        for entry in entries:
-            name, path = entry.name, rel + entry.name
-            if name.startswith("."):
-                continue  # hidden: never read (temp files of atomic writes land here)
-            if entry.is_symlink():
-                if path == "workers" or _read_by_index(path):
-                    raise Doubt(path)  # the index follows it: its target is not stamped
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if name in NOT_READ and rel != "workers/":
+            for entry in listing:
+                name, path = entry.name, rel + entry.name
+                if name.startswith("."):
+                    continue  # hidden: never read (temp files of atomic writes land here)
+                if entry.is_symlink():
+                    if path == "workers" or _read_by_index(name, in_worker):
+                        raise Doubt(path)  # the index follows it: its target is not stamped
                     continue
-                rows.append([path + "/", stat.S_IFDIR])
-                walk(entry.path, path + "/")
-            elif _read_by_index(path):
-                rows.append(_stat_row(path, entry.stat(follow_symlinks=False)))
+                if entry.is_dir(follow_symlinks=False):
+                    if name in NOT_READ and not in_workers:
+                        continue
+                    rows.append((path + "/", stat.S_IFDIR))
+                    walk(entry.path, path + "/")
+                elif _read_by_index(name, in_worker):
+                    rows.append(_stat_row(path, entry.stat(follow_symlinks=False)))
 
     walk(str(goal_dir), "")
+    rows.sort()
     return rows
+
+
+def _sum(rows: list[tuple[Any, ...]]) -> str:
+    return hashlib.sha1(repr(rows).encode()).hexdigest()
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
-def _with_digests(base: Path, rows: list[list[Any]], now_ns: int) -> Print:
-    """The rows, and a content digest of each regular file modified within :data:`RACY_NS`."""
+def _with_digests(base: Path, rows: list[tuple[Any, ...]], now_ns: int) -> Print:
+    """The rows' digest, and the content digest of each regular file modified within
+    :data:`RACY_NS` (it may change again in the same mtime tick with the same size)."""
     racy = [r[0] for r in rows if r[1] == stat.S_IFREG and r[3] >= now_ns - RACY_NS]
-    return {"rows": rows, "digests": {rel: _digest(base / rel) for rel in racy}}
+    return {"sum": _sum(rows), "digests": {rel: _digest(base / rel) for rel in racy}}
 
 
 def goal_print(goal_dir: Path) -> Print | None:
@@ -102,7 +108,7 @@ def goal_print(goal_dir: Path) -> Print | None:
         return None
 
 
-def _config_rows(kb_root: Path) -> list[list[Any]]:
+def _config_rows(kb_root: Path) -> list[tuple[Any, ...]]:
     try:
         st = os.lstat(kb_root / CONFIG_FILE)
     except FileNotFoundError:
@@ -120,9 +126,9 @@ def config_print(kb_root: Path) -> Print | None:
         return None
 
 
-def _matches(base: Path, kept: Print | None, rows: list[list[Any]]) -> bool:
+def _matches(base: Path, kept: Print | None, rows: list[tuple[Any, ...]]) -> bool:
     """The rows are as kept, and so is the content of every file kept with a digest."""
-    if kept is None or kept["rows"] != rows:
+    if kept is None or kept["sum"] != _sum(rows):
         return False
     return all(_digest(base / rel) == digest for rel, digest in kept["digests"].items())
 
@@ -215,7 +221,7 @@ def record(
             same = old["complete"] is True
             same = same and all(old[k] == new[k] for k in ("version", "kb_root", "db"))
             same = same and previous is not None and old["token"] == previous
-            same = same and config is not None and old["config"]["rows"] == config["rows"]
+            same = same and config is not None and old["config"]["sum"] == config["sum"]
         except (OSError, ValueError, KeyError, TypeError):
             same = False
         if same:
