@@ -95,10 +95,18 @@ def open_console(args: argparse.Namespace) -> int:
 
     preview = read_in_background(root, utcnow(), sqlite_file(root, *db_settings(args)))
     from goalsui.tui.app import run_console
+    from goalsui.tui.reader import reader_for
 
     args.console_sync = True
+    # With no scheduler (nor hooks listener) of its own, the console reads its records
+    # without the database stack until the operator acts, if its index is current.
+    reading = args.no_scheduler and not args.hooks_port
     return run_console(
-        args, lambda: open_service(args, actor="operator", sync=False), root, preview
+        args,
+        lambda: open_service(args, actor="operator", sync=False),
+        root,
+        preview,
+        reader_for(root, *db_settings(args)) if reading else None,
     )
 
 

@@ -15,6 +15,7 @@ from goalsui.service.context import ServiceContext
 from goalsui.store.claims.statements import DUE_COUNT, RUNNING_COUNT
 from goalsui.store.engine import sqlite_file
 from goalsui.store.models import Event, Goal, Intent, IntentRun, Journal, Message, Thread
+from goalsui.store.snapshot import file_stamp
 from goalsui.store.summary import (
     ATTENTION_SINCE,
     GOAL_COUNT,
@@ -59,18 +60,7 @@ class Overview:
         """A SQLite database's fingerprint from two ``stat`` calls (file and WAL size and
         mtime), changed by any commit; None for other databases."""
         guard = sqlite_file(self.ctx.store.engine)
-        if guard is None:
-            return None
-        path = guard.path
-        stamp: list[tuple[int, int] | None] = []
-        for part in (path, path.with_name(path.name + "-wal")):
-            try:
-                st = part.stat()
-            except OSError:
-                stamp.append(None)
-            else:
-                stamp.append((st.st_size, st.st_mtime_ns))
-        return tuple(stamp)
+        return None if guard is None else file_stamp(guard.path)
 
     def change_token(self) -> tuple[Any, ...]:
         """A cheap fingerprint of the records; it differs after any change by anyone."""

@@ -6,22 +6,27 @@ Import nothing from the service's other modules here: they load the ORM."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.budget import Spend
 from goalsui.domain.records import GoalRecord, IntentRecord, RunRecord, ThreadRecord, TodoRecord
 from goalsui.domain.states import ATTENTION_RUNS, IntentStatus, RunStatus
 from goalsui.domain.views import GoalView, by_goal, goal_view, quiet_home_thread
 from goalsui.store import frame_sql
-from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
+from goalsui.store.snapshot import Snapshot, file_stamp, open_snapshot, stamp
+
+if TYPE_CHECKING:
+    from goalsui.service.quick_costs import BudgetLine
 
 #: the same limits as the console's dashboard read
 RECENT_LIMIT = 20_000
 ATTENTION_LIMIT = 300
 DB_FILE = "goalsui.db"
+__all__ = ["QuickRecords", "file_stamp", "read_records", "sqlite_file"]
+
 #: the run statuses the Failures list shows, as SQL parameters and their placeholders
 _ATTENTION = sorted(str(s) for s in ATTENTION_RUNS)
 _ATTENTION_MARKS = ", ".join("?" for _ in _ATTENTION)
@@ -40,6 +45,8 @@ class QuickRecords:
     threads: list[tuple[ThreadRecord, list[TodoRecord]]]
     summary: dict[str, Any]
     spend_today: Spend | None = None
+    #: each goal's budget lines (read when the KB root is given)
+    budgets: dict[str, list[BudgetLine]] = field(default_factory=dict)
     load_ms: float = 0.0
 
 
@@ -56,8 +63,11 @@ def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None)
     return default_state_dir(Path(kb_root).expanduser().resolve()) / DB_FILE
 
 
-def read_records(path: Path, now: datetime, span: timedelta) -> QuickRecords | None:
-    """The records from the SQLite file at ``path``, or None (the service's read follows)."""
+def read_records(
+    path: Path, now: datetime, span: timedelta, kb_root: Path | None = None
+) -> QuickRecords | None:
+    """The records from the SQLite file at ``path``, or None (the service's read follows);
+    with ``kb_root``, the goals' budget lines too."""
     import sqlite3
     import time
 
@@ -67,6 +77,10 @@ def read_records(path: Path, now: datetime, span: timedelta) -> QuickRecords | N
         return None
     try:
         records = _read(snap, now, span)
+        if kb_root is not None:
+            from goalsui.service.quick_costs import goal_budget_lines
+
+            records.budgets = goal_budget_lines(snap, kb_root, records.goals, now)
     except (sqlite3.Error, ValueError):
         return None
     finally:

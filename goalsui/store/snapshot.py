@@ -65,6 +65,20 @@ class Snapshot:
         self.conn.close()
 
 
+def file_stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
+    """A SQLite file's fingerprint from two ``stat`` calls (the file's and its WAL's size and
+    mtime): any commit changes it."""
+    stamp: list[tuple[int, int] | None] = []
+    for part in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = part.stat()
+        except OSError:
+            stamp.append(None)
+        else:
+            stamp.append((st.st_size, st.st_mtime_ns))
+    return tuple(stamp)
+
+
 def open_snapshot(path: Path) -> Snapshot | None:
     """A read-only snapshot in one read transaction; None if missing, not at HEAD, unreadable."""
     if not path.is_file():

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from textual import work
+from textual import events, work
 
 from goalsui.domain.timeutil import utcnow
 from goalsui.errors import GoalsuiError
@@ -38,6 +38,7 @@ from goalsui.tui.widgets.timeline import TimelineTable
 if TYPE_CHECKING:
     from goalsui.service import Service
     from goalsui.tui.app_ref import ConsoleHost
+    from goalsui.tui.reader import RecordsReader
 
 TICK_S = 1.0
 #: While the console hosts the scheduler, ``q`` quits only when pressed again within this.
@@ -78,6 +79,7 @@ class GoalsApp(ConsoleBase):
         ui_settings: dict[str, Any] | None = None,
         preview: Dashboard | None = None,
         force_scheduler: bool = False,
+        reader: RecordsReader | None = None,
     ) -> None:
         super().__init__(theme=theme, ui_settings=ui_settings)
         if service is None and (opener is None or kb_root is None):
@@ -102,13 +104,27 @@ class GoalsApp(ConsoleBase):
             hooks=hooks,
         )
         self.startup = Startup(
-            self, self.feed, self.runtime, opener=opener, kb_root=self.kb_root, preview=preview
+            self,
+            self.feed,
+            self.runtime,
+            opener=opener,
+            kb_root=self.kb_root,
+            preview=preview,
+            reader=reader,
         )
         self._stopping = False
         self._quit_armed_at = -QUIT_AGAIN_S  # monotonic time of the first ``q``
         #: Called with (tab, text) after the detail pane shows new content (benchmarks, tests).
         self.detail_listeners: list[Callable[[Any, str], None]] = []
         self.choose_theme()
+
+    async def ready_service(self) -> Service:
+        return await self.startup.ensure_service()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.MouseDown):
+            self.startup.wake()  # a console that was only reading opens its service
+        await super().on_event(event)
 
     @property
     def dashboard(self) -> Dashboard | None:
@@ -353,6 +369,7 @@ def run_console(
     opener: Callable[[], Service],
     kb_root: Path,
     preview: Callable[[], Dashboard] | None = None,
+    reader: RecordsReader | None = None,
 ) -> int:
     """Run the console; returns the exit code. The first frame comes before ``opener()``
     has opened the service (an error opening it is raised here); ``preview()`` returns the
@@ -373,6 +390,7 @@ def run_console(
         kb_root=kb_root,
         ui_settings=read_ui_settings(kb_root),
         preview=preview() if preview is not None else preview_dashboard(kb_root, utcnow()),
+        reader=reader,
     )
     marker = os.environ.get("GOALSUI_BENCH_FIRST_PAINT")
     if marker:  # goalsui bench console: record first paint and records, then exit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
@@ -37,6 +38,7 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
     #: What the feed, the runtime and the screens share; the subclass sets them.
     service: Service
     service_ready: bool
+    kb_root: Path
     read_only: bool
     frozen: bool
     clock: Callable[[], datetime]
@@ -53,6 +55,10 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         #: the theme files wait for the first frame (the default theme is built in)
         self.themes_deferred = False
         self._theme_notes: Notes = []
+
+    async def ready_service(self) -> Service:
+        """The service, opened first if the console has only been reading its records."""
+        return self.service
 
     @property
     def alive(self) -> bool:

@@ -15,11 +15,12 @@ from textual.timer import Timer
 
 from goalsui.tui.idle import StampGate
 from goalsui.tui.messages import DashboardReady, PlanReady, RefreshWanted
-from goalsui.tui.model import Dashboard, load_dashboard, load_plan
+from goalsui.tui.model import Dashboard, PlanView, load_dashboard, load_plan
 from goalsui.tui.widgets.timeline import DEFAULT_SPAN
 
 if TYPE_CHECKING:
     from goalsui.tui.base import ConsoleBase
+    from goalsui.tui.reader import RecordsReader
 
 COALESCE_S = 0.03
 PLAN_EVERY_S = 30.0
@@ -47,6 +48,9 @@ class DashboardFeed:
         self._plan_inputs: Any = None
         self._plan_at = 0.0
         self._plan_timer: Timer | None = None
+        #: while the service is not open: reads without it, and what opens it when they fail
+        self.reader: RecordsReader | None = None
+        self.wake: Callable[[], None] = lambda: None
 
     # -- reading the records -----------------------------------------------------------------
     def request_refresh(self, delay: float = COALESCE_S) -> None:
@@ -75,12 +79,15 @@ class DashboardFeed:
     async def _read(self) -> None:
         """One dashboard, read in a thread; a failure is reported as the worker's."""
         try:
-            dash = await asyncio.to_thread(load_dashboard, self.app.service, self.app.clock())
+            dash = await asyncio.to_thread(self._load, self.app.clock())
         except Exception:
             self.loading = False
             self._on_failed()
             raise
         self.loading = False
+        if dash is None:  # the reader could not read the file: the service reads next
+            self.wake()
+            return
         if not self.app.alive:
             return
         self._token_seen = dash.token
@@ -93,6 +100,12 @@ class DashboardFeed:
             self.dirty = False
             self.schedule()
 
+    def _load(self, now: datetime) -> Dashboard | None:
+        """The service's read once it is open, else the reader's (None: it could not)."""
+        if self.app.service_ready or self.reader is None:
+            return load_dashboard(self.app.service, now)
+        return self.reader.dashboard(now)
+
     def show_preview(self, dash: Dashboard) -> None:
         """The KB preview (opener mode): shown like records until the records come."""
         self.dashboard = dash
@@ -103,6 +116,12 @@ class DashboardFeed:
         """Has anyone (another process included) changed the records? An unchanged SQLite
         file and WAL (two ``stat`` calls) mean no: no query, no worker."""
         if not self.app.service_ready:
+            if self.reader is None:
+                return
+            if self._stamp_gate.unchanged(self.reader.stamp):
+                self._last_checked = self.app.clock()
+            else:  # reading without the service: the records are the fingerprint
+                self.schedule(0)
             return
         if self._stamp_gate.unchanged(self.app.service.overview.change_stamp):
             self._last_checked = self.app.clock()
@@ -163,14 +182,21 @@ class DashboardFeed:
     def _plan_due(self) -> None:
         self._plan_timer = None
         if self.app.alive:
-            self.app.in_background(partial(self._read_plan, self.span), "plan", name="Plan", exclusive=True)
+            self.app.in_background(
+                partial(self._read_plan, self.span), "plan", name="Plan", exclusive=True
+            )
+
+    def _load_plan(self, now: datetime, until: datetime) -> PlanView | None:
+        if self.app.service_ready or self.reader is None:
+            return load_plan(self.app.service, now, until)
+        return self.reader.plan(now, until)
 
     async def _read_plan(self, span: timedelta) -> None:
         """The plan of the next ``span``, read in a thread (a newer one cancels it)."""
         now = self.app.clock()
         try:
-            plan = await asyncio.to_thread(load_plan, self.app.service, now, now + span)
+            plan = await asyncio.to_thread(self._load_plan, now, now + span)
         except Exception:  # noqa: BLE001 - a busy database: the timeline keeps its last plan
             return
-        if self.app.alive:
+        if plan is not None and self.app.alive:
             self.app.broadcast(lambda: PlanReady(plan))

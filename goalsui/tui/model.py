@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from goalsui.errors import GoalsuiError
 
 if TYPE_CHECKING:
     from goalsui.domain.budget import Spend
+    from goalsui.domain.planned import PlannedFire
     from goalsui.domain.views import GoalView
     from goalsui.service import Service
     from goalsui.service.costs import BudgetLine
@@ -143,8 +145,13 @@ def load_plan(service: Service, now: datetime, until: datetime) -> PlanView:
     """Predicted fires until ``until`` with overlap marks, by ``goalsui plan``'s rules."""
     from goalsui.scheduler.plan import plan
 
+    return plan_view(plan(service, now, until))
+
+
+def plan_view(fires: Iterable[PlannedFire]) -> PlanView:
+    """The timeline's marks from a plan: each intent's fires and predicted overlaps."""
     view = PlanView()
-    for fire in plan(service, now, until):
+    for fire in fires:
         if fire.at is None or fire.kind != "fire":
             continue
         view.fires.setdefault(fire.intent_id, []).append(fire.at)

@@ -23,12 +23,12 @@ def preview_dashboard(root: Path, now: datetime, records: Path | None = None) ->
     return Dashboard(at=now, goals=read_goals(Path(root)), preview=True)
 
 
-def early_dashboard(path: Path, now: datetime) -> Dashboard | None:
+def early_dashboard(path: Path, now: datetime, kb_root: Path | None = None) -> Dashboard | None:
     """The records of the SQLite file at ``path``, read without the database stack (None:
-    they cannot be)."""
+    they cannot be); with ``kb_root``, the goals' budget lines too."""
     from goalsui.service.quick import read_records
 
-    quick = read_records(path, now, RECENT_SPAN)
+    quick = read_records(path, now, RECENT_SPAN, kb_root)
     if quick is None:
         return None
     threads = [ThreadView(thread, todos) for thread, todos in quick.threads]

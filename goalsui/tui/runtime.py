@@ -80,16 +80,19 @@ class ConsoleRuntime:
         if self.hooks is not None:
             self.app.in_background(partial(self._start_hooks, *self.hooks), "hooks")
 
-    def records_shown(self, dash: Dashboard | None) -> None:
+    def records_shown(self, dash: Dashboard | None, *, indexed: bool = False) -> None:
         """The first records are on screen: one toast for the goals with KB errors; start
-        the watch, then the KB re-read (so no edit falls between the two), the scheduler."""
+        the watch, then the KB re-read (so no edit falls between the two; not when the
+        index is known to be ``indexed`` already), the scheduler."""
         errors = [g for g in dash.goals if g.error] if dash else []
         if errors:
             more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
             self._kb_error(f"{errors[0].error}{more}")
         if self.want_watch:
             self.app.in_background(self._watch_kb, "watch", exclusive=True)
-        if self.sync_on_start:  # the whole KB again behind the first paint, from the last index
+        if (
+            self.sync_on_start and not indexed
+        ):  # the whole KB again behind the first paint, from the last index
             self.app.in_background(self._initial_sync, "sync", name="KB sync")
         elif self.want_scheduler:
             self.start_scheduler()
@@ -220,13 +223,12 @@ class ConsoleRuntime:
     async def _watch_kb(self) -> None:
         from goalsui.kb.watcher import KBWatcher
 
-        self.watcher = KBWatcher(self.app.service.kb.root)
+        self.watcher = KBWatcher(self.app.kb_root)
         async for batch in self.watcher.batches():
             if not self.app.alive:
                 continue
             if batch.config_changed:
-                self.app.setup_keymap()
-                self.sync_goals([], config=True)
+                self.sync_goals([], config=True)  # then the keymap, from the new file
             if batch.goals_to_sync:
                 self.sync_goals(sorted(batch.goals_to_sync))
             self.app.broadcast(partial(WatcherBatch, batch))
@@ -242,7 +244,10 @@ class ConsoleRuntime:
             self.app.in_background(partial(self._sync, goal_ids, config), "sync", name="KB sync")
 
     async def _sync(self, goal_ids: list[str], config: bool) -> None:
-        problems = await asyncio.to_thread(self.app.service.index.sync, goal_ids)
+        service = await self.app.ready_service()  # a reading console opens it now
+        problems = await asyncio.to_thread(service.index.sync, goal_ids)
+        if config:
+            self.app.setup_keymap()
         self._report_problems(problems, scope=set(goal_ids), config=config)
 
     def _kb_error(self, text: str) -> None:

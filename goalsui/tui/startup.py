@@ -1,6 +1,8 @@
 """The console's start: first paint, then the records, then what competes for the CPU (the
 KB watch and re-read, the scheduler, the plan). With an ``opener``, the first frame shows
-the KB preview while the service (costlier to import than Textual) opens in a worker."""
+the KB preview while the service (costlier to import than Textual) opens in a worker; with a
+``reader`` too and the KB index current, the console reads its records without the service
+until the operator first acts (:mod:`goalsui.tui.reader`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from goalsui.errors import GoalsuiError
 from goalsui.tui.messages import ServiceOpened
 from goalsui.tui.model import Dashboard
 
@@ -17,6 +20,7 @@ if TYPE_CHECKING:
     from goalsui.service import Service
     from goalsui.tui.base import ConsoleBase
     from goalsui.tui.feed import DashboardFeed
+    from goalsui.tui.reader import RecordsReader
     from goalsui.tui.runtime import ConsoleRuntime
 
 
@@ -32,6 +36,7 @@ class Startup:
         opener: Callable[[], Service] | None,
         kb_root: Path,
         preview: Dashboard | None,
+        reader: RecordsReader | None = None,
     ) -> None:
         self.app = app
         self.feed = feed
@@ -39,6 +44,10 @@ class Startup:
         self._opener = opener
         self._kb_root = kb_root
         self._preview = preview
+        self._reader = reader
+        #: True while the records are read without the service (opened on the first input)
+        self.reading = False
+        self._opening: asyncio.Task[None] | None = None
         #: Why the service could not be opened (the CLI reports it after the app ends).
         self.open_error: Exception | None = None
         self.first_paint_at: float | None = None
@@ -100,6 +109,40 @@ class Startup:
         else:
             self.app.call_after_refresh(self._painted, False)
 
+    async def ensure_service(self) -> Service:
+        """The service, opened first if it is not open yet (once, however often asked)."""
+        if not self.app.service_ready:
+            if self._opening is None:
+                self._opening = asyncio.get_running_loop().create_task(self._open_service())
+            await asyncio.shield(self._opening)
+        if not self.app.service_ready:
+            raise GoalsuiError("the console is ending; its database is not open")
+        return self.app.service
+
+    def wake(self) -> None:
+        """The operator acted (a key, a click): a reading console opens its service now,
+        so the actions and the other screens have it."""
+        if self.reading and self._opening is None:
+            self.app.in_background(self.ensure_service, "startup")
+
+    async def _read_or_open(self) -> None:
+        """Read the records without the service if the KB index is current, else open it."""
+        assert self._reader is not None
+        try:
+            current = await asyncio.to_thread(self._reader.index_current)
+        except Exception:  # noqa: BLE001 - in doubt, the service re-reads the KB
+            current = False
+        if not self.app.alive or self.app.service_ready or self._opening is not None:
+            return
+        if not current:
+            await self.ensure_service()
+            return
+        self.reading = True
+        self.feed.reader, self.feed.wake = self._reader, self.wake
+        self.feed.schedule(0)  # the records again, with the goals' budget lines
+        if self.records_at is not None and not self.serving:
+            self._start_after()
+
     async def _open_service(self) -> None:
         """Open the service (database stack, schema check) in a thread."""
         assert self._opener is not None
@@ -115,6 +158,7 @@ class Startup:
             return
         app.service = service
         app.service_ready = True
+        self.reading = False
         self._use_service()
         self.feed.schedule(0)
         if app.alive:
@@ -141,7 +185,7 @@ class Startup:
                 listener()
             if self.app.ending:
                 return
-        if self.app.service_ready and not self.serving:
+        if (self.app.service_ready or self.reading) and not self.serving:
             self._start_after()
 
     def _first_paint(self) -> None:
@@ -152,8 +196,13 @@ class Startup:
             return
         if self.app.themes_deferred:
             self.app.load_theme_files()
-        if not self.app.service_ready:
-            self.app.in_background(self._open_service, "startup")
+        if self.app.service_ready:
+            return
+        early = self.feed.dashboard is not None and self.feed.dashboard.early
+        if self._reader is not None and early:
+            self.app.in_background(self._read_or_open, "startup")
+        else:
+            self.app.in_background(self.ensure_service, "startup")
 
     def _start_after(self) -> None:
         """Records are on screen and the service is open: start the watch, the re-read,
@@ -163,5 +212,5 @@ class Startup:
             listener()
         if self.app.ending:
             return
-        self.runtime.records_shown(self.feed.dashboard)
+        self.runtime.records_shown(self.feed.dashboard, indexed=self.reading)
         self.feed.start_planning()

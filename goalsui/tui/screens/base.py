@@ -85,7 +85,8 @@ class DataScreen(WorkerFailures, Screen[None], Generic[Item]):
 
     @work(name="Reading the records", exclusive=True, group="screen-data", exit_on_error=False)
     async def reload(self) -> None:
-        self.show(await asyncio.to_thread(self.fetch, goals_app(self).service))
+        service = await goals_app(self).ready_service()  # a reading console opens it
+        self.show(await asyncio.to_thread(self.fetch, service))
 
     def fetch(self, service: Service) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError

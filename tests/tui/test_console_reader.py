@@ -1,0 +1,183 @@
+"""A console with no scheduler of its own reads its records without the database stack
+until the operator acts (``goalsui/tui/reader.py``): what it shows is the records, kept
+fresh; a key, a KB edit or an index that is not current opens the service."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goalsui.domain.records import saved_id
+from goalsui.domain.states import IntentStatus
+from goalsui.service import Service
+from goalsui.tui.app import make_app
+from goalsui.tui.preview import preview_dashboard
+from goalsui.tui.reader import RecordsReader, reader_for
+from tests.tui.test_tui_startup import HEAVY, SIZE
+from tests.tui_kit import PULSE, REPO, wait_for, watching
+
+ORM = ("sqlalchemy", "sqlmodel", "pydantic")
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """The sample KB and a state folder whose database has just indexed it."""
+    kb, state = tmp_path / "kb", tmp_path / "state"
+    import shutil
+
+    shutil.copytree(REPO / "sample_kb", kb)
+    Service.open(kb, None, state).close()
+    yield kb, state
+
+
+def reading_app(kb: Path, state: Path, *, watch: bool = False) -> Any:
+    """The console as ``goalsui console --no-scheduler`` builds it."""
+    reader = reader_for(kb, None, str(state))
+    assert isinstance(reader, RecordsReader)
+    return make_app(
+        None,
+        scheduler=False,
+        watch=watch,
+        sync_on_start=True,
+        opener=lambda: Service.open(kb, None, state, actor="operator", sync=False),
+        kb_root=kb,
+        preview=preview_dashboard(kb, reader_now(), reader.db_file),
+        reader=reader,
+    )
+
+
+def reader_now() -> Any:
+    from goalsui.domain.timeutil import utcnow
+
+    return utcnow()
+
+
+async def test_reading_console_keeps_its_records_fresh_and_opens_on_a_key(
+    indexed: tuple[Path, Path],
+) -> None:
+    kb, state = indexed
+    app = reading_app(kb, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+        assert app.startup.reading and not app.service_ready
+        await wait_for(pilot, lambda: bool(app.main.plan.fires), what="the plan, read too")
+        dash = app.dashboard
+        assert dash is not None and dash.early and dash.intents
+        # another process changes a record: the console shows it without opening the service
+        with closing(Service.open(kb, None, state, sync=False)) as other:
+            pulse = next(i for i in other.intents.list() if i.goal_id == PULSE)
+            other.intents.pause(saved_id(pulse))
+
+        def paused() -> bool:
+            shown = app.dashboard.intents.get(saved_id(pulse)) if app.dashboard else None
+            return shown is not None and shown.status == IntentStatus.PAUSED
+
+        await wait_for(pilot, paused, what="the paused intent on screen")
+        assert not app.service_ready and app.startup.reading
+        await pilot.press("down")  # the operator acts: the actions need the service
+        await wait_for(pilot, lambda: app.service_ready, what="the service to open")
+        assert not app.startup.reading
+        await wait_for(pilot, lambda: not app.dashboard.early, what="the service's read")
+        assert app.dashboard.intents[saved_id(pulse)].status == IntentStatus.PAUSED
+
+
+async def test_an_index_behind_the_kb_opens_the_service_and_reads_the_kb(
+    indexed: tuple[Path, Path],
+) -> None:
+    kb, state = indexed
+    prompt_def = kb / PULSE / "workers" / "pulse" / "definition.yaml"
+    text = prompt_def.read_text(encoding="utf-8")
+    prompt_def.write_text(text.replace("every: 1m", "every: 7m"), encoding="utf-8")
+    assert "every: 7m" in prompt_def.read_text(encoding="utf-8")
+    app = reading_app(kb, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+        assert app.service_ready and not app.startup.reading
+
+        def synced() -> bool:
+            intents = app.dashboard.intents.values() if app.dashboard else ()
+            return any(i.goal_id == PULSE and i.schedule == "7m" for i in intents)
+
+        await wait_for(pilot, synced, what="the edited schedule, indexed")
+
+
+async def test_a_kb_edit_while_reading_opens_the_service_to_index_it(
+    indexed: tuple[Path, Path],
+) -> None:
+    kb, state = indexed
+    app = reading_app(kb, state, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+        await watching(app, pilot)
+        assert app.startup.reading and not app.service_ready
+        definition = kb / PULSE / "workers" / "pulse" / "definition.yaml"
+        text = definition.read_text(encoding="utf-8")
+        definition.write_text(text.replace("every: 1m", "every: 9m"), encoding="utf-8")
+
+        def synced() -> bool:
+            intents = app.dashboard.intents.values() if app.dashboard else ()
+            return any(i.goal_id == PULSE and i.schedule == "9m" for i in intents)
+
+        await wait_for(pilot, synced, what="the edited schedule, indexed")
+        assert app.service_ready
+
+
+READER_RUN = """
+import json, sys
+import goalsui.tui.app as tapp
+from goalsui.cli import main
+
+HEAVY = {heavy!r}
+seen = {{}}
+make = tapp.make_app
+
+def traced(*args, **kwargs):
+    app = make(*args, **kwargs)
+    def serving():
+        seen["serving"] = [m for m in HEAVY if m in sys.modules]
+        seen["reading"] = app.startup.reading
+        def planned():
+            if not app.main.plan.fires:
+                return
+            seen["planned"] = [m for m in HEAVY if m in sys.modules]
+            seen["intents"] = len(app.dashboard.intents)
+            app.exit(0)
+        app.set_interval(0.05, planned)
+    app.startup.serving_listeners.append(serving)
+    return app
+
+tapp.make_app = traced
+code = main(["--kb", sys.argv[1], "--state-dir", sys.argv[2], "console", "--no-scheduler"])
+print(json.dumps({{"code": code, **seen}}))
+"""
+
+
+def test_goalsui_console_no_scheduler_serves_without_the_orm(
+    indexed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A real ``goalsui console --no-scheduler`` (headless driver) on an indexed KB: its
+    records and its plan are on screen and SQLAlchemy, SQLModel and pydantic never loaded."""
+    kb, state = indexed
+    script = tmp_path / "reader_run.py"
+    script.write_text(READER_RUN.format(heavy=HEAVY), encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, str(script), str(kb), str(state)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["code"] == 0 and seen["reading"] is True
+    assert seen["intents"] > 0
+    for mark in ("serving", "planned"):
+        assert not set(ORM) & set(seen[mark]), f"{mark}: {seen[mark]}"
