@@ -48,6 +48,8 @@ class DashboardFeed:
         self._plan_inputs: Any = None
         self._plan_at = 0.0
         self._plan_timer: Timer | None = None
+        #: plans read so far (the console benchmark waits for the first)
+        self.plans_read = 0
         #: while the service is not open: reads without it, and what opens it when they fail
         self.reader: RecordsReader | None = None
         self.wake: Callable[[], None] = lambda: None
@@ -199,4 +201,5 @@ class DashboardFeed:
         except Exception:  # noqa: BLE001 - a busy database: the timeline keeps its last plan
             return
         if plan is not None and self.app.alive:
+            self.plans_read += 1
             self.app.broadcast(lambda: PlanReady(plan))
