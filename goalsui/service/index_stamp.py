@@ -4,7 +4,8 @@ Each :meth:`goalsui.service.kbindex.Index.sync` records a stamp (``kb-index.json
 state folder): per goal, the stat of every file and folder the index reads, taken before
 they are read, plus ``goalsui.yaml``, the set of goal folders, the database file's identity
 and a token the sync wrote into the database in the same transaction. The index is current
-while all of them still match. Any doubt (a file that cannot be read, a symlink where the
+while all of them still match and no worker intent's status disagrees with its goal's
+(the next sync would change it). Any doubt (a file that cannot be read, a symlink where the
 index follows one, a goal still being created, another sync since) counts as not current.
 
 Import nothing here that loads SQLAlchemy, SQLModel or pydantic."""
@@ -17,9 +18,12 @@ import json
 import os
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from goalsui.domain.states import GoalStatus, IntentStatus
+from goalsui.domain.views import worker_intent_key
 from goalsui.kb.atomic import atomic_write
 from goalsui.kb.paths import CONFIG_FILE
 from goalsui.kb.quick import defined_folder
@@ -37,6 +41,8 @@ STAGING_PREFIX = ".staging-"
 #: a file modified this close to its stat may change again within the same mtime tick,
 #: with the same size: its content is hashed as well
 RACY_NS = 3_000_000_000
+#: ``last_error`` of a worker intent its goal's status paused (``kbindex.GOAL_HOLDS``)
+GOAL_HOLDS = ("goal paused", "goal completed", "goal archived")
 
 #: what the stamp keeps of a goal tree or of ``goalsui.yaml``: the digest of its stat rows
 #: (path, type, size, mtime, ctime, inode) and the content digests of racy files
@@ -138,20 +144,56 @@ def _db_identity(db_file: Path) -> list[int]:
     return [st.st_dev, st.st_ino]
 
 
-def _db_token(db_file: Path) -> str | None:
-    """The token the last sync wrote into the database (None: unreadable, not at HEAD)."""
+@dataclass(frozen=True)
+class _Meta:
+    value: str
+
+
+@dataclass(frozen=True)
+class _Goal:
+    goal_id: str
+    status: str
+
+
+@dataclass(frozen=True)
+class _WorkerIntent:
+    goal_id: str
+    worker: str
+    operation_key: str | None
+    status: str
+    pending_trigger: str | None
+    last_error: str | None
+
+
+def _held_apart(goal_active: bool, intent: _WorkerIntent) -> bool:
+    """A worker intent the next sync would change though no file did: its goal's status
+    and its own disagree (``kbindex.align_goal_status``; an operator resumed it meanwhile)."""
+    if intent.operation_key != worker_intent_key(intent.goal_id, intent.worker):
+        return False  # a follow-up naming the worker: the index does not own it
+    if not goal_active:
+        firing = intent.status == IntentStatus.FIRING and intent.pending_trigger != "pause"
+        return intent.status == IntentStatus.ACTIVE or firing
+    return intent.status == IntentStatus.PAUSED and intent.last_error in GOAL_HOLDS
+
+
+def _db_agrees(db_file: Path, token: str) -> bool:
+    """The database holds ``token`` (no sync since) and no worker intent its goal's status
+    would change (nothing but a sync moved apart from the files); False when unreadable."""
     import sqlite3
 
     snap = open_snapshot(db_file)
     if snap is None:
-        return None
+        return False
     try:
-        value = snap.scalar("SELECT value FROM meta WHERE key = ?", (META_KEY,))
+        if snap.records(_Meta, "meta", "WHERE key = ?", (META_KEY,)) != [_Meta(token)]:
+            return False
+        active = {g.goal_id: g.status == GoalStatus.ACTIVE for g in snap.records(_Goal, "goal")}
+        intents = snap.records(_WorkerIntent, "intent", "WHERE worker IS NOT NULL")
+        return not any(_held_apart(active.get(i.goal_id, True), i) for i in intents)
     except sqlite3.Error:
-        return None
+        return False
     finally:
         snap.close()
-    return None if value is None else str(value)
 
 
 def _goal_folders(kb_root: Path) -> list[str]:
@@ -183,7 +225,7 @@ def index_is_current(kb_root: Path, state_dir: Path, db_file: Path) -> bool:
         for goal_id, print_ in goals.items():
             if not _matches(root / goal_id, print_, _rows(root / goal_id)):
                 return False
-        return kept["token"] is not None and kept["token"] == _db_token(db_file)
+        return isinstance(kept["token"], str) and _db_agrees(db_file, kept["token"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError, Doubt):
         return False
 

@@ -15,7 +15,7 @@ import pytest
 
 from goalsui.kb import authoring, layout
 from goalsui.kb.layout import KB
-from goalsui.service import Service, index_stamp
+from goalsui.service import Service, index_stamp, kbindex
 from goalsui.service.index_stamp import STAMP_FILE, index_is_current
 
 GOAL, WORKER = "docs-review-bfb1526f", "editor"
@@ -157,10 +157,25 @@ def test_another_sync_of_the_database_is_not_current(
         other.close()
 
 
+def test_a_worker_resumed_while_its_goal_is_paused_is_not_current(opened: Service) -> None:
+    """The next sync would pause it again: the index and the files disagree."""
+    opened.goals.pause(GOAL)
+    assert _current(opened)  # the pause wrote the definition and synced the goal
+    intent = opened.workers.intent(GOAL, WORKER)
+    assert intent.id is not None
+    opened.intents.resume(intent.id)
+    assert not _current(opened)
+    opened.index.sync([GOAL])
+    assert opened.workers.intent(GOAL, WORKER).status == "paused"
+    assert _current(opened)
+
+
 def test_the_stamp_names_what_the_index_reads() -> None:
-    """Its folder and staging rules are the KB's (kept apart so no YAML parser loads)."""
+    """Its folder, staging and hold rules are the KB's and the index's (kept apart so
+    neither a YAML parser nor the ORM loads)."""
     assert index_stamp.NOT_READ == authoring._NOT_VALIDATED
     assert index_stamp.STAGING_PREFIX == layout.STAGING_PREFIX
+    assert index_stamp.GOAL_HOLDS == kbindex.GOAL_HOLDS
 
 
 def test_the_check_loads_no_database_stack(opened: Service) -> None:
