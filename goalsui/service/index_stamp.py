@@ -188,7 +188,11 @@ def _db_agrees(db_file: Path, token: str) -> bool:
         if snap.records(_Meta, "meta", "WHERE key = ?", (META_KEY,)) != [_Meta(token)]:
             return False
         active = {g.goal_id: g.status == GoalStatus.ACTIVE for g in snap.records(_Goal, "goal")}
-        intents = snap.records(_WorkerIntent, "intent", "WHERE worker IS NOT NULL")
+        # only those that can disagree: paused ones, and those of goals not active
+        inactive = "SELECT goal_id FROM goal WHERE status != ?"
+        where = f"WHERE worker IS NOT NULL AND (status = ? OR goal_id IN ({inactive}))"
+        params = (str(IntentStatus.PAUSED), str(GoalStatus.ACTIVE))
+        intents = snap.records(_WorkerIntent, "intent", where, params)
         return not any(_held_apart(active.get(i.goal_id, True), i) for i in intents)
     except sqlite3.Error:
         return False
