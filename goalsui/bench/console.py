@@ -36,6 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from goalsui.bench import goalsui_argv
 from goalsui.bench.pty_child import COLS, ROWS, PtyChild
 from goalsui.bench.scheduler import _pct
 from goalsui.domain.records import saved_id
@@ -161,7 +162,7 @@ def measure_start(
 ) -> None:
     """Start-up of the console on ``kb`` beside the bare app of ``shape`` (goals, workers)."""
     marker = tmp / f"paint-{len(figures.label)}.json"
-    console = [*console_argv(kb, state), "--no-scheduler"]
+    console = [*goalsui_argv(kb, state, "console"), "--no-scheduler"]
     bare = [sys.executable, "-m", "goalsui.bench.bare_app", *map(str, shape), str(marker)]
     env = bytecode_env(tmp)
     console_env = {**env, "GOALSUI_BENCH_FIRST_PAINT": str(marker)}
@@ -226,11 +227,6 @@ def idle_share(argv: list[str], marker: Path, env: dict[str, str], window_s: flo
     return 100.0 * used / took
 
 
-def console_argv(kb: Path, state: Path) -> list[str]:
-    """The command that starts the console on ``kb`` with its state in ``state``."""
-    return [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), "console"]
-
-
 def measure_idle(kb: Path, state: Path, window_s: float, tmp: Path) -> IdleFigures:
     """Idle CPU of the console on the sample KB beside the bare app of its shape (4 x 3)."""
     quiet_kb(kb, state, window_s)
@@ -238,7 +234,7 @@ def measure_idle(kb: Path, state: Path, window_s: float, tmp: Path) -> IdleFigur
     bare = [sys.executable, "-m", "goalsui.bench.bare_app", "4", "3", str(marker), "stay"]
     bare_pct = idle_share(bare, marker, env, window_s)
     console_env = {**env, "GOALSUI_BENCH_FIRST_PAINT": str(marker)}
-    console_pct = idle_share(console_argv(kb, state), marker, console_env, window_s)
+    console_pct = idle_share(goalsui_argv(kb, state, "console"), marker, console_env, window_s)
     return IdleFigures(window_s, console_pct, bare_pct)
 
 

@@ -20,6 +20,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from goalsui.bench import goalsui_argv
 from goalsui.domain.records import saved_id
 
 TARGET_S = 0.3
@@ -137,8 +138,8 @@ def measure(repeat: int) -> dict[str, Any]:
         kb, state, goal, thread = _prepare(scratch)
         http = asyncio.run(_http_rounds(kb, state, goal, thread, repeat))
         env = {k: v for k, v in os.environ.items() if k != "GOALSUI_DB"}  # the scratch KB's own
-        argv = ["-m", "goalsui", "--kb", str(kb), "--state-dir", str(state), "mcp", "--goal", goal]
-        stdio = [asyncio.run(_stdio_seconds(sys.executable, argv, env)) for _ in range(repeat + 1)]
+        python, *argv = goalsui_argv(kb, state, "mcp", "--goal", goal)
+        stdio = [asyncio.run(_stdio_seconds(python, argv, env)) for _ in range(repeat + 1)]
         references = _references(repeat)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

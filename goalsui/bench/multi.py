@@ -24,7 +24,6 @@ from typing import Any
 
 from goalsui.bench.scheduler import (
     _check_empty,
-    _clear,
     _insert_at_intents,
     _pct,
     _progress,
@@ -165,7 +164,7 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
                 for w in workers:
                     w.kill()
                 if db_url:
-                    _clear(svc)
+                    svc.bulk.clear()
         return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from goalsui.bench import goalsui_argv
 from goalsui.domain.states import RunStatus
 from goalsui.errors import ValidationError
 from goalsui.runners.base import TurnOutcome
@@ -48,6 +49,14 @@ WAKE_TARGET_MS = 1000.0  # an intent added by another process, due now, fires wi
 WAKE_TIMEOUT = 30.0  # seconds the wake row waits for the fire before it reports a miss
 SETTLE_SECONDS = 0.5
 DEFAULT_REPEAT = 3  # runs of the burst and the spread; their medians are reported
+#: each target's rule as the JSON report says it
+TARGET_RULES = {
+    "throughput": f">= {THROUGHPUT_TARGET}x raw",
+    "lateness_p99": f"<= {LATENESS_TARGET}x APScheduler",
+    "lateness_spread_p99": f"<= {SPREAD_TARGET}x APScheduler",
+    "idle_cpu": f"< {IDLE_TARGET} % of a core",
+    "wake_latency": f"<= {WAKE_TARGET_MS:g} ms",
+}
 
 
 @dataclass
@@ -81,8 +90,8 @@ class BenchResult:
     def targets(self) -> dict[str, bool]:
         return {
             "throughput": self.fires_per_s >= THROUGHPUT_TARGET * self.raw_claims_per_s,
-            "lateness": self.lateness_p99_ms <= LATENESS_TARGET * self.aps_lateness_p99_ms,
-            "lateness_spread": self.spread_p99_ms <= SPREAD_TARGET * self.aps_spread_p99_ms,
+            "lateness_p99": self.lateness_p99_ms <= LATENESS_TARGET * self.aps_lateness_p99_ms,
+            "lateness_spread_p99": self.spread_p99_ms <= SPREAD_TARGET * self.aps_spread_p99_ms,
             "idle_cpu": self.idle_cpu_pct < IDLE_TARGET,
             "wake_latency": 0 < self.wake_latency_ms <= WAKE_TARGET_MS,
         }
@@ -90,23 +99,7 @@ class BenchResult:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["targets"] = {
-            "throughput": {
-                "rule": f">= {THROUGHPUT_TARGET}x raw",
-                "met": self.targets["throughput"],
-            },
-            "lateness_p99": {
-                "rule": f"<= {LATENESS_TARGET}x APScheduler",
-                "met": self.targets["lateness"],
-            },
-            "lateness_spread_p99": {
-                "rule": f"<= {SPREAD_TARGET}x APScheduler",
-                "met": self.targets["lateness_spread"],
-            },
-            "idle_cpu": {"rule": f"< {IDLE_TARGET} % of a core", "met": self.targets["idle_cpu"]},
-            "wake_latency": {
-                "rule": f"<= {WAKE_TARGET_MS:g} ms",
-                "met": self.targets["wake_latency"],
-            },
+            name: {"rule": TARGET_RULES[name], "met": met} for name, met in self.targets.items()
         }
         data["turn"] = "in-process no-op (measures the scheduler, not a runner)"
         data["max_concurrency"] = self.intents
@@ -181,10 +174,6 @@ def _check_empty(service: Service) -> None:
             f"bench: the database at {service.db_url_display()} already holds {count} intents; "
             "use an empty scratch database (or no --db for a temporary SQLite file)"
         )
-
-
-def _clear(service: Service) -> None:
-    service.bulk.clear()
 
 
 # -- the scheduler ---------------------------------------------------------------------------
@@ -268,25 +257,9 @@ WAKE_TITLE = "bench wake"
 async def _wake_latency(service: Service, fired: asyncio.Future[float]) -> float:
     """``goalsui intent add --at <now>`` in a process of its own; ms from the intent's
     creation to its turn (0.0 if it did not fire within ``WAKE_TIMEOUT``)."""
-    argv = [
-        sys.executable,
-        "-m",
-        "goalsui",
-        "--kb",
-        str(service.kb.root),
-        "--db",
-        service.db_url,
-        "--state-dir",
-        str(service.state_dir),
-        "intent",
-        "add",
-        "--title",
-        WAKE_TITLE,
-        "--instruction",
-        "wake",
-        "--at",
-        datetime.now(UTC).isoformat(),
-    ]
+    add = ["intent", "add", "--title", WAKE_TITLE, "--instruction", "wake"]
+    at = ["--at", datetime.now(UTC).isoformat()]
+    argv = goalsui_argv(service.kb.root, service.state_dir, *add, *at, db=service.db_url)
     proc = await asyncio.create_subprocess_exec(
         *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
     )
@@ -398,22 +371,25 @@ def _note(runs: dict[str, list[float]], key: str, value: float) -> None:
     runs.setdefault(key, []).append(value)
 
 
+def _note_lateness(runs: dict[str, list[float]], prefix: str, lateness: list[float]) -> None:
+    """The p50 and p99 of ``lateness`` (s) as ``<prefix>_p50_ms`` and ``<prefix>_p99_ms``."""
+    _note(runs, f"{prefix}_p50_ms", 1000 * _pct(lateness, 0.50))
+    _note(runs, f"{prefix}_p99_ms", 1000 * _pct(lateness, 0.99))
+
+
 @contextlib.contextmanager
 def _phase_service(tmp: Path, db_url: str | None, phase: str) -> Iterator[Service]:
     """A service on an empty database for one phase, emptied and closed after it."""
     url = db_url or f"sqlite:///{tmp / f'{phase}.db'}"
-    svc = Service.open(tmp / "kb", url, tmp / "state", actor="bench", sync=False)
-    try:
+    with contextlib.closing(
+        Service.open(tmp / "kb", url, tmp / "state", actor="bench", sync=False)
+    ) as svc:
         _check_empty(svc)  # a database that holds data is never cleared
-    except BaseException:
-        svc.close()
-        raise
-    try:
-        yield svc
-    finally:
-        if db_url:
-            _clear(svc)
-        svc.close()
+        try:
+            yield svc
+        finally:
+            if db_url:
+                svc.bulk.clear()
 
 
 async def _burst_run(k: int, result: BenchResult, tmp: Path, db_url: str | None) -> None:
@@ -429,16 +405,14 @@ async def _burst_run(k: int, result: BenchResult, tmp: Path, db_url: str | None)
         result.notes.append(f"run {k + 1}: only {ok} of {n} runs were recorded ok")
     result.runs_ok = min(ok, result.runs_ok) if k else ok
     _note(runs, "fires_per_s", fires)
-    _note(runs, "lateness_p50_ms", 1000 * _pct(lateness, 0.50))
-    _note(runs, "lateness_p99_ms", 1000 * _pct(lateness, 0.99))
+    _note_lateness(runs, "lateness", lateness)
     _progress(f"run {k + 1}/{repeat}: reference: raw sqlite3 compare-and-set loop")
     _note(runs, "raw_claims_per_s", raw_sqlite_claims(tmp / f"raw{k}.db", n))
     _progress(
         f"run {k + 1}/{repeat}: reference: APScheduler AsyncIOScheduler, date jobs due at once"
     )
     aps_late, aps_rate = await aps_lateness(n)
-    _note(runs, "aps_lateness_p50_ms", 1000 * _pct(aps_late, 0.50))
-    _note(runs, "aps_lateness_p99_ms", 1000 * _pct(aps_late, 0.99))
+    _note_lateness(runs, "aps_lateness", aps_late)
     _note(runs, "aps_jobs_per_s", aps_rate)
 
 
@@ -448,14 +422,12 @@ async def _spread_run(k: int, result: BenchResult, tmp: Path, db_url: str | None
     _progress(f"run {k + 1}/{repeat}: {n} no-op intents due evenly over {spread:g}s")
     with _phase_service(tmp, db_url, f"spread{k}") as svc:
         _, lateness, _ = await _measure_fires(svc, n, spread)
-    _note(runs, "spread_p50_ms", 1000 * _pct(lateness, 0.50))
-    _note(runs, "spread_p99_ms", 1000 * _pct(lateness, 0.99))
+    _note_lateness(runs, "spread", lateness)
     _progress(
         f"run {k + 1}/{repeat}: reference: APScheduler, date jobs due evenly over {spread:g}s"
     )
     aps_late, _ = await aps_lateness(n, spread)
-    _note(runs, "aps_spread_p50_ms", 1000 * _pct(aps_late, 0.50))
-    _note(runs, "aps_spread_p99_ms", 1000 * _pct(aps_late, 0.99))
+    _note_lateness(runs, "aps_spread", aps_late)
 
 
 async def _idle_run(
@@ -502,69 +474,61 @@ async def run_bench(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _mark(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
+def _row(
+    metric: str, value: str, reference: str, target: str = "", met: bool | None = None
+) -> tuple[str, str, str, str, str]:
+    """A row of the table; a row with a target says whether it was met."""
+    return metric, value, reference, target, "" if met is None else "ok" if met else "MISSED"
 
 
-def _burst_rows(r: BenchResult) -> list[tuple[str, str, str, str, str]]:
-    """The fire rate and the lateness of the burst."""
-    met = r.targets
+def _lateness(
+    metric: str, ms: float, aps_ms: float, factor: float = 0.0, met: bool | None = None
+) -> tuple[str, str, str, str, str]:
+    """A lateness row beside APScheduler's; with ``factor``, its target ``factor`` x APScheduler's."""
+    target = f"<= {factor}x = {factor * aps_ms:,.1f} ms" if factor else ""
+    return _row(metric, f"{ms:,.1f} ms", f"APScheduler {aps_ms:,.1f} ms", target, met)
+
+
+def _rows(r: BenchResult) -> list[tuple[str, str, str, str, str]]:
+    """The burst's fire rate and lateness, the spread's lateness, idle CPU and wake latency."""
+    met, spread = r.targets, f"spread {r.spread_seconds:g}s"
     return [
-        (
+        _row(
             "fires per second",
             f"{r.fires_per_s:,.0f}",
             f"raw sqlite3 CAS loop {r.raw_claims_per_s:,.0f}/s",
             f">= {THROUGHPUT_TARGET}x = {THROUGHPUT_TARGET * r.raw_claims_per_s:,.0f}",
-            _mark(met["throughput"]),
+            met["throughput"],
         ),
-        (
-            "lateness p50, at once",
-            f"{r.lateness_p50_ms:,.1f} ms",
-            f"APScheduler {r.aps_lateness_p50_ms:,.1f} ms",
-            "",
-            "",
-        ),
-        (
+        _lateness("lateness p50, at once", r.lateness_p50_ms, r.aps_lateness_p50_ms),
+        _lateness(
             "lateness p99, at once",
-            f"{r.lateness_p99_ms:,.1f} ms",
-            f"APScheduler {r.aps_lateness_p99_ms:,.1f} ms",
-            f"<= {LATENESS_TARGET}x = {LATENESS_TARGET * r.aps_lateness_p99_ms:,.1f} ms",
-            _mark(met["lateness"]),
+            r.lateness_p99_ms,
+            r.aps_lateness_p99_ms,
+            LATENESS_TARGET,
+            met["lateness_p99"],
         ),
-    ]
-
-
-def _later_rows(r: BenchResult) -> list[tuple[str, str, str, str, str]]:
-    """The spread's lateness, idle CPU and wake latency."""
-    met = r.targets
-    return [
-        (
-            f"lateness p50, spread {r.spread_seconds:g}s",
-            f"{r.spread_p50_ms:,.1f} ms",
-            f"APScheduler {r.aps_spread_p50_ms:,.1f} ms",
-            "",
-            "",
+        _lateness(f"lateness p50, {spread}", r.spread_p50_ms, r.aps_spread_p50_ms),
+        _lateness(
+            f"lateness p99, {spread}",
+            r.spread_p99_ms,
+            r.aps_spread_p99_ms,
+            SPREAD_TARGET,
+            met["lateness_spread_p99"],
         ),
-        (
-            f"lateness p99, spread {r.spread_seconds:g}s",
-            f"{r.spread_p99_ms:,.1f} ms",
-            f"APScheduler {r.aps_spread_p99_ms:,.1f} ms",
-            f"<= {SPREAD_TARGET}x = {SPREAD_TARGET * r.aps_spread_p99_ms:,.1f} ms",
-            _mark(met["lateness_spread"]),
-        ),
-        (
+        _row(
             f"idle CPU ({r.idle_seconds:g}s)",
             f"{r.idle_cpu_pct:.3f} %",
             f"APScheduler {r.aps_idle_cpu_pct:.3f} % ({r.aps_idle_seconds:g}s)",
             f"< {IDLE_TARGET} % of a core",
-            _mark(met["idle_cpu"]),
+            met["idle_cpu"],
         ),
-        (
+        _row(
             "wake latency (intent add)",
             f"{r.wake_latency_ms:,.0f} ms",
             "another process adds an intent due now",
             f"<= {WAKE_TARGET_MS:,.0f} ms",
-            _mark(met["wake_latency"]),
+            met["wake_latency"],
         ),
     ]
 
@@ -572,8 +536,7 @@ def _later_rows(r: BenchResult) -> list[tuple[str, str, str, str, str]]:
 def render(r: BenchResult) -> str:
     rows = [
         ("metric", "goalsui", "reference (same run)", "target", "result"),
-        *_burst_rows(r),
-        *_later_rows(r),
+        *_rows(r),
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
