@@ -122,8 +122,12 @@ class GoalsApp(ConsoleBase):
         return await self.startup.ensure_service()
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key | events.MouseDown):
-            self.startup.wake()  # a console that was only reading opens its service
+        """A console that was only reading opens its service on the first key or click;
+        keys wait for it (see ``Startup.hold``)."""
+        if isinstance(event, events.Key) and not event.is_forwarded and self.startup.hold(event):
+            return
+        if isinstance(event, events.MouseDown):
+            self.startup.wake()
         await super().on_event(event)
 
     @property

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import events
+
 from goalsui.errors import GoalsuiError
 from goalsui.tui.messages import ServiceOpened
 from goalsui.tui.model import Dashboard
@@ -48,6 +50,8 @@ class Startup:
         #: True while the records are read without the service (opened on the first input)
         self.reading = False
         self._opening: asyncio.Task[None] | None = None
+        #: keys pressed while reading: replayed once the service is open
+        self._held: list[events.Key] = []
         #: Why the service could not be opened (the CLI reports it after the app ends).
         self.open_error: Exception | None = None
         self.first_paint_at: float | None = None
@@ -125,6 +129,15 @@ class Startup:
         if self.reading and self._opening is None:
             self.app.in_background(self.ensure_service, "startup")
 
+    def hold(self, key: events.Key) -> bool:
+        """While reading, keep ``key`` until the service is open (then it acts as pressed
+        then, instead of meeting actions that are not available yet); False: not held."""
+        if not self.reading:
+            return False
+        self._held.append(key)
+        self.wake()
+        return True
+
     async def _read_or_open(self) -> None:
         """Read the records without the service if the KB index is current, else open it."""
         assert self._reader is not None
@@ -163,6 +176,9 @@ class Startup:
         self.feed.schedule(0)
         if app.alive:
             app.broadcast(ServiceOpened)
+        held, self._held = self._held, []
+        for key in held:  # in the order they were pressed
+            app.post_message(events.Key(key.key, key.character))
 
     # -- first paint, first records ------------------------------------------------------------
     def dashboard_shown(self, *, records: bool = True) -> None:

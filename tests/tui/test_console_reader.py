@@ -73,7 +73,7 @@ async def test_reading_console_keeps_its_records_fresh_and_opens_on_a_key(
         assert dash is not None and dash.early and dash.intents
         # another process changes a record: the console shows it without opening the service
         with closing(Service.open(kb, None, state, sync=False)) as other:
-            pulse = next(i for i in other.intents.list() if i.goal_id == PULSE)
+            pulse = next(i for i in other.intents.list() if i.worker == "pulse")
             other.intents.pause(saved_id(pulse))
 
         def paused() -> bool:
@@ -82,11 +82,25 @@ async def test_reading_console_keeps_its_records_fresh_and_opens_on_a_key(
 
         await wait_for(pilot, paused, what="the paused intent on screen")
         assert not app.service_ready and app.startup.reading
-        await pilot.press("down")  # the operator acts: the actions need the service
+        app.main.goals.select_key(f"worker/{PULSE}/pulse")
+        await pilot.pause()
+        assert not app.service_ready
+        # the operator presses p (resume): the key waits for the service, then acts
+        await pilot.press("p")
         await wait_for(pilot, lambda: app.service_ready, what="the service to open")
         assert not app.startup.reading
-        await wait_for(pilot, lambda: not app.dashboard.early, what="the service's read")
-        assert app.dashboard.intents[saved_id(pulse)].status == IntentStatus.PAUSED
+
+        def resumed() -> bool:
+            shown = app.dashboard.intents.get(saved_id(pulse)) if app.dashboard else None
+            return (
+                not app.dashboard.early
+                and shown is not None
+                and shown.status == IntentStatus.ACTIVE
+            )
+
+        await wait_for(pilot, resumed, what="the held key's resume, on screen")
+        with closing(Service.open(kb, None, state, sync=False)) as other:
+            assert other.intents.get(saved_id(pulse)).status == IntentStatus.ACTIVE
 
 
 async def test_an_index_behind_the_kb_opens_the_service_and_reads_the_kb(
