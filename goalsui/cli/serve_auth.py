@@ -14,9 +14,7 @@ from aiohttp import web
 from aiohttp.log import access_logger
 
 from goalsui.cli.common import stop_on_signals
-from goalsui.errors import GoalsuiError
 from goalsui.ops import listen
-from goalsui.ops.listen import Limits
 
 TOKEN_ENV = "GOALSUI_SERVE_TOKEN"
 COOKIE = "goalsui_serve_token"
@@ -70,7 +68,6 @@ def redact_token(record: logging.LogRecord) -> bool:
 
 def with_token(server_class: type[Any], token: str) -> type[Any]:
     """textual-serve's ``Server`` checking ``token``, its port bounded by the default limits."""
-    bounds = Limits()
 
     class TokenServer(server_class):  # type: ignore[misc]  # textual-serve ships no types: Any
         def initialize_logging(self) -> None:
@@ -91,20 +88,17 @@ def with_token(server_class: type[Any], token: str) -> type[Any]:
 
         async def _serve_bounded(self) -> None:
             stop = stop_on_signals()
-            runner = listen.make_runner(await self._make_app(), bounds, access_log=access_logger)
-            await runner.setup()
-            try:
-                bounded = await listen.listen(
-                    runner, self.host, self.port, bounds, name="goalsui serve"
-                )
-            except OSError as exc:
-                await runner.cleanup()
-                raise GoalsuiError(
-                    f"cannot serve on {self.host}:{self.port}: {exc.strerror or exc}"
-                ) from None
+            served = await listen.serve(
+                await self._make_app(),
+                self.host,
+                self.port,
+                name="goalsui serve",
+                failure="cannot serve",
+                access_log=access_logger,
+            )
             try:
                 await stop.wait()
             finally:
-                await listen.close(bounded, runner)
+                await served.close()
 
     return TokenServer

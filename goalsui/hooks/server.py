@@ -229,22 +229,8 @@ async def _store(service: Any, source: str, payload: Payload, delivery: str) -> 
     return result
 
 
-@dataclass
-class Listener:
-    """A running hook listener; ``await listener.close()`` stops it."""
-
-    host: str
-    port: int
-    runner: web.AppRunner
-    bounded: listen.Bounded
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    async def close(self) -> None:
-        await listen.close(self.bounded, self.runner)
+#: A running hook listener; ``await listener.close()`` stops it.
+Listener = listen.Served
 
 
 async def start_listener(
@@ -267,15 +253,15 @@ async def start_listener(
     app[STATE_KEY] = _State(service, clock, env, quiet, body_timeout)
     app.router.add_post("/hooks/{source}", _receive)
     app.router.add_get("/healthz", _healthz)
-    runner = listen.make_runner(app, limits)
-    await runner.setup()
-    try:
-        bounded = await listen.listen(runner, host, port, limits, name="hook listener", quiet=quiet)
-    except OSError as exc:
-        await runner.cleanup()
-        raise GoalsuiError(
-            f"cannot listen for hooks on {host}:{port}: {exc.strerror or exc}"
-        ) from None
+    served = await listen.serve(
+        app,
+        host,
+        port,
+        name="hook listener",
+        failure="cannot listen for hooks",
+        limits=limits,
+        quiet=quiet,
+    )
     if not is_loopback(host):
         log.warning(
             "hook listener bound to %s (not loopback): anyone who can reach it may try deliveries; "
@@ -283,5 +269,5 @@ async def start_listener(
             host,
         )
     sources = ", ".join(sorted(service.config().hooks)) or "none configured"
-    log.info("hook listener on http://%s:%s (sources: %s)", host, bounded.port, sources)
-    return Listener(host=host, port=bounded.port, runner=runner, bounded=bounded)
+    log.info("hook listener on http://%s:%s (sources: %s)", host, served.port, sources)
+    return served

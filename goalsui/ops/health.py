@@ -6,16 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 
 from goalsui.domain.states import SchedulerState
-from goalsui.errors import GoalsuiError
 from goalsui.ops import listen
-from goalsui.ops.listen import Limits
 from goalsui.ops.metrics import make_registry
 
 if TYPE_CHECKING:
@@ -72,17 +69,6 @@ class Readiness:
         return db or self.scheduler_problem()
 
 
-@dataclass
-class OpsServer:
-    host: str
-    port: int
-    runner: web.AppRunner
-    bounded: listen.Bounded
-
-    async def close(self) -> None:
-        await listen.close(self.bounded, self.runner)
-
-
 def make_app(readiness: Readiness, registry: CollectorRegistry) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
@@ -105,21 +91,15 @@ def make_app(readiness: Readiness, registry: CollectorRegistry) -> web.Applicati
 
 async def start_ops_server(
     service: Service, scheduler: Any, host: str, port: int, *, max_quiet: float
-) -> OpsServer:
+) -> listen.Served:
     """Serve the three endpoints on ``host:port`` (0: a free port), with the port limits."""
-    limits = Limits()
     readiness = Readiness(service, scheduler, max_quiet=max_quiet)
     registry = make_registry(
         service, readiness.scheduler_up, lambda: readiness.degraded() is not None
     )
-    runner = listen.make_runner(make_app(readiness, registry), limits)
-    await runner.setup()
-    try:
-        bounded = await listen.listen(runner, host, port, limits, name="metrics server")
-    except OSError as exc:
-        await runner.cleanup()
-        raise GoalsuiError(
-            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
-        ) from None
-    log.info("metrics on http://%s:%s/metrics", host, bounded.port)
-    return OpsServer(host, bounded.port, runner, bounded)
+    app = make_app(readiness, registry)
+    served = await listen.serve(
+        app, host, port, name="metrics server", failure="cannot serve metrics"
+    )
+    log.info("metrics on http://%s:%s/metrics", host, served.port)
+    return served

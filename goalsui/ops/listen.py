@@ -13,6 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
+from goalsui.errors import GoalsuiError
+
 log = logging.getLogger("goalsui.listen")
 
 BACKLOG = 128
@@ -147,16 +149,9 @@ def guard_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
     loop.set_exception_handler(handler)
 
 
-def make_runner(app: web.Application, limits: Limits, access_log: Any = None) -> web.AppRunner:
-    """An ``AppRunner`` whose idle timeout is ``limits.header_timeout``."""
-    return web.AppRunner(
-        app, keepalive_timeout=limits.header_timeout, access_log=access_log, handle_signals=False
-    )
-
-
 @dataclass
 class Bounded:
-    """A listening port with its cap (:func:`close` stops it)."""
+    """A listening port with its cap."""
 
     server: asyncio.AbstractServer
     cap: ConnectionCap
@@ -188,8 +183,49 @@ async def listen(
     return Bounded(listening, cap, bound)
 
 
-async def close(bounded: Bounded, runner: web.AppRunner) -> None:
-    """Stop listening, then end the connections and the application."""
-    bounded.server.close()
-    with contextlib.suppress(Exception):
+@dataclass
+class Served:
+    """An application served on a bounded port; ``await served.close()`` stops it."""
+
+    host: str
+    port: int
+    runner: web.AppRunner
+    bounded: Bounded
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def close(self) -> None:
+        """Stop listening, then end the connections and the application."""
+        self.bounded.server.close()
+        with contextlib.suppress(Exception):
+            await self.runner.cleanup()
+
+
+async def serve(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    name: str,
+    failure: str,
+    limits: Limits | None = None,
+    quiet: QuietLog | None = None,
+    access_log: Any = None,
+) -> Served:
+    """Serve ``app`` on ``host:port`` (0: a free port) with ``limits`` (default: the defaults),
+    its idle timeout ``limits.header_timeout``; GoalsuiError ``<failure> on host:port: why`` if
+    it cannot bind."""
+    limits = limits or Limits()
+    runner = web.AppRunner(
+        app, keepalive_timeout=limits.header_timeout, access_log=access_log, handle_signals=False
+    )
+    await runner.setup()
+    try:
+        bounded = await listen(runner, host, port, limits, name=name, quiet=quiet)
+    except OSError as exc:
         await runner.cleanup()
+        raise GoalsuiError(f"{failure} on {host}:{port}: {exc.strerror or exc}") from None
+    return Served(host, bounded.port, runner, bounded)
