@@ -27,8 +27,8 @@ from goalsui.bench.scheduler import (
     _insert_at_intents,
     _pct,
     _progress,
-    intents_and_db,
     lateness_turn,
+    scratch_db,
 )
 from goalsui.domain.states import RunStatus
 from goalsui.errors import GoalsuiError
@@ -248,8 +248,7 @@ def render(r: MultiResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """The ``--daemons K`` form of ``goalsui bench scheduler``; exit 1 unless exactly once."""
-    n, db_url = intents_and_db(args)  # --daemons is checked by the command line
-    result = run_multi(n, db_url, args.daemons)
+    result = run_multi(args.intents, scratch_db(args), args.daemons)  # checked by the command line
     print(json.dumps(result.as_json(), indent=2) if args.json else render(result))
     return 0 if result.exactly_once else 1
 

@@ -554,26 +554,18 @@ def render(r: BenchResult) -> str:
     return "\n".join(lines)
 
 
-def intents_and_db(args: argparse.Namespace) -> tuple[int, str | None]:
-    """``--intents`` (checked) and the database URL of a ``bench scheduler`` command line."""
-    n = args.intents
-    if not isinstance(n, int) or not 1 <= n <= 200_000:
-        raise ValidationError("--intents must be between 1 and 200000")
-    return n, getattr(args, "bench_db", None) or getattr(args, "db", None)
+def scratch_db(args: argparse.Namespace) -> str | None:
+    """The database of a ``bench scheduler`` command line: its ``--db``, else the global one."""
+    db: str | None = args.bench_db or args.db
+    return db
 
 
 def main(args: argparse.Namespace) -> int:
-    n, db_url = intents_and_db(args)
-    if not 0.1 <= args.idle_seconds <= 3600:
-        raise ValidationError("--idle-seconds must be between 0.1 and 3600")
-    spread = getattr(args, "spread_seconds", None)
-    if spread is not None and not 0.1 <= spread <= 3600:
-        raise ValidationError("--spread-seconds must be between 0.1 and 3600")
-    repeat = getattr(args, "repeat", None)
-    repeat = DEFAULT_REPEAT if repeat is None else repeat
-    if not isinstance(repeat, int) or not 1 <= repeat <= 20:
-        raise ValidationError("--repeat must be between 1 and 20")
-    result = asyncio.run(run_bench(n, db_url, args.idle_seconds, spread, repeat))
+    """Entry point of ``goalsui bench scheduler`` (the command line checks the options)."""
+    repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
+    result = asyncio.run(
+        run_bench(args.intents, scratch_db(args), args.idle_seconds, args.spread_seconds, repeat)
+    )
     if args.json:
         sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
     else:

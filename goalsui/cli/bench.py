@@ -86,8 +86,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValidationError(
                 "--repeat does not apply with --daemons (one burst, no references)"
             )
-        check_ranges(("--daemons", args.daemons, 1, 8))
+        check_ranges(("--daemons", args.daemons, 1, 8), ("--intents", args.intents, 1, 200_000))
         what = "multi"
+    elif what == "scheduler":
+        check_ranges(
+            ("--intents", args.intents, 1, 200_000),
+            ("--idle-seconds", args.idle_seconds, 0.1, 3600),
+            ("--spread-seconds", args.spread_seconds, 0.1, 3600),
+            ("--repeat", args.repeat, 1, 20),
+        )
     elif what == "console":
         check_ranges(("--idle-seconds", args.idle_seconds, 0, 3600))
     elif what == "mcp":

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from goalsui.bench import goalsui_argv
 from goalsui.cli.common import (
     Subparsers,
     add_flags,
@@ -39,13 +40,6 @@ def register(sub: Subparsers) -> None:
     add_flags(p, read_only="served consoles bind no action that changes state")
     p.add_argument("--theme", help="theme of the served consoles")
     add_flags(p, no_daemon="start no scheduler (one runs elsewhere: 'goalsui daemon' or a console)")
-
-
-def goalsui_argv(args: argparse.Namespace, kb: Path, state_dir: Path, *command: str) -> list[str]:
-    """``python -m goalsui`` with the global options that open the same KB, database and state."""
-    argv = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--state-dir", str(state_dir)]
-    db = db_settings(args)[0]
-    return [*argv, *(["--db", db] if db else []), *command]
 
 
 def acquire_lock(path: Path) -> IO[str] | None:
@@ -83,7 +77,7 @@ def _check(args: argparse.Namespace) -> str | None:
 
 
 def start_daemon(args: argparse.Namespace, kb: Path, state_dir: Path) -> subprocess.Popen[bytes]:
-    argv = goalsui_argv(args, kb, state_dir, "daemon")
+    argv = goalsui_argv(kb, state_dir, "daemon", db=db_settings(args)[0])
     log = (state_dir / "serve-daemon.log").open("ab")
     return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -112,7 +106,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with contextlib.closing(open_service(args, actor="operator")) as service:
         kb, state_dir = service.kb.root, service.state_dir
     # what textual-serve runs for each browser tab: a watch-only console
-    console = goalsui_argv(args, kb, state_dir, "console", "--no-scheduler")
+    console = goalsui_argv(kb, state_dir, "console", "--no-scheduler", db=db_settings(args)[0])
     console += ["--read-only"] if args.read_only else []
     command = shlex.join(console + (["--theme", args.theme] if args.theme else []))
     with contextlib.ExitStack() as stack:  # on the way out: the daemon stops, then the lock goes
