@@ -93,7 +93,7 @@ def cmd_thread_show(args: argparse.Namespace) -> int:
     thread = service.threads.get(thread_id)
     todos = service.todos.list(thread_id)
     messages = service.threads.messages(thread_id)
-    data = {**thread_json(thread.record()), "todos": [todo_json(t.record()) for t in todos]}
+    data = {**thread_json(thread.record()), "todos": [todo_json(t) for t in todos]}
     lines = [f"thread {thread.id}: {thread.title}" + (" (private)" if thread.private else "")]
     lines += [f"  [{'x' if t.done else ' '}] {t.id}: {plain(t.text)}" for t in todos]
     lines += [_message_text(m) for m in messages]
@@ -158,7 +158,7 @@ def cmd_todo_list(args: argparse.Namespace) -> int:
     )
     rows = [[t.id, "x" if t.done else " ", t.text] for t in todos]
     text = table(rows, ["id", "done", "text"], "no todos")
-    return answer(args, [todo_json(t.record()) for t in todos], text)
+    return answer(args, [todo_json(t) for t in todos], text)
 
 
 def cmd_todo_add(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlmodel import col, select
 
 from goalsui.domain.intent_spec import MAX_TITLE, IntentSpec
-from goalsui.domain.records import MessageRecord, ThreadRecord, saved_id
+from goalsui.domain.records import IntentRecord, MessageRecord, ThreadRecord, saved_id
 from goalsui.domain.replies import is_reply, reply_key, reply_title
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunStatus
 from goalsui.domain.text import one_line
@@ -174,10 +174,10 @@ class Threads:
             return ReplyResult(status, None, runs, reason)
         return None
 
-    def pending_replies(self, thread_id: int) -> list[Intent]:
+    def pending_replies(self, thread_id: int) -> list[IntentRecord]:
         """The thread's replies still due, running or waiting to retry."""
         return [
-            i
+            i.record()
             for i in self.intents.list(thread_id=thread_id, include_ended=False)
             if is_reply(i.operation_key) and i.status in (IntentStatus.ACTIVE, IntentStatus.FIRING)
         ]

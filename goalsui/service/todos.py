@@ -6,6 +6,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from goalsui.domain.checklist import parse_markdown_checklist
+from goalsui.domain.records import TodoRecord
 from goalsui.domain.states import ChangeTopic
 from goalsui.domain.text import one_line
 from goalsui.errors import Conflict, NotFound, ValidationError
@@ -118,7 +119,7 @@ class Todos:
         """Untick one item (an open item is left as it is)."""
         return self._set(thread_id, todo_id, False, expected_revision)
 
-    def list(self, thread_id: int, *, include_done: bool = True) -> list[Todo]:
+    def list(self, thread_id: int, *, include_done: bool = True) -> list[TodoRecord]:
         """A thread's checklist: open items first (by position), then done ones."""
         self.ctx.get(Thread, thread_id, "thread")
         with self.ctx.store.read() as s:
@@ -126,4 +127,4 @@ class Todos:
             if not include_done:
                 q = q.where(Todo.done == False)  # noqa: E712
             rows = s.exec(q).all()
-        return sorted(rows, key=lambda t: (t.done, t.position, t.id or 0))
+        return [t.record() for t in sorted(rows, key=lambda t: (t.done, t.position, t.id or 0))]

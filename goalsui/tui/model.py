@@ -102,7 +102,7 @@ def load_dashboard(service: Service, now: datetime) -> Dashboard:
     for runs in recent.values():
         runs.sort(key=lambda r: (r.started_at, r.id))
     threads = [
-        ThreadView(t, [d.record() for d in todos])
+        ThreadView(t, todos)
         for t in service.threads.list()
         if not quiet_home_thread(t, todos := service.todos.list(t.id))
     ]

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from goalsui.domain.records import TodoRecord
 from goalsui.mcp.tools import ToolContext
 from goalsui.store.models import Todo
 
@@ -45,7 +46,7 @@ Revision = Annotated[
 TodoId = Annotated[int, Field(description="The todo's id (todo_list).")]
 
 
-def _todo(t: Todo) -> TodoInfo:
+def _todo(t: Todo | TodoRecord) -> TodoInfo:
     return {"id": t.id or 0, "text": t.text, "done": t.done}
 
 

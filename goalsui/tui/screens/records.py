@@ -129,11 +129,11 @@ class ThreadsScreen(DataScreen[ThreadItem]):
     def fetch(self, service: Service) -> list[ThreadItem]:
         out = []
         for thread in service.threads.list():
-            todos = [t.record() for t in service.todos.list(thread.id)]
+            todos = service.todos.list(thread.id)
             messages = service.threads.messages(thread.id, limit=300)
             if quiet_home_thread(thread, todos, messages):
                 continue  # a worker's home thread is listed once it holds something
-            pending = [i.record() for i in service.threads.pending_replies(thread.id)]
+            pending = service.threads.pending_replies(thread.id)
             out.append((thread, todos, messages, pending))
         return out
 
