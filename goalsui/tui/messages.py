@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -20,78 +21,70 @@ class Coalescing(Message, bubble=False):
         return type(message) is type(self)
 
 
+@dataclass
 class DashboardReady(Coalescing):
     """Fresh records (or the KB preview) for the screens; from the feed."""
 
-    def __init__(self, dashboard: Dashboard) -> None:
-        super().__init__()
-        self.dashboard = dashboard
+    dashboard: Dashboard
 
 
+@dataclass
 class PlanReady(Coalescing):
     """A fresh plan of the next fires for the timeline; from the feed."""
 
-    def __init__(self, plan: PlanView) -> None:
-        super().__init__()
-        self.plan = plan
+    plan: PlanView
 
 
 class MainMounted(Message):
     """The main screen has its panes; bubbles up to the app, which may send data now."""
 
 
+@dataclass
 class DashboardShown(Message):
     """The main screen painted a dashboard; bubbles up to the app (first paint, records)."""
 
-    def __init__(self, preview: bool) -> None:
-        super().__init__()
-        self.preview = preview
+    preview: bool
 
 
+@dataclass
 class Tick(Coalescing):
     """The once-a-second tick: countdowns, running timers, the refresh age."""
 
-    def __init__(self, now: datetime) -> None:
-        super().__init__()
-        self.now = now
+    now: datetime
 
 
 class PaletteChanged(Coalescing):
     """The theme changed: repaint what carries the palette's colours."""
 
 
+@dataclass
 class DisplayFrozen(Message, bubble=False):
     """``Z``: the display froze (or thawed: show what came meanwhile)."""
 
-    def __init__(self, frozen: bool) -> None:
-        super().__init__()
-        self.frozen = frozen
+    frozen: bool
 
 
+@dataclass
 class WatcherBatch(Message, bubble=False):
     """A batch of KB file changes from the watcher: reload what shows them."""
 
-    def __init__(self, batch: KBChanges) -> None:
-        super().__init__()
-        self.batch = batch
+    batch: KBChanges
 
 
 class ServiceOpened(Message, bubble=False):
     """The service is open (the console started on the KB preview): load what waited."""
 
 
+@dataclass
 class ShowGoal(Message, bubble=False):
     """Select and focus a goal in the goals pane (``J`` on a goal's notification)."""
 
-    def __init__(self, goal_id: str) -> None:
-        super().__init__()
-        self.goal_id = goal_id
+    goal_id: str
 
 
+@dataclass
 class RefreshWanted(Message, bubble=False):
     """Read the records again after ``delay`` (posted from any thread: a service or
     scheduler event); the app schedules the read on its loop."""
 
-    def __init__(self, delay: float) -> None:
-        super().__init__()
-        self.delay = delay
+    delay: float

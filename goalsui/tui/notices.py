@@ -39,12 +39,11 @@ class ConsoleNotice:
         return f"{self.title}: {text}" if self.title else text
 
 
+@dataclass
 class NoticeAdded(Message, bubble=False):
     """A notification: the app records it, the screens' notice lines show the newest."""
 
-    def __init__(self, notice: ConsoleNotice) -> None:
-        super().__init__()
-        self.notice = notice
+    notice: ConsoleNotice
 
 
 def _plain_message(message: str, markup: bool) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -63,12 +64,11 @@ class BranchesPane(WorkerFailures, Container):
 
     goal_id: str | None = None
 
+    @dataclass
     class Counted(Message):
         """The branches of the open goal were read: how many (None: not a nightshift goal)."""
 
-        def __init__(self, count: int | None) -> None:
-            super().__init__()
-            self.count = count
+        count: int | None
 
     def compose(self) -> ComposeResult:
         yield KeyedTable(id="branches-table", flex_column="branch")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -29,12 +31,11 @@ class ComposeBox(Vertical):
     ComposeBox > Input { margin: 0; }
     """
 
+    @dataclass
     class Send(Message):
         """The operator pressed Enter on a non-empty message."""
 
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
+        text: str
 
     def compose(self) -> ComposeResult:
         yield Static("", id="compose-status", markup=False)

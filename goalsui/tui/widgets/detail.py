@@ -45,10 +45,9 @@ class TabStrip(Static):
 
     DEFAULT_CSS = "TabStrip { height: 1; color: $text-muted; }"
 
+    @dataclass
     class Picked(Message):
-        def __init__(self, index: int) -> None:
-            super().__init__()
-            self.index = index
+        index: int
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -75,12 +74,11 @@ class TabStrip(Static):
 class DetailView(Vertical):
     """Title, a strip of file names, and the body."""
 
+    @dataclass
     class TabChanged(Message):
         """The operator picked another file of the same selection."""
 
-        def __init__(self, view: DetailView) -> None:
-            super().__init__()
-            self.view = view
+        view: DetailView
 
     DEFAULT_CSS = """
     DetailView { height: 1fr; }

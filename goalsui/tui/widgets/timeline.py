@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -139,12 +140,11 @@ def _lane_cells(
 class TimelineTable(KeyedTable):
     """One row per intent: title, what comes next, and the lane on the time axis."""
 
+    @dataclass
     class Zoomed(Message):
         """The window changed (``+``/``-``): the plan must cover the new ``span``."""
 
-        def __init__(self, span: timedelta) -> None:
-            super().__init__()
-            self.span = span
+        span: timedelta
 
     def __init__(self, *, read_only: bool = False, id: str | None = "timeline") -> None:
         super().__init__(id=id)
