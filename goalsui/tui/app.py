@@ -124,11 +124,21 @@ class GoalsApp(ConsoleBase):
     async def on_event(self, event: events.Event) -> None:
         """A console that was only reading opens its service on the first key or click;
         keys wait for it (see ``Startup.hold``)."""
-        if isinstance(event, events.Key) and not event.is_forwarded and self.startup.hold(event):
+        if isinstance(event, events.Key) and self._hold(event):
             return
         if isinstance(event, events.MouseDown):
             self.startup.wake()
         await super().on_event(event)
+
+    def _hold(self, key: events.Key) -> bool:
+        """While reading, ``key`` waits for the service, unless it quits (``q``, ``ctrl+q``
+        or the keymap's): quitting needs none."""
+        if key.is_forwarded:
+            return False
+        active = self.active_bindings.get(key.key)
+        if active is not None and active.binding.action in ("quit", "app.quit"):
+            return False
+        return self.startup.hold(key)
 
     @property
     def dashboard(self) -> Dashboard | None:

@@ -195,3 +195,16 @@ def test_goalsui_console_no_scheduler_serves_without_the_orm(
     assert seen["intents"] > 0
     for mark in ("serving", "planned"):
         assert not set(ORM) & set(seen[mark]), f"{mark}: {seen[mark]}"
+
+
+async def test_q_quits_a_reading_console_without_opening_its_service(
+    indexed: tuple[Path, Path],
+) -> None:
+    kb, state = indexed
+    app = reading_app(kb, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+        assert app.startup.reading
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.ending, what="the console to end")
+    assert not app.service_ready and app.return_code == 0
