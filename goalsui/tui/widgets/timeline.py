@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import groupby
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -33,6 +34,8 @@ EMPTY = "─"
 NOW = "┃"
 FIRE = "◆"
 OVERLAP = "▲"
+#: a run status's severity: the worst of the runs in one cell shows
+RANK = {status: look[2] for status, look in RUN_LOOK.items()}
 
 
 def axis_header(width: int, span: timedelta) -> Text:
@@ -68,8 +71,32 @@ def render_axis(
     palette: Palette,
 ) -> Text:
     """One intent's lane: past runs by status (worst per cell), future fires, overlaps."""
-    past, future = _lane_cells(now, span, width, runs, fires, overlaps)
+    start = now - span
+    step = (2 * span) / max(1, width)
     half = width // 2
+
+    def index(when: datetime) -> int | None:
+        i = int((when - start) / step)
+        return i if 0 <= i < width else None
+
+    past: dict[int, str] = {}  # a run's status; up to now
+    for run in runs:
+        i = index(run.started_at)
+        if i is None:
+            continue
+        i = min(i, half)
+        old = past.get(i)
+        if old is None or RANK.get(run.status, 99) < RANK.get(old, 99):
+            past[i] = run.status
+    future: dict[int, str] = {}  # a fire or an overlap; after now
+    for when in fires:
+        i = index(when)
+        if i is not None and when >= now:
+            future.setdefault(max(i, half + 1), FIRE)
+    for when in overlaps:
+        i = index(when)
+        if i is not None:
+            future[max(i, half + 1)] = OVERLAP
     # One string for the lane, styled in a few spans: thousands of lanes stay cheap.
     chars = [EMPTY] * width
     marks: dict[int, str] = {}
@@ -77,64 +104,18 @@ def render_axis(
         chars[half] = NOW
         marks[half] = f"bold {palette.accent}"
     for i, mark in future.items():
-        if i != half:
-            chars[i] = mark
-            marks[i] = f"bold {palette.warning}" if mark == OVERLAP else palette.running
+        chars[i] = mark
+        marks[i] = f"bold {palette.warning}" if mark == OVERLAP else palette.running
     for i, status in past.items():
         chars[i] = RUN_GLYPH.get(status, "?")
         marks[i] = f"bold {palette.run(status)}"
     text = Text("".join(chars), style=palette.muted)
-    start_at, style_now, prev = -1, "", -2
-    for i in sorted(marks):
-        style = marks[i]
-        if style == style_now and i == prev + 1:
-            prev = i
-            continue
-        if start_at >= 0:
-            text.stylize(style_now, start_at, prev + 1)
-        start_at, style_now, prev = i, style, i
-    if start_at >= 0:
-        text.stylize(style_now, start_at, prev + 1)
+    # neighbouring cells of one style (their index less their rank is the same) share a span
+    cells = enumerate(sorted(marks.items()))
+    for (_, style), same in groupby(cells, key=lambda cell: (cell[1][0] - cell[0], cell[1][1])):
+        indexes = [i for _, (i, _) in same]
+        text.stylize(style, indexes[0], indexes[-1] + 1)
     return text
-
-
-def _lane_cells(
-    now: datetime,
-    span: timedelta,
-    width: int,
-    runs: list[RunRecord],
-    fires: list[datetime],
-    overlaps: list[datetime],
-) -> tuple[dict[int, str], dict[int, str]]:
-    """The lane's cells: past runs' statuses (worst per cell) and future marks."""
-    start = now - span
-    step = (2 * span) / max(1, width)
-    half = width // 2
-    past: dict[int, str] = {}
-    future: dict[int, str] = {}
-
-    def index(when: datetime) -> int | None:
-        i = int((when - start) / step)
-        return i if 0 <= i < width else None
-
-    rank = {status: look[2] for status, look in RUN_LOOK.items()}
-    for run in runs:
-        i = index(run.started_at)
-        if i is None:
-            continue
-        i = min(i, half)
-        old = past.get(i)
-        if old is None or rank.get(run.status, 99) < rank.get(old, 99):
-            past[i] = run.status
-    for when in fires:
-        i = index(when)
-        if i is not None and when >= now:
-            future.setdefault(max(i, half + 1) if i <= half else i, FIRE)
-    for when in overlaps:
-        i = index(when)
-        if i is not None:
-            future[max(i, half + 1) if i <= half else i] = OVERLAP
-    return past, future
 
 
 class TimelineTable(KeyedTable):
