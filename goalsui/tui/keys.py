@@ -154,22 +154,14 @@ CHAINS = [
 ]
 
 
-def all_binding_ids() -> set[str]:
-    return {b.id for chain in CHAINS for b in chain if b.id}
-
-
-def _keys_of(binding: Binding, keymap: dict[str, str]) -> set[str]:
-    raw = keymap.get(binding.id or "", binding.key)
-    return {b.key for b in Binding.make_bindings([binding.with_key(raw)])}
-
-
 def keymap_conflicts(keymap: dict[str, str]) -> list[str]:
     """Remaps that put two bindings active together on one key (Textual drops one silently)."""
     problems: set[str] = set()
     for chain in CHAINS:
         owners: dict[str, set[str]] = {}
         for binding in chain:
-            for key in _keys_of(binding, keymap):
+            remapped = binding.with_key(keymap.get(binding.id or "", binding.key))
+            for key in {b.key for b in Binding.make_bindings([remapped])}:
                 owners.setdefault(key, set()).add(binding.id or binding.action)
         for key, ids in owners.items():
             if len(ids) > 1 and ids & set(keymap):
@@ -183,7 +175,7 @@ def clean_keymap(raw: object) -> tuple[dict[str, str], list[str]]:
         return {}, []
     if not isinstance(raw, dict):
         return {}, ["keymap must be a mapping of binding id to key"]
-    known = all_binding_ids()
+    known = {b.id for chain in CHAINS for b in chain if b.id}
     keymap: dict[str, str] = {}
     problems: list[str] = []
     for binding_id, key in raw.items():
