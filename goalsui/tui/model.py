@@ -64,10 +64,8 @@ class Dashboard:
         return next((g for g in self.goals if g.goal_id == goal_id), None)
 
     def intent_of(self, goal_id: str, worker: str) -> IntentRecord | None:
-        for intent in self.intents.values():
-            if intent.goal_id == goal_id and intent.worker == worker:
-                return intent
-        return None
+        found = (i for i in self.intents.values() if i.goal_id == goal_id and i.worker == worker)
+        return next(found, None)
 
     def last_run(self, intent_id: int | None) -> RunRecord | None:
         runs = self.recent.get(intent_id or -1)  # ids start at 1

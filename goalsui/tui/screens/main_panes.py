@@ -93,14 +93,8 @@ class PanesScreen(WorkerFailures, Screen[None]):
         return self.query_one(DetailView)
 
     def pane_widget(self, pane: str) -> Widget:
-        if pane == "detail":
-            return self.query_one(DetailBody)
-        return {
-            "goals": self.goals,
-            "threads": self.threads,
-            "timeline": self.timeline,
-            "failed": self.failed,
-        }[pane]
+        """The widget that has the focus in ``pane`` (each list's id is its pane's name)."""
+        return self.query_one(DetailBody) if pane == "detail" else self.query_one(f"#{pane}")
 
     def pane_of(self, widget: Widget | None) -> str | None:
         node: Any = widget
