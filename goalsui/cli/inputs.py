@@ -30,15 +30,8 @@ def _read_file(path: Path, limit: int) -> bytes:
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             raise ValidationError(f"cannot read {path}: not a regular file")
         os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        got = 0
-        while got <= limit:
-            chunk = os.read(fd, min(1024 * 1024, limit + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
+        with os.fdopen(fd, "rb", closefd=False) as fh:  # reads until limit + 1 bytes or EOF
+            return fh.read(limit + 1)
     finally:
         os.close(fd)
 
