@@ -31,9 +31,7 @@ LIVE_POLL_S = 0.5
 class DetailPart(PanesScreen):
     """Fills the detail pane for the selection, off the UI thread."""
 
-    def __init__(self, *, read_only: bool = False) -> None:
-        super().__init__(read_only=read_only)
-        self._live_timer: Any = None
+    _live_timer: Any = None
 
     def update_detail(self, *, force: bool = False) -> None:
         if not self.is_mounted:

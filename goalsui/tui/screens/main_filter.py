@@ -16,11 +16,9 @@ from goalsui.tui.widgets.footer import Footer
 class FilterPart(PanesScreen):
     """The filter bar (mounted after the first frame) and each pane's filter text."""
 
-    def __init__(self, *, read_only: bool = False) -> None:
-        super().__init__(read_only=read_only)
-        #: the pane the open filter bar filters (None: the bar is closed)
-        self.filter_target: str | None = None
-        self._filter_mount: Any = None
+    #: the pane the open filter bar filters (None: the bar is closed)
+    filter_target: str | None = None
+    _filter_mount: Any = None
 
     def mount_filter_bar(self) -> Any:
         """Mount the (hidden) filter bar once; awaitable until its parts are in place."""

@@ -16,9 +16,7 @@ from goalsui.tui.widgets.layout_tabs import TAB_PANES, tab_of
 class SelectionPart(PanesScreen):
     """Keeps :attr:`selection` in step with the panes' cursors and the records."""
 
-    def __init__(self, *, read_only: bool = False) -> None:
-        super().__init__(read_only=read_only)
-        self._last_key_state: tuple[Any, ...] | None = None
+    _last_key_state: tuple[Any, ...] | None = None
 
     def on_descendant_focus(self, event: Any) -> None:
         pane = self.pane_of(event.widget)
