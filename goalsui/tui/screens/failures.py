@@ -3,7 +3,7 @@ with replay, retry, dismiss and resume (none bound in a read-only console)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -62,7 +62,7 @@ class FailuresScreen(DataScreen[FailureItem]):
         return failure_items(attention, disabled, intents)
 
     def show(self, items: list[FailureItem]) -> None:
-        app: Any = self.app
+        app = goals_app(self)
         self.table.sync(items, app.clock(), app.palette)
         self.query_one(
             "#failures-box"
@@ -123,13 +123,9 @@ class FailuresScreen(DataScreen[FailureItem]):
         return True
 
     def action_replay(self) -> None:
-        item = self._item()
+        item, app = self._item(), goals_app(self)
         if item and item.run_id:
-            goals_app(self).act(
-                f"Replaying missed run {item.run_id}",
-                goals_app(self).service.runs.replay,
-                item.run_id,
-            )
+            app.act(f"Replaying missed run {item.run_id}", app.service.runs.replay, item.run_id)
 
     def action_retry(self) -> None:
         item = self._item()
@@ -143,11 +139,9 @@ class FailuresScreen(DataScreen[FailureItem]):
             run_actions.dismiss(self, item.run_id, item.title, needs_review=item.needs_review)
 
     def action_resume(self) -> None:
-        item = self._item()
+        item, app = self._item(), goals_app(self)
         if item:
-            goals_app(self).act(
-                f"Resumed {item.title}", goals_app(self).service.intents.resume, item.intent_id
-            )
+            app.act(f"Resumed {item.title}", app.service.intents.resume, item.intent_id)
 
     def action_open_output(self) -> None:
         item = self._item()
