@@ -38,14 +38,13 @@ class StatusBar(Static):
         super().__init__("", id=id, markup=False)
         self.info = StatusInfo()
         self.palette = Palette()
-        self.renderable_set = False
         self._shown: Text | None = None
 
     def show(self, info: StatusInfo, palette: Palette) -> None:
-        if info == self.info and palette == self.palette and self.renderable_set:
+        """Show ``info``; the same as shown (or as painted at first) changes nothing."""
+        if info == self.info and palette == self.palette:
             return
         self.info, self.palette = info, palette
-        self.renderable_set = True
         text = self.render_info()
         if text != self._shown:  # the age is a float: the same line most seconds
             self._shown = text
