@@ -88,8 +88,7 @@ class TextInputScreen(ModalScreen[str | None]):
 
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:
-        value = event.value.strip()
-        self.dismiss(value or None)
+        self.dismiss(event.value.strip() or None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
