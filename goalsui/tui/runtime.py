@@ -90,9 +90,8 @@ class ConsoleRuntime:
             self._kb_error(f"{errors[0].error}{more}")
         if self.want_watch:
             self.app.in_background(self._watch_kb, "watch", exclusive=True)
-        if (
-            self.sync_on_start and not indexed
-        ):  # the whole KB again behind the first paint, from the last index
+        # the whole KB again behind the first paint, from the last index
+        if self.sync_on_start and not indexed:
             self.app.in_background(self._initial_sync, "sync", name="KB sync")
         elif self.want_scheduler:
             self.start_scheduler()
