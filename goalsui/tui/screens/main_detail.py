@@ -182,8 +182,8 @@ def _schedule_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
         tabs.append(DetailTab("⚠ disabled", text=why))
     if sel.goal_id and sel.worker:
         title = f"worker {sel.goal_id}/{sel.worker}"
-        for name in ("prompt.md", "definition.yaml"):
-            tabs.append(DetailTab(name, sel.goal_id, f"workers/{sel.worker}/{name}"))
+        files = ("prompt.md", "definition.yaml")
+        tabs += [DetailTab(name, sel.goal_id, f"workers/{sel.worker}/{name}") for name in files]
     elif intent is not None:
         title = f"intent {intent.id} · {intent.title}"
         tabs.append(DetailTab("instruction", text=intent_text(intent)))
@@ -288,8 +288,7 @@ def thread_text(service: Service, thread_id: int) -> str:
     todos = service.todos.list(thread_id)
     messages = service.threads.messages(thread_id, limit=30)
     lines = [f"{thread.title}{'  (private)' if thread.private else ''}", ""]
-    for todo in todos:
-        lines.append(f"  [{'x' if todo.done else ' '}] {todo.text}")
+    lines += [f"  [{'x' if todo.done else ' '}] {todo.text}" for todo in todos]
     lines += ["", f"── last {len(messages)} messages (T: all threads) " + "─" * 10]
     for m in messages:
         lines.append(f"{m.role} · {m.created_at.astimezone():%Y-%m-%d %H:%M}")

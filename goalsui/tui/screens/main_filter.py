@@ -80,9 +80,6 @@ class FilterPart(PanesScreen):
 
     def filter_summary(self) -> str:
         """The filters in force, for the status bar (``goals:'x' failed:'y'``)."""
-        parts = []
-        for pane in ("goals", "threads", "timeline", "failed"):
-            text = getattr(self.pane_widget(pane), "filter_text", "")
-            if text:
-                parts.append(f"{pane}:'{text}'")
-        return " ".join(parts)
+        panes = ("goals", "threads", "timeline", "failed")
+        texts = {pane: getattr(self.pane_widget(pane), "filter_text", "") for pane in panes}
+        return " ".join(f"{pane}:'{text}'" for pane, text in texts.items() if text)

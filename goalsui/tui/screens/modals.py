@@ -146,10 +146,9 @@ _OTHER_SYMBOLS: list[tuple[str, str]] = [
 def legend() -> list[tuple[str, str]]:
     """Every symbol the panes use: run and intent glyphs (from fmt) and the rest."""
     meanings: dict[str, list[str]] = {}
-    for status, glyph in RUN_GLYPH.items():
-        meanings.setdefault(glyph, []).append(f"run {status}")
-    for status, glyph in INTENT_GLYPH.items():
-        meanings.setdefault(glyph, []).append(f"intent {status}")
+    for kind, glyphs in (("run", RUN_GLYPH), ("intent", INTENT_GLYPH)):
+        for status, glyph in glyphs.items():
+            meanings.setdefault(glyph, []).append(f"{kind} {status}")
     rows = [(glyph, ", ".join(what)) for glyph, what in meanings.items()]
     return rows + _OTHER_SYMBOLS
 

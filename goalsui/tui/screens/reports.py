@@ -59,9 +59,8 @@ def load_night(service: Service, goal_id: str, night_name: date) -> Night:
     start, end = night_window(night_name, zone)
     night = Night(goal_id, night_name, start, end, zone)
     for intent in intents:
-        for run in service.runs.list(intent_id=intent.id, since=start, limit=1000):
-            if run.started_at < end:
-                night.rows.append((intent, run.record()))
+        runs = service.runs.list(intent_id=intent.id, since=start, limit=1000)
+        night.rows += [(intent, run.record()) for run in runs if run.started_at < end]
     night.rows.sort(key=lambda pair: (pair[1].planned_at or pair[1].started_at, pair[1].id))
     return night
 

@@ -116,20 +116,18 @@ class BranchesPane(WorkerFailures, Container):
         if goal_id != self.goal_id:
             return
         self.set_class(views is None, "-no-branches")  # not a nightshift goal
-        rows = []
-        for view in views or []:
-            item = view.item
-            rows.append(
+        rows = [
+            (
+                view.branch,
                 (
-                    view.branch,
-                    (
-                        Text(plain(view.branch.removeprefix("nightshift/"))),
-                        str(view.commits),
-                        item.status if item else "-",
-                        (item.check or "-") if item else "-",
-                    ),
-                )
+                    Text(plain(view.branch.removeprefix("nightshift/"))),
+                    str(view.commits),
+                    view.item.status if view.item else "-",
+                    (view.item.check or "-") if view.item else "-",
+                ),
             )
+            for view in views or []
+        ]
         self.query_one(KeyedTable).sync_rows(rows)
         self.border_subtitle = f"{len(rows)}"
         self.post_message(self.Counted(None if views is None else len(rows)))
