@@ -4,12 +4,8 @@ fresh; a key, a KB edit or an index that is not current opens the service."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import closing
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +13,12 @@ import pytest
 
 from goalsui.domain.records import saved_id
 from goalsui.domain.states import IntentStatus
+from goalsui.domain.timeutil import utcnow
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.preview import preview_dashboard
 from goalsui.tui.reader import RecordsReader, reader_for
-from tests.tui.test_tui_startup import HEAVY, SIZE
+from tests.tui.test_tui_startup import SIZE, traced_console
 from tests.tui_kit import PULSE, REPO, wait_for, watching
 
 ORM = ("sqlalchemy", "sqlmodel", "pydantic")
@@ -49,24 +46,27 @@ def reading_app(kb: Path, state: Path, *, watch: bool = False) -> Any:
         sync_on_start=True,
         opener=lambda: Service.open(kb, None, state, actor="operator", sync=False),
         kb_root=kb,
-        preview=preview_dashboard(kb, reader_now(), reader.db_file),
+        preview=preview_dashboard(kb, utcnow(), reader.db_file),
         reader=reader,
     )
 
 
-def reader_now() -> Any:
-    from goalsui.domain.timeutil import utcnow
-
-    return utcnow()
+@asynccontextmanager
+async def reading_console(
+    kb: Path, state: Path, *, watch: bool = False
+) -> AsyncIterator[tuple[Any, Any]]:
+    """That console run by its pilot, once it serves (its records and plan are on screen)."""
+    app = reading_app(kb, state, watch=watch)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+        yield app, pilot
 
 
 async def test_reading_console_keeps_its_records_fresh_and_opens_on_a_key(
     indexed: tuple[Path, Path],
 ) -> None:
     kb, state = indexed
-    app = reading_app(kb, state)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+    async with reading_console(kb, state) as (app, pilot):
         assert app.startup.reading and not app.service_ready
         await wait_for(pilot, lambda: bool(app.main.plan.fires), what="the plan, read too")
         dash = app.dashboard
@@ -111,9 +111,7 @@ async def test_an_index_behind_the_kb_opens_the_service_and_reads_the_kb(
     text = prompt_def.read_text(encoding="utf-8")
     prompt_def.write_text(text.replace("every: 1m", "every: 7m"), encoding="utf-8")
     assert "every: 7m" in prompt_def.read_text(encoding="utf-8")
-    app = reading_app(kb, state)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+    async with reading_console(kb, state) as (app, pilot):
         assert app.service_ready and not app.startup.reading
 
         def synced() -> bool:
@@ -127,9 +125,7 @@ async def test_a_kb_edit_while_reading_opens_the_service_to_index_it(
     indexed: tuple[Path, Path],
 ) -> None:
     kb, state = indexed
-    app = reading_app(kb, state, watch=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+    async with reading_console(kb, state, watch=True) as (app, pilot):
         await watching(app, pilot)
         assert app.startup.reading and not app.service_ready
         definition = kb / PULSE / "workers" / "pulse" / "definition.yaml"
@@ -144,18 +140,8 @@ async def test_a_kb_edit_while_reading_opens_the_service_to_index_it(
         assert app.service_ready
 
 
-READER_RUN = """
-import json, sys
-import goalsui.tui.app as tapp
-from goalsui.cli import main
-
-HEAVY = {heavy!r}
-seen = {{}}
-make = tapp.make_app
-
-def traced(*args, **kwargs):
-    app = make(*args, **kwargs)
-    def serving():
+#: at serving, then once the plan is on screen: what is loaded, and what the console shows
+READER_LISTENERS = """    def serving():
         seen["serving"] = [m for m in HEAVY if m in sys.modules]
         seen["reading"] = app.startup.reading
         def planned():
@@ -166,11 +152,6 @@ def traced(*args, **kwargs):
             app.exit(0)
         app.set_interval(0.05, planned)
     app.startup.serving_listeners.append(serving)
-    return app
-
-tapp.make_app = traced
-code = main(["--kb", sys.argv[1], "--state-dir", sys.argv[2], "console", "--no-scheduler"])
-print(json.dumps({{"code": code, **seen}}))
 """
 
 
@@ -180,19 +161,8 @@ def test_goalsui_console_no_scheduler_serves_without_the_orm(
     """A real ``goalsui console --no-scheduler`` (headless driver) on an indexed KB: its
     records and its plan are on screen and SQLAlchemy, SQLModel and pydantic never loaded."""
     kb, state = indexed
-    script = tmp_path / "reader_run.py"
-    script.write_text(READER_RUN.format(heavy=HEAVY), encoding="utf-8")
-    out = subprocess.run(
-        [sys.executable, str(script), str(kb), str(state)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"},
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert seen["code"] == 0 and seen["reading"] is True
-    assert seen["intents"] > 0
+    seen = traced_console(kb, state, tmp_path, READER_LISTENERS)
+    assert seen["reading"] is True and seen["intents"] > 0
     for mark in ("serving", "planned"):
         assert not set(ORM) & set(seen[mark]), f"{mark}: {seen[mark]}"
 
@@ -201,9 +171,7 @@ async def test_q_quits_a_reading_console_without_opening_its_service(
     indexed: tuple[Path, Path],
 ) -> None:
     kb, state = indexed
-    app = reading_app(kb, state)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.startup.serving, what="the console serving")
+    async with reading_console(kb, state) as (app, pilot):
         assert app.startup.reading
         await pilot.press("q")
         await wait_for(pilot, lambda: app.ending, what="the console to end")

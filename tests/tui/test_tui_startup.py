@@ -106,7 +106,9 @@ def test_entry_path_imports_no_database_stack() -> None:
     assert json.loads(out.stdout) == []
 
 
-CONSOLE_RUN = """
+#: a script that runs a real ``goalsui console --no-scheduler``: what it saw (``seen``)
+#: is printed as JSON; the listeners in between (indented into ``traced``) fill it
+CONSOLE_HEAD = """
 import json, sys
 import goalsui.tui.app as tapp
 from goalsui.cli import main
@@ -117,7 +119,15 @@ make = tapp.make_app
 
 def traced(*args, **kwargs):
     app = make(*args, **kwargs)
-    def painted():
+"""
+CONSOLE_TAIL = """    return app
+
+tapp.make_app = traced
+code = main(["--kb", sys.argv[1], "--state-dir", sys.argv[2], "console", "--no-scheduler"])
+print(json.dumps({{"code": code, **seen}}))
+"""
+#: the first paint and the first records
+PAINT_AND_RECORDS = """    def painted():
         seen["paint"] = [m for m in HEAVY if m in sys.modules]
         seen["paint_goals"] = len(app.dashboard.goals) if app.dashboard else 0
         seen["paint_preview"] = bool(app.dashboard and app.dashboard.preview)
@@ -127,19 +137,16 @@ def traced(*args, **kwargs):
         app.exit(0)
     app.startup.first_paint_listeners.append(painted)
     app.startup.records_listeners.append(records)
-    return app
-
-tapp.make_app = traced
-code = main(["--kb", sys.argv[1], "--state-dir", sys.argv[2], "console", "--no-scheduler"])
-print(json.dumps({{"code": code, **seen}}))
 """
 
 
-def traced_console(kb: Path, state: Path, tmp_path: Path) -> dict[str, Any]:
-    """Run a real ``goalsui console`` (headless driver) on ``kb``; what it saw at its
-    first paint and its first records (see ``CONSOLE_RUN``)."""
+def traced_console(
+    kb: Path, state: Path, tmp_path: Path, listeners: str = PAINT_AND_RECORDS
+) -> dict[str, Any]:
+    """Run a real ``goalsui console`` (headless driver) on ``kb``; what its ``listeners``
+    saw (by default: at its first paint and its first records)."""
     script = tmp_path / "console_run.py"
-    script.write_text(CONSOLE_RUN.format(heavy=HEAVY), encoding="utf-8")
+    script.write_text((CONSOLE_HEAD + listeners + CONSOLE_TAIL).format(heavy=HEAVY), "utf-8")
     out = subprocess.run(
         [sys.executable, str(script), str(kb), str(state)],
         capture_output=True,

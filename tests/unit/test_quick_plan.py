@@ -18,20 +18,12 @@ from goalsui.scheduler.plan import plan
 from goalsui.service import Service
 from goalsui.service.quick import sqlite_file
 from goalsui.service.quick_plan import read_plan
-from goalsui.store.models import Intent, IntentRun
+from goalsui.store.models import IntentRun
 from tests.base_kit import FakeClock
+from tests.unit.test_plan import update
 
 REPO = Path(__file__).resolve().parents[2]
 ORM = ("sqlalchemy", "sqlmodel", "pydantic")
-
-
-def update(service: Service, intent_id: int, **values: object) -> None:
-    with service.store.write() as s:
-        row = s.get(Intent, intent_id)
-        assert row is not None
-        for key, value in values.items():
-            setattr(row, key, value)
-        s.add(row)
 
 
 def add_run(service: Service, intent_id: int, started: datetime, seconds: float | None) -> None:
