@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from goalsui.tui.model import Dashboard
 
 STOP_GRACE_S = 20.0
+#: how long a reading console waits (in 50 ms steps) for its KB watch before checking again
+WATCH_WAIT_STEPS = 100
 
 
 def serving_note(service: Service) -> str | None:
@@ -80,10 +82,12 @@ class ConsoleRuntime:
         if self.hooks is not None:
             self.app.in_background(partial(self._start_hooks, *self.hooks), "hooks")
 
-    def records_shown(self, dash: Dashboard | None, *, indexed: bool = False) -> None:
+    def records_shown(
+        self, dash: Dashboard | None, *, still_indexed: Callable[[], bool] | None = None
+    ) -> None:
         """The first records are on screen: one toast for the goals with KB errors; start
-        the watch, then the KB re-read (so no edit falls between the two; not when the
-        index is known to be ``indexed`` already), the scheduler."""
+        the watch, then the KB re-read (so no edit falls between the two; a console that
+        only reads re-reads only if ``still_indexed()`` says no), the scheduler."""
         errors = [g for g in dash.goals if g.error] if dash else []
         if errors:
             more = f" (and {len(errors) - 1} more goals)" if len(errors) > 1 else ""
@@ -91,8 +95,13 @@ class ConsoleRuntime:
         if self.want_watch:
             self.app.in_background(self._watch_kb, "watch", exclusive=True)
         # the whole KB again behind the first paint, from the last index
-        if self.sync_on_start and not indexed:
-            self.app.in_background(self._initial_sync, "sync", name="KB sync")
+        if self.sync_on_start:
+            sync = (
+                self._initial_sync
+                if still_indexed is None
+                else partial(self._sync_if_stale, still_indexed)
+            )
+            self.app.in_background(sync, "sync", name="KB sync")
         elif self.want_scheduler:
             self.start_scheduler()
 
@@ -209,10 +218,21 @@ class ConsoleRuntime:
         self.app.notify(f"Listening for event hooks on {self.hooks_listener.url}/hooks/<source>")
 
     # -- the KB: initial re-read, watcher, syncs ------------------------------------------------
+    async def _sync_if_stale(self, still_indexed: Callable[[], bool]) -> None:
+        """Reading: once the watch is up, the index is checked again, so that an edit made
+        after the first check and before the watch is re-read too."""
+        for _ in range(WATCH_WAIT_STEPS):
+            if not self.want_watch or (self.watcher is not None and self.watcher.healthy):
+                break
+            await asyncio.sleep(0.05)
+        if not await asyncio.to_thread(still_indexed):
+            await self._initial_sync()
+
     async def _initial_sync(self) -> None:
         """The whole KB into the index; the scheduler starts after it, also if it failed."""
         try:
-            problems = await asyncio.to_thread(self.app.service.index.refresh)
+            service = await self.app.ready_service()  # a reading console opens it now
+            problems = await asyncio.to_thread(service.index.refresh)
         finally:
             if self.app.alive and self.want_scheduler:
                 self.start_scheduler()

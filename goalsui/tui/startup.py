@@ -228,5 +228,6 @@ class Startup:
             listener()
         if self.app.ending:
             return
-        self.runtime.records_shown(self.feed.dashboard, indexed=self.reading)
+        still_indexed = self._reader.index_current if self.reading and self._reader else None
+        self.runtime.records_shown(self.feed.dashboard, still_indexed=still_indexed)
         self.feed.start_planning()

@@ -176,3 +176,31 @@ async def test_q_quits_a_reading_console_without_opening_its_service(
         await pilot.press("q")
         await wait_for(pilot, lambda: app.ending, what="the console to end")
     assert not app.service_ready and app.return_code == 0
+
+
+async def test_an_edit_between_the_index_check_and_the_watch_is_read(
+    indexed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edit lands after the first check said "current" and before the watch is up:
+    the check made once the watch runs sees it, and the KB is read again."""
+    kb, state = indexed
+    definition = kb / PULSE / "workers" / "pulse" / "definition.yaml"
+    text = definition.read_text(encoding="utf-8")
+    definition.write_text(text.replace("every: 1m", "every: 5m"), encoding="utf-8")
+    checks: list[bool] = []
+    real = RecordsReader.index_current
+
+    def first_check_misses_the_edit(reader: RecordsReader) -> bool:
+        checks.append(real(reader))
+        return len(checks) == 1 or checks[-1]
+
+    monkeypatch.setattr(RecordsReader, "index_current", first_check_misses_the_edit)
+    async with reading_console(kb, state, watch=True) as (app, pilot):
+        assert app.startup.reading  # the first check said current
+
+        def synced() -> bool:
+            intents = app.dashboard.intents.values() if app.dashboard else ()
+            return any(i.goal_id == PULSE and i.schedule == "5m" for i in intents)
+
+        await wait_for(pilot, synced, what="the edit, indexed after the second check")
+        assert checks == [False, False] and app.service_ready
