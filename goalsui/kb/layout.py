@@ -181,14 +181,20 @@ class KB:
         loaded.problems.extend(yaml_problems(loaded.path, goal_id, limit, skip=(BINDING_FILE,)))
         return loaded
 
+    def goal_definition(self, goal_id: str, path: Path | None = None) -> GoalDef:
+        """The goal's ``definition.yaml``, validated (``path``: the goal's folder, by default
+        the KB's, or its staging folder); a :class:`KBError` when it does not validate."""
+        path = self.goal_dir(goal_id) if path is None else path
+        shown = f"{goal_id}/definition.yaml"
+        self.check_inside(path / "definition.yaml", shown, below=path)
+        data, text = load_yaml_mapping(path / "definition.yaml", shown)
+        return parse_goal(data, text, shown, goal_id)
+
     def _load_tree(self, goal_id: str, path: Path) -> LoadedGoal:
         """The definitions of the goal tree at ``path`` (its folder or its staging folder)."""
         loaded = LoadedGoal(goal_id, path, None)
-        shown = f"{goal_id}/definition.yaml"
         try:
-            self.check_inside(path / "definition.yaml", shown, below=path)
-            data, text = load_yaml_mapping(path / "definition.yaml", shown)
-            loaded.definition = parse_goal(data, text, shown, goal_id)
+            loaded.definition = self.goal_definition(goal_id, path)
         except KBError as exc:
             loaded.problems.append(exc)
         workers_root = path / "workers"

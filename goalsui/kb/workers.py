@@ -11,7 +11,7 @@ from collections.abc import Callable
 from goalsui.domain.names import check_name
 from goalsui.errors import KBError, ValidationError
 from goalsui.kb.atomic import fsync_dir
-from goalsui.kb.config import WorkerDef, parse_goal, parse_worker
+from goalsui.kb.config import WorkerDef, parse_worker
 from goalsui.kb.layout import KB, WorkerSeed, remove_tree
 from goalsui.kb.paths import safe_join
 from goalsui.kb.yamlio import load_yaml_mapping, read_text
@@ -20,9 +20,7 @@ from goalsui.kb.yamlio import load_yaml_mapping, read_text
 def _goal_texts(kb: KB, goal_id: str) -> tuple[str, str, str]:
     """(name, task, protocol text) of a goal, for rendering a worker's prompt."""
     gdir = kb.goal_dir(goal_id)
-    shown = f"{goal_id}/definition.yaml"
-    data, text = load_yaml_mapping(kb.check_inside(gdir / "definition.yaml", shown), shown)
-    goal = parse_goal(data, text, shown, goal_id)
+    goal = kb.goal_definition(goal_id, gdir)
     protocol = ""
     with contextlib.suppress(OSError, KBError):
         protocol = read_text(gdir / "protocol.md", display=f"{goal_id}/protocol.md")

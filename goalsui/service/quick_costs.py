@@ -14,10 +14,8 @@ from pathlib import Path
 
 from goalsui.domain.budget import Budget, BudgetLimit, Spend, period_window
 from goalsui.domain.views import GoalView
-from goalsui.errors import GoalsuiError, KBError
-from goalsui.kb.config import parse_goal
+from goalsui.errors import GoalsuiError
 from goalsui.kb.layout import KB
-from goalsui.kb.yamlio import load_yaml_mapping
 from goalsui.store import frame_sql
 from goalsui.store.snapshot import Snapshot, stamp
 
@@ -57,15 +55,8 @@ def goal_budget(kb: KB, goal_id: str) -> Budget | None:
     """The goal's own budget, read as ``KB.load_goal`` reads its definition (None: no
     budget, no such goal, or a definition that does not validate)."""
     try:
-        path = kb.goal_dir(goal_id)
-    except GoalsuiError:
-        return None
-    shown = f"{goal_id}/definition.yaml"
-    try:
-        kb.check_inside(path / "definition.yaml", shown, below=path)
-        data, text = load_yaml_mapping(path / "definition.yaml", shown)
-        return parse_goal(data, text, shown, goal_id).budget
-    except KBError:
+        return kb.goal_definition(goal_id).budget
+    except GoalsuiError:  # KBError included
         return None
 
 
