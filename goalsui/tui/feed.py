@@ -102,11 +102,15 @@ class DashboardFeed:
             self.dirty = False
             self.schedule()
 
+    @property
+    def _reading(self) -> RecordsReader | None:
+        """The reader while the service is not open, else None (the service reads)."""
+        return None if self.app.service_ready else self.reader
+
     def _load(self, now: datetime) -> Dashboard | None:
         """The service's read once it is open, else the reader's (None: it could not)."""
-        if self.app.service_ready or self.reader is None:
-            return load_dashboard(self.app.service, now)
-        return self.reader.dashboard(now)
+        reader = self._reading
+        return load_dashboard(self.app.service, now) if reader is None else reader.dashboard(now)
 
     def show_preview(self, dash: Dashboard) -> None:
         """The KB preview (opener mode): shown like records until the records come."""
@@ -118,9 +122,10 @@ class DashboardFeed:
         """Has anyone (another process included) changed the records? An unchanged SQLite
         file and WAL (two ``stat`` calls) mean no: no query, no worker."""
         if not self.app.service_ready:
-            if self.reader is None:
+            reader = self._reading
+            if reader is None:
                 return
-            if self._stamp_gate.unchanged(self.reader.stamp):
+            if self._stamp_gate.unchanged(reader.stamp):
                 self._last_checked = self.app.clock()
             else:  # reading without the service: the records are the fingerprint
                 self.schedule(0)
@@ -189,9 +194,10 @@ class DashboardFeed:
             )
 
     def _load_plan(self, now: datetime, until: datetime) -> PlanView | None:
-        if self.app.service_ready or self.reader is None:
-            return load_plan(self.app.service, now, until)
-        return self.reader.plan(now, until)
+        reader = self._reading
+        return (
+            load_plan(self.app.service, now, until) if reader is None else reader.plan(now, until)
+        )
 
     async def _read_plan(self, span: timedelta) -> None:
         """The plan of the next ``span``, read in a thread (a newer one cancels it)."""

@@ -228,6 +228,7 @@ class Startup:
             listener()
         if self.app.ending:
             return
-        still_indexed = self._reader.index_current if self.reading and self._reader else None
+        reader = self._reader if self.reading else None
+        still_indexed = reader.index_current if reader is not None else None
         self.runtime.records_shown(self.feed.dashboard, still_indexed=still_indexed)
         self.feed.start_planning()
