@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import and_, delete, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from goalsui.domain.states import IntentStatus, RunStatus
@@ -99,20 +100,12 @@ def catch_up_rows(
     return done, missed_runs
 
 
-def _apply_plan(conn: Connection, row: Row, p: CatchUpPlan, now: datetime) -> bool:
-    """The plan's compare-and-set on the row's old ``next_run_at``; True if it hit."""
-    values: Row = {"updated_at": now}
-    if p.fire_at is not None:
-        values.update(next_run_at=p.fire_at, pending_trigger="catch-up")
-    else:
-        values.update(next_run_at=p.next_run_at, status=p.status)
+def update_intent_if(conn: Connection, row: Row, condition: Any, values: Row) -> bool:
+    """Set ``values`` on the intent ``row`` if ``condition`` still holds (a compare-and-set);
+    True if it did, and then ``row`` holds them too."""
     hit = conn.execute(
         update(INTENT)
-        .where(
-            INTENT.c.id == row["id"],
-            INTENT.c.status == IntentStatus.ACTIVE,
-            INTENT.c.next_run_at == row["next_run_at"],
-        )
+        .where(INTENT.c.id == row["id"], condition)
         .values(values)
         .returning(INTENT.c.id)
     ).first()
@@ -120,6 +113,17 @@ def _apply_plan(conn: Connection, row: Row, p: CatchUpPlan, now: datetime) -> bo
         return False
     row.update(values)
     return True
+
+
+def _apply_plan(conn: Connection, row: Row, p: CatchUpPlan, now: datetime) -> bool:
+    """The plan's compare-and-set on the row's old ``next_run_at``; True if it hit."""
+    values: Row = {"updated_at": now}
+    if p.fire_at is not None:
+        values.update(next_run_at=p.fire_at, pending_trigger="catch-up")
+    else:
+        values.update(next_run_at=p.next_run_at, status=p.status)
+    still = and_(INTENT.c.status == IntentStatus.ACTIVE, INTENT.c.next_run_at == row["next_run_at"])
+    return update_intent_if(conn, row, still, values)
 
 
 def _missed_runs(row: Row, p: CatchUpPlan, now: datetime, limit_text: str) -> list[Row]:

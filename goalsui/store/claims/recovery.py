@@ -25,6 +25,7 @@ from goalsui.domain.interrupts import REVIEW, interrupt_policy
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.store import processes
 from goalsui.store.claims.binds import INTENT, RUN, rows
+from goalsui.store.claims.housekeeping import update_intent_if
 from goalsui.store.claims.planner import JournalEntry, after_outcome, new_run, subject
 from goalsui.store.claims.shapes import AfterDecision, Completion, RecoveryResult, Row
 from goalsui.store.claims.statements import AFTER_COLUMNS
@@ -158,27 +159,13 @@ def recover_stale(
             event_id=run.get("event_id"),
         )
         decision = after_outcome(row, c, decide)
-        if not _apply_after(conn, row, decision, now):
-            continue
+        values = {k: decision.values.get(k, row[k]) for k in AFTER_COLUMNS}
+        values["updated_at"] = now
+        if not update_intent_if(conn, row, _stale(now), values):
+            continue  # no longer stale
         journal.extend(("run interrupted", subject(row), f"run {r['id']}: {REASON}") for r in runs)
         journal.extend((a, subject(row), d) for a, d in decision.journal)
         result.interrupted.append((row, run, decision))
-
-
-def _apply_after(conn: Connection, row: Row, decision: AfterDecision, now: datetime) -> bool:
-    """Set the decision's values on the intent if it is still stale; True if it was."""
-    values = {k: decision.values.get(k, row[k]) for k in AFTER_COLUMNS}
-    values["updated_at"] = now
-    done = conn.execute(
-        update(INTENT)
-        .where(INTENT.c.id == row["id"], _stale(now))
-        .values(values)
-        .returning(INTENT.c.id)
-    ).first()
-    if done is None:
-        return False
-    row.update(values)
-    return True
 
 
 def close_orphans(
