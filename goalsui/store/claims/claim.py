@@ -17,6 +17,7 @@ from goalsui.store.claims.binds import EVENT, INTENT, rows
 from goalsui.store.claims.planner import (
     JournalEntry,
     claimed_runs,
+    overlap_lines,
     overlap_run,
     plan_claims,
     subject,
@@ -141,14 +142,7 @@ def record_overlaps(
         )
         runs.append(overlap_run(row, row["next_run_at"], owner=owner, now=now))
     inserted = p.insert_runs(conn, runs)
-    journal.extend(
-        (
-            "run skipped",
-            f"intent {r['intent_id']}",
-            f"run {r['id']}: overlap (previous run still running)",
-        )
-        for r in inserted
-    )
+    journal.extend(overlap_lines(inserted))
     return inserted
 
 

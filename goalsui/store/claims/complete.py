@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from goalsui.domain.states import IntentStatus
 from goalsui.store.claims.binds import INTENT
-from goalsui.store.claims.planner import JournalEntry, plan_completions, run_outcomes
+from goalsui.store.claims.planner import JournalEntry, overlap_lines, plan_completions, run_outcomes
 from goalsui.store.claims.primitives import SqlPrimitives
 from goalsui.store.claims.shapes import AfterDecision, Completion, CompletionResult, Row
 from goalsui.store.claims.statements import AFTER_READ
@@ -56,12 +56,5 @@ def complete(
             .values(lease_owner=None, lease_until=None)
         )
     journal.extend(plan.journal)
-    for r in p.insert_runs(conn, plan.overlap_runs):
-        journal.append(
-            (
-                "run skipped",
-                f"intent {r['intent_id']}",
-                f"run {r['id']}: overlap (previous run still running)",
-            )
-        )
+    journal.extend(overlap_lines(p.insert_runs(conn, plan.overlap_runs)))
     return plan.results

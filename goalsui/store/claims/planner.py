@@ -194,6 +194,18 @@ def overlap_run(row: Row, when: datetime | None, *, owner: str, now: datetime) -
     )
 
 
+def overlap_lines(runs: Iterable[Row]) -> list[JournalEntry]:
+    """The journal lines of inserted ``skipped: overlap`` runs."""
+    return [
+        (
+            "run skipped",
+            f"intent {r['intent_id']}",
+            f"run {r['id']}: overlap (previous run still running)",
+        )
+        for r in runs
+    ]
+
+
 # -- completion ----------------------------------------------------------------------------------
 _TEXT_FIELDS = ("reason", "output_tail", "output_path", "model", "prompt")
 
