@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -37,19 +38,14 @@ from goalsui.store.claims import (
 Row = dict[str, Any]
 
 
+@dataclass(slots=True)
 class _Step:
     """One claim step in flight on the database thread."""
 
-    __slots__ = ("batch", "due_by", "future", "now")
-
-    def __init__(
-        self,
-        future: asyncio.Future[ClaimResult],
-        batch: list[Completion],
-        now: datetime,
-        due_by: datetime,
-    ) -> None:
-        self.future, self.batch, self.now, self.due_by = future, batch, now, due_by
+    future: asyncio.Future[ClaimResult]
+    batch: list[Completion]
+    now: datetime
+    due_by: datetime
 
 
 class Claimer:
