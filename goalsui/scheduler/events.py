@@ -1,4 +1,5 @@
-"""What the scheduler tells its host (the console's toasts, the daemon's log lines)."""
+"""What the scheduler tells its host (the console's toasts, the daemon's log lines, the
+heartbeat readiness checks read)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ class SchedulerEvent(NamedTuple):
     title: str = ""
     trigger: str | None = None
     at: datetime | None = None
+
+
+class Heartbeat(NamedTuple):
+    """When the claim loop last went round: ``time.monotonic()`` and the wall clock
+    (``time.time()``); readiness checks compare the first, people read the second."""
+
+    monotonic: float
+    wall: float
 
 
 @dataclass

@@ -37,7 +37,7 @@ from goalsui.runners.tool_access import stop_tool_host
 from goalsui.scheduler.alarm import Alarm
 from goalsui.scheduler.alerting import Alerter
 from goalsui.scheduler.claim import Claimer, claim_loop
-from goalsui.scheduler.events import RunningInfo, SchedulerEvent
+from goalsui.scheduler.events import Heartbeat, RunningInfo, SchedulerEvent
 from goalsui.scheduler.housekeeping import Housekeeping
 from goalsui.scheduler.leases import Leases
 from goalsui.scheduler.monitor import Monitor
@@ -45,17 +45,11 @@ from goalsui.scheduler.outcomes import Outcomes, Reporter
 from goalsui.scheduler.rules import Rules
 from goalsui.scheduler.runtime import Runtime
 from goalsui.scheduler.settings import Settings
-from goalsui.scheduler.state import Heartbeat
 from goalsui.scheduler.tuning import HEARTBEAT_EVERY, LOOKAHEAD, PRUNE_AFTER, STOP_MARGIN
 from goalsui.scheduler.turns import Launcher, TurnFunc
 from goalsui.scheduler.waking import CrossProcessWake
 from goalsui.scheduler.writer import OutcomeWriter
-from goalsui.store.claims import (
-    CatchUpPlan,
-    ClaimBackend,
-    RecoveryResult,
-    claim_backend_for,
-)
+from goalsui.store.claims import CatchUpPlan, ClaimBackend, RecoveryResult, SqlClaimBackend
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -105,7 +99,7 @@ class Scheduler:
         if backend is None:
             store = service.store
             rules = Rules(service.config, service.files.read)
-            backend = claim_backend_for(store.engine, rules, store.read_engine)
+            backend = SqlClaimBackend(store.engine, rules, store.read_engine)
         rt = self.rt = Runtime(
             service, backend, owner or default_owner(), clock or service.now, settings
         )

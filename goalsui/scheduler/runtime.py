@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from goalsui.domain.states import SchedulerState
 from goalsui.errors import FatalError
 from goalsui.scheduler import tuning
-from goalsui.scheduler.events import SchedulerEvent
+from goalsui.scheduler.events import Heartbeat, SchedulerEvent
 from goalsui.scheduler.settings import Settings
-from goalsui.scheduler.state import Heartbeat
 from goalsui.scheduler.troubles import REPEAT_LOG_EVERY, Trouble, cannot_write
 from goalsui.store import claims
 from goalsui.store.claims import ClaimBackend, ClaimResult
