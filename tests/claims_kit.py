@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy.engine import Engine
 
 from goalsui.scheduler.rules import Rules
-from goalsui.store.claims import SqlClaimBackend, claim_backend_for
+from goalsui.store.claims import SqlClaimBackend
 
 
 def claims_for(engine: Engine) -> SqlClaimBackend:
     """A claim backend on ``engine`` with the scheduler's rules (the default KB config)."""
-    return claim_backend_for(engine, Rules())
+    return SqlClaimBackend(engine, Rules())

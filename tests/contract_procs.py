@@ -69,10 +69,10 @@ def _claim(service: Any, owner: str, now_iso: str) -> list[int]:
     from datetime import datetime, timedelta
 
     from goalsui.scheduler.rules import Rules
-    from goalsui.store.claims import claim_backend_for
+    from goalsui.store.claims import SqlClaimBackend
 
     now = datetime.fromisoformat(now_iso)
-    backend = claim_backend_for(service.store.engine, Rules())
+    backend = SqlClaimBackend(service.store.engine, Rules())
     got: list[int] = []
     while True:
         result = backend.acquire(

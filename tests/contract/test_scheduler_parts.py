@@ -23,7 +23,7 @@ from goalsui.scheduler import Scheduler, SchedulerEvent
 from goalsui.scheduler.rules import Rules
 from goalsui.service import Service
 from goalsui.store import doorbell
-from goalsui.store.claims import ClaimBackend, claim_backend_for
+from goalsui.store.claims import ClaimBackend, SqlClaimBackend
 from tests.base_kit import run_cli
 from tests.contract.test_scheduler_loop import until
 from tests.unit.test_scheduler_rules import FakeTurn
@@ -35,7 +35,7 @@ class CountingBackend:
     def __init__(self, service: Service) -> None:
         store = service.store
         rules = Rules(service.config, service.files.read)
-        self.inner: ClaimBackend = claim_backend_for(store.engine, rules, store.read_engine)
+        self.inner: ClaimBackend = SqlClaimBackend(store.engine, rules, store.read_engine)
         self.calls: Counter[str] = Counter()
 
     def __getattr__(self, name: str) -> Any:

@@ -1,7 +1,7 @@
 """The scheduler's statements: claim, lease, overlap, completion, recovery, catch-up, pruning.
 
 One :class:`~goalsui.store.claims.backend.ClaimBackend` per engine
-(:func:`claim_backend_for`; the cycle is ``acquire``, ``release``, ``recover``, ``prune``)
+(:class:`SqlClaimBackend`; the cycle is ``acquire``, ``release``, ``recover``, ``prune``)
 runs them: SQLAlchemy Core on the generic SQL backend (row locks with ``FOR UPDATE
 [SKIP LOCKED]`` where the dialect has them, PostgreSQL), the
 DBAPI cursor on the SQLite one (under ``BEGIN IMMEDIATE``). Every operation is ONE
@@ -22,11 +22,7 @@ Modules: ``shapes`` (values exchanged with the scheduler), ``binds`` and ``state
 
 from __future__ import annotations
 
-from goalsui.store.claims.backend import (
-    ClaimBackend,
-    SqlClaimBackend,
-    claim_backend_for,
-)
+from goalsui.store.claims.backend import ClaimBackend, SqlClaimBackend
 from goalsui.store.claims.binds import EVENT, INTENT, JOURNAL, RUN
 from goalsui.store.claims.claim import burst_size
 from goalsui.store.claims.shapes import (
@@ -68,5 +64,4 @@ __all__ = [
     "Row",
     "SqlClaimBackend",
     "burst_size",
-    "claim_backend_for",
 ]

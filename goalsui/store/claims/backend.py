@@ -350,11 +350,3 @@ class SqlClaimBackend:
     def prune(self, before: datetime, batch: int = 5000) -> list[Row]:
         """Delete finished runs that started before ``before``; returns (id, output_path)."""
         return housekeeping.prune_runs(self.engine, before=before, batch=batch)
-
-
-def claim_backend_for(
-    engine: Engine, rules: ClaimRules, read_engine: Engine | None = None
-) -> SqlClaimBackend:
-    """A claim backend on ``engine`` applying ``rules``, its kind chosen from the dialect
-    (the scheduler's reads through the store's reader engine, ``read_engine``)."""
-    return SqlClaimBackend(engine, rules, read_engine)
