@@ -18,7 +18,8 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -145,17 +146,6 @@ def _db_identity(db_file: Path) -> list[int]:
 
 
 @dataclass(frozen=True)
-class _Meta:
-    value: str
-
-
-@dataclass(frozen=True)
-class _Goal:
-    goal_id: str
-    status: str
-
-
-@dataclass(frozen=True)
 class _WorkerIntent:
     goal_id: str
     worker: str
@@ -185,9 +175,10 @@ def _db_agrees(db_file: Path, token: str) -> bool:
     if snap is None:
         return False
     try:
-        if snap.records(_Meta, "meta", "WHERE key = ?", (META_KEY,)) != [_Meta(token)]:
+        if snap.scalar("SELECT value FROM meta WHERE key = ?", (META_KEY,)) != token:
             return False
-        active = {g.goal_id: g.status == GoalStatus.ACTIVE for g in snap.records(_Goal, "goal")}
+        goals = snap.conn.execute("SELECT goal_id, status FROM goal")
+        active = {goal_id: status == GoalStatus.ACTIVE for goal_id, status in goals}
         # only those that can disagree: paused ones, and those of goals not active
         inactive = "SELECT goal_id FROM goal WHERE status != ?"
         where = f"WHERE worker IS NOT NULL AND (status = ? OR goal_id IN ({inactive}))"
@@ -234,50 +225,74 @@ def index_is_current(kb_root: Path, state_dir: Path, db_file: Path) -> bool:
         return False
 
 
-def record(
-    state_dir: Path,
-    kb_root: Path,
-    db_file: Path,
-    token: str,
-    previous: str | None,
-    config: Print | None,
-    goals: dict[str, Print | None],
-    removed: list[str],
-    *,
-    partial: bool,
-) -> None:
-    """Write the stamp of a committed sync (``goals``: the prints it took; ``removed``: the
-    goals it forgot; ``previous``: the token it replaced in the database). A partial sync
-    keeps the other goals' prints only when the stamp was the previous sync's and
-    ``goalsui.yaml`` is unchanged (their rows may depend on it)."""
-    root = Path(kb_root).expanduser().resolve()
-    path = Path(state_dir) / STAMP_FILE
-    new: dict[str, Any] = {
-        "version": _VERSION,
-        "kb_root": str(root),
-        "db": _db_identity(db_file),
-        "token": token,
-        "config": config,
-        "goals": {},
-        "complete": True,
-    }
-    if partial:
+@dataclass
+class Stamp:
+    """What one sync read, taken as it reads (``db_file`` None: not a SQLite file, nothing is
+    stamped): the prints, each taken before the files it covers are read, the goals the sync
+    forgot, and the token it writes into the database with the index (``previous``: the
+    token it replaced there)."""
+
+    kb_root: Path
+    state_dir: Path
+    db_file: Path | None
+    config: Print | None = None
+    goals: dict[str, Print | None] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    previous: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.db_file is not None:  # before the sync reads goalsui.yaml
+            self.config = config_print(self.kb_root)
+
+    def take(self, goal_id: str) -> None:
+        """Print a goal tree before the sync reads it."""
+        if self.db_file is not None:
+            self.goals[goal_id] = goal_print(self.kb_root / goal_id)
+
+    def record(self, *, partial: bool) -> None:
+        """After the commit: write the stamp (on failure remove it: never current)."""
+        if self.db_file is None:
+            return
         try:
-            old = json.loads(path.read_bytes())
-            same = old["complete"] is True
-            same = same and all(old[k] == new[k] for k in ("version", "kb_root", "db"))
-            same = same and previous is not None and old["token"] == previous
-            same = same and config is not None and old["config"]["sum"] == config["sum"]
-        except (OSError, ValueError, KeyError, TypeError):
-            same = False
-        if same:
-            new["goals"] = dict(old["goals"])
-        else:  # the other goals' rows are not vouched for: never current until a full sync
-            new["complete"] = False
-    new["goals"].update(goals)
-    for goal_id in removed:
-        new["goals"].pop(goal_id, None)
-    atomic_write(path, json.dumps(new, separators=(",", ":")))
+            content = self._content(self.db_file, partial)
+            atomic_write(self.state_dir / STAMP_FILE, json.dumps(content, separators=(",", ":")))
+        except OSError:
+            with contextlib.suppress(OSError):
+                forget(self.state_dir)
+
+    def _content(self, db_file: Path, partial: bool) -> dict[str, Any]:
+        """The stamp of this sync. A partial sync keeps the other goals' prints only when the
+        stamp was the previous sync's and ``goalsui.yaml`` is unchanged (their rows may
+        depend on it)."""
+        new: dict[str, Any] = {
+            "version": _VERSION,
+            "kb_root": str(Path(self.kb_root).expanduser().resolve()),
+            "db": _db_identity(db_file),
+            "token": self.token,
+            "config": self.config,
+            "goals": {},
+            "complete": True,
+        }
+        if partial:
+            try:
+                old = json.loads((self.state_dir / STAMP_FILE).read_bytes())
+                same = old["complete"] is True
+                same = same and all(old[k] == new[k] for k in ("version", "kb_root", "db"))
+                same = same and self.previous is not None and old["token"] == self.previous
+                same = (
+                    same and self.config is not None and old["config"]["sum"] == self.config["sum"]
+                )
+            except (OSError, ValueError, KeyError, TypeError):
+                same = False
+            if same:
+                new["goals"] = dict(old["goals"])
+            else:  # the other goals' rows are not vouched for: never current until a full sync
+                new["complete"] = False
+        new["goals"].update(self.goals)
+        for goal_id in self.removed:
+            new["goals"].pop(goal_id, None)
+        return new
 
 
 def forget(state_dir: Path) -> None:

@@ -3,10 +3,8 @@ trees, the truth; a goal or worker that fails validation keeps its last good int
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -220,45 +218,6 @@ def forget_goal(s: Session, goal_id: str, now: datetime) -> None:
             s.add(intent)
 
 
-class _Stamp:
-    """What one sync read, for :func:`goalsui.service.index_stamp.index_is_current`
-    (SQLite files only): prints taken before reading, a token written with the index."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
-        self.db_file = sqlite_file(ctx.kb.root, ctx.db_url, ctx.state_dir)
-        self.config = index_stamp.config_print(ctx.kb.root) if self.db_file else None
-        self.goals: dict[str, index_stamp.Print | None] = {}
-        self.removed: list[str] = []
-        self.token = uuid.uuid4().hex
-        self.previous: str | None = None
-
-    def mark(self, s: Session) -> None:
-        """Write this sync's token into its transaction (the stamp must name it)."""
-        if self.db_file is None:
-            return
-        row = s.get(Meta, index_stamp.META_KEY)
-        self.previous = row.value if row is not None else None
-        s.merge(Meta(key=index_stamp.META_KEY, value=self.token))
-
-    def take(self, goal_id: str) -> None:
-        if self.db_file is not None:
-            self.goals[goal_id] = index_stamp.goal_print(self.ctx.kb.root / goal_id)
-
-    def record(self, *, partial: bool) -> None:
-        """After the commit: write the stamp (on failure remove it: never current)."""
-        if self.db_file is None:
-            return
-        try:
-            index_stamp.record(
-                self.ctx.state_dir, self.ctx.kb.root, self.db_file, self.token, self.previous,
-                self.config, self.goals, self.removed, partial=partial,
-            )  # fmt: skip
-        except OSError:
-            with contextlib.suppress(OSError):
-                index_stamp.forget(self.ctx.state_dir)
-
-
 class Index:
     """The KB index of one service: goal rows and worker intents follow the goal trees."""
 
@@ -267,7 +226,9 @@ class Index:
 
     def sync(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
         """Rebuild the goal index and worker intents from the KB; returns the problems."""
-        stamp = _Stamp(self.ctx)  # each print is taken before the files it covers are read
+        db_file = sqlite_file(self.ctx.kb.root, self.ctx.db_url, self.ctx.state_dir)
+        # each print is taken before the files it covers are read
+        stamp = index_stamp.Stamp(self.ctx.kb.root, self.ctx.state_dir, db_file)
         self.ctx.config(reload=True)
         on_disk = set(self.ctx.kb.goal_ids())
         targets = sorted(on_disk if goal_ids is None else set(goal_ids))
@@ -277,7 +238,10 @@ class Index:
         now = self.ctx.now()
         with self.ctx.store.write() as s:
             self.ctx.store.serialize(s, "kb-sync")  # processes syncing at once queue here
-            stamp.mark(s)
+            if db_file is not None:  # the stamp names the token this sync writes
+                row = s.get(Meta, index_stamp.META_KEY)
+                stamp.previous = row.value if row is not None else None
+                s.merge(Meta(key=index_stamp.META_KEY, value=stamp.token))
             # Two reads for all targets instead of two per goal (and an autoflush each).
             goals, workers = _index_rows(s, None if goal_ids is None else targets)
             homes = home_threads(s, None if goal_ids is None else targets)
