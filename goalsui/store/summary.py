@@ -8,12 +8,11 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 
 from goalsui.domain.states import ATTENTION_RUNS
-from goalsui.store.claims.binds import RUN, Stamp
-from goalsui.store.models import Goal, Intent
+from goalsui.store.claims.binds import INTENT, RUN, Stamp
+from goalsui.store.models import Goal
 from goalsui.store.tables import table_of
 
 GOAL: Any = table_of(Goal)
-INTENT: Any = table_of(Intent)
 
 GOAL_COUNT = select(func.count()).select_from(GOAL)
 GOAL_ERROR_COUNT = GOAL_COUNT.where(GOAL.c.error.is_not(None))

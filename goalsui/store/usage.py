@@ -11,32 +11,28 @@ from sqlalchemy.engine import Engine
 
 from goalsui.domain.budget import RunPoint, Spend
 from goalsui.domain.states import EXECUTED_RUNS, RunStatus
-from goalsui.store.claims.binds import Stamp
-from goalsui.store.models import Intent, IntentRun
-from goalsui.store.tables import table_of
+from goalsui.store.claims.binds import INTENT, RUN, Stamp
 
-_RUN = table_of(IntentRun)
-_INTENT = table_of(Intent)
 _KNOWN = or_(
-    _RUN.c.cost_usd.is_not(None), _RUN.c.tokens_in.is_not(None), _RUN.c.tokens_out.is_not(None)
+    RUN.c.cost_usd.is_not(None), RUN.c.tokens_in.is_not(None), RUN.c.tokens_out.is_not(None)
 )
 #: USD, tokens, runs that reported usage, and executed runs that did not
 _SPEND = select(
-    func.coalesce(func.sum(_RUN.c.cost_usd), 0.0),
+    func.coalesce(func.sum(RUN.c.cost_usd), 0.0),
     func.coalesce(
-        func.sum(func.coalesce(_RUN.c.tokens_in, 0) + func.coalesce(_RUN.c.tokens_out, 0)), 0
+        func.sum(func.coalesce(RUN.c.tokens_in, 0) + func.coalesce(RUN.c.tokens_out, 0)), 0
     ),
     func.coalesce(func.sum(case((_KNOWN, 1), else_=0)), 0),
-    func.coalesce(func.sum(case((and_(~_KNOWN, _RUN.c.status.in_(EXECUTED_RUNS)), 1), else_=0)), 0),
-).select_from(_RUN)
+    func.coalesce(func.sum(case((and_(~_KNOWN, RUN.c.status.in_(EXECUTED_RUNS)), 1), else_=0)), 0),
+).select_from(RUN)
 #: ... of the runs started in [``_start``, ``_end``) (the first frame runs it compiled)
 SPEND_BETWEEN = _SPEND.where(
-    _RUN.c.started_at >= bindparam("_start", type_=Stamp()),
-    _RUN.c.started_at < bindparam("_end", type_=Stamp()),
+    RUN.c.started_at >= bindparam("_start", type_=Stamp()),
+    RUN.c.started_at < bindparam("_end", type_=Stamp()),
 )
 #: ... of one goal's runs (``_goal``; the console's budget lines run it compiled)
-SPEND_OF_GOAL = SPEND_BETWEEN.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id).where(
-    _INTENT.c.goal_id == bindparam("_goal")
+SPEND_OF_GOAL = SPEND_BETWEEN.join(INTENT, INTENT.c.id == RUN.c.intent_id).where(
+    INTENT.c.goal_id == bindparam("_goal")
 )
 
 
@@ -53,7 +49,7 @@ def spend(
     if goal_id is not None:
         q, params["_goal"] = SPEND_OF_GOAL, goal_id
         if worker is not None:
-            q = q.where(_INTENT.c.worker == worker)
+            q = q.where(INTENT.c.worker == worker)
     with engine.connect() as conn:
         row = conn.execute(q, params).one()
     return Spend(float(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0))
@@ -63,9 +59,9 @@ def recent_runs(engine: Engine, intent_id: int, limit: int = 30) -> list[RunPoin
     """The intent's last ``limit`` executed runs, oldest first."""
     columns = ["id", "status", "started_at", "finished_at", "cost_usd", "tokens_in", "tokens_out"]
     q = (
-        select(*(_RUN.c[name] for name in columns))
-        .where(_RUN.c.intent_id == intent_id, _RUN.c.status.in_(EXECUTED_RUNS))
-        .order_by(_RUN.c.id.desc())
+        select(*(RUN.c[name] for name in columns))
+        .where(RUN.c.intent_id == intent_id, RUN.c.status.in_(EXECUTED_RUNS))
+        .order_by(RUN.c.id.desc())
         .limit(limit)
     )
     with engine.connect() as conn:
@@ -125,25 +121,25 @@ def run_stats(
     engine: Engine, duration_bounds: tuple[float, ...], lateness_bounds: tuple[float, ...]
 ) -> RunStats:
     """Run counts by status and kind, intents by status, spend, and the two histograms."""
-    kind = func.coalesce(_INTENT.c.kind, "unknown")
+    kind = func.coalesce(INTENT.c.kind, "unknown")
     by_status = (
-        select(_RUN.c.status, kind, func.count())
-        .select_from(_RUN.outerjoin(_INTENT, _INTENT.c.id == _RUN.c.intent_id))
-        .group_by(_RUN.c.status, kind)
+        select(RUN.c.status, kind, func.count())
+        .select_from(RUN.outerjoin(INTENT, INTENT.c.id == RUN.c.intent_id))
+        .group_by(RUN.c.status, kind)
     )
-    intents = select(_INTENT.c.status, func.count()).group_by(_INTENT.c.status)
-    goal, worker = func.coalesce(_INTENT.c.goal_id, ""), func.coalesce(_INTENT.c.worker, "")
+    intents = select(INTENT.c.status, func.count()).group_by(INTENT.c.status)
+    goal, worker = func.coalesce(INTENT.c.goal_id, ""), func.coalesce(INTENT.c.worker, "")
     cost = (
-        select(goal, worker, func.sum(_RUN.c.cost_usd))
-        .select_from(_RUN.join(_INTENT, _INTENT.c.id == _RUN.c.intent_id))
-        .where(_RUN.c.cost_usd.is_not(None))
+        select(goal, worker, func.sum(RUN.c.cost_usd))
+        .select_from(RUN.join(INTENT, INTENT.c.id == RUN.c.intent_id))
+        .where(RUN.c.cost_usd.is_not(None))
         .group_by(goal, worker)
     )
     tokens = select(
-        func.coalesce(func.sum(_RUN.c.tokens_in), 0), func.coalesce(func.sum(_RUN.c.tokens_out), 0)
+        func.coalesce(func.sum(RUN.c.tokens_in), 0), func.coalesce(func.sum(RUN.c.tokens_out), 0)
     )
     budget = select(func.count()).where(
-        _RUN.c.status == RunStatus.SKIPPED, _RUN.c.reason.like("budget:%")
+        RUN.c.status == RunStatus.SKIPPED, RUN.c.reason.like("budget:%")
     )
     with engine.connect() as conn:
         budget_skips = int(conn.execute(budget).scalar() or 0)
@@ -151,10 +147,10 @@ def run_stats(
         by_intent = {r[0]: int(r[1]) for r in conn.execute(intents)}
         spent = {(r[0], r[1]): float(r[2] or 0) for r in conn.execute(cost)}
         tin, tout = conn.execute(tokens).one()
-    took = _seconds_between(engine, _RUN.c.finished_at, _RUN.c.started_at)
-    late = _seconds_between(engine, _RUN.c.started_at, _RUN.c.planned_at)
-    finished = and_(_RUN.c.finished_at.is_not(None), _RUN.c.status.in_(EXECUTED_RUNS))
-    planned = and_(_RUN.c.planned_at.is_not(None), _RUN.c.status.in_(EXECUTED_RUNS))
+    took = _seconds_between(engine, RUN.c.finished_at, RUN.c.started_at)
+    late = _seconds_between(engine, RUN.c.started_at, RUN.c.planned_at)
+    finished = and_(RUN.c.finished_at.is_not(None), RUN.c.status.in_(EXECUTED_RUNS))
+    planned = and_(RUN.c.planned_at.is_not(None), RUN.c.status.in_(EXECUTED_RUNS))
     return RunStats(
         runs=runs,
         intents=by_intent,
