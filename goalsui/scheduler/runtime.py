@@ -189,24 +189,20 @@ class Runtime:
             message = f"cannot write ({cause}): {message}"
         self.error = message
         trouble = None if part is None else self.troubles.get(part)
-        if part is not None and trouble is None:
-            trouble = self.troubles[part] = Trouble(message)
-        elif trouble is not None:
+        if trouble is None:  # a first failure: logged with its traceback
+            if part is not None:
+                self.troubles[part] = Trouble(message, next_log=time.monotonic() + REPEAT_LOG_EVERY)
+            log.warning("%s", message, exc_info=exc)
+        else:
             trouble.message = message
             trouble.attempts += 1
             if time.monotonic() < trouble.next_log:
                 trouble.held += 1
                 return
-        if trouble is not None:
             trouble.next_log = time.monotonic() + REPEAT_LOG_EVERY
-            if trouble.attempts > 1:
-                message = f"{message} (still failing: {trouble.attempts} attempts, {trouble.held + 1} since the last line)"
-                trouble.held = 0
-                log.warning("%s", message)
-            else:
-                log.warning("%s", message, exc_info=exc)
-        else:
-            log.warning("%s", message, exc_info=exc)
+            message = f"{message} (still failing: {trouble.attempts} attempts, {trouble.held + 1} since the last line)"
+            trouble.held = 0
+            log.warning("%s", message)
         self.emit(SchedulerEvent("error", message=message, at=self.clock()))
 
     def ok(self, part: str | None = None) -> None:
