@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import timedelta
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``retry`` of goalsui.yaml: the backoff and the failures before auto-disable."""
+
+    base_seconds: float = 2
+    cap_seconds: float = 300
+    max_consecutive_failures: int = 5
 
 
 def retry_delay(n_failures: int, base: float = 2, cap: float = 300) -> timedelta:

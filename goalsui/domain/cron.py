@@ -140,10 +140,6 @@ def is_every_hour(expr: str) -> bool:
     return _compile(expr).every_hour
 
 
-def _zone(tz: str | tzinfo) -> tzinfo:
-    return load_zone(tz) if isinstance(tz, str) else tz
-
-
 def _iter_after(spec: _Spec, zone: tzinfo, after: datetime) -> Iterator[datetime]:
     """Instants (aware UTC) strictly after ``after``, ascending, without duplicates."""
     local = after.astimezone(zone)
@@ -183,7 +179,7 @@ def _iter_after(spec: _Spec, zone: tzinfo, after: datetime) -> Iterator[datetime
 def next_occurrence(expr: str, tz: str | tzinfo, after: datetime) -> datetime:
     """The first occurrence of ``expr`` in ``tz`` strictly after ``after`` (aware), in UTC."""
     spec = _compile(expr)
-    zone = _zone(tz)
+    zone = load_zone(tz)
     for instant in _iter_after(spec, zone, ensure_utc(after)):
         return instant
     raise _bad(expr, "it never fires again")
@@ -191,4 +187,4 @@ def next_occurrence(expr: str, tz: str | tzinfo, after: datetime) -> datetime:
 
 def occurrences(expr: str, tz: str | tzinfo, start: datetime, count: int) -> list[datetime]:
     """The first ``count`` occurrences strictly after ``start``: aware UTC, ascending."""
-    return list(islice(_iter_after(_compile(expr), _zone(tz), ensure_utc(start)), count))
+    return list(islice(_iter_after(_compile(expr), load_zone(tz), ensure_utc(start)), count))

@@ -41,13 +41,13 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 def night_of(when: datetime, tz: str | tzinfo | None = None) -> date:
     """The night ``when`` belongs to: before noon in ``tz``, the night that began the
     evening before (02:30 on the 4th is the night of the 3rd)."""
-    local = when if tz is None else when.astimezone(load_zone(tz) if isinstance(tz, str) else tz)
+    local = when if tz is None else when.astimezone(load_zone(tz))
     return local.date() if local.time() >= NOON else local.date() - timedelta(days=1)
 
 
 def night_window(night: date, tz: str | tzinfo) -> tuple[datetime, datetime]:
     """The night of ``night``: noon on its date to noon the next day in ``tz``, aware."""
-    zone = load_zone(tz) if isinstance(tz, str) else tz
+    zone = load_zone(tz)
     start = localize(datetime.combine(night, NOON), zone)
     return start, localize(datetime.combine(night + timedelta(days=1), NOON), zone)
 

@@ -99,14 +99,7 @@ def parse_until(text: str, now: datetime, tz: str | tzinfo | None = None) -> dat
     value = (text or "").strip()
     if not value:
         raise ValidationError("--until is empty: use 8h, 07:30 or an ISO timestamp")
-    if isinstance(tz, str):
-        zone: tzinfo = load_zone(tz)
-    elif tz is not None:
-        zone = tz
-    else:
-        local = now.astimezone().tzinfo
-        assert local is not None  # astimezone() always sets one
-        zone = local
+    zone = load_zone(tz if tz is not None else now.astimezone().tzinfo or UTC)
     if re.fullmatch(r"\d{1,2}:\d{2}", value):
         hours, minutes = (int(x) for x in value.split(":"))
         if hours > 23 or minutes > 59:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from croniter import croniter
 
+from goalsui.domain.backoff import RetryPolicy, retry_delay
 from goalsui.domain.checklist import checklist_is_empty
 from goalsui.domain.cron import ALIASES, is_every_hour, occurrences
 from goalsui.domain.durations import format_duration
@@ -29,7 +30,7 @@ from goalsui.domain.planned import (
     plan_window,
 )
 from goalsui.domain.records import IntentRecord, RunRecord
-from goalsui.domain.states import IntentKind, IntentStatus, RunStatus
+from goalsui.domain.states import EXECUTED_RUNS, IntentKind, IntentStatus
 from goalsui.domain.ticks import heartbeat_checklist, in_active_hours
 from goalsui.domain.timeutil import load_zone, wall_instants
 from goalsui.domain.triggers import next_due
@@ -42,13 +43,12 @@ HISTORY_LIMIT = 5000
 TYPICAL_RUNS = 20
 #: reads a KB text file of a goal: ``read(goal_id, rel_path)``
 TextReader = Callable[[str, str], str]
-
-
-class RetrySettings(Protocol):
-    @property
-    def base_seconds(self) -> float: ...
-    @property
-    def cap_seconds(self) -> float: ...
+#: a fire asked for by hand or by a failure, and its rule
+_PENDING = {
+    "run-now": "run-now pending",
+    "retry": "retry requested",
+    "catch-up": "catch-up requested",
+}
 
 
 class PlanSettings(Protocol):
@@ -59,7 +59,7 @@ class PlanSettings(Protocol):
     @property
     def catch_up_limit(self) -> timedelta: ...
     @property
-    def retry(self) -> RetrySettings: ...
+    def retry(self) -> RetryPolicy: ...
 
 
 def skips_empty_checklist(intent: IntentRecord, read: TextReader | None = None) -> bool:
@@ -89,11 +89,7 @@ def _durations(runs: Sequence[RunRecord]) -> dict[int, list[float]]:
     """The durations (seconds) of each intent's recent finished runs, newest first."""
     by_intent: dict[int, list[float]] = defaultdict(list)
     for run in runs:  # newest first
-        if run.finished_at is None or run.status in (
-            RunStatus.SKIPPED,
-            RunStatus.MISSED,
-            RunStatus.RUNNING,
-        ):
+        if run.finished_at is None or run.status not in EXECUTED_RUNS:
             continue
         values = by_intent[run.intent_id]
         if len(values) < TYPICAL_RUNS:
@@ -136,12 +132,9 @@ def _on_schedule(intent: IntentRecord, after: datetime) -> tuple[datetime, str, 
 
 
 def _display_zone(intent: IntentRecord) -> str:
-    if (
-        intent.kind != IntentKind.CRON
-        and intent.active_hours
-        and intent.active_hours.get("timezone")
-    ):
-        return str(intent.active_hours["timezone"])
+    hours_zone = (intent.active_hours or {}).get("timezone")
+    if intent.kind != IntentKind.CRON and hours_zone:
+        return str(hours_zone)
     return intent.timezone or "UTC"
 
 
@@ -149,17 +142,14 @@ def _display_zone(intent: IntentRecord) -> str:
 class _Planner:
     now: datetime
     until: datetime
-    catch_up_limit: timedelta
-    default_timeout: timedelta
+    settings: PlanSettings
     lengths: dict[int, list[float]]
     display: tzinfo | None = None  # one zone for every time shown; None: each intent's own
-    retry_base: float = 2
-    retry_cap: float = 300
     read: TextReader | None = None
     out: list[PlannedFire] = field(default_factory=list)
 
     def length(self, intent: IntentRecord) -> tuple[timedelta, str]:
-        timeout = timedelta(seconds=intent.timeout_s) if intent.timeout_s else self.default_timeout
+        timeout = timedelta(seconds=intent.timeout_s) if intent.timeout_s else self.settings.timeout
         return expected_length(self.lengths.get(intent.id, []), timeout)
 
     def zone(self, intent: IntentRecord) -> tzinfo:
@@ -177,8 +167,14 @@ class _Planner:
             "length_basis": basis,
         }
 
+    def add(
+        self, intent: IntentRecord, kind: str, rule: str, at: datetime | None, **extra: Any
+    ) -> None:
+        """One line of the plan about ``intent`` (``extra``: more fields of the line)."""
+        self.out.append(PlannedFire(at=at, kind=kind, rule=rule, **extra, **self.base(intent)))
+
     def note(self, intent: IntentRecord, rule: str, at: datetime | None = None) -> None:
-        self.out.append(PlannedFire(at=at, kind="note", rule=rule, **self.base(intent)))
+        self.add(intent, "note", rule, at)
 
     def intent(self, intent: IntentRecord) -> None:
         status = intent.status
@@ -223,12 +219,8 @@ class _Planner:
             and intent.status == IntentStatus.ACTIVE
         ):
             at = max(intent.next_run_at, self.now)
-            self.add_fire(
-                intent,
-                at,
-                f"event pending (event {intent.pending_event_id})",
-                "event",
-            )
+            rule = f"event pending (event {intent.pending_event_id})"
+            self.add(intent, "fire", rule, at, trigger="event")
         text = f"waits for events from '{intent.event_source}'"
         if intent.event_filter:
             text += " matching its filter"
@@ -253,36 +245,25 @@ class _Planner:
             self.note(intent, "no next run planned")
             return None
         pending = intent.pending_trigger
-        if pending in ("run-now", "retry", "catch-up") and first <= self.now + timedelta(seconds=1):
-            rule = {
-                "run-now": "run-now pending",
-                "retry": "retry requested",
-                "catch-up": "catch-up requested",
-            }[pending]
-            return max(first, self.now), rule, pending, False
-        if intent.consecutive_failures > 0:
-            delay = min(self.retry_base ** min(intent.consecutive_failures, 64), self.retry_cap)
+        if pending in _PENDING and first <= self.now + timedelta(seconds=1):
+            return max(first, self.now), _PENDING[pending], pending, False
+        failures = intent.consecutive_failures
+        if failures > 0:
+            retry = self.settings.retry
+            delay = retry_delay(failures, retry.base_seconds, retry.cap_seconds)
             rule = (
-                f"retry after {intent.consecutive_failures} consecutive failure"
-                f"{'s' if intent.consecutive_failures != 1 else ''} (backoff {format_duration(timedelta(seconds=delay))})"
+                f"retry after {failures} consecutive failure"
+                f"{'s' if failures != 1 else ''} (backoff {format_duration(delay)})"
             )
             return max(first, self.now), rule, "retry", False
         if first < self.now:
-            overdue = self.now - first
-            if overdue > self.catch_up_limit:
-                zone = self.zone(intent)
-                self.out.append(
-                    PlannedFire(
-                        at=self.now,
-                        kind="skip",
-                        rule=(
-                            f"missed: due {local_text(first, zone)}, overdue by more than "
-                            f"{format_duration(self.catch_up_limit)} (recorded missed, then the next occurrence)"
-                        ),
-                        trigger="catch-up",
-                        **self.base(intent),
-                    )
+            limit = self.settings.catch_up_limit
+            if self.now - first > limit:
+                rule = (
+                    f"missed: due {local_text(first, self.zone(intent))}, overdue by more than "
+                    f"{format_duration(limit)} (recorded missed, then the next occurrence)"
                 )
+                self.add(intent, "skip", rule, self.now, trigger="catch-up")
                 return _on_schedule(intent, self.now)
             return (
                 self.now,
@@ -337,7 +318,7 @@ class _Planner:
                 done = intent.max_fires is not None and fires >= intent.max_fires
                 if done:
                     text += f"; max_fires {intent.max_fires} reached: then done"
-                self.add_fire(intent, at, text, trigger)
+                self.add(intent, "fire", text, at, trigger=trigger)
                 emitted += 1
                 if done:
                     return
@@ -352,11 +333,6 @@ class _Planner:
             return found[0] if found else None
         return next_due(intent.kind, intent.schedule, intent.timezone, at)
 
-    def add_fire(self, intent: IntentRecord, at: datetime, rule: str, trigger: str) -> None:
-        self.out.append(
-            PlannedFire(at=at, kind="fire", rule=rule, trigger=trigger, **self.base(intent))
-        )
-
     def add_skip(self, intent: IntentRecord, at: datetime, rule: str) -> None:
         last = self.out[-1] if self.out else None
         if (
@@ -367,7 +343,7 @@ class _Planner:
         ):
             self.out[-1] = replace(last, count=last.count + 1, last_at=at)
             return
-        self.out.append(PlannedFire(at=at, kind="skip", rule=rule, last_at=at, **self.base(intent)))
+        self.add(intent, "skip", rule, at, last_at=at)
 
 
 def _overlaps(
@@ -430,12 +406,9 @@ def plan_fires(
     planner = _Planner(
         now=now,
         until=until,
-        catch_up_limit=settings.catch_up_limit,
-        default_timeout=settings.timeout,
+        settings=settings,
         lengths=_durations(history),
         display=zone,
-        retry_base=settings.retry.base_seconds,
-        retry_cap=settings.retry.cap_seconds,
         read=read,
     )
     for intent in intents:
@@ -446,9 +419,9 @@ def plan_fires(
     notes = [f for f in planner.out if f.at is None or f.kind == "note"]
     timed = sorted((f for f in planner.out if f.kind != "note"), key=lambda f: (f.at, f.label))
     ids = {i.id: i for i in intents}
-    live: dict[int, tuple[RunRecord, datetime]] = {}
-    for run in running:
-        found = ids.get(run.intent_id)
-        if found is not None:
-            live[run.intent_id] = (run, run.started_at + planner.length(found)[0])
+    live = {
+        r.intent_id: (r, r.started_at + planner.length(ids[r.intent_id])[0])
+        for r in running
+        if r.intent_id in ids
+    }
     return notes + _overlaps(timed, live, zone)

@@ -38,9 +38,10 @@ def ensure_utc(dt: datetime) -> datetime:
     return dt.astimezone(UTC)
 
 
-def load_zone(name: str | tzinfo) -> ZoneInfo:
-    """The IANA zone called ``name``; ScheduleError ``unknown timezone '...'`` otherwise."""
-    if isinstance(name, ZoneInfo):
+def load_zone(name: str | tzinfo) -> tzinfo:
+    """The IANA zone called ``name`` (a zone passed in is returned as it is); ScheduleError
+    ``unknown timezone '...'`` otherwise."""
+    if isinstance(name, tzinfo):
         return name
     if not isinstance(name, str):
         raise ScheduleError(f"unknown timezone {quote(name)}")
@@ -93,7 +94,7 @@ def gap_end(wall: datetime, zone: tzinfo) -> datetime:
 
 def localize(wall: datetime, zone: str | tzinfo) -> datetime:
     """A naive wall time in ``zone`` as aware UTC: a gap's end, or the first occurrence."""
-    z = load_zone(zone) if isinstance(zone, str) else zone
+    z = load_zone(zone)
     instants = wall_instants(wall, z)
     return instants[0] if instants else gap_end(wall, z)
 
@@ -132,7 +133,7 @@ def parse_instant(text: str, tz: str | tzinfo | None = None) -> datetime:
                 f"timestamp {quote(text)} has no UTC offset; "
                 "add one (e.g. +01:00 or Z) or pass --tz"
             )
-        return localize(dt, load_zone(tz) if isinstance(tz, str) else tz)
+        return localize(dt, tz)
     except OverflowError:
         raise ScheduleError(f"invalid timestamp {quote(text)}: out of range") from None
 

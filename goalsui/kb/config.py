@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from goalsui.domain.agents import AGENTS
+from goalsui.domain.backoff import RetryPolicy
 from goalsui.domain.budget import Budget
 from goalsui.domain.capabilities import CAPABILITIES
 from goalsui.domain.cron import validate_cron
@@ -50,13 +51,6 @@ class RunnerSpec:
         head = {"agent": self.agent} if self.agent else {"command": list(self.command or ())}
         extra = {"model": self.model, "args": list(self.args), "tools": list(self.tools)}
         return head | {key: value for key, value in extra.items() if value}  # args: agents only
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    base_seconds: float = 2
-    cap_seconds: float = 300
-    max_consecutive_failures: int = 5
 
 
 @dataclass(frozen=True)
