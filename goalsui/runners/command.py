@@ -199,14 +199,15 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 _SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 
 
-async def _spawn(
-    args: list[str], *, cwd: str | None, env: dict[str, str] | None
-) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None]:
-    """Start ``args`` in a new session; on Linux under the turn supervisor."""
+async def _start(
+    args: list[str], cwd: Path | None, env: Mapping[str, str] | None, sink: _LogSink
+) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None] | CommandResult:
+    """Start ``args`` in a new session, on Linux under the turn supervisor; a failed result
+    (logged and the log closed) when it cannot start."""
     loop = asyncio.get_running_loop()
     status_r: int | None = None
     pass_fds: tuple[int, ...] = ()
-    preexec = child_setup()
+    spawned, preexec = args, child_setup()
     supervisor = supervisor_setup()
     if supervisor is not None and os.path.isdir("/proc"):  # the program's argv goes in its env
         preexec = supervisor
@@ -214,12 +215,12 @@ async def _spawn(
         status_r, status_w = os.pipe()
         os.set_blocking(status_r, False)
         head = [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), str(_LEFTOVER_GRACE)]
-        args = [*head, str(status_w)]
+        spawned = [*head, str(status_w)]
         pass_fds = (status_w,)
     try:
         transport, protocol = await loop.subprocess_exec(
             lambda: _ExitAwareProtocol(limit=_CHUNK, loop=loop),
-            *args,
+            *spawned,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -229,10 +230,14 @@ async def _spawn(
             cwd=cwd,
             env=env,
         )
-    except BaseException:
+    except BaseException as exc:
         if status_r is not None:
             os.close(status_r)
-        raise
+        if not isinstance(exc, OSError | ValueError | TypeError):
+            raise
+        failed = _not_started(args[0], exc, cwd)
+        await sink.close(failed.reason or "")
+        return failed
     finally:
         for fd in pass_fds:
             os.close(fd)
@@ -398,22 +403,6 @@ def _refuse_start(args: list[str], cwd: Path | None) -> CommandResult | None:
     else:
         return None
     return CommandResult("failed", None, "", reason=reason)
-
-
-async def _start(
-    args: list[str], cwd: Path | None, env: Mapping[str, str] | None, sink: _LogSink
-) -> tuple[asyncio.subprocess.Process, asyncio.Event, int | None] | CommandResult:
-    """Spawn the program; a failed result (logged and the log closed) when it cannot start."""
-    try:
-        return await _spawn(
-            args,
-            cwd=str(cwd) if cwd is not None else None,
-            env=dict(env) if env is not None else None,
-        )
-    except (OSError, ValueError, TypeError) as exc:
-        failed = _not_started(args[0], exc, Path(cwd) if cwd is not None else None)
-    await sink.close(failed.reason or "")
-    return failed
 
 
 class _Running:

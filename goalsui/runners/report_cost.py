@@ -4,12 +4,11 @@ reported nothing count as ``unknown``, never as zero cost."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo
 
-from goalsui.domain.budget import format_tokens, format_usd
+from goalsui.domain.budget import Spend, format_tokens, format_usd
 from goalsui.domain.states import EXECUTED_RUNS
 from goalsui.domain.untrusted import plain
 from goalsui.store.models import IntentRun
@@ -27,24 +26,26 @@ class _Entry(Protocol):
     label: str
 
 
-@dataclass
-class _Tally:
-    usd: float = 0.0
-    tokens: int = 0
-    runs: int = 0
-    unknown: int = 0
+def _reported(run: IntentRun) -> bool:
+    return not (run.cost_usd is None and run.tokens_in is None and run.tokens_out is None)
 
-    def add(self, run: IntentRun) -> None:
-        if run.cost_usd is None and run.tokens_in is None and run.tokens_out is None:
-            if run.status in EXECUTED_RUNS:
-                self.unknown += 1
-            return
-        self.runs += 1
-        self.usd += run.cost_usd or 0.0
-        self.tokens += (run.tokens_in or 0) + (run.tokens_out or 0)
 
-    def usd_text(self) -> str:
-        return format_usd(self.usd) if self.runs else "unknown"
+def _tally(runs: Sequence[IntentRun]) -> Spend:
+    """What ``runs`` reported; an executed run that reported nothing counts as unknown."""
+    said = [r for r in runs if _reported(r)]
+    return Spend(
+        usd=sum(r.cost_usd or 0.0 for r in said),
+        tokens=sum((r.tokens_in or 0) + (r.tokens_out or 0) for r in said),
+        runs=len(said),
+        unknown=sum(1 for r in runs if not _reported(r) and r.status in EXECUTED_RUNS),
+    )
+
+
+def _texts(spend: Spend) -> tuple[str, str]:
+    """The cost and the tokens of ``spend`` as text; ``unknown`` when no run reported usage."""
+    if not spend.runs:
+        return "unknown", "unknown"
+    return format_usd(spend.usd), format_tokens(spend.tokens)
 
 
 def cell(text: object, limit: int = 120) -> str:
@@ -59,13 +60,11 @@ def run_ids(ids: Sequence[int | None]) -> str:
 
 def cost_summary(entries: Sequence[_Entry]) -> str:
     """One summary line: the night's reported cost and how many runs did not say."""
-    total = _Tally()
-    for e in entries:
-        total.add(e.run)
+    total = _tally([e.run for e in entries])
+    usd, tokens = _texts(total)
     unknown = f"; {total.unknown} run(s) reported no usage" if total.unknown else ""
     return (
-        f"- Cost: {total.usd_text()} reported by {total.runs} run(s), "
-        f"{format_tokens(total.tokens) if total.runs else 'unknown'} tokens{unknown} "
+        f"- Cost: {usd} reported by {total.runs} run(s), {tokens} tokens{unknown} "
         "(source: goalsui database, intent_run usage; see Cost below)."
     )
 
@@ -79,18 +78,17 @@ def cost_lines(
 ) -> list[str]:
     """The ``## Cost`` section (markdown lines)."""
     lines = ["## Cost", ""]
-    per_worker: dict[str, _Tally] = {}
-    ids_of: dict[str, list[int | None]] = {}
+    runs_of: dict[str, list[IntentRun]] = {}
     for e in entries:
-        per_worker.setdefault(e.label, _Tally()).add(e.run)
-        ids_of.setdefault(e.label, []).append(e.run.id)
+        runs_of.setdefault(e.label, []).append(e.run)
+    per_worker = {label: _tally(runs) for label, runs in runs_of.items()}
     lines.append("| worker | runs with usage | cost | tokens | no usage reported | source |")
     lines.append("| --- | ---: | ---: | ---: | ---: | --- |")
     for label, t in sorted(per_worker.items(), key=lambda kv: (-kv[1].usd, kv[0])):
-        tokens = format_tokens(t.tokens) if t.runs else "unknown"
-        source = run_ids(ids_of[label])
+        usd, tokens = _texts(t)
+        source = run_ids([r.id for r in runs_of[label]])
         lines.append(
-            f"| {cell(label, 80)} | {t.runs} | {t.usd_text()} | {tokens} | {t.unknown} | {source} |"
+            f"| {cell(label, 80)} | {t.runs} | {usd} | {tokens} | {t.unknown} | {source} |"
         )
     priced = [e for e in entries if e.run.cost_usd is not None]
     priced.sort(key=lambda e: (-(e.run.cost_usd or 0.0), e.run.id or 0))
@@ -108,8 +106,7 @@ def cost_lines(
     for back in range(NIGHTS):
         shift = timedelta(days=back)
         spent = service.costs.spend(start - shift, end - shift, goal_id=goal_id)
-        cost = format_usd(spent.usd) if spent.runs else "unknown"
-        tokens = format_tokens(spent.tokens) if spent.runs else "unknown"
+        cost, tokens = _texts(spent)
         day = (start - shift).astimezone(zone).date().isoformat()
         lines.append(
             f"- Night of {day}: {cost}, {tokens} tokens, {spent.runs} run(s) with usage, "

@@ -53,11 +53,8 @@ def _claude_stream(messages: list[dict[str, Any]]) -> ParsedOutput | None:
     results = [m for m in messages if m.get("type") == "result"]
     if not results:
         return None
-    model = None
-    for m in messages:
-        if m.get("type") == "system" and isinstance(m.get("model"), str):
-            model = m["model"]
-    return _claude_result(results[-1], model=model)
+    systems = [m for m in messages if m.get("type") == "system" and isinstance(m.get("model"), str)]
+    return _claude_result(results[-1], model=systems[-1]["model"] if systems else None)
 
 
 def _claude_result(doc: dict[str, Any], model: str | None) -> ParsedOutput:
@@ -179,15 +176,8 @@ def _loads(text: str) -> Any:
 
 def _json_lines(text: str) -> list[dict[str, Any]]:
     """Every non-blank line as a JSON object, or [] when any line is not one."""
-    out = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        data = _loads(line.strip())
-        if not isinstance(data, dict):
-            return []
-        out.append(data)
-    return out
+    rows = [_loads(line.strip()) for line in text.splitlines() if line.strip()]
+    return rows if all(isinstance(row, dict) for row in rows) else []
 
 
 def _money(value: Any) -> float | None:

@@ -127,11 +127,7 @@ def register(ctx: ToolContext) -> None:
         read_only=True,
     )
     def get_goal(goal_id: GoalArg = None) -> GoalInfo:
-        if not goal_id:
-            if scope.goal_id is None:
-                raise ToolFailure("name the goal (argument 'goal_id')")
-            goal_id = scope.goal_id
-        return goal_info(svc.goals.get(visible(goal_id)))
+        return goal_info(svc.goals.get(visible(goal_id or scope.goal(None))))
 
     @ctx.tool(
         "Create a goal",

@@ -10,6 +10,7 @@ from typing_extensions import TypedDict
 
 from goalsui.domain.durations import parse_duration
 from goalsui.domain.timeutil import parse_instant
+from goalsui.domain.views import json_fields
 from goalsui.mcp.scope import Scope
 from goalsui.mcp.tools import Cursor, Paged, ToolContext, ToolFailure, page
 from goalsui.store.models import Intent
@@ -51,11 +52,8 @@ class IntentList(Paged):
 
 
 def intent_json(i: Intent) -> IntentInfo:
-    """The intent's fields that :class:`IntentInfo` names."""
-    info = {key: getattr(i, key) for key in IntentInfo.__annotations__}
-    info["id"] = i.id or 0
-    info["next_run_at"] = i.next_run_at.isoformat(timespec="seconds") if i.next_run_at else None
-    return cast(IntentInfo, info)
+    """The intent's fields that :class:`IntentInfo` names (times ISO 8601 to the second)."""
+    return cast(IntentInfo, json_fields(i, " ".join(IntentInfo.__annotations__)))
 
 
 def in_scope(scope: Scope, intent: Intent) -> bool:
