@@ -26,6 +26,7 @@ from goalsui.domain.triggers import next_due
 from goalsui.errors import GoalsuiError
 from goalsui.kb.config import KBConfig
 from goalsui.store.claims import (
+    RELEASED,
     AfterDecision,
     CatchUpPlan,
     ClaimAction,
@@ -141,12 +142,7 @@ def _overlapping(
 def decide_after(row: Row, c: Completion, now: datetime, config: KBConfig) -> AfterDecision:
     """How an intent changes after a run ended with ``c.status`` (the row is ours, firing)."""
     pause = row.get("pending_trigger") in PAUSE_REQUESTS
-    values: Row = {
-        "lease_owner": None,
-        "lease_until": None,
-        "pending_trigger": None,
-        "pending_event_id": None,
-    }
+    values: Row = dict(RELEASED)
     d = AfterDecision(values=values)
     if c.status in FAILURE_RUNS:
         _after_failure(d, row, c, now, config, pause)
@@ -250,11 +246,8 @@ def plan_catch_up(row: Row, now: datetime, limit: timedelta) -> CatchUpPlan | No
         return CatchUpPlan(missed=[], fire_at=first, next_run_at=None, coalesced=1)
     if kind not in (IntentKind.CRON, IntentKind.HEARTBEAT):
         return None
-    if kind == IntentKind.HEARTBEAT:
-        walk = _walk_heartbeat(row, first, horizon, now)
-    else:
-        walk = _walk_cron(row, first, horizon, now)
-    missed, more, coalesced, last_inside = walk
+    walk = _walk_heartbeat if kind == IntentKind.HEARTBEAT else _walk_cron
+    missed, more, coalesced, last_inside = walk(row, first, horizon, now)
     if last_inside is not None:
         return CatchUpPlan(
             missed=missed,

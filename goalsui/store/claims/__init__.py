@@ -28,6 +28,7 @@ from goalsui.store.claims.claim import burst_size
 from goalsui.store.claims.shapes import (
     CLAIM_BATCH,
     JOURNAL_DETAIL_LIMIT,
+    RELEASED,
     AfterDecision,
     BurstProbe,
     CatchUpPlan,
@@ -48,6 +49,7 @@ __all__ = [
     "INTENT",
     "JOURNAL",
     "JOURNAL_DETAIL_LIMIT",
+    "RELEASED",
     "RUN",
     "AfterDecision",
     "BurstProbe",

@@ -17,6 +17,7 @@ from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.domain.text import strip_nul
 from goalsui.store.claims.shapes import (
     JOURNAL_DETAIL_LIMIT,
+    RELEASED,
     AfterDecision,
     Cas,
     ClaimAction,
@@ -104,13 +105,7 @@ def plan_claims(
     now_s, until_s = stamp(now), stamp(lease_until)
     # What every claimed row gets, and what a fired one gets besides: one dict update
     # each, at C speed.
-    other = {
-        "lease_owner": None,
-        "lease_until": None,
-        "pending_trigger": None,
-        "pending_event_id": None,
-        "updated_at": now,
-    }
+    other = {**RELEASED, "updated_at": now}
     fired = {
         **other,
         "status": IntentStatus.FIRING,
@@ -241,10 +236,7 @@ def review_decision(row: Row, c: Completion) -> AfterDecision:
         "status": IntentStatus.PAUSED,
         "next_run_at": None,
         "last_error": error[:2000],
-        "lease_owner": None,
-        "lease_until": None,
-        "pending_trigger": None,
-        "pending_event_id": None,
+        **RELEASED,
     }
     return AfterDecision(
         values=values,

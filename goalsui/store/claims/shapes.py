@@ -20,6 +20,8 @@ Row = dict[str, Any]
 CLAIM_BATCH = 500
 #: A batch with more journal lines of one action than this gets one summary line.
 JOURNAL_DETAIL_LIMIT = 20
+#: The intent columns a claim or an outcome clears: no lease, no pending trigger.
+RELEASED: Row = dict.fromkeys(("lease_owner", "lease_until", "pending_trigger", "pending_event_id"))
 
 
 class ClaimAction(StrEnum):
