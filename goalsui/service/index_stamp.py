@@ -20,6 +20,7 @@ import stat
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ from goalsui.domain.views import worker_intent_key
 from goalsui.kb.atomic import atomic_write
 from goalsui.kb.paths import CONFIG_FILE
 from goalsui.kb.quick import defined_folder
-from goalsui.store.snapshot import open_snapshot
+from goalsui.service.quick import read_snapshot
+from goalsui.store.snapshot import Snapshot
 
 STAMP_FILE = "kb-index.json"
 #: the ``meta`` row each sync writes its token to (the stamp holds the same token)
@@ -42,7 +44,7 @@ STAGING_PREFIX = ".staging-"
 #: a file modified this close to its stat may change again within the same mtime tick,
 #: with the same size: its content is hashed as well
 RACY_NS = 3_000_000_000
-#: ``last_error`` of a worker intent its goal's status paused (``kbindex.GOAL_HOLDS``)
+#: ``last_error`` of a worker intent paused because its goal is not active
 GOAL_HOLDS = ("goal paused", "goal completed", "goal archived")
 
 #: what the stamp keeps of a goal tree or of ``goalsui.yaml``: the digest of its stat rows
@@ -166,29 +168,19 @@ def _held_apart(goal_active: bool, intent: _WorkerIntent) -> bool:
     return intent.status == IntentStatus.PAUSED and intent.last_error in GOAL_HOLDS
 
 
-def _db_agrees(db_file: Path, token: str) -> bool:
+def _db_agrees(snap: Snapshot, token: str) -> bool:
     """The database holds ``token`` (no sync since) and no worker intent its goal's status
-    would change (nothing but a sync moved apart from the files); False when unreadable."""
-    import sqlite3
-
-    snap = open_snapshot(db_file)
-    if snap is None:
+    would change (nothing but a sync moved apart from the files)."""
+    if snap.scalar("SELECT value FROM meta WHERE key = ?", (META_KEY,)) != token:
         return False
-    try:
-        if snap.scalar("SELECT value FROM meta WHERE key = ?", (META_KEY,)) != token:
-            return False
-        goals = snap.conn.execute("SELECT goal_id, status FROM goal")
-        active = {goal_id: status == GoalStatus.ACTIVE for goal_id, status in goals}
-        # only those that can disagree: paused ones, and those of goals not active
-        inactive = "SELECT goal_id FROM goal WHERE status != ?"
-        where = f"WHERE worker IS NOT NULL AND (status = ? OR goal_id IN ({inactive}))"
-        params = (str(IntentStatus.PAUSED), str(GoalStatus.ACTIVE))
-        intents = snap.records(_WorkerIntent, "intent", where, params)
-        return not any(_held_apart(active.get(i.goal_id, True), i) for i in intents)
-    except sqlite3.Error:
-        return False
-    finally:
-        snap.close()
+    goals = snap.conn.execute("SELECT goal_id, status FROM goal")
+    active = {goal_id: status == GoalStatus.ACTIVE for goal_id, status in goals}
+    # only those that can disagree: paused ones, and those of goals not active
+    inactive = "SELECT goal_id FROM goal WHERE status != ?"
+    where = f"WHERE worker IS NOT NULL AND (status = ? OR goal_id IN ({inactive}))"
+    params = (str(IntentStatus.PAUSED), str(GoalStatus.ACTIVE))
+    intents = snap.records(_WorkerIntent, "intent", where, params)
+    return not any(_held_apart(active.get(i.goal_id, True), i) for i in intents)
 
 
 def _goal_folders(kb_root: Path) -> list[str]:
@@ -220,7 +212,11 @@ def index_is_current(kb_root: Path, state_dir: Path, db_file: Path) -> bool:
         for goal_id, print_ in goals.items():
             if not _matches(root / goal_id, print_, _rows(root / goal_id)):
                 return False
-        return isinstance(kept["token"], str) and _db_agrees(db_file, kept["token"])
+        token = kept["token"]
+        if not isinstance(token, str):
+            return False
+        # and the database agrees (one that cannot be read does not)
+        return read_snapshot(db_file, partial(_db_agrees, token=token)) is True
     except (OSError, ValueError, KeyError, TypeError, AttributeError, Doubt):
         return False
 

@@ -19,6 +19,7 @@ from goalsui.errors import Conflict, ValidationError
 from goalsui.service import kbindex
 from goalsui.service.context import ServiceContext, found
 from goalsui.service.goals import Goals
+from goalsui.service.index_stamp import GOAL_HOLDS
 from goalsui.store.models import Intent, IntentRun, Thread, skipped_run
 
 #: ``pending_trigger`` of a firing intent whose pause waits for the run to end.
@@ -160,7 +161,7 @@ class Intents:
             else:
                 require(i, Action.RESUME)
             i.status = IntentStatus.ACTIVE
-            if i.last_error in kbindex.GOAL_HOLDS or (i.last_error or "").startswith(NEEDS_REVIEW):
+            if i.last_error in GOAL_HOLDS or (i.last_error or "").startswith(NEEDS_REVIEW):
                 i.last_error = None
             i.consecutive_failures = 0
             i.next_run_at = first_due(i.kind, i.schedule, i.timezone, now)

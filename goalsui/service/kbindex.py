@@ -22,14 +22,13 @@ from goalsui.service import index_stamp
 from goalsui.service.bindings import binding_problems
 from goalsui.service.context import ServiceContext
 from goalsui.service.homes import ensure_home_threads, home_threads
+from goalsui.service.index_stamp import GOAL_HOLDS
 from goalsui.service.quick import sqlite_file
 from goalsui.service.runner_checks import worker_warnings
 from goalsui.store.models import Goal, Intent, IntentRun, Meta
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
 REMOVED_FROM_KB = ("worker removed from the KB", "goal removed from the KB")
-#: ``last_error`` of a worker intent paused because its goal is not active.
-GOAL_HOLDS = ("goal paused", "goal completed", "goal archived")
 
 
 def removed_from_kb(intent: Intent) -> bool:

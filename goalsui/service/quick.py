@@ -5,11 +5,13 @@ Import nothing from the service's other modules here: they load the ORM."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from goalsui.domain.budget import Spend
 from goalsui.domain.records import GoalRecord, IntentRecord, RunRecord, ThreadRecord, TodoRecord
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
 RECENT_LIMIT = 20_000
 ATTENTION_LIMIT = 300
 DB_FILE = "goalsui.db"
-__all__ = ["QuickRecords", "file_stamp", "read_records", "sqlite_file"]
+__all__ = ["QuickRecords", "file_stamp", "read_records", "read_snapshot", "sqlite_file"]
+R = TypeVar("R")
 
 #: the run statuses the Failures list shows, as SQL parameters and their placeholders
 _ATTENTION = sorted(str(s) for s in ATTENTION_RUNS)
@@ -47,7 +50,6 @@ class QuickRecords:
     spend_today: Spend | None = None
     #: each goal's budget lines (read when the KB root is given)
     budgets: dict[str, list[BudgetLine]] = field(default_factory=dict)
-    load_ms: float = 0.0
 
 
 def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None) -> Path | None:
@@ -63,33 +65,29 @@ def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None)
     return default_state_dir(Path(kb_root).expanduser().resolve()) / DB_FILE
 
 
+def read_snapshot(path: Path, read: Callable[[Snapshot], R]) -> R | None:
+    """``read`` over a read-only snapshot of the SQLite file at ``path``; None when the file
+    cannot be read at the current schema or the read fails (the service's read follows)."""
+    snap = open_snapshot(path)
+    if snap is None:
+        return None
+    try:
+        return read(snap)
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        snap.close()
+
+
 def read_records(
     path: Path, now: datetime, span: timedelta, kb_root: Path | None = None
 ) -> QuickRecords | None:
     """The records from the SQLite file at ``path``, or None (the service's read follows);
     with ``kb_root``, the goals' budget lines too."""
-    import sqlite3
-    import time
-
-    started = time.perf_counter()
-    snap = open_snapshot(path)
-    if snap is None:
-        return None
-    try:
-        records = _read(snap, now, span)
-        if kb_root is not None:
-            from goalsui.service.quick_costs import goal_budget_lines
-
-            records.budgets = goal_budget_lines(snap, kb_root, records.goals, now)
-    except (sqlite3.Error, ValueError):
-        return None
-    finally:
-        snap.close()
-    records.load_ms = (time.perf_counter() - started) * 1000
-    return records
+    return read_snapshot(path, lambda snap: _read(snap, now, span, kb_root))
 
 
-def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
+def _read(snap: Snapshot, now: datetime, span: timedelta, kb_root: Path | None) -> QuickRecords:
     goal_rows = snap.records(GoalRecord, "goal", "ORDER BY sort_order, name")
     intent_rows = snap.records(IntentRecord, "intent", "ORDER BY id")
     grouped = by_goal(intent_rows)
@@ -106,7 +104,7 @@ def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
         f"WHERE status IN ({_ATTENTION_MARKS}) AND dismissed = 0 {newest_first}",
         (*_ATTENTION, ATTENTION_LIMIT),
     )
-    return QuickRecords(
+    records = QuickRecords(
         goals=[goal_view(g, grouped.get(g.goal_id, [])) for g in goal_rows],
         intents={i.id: i for i in intent_rows},
         running={
@@ -122,6 +120,11 @@ def _read(snap: Snapshot, now: datetime, span: timedelta) -> QuickRecords:
         summary=_summary(snap, now),
         spend_today=_spend_today(snap, now),
     )
+    if kb_root is not None:
+        from goalsui.service.quick_costs import goal_budget_lines
+
+        records.budgets = goal_budget_lines(snap, kb_root, records.goals, now)
+    return records
 
 
 def _threads(snap: Snapshot) -> list[tuple[ThreadRecord, list[TodoRecord]]]:

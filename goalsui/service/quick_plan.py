@@ -6,7 +6,6 @@ Import nothing from the service's other modules here: they load the ORM."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 from pathlib import Path
 
@@ -17,7 +16,8 @@ from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.errors import KBError
 from goalsui.kb.config import KBConfig
 from goalsui.kb.layout import KB
-from goalsui.store.snapshot import Snapshot, open_snapshot, stamp
+from goalsui.service.quick import read_snapshot
+from goalsui.store.snapshot import Snapshot, stamp
 
 #: the statuses of ended intents, which ``service.intents.list(include_ended=False)`` leaves out
 _ENDED = (str(IntentStatus.CANCELLED), str(IntentStatus.DONE))
@@ -27,21 +27,15 @@ def read_plan(db: Path, kb_root: Path, now: datetime, until: datetime) -> list[P
     """What fires from ``now`` until ``until``, as ``plan(service, now, until)`` says; None
     when the file cannot be read at the current schema (the service's plan follows)."""
     now, until = plan_window(now, until)
-    snap = open_snapshot(db)
-    if snap is None:
+    records = read_snapshot(db, lambda snap: _read(snap, now))
+    if records is None:
         return None
-    try:
-        intents, history, running = _read(snap, now)
-    except (sqlite3.Error, ValueError):
-        return None
-    finally:
-        snap.close()
     kb = KB(kb_root)
     try:
         config = kb.config()
     except KBError:  # as the service: a broken config file plans with the defaults
         config = KBConfig()
-    return plan_fires(intents, history, running, config, now, until, read=kb.kb_read)
+    return plan_fires(*records, config, now, until, read=kb.kb_read)
 
 
 def _read(
