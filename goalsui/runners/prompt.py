@@ -9,9 +9,13 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.untrusted import fence_untrusted, plain
+
+if TYPE_CHECKING:
+    from goalsui.domain.records import MessageRecord, TodoRecord
+    from goalsui.domain.views import GoalView
 
 MAX_CONTEXT_TODOS = 10
 MAX_CONTEXT_GOALS = 10
@@ -22,26 +26,6 @@ MAX_PAYLOAD_CHARS = 20_000
 MAX_PROTOCOL_CHARS = 8 * 1024
 #: how much of a worker's ``prompt.md`` a plain command gets
 MAX_WORKER_PROMPT_CHARS = 64 * 1024
-
-
-@dataclass(frozen=True)
-class TodoLine:
-    id: int | None
-    text: str
-
-
-@dataclass(frozen=True)
-class GoalLine:
-    goal_id: str
-    name: str
-    task: str = ""
-
-
-@dataclass(frozen=True)
-class ThreadLine:
-    role: str
-    content: str
-    provenance: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,9 +44,9 @@ class TurnContext:
     thread_title: str | None = None
     goal_id: str | None = None
     goal_dir: str | None = None
-    todos: Sequence[TodoLine] = ()
-    goals: Sequence[GoalLine] = ()
-    messages: Sequence[ThreadLine] = ()
+    todos: Sequence[TodoRecord] = ()  # the thread's open ones
+    goals: Sequence[GoalView] = ()  # the active ones
+    messages: Sequence[MessageRecord] = ()  # the thread's last ones, oldest first
     checklist: str | None = None
     event: str | None = None  # the event that fired it, as :func:`event_block` fences it
     reply: bool = False  # a reply to the user's message in a conversation

@@ -7,7 +7,7 @@ import contextlib
 import difflib
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +26,6 @@ from goalsui.runners.report_cost import cell, cost_lines, cost_summary, run_ids
 from goalsui.store.models import Intent, IntentRun
 
 if TYPE_CHECKING:
-    from zoneinfo import ZoneInfo
-
     from goalsui.service import Service
 
 
@@ -85,7 +83,7 @@ def report_instant(service: Service, run_id: int | None, now: datetime) -> datet
     return now
 
 
-def _fmt(dt: datetime | None, zone: ZoneInfo) -> str:
+def _fmt(dt: datetime | None, zone: tzinfo) -> str:
     return dt.astimezone(zone).strftime("%H:%M:%S") if dt else "-"
 
 
@@ -265,7 +263,7 @@ class _Night:
     name: str  # the goal's name
     night: date  # the night's start date
     tz: str
-    zone: ZoneInfo
+    zone: tzinfo
     now: datetime
     start: datetime
     end: datetime

@@ -4,9 +4,8 @@ reported nothing count as ``unknown``, never as zero cost."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Protocol
-from zoneinfo import ZoneInfo
 
 from goalsui.domain.budget import Spend, format_tokens, format_usd
 from goalsui.domain.states import EXECUTED_RUNS
@@ -74,7 +73,7 @@ def cost_lines(
     goal_id: str,
     entries: Sequence[_Entry],
     window: tuple[datetime, datetime],
-    zone: ZoneInfo,
+    zone: tzinfo,
 ) -> list[str]:
     """The ``## Cost`` section (markdown lines)."""
     lines = ["## Cost", ""]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goalsui.domain.capabilities import speaks_mcp
-from goalsui.domain.records import saved_id
+from goalsui.domain.records import MessageRecord, TodoRecord, saved_id
 from goalsui.domain.redact import redact_argv
 from goalsui.domain.replies import is_reply
 from goalsui.domain.states import GoalStatus, RunStatus
@@ -43,9 +43,7 @@ from goalsui.runners.presets import (
     write_mcp_config,
 )
 from goalsui.runners.prompt import (
-    GoalLine,
-    ThreadLine,
-    TodoLine,
+    MAX_CONTEXT_MESSAGES,
     TurnContext,
     WorkerContext,
     build_messages,
@@ -132,25 +130,14 @@ def assemble_prompt(
         )
         rendered = worker_instructions(worker_ctx, checklist=intent.checklist, event=data)
         return render_prompt(rendered)
-    todos: list[TodoLine] = []
-    messages: list[ThreadLine] = []
+    todos: list[TodoRecord] = []
+    messages: list[MessageRecord] = []
     thread_title = None
-    if intent.thread_id is not None:
-        thread = service.threads.get(intent.thread_id)
-        thread_title = thread.title
-        todos = [
-            TodoLine(t.id, t.text)
-            for t in service.todos.list(intent.thread_id, include_done=False)[:10]
-        ]
-        messages = [
-            ThreadLine(m.role, m.content, m.provenance)
-            for m in service.threads.messages(intent.thread_id, limit=5)
-        ]
-    goals = [
-        GoalLine(g.goal_id, g.name, g.task)
-        for g in service.goals.list()
-        if g.status == GoalStatus.ACTIVE
-    ][:10]
+    if intent.thread_id is not None:  # build_messages shows at most 10 todos and goals
+        thread_title = service.threads.get(intent.thread_id).title
+        todos = service.todos.list(intent.thread_id, include_done=False)
+        messages = service.threads.messages(intent.thread_id, limit=MAX_CONTEXT_MESSAGES)
+    goals = [g for g in service.goals.list() if g.status == GoalStatus.ACTIVE]
     goal_dir = None
     if intent.goal_id:
         with contextlib.suppress(GoalsuiError):
