@@ -62,14 +62,9 @@ def _seconds(value: str | int | None) -> int | None:
 
 
 def _expiry(value: str | datetime | None, tz: str | None) -> datetime | None:
-    """An aware expiry instant; text without a UTC offset needs ``tz``."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValidationError("expiry has no UTC offset")
-        return value
-    return parse_instant(value, tz)
+    """The expiry instant; text without a UTC offset needs ``tz`` (a datetime is checked
+    with the other limits)."""
+    return value if value is None or isinstance(value, datetime) else parse_instant(value, tz)
 
 
 @dataclass(frozen=True)

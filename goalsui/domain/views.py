@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from goalsui.domain.records import GoalRecord
+from goalsui.domain.records import GoalRecord, ThreadRecord
 from goalsui.domain.states import IntentStatus
 
 
@@ -83,9 +83,6 @@ class EmitResult:
     duplicate: bool = False
 
 
-WORKER_KEY = "worker:{goal_id}/{worker}"
-
-
 class IntentFields(Protocol):
     """What a goal's view reads of an intent."""
 
@@ -113,17 +110,12 @@ class IntentFields(Protocol):
     def last_error(self) -> str | None: ...
 
 
-class _HomeFields(Protocol):
-    @property
-    def worker(self) -> str | None: ...
-
-
 IntentT = TypeVar("IntentT", bound=IntentFields)
 
 
 def worker_intent_key(goal_id: str, worker: str) -> str:
     """The operation key of a worker's intent (one per goal and worker)."""
-    return WORKER_KEY.format(goal_id=goal_id, worker=worker)
+    return f"worker:{goal_id}/{worker}"
 
 
 def is_worker_schedule(intent: IntentFields) -> bool:
@@ -174,7 +166,7 @@ def goal_view(goal: GoalRecord, intents: Iterable[IntentFields]) -> GoalView:
 
 
 def quiet_home_thread(
-    thread: _HomeFields, todos: Iterable[object], messages: Iterable[object] = ()
+    thread: ThreadRecord, todos: Iterable[object], messages: Iterable[object] = ()
 ) -> bool:
     """True for a worker's home thread with no todo or message yet (the console hides it)."""
     return bool(thread.worker) and not any(todos) and not any(messages)

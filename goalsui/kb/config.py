@@ -214,9 +214,7 @@ class _Checker:
                 known = ", ".join(BUILTIN_RUNNERS)
                 raise self.fail("builtin", f"unknown builtin runner {name!r} (known: {known})")
             return RunnerSpec(builtin=name)
-        model = None
-        if data.get("model") is not None:
-            model = self.text_field(data["model"], "model", limit=200).strip() or None
+        model = self.text_field(data.get("model"), "model", limit=200).strip() or None
         if "command" in data:
             return RunnerSpec(command=self.argv(data["command"], "command"), model=model)
         raise self.fail(
