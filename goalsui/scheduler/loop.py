@@ -115,7 +115,7 @@ class Scheduler:
         self.housekeeping = Housekeeping(rt, self.alerter)
         self.leases = Leases(rt, self.launcher)
         self.waking = CrossProcessWake(rt)
-        self.monitor = Monitor(rt, self._die)
+        self.monitor = Monitor(rt, self.stop)  # a task died: stop, stay ``failed``
         self._unsubscribe: Callable[[], None] | None = None
         self._stopping: asyncio.Task[None] | None = None
 
@@ -215,10 +215,6 @@ class Scheduler:
         if self._stopping is None or self._stopping.done():
             self._stopping = asyncio.ensure_future(self._stop(grace))
         await self._stopping
-
-    async def _die(self) -> None:
-        """A task died (the monitor said so): stop everything, stay ``failed``."""
-        await self.stop()
 
     async def _stop(self, grace: float | None) -> None:
         rt = self.rt
