@@ -79,17 +79,11 @@ class TurnTools:
 
 def _toml(value: Any) -> str:
     """A TOML value for codex ``-c key=value`` (strings, lists and tables of strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"no TOML form for {type(value).__name__}")
+    # JSON's booleans, integers, strings and arrays of them are valid TOML; anything
+    # else is a TypeError
+    return json.dumps(value)
 
 
 def _codex_overrides(tools: TurnTools) -> list[str]:

@@ -236,8 +236,9 @@ def _collect(
         ):
             if run.id == exclude_run_id:
                 continue
-            at = run.planned_at or run.started_at
-            if (start <= run.started_at <= end) or (run.planned_at and start <= at <= end):
+            if start <= run.started_at <= end or (
+                run.planned_at and start <= run.planned_at <= end
+            ):
                 runs.append((run, intent))
     runs.sort(key=lambda pair: (pair[0].planned_at or pair[0].started_at, pair[0].id or 0))
     outboxes = _outbox_map(goal_dir, {i.worker for _, i in runs if i.worker})

@@ -29,6 +29,7 @@ from goalsui.runners.command import DEFAULT_GRACE, build_env, format_timeout, ru
 from goalsui.runners.deliver import deliver_result, delivery_problem, log_failure
 from goalsui.runners.nightshift import run_nightshift_turn
 from goalsui.runners.nightshift_tools import (
+    COMMANDER,
     AgentOptions,
     apply_agent_options,
     nightshift_agent_options,
@@ -300,8 +301,6 @@ def _commander_options(
     service: Service, intent: Intent, spec: dict[str, Any]
 ) -> AgentOptions | None:
     """A nightshift commander's read access to its repository (an agent preset only)."""
-    from goalsui.service.nightshift_templates import COMMANDER
-
     if not spec.get("agent") or intent.worker != COMMANDER or not intent.goal_id:
         return None
     with contextlib.suppress(GoalsuiError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import Field
@@ -35,10 +34,6 @@ class ThreadMessages(Paged):
     thread_id: int
     title: str
     messages: list[MessageInfo]
-
-
-def _utc(when: datetime) -> datetime:
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def register(ctx: ToolContext) -> None:
@@ -84,7 +79,7 @@ def register(ctx: ToolContext) -> None:
                 role=m.role,
                 content=m.content,
                 provenance=m.provenance,
-                created_at=_utc(m.created_at).isoformat(timespec="seconds"),
+                created_at=m.created_at.isoformat(timespec="seconds"),  # the store's: UTC
             )
             for m in chunk
         ]
