@@ -181,11 +181,7 @@ class _Planner:
         if status in (IntentStatus.CANCELLED, IntentStatus.DONE):
             return
         if status == IntentStatus.PAUSED:
-            why = (
-                " (its goal is paused)"
-                if intent.last_error and intent.last_error.startswith("goal ")
-                else ""
-            )
+            why = " (its goal is paused)" if (intent.last_error or "").startswith("goal ") else ""
             self.note(intent, f"paused{why}: nothing fires until it is resumed")
             return
         if status == IntentStatus.FAILED:
@@ -335,12 +331,7 @@ class _Planner:
 
     def add_skip(self, intent: IntentRecord, at: datetime, rule: str) -> None:
         last = self.out[-1] if self.out else None
-        if (
-            last is not None
-            and last.kind == "skip"
-            and last.intent_id == intent.id
-            and last.rule == rule
-        ):
+        if last is not None and (last.kind, last.intent_id, last.rule) == ("skip", intent.id, rule):
             self.out[-1] = replace(last, count=last.count + 1, last_at=at)
             return
         self.add(intent, "skip", rule, at, last_at=at)

@@ -15,16 +15,12 @@ from goalsui.errors import ValidationError
 CONFIG_FILE = "goalsui.yaml"
 
 
-def slugify(text: str, limit: int = 32) -> str:
-    """ASCII slug of ``text`` (letters, digits, single dashes), at most ``limit`` chars."""
-    norm = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "-", norm.lower()).strip("-")[:limit].strip("-")
-    return slug or "goal"
-
-
 def new_goal_id(name: str) -> str:
-    """``slugify(name)[:32] + '-' + 8 hex``."""
-    return check_name(f"{slugify(name)}-{secrets.token_hex(4)}", "goal id")
+    """An ASCII slug of ``name`` (letters, digits, single dashes; at most 32 characters,
+    ``goal`` when none is left), ``-`` and 8 hex digits."""
+    norm = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", norm.lower()).strip("-")[:32].strip("-")
+    return check_name(f"{slug or 'goal'}-{secrets.token_hex(4)}", "goal id")
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
