@@ -43,11 +43,9 @@ class SqlPrimitives:
     """Generic SQL (Core statements); row locks when the dialect has them."""
 
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect.name
-        #: ``SELECT ... FOR UPDATE`` holds the selected rows until commit (PostgreSQL)
+        #: ``SELECT ... FOR UPDATE [SKIP LOCKED]`` holds the selected rows until commit, or
+        #: passes over another scheduler's locked rows (PostgreSQL)
         self.row_locks = dialect.name == "postgresql"
-        #: ``FOR UPDATE SKIP LOCKED``: another scheduler's locked rows are passed over
-        self.skip_locked = self.row_locks
         self.sqlite = dialect.name == "sqlite"
         self.stamp = stamper(self.sqlite)
 
@@ -55,19 +53,14 @@ class SqlPrimitives:
         """``query`` with row locks where the engine has them (else as it is)."""
         if not self.row_locks:
             return query
-        return query.with_for_update(skip_locked=skip_locked and self.skip_locked)
-
-    def columns(
-        self, table: Any, names: Sequence[str] | None = None
-    ) -> tuple[list[Any], list[str]]:
-        return select_columns(table, names, sqlite=self.sqlite)
+        return query.with_for_update(skip_locked=skip_locked)
 
     # -- reads ---------------------------------------------------------------------------------
     def select_due(
         self, conn: Connection, due_by: datetime, limit: int
     ) -> tuple[list[Row], list[Any]]:
         """Active rows due by ``due_by`` (soonest first), locked, and their due values."""
-        cols, stamps = self.columns(INTENT)
+        cols, stamps = select_columns(INTENT, None, sqlite=self.sqlite)
         query = self.lock(due(cols), skip_locked=True)
         rows = rows_of(conn.execute(query, {"_dueby": due_by, "_limit": limit}), stamps)
         return rows, [row["next_run_at"] for row in rows]
@@ -76,7 +69,7 @@ class SqlPrimitives:
         self, conn: Connection, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
     ) -> list[Row]:
         """Some columns of the intents with these ids (locked with ``lock``)."""
-        cols, stamps = self.columns(INTENT, names)
+        cols, stamps = select_columns(INTENT, names, sqlite=self.sqlite)
         q = self.lock(by_ids(cols)) if lock else by_ids(cols)
         return rows_of(conn.execute(q, {"_ids": list(ids)}), stamps)
 
