@@ -70,9 +70,7 @@ def wall_instants(wall: datetime, zone: tzinfo) -> tuple[datetime, ...]:
 def gap_end(wall: datetime, zone: tzinfo) -> datetime:
     """The first UTC instant at which ``zone`` reads ``wall`` or later (a gap's end)."""
     wall = wall.replace(tzinfo=None, fold=0)
-    a = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
-    b = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
-    lo, hi = min(a, b), max(a, b)
+    lo, hi = sorted(wall.replace(tzinfo=zone, fold=fold).astimezone(UTC) for fold in (0, 1))
 
     def reads_at_least(t: datetime) -> bool:
         return t.astimezone(zone).replace(tzinfo=None, fold=0) >= wall
