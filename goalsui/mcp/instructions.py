@@ -104,23 +104,21 @@ def session_context(service: Service, scope: Scope, tools: frozenset[str]) -> di
     limits = dict(LIMITS)
     with contextlib.suppress(GoalsuiError):
         limits["state_max_bytes"] = service.kb.state_limit()
-    out.update(
-        {
-            "session": "run" if scope.run_id is not None else "operator",
-            "goal_id": scope.goal_id,
-            "worker": scope.worker,
-            "thread_id": scope.thread_id,
-            "thread_title": thread_title,
-            "thread_private": private,
-            "capabilities": caps,
-            "tools": sorted(tools),
-            "now_utc": _iso(now),
-            "goal_timezone": zone,
-            "now_local": _iso(local),
-            "limits": limits,
-        }
-    )
-    return out
+    return {
+        **out,
+        "session": "run" if scope.run_id is not None else "operator",
+        "goal_id": scope.goal_id,
+        "worker": scope.worker,
+        "thread_id": scope.thread_id,
+        "thread_title": thread_title,
+        "thread_private": private,
+        "capabilities": caps,
+        "tools": sorted(tools),
+        "now_utc": _iso(now),
+        "goal_timezone": zone,
+        "now_local": _iso(local),
+        "limits": limits,
+    }
 
 
 def session_instructions(service: Service, scope: Scope) -> str:

@@ -142,10 +142,9 @@ def _codex_legacy(
 
 
 def _generic(stdout: str) -> ParsedOutput:
-    lines = stdout.splitlines(keepends=True)
     found: dict[str, Any] | None = None
     kept: list[str] = []
-    for line in lines:
+    for line in stdout.splitlines(keepends=True):
         text = line.strip()
         if text.startswith('{"goalsui_usage"') or text.startswith('{ "goalsui_usage"'):
             data = _loads(text)
