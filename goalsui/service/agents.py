@@ -267,8 +267,7 @@ class Agents:
                 json.dumps(content, ensure_ascii=False).encode("utf-8")
             ).hexdigest()
             derived = f"fire:{intent_id}.{fire}:{sha}"
-            with self.ctx.store.read() as s:
-                same = s.exec(select(Intent).where(Intent.operation_key == derived)).first()
+            same = self.intents.by_key(derived)
             if same is not None:
                 return same, False
             return self.intents.create(operation_key=derived, **spec), True

@@ -172,7 +172,6 @@ class Runs:
         intent_id: int | None = None,
         limit: int = 50,
         since: datetime | None = None,
-        include_dismissed: bool = False,
     ) -> list[IntentRun]:
         """Runs, newest first; ``failed``: those that need attention (not dismissed)."""
         if limit < 1 or limit > MAX_LIMIT:
@@ -180,9 +179,8 @@ class Runs:
         with self.ctx.store.read() as s:
             q = select(IntentRun)
             if failed:
-                q = q.where(col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS]))
-                if not include_dismissed:
-                    q = q.where(IntentRun.dismissed == False)  # noqa: E712
+                attention = col(IntentRun.status).in_([str(x) for x in ATTENTION_RUNS])
+                q = q.where(attention, IntentRun.dismissed == False)  # noqa: E712
             if intent_id is not None:
                 q = q.where(IntentRun.intent_id == intent_id)
             if since is not None:

@@ -46,10 +46,7 @@ class Workers:
         """The intent that schedules ``worker`` of ``goal_id``, or :class:`NotFound`."""
         check_name(goal_id, "goal id")
         check_name(worker, "worker name")
-        with self.ctx.store.read() as s:
-            intent = s.exec(
-                select(Intent).where(Intent.operation_key == worker_intent_key(goal_id, worker))
-            ).first()
+        intent = self.intents.by_key(worker_intent_key(goal_id, worker))
         if intent is None:
             raise NotFound(f"goal '{goal_id}' has no scheduled worker '{worker}'")
         return intent

@@ -86,7 +86,7 @@ class RunsScreen(DataScreen[RunRow]):
     def fetch(self, service: Service) -> list[RunRow]:
         intents = {i.id: i for i in service.intents.list()}
         out = []
-        for run in (r.record() for r in service.runs.list(limit=LIMIT, include_dismissed=True)):
+        for run in (r.record() for r in service.runs.list(limit=LIMIT)):
             intent = intents.get(run.intent_id)
             title = intent.title if intent is not None else f"intent {run.intent_id}"
             goal = intent.goal_id if intent is not None else None
