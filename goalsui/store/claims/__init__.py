@@ -23,8 +23,7 @@ Modules: ``shapes`` (values exchanged with the scheduler), ``binds`` and ``state
 from __future__ import annotations
 
 from goalsui.store.claims.backend import ClaimBackend, SqlClaimBackend
-from goalsui.store.claims.binds import EVENT, INTENT, JOURNAL, RUN
-from goalsui.store.claims.claim import burst_size
+from goalsui.store.claims.binds import INTENT, RUN
 from goalsui.store.claims.shapes import (
     CLAIM_BATCH,
     JOURNAL_DETAIL_LIMIT,
@@ -40,14 +39,11 @@ from goalsui.store.claims.shapes import (
     Completion,
     CompletionResult,
     RecoveryResult,
-    Row,
 )
 
 __all__ = [
     "CLAIM_BATCH",
-    "EVENT",
     "INTENT",
-    "JOURNAL",
     "JOURNAL_DETAIL_LIMIT",
     "RELEASED",
     "RUN",
@@ -63,7 +59,5 @@ __all__ = [
     "Completion",
     "CompletionResult",
     "RecoveryResult",
-    "Row",
     "SqlClaimBackend",
-    "burst_size",
 ]
