@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -324,9 +324,8 @@ def _update(
     return cur.rowcount
 
 
-@cache
-def _batch(table: Any, names: tuple[str, ...]) -> _Batch:
-    return _Batch(table, names)
+_RUN_DONE = _Batch(RUN, RUN_DONE_COLUMNS)
+_AFTER = _Batch(INTENT, AFTER_COLUMNS)
 
 
 def close_runs(cur: psycopg.Cursor[Any], updates: Sequence[Sequence[Any]]) -> None:
@@ -335,7 +334,7 @@ def close_runs(cur: psycopg.Cursor[Any], updates: Sequence[Sequence[Any]]) -> No
     if not updates:
         return
     ids, *values = (list(a) for a in zip(*updates, strict=True))
-    _update(cur, _batch(RUN, RUN_DONE_COLUMNS), ids, values, {})
+    _update(cur, _RUN_DONE, ids, values, {})
 
 
 def update_after(cur: psycopg.Cursor[Any], updates: Sequence[tuple[int, Row]], owner: str) -> None:
@@ -346,4 +345,4 @@ def update_after(cur: psycopg.Cursor[Any], updates: Sequence[tuple[int, Row]], o
     ids = [i for i, _ in updates]
     values = [[row[k] for _, row in updates] for k in AFTER_COLUMNS]
     guard = {"status": IntentStatus.FIRING, "lease_owner": owner}
-    _update(cur, _batch(INTENT, AFTER_COLUMNS), ids, values, guard)
+    _update(cur, _AFTER, ids, values, guard)

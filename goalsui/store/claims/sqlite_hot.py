@@ -112,10 +112,6 @@ class Compiled:
                 params.append(value)
         return sql, params
 
-    def execute(self, cur: sqlite3.Cursor, values: dict[str, Any]) -> int:
-        cur.execute(*self.bind(self.ready(values)))
-        return cur.rowcount
-
 
 def _converted(
     rows: Iterable[Sequence[Any]], convert: Sequence[tuple[int, Callable[[Any], Any]]]
@@ -220,7 +216,7 @@ class Reader:
 
     def values(self, cur: sqlite3.Cursor, **values: Any) -> list[Any]:
         """Each row's values as a list (one column: the value itself), as SQLite has them."""
-        self.sql.execute(cur, values)
+        cur.execute(*self.sql.bind(self.sql.ready(values)))
         found: list[Any] = json.loads(cur.fetchone()[0])
         return found
 
