@@ -19,6 +19,7 @@ import os
 import stat
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -102,21 +103,6 @@ def _digest(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
-def _with_digests(base: Path, rows: list[tuple[Any, ...]], now_ns: int) -> Print:
-    """The rows' digest, and the content digest of each regular file modified within
-    :data:`RACY_NS` (it may change again in the same mtime tick with the same size)."""
-    racy = [r[0] for r in rows if r[1] == stat.S_IFREG and r[3] >= now_ns - RACY_NS]
-    return {"sum": _sum(rows), "digests": {rel: _digest(base / rel) for rel in racy}}
-
-
-def goal_print(goal_dir: Path) -> Print | None:
-    """What the index reads of one goal tree; None when the stamp cannot vouch for it."""
-    try:
-        return _with_digests(goal_dir, _rows(goal_dir), time.time_ns())
-    except (OSError, Doubt):
-        return None
-
-
 def _config_rows(kb_root: Path) -> list[tuple[Any, ...]]:
     try:
         st = os.lstat(kb_root / CONFIG_FILE)
@@ -127,10 +113,15 @@ def _config_rows(kb_root: Path) -> list[tuple[Any, ...]]:
     return [_stat_row(CONFIG_FILE, st)]
 
 
-def config_print(kb_root: Path) -> Print | None:
-    """What the index reads of ``goalsui.yaml`` (absent: no rows); None on doubt."""
+def _print(base: Path, rows: Callable[[Path], list[tuple[Any, ...]]]) -> Print | None:
+    """What the index reads under ``base`` (as ``rows`` lists it): the rows' digest, and the
+    content digest of each regular file modified within :data:`RACY_NS` (it may change again
+    in the same mtime tick with the same size); None when the stamp cannot vouch for it."""
     try:
-        return _with_digests(kb_root, _config_rows(kb_root), time.time_ns())
+        listed = rows(base)
+        now_ns = time.time_ns()
+        racy = [r[0] for r in listed if r[1] == stat.S_IFREG and r[3] >= now_ns - RACY_NS]
+        return {"sum": _sum(listed), "digests": {rel: _digest(base / rel) for rel in racy}}
     except (OSError, Doubt):
         return None
 
@@ -239,12 +230,12 @@ class Stamp:
 
     def __post_init__(self) -> None:
         if self.db_file is not None:  # before the sync reads goalsui.yaml
-            self.config = config_print(self.kb_root)
+            self.config = _print(self.kb_root, _config_rows)  # absent: no rows
 
     def take(self, goal_id: str) -> None:
         """Print a goal tree before the sync reads it."""
         if self.db_file is not None:
-            self.goals[goal_id] = goal_print(self.kb_root / goal_id)
+            self.goals[goal_id] = _print(self.kb_root / goal_id, _rows)
 
     def record(self, *, partial: bool) -> None:
         """After the commit: write the stamp (on failure remove it: never current)."""
