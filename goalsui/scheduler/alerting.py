@@ -4,18 +4,16 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from goalsui.domain.states import FAILURE_RUNS
 from goalsui.scheduler import alerts
 from goalsui.scheduler.events import SchedulerEvent
 from goalsui.scheduler.records import build
 from goalsui.scheduler.runtime import Runtime
+from goalsui.store.claims.shapes import Row
 from goalsui.store.models import Intent, IntentRun
 
 log = logging.getLogger("goalsui.scheduler")
-
-Row = dict[str, Any]
 
 
 class Alerter:

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
 
 from goalsui.domain.states import IntentStatus
 from goalsui.scheduler import tuning
@@ -34,8 +33,6 @@ from goalsui.store.claims import (
     Completion,
     CompletionResult,
 )
-
-Row = dict[str, Any]
 
 
 @dataclass(slots=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
 
 from goalsui.domain.backoff import retry_delay
 from goalsui.domain.checklist import checklist_is_empty
@@ -33,8 +32,8 @@ from goalsui.store.claims import (
     ClaimDecision,
     Completion,
 )
+from goalsui.store.claims.shapes import Row
 
-Row = dict[str, Any]
 #: Reads a KB text file of a goal: ``read(goal_id, rel_path)``; raises if it is missing.
 TextReader = Callable[[str, str], str]
 

@@ -33,11 +33,9 @@ from sqlalchemy.engine import Connection
 
 from goalsui.domain.states import IntentStatus, RunStatus
 from goalsui.store.claims.binds import INTENT, JOURNAL, RUN
-from goalsui.store.claims.shapes import Cas
+from goalsui.store.claims.shapes import Cas, Row
 from goalsui.store.claims.statements import AFTER_COLUMNS, RUN_DONE_COLUMNS
 from goalsui.store.models import UTCDateTime
-
-Row = dict[str, Any]
 
 
 def cursor(conn: Connection) -> psycopg.Cursor[Any]:
