@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 
 from sqlalchemy import delete
@@ -22,6 +21,7 @@ from goalsui.domain.budget import (
     exhausted,
     period_window,
 )
+from goalsui.domain.views import GoalView
 from goalsui.errors import GoalsuiError
 from goalsui.service.context import ServiceContext
 from goalsui.service.quick_costs import BudgetLine as BudgetLine  # the console imports it here
@@ -102,13 +102,14 @@ class Costs:
             return False
         return True
 
-    def goal_lines(self, goal_id: str, tz: str = "UTC") -> list[BudgetLine]:
-        """Each limit of the goal's own budget with its spend this period (the console's goal rows)."""
-        budget = self._goal_budgets(goal_id).get(None)
-        if budget is None:
-            return []
-        spend = partial(self.spend, goal_id=goal_id)
-        return budget_lines(goal_id, budget, self.ctx.now(), tz, spend)
+    def goal_lines(self, goals: list[GoalView]) -> dict[str, list[BudgetLine]]:
+        """The budget lines of the goals with a budget of their own (the console's goal rows)."""
+        return budget_lines(
+            goals,
+            self.ctx.now(),
+            lambda goal_id: self._goal_budgets(goal_id).get(None),
+            lambda goal_id, start, end: self.spend(start, end, goal_id=goal_id),
+        )
 
     def day_total(self) -> Spend:
         """What every run started today reported (from local midnight)."""

@@ -1,6 +1,7 @@
-"""The goals' budget lines from a :class:`~goalsui.store.snapshot.Snapshot`, as
-``service.costs.goal_lines`` gives them, without the database stack (the console's reader
-mode). :class:`BudgetLine` and :func:`budget_lines` are the service's own.
+"""The goals' budget lines: :func:`budget_lines`, which ``service.costs.goal_lines`` calls
+with its own budgets and spend, and :func:`goal_budget_lines`, which reads them from a
+:class:`~goalsui.store.snapshot.Snapshot` without the database stack (the console's reader
+mode).
 
 Import nothing from the service's other modules here: they load the ORM."""
 
@@ -35,19 +36,26 @@ class BudgetLine:
 
 
 def budget_lines(
-    goal_id: str,
-    budget: Budget,
+    goals: list[GoalView],
     now: datetime,
-    tz: str,
-    spend: Callable[[datetime, datetime], Spend],
-) -> list[BudgetLine]:
-    """Each limit of a goal's own budget with what ``spend`` gives for its current period."""
-    out = []
-    for limit in budget.limits():
-        window = period_window(limit.period, now, budget.timezone or tz)
-        spent = spend(*window) if window else Spend()
-        amount = spent.usd if limit.unit == "usd" else float(spent.tokens)
-        out.append(BudgetLine(f"goal {goal_id}", limit, amount, active=window is not None))
+    budget_of: Callable[[str], Budget | None],
+    spend_of: Callable[[str, datetime, datetime], Spend],
+) -> dict[str, list[BudgetLine]]:
+    """Each limit of each goal's own budget (``budget_of``) with what ``spend_of`` gives for
+    its current period (in the budget's timezone, else the goal's first worker's, else UTC),
+    by goal id; goals without a budget are left out."""
+    out: dict[str, list[BudgetLine]] = {}
+    for goal in goals:
+        budget = budget_of(goal.goal_id)
+        if budget is None:
+            continue
+        tz = budget.timezone or (goal.workers[0].timezone if goal.workers else "UTC")
+        for limit in budget.limits():
+            window = period_window(limit.period, now, tz)
+            spent = spend_of(goal.goal_id, *window) if window else Spend()
+            amount = spent.usd if limit.unit == "usd" else float(spent.tokens)
+            line = BudgetLine(f"goal {goal.goal_id}", limit, amount, active=window is not None)
+            out.setdefault(goal.goal_id, []).append(line)
     return out
 
 
@@ -69,16 +77,5 @@ def goal_spend(snap: Snapshot, goal_id: str, start: datetime, end: datetime) -> 
 def goal_budget_lines(
     snap: Snapshot, kb_root: Path, goals: list[GoalView], now: datetime
 ) -> dict[str, list[BudgetLine]]:
-    """The budget lines of the goals that have a budget, by goal id (the console's
-    ``load_costs``: the first worker's timezone, else UTC)."""
-    kb = KB(kb_root)
-    out: dict[str, list[BudgetLine]] = {}
-    for goal in goals:
-        budget = goal_budget(kb, goal.goal_id)
-        if budget is None:
-            continue
-        tz = goal.workers[0].timezone if goal.workers else "UTC"
-        spend = partial(goal_spend, snap, goal.goal_id)
-        if lines := budget_lines(goal.goal_id, budget, now, tz, spend):
-            out[goal.goal_id] = lines
-    return out
+    """:func:`budget_lines` from the goals' definitions and the snapshot's runs."""
+    return budget_lines(goals, now, partial(goal_budget, KB(kb_root)), partial(goal_spend, snap))

@@ -127,16 +127,9 @@ def load_costs(
 ) -> tuple[Spend | None, dict[str, list[BudgetLine]]]:
     """Today's spend (local midnight) and the budget lines of goals that have a budget."""
     try:
-        today = service.costs.day_total()
-        budgets = {}
-        for goal in goals:
-            tz = goal.workers[0].timezone if goal.workers else "UTC"
-            lines = service.costs.goal_lines(goal.goal_id, tz)
-            if lines:
-                budgets[goal.goal_id] = lines
+        return service.costs.day_total(), service.costs.goal_lines(goals)
     except GoalsuiError:
         return None, {}
-    return today, budgets
 
 
 def load_plan(service: Service, now: datetime, until: datetime) -> PlanView:
