@@ -132,9 +132,6 @@ class _LogSink:
         if self._fh is not None:
             await asyncio.to_thread(self._fh.close)
 
-    def tail_text(self) -> str:
-        return bytes(self.tail[-TAIL_BYTES:]).decode("utf-8", "replace")
-
 
 async def _pump(
     stream: asyncio.StreamReader,
@@ -387,7 +384,7 @@ async def run_command(
         exit_code=code,
         stdout=stdout,
         reason=reason,
-        output_tail=sink.tail_text(),
+        output_tail=bytes(sink.tail[-TAIL_BYTES:]).decode("utf-8", "replace"),
         truncated=over,
     )
 

@@ -34,12 +34,6 @@ class Delivery:
     outbox_path: Path | None = None
 
 
-def outbox_name(run: IntentRun) -> str:
-    """``<YYYYmmddTHHMMSSZ>-<run_id>.md``, stamped with the run's start (UTC)."""
-    started = run.started_at.astimezone(UTC) if run.started_at else datetime.now(UTC)
-    return f"{started:%Y%m%dT%H%M%SZ}-{run.id}.md"
-
-
 def provenance(intent: Intent) -> str:
     """Why a result appears: ``Reply to: ...`` for a reply, else ``Came back about: ...``."""
     return intent.title if is_reply(intent.operation_key) else f"Came back about: {intent.title}"
@@ -70,7 +64,10 @@ def deliver_result(service: Service, intent: Intent, run: IntentRun, output: str
     outbox: Path | None = None
     where = "the run log"
     if intent.goal_id and intent.worker:
-        outbox = service.kb.outbox_dir(intent.goal_id, intent.worker) / outbox_name(run)
+        # <YYYYmmddTHHMMSSZ>-<run_id>.md (OUTBOX_NAME), stamped with the run's start (UTC)
+        started = run.started_at.astimezone(UTC) if run.started_at else datetime.now(UTC)
+        name = f"{started:%Y%m%dT%H%M%SZ}-{run.id}.md"
+        outbox = service.kb.outbox_dir(intent.goal_id, intent.worker) / name
         atomic_write(outbox, output if output.endswith("\n") else output + "\n")
         where = f"workers/{intent.worker}/outbox/{outbox.name}"  # in the goal directory
     if intent.goal_id:

@@ -75,14 +75,6 @@ def live_processes() -> dict[int, tuple[int, int]]:
     return {pid: row for pid, row in rows.items() if row is not None}
 
 
-def _scan_children() -> dict[int, list[int]]:
-    """Every live process by parent."""
-    by_parent: dict[int, list[int]] = {}
-    for pid, (ppid, _) in live_processes().items():
-        by_parent.setdefault(ppid, []).append(pid)
-    return by_parent
-
-
 def descendants(root: int) -> list[tuple[int, int]]:
     """``(pid, pgid)`` of every live descendant of ``root`` (not ``root`` itself)."""
     table: dict[int, list[int]] | None = None
@@ -91,8 +83,10 @@ def descendants(root: int) -> list[tuple[int, int]]:
     while todo:
         parent = todo.pop()
         kids = _children(parent) if table is None else table.get(parent, [])
-        if kids is None:
-            table = _scan_children()
+        if kids is None:  # no children files: every live process by parent, once
+            table = {}
+            for pid, (ppid, _) in live_processes().items():
+                table.setdefault(ppid, []).append(pid)
             kids = table.get(parent, [])
         for pid in kids:
             row = _stat(pid)

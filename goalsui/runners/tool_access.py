@@ -23,13 +23,6 @@ NO_TOOLS = "no-tools"
 _HOSTS: weakref.WeakKeyDictionary[Any, ToolHost] = weakref.WeakKeyDictionary()
 
 
-async def _host(service: Service) -> ToolHost:
-    if service not in _HOSTS:
-        module = await asyncio.to_thread(importlib.import_module, "goalsui.mcp.http")
-        _HOSTS.setdefault(service, module.ToolHost(service))  # another turn may have made one
-    return _HOSTS[service]
-
-
 @contextlib.asynccontextmanager
 async def turn_tools(
     service: Service, run_id: int, *, http: bool = True
@@ -39,8 +32,10 @@ async def turn_tools(
     if not http:
         yield TurnTools(stdio)
         return
-    host = await _host(service)
-    async with host.serve_run(run_id) as endpoint:
+    if service not in _HOSTS:  # one listener per service, made by the first turn
+        module = await asyncio.to_thread(importlib.import_module, "goalsui.mcp.http")
+        _HOSTS.setdefault(service, module.ToolHost(service))  # another turn may have made one
+    async with _HOSTS[service].serve_run(run_id) as endpoint:
         yield TurnTools(stdio, endpoint)
 
 
