@@ -92,8 +92,7 @@ class Agents:
     def log_append(self, goal_id: str, text: str) -> tuple[Path, int]:
         """Append to the goal's log of today, journaled (the operator's appends are not)."""
         path, line = self.ctx.kb.tree(goal_id).append_log(text, self.ctx.now())
-        self.ctx.journal.record("goal log appended", f"{goal_id}/log/{path.name}", f"line {line}")
-        self.ctx.changed("files")
+        self.ctx.done("files", "goal log appended", f"{goal_id}/log/{path.name}", f"line {line}")
         return path, line
 
     def live_run(self, run_id: int) -> IntentRun:

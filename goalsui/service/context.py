@@ -73,6 +73,11 @@ class ServiceContext:
         """Announce a change to this process's listeners and (PostgreSQL) to the others."""
         self.changes.publish(what)
 
+    def done(self, topic: ChangeTopic | str, action: str, subject: str, detail: str = "") -> None:
+        """Journal ``action`` on ``subject``, then announce ``topic``."""
+        self.journal.record(action, subject, detail)
+        self.changed(topic)
+
     def config(self, *, reload: bool = False) -> KBConfig:
         """The KB config; a broken file keeps the last good version (or the defaults)."""
         if self._config is None or reload:

@@ -50,8 +50,7 @@ class Goals:
             files=files,
             _fail_after_workers=_fail_after_workers,
         )
-        self.ctx.journal.record("goal created", loaded.goal_id, name)
-        self.ctx.changed(ChangeTopic.GOALS)
+        self.ctx.done(ChangeTopic.GOALS, "goal created", loaded.goal_id, name)
         return self.get(loaded.goal_id)
 
     def _register(self, loaded: LoadedGoal, task: str, owner: str) -> Callable[[], None]:
@@ -133,8 +132,7 @@ class Goals:
         self.ctx.kb.delete_goal(goal_id)
         with self.ctx.store.write() as s:
             kbindex.forget_goal(s, goal_id, self.ctx.now())
-        self.ctx.journal.record("goal deleted", goal_id)
-        self.ctx.changed(ChangeTopic.GOALS)
+        self.ctx.done(ChangeTopic.GOALS, "goal deleted", goal_id)
 
     def pause(self, goal_id: str) -> GoalView:
         """Pause a goal: its workers' schedules pause with it."""

@@ -103,8 +103,7 @@ class Intents:
             if existing is None:
                 raise
             return existing
-        ctx.journal.record("intent created", f"intent {intent.id}", intent.title)
-        ctx.changed(ChangeTopic.INTENTS)
+        ctx.done(ChangeTopic.INTENTS, "intent created", f"intent {intent.id}", intent.title)
         return intent
 
     def by_key(self, key: str) -> Intent | None:
@@ -127,8 +126,7 @@ class Intents:
             apply(intent, now)
             intent.updated_at = now
             s.add(intent)
-        self.ctx.journal.record(action, f"intent {intent_id}", intent.title)
-        self.ctx.changed(ChangeTopic.INTENTS)
+        self.ctx.done(ChangeTopic.INTENTS, action, f"intent {intent_id}", intent.title)
         return intent
 
     def pause(self, intent_id: int) -> Intent:

@@ -214,8 +214,7 @@ class Nightshift:
                     self.ctx.kb.goal_dir(goal_id),
                     f"{night}: {worker} takes '{task}' because {reason}",
                 )
-            self.ctx.journal.record("nightshift plan add", goal_id, f"{night} {worker}: {task}")
-            self.ctx.changed("goals")
+            self.ctx.done("goals", "nightshift plan add", goal_id, f"{night} {worker}: {task}")
         return item, bool(created)
 
     def plan(self, goal_id: str, night: date | None = None) -> list[rules.PlanItem]:
@@ -333,8 +332,7 @@ class Nightshift:
         self._made_by_goalsui(goal_id, branch, "reject")
         repo.delete_branch(branch)
         self._mark(goal_id, branch, rules.REJECTED)
-        self.ctx.journal.record("nightshift rejected", goal_id, branch)
-        self.ctx.changed("goals")
+        self.ctx.done("goals", "nightshift rejected", goal_id, branch)
         return f"deleted {branch}"
 
     def _mark(self, goal_id: str, branch: str, status: str) -> None:

@@ -69,8 +69,7 @@ class Runs:
             _require(run, Action.DISMISS)
             run.dismissed = True
             s.add(run)
-        self.ctx.journal.record("run dismissed", f"run {run_id}")
-        self.ctx.changed(ChangeTopic.RUNS)
+        self.ctx.done(ChangeTopic.RUNS, "run dismissed", f"run {run_id}")
         return run
 
     def replay(self, run_id: int) -> Intent:
@@ -142,8 +141,7 @@ class Runs:
             intent.updated_at = self.ctx.now()
             s.add(intent)
             title = intent.title
-        self.ctx.journal.record("run stop requested", f"run {run_id}", title)
-        self.ctx.changed(ChangeTopic.INTENTS)
+        self.ctx.done(ChangeTopic.INTENTS, "run stop requested", f"run {run_id}", title)
         return run
 
     def running(self) -> list[IntentRun]:

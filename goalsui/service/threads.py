@@ -57,8 +57,7 @@ class Threads:
             thread = Thread(title=title, private=private, created_at=self.ctx.now())
             s.add(thread)
             s.flush()
-        self.ctx.journal.record("thread created", f"thread {thread.id}", title)
-        self.ctx.changed(ChangeTopic.THREADS)
+        self.ctx.done(ChangeTopic.THREADS, "thread created", f"thread {thread.id}", title)
         return thread
 
     def get(self, thread_id: int) -> Thread:

@@ -73,8 +73,7 @@ class Todos:
         """Add one item at the end of a thread's checklist."""
         text = _text(text)
         (todo,) = self._append(thread_id, [(text, done)], expected_revision)
-        self.ctx.journal.record("todo added", f"thread {thread_id}", text)
-        self.ctx.changed(ChangeTopic.TODOS)
+        self.ctx.done(ChangeTopic.TODOS, "todo added", f"thread {thread_id}", text)
         return todo
 
     def _set(self, thread_id: int, todo_id: int, done: bool, expected_revision: int | None) -> Todo:
