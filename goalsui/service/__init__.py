@@ -1,7 +1,7 @@
 """The one service API (:class:`Service` in ``api.py``) of the console, the CLI and the tool server.
 
 ``Service`` loads on first use (PEP 562), so that light modules of this package
-(``quick``, ``state_dir``) import without the database stack."""
+(``quick``, ``quick_plan``, ``index_stamp``) import without the database stack."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from goalsui.kb.config import KBConfig
 from goalsui.kb.layout import KB
 from goalsui.service.changes import ChangeHub
 from goalsui.service.journal import Journal
-from goalsui.service.state_dir import default_state_dir
+from goalsui.service.quick import default_state_dir
 from goalsui.store.db import Store
 from goalsui.store.engine import sqlite_url
 

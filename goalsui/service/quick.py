@@ -5,6 +5,7 @@ Import nothing from the service's other modules here: they load the ORM."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
@@ -52,6 +53,14 @@ class QuickRecords:
     budgets: dict[str, list[BudgetLine]] = field(default_factory=dict)
 
 
+def default_state_dir(kb_root: Path) -> Path:
+    """Per-KB state folder under the user's state directory (platformdirs)."""
+    from platformdirs import user_state_path
+
+    digest = hashlib.sha1(str(kb_root).encode()).hexdigest()[:8]
+    return user_state_path("goalsui") / f"{kb_root.name or 'kb'}-{digest}"
+
+
 def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None) -> Path | None:
     """The SQLite file the service would open (None: not a plain SQLite file URL)."""
     if db_url:
@@ -60,8 +69,6 @@ def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None)
         return Path(rest) if plain_file and rest not in ("", ":memory:") else None
     if state_dir:
         return Path(state_dir).expanduser().resolve() / DB_FILE
-    from goalsui.service.state_dir import default_state_dir
-
     return default_state_dir(Path(kb_root).expanduser().resolve()) / DB_FILE
 
 

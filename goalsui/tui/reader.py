@@ -49,8 +49,7 @@ class RecordsReader:
 
 def reader_for(kb_root: Path, db_url: str | None, state_dir: str | None) -> RecordsReader | None:
     """The reader of a KB whose database is a plain SQLite file, else None."""
-    from goalsui.service.quick import sqlite_file
-    from goalsui.service.state_dir import default_state_dir
+    from goalsui.service.quick import default_state_dir, sqlite_file
 
     db_file = sqlite_file(kb_root, db_url, state_dir)
     if db_file is None:
