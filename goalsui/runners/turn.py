@@ -166,12 +166,16 @@ def assemble_prompt(
     return render_prompt(build_messages(ctx))
 
 
-def turn_env(
-    service: Service, intent: Intent, run: IntentRun, outbox: Path | None
-) -> dict[str, str]:
-    """The child's environment: goalsui's variables added, every hook secret removed."""
-    config = service.config()
-    secrets = [h.secret_env for h in config.hooks.values() if h.secret_env]
+def prepare_turn(service: Service, intent: Intent, run: IntentRun, event: Event | None) -> Prepared:
+    """Blocking preparation: prompt, cwd, the log path, and the environment: goalsui's
+    variables added, every hook secret removed."""
+    cwd = service.kb.goal_dir(intent.goal_id) if intent.goal_id else service.kb.root
+    outbox = (
+        service.kb.outbox_dir(intent.goal_id, intent.worker)
+        if intent.goal_id and intent.worker
+        else None
+    )
+    secrets = [h.secret_env for h in service.config().hooks.values() if h.secret_env]
     extra: Mapping[str, str] = {
         "GOALSUI_GOAL": intent.goal_id or "",
         "GOALSUI_WORKER": intent.worker or "",
@@ -181,19 +185,8 @@ def turn_env(
         "GOALSUI_KB": str(service.kb.root),
         "GOALSUI_OUTBOX": str(outbox) if outbox else "",
     }
-    return build_env(extra, strip=secrets)
-
-
-def _prepare(service: Service, intent: Intent, run: IntentRun, event: Event | None) -> Prepared:
-    """Blocking preparation: prompt, cwd, env and the log path."""
-    cwd = service.kb.goal_dir(intent.goal_id) if intent.goal_id else service.kb.root
-    outbox = (
-        service.kb.outbox_dir(intent.goal_id, intent.worker)
-        if intent.goal_id and intent.worker
-        else None
-    )
     prompt = assemble_prompt(service, intent, event, run)
-    env = turn_env(service, intent, run, outbox)
+    env = build_env(extra, strip=secrets)
     return Prepared(prompt, cwd, env, service.runs.log_path(saved_id(run)))
 
 
@@ -277,7 +270,7 @@ async def _run_program(turn: Turn, spec: dict[str, Any], event: Event | None) ->
         with contextlib.suppress(GoalsuiError):  # an event deleted meanwhile: none
             event = await asyncio.to_thread(service.events.get, event_id)
     try:
-        prepared = await asyncio.to_thread(_prepare, service, intent, run, event)
+        prepared = await asyncio.to_thread(prepare_turn, service, intent, run, event)
     except GoalsuiError as exc:
         program = str(spec.get("agent") or (spec.get("command") or ["runner"])[0])
         reason = f"cannot start '{plain(program, limit=80)}': {exc}"
