@@ -8,16 +8,13 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select
 
 from goalsui.domain.states import RunStatus
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import Aggregate
 from goalsui.store.models import Event, Intent, IntentRun, Journal
 from goalsui.store.tables import table_of
 
 
-class Bulk:
+class Bulk(Aggregate):
     """Bulk records of one service, for the benchmarks (``service.bulk``)."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
 
     def insert_intents(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert intents given as column values, in one transaction (no journal, no checks),

@@ -105,3 +105,11 @@ class ServiceContext:
         """Stop the change listeners and release the database connections."""
         self.changes.close()
         self.store.dispose()
+
+
+class Aggregate:
+    """One part of the service (``service.goals``, ``service.events``...): it works through
+    the shared :class:`ServiceContext`."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx

@@ -14,17 +14,14 @@ from goalsui.domain.records import EventRecord, saved_id
 from goalsui.domain.states import ChangeTopic, IntentKind, IntentStatus, RunTrigger
 from goalsui.domain.views import EmitResult
 from goalsui.errors import ValidationError
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import Aggregate
 from goalsui.store.models import Event, Intent, skipped_run
 
 MAX_DELIVERY_ID = 200
 
 
-class Events:
+class Events(Aggregate):
     """The events received (webhooks, ``goalsui event emit``)."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
 
     def emit(self, source: str, payload: Any, delivery_id: str) -> EmitResult:
         """Store an event once per ``(source, delivery_id)``, making matching intents due

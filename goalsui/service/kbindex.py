@@ -20,7 +20,7 @@ from goalsui.kb.config import WorkerDef
 from goalsui.kb.layout import LoadedGoal
 from goalsui.service import index_stamp
 from goalsui.service.bindings import binding_problems
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import Aggregate
 from goalsui.service.homes import ensure_home_threads, home_threads
 from goalsui.service.index_stamp import GOAL_HOLDS
 from goalsui.service.quick import sqlite_file
@@ -217,11 +217,8 @@ def forget_goal(s: Session, goal_id: str, now: datetime) -> None:
             s.add(intent)
 
 
-class Index:
+class Index(Aggregate):
     """The KB index of one service: goal rows and worker intents follow the goal trees."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
 
     def sync(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
         """Rebuild the goal index and worker intents from the KB; returns the problems."""

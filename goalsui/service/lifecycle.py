@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import Aggregate
 
 
-class Schema:
+class Schema(Aggregate):
     """The database's schema: its state and its upgrade."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
 
     def status(self) -> dict[str, Any]:
         """``goalsui db status``: the database's schema revision against this goalsui's."""

@@ -11,7 +11,7 @@ from sqlmodel import select
 from goalsui.domain.cron import occurrences, validate_cron
 from goalsui.domain.timeutil import load_zone, parse_instant, utcnow
 from goalsui.errors import ValidationError
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import Aggregate
 from goalsui.store.claims.statements import DUE_COUNT, RUNNING_COUNT
 from goalsui.store.engine import sqlite_file
 from goalsui.store.models import Event, Goal, Intent, IntentRun, Journal, Message, Thread
@@ -50,11 +50,8 @@ def schedule_preview(
     }
 
 
-class Overview:
+class Overview(Aggregate):
     """Read-only overviews of one service (``service.overview``): counts, fingerprints."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
 
     def change_stamp(self) -> tuple[Any, ...] | None:
         """A SQLite database's fingerprint from two ``stat`` calls (file and WAL size and

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from goalsui.service.context import ServiceContext
+from goalsui.service.context import Aggregate
 
 FOLDER = "schedulers"
 
@@ -52,11 +52,8 @@ class SchedulerRegistration:
         handle.close()  # releases the lock
 
 
-class Schedulers:
+class Schedulers(Aggregate):
     """The scheduler processes registered for one KB (in its state folder)."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
 
     def register(self, kind: str, owner: str = "") -> SchedulerRegistration:
         """Register this process as a live scheduler of the KB until closed or dead."""

@@ -10,7 +10,7 @@ from goalsui.domain.records import TodoRecord
 from goalsui.domain.states import ChangeTopic
 from goalsui.domain.text import one_line
 from goalsui.errors import Conflict, NotFound, ValidationError
-from goalsui.service.context import ServiceContext, found
+from goalsui.service.context import Aggregate, found
 from goalsui.store.models import Thread, Todo
 
 MAX_TODO = 2000
@@ -38,11 +38,8 @@ def _bump(s: Session, thread_id: int, expected_revision: int | None) -> Thread:
     return thread
 
 
-class Todos:
+class Todos(Aggregate):
     """The checklists of threads."""
-
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
 
     def _append(
         self, thread_id: int, items: list[tuple[str, bool]], expected_revision: int | None
