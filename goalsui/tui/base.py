@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import BindingType
+from textual.command import Provider
 from textual.message import Message
 
 from goalsui.tui import keys
-from goalsui.tui.commands import GoalsCommands
 from goalsui.tui.fmt import Palette
 from goalsui.tui.messages import PaletteChanged
 from goalsui.tui.notices import NoticeMixin, WorkerFailures
@@ -27,13 +27,20 @@ if TYPE_CHECKING:
 Notes = list[tuple[str, str]]
 
 
+def _goals_commands() -> type[Provider]:
+    """The palette's commands, loaded when the palette first opens."""
+    from goalsui.tui.commands import GoalsCommands
+
+    return GoalsCommands
+
+
 class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
     """Looks and keys: the theme files, the wanted theme, the KB's keymap, ``?``."""
 
     CSS_PATH = "styles/app.tcss"
     TITLE = "goalsui"
     BINDINGS: ClassVar[list[BindingType]] = [*keys.APP]
-    COMMANDS = App.COMMANDS | {GoalsCommands}
+    COMMANDS = App.COMMANDS | {_goals_commands}
 
     #: What the feed, the runtime and the screens share; the subclass sets them.
     service: Service
@@ -100,8 +107,18 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
             if not isinstance(wanted, str) or wanted not in self.available_themes:
                 self._theme_notes.append((f"No theme named {wanted!r}; using {DEFAULT_THEME}", ""))
                 wanted = DEFAULT_THEME
-        self.theme = wanted
+        self._set_first_theme(wanted)
         self.stylesheet.set_variables(self.get_css_variables())
+
+    def _set_first_theme(self, name: str) -> None:
+        """Set the theme before the app runs without the theme's watcher, which would parse
+        every stylesheet a second time once the app starts; what else it does is done here."""
+        self.set_reactive(App.theme, name)
+        dark = self.current_theme.dark
+        self.set_class(True, f"-theme-{name}", update=False)
+        self.set_class(dark, "-dark-mode", update=False)
+        self.set_class(not dark, "-light-mode", update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
 
     @work(name="Reading the theme files", group="startup", exit_on_error=False)
     async def load_theme_files(self) -> None:
