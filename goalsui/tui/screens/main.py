@@ -68,12 +68,13 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         self._pending: Dashboard | None = None
         #: (dashboard, until): no countdown on screen changes its text before ``until``
         self._quiet_until: tuple[Dashboard, datetime] | None = None
+        #: the narrow layout's tab labels (its tab bar is mounted when the screen first narrows)
+        self.tab_labels = dict(TAB_LABELS)
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield NoticeBar()
-        yield TabBar(TAB_LABELS, id="pane-tabs")
         with Horizontal(id="main-body"):
             with Vertical(id="left"):
                 with Container(id="goals-pane", classes="pane"):
@@ -118,16 +119,26 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         if narrow != self.has_class("-narrow"):
             self.set_class(narrow, "-narrow")
             if narrow:
-                self.show_tab(tab_of(self.pane, self.tab), focus=True)
+                tab = tab_of(self.pane, self.tab)
+                if not self.query(TabBar):  # the tab bar is built the first time it shows
+                    self.mount(TabBar(self.tab_labels, tab, id="pane-tabs"), before="#main-body")
+                self.show_tab(tab, focus=True)
 
     def show_tab(self, name: str, *, focus: bool = False) -> None:
         """The narrow layout's tab ``name`` (its panes show; focus moves into it)."""
         self.tab = name
         for other in TAB_PANES:
             self.set_class(other == name, f"-tab-{other}")
-        self.query_one(TabBar).pick(name)
+        for bar in self.query(TabBar):
+            bar.pick(name)
         if focus and self.has_class("-narrow") and self.pane not in TAB_PANES[name]:
             self.call_after_refresh(self.pane_widget(TAB_PANES[name][0]).focus)
+
+    def label_tab(self, name: str, text: str) -> None:
+        """The label of the narrow layout's tab ``name``, kept for a tab bar mounted later."""
+        self.tab_labels[name] = text
+        for bar in self.query(TabBar):
+            bar.label(name, text)
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab_activated(self, event: Tabs.TabActivated) -> None:
@@ -275,9 +286,9 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         self.query_one("#timeline-pane").border_subtitle = self._timeline_subtitle()
         failed = _counted(self.failed, len(self.failed.items), failures, "need you")
         self.query_one("#failed-pane").border_subtitle = failed
-        tabs = self.query_one(TabBar)  # what waits behind the hidden tabs
-        tabs.label("runs", "Runs · " + (f"✗ {failures} failed" if failures else "none failed"))
-        tabs.label("threads", f"Threads · {open_todos} open")
+        # what waits behind the hidden tabs
+        self.label_tab("runs", "Runs · " + (f"✗ {failures} failed" if failures else "none failed"))
+        self.label_tab("threads", f"Threads · {open_todos} open")
 
     def tick(self, now: datetime) -> None:
         """Countdowns, running timers, refresh age."""

@@ -37,15 +37,18 @@ class TabBar(Tabs):
     TabBar Tab.-active { background: $primary; color: $text; text-style: bold; }
     """
 
-    def __init__(self, labels: dict[str, str], *, id: str) -> None:
-        super().__init__(*(Tab(label, id=f"tab-{name}") for name, label in labels.items()), id=id)
+    def __init__(self, labels: dict[str, str], active: str | None = None, *, id: str) -> None:
+        self._by_name = {name: Tab(label, id=f"tab-{name}") for name, label in labels.items()}
+        first = f"tab-{active}" if active else None
+        super().__init__(*self._by_name.values(), active=first, id=id)
 
     def pick(self, name: str) -> None:
-        if self.active != f"tab-{name}":
+        """Make tab ``name`` active (before the mount, the tab given when built is)."""
+        if self.is_mounted and self.active != f"tab-{name}":
             self.active = f"tab-{name}"
 
     def label(self, name: str, text: str) -> None:
-        tab = self.query_one(f"#tab-{name}", Tab)
+        tab = self._by_name[name]
         if str(tab.label) != text:
             tab.label = text
 
