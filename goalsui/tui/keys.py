@@ -156,6 +156,8 @@ CHAINS = [
 
 def keymap_conflicts(keymap: dict[str, str]) -> list[str]:
     """Remaps that put two bindings active together on one key (Textual drops one silently)."""
+    if not keymap:  # every problem names a remapped binding: none without a keymap
+        return []
     problems: set[str] = set()
     for chain in CHAINS:
         owners: dict[str, set[str]] = {}

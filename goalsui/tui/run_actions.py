@@ -6,11 +6,12 @@ from __future__ import annotations
 from textual.dom import DOMNode
 
 from goalsui.tui.app_ref import goals_app
-from goalsui.tui.screens.modals import ConfirmScreen
 
 
 def stop_run(node: DOMNode, run_id: int, title: str) -> None:
     """Ask, then stop the run; its schedule goes on."""
+    from goalsui.tui.screens.modals import ConfirmScreen  # loaded when first asked
+
     app = goals_app(node)
     ConfirmScreen.ask(
         node,

@@ -138,6 +138,7 @@ def test_keymap_conflicts() -> None:
     assert keys.keymap_conflicts({"run_now": "p"}) == ["keymap: pause and run_now are both on 'p'"]
     assert keys.keymap_conflicts({"run_now": "p", "pause": "P"}) == []
     assert keys.keymap_conflicts({"todo.add": "n"}) == []
+    assert keys.keymap_conflicts({}) == []
 
 
 def test_clean_keymap_reports_unknown_ids_and_bad_keys() -> None:

@@ -16,7 +16,6 @@ from goalsui.domain.transitions import Action, intent_actions, intent_allows, ru
 from goalsui.errors import GoalsuiError
 from goalsui.tui import run_actions
 from goalsui.tui.screens.main_panes import PanesScreen, SelectionKind
-from goalsui.tui.screens.modals import ConfirmScreen
 
 PAUSE_TRIGGERS = ("pause", "pause+stop")
 
@@ -120,6 +119,8 @@ class ActionsPart(PanesScreen):
             app.act(f"Paused {intent.title}", intents.pause, intent.id)
 
     def action_run_now(self) -> None:
+        from goalsui.tui.screens.modals import ConfirmScreen  # loaded when first asked
+
         app = self.gapp
         if self.selection.kind != SelectionKind.GOAL:
             intent = self.intent()
@@ -151,6 +152,8 @@ class ActionsPart(PanesScreen):
             run_actions.stop_run(self, run.id, intent.title)
 
     def action_end_schedule(self) -> None:
+        from goalsui.tui.screens.modals import ConfirmScreen  # loaded when first asked
+
         intent = self.intent()
         if intent is None:
             return
