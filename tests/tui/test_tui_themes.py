@@ -78,3 +78,20 @@ async def test_unknown_theme_falls_back(tmp_path: Path, clock, template: Path) -
         assert app.theme == DEFAULT_THEME
         assert any("no-such-theme" in n.message for n in app.notices)
     service.close()
+
+
+async def test_a_light_theme_wanted_at_start_styles_the_first_frame(
+    tmp_path: Path, clock, template: Path
+) -> None:
+    """The first theme is set without its watcher: its classes and colours must still be in."""
+    service: Service = open_demo(tmp_path / "kb", tmp_path / "state", clock, template)
+    app = make_app(service, scheduler=False, watch=False, clock=clock, theme="goalsui-light")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        light = app.get_theme("goalsui-light")
+        assert light is not None and light.background is not None
+        assert app.theme == "goalsui-light" and app.current_theme is light
+        assert app.has_class("-theme-goalsui-light", "-light-mode")
+        assert not app.has_class("-dark-mode")
+        assert app.screen.styles.background.hex.lower() == light.background.lower()
+    service.close()
