@@ -35,6 +35,29 @@ async def test_narrow_screens_use_tabs(demo: Service, clock) -> None:
         assert all(shown(app, p) for p in ("goals", "threads", "timeline", "failed", "detail"))
 
 
+async def test_a_wide_start_builds_the_tab_bar_when_it_first_narrows(demo: Service, clock) -> None:
+    app = make_app(demo, scheduler=False, watch=False, clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        assert not main.query(TabBar)  # nothing hidden is built on a wide start
+        dash = main.dash
+        assert dash is not None
+        failed = len(dash.attention) + len(dash.disabled)
+        await pilot.resize_terminal(100, 30)
+        await settle(app, pilot)
+        bar = main.query_one(TabBar)
+        assert bar.display and bar.active == "tab-goals"
+        labels = {TabBar.name_of(tab): str(tab.label) for tab in bar.query("Tab")}
+        assert labels["runs"] == (f"Runs · ✗ {failed} failed" if failed else "Runs · none failed")
+        assert labels["threads"].startswith("Threads · ") and labels["threads"].endswith(" open")
+        await pilot.resize_terminal(160, 48)
+        await settle(app, pilot)
+        await pilot.resize_terminal(100, 30)
+        await settle(app, pilot)
+        assert len(main.query(TabBar)) == 1
+
+
 async def test_m_maximises_the_focused_pane_and_back(demo: Service, clock) -> None:
     app = make_app(demo, scheduler=False, watch=False, clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
