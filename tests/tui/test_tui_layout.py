@@ -3,6 +3,8 @@ focused pane and brings the layout back."""
 
 from __future__ import annotations
 
+from textual.widgets import Tab
+
 from goalsui.service import Service
 from goalsui.tui.app import make_app
 from goalsui.tui.widgets.layout_tabs import TabBar
@@ -48,7 +50,7 @@ async def test_a_wide_start_builds_the_tab_bar_when_it_first_narrows(demo: Servi
         await settle(app, pilot)
         bar = main.query_one(TabBar)
         assert bar.display and bar.active == "tab-goals"
-        labels = {TabBar.name_of(tab): str(tab.label) for tab in bar.query("Tab")}
+        labels = {TabBar.name_of(tab): str(tab.label) for tab in bar.query(Tab)}
         assert labels["runs"] == (f"Runs · ✗ {failed} failed" if failed else "Runs · none failed")
         assert labels["threads"].startswith("Threads · ") and labels["threads"].endswith(" open")
         await pilot.resize_terminal(160, 48)
