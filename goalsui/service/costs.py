@@ -129,15 +129,6 @@ class Costs:
     def recent_runs(self, intent_id: int, limit: int = 30) -> list[RunPoint]:
         return queries.recent_runs(self.ctx.store.read_engine, intent_id, limit)
 
-    def run_stats(
-        self, duration_bounds: tuple[float, ...], lateness_bounds: tuple[float, ...]
-    ) -> queries.RunStats:
-        return queries.run_stats(self.ctx.store.read_engine, duration_bounds, lateness_bounds)
-
-    def database_problem(self) -> str | None:
-        """None while the database answers; else one line (for readiness probes)."""
-        return queries.database_problem(self.ctx.store.engine)
-
     def _goal_budgets(self, goal_id: str) -> dict[str | None, Budget | None]:
         """{None: the goal's budget, worker: its budget}; cached until a definition changes."""
         try:
