@@ -66,7 +66,7 @@ class CrossProcessWake:
         bell = self._bell
         if bell is None:
             return
-        own = self.rt.service.origin
+        own = self.rt.service.changes.origin
         if any(origin != own for origin in bell.origins()):
             self.rt.wake()
 

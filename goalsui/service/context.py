@@ -53,11 +53,6 @@ class ServiceContext:
         self._config: KBConfig | None = None
         self.config_error: KBError | None = None
 
-    @property
-    def origin(self) -> str:
-        """The name of this service in cross-process change notifications."""
-        return self.changes.origin
-
     def now(self) -> datetime:
         """The service's clock (injectable for tests and replays)."""
         return self.clock()

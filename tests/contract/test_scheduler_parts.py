@@ -217,7 +217,7 @@ def test_a_change_on_sqlite_rings_every_bell_with_its_origin(svc):
     bell.open()
     try:
         svc.intents.create(title="x", instruction="x", kind="at", schedule=utcnow().isoformat())
-        assert set(bell.origins()) == {svc.origin}
+        assert set(bell.origins()) == {svc.changes.origin}
     finally:
         bell.close()
 
