@@ -25,10 +25,9 @@ async def budget_outcome(service: Service, intent: Intent, run: IntentRun) -> Tu
     spent = await asyncio.to_thread(service.costs.block, intent)
     if spent is None:
         return None
-    reason = f"budget: {spent.message()}"
     if await asyncio.to_thread(service.costs.claim_alert, spent):
         await _alert(service, intent, run, spent)
-    return TurnOutcome("skipped", reason=reason, skipped=True)
+    return TurnOutcome("skipped", reason=f"budget: {spent.message()}", skipped=True)
 
 
 async def _alert(service: Service, intent: Intent, run: IntentRun, spent: Exhausted) -> None:

@@ -26,12 +26,9 @@ def parse_output(stdout: str) -> ParsedOutput:
     stripped = stdout.strip()
     if not stripped or len(stripped) > _MAX_JSON:
         return ParsedOutput(None, stdout)
-    whole = _loads(stripped)
-    if whole is not None:
-        found = _claude_document(whole)
-        if found is not None:
-            return found
-    if events := _json_lines(stripped):
+    if (found := _claude_document(_loads(stripped))) is not None:  # one JSON document
+        return found
+    if events := _json_lines(stripped):  # JSON lines: Claude's stream or Codex's events
         found = _claude_stream(events) or _codex(events)
         if found is not None:
             return found
