@@ -24,8 +24,7 @@ from goalsui.domain.budget import (
 from goalsui.domain.views import GoalView
 from goalsui.errors import GoalsuiError
 from goalsui.service.context import ServiceContext
-from goalsui.service.quick_costs import BudgetLine as BudgetLine  # the console imports it here
-from goalsui.service.quick_costs import budget_lines
+from goalsui.service.quick_costs import BudgetLine, budget_lines
 from goalsui.store import usage as queries
 from goalsui.store.models import Intent, Meta
 

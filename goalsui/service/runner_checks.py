@@ -17,7 +17,7 @@ from goalsui.domain.capabilities import idle_capabilities
 from goalsui.domain.views import Problem
 from goalsui.errors import GoalsuiError, KBError, ValidationError
 from goalsui.kb.atomic import atomic_write
-from goalsui.kb.config import KBConfig, parse_kb_config
+from goalsui.kb.config import BUILTIN_RUNNERS, KBConfig, parse_kb_config
 from goalsui.kb.layout import LoadedGoal
 from goalsui.kb.nightshift import BINDING_FILE
 from goalsui.kb.paths import CONFIG_FILE
@@ -93,9 +93,6 @@ def worker_warnings(
     return idle + unstartable
 
 
-BUILTINS = ("report",)
-
-
 def runner_from_words(
     preset: str | None, command: str | None, model: str | None = None
 ) -> dict[str, Any]:
@@ -111,12 +108,12 @@ def runner_from_words(
         if not argv:
             raise ValidationError("--command is empty")
         runner = {"command": argv}
-    elif preset in BUILTINS:
+    elif preset in BUILTIN_RUNNERS:
         runner = {"builtin": preset}
     elif preset in AGENTS:
         runner = {"agent": preset}
     else:
-        known = ", ".join((*AGENTS, *BUILTINS))
+        known = ", ".join((*AGENTS, *BUILTIN_RUNNERS))
         raise ValidationError(
             f"unknown runner preset {preset!r} (known: {known}; or --command ARGV)"
         )

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from goalsui.domain.planned import PlannedFire
     from goalsui.domain.views import GoalView
     from goalsui.service import Service
-    from goalsui.service.costs import BudgetLine
+    from goalsui.service.quick_costs import BudgetLine
 
 #: how far back the dashboard reads runs (the panes' sparklines and last runs)
 RECENT_SPAN = timedelta(hours=24)

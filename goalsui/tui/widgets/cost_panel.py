@@ -17,7 +17,7 @@ from goalsui.tui.fmt import Palette
 
 if TYPE_CHECKING:
     from goalsui.domain.budget import RunPoint, Spend
-    from goalsui.service.costs import BudgetLine
+    from goalsui.service.quick_costs import BudgetLine
 
 
 def _short_seconds(seconds: float) -> str:
