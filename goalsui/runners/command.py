@@ -224,7 +224,7 @@ async def _start(
             start_new_session=True,
             preexec_fn=preexec,
             pass_fds=pass_fds,
-            cwd=cwd,
+            cwd=str(cwd) if cwd is not None else None,  # an OSError names it as text
             env=env,
         )
     except BaseException as exc:
