@@ -212,9 +212,7 @@ async def run_turn(
     try:
         turn = Turn(service, intent, run, resolve_timeout(service, intent), cancel, grace, on_spawn)
         outcome = await _run_turn(turn, event)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # a turn never crashes its host
+    except Exception as exc:  # a turn never crashes its host (a cancellation is no Exception)
         # the machine's problem, not the intent's: retried, never counted toward auto-disable
         # (a full disk must not disable every intent for good)
         problem = _INFRASTRUCTURE.get(exc.errno or 0) if isinstance(exc, OSError) else None
