@@ -256,7 +256,9 @@ def read_text_arg(value: str) -> str:
 
 def print_capability_warnings(service: Service, goal_id: str, worker: str | None = None) -> None:
     """Warn on stderr of each capability of the goal's workers that grants nothing."""
+    from goalsui.service.runner_checks import worker_warnings
+
     shown = f"/workers/{worker}/" if worker else None
-    for w in service.index.capability_warnings([goal_id]):
+    for w in worker_warnings(service, [goal_id], capabilities=True):
         if shown is None or shown in w.path:
             sys.stderr.write(f"warning: {w.path}: {w.message}\n")

@@ -85,6 +85,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from goalsui.kb.layout import KB
+    from goalsui.service.runner_checks import worker_warnings
 
     kb = KB(kb_path(args))
     warnings: list[dict[str, Any]] = []
@@ -93,7 +94,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         service = open_service(args, sync=False)
         problems = [p.as_json() for p in service.index.doctor()]
-        warnings = [w.as_json() for w in service.index.capability_warnings()]
+        warnings = [w.as_json() for w in worker_warnings(service, capabilities=True)]
     ok = not problems  # warnings alone leave the exit code 0
     lines = ["ok: KB and database look healthy"] if ok else []
     for p in problems:

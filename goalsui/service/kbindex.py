@@ -24,7 +24,6 @@ from goalsui.service.context import Aggregate
 from goalsui.service.homes import ensure_home_threads, home_threads
 from goalsui.service.index_stamp import GOAL_HOLDS
 from goalsui.service.quick import sqlite_file
-from goalsui.service.runner_checks import worker_warnings
 from goalsui.store.models import Goal, Intent, IntentRun, Meta
 
 #: ``last_error`` of a worker intent cancelled because its files left the KB.
@@ -302,7 +301,3 @@ class Index(Aggregate):
         except Exception as exc:  # noqa: BLE001 - reported as a problem, not raised
             problems.append(Problem(self.ctx.db_url_display(), None, f"database: {exc}"))
         return problems
-
-    def capability_warnings(self, goal_ids: Iterable[str] | None = None) -> list[Problem]:
-        """Warnings, not problems: capabilities that grant nothing, runners that cannot start."""
-        return worker_warnings(self.ctx, goal_ids, capabilities=True)
