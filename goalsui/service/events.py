@@ -61,10 +61,6 @@ class Events(Aggregate):
         self.ctx.changed(ChangeTopic.INTENTS)
         return EmitResult(saved_id(event), fired, duplicate=False)
 
-    def get(self, event_id: int) -> Event:
-        """One event, or :class:`NotFound`."""
-        return self.ctx.get(Event, event_id, "event")
-
     def list(self, limit: int = 100) -> list[EventRecord]:
         """The newest ``limit`` events, newest first."""
         with self.ctx.store.read() as s:

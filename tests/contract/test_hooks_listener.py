@@ -22,7 +22,7 @@ from goalsui.errors import GoalsuiError
 from goalsui.hooks import signing
 from goalsui.hooks.server import Listener, start_listener
 from goalsui.service import Service
-from goalsui.store.models import Intent
+from goalsui.store.models import Event, Intent
 from tests.base_kit import REPO, FakeClock
 from tests.hooks_kit import (
     CI_ENV,
@@ -453,7 +453,7 @@ async def test_hostile_payload_values_are_stored_alike_on_every_engine(
         status, answer = await send(server, body, signed(body, "hostile", timestamp=NOW))
         assert (status, answer.get("fired")) == (202, [intent.id]), answer
         # intact, except NUL, which PostgreSQL cannot hold: stripped on both engines alike
-        stored = service.events.get(answer["event_id"]).payload
+        stored = service.get(Event, answer["event_id"], "event").payload
         assert stored == strip_nul_deep(HOSTILE_VALUES)
         assert stored["nul"] == "ab" and stored["ansi"] == HOSTILE_VALUES["ansi"]
         # One level deeper than allowed, and an unpaired surrogate: refused, nothing stored.

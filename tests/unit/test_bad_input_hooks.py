@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from goalsui.domain.text import strip_nul_deep
 from goalsui.hooks import signing
 from goalsui.service import Service
+from goalsui.store.models import Event
 from tests.base_kit import REPO, FakeClock
 from tests.hooks_kit import (
     CI_ENV,
@@ -147,7 +148,7 @@ def test_signed_deliveries_are_stored_once_when_fresh_and_well_formed(
     elif well_formed:
         assert status == 202, answer
         # stored as sent, NUL stripped (PostgreSQL cannot hold it; both engines alike)
-        assert service.events.get(answer["event_id"]).payload == strip_nul_deep(parsed)
+        assert service.get(Event, answer["event_id"], "event").payload == strip_nul_deep(parsed)
         # Replayed as is: a duplicate, nothing more is stored.
         again, replay = post(server.port, f"/hooks/{source}", body, headers)
         assert (again, replay["event_id"]) == (409, answer["event_id"])
