@@ -266,7 +266,7 @@ async def _run_program(turn: Turn, spec: dict[str, Any], event: Event | None) ->
     event_id = run.event_id or intent.pending_event_id
     if event is None and event_id is not None:
         with contextlib.suppress(GoalsuiError):  # an event deleted meanwhile: none
-            event = await asyncio.to_thread(service.events.get, event_id)
+            event = await asyncio.to_thread(service.get, Event, event_id, "event")
     try:
         prepared = await asyncio.to_thread(prepare_turn, service, intent, run, event)
     except GoalsuiError as exc:
