@@ -212,8 +212,8 @@ class Intents:
         self._settle(intent_id)
         return intent
 
-    def _settle(self, intent_id: int) -> int:
-        """Clear the review marks of an intent's runs; returns how many were waiting."""
+    def _settle(self, intent_id: int) -> None:
+        """Clear the review marks of an intent's runs."""
         with self.ctx.store.write() as s:
             runs = list(
                 s.exec(
@@ -229,7 +229,6 @@ class Intents:
         if runs:
             self.ctx.journal.record("review settled", f"intent {intent_id}", f"{len(runs)} run(s)")
             self.ctx.changed(ChangeTopic.RUNS)
-        return len(runs)
 
     def list(
         self,

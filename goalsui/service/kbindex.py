@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -111,10 +111,7 @@ def _touched_since_ended(goal_path: Path, worker: str, intent: Intent) -> bool:
         mtime = (goal_path / "workers" / worker / "definition.yaml").stat().st_mtime
     except OSError:
         return False
-    ended = intent.updated_at
-    if ended.tzinfo is None:
-        ended = ended.replace(tzinfo=UTC)
-    return mtime > ended.timestamp()
+    return mtime > intent.updated_at.timestamp()  # aware UTC, as the store hands it out
 
 
 def _goal_row(s: Session, loaded: LoadedGoal, now: datetime, goal: Goal | None) -> Goal:
