@@ -29,10 +29,8 @@ class Bulk(Aggregate):
         """How many intents the database holds."""
         return self.ctx.store.count_rows(table_of(Intent))
 
-    def count_runs(self, status: RunStatus | None = None) -> int:
-        """How many runs the database holds (with this status when one is given)."""
-        if status is None:
-            return self.ctx.store.count_rows(table_of(IntentRun))
+    def count_runs(self, status: RunStatus) -> int:
+        """How many runs with this status the database holds."""
         return self.ctx.store.count_rows(table_of(IntentRun), status=status)
 
     def ok_run_counts(self) -> tuple[int, int, int]:
