@@ -71,7 +71,7 @@ def load_demo_records(service: Service) -> dict[str, int]:
             checklist=spec.get("checklist"),
             event_source=spec.get("source"),
         )
-        service.intents.create(intent)
+        service.intents.save(intent)
         counts["intents"] += 1
     return counts
 

@@ -117,7 +117,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         checklist=read_text_arg(args.checklist) if args.checklist is not None else None,
         active_hours=hours,
     )
-    intent = open_service(args).intents.create(spec)
+    intent = open_service(args).intents.save(spec)
     text = f"intent {intent.id}: {intent.title} [{intent.kind} {intent.schedule or intent.event_source}] next {local(intent.next_run_at)}"
     return answer(args, intent_json(intent.record()), text)
 

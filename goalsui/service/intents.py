@@ -68,13 +68,9 @@ class Intents:
         self.ctx = ctx
         self.goals = goals
 
-    def create(self, spec: IntentSpec | None = None, /, **fields: Any) -> Intent:
-        """Store an :class:`IntentSpec` (or keywords); an existing ``operation_key`` wins."""
-        if spec is None:
-            spec = IntentSpec.parse(**fields)
-        elif fields:
-            raise TypeError("create takes a spec or keyword fields, not both")
-        return self.save(spec)
+    def create(self, **fields: Any) -> Intent:
+        """Store an intent given as :meth:`IntentSpec.parse` keywords (see :meth:`save`)."""
+        return self.save(IntentSpec.parse(**fields))
 
     def save(self, spec: IntentSpec, *, reply: bool = False) -> Intent:
         """Store a validated spec; an existing ``operation_key`` returns that intent.

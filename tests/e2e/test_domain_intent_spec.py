@@ -94,12 +94,12 @@ def test_from_spec_plans_from_now_and_refuses_a_past_expiry() -> None:
 
 def test_the_service_stores_a_spec(service) -> None:
     spec = IntentSpec.parse(**GOOD, operation_key="once")
-    first = service.intents.create(spec)
-    assert service.intents.create(spec).id == first.id  # the key returns the same intent
+    first = service.intents.save(spec)
+    assert service.intents.save(spec).id == first.id  # the key returns the same intent
     assert service.intents.get(first.id).schedule == "0 16 * * 5"
     private = service.threads.create("secret", private=True)
     with pytest.raises(ValidationError, match="private"):
-        service.intents.create(dataclasses.replace(spec, operation_key=None, thread_id=private.id))
+        service.intents.save(dataclasses.replace(spec, operation_key=None, thread_id=private.id))
 
 
 def test_cli_bad_input_exits_1_with_one_line(tmp_path, empty_kb) -> None:
