@@ -43,8 +43,8 @@ class TabBar(Tabs):
         super().__init__(*self._by_name.values(), active=first, id=id)
 
     def pick(self, name: str) -> None:
-        """Make tab ``name`` active (before the mount, the tab given when built is)."""
-        if self.is_mounted and self.active != f"tab-{name}":
+        """Make tab ``name`` active (until its tabs are mounted, the one it was built with is)."""
+        if self.active != f"tab-{name}" and self.query(f"#tab-{name}"):
             self.active = f"tab-{name}"
 
     def label(self, name: str, text: str) -> None:
