@@ -150,47 +150,14 @@ def guard_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
 
 
 @dataclass
-class Bounded:
-    """A listening port with its cap."""
-
-    server: asyncio.AbstractServer
-    cap: ConnectionCap
-    port: int
-
-
-async def listen(
-    runner: web.AppRunner,
-    host: str,
-    port: int,
-    limits: Limits,
-    *,
-    name: str,
-    quiet: QuietLog | None = None,
-) -> Bounded:
-    """Serve ``runner`` on ``host:port``, capped and guarded; OSError if it cannot bind."""
-    server = runner.server
-    if server is None:
-        raise RuntimeError("listen() needs a runner that is set up")
-    quiet_aiohttp(limits.log_interval)
-    loop = asyncio.get_running_loop()
-    guard_accept_errors(loop)
-    cap = ConnectionCap(
-        server, limits.max_connections, quiet or QuietLog(log, limits.log_interval), name
-    )
-    listening = await loop.create_server(cap, host, port, backlog=BACKLOG)
-    sockets = listening.sockets
-    bound = int(sockets[0].getsockname()[1]) if sockets else port
-    return Bounded(listening, cap, bound)
-
-
-@dataclass
 class Served:
     """An application served on a bounded port; ``await served.close()`` stops it."""
 
     host: str
     port: int
     runner: web.AppRunner
-    bounded: Bounded
+    server: asyncio.AbstractServer
+    cap: ConnectionCap
 
     @property
     def url(self) -> str:
@@ -199,7 +166,7 @@ class Served:
 
     async def close(self) -> None:
         """Stop listening, then end the connections and the application."""
-        self.bounded.server.close()
+        self.server.close()
         with contextlib.suppress(Exception):
             await self.runner.cleanup()
 
@@ -223,9 +190,17 @@ async def serve(
         app, keepalive_timeout=limits.header_timeout, access_log=access_log, handle_signals=False
     )
     await runner.setup()
+    quiet_aiohttp(limits.log_interval)
+    loop = asyncio.get_running_loop()
+    guard_accept_errors(loop)
+    cap = ConnectionCap(
+        runner.server, limits.max_connections, quiet or QuietLog(log, limits.log_interval), name
+    )
     try:
-        bounded = await listen(runner, host, port, limits, name=name, quiet=quiet)
+        listening = await loop.create_server(cap, host, port, backlog=BACKLOG)
     except OSError as exc:
         await runner.cleanup()
         raise GoalsuiError(f"{failure} on {host}:{port}: {exc.strerror or exc}") from None
-    return Served(host, bounded.port, runner, bounded)
+    sockets = listening.sockets
+    bound = int(sockets[0].getsockname()[1]) if sockets else port
+    return Served(host, bound, runner, listening, cap)

@@ -129,7 +129,7 @@ async def test_connections_over_the_cap_are_refused_and_logged_once(
         )
         assert sum(not isinstance(x, BaseException) for x in refused) >= CAP * 2 - 2
         assert len(listener.runner.server.connections) <= CAP
-        assert listener.bounded.cap.refused >= CAP * 2 - 2
+        assert listener.cap.refused >= CAP * 2 - 2
         lines = [r for r in caplog.records if "connection refused" in r.getMessage()]
         assert len(lines) == 1  # once per interval, not once per attempt
         # the idle ones time out; then a real delivery gets through
