@@ -3,7 +3,6 @@ dashboard, the plan of the next fires, a goal's box counts."""
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -50,7 +49,6 @@ class Dashboard:
     threads: list[ThreadView] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     token: tuple[Any, ...] = ()
-    load_ms: float = 0.0
     #: True for the quick KB read painted before the records are loaded.
     preview: bool = False
     #: True for records read before the service opened (:mod:`goalsui.service.quick`):
@@ -89,7 +87,6 @@ class BoxCounts:
 
 def load_dashboard(service: Service, now: datetime) -> Dashboard:
     """Everything the main screen needs, in a handful of reads."""
-    started = time.perf_counter()
     token = service.overview.change_token()
     goals, intent_rows = service.goals.with_intents()
     intents = {i.id: i for i in (row.record() for row in intent_rows)}
@@ -116,7 +113,6 @@ def load_dashboard(service: Service, now: datetime) -> Dashboard:
         threads=threads,
         summary=service.overview.summary(),
         token=token,
-        load_ms=(time.perf_counter() - started) * 1000,
         spend_today=spend_today,
         budgets=budgets,
     )
