@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import unicodedata
 from pathlib import Path
 
@@ -20,7 +19,7 @@ def new_goal_id(name: str) -> str:
     ``goal`` when none is left), ``-`` and 8 hex digits."""
     norm = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", norm.lower()).strip("-")[:32].strip("-")
-    return check_name(f"{slug or 'goal'}-{secrets.token_hex(4)}", "goal id")
+    return check_name(f"{slug or 'goal'}-{os.urandom(4).hex()}", "goal id")
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
