@@ -19,7 +19,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 from subprocess import DEVNULL, STDOUT
 from typing import Any
 
+from goalsui.bench import goalsui_argv
 from goalsui.bench.scheduler import _progress
 from goalsui.domain.records import saved_id
 from goalsui.domain.states import RunStatus
@@ -455,8 +455,7 @@ def _start_daemons(
 ) -> list[Daemon]:
     daemons = []
     for k in range(opts.daemons):
-        argv = [sys.executable, "-m", "goalsui", "--kb", str(kb), "--db", opts.db]
-        argv += ["--state-dir", str(state), "daemon", "--lease-seconds", f"{opts.lease:g}"]
+        argv = goalsui_argv(kb, state, "daemon", "--lease-seconds", f"{opts.lease:g}", db=opts.db)
         argv += ["--max-concurrency", "32", "--grace-seconds", "1", "--poll-interval", "0.5"]
         if k == 0:
             argv += ["--hooks-port", str(hooks_port)]
