@@ -46,22 +46,17 @@ def trap_stop_signals(
     return undo
 
 
-def detach_terminal() -> None:
-    """Point each of fds 0, 1 and 2 that is a terminal at ``/dev/null``."""
-    ttys = [fd for fd in (0, 1, 2) if os.isatty(fd)]  # False for a closed fd, never raises
-    if not ttys:
-        return
-    null = os.open(os.devnull, os.O_RDWR)
-    try:
-        for fd in ttys:
-            os.dup2(null, fd)
-    finally:
-        os.close(null)
-
-
 def go_dark(driver: Any) -> None:
-    """Draw nothing more: the streams go to ``/dev/null``, the driver writes nowhere."""
+    """Draw nothing more: each of fds 0, 1 and 2 that is a terminal goes to ``/dev/null``,
+    the driver writes nowhere."""
+    ttys = [fd for fd in (0, 1, 2) if os.isatty(fd)]  # False for a closed fd, never raises
     with contextlib.suppress(OSError):
-        detach_terminal()
+        if ttys:
+            null = os.open(os.devnull, os.O_RDWR)
+            try:
+                for fd in ttys:
+                    os.dup2(null, fd)
+            finally:
+                os.close(null)
     if driver is not None:
         setattr(driver, "write", lambda data: None)  # noqa: B010 - mute the dead screen
