@@ -10,7 +10,7 @@ from goalsui.cli.common import Subparsers, add_flags, add_options, command, open
 from goalsui.domain.timeutil import load_zone
 
 if TYPE_CHECKING:
-    from goalsui.scheduler.plan import PlannedFire
+    from goalsui.domain.planned import PlannedFire
 
 
 UNTIL_HELP = (
@@ -34,7 +34,8 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from goalsui.scheduler.plan import parse_until, plan
+    from goalsui.domain.planned import parse_until
+    from goalsui.scheduler.plan import plan
 
     service = open_service(args)
     now = service.now()
@@ -72,7 +73,7 @@ def _plural(n: int, word: str) -> str:
 def _headline(
     items: list[PlannedFire], now: datetime, until: datetime, zone: tzinfo, args: argparse.Namespace
 ) -> str:
-    from goalsui.scheduler.plan import _local_text
+    from goalsui.domain.planned import local_text
 
     fires = sum(1 for f in items if f.kind == "fire")
     conflicts = sum(1 for f in items if f.warning)
@@ -80,7 +81,7 @@ def _headline(
     scope = f" for goal {args.goal}" if args.goal else ""
     zone_name = getattr(zone, "key", None) or now.astimezone(zone).tzname() or "local"
     return (
-        f"Plan{scope} from {_local_text(now, zone)} until {_local_text(until, zone)} "
+        f"Plan{scope} from {local_text(now, zone)} until {local_text(until, zone)} "
         f"({zone_name}): {'at least ' if capped else ''}{_plural(fires, 'fire')}"
         + (f", {_plural(conflicts, 'conflict')}" if conflicts else "")
     )
@@ -103,16 +104,16 @@ def _print_full(items: list[PlannedFire], zone: tzinfo) -> None:
 
 
 def _when(at: datetime, zone: tzinfo, first: datetime | None) -> str:
-    from goalsui.scheduler.plan import _local_text
+    from goalsui.domain.planned import local_text
 
-    text = _local_text(at, zone)
+    text = local_text(at, zone)
     if first is not None and at.astimezone(zone).date() == first.astimezone(zone).date():
         return text[11:16]
     return text[:16]
 
 
 def _print_summary(items: list[PlannedFire], zone: tzinfo) -> None:
-    from goalsui.scheduler.plan import summarise
+    from goalsui.domain.planned import summarise
 
     rows = summarise(items)
     if not rows:

@@ -12,15 +12,11 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
-# the values and rules live in goalsui/domain; callers import them from here too
-from goalsui.domain.planned import IntentPlan, PlannedFire, parse_until, plan_window, summarise
-from goalsui.domain.planned import local_text as _local_text
+from goalsui.domain.planned import PlannedFire, plan_window
 from goalsui.domain.planner import HISTORY, HISTORY_LIMIT, plan_fires
 
 if TYPE_CHECKING:
     from goalsui.service import Service
-
-__all__ = ["IntentPlan", "PlannedFire", "_local_text", "parse_until", "plan", "summarise"]
 
 
 def plan(

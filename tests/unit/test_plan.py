@@ -10,9 +10,9 @@ from subprocess import CompletedProcess
 import pytest
 
 from goalsui.cli import main
+from goalsui.domain.planned import PlannedFire, parse_until
 from goalsui.errors import ValidationError
 from goalsui.kb.layout import WorkerSeed
-from goalsui.scheduler.plan import PlannedFire, parse_until
 from goalsui.scheduler.plan import plan as service_plan
 from goalsui.service import Service
 from goalsui.service.quick import sqlite_file
