@@ -309,12 +309,10 @@ async def claim_loop(claimer: Claimer, polls: Callable[[], bool]) -> None:
                 await back_off(rt, wake, retry_delay(rt.attempts("claim"), interval))
                 continue
         rt.beat(parked=True)
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), max(0.0, next_poll - time.monotonic()))
             need_tick = True
             continue
-        except TimeoutError:
-            pass
         next_poll = next_look()
         if not polls():
             continue  # the alarm and the cross-process wakes cover it

@@ -5,6 +5,7 @@ sweep (recovery and expiry) and the pruning of old runs (see docs/architecture.m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from functools import partial
 from pathlib import Path
@@ -160,8 +161,6 @@ def remove_logs(runs_dir: Path, removed: list[Row]) -> None:
             if not path:
                 continue
             p = Path(path)
-            try:
+            with contextlib.suppress(OSError):
                 if p.is_file() and p.resolve().is_relative_to(runs_dir.resolve()):
                     p.unlink()
-            except OSError:
-                pass

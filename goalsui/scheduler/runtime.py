@@ -157,13 +157,11 @@ class Runtime:
         loop, wake = self.loop, self.wake_event
         if loop is None or wake is None or loop.is_closed():
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closing
             if on_loop_thread(loop):
                 wake.set()
             else:
                 loop.call_soon_threadsafe(wake.set)
-        except RuntimeError:  # the loop is closing
-            pass
 
     def emit(self, event: SchedulerEvent) -> None:
         for callback in list(self.subscribers):

@@ -6,6 +6,7 @@ it gets ``RECONNECTED``: changes may have been missed, so re-read everything."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
@@ -102,13 +103,11 @@ class ChangeListener:
         if thread is None or not thread.is_alive():
             return
         if self._ready.is_set():
-            try:
+            with contextlib.suppress(Exception):  # the thread also wakes on its own timeout
                 import psycopg
 
                 with psycopg.connect(self.dsn, autocommit=True, connect_timeout=3) as conn:
                     conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._stop_token))
-            except Exception:  # noqa: BLE001 - the thread also wakes on its own timeout
-                pass
         thread.join(timeout)
 
     def _run(self) -> None:
