@@ -42,13 +42,14 @@ async def test_cost_panel_status_bar_total_and_goal_budget(demo: Service, clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         main = app.main
-        panel = main.query_one(CostPanel)
+        assert not main.query(CostPanel)  # built with the first runs it shows
         assert "$0.3000/$0.4000 day" in label(main.goals.goal_nodes[PULSE])
         status = main.query_one(StatusBar).render_info().plain
         assert "today $0.3000 +" in status and "unknown" in status  # demo runs said nothing
         main.goals.focus()
         assert main.goals.select_key(f"worker/{PULSE}/pulse")
         await settle(app, pilot)
+        panel = main.query_one(CostPanel)
         assert panel.display and panel.intent_id == intent_id
         assert "cost $0.3000 (" in panel.summary and "unknown)" in panel.summary
         assert "last $0.2000" in panel.summary and "last 8.0s" in panel.summary

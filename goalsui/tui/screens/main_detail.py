@@ -18,7 +18,6 @@ from goalsui.tui.fmt import RUN_GLYPH, clock_time, describe_schedule, duration
 from goalsui.tui.messages import WatcherBatch
 from goalsui.tui.model import Dashboard, visible_files
 from goalsui.tui.screens.main_panes import LOADING, PanesScreen, Selection, SelectionKind
-from goalsui.tui.widgets.cost_panel import CostPanel
 from goalsui.tui.widgets.detail import DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import run_error
 
@@ -50,7 +49,7 @@ class DetailPart(PanesScreen):
         if intent_id is not None and self.gapp.service_ready:
             with contextlib.suppress(GoalsuiError):  # the panel says there is nothing
                 points = await asyncio.to_thread(self.gapp.service.costs.recent_runs, intent_id)
-        self.query_one(CostPanel).show(intent_id, points)
+        await self.detail.show_costs(intent_id, points)
 
     @on(DetailView.TabChanged)
     def _tab_changed(self) -> None:

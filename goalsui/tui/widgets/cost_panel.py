@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
 
 from goalsui.domain.budget import format_amount, format_usd
 from goalsui.tui.fmt import Palette
@@ -82,6 +82,8 @@ class CostPanel(Vertical):
         self.summary = ""
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import Sparkline  # loaded with the panel, after the first frame
+
         yield Static("", id="cost-summary", markup=False)
         yield Sparkline([], id="cost-durations", summary_function=max)
         yield Sparkline([], id="cost-costs", summary_function=max)
@@ -92,6 +94,8 @@ class CostPanel(Vertical):
         if intent_id is None or points is None:
             self.display = False
             return
+        from textual.widgets import Sparkline
+
         self.display = True
         self.summary = cost_summary(points)
         self.query_one("#cost-summary", Static).update(Text(self.summary, no_wrap=True))

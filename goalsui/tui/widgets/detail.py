@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
@@ -14,6 +16,9 @@ from textual.widgets import Static
 from goalsui.domain.untrusted import plain
 from goalsui.tui import keys
 from goalsui.tui.widgets.cost_panel import CostPanel
+
+if TYPE_CHECKING:
+    from goalsui.domain.budget import RunPoint
 
 
 @dataclass(frozen=True)
@@ -96,8 +101,15 @@ class DetailView(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-title", markup=False)
         yield TabStrip(id="detail-tabs")
-        yield CostPanel(id="detail-cost")
-        yield DetailBody(id="detail-body")
+        yield DetailBody(id="detail-body")  # the cost panel comes with the first runs to show
+
+    async def show_costs(self, intent_id: int | None, points: Sequence[RunPoint] | None) -> None:
+        """The runs of ``intent_id`` in the cost panel, mounted the first time it has some."""
+        if not self.query(CostPanel):
+            if intent_id is None or points is None:
+                return
+            await self.mount(CostPanel(id="detail-cost"), before="#detail-body")
+        self.query_one(CostPanel).show(intent_id, points)
 
     @property
     def current(self) -> DetailTab | None:
