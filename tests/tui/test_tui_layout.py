@@ -7,7 +7,7 @@ from textual.widgets import Tab
 
 from goalsui.service import Service
 from goalsui.tui.app import make_app
-from goalsui.tui.widgets.layout_tabs import TabBar
+from goalsui.tui.widgets.tab_bar import TabBar
 from tests.tui_kit import settle
 
 

@@ -4,14 +4,13 @@ It wires the panes and its parts; the records come as messages, never by a call.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Container, Horizontal, Vertical
-from textual.widgets import Static, Tabs
+from textual.widgets import Static
 
 from goalsui.domain.states import IntentStatus
 from goalsui.tui import keys
@@ -39,10 +38,15 @@ from goalsui.tui.widgets.detail import DetailView
 from goalsui.tui.widgets.failed_pane import FailedTable, failure_items
 from goalsui.tui.widgets.footer import Footer
 from goalsui.tui.widgets.goals_tree import GoalsTree
-from goalsui.tui.widgets.layout_tabs import NARROW_WIDTH, TAB_LABELS, TAB_PANES, TabBar, tab_of
+from goalsui.tui.widgets.layout_tabs import NARROW_WIDTH, TAB_LABELS, TAB_PANES, tab_of
 from goalsui.tui.widgets.status_bar import NoticeBar, StatusBar, StatusInfo
 from goalsui.tui.widgets.threads_pane import ThreadsTable
 from goalsui.tui.widgets.timeline import TimelineTable
+
+if TYPE_CHECKING:
+    from textual.widgets import Tabs
+
+    from goalsui.tui.widgets.tab_bar import TabBar
 
 PANE_TITLES = dict(
     zip(PANES, ("1 Goals", "2 Threads", "3 Timeline", "4 Failed runs", "5 Detail"), strict=True)
@@ -70,6 +74,7 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         self._quiet_until: tuple[Dashboard, datetime] | None = None
         #: the narrow layout's tab labels (its tab bar is mounted when the screen first narrows)
         self.tab_labels = dict(TAB_LABELS)
+        self.tab_bar: TabBar | None = None
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -120,8 +125,11 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             self.set_class(narrow, "-narrow")
             if narrow:
                 tab = tab_of(self.pane, self.tab)
-                if not self.query(TabBar):  # the tab bar is built the first time it shows
-                    self.mount(TabBar(self.tab_labels, tab, id="pane-tabs"), before="#main-body")
+                if self.tab_bar is None:  # built (and its module loaded) the first time it shows
+                    from goalsui.tui.widgets.tab_bar import TabBar
+
+                    self.tab_bar = TabBar(self.tab_labels, tab, id="pane-tabs")
+                    self.mount(self.tab_bar, before="#main-body")
                 self.show_tab(tab, focus=True)
 
     def show_tab(self, name: str, *, focus: bool = False) -> None:
@@ -129,22 +137,21 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
         self.tab = name
         for other in TAB_PANES:
             self.set_class(other == name, f"-tab-{other}")
-        for bar in self.query(TabBar):
-            bar.pick(name)
+        if self.tab_bar is not None:
+            self.tab_bar.pick(name)
         if focus and self.has_class("-narrow") and self.pane not in TAB_PANES[name]:
             self.call_after_refresh(self.pane_widget(TAB_PANES[name][0]).focus)
 
     def label_tab(self, name: str, text: str) -> None:
         """The label of the narrow layout's tab ``name``, kept for a tab bar mounted later."""
         self.tab_labels[name] = text
-        for bar in self.query(TabBar):
-            bar.label(name, text)
+        if self.tab_bar is not None:
+            self.tab_bar.label(name, text)
 
-    @on(Tabs.TabActivated, "#pane-tabs")
-    def _tab_activated(self, event: Tabs.TabActivated) -> None:
-        name = TabBar.name_of(event.tab)
-        if name != self.tab:
-            self.show_tab(name, focus=True)
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        bar = self.tab_bar
+        if bar is not None and event.tabs is bar and bar.name_of(event.tab) != self.tab:
+            self.show_tab(bar.name_of(event.tab), focus=True)
 
     def action_toggle_maximize(self) -> None:
         """Maximise the focused pane, or bring the layout back."""

@@ -27,7 +27,7 @@ from goalsui.tui.model import list_reports
 from goalsui.tui.screens.base import DataScreen
 from goalsui.tui.widgets.branches_pane import BranchesPane
 from goalsui.tui.widgets.keyed_table import KeyedTable, Row
-from goalsui.tui.widgets.layout_tabs import TabBar
+from goalsui.tui.widgets.tab_bar import TabBar
 
 if TYPE_CHECKING:
     from goalsui.domain.records import IntentRecord, RunRecord
