@@ -18,12 +18,13 @@ import random
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
-import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,16 +34,14 @@ from typing import Any
 from goalsui.bench import goalsui_argv
 from goalsui.bench.scheduler import _progress
 from goalsui.domain.records import saved_id
-from goalsui.domain.states import RunStatus
+from goalsui.domain.states import FAILURE_RUNS, RunStatus
 from goalsui.errors import GoalsuiError, ValidationError
 from goalsui.hooks import signing
 from goalsui.scheduler.rules import advance
 from goalsui.service import Service
 
 KILL9, SIGSTOP, PG_RESTART, DROP = "kill -9", "SIGSTOP > lease", "pg restart", "dropped connection"
-FAILURES = frozenset(
-    {RunStatus.FAILED, RunStatus.TIMEOUT, RunStatus.INTERRUPTED, RunStatus.CANCELLED}
-)
+FAILURES = FAILURE_RUNS | {RunStatus.CANCELLED}
 NOT_EXECUTED = frozenset({RunStatus.SKIPPED, RunStatus.MISSED})
 SOURCE = "chaos"
 SECRET_ENV = "GOALSUI_CHAOS_HOOK_SECRET"
@@ -84,10 +83,9 @@ class Daemon:
 
     def __init__(self, k: int, argv: list[str], env: dict[str, str], log: Path) -> None:
         self.k, self.argv, self.env, self.log = k, argv, env, log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.state = "dead"  # running | stopped | dead
         self.until = 0.0  # monotonic time of the pending restart or SIGCONT
         self.pids: list[int] = []
+        self.start()
 
     def start(self) -> None:
         with self.log.open("ab") as out:
@@ -95,20 +93,18 @@ class Daemon:
                 self.argv, env=self.env, stdout=out, stderr=STDOUT, stdin=DEVNULL
             )
         self.pids.append(self.proc.pid)
-        self.state = "running"
+        self.state = "running"  # running | stopped | dead
 
     def ready(self) -> bool:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        text = self.log.read_text(errors="replace")
         return text.count("goalsui daemon:") >= len(self.pids)
 
     def signal(self, sig: int) -> None:
-        assert self.proc is not None
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, sig)
 
     def kill9(self, pause: float) -> None:
         self.signal(signal.SIGKILL)
-        assert self.proc is not None
         self.proc.wait(timeout=30)
         self.state, self.until = "dead", time.monotonic() + pause
 
@@ -127,8 +123,8 @@ class Daemon:
             self.start()
 
     def terminate(self, timeout: float = 60.0) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return None if self.proc is None else self.proc.returncode
+        if self.proc.poll() is not None:
+            return self.proc.returncode
         self.signal(signal.SIGCONT)
         self.signal(signal.SIGTERM)
         try:
@@ -149,32 +145,20 @@ class Postgres:
         self._conn: Any = None
         self.restarts: Counter[str] = Counter()
 
-    def conn(self) -> Any:
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """The rows of ``sql``; (re)connects and retries for two minutes (a restart, a drop)."""
         import psycopg
 
-        for _ in range(60):
-            try:
+        for _ in range(240):
+            with contextlib.suppress(psycopg.Error):
                 if self._conn is None or self._conn.closed or self._conn.broken:
                     self._conn = psycopg.connect(
                         self.url, autocommit=True, application_name="goalsui-chaos-bench"
                     )
-                self._conn.execute("SELECT 1")
-                return self._conn
-            except psycopg.Error:
-                self._conn = None
-                time.sleep(0.5)
+                return list(self._conn.execute(sql, params).fetchall())
+            self._conn = None
+            time.sleep(0.5)
         raise GoalsuiError("bench chaos: the database does not answer")
-
-    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-        for attempt in range(5):
-            try:
-                return list(self.conn().execute(sql, params).fetchall())
-            except Exception:
-                self._conn = None
-                if attempt == 4:
-                    raise
-                time.sleep(1)
-        return []
 
     def terminate_one(self, app: str, rng: random.Random) -> bool:
         sql = "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = current_database()"
@@ -184,8 +168,8 @@ class Postgres:
         rows = self.query("SELECT pg_terminate_backend(%s)", (rng.choice(pids),))
         return bool(rows and rows[0][0])
 
-    def restart(self) -> str:
-        """``pg_ctl restart`` (fast, then immediate, alternately); returns the mode."""
+    def restart(self) -> None:
+        """``pg_ctl restart`` (fast, then immediate, alternately), counted per mode."""
         assert self.data is not None
         mode = ("fast", "immediate")[sum(self.restarts.values()) % 2]
         pg_ctl = _pg_ctl(self.data)
@@ -198,7 +182,6 @@ class Postgres:
             raise GoalsuiError(f"bench chaos: pg_ctl restart failed: {res.stderr.strip()[-300:]}")
         self.restarts[mode] += 1
         self._conn = None
-        return mode
 
 
 def _data_dir(pg_dir: Path) -> Path:
@@ -274,10 +257,7 @@ def create_intents(svc: Service, load: Load, tag: str, rate: float) -> None:
         add("heartbeat", f"checklist {k}", k, schedule="15s", checklist="- [ ] look at the queue")
     add("heartbeat", "empty checklist", 0, schedule="15s", checklist="")
     later = datetime.now(UTC) + timedelta(hours=6)
-    quiet = {
-        "start": later.strftime("%H:%M"),
-        "end": (later + timedelta(hours=1)).strftime("%H:%M"),
-    }
+    quiet = {"start": f"{later:%H:%M}", "end": f"{later + timedelta(hours=1):%H:%M}"}
     add("heartbeat", "quiet hours", 0, schedule="15s", active_hours={**quiet, "timezone": "UTC"})
     for k in range(max(1, round(12 * scale))):
         add("cron", f"cron {k}", k, schedule="* * * * *", timezone=ZONES[k % len(ZONES)])
@@ -294,8 +274,7 @@ class Sender:
         self.n = 0
 
     def post(self, delivery: str, body: bytes) -> bool:
-        headers = signing.signed_headers(self.secret, body, delivery)
-        headers["Content-Type"] = "application/json"
+        headers = signing.signed_headers(self.secret, body, delivery)  # JSON content type too
         try:
             with contextlib.closing(http.client.HTTPConnection("127.0.0.1", self.port, 5)) as conn:
                 conn.request("POST", f"/hooks/{SOURCE}", body=body, headers=headers)
@@ -316,10 +295,7 @@ class Sender:
             self.retry.append((delivery, body))
 
     def resend(self) -> None:
-        pending, self.retry = self.retry, []
-        for delivery, body in pending:
-            if not self.post(delivery, body):
-                self.retry.append((delivery, body))
+        self.retry = [(d, body) for d, body in self.retry if not self.post(d, body)]
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -374,7 +350,7 @@ def _deal(kinds: list[str], rng: random.Random) -> Iterator[str]:
 
 
 def run(opts: Options) -> Result:
-    rng = random.Random(opts.seed)
+    pg = Postgres(opts.db, opts.pg_dir)  # checks the URL and --pg-dir first
     result = Result(options={k: str(v) for k, v in opts.__dict__.items()})
     kinds = [KILL9, SIGSTOP, DROP]
     if opts.pg_dir is not None:
@@ -383,7 +359,6 @@ def run(opts: Options) -> Result:
         result.skipped_kinds.append(PG_RESTART)
         result.notes.append("no --pg-dir: PostgreSQL restarts were not injected")
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-chaos-"))
-    pg = Postgres(opts.db, opts.pg_dir)
     tag = f"chaos-{secrets.token_hex(8)}"
     daemons: list[Daemon] = []
     try:
@@ -403,14 +378,14 @@ def run(opts: Options) -> Result:
             create_intents(svc, load, tag, opts.rate)
             secret = secrets.token_hex(16)
             hooks_port = _free_port()
-            daemons = _start_daemons(opts, kb, state, tmp, secret, hooks_port)
+            _start_daemons(opts, kb, state, secret, hooks_port, daemons)
             sender = Sender(hooks_port, secret, load)
             _progress(
                 f"{opts.daemons} daemons, {len(load.intents)} standing intents, faults every "
                 f"{opts.fault_every:g}s for {opts.minutes:g} min: {', '.join(kinds)}"
             )
             add = functools.partial(add_intent, svc, load, tag)
-            fault_end = _storm(opts, rng, kinds, daemons, pg, add, sender, result)
+            fault_end = _storm(opts, kinds, daemons, pg, add, sender, result)
             _progress(f"faults over; every daemon healthy again; settling {opts.settle:g}s")
             for d in daemons:
                 d.heal(time.monotonic(), force=True)
@@ -419,7 +394,7 @@ def run(opts: Options) -> Result:
                 sender.resend()
                 time.sleep(0.5)
             horizon = fault_end + timedelta(seconds=opts.settle / 2)
-            live = {d.proc.pid for d in daemons if d.proc and d.proc.poll() is None}
+            live = {d.proc.pid for d in daemons if d.proc.poll() is None}
             orphaned = _running_without_owner(pg, live)
             _progress("stopping the daemons (SIGTERM)")
             codes = [d.terminate() for d in daemons]
@@ -444,16 +419,14 @@ def run(opts: Options) -> Result:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.create_server(("127.0.0.1", 0)) as s:
         return int(s.getsockname()[1])
 
 
 def _start_daemons(
-    opts: Options, kb: Path, state: Path, tmp: Path, secret: str, hooks_port: int
-) -> list[Daemon]:
-    daemons = []
+    opts: Options, kb: Path, state: Path, secret: str, hooks_port: int, daemons: list[Daemon]
+) -> None:
+    """Start the daemons into ``daemons`` (so that the caller stops them if one fails)."""
     for k in range(opts.daemons):
         argv = goalsui_argv(kb, state, "daemon", "--lease-seconds", f"{opts.lease:g}", db=opts.db)
         argv += ["--max-concurrency", "32", "--grace-seconds", "1", "--poll-interval", "0.5"]
@@ -462,24 +435,20 @@ def _start_daemons(
         env = {"GOALSUI_MCP_WARM": "0", **os.environ, "PGOPTIONS": DURABLE, SECRET_ENV: secret}
         env.update(PGAPPNAME=f"goalsui-chaos-d{k + 1}", PYTHONUNBUFFERED="1")
         env.pop(TAG_ENV, None)
-        d = Daemon(k + 1, argv, env, tmp / f"daemon-{k + 1}.log")
-        d.start()
-        daemons.append(d)
+        daemons.append(Daemon(k + 1, argv, env, kb.parent / f"daemon-{k + 1}.log"))
     deadline = time.monotonic() + 120
     while not all(d.ready() for d in daemons):
         for d in daemons:
-            if d.proc is not None and d.proc.poll() is not None:
+            if d.proc.poll() is not None:
                 tail = d.log.read_text(errors="replace").strip().splitlines()[-3:]
                 raise GoalsuiError(f"bench chaos: daemon {d.k} did not start: {' | '.join(tail)}")
         if time.monotonic() > deadline:
             raise GoalsuiError("bench chaos: the daemons did not start within 120 s")
         time.sleep(0.2)
-    return daemons
 
 
 def _storm(
     opts: Options,
-    rng: random.Random,
     kinds: list[str],
     daemons: list[Daemon],
     pg: Postgres,
@@ -488,6 +457,7 @@ def _storm(
     result: Result,
 ) -> datetime:
     """The fault period: load and faults; returns when it ended (UTC)."""
+    rng = random.Random(opts.seed)
     scale = opts.rate / 10_000
     at_every, event_every = 3.0 / scale, 4.0 / scale
     deck = _deal(kinds, rng)
@@ -496,8 +466,8 @@ def _storm(
     end = start + opts.minutes * 60
     next_fault = start + min(opts.fault_every, 3.0)
     next_at, next_event, next_resend = start, start + 1.0, start + 2.0
-    restart: threading.Thread | None = None
-    restart_error: list[BaseException] = []
+    restart: Future[None] | None = None
+    pool = ThreadPoolExecutor(1, "chaos-pg-restart")
     k = 0
     while (now := time.monotonic()) < end:
         for d in daemons:
@@ -514,32 +484,21 @@ def _storm(
         if now >= next_resend:
             next_resend += 2.0
             sender.resend()
-        if now >= next_fault and (restart is None or not restart.is_alive()):
+        if now >= next_fault and (restart is None or restart.done()):
             next_fault += opts.fault_every
             kind = next(deck)
             if _inject(kind, opts.lease, rng, daemons, pg):
                 counts[kind] += 1
             if kind == PG_RESTART:
-                restart = threading.Thread(
-                    target=_restart_pg, args=(pg, restart_error), daemon=True
-                )
-                restart.start()
+                restart = pool.submit(pg.restart)
         time.sleep(0.05)
-    if restart is not None:
-        restart.join(200)
-    if restart_error:
-        result.notes.append(f"a PostgreSQL restart failed: {restart_error[0]}")
-    for mode, n in pg.restarts.items():
-        counts[f"{PG_RESTART} ({mode})"] = n
-    result.faults = dict(counts)
+    pool.shutdown(wait=False)
+    with contextlib.suppress(TimeoutError):  # still restarting after 200 s: no note
+        if restart is not None and (error := restart.exception(200)) is not None:
+            result.notes.append(f"a PostgreSQL restart failed: {error}")
+    restarts = {f"{PG_RESTART} ({mode})": n for mode, n in pg.restarts.items()}
+    result.faults = {**counts, **restarts}
     return datetime.now(UTC)
-
-
-def _restart_pg(pg: Postgres, errors: list[BaseException]) -> None:
-    try:
-        pg.restart()
-    except BaseException as exc:  # noqa: BLE001 - reported at the end
-        errors.append(exc)
 
 
 def _inject(
@@ -620,15 +579,11 @@ def check(
     _check_deliveries(result, load, events)
     result.check(ORPHAN, result.runs.get("running", 0) + len(orphaned))
     result.violated(ORPHAN, len(orphaned), "; ".join(orphaned[:5]))
+    running = "intent_run WHERE status = 'running'"
     for name, checked, what, where in (
         (STUCK, len(intents), "intents", "intent WHERE status = 'firing'"),
-        (RUNNING, len(records), "runs", "intent_run WHERE status = 'running'"),
-        (
-            SESSIONS,
-            len(records),
-            "runs",
-            "intent_run WHERE tool_session IS NOT NULL AND status = 'running'",
-        ),
+        (RUNNING, len(records), "runs", running),
+        (SESSIONS, len(records), "runs", f"{running} AND tool_session IS NOT NULL"),
     ):
         found = pg.query(f"SELECT id FROM {where}")
         result.check(name, checked)
@@ -743,14 +698,13 @@ def _check_event(
     for event_id, n in per_event.items():
         if n > 1:
             v.violated(TWICE, n - 1, f"event intent {intent_id}: event {event_id} fired {n} times")
-    fired = sorted(e for e in per_event if e is not None)
+    last = max((e for e in per_event if e is not None), default=None)
     for event_id, e in events.items():
         if intent_id not in e["matched"] or e["received"] > horizon:
             continue
         v.check(EXPECTED, 1)
         # A later event that made the intent due before its claim coalesces this one.
-        i = bisect.bisect_left(fired, event_id)
-        if i >= len(fired):
+        if last is None or last < event_id:
             v.violated(EXPECTED, 1, f"event intent {intent_id}: no run for event {event_id}")
 
 
@@ -787,16 +741,11 @@ def tagged_processes(tag: str) -> list[str]:
     """Processes whose environment carries the turn tag (``/proc/*/environ``)."""
     needle = f"{TAG_ENV}={tag}".encode()
     out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            env = (entry / "environ").read_bytes()
-            if needle in env.split(b"\0"):
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to read
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                 out.append(f"pid {entry.name}: {cmd.strip()[:80]}")
-        except OSError:
-            continue
     return out
 
 
@@ -831,10 +780,7 @@ def render(r: Result) -> str:
 
 def options(args: argparse.Namespace) -> Options:
     """The run's options (the command line requires --db and checks the ranges)."""
-    libpq_url(args.bench_db)
     pg_dir = Path(args.pg_dir) if args.pg_dir else None
-    if pg_dir is not None:
-        _data_dir(pg_dir)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
     given = (args.daemons, args.minutes, args.fault_every, float(args.rate), args.lease_seconds)
     return Options(args.bench_db, pg_dir, *given, args.settle_seconds, seed)
