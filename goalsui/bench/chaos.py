@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import bisect
 import contextlib
-import functools
 import http.client
+import itertools
 import json
 import os
 import pwd
@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -67,14 +67,6 @@ TURNS = (
     ("slow", "if [ $(( $$ % 4 )) -eq 0 ]; then sleep 30; fi; sleep 0.2", 2),
     ("child", "sleep 300 & sleep 0.3", 10),
 )
-
-
-def libpq_url(url: str) -> str:
-    """A SQLAlchemy URL as libpq takes it (``postgresql+psycopg://`` -> ``postgresql://``)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or not scheme.startswith(("postgresql", "postgres")):
-        raise ValidationError("bench chaos: --db must be a PostgreSQL URL (postgresql://...)")
-    return "postgresql://" + rest
 
 
 # -- the daemons -----------------------------------------------------------------------------------
@@ -140,7 +132,10 @@ class Postgres:
     """The shared database: an admin connection and, with ``--pg-dir``, ``pg_ctl restart``."""
 
     def __init__(self, url: str, pg_dir: Path | None) -> None:
-        self.url = libpq_url(url)
+        scheme, sep, rest = url.partition("://")  # postgresql+psycopg:// as libpq takes it
+        if not sep or not scheme.startswith(("postgresql", "postgres")):
+            raise ValidationError("bench chaos: --db must be a PostgreSQL URL (postgresql://...)")
+        self.url = "postgresql://" + rest
         self.data = _data_dir(pg_dir) if pg_dir is not None else None
         self._conn: Any = None
         self.restarts: Counter[str] = Counter()
@@ -224,32 +219,31 @@ def _as_owner(cmd: list[str], data: Path) -> list[str]:
 class Load:
     """What the bench created and sent, for the checks."""
 
+    svc: Service
+    tag: str  # in every turn's environment
     intents: dict[int, Row] = field(default_factory=dict)  # id -> kind, schedule...
     deliveries: dict[str, str] = field(default_factory=dict)  # delivery id -> accepted|pending
 
-
-def add_intent(
-    svc: Service, load: Load, tag: str, kind: str, title: str, turn: int, **fields: Any
-) -> None:
-    """An intent whose turn is ``TURNS[turn]``, noted in ``load`` for the checks."""
-    name, script, timeout = TURNS[turn % len(TURNS)]
-    intent = svc.intents.create(
-        title=f"{title} ({name})",
-        kind=kind,
-        instruction="chaos",
-        runner={"command": ["env", f"{TAG_ENV}={tag}", "sh", "-c", script]},
-        timeout=timeout,
-        **fields,
-    )
-    load.intents[saved_id(intent)] = dict(
-        kind=kind, schedule=intent.schedule, timezone=intent.timezone, first=intent.next_run_at
-    )
+    def add(self, kind: str, title: str, turn: int, **fields: Any) -> None:
+        """An intent whose turn is ``TURNS[turn]``, noted for the checks."""
+        name, script, timeout = TURNS[turn % len(TURNS)]
+        intent = self.svc.intents.create(
+            title=f"{title} ({name})",
+            kind=kind,
+            instruction="chaos",
+            runner={"command": ["env", f"{TAG_ENV}={self.tag}", "sh", "-c", script]},
+            timeout=timeout,
+            **fields,
+        )
+        self.intents[saved_id(intent)] = dict(
+            kind=kind, schedule=intent.schedule, timezone=intent.timezone, first=intent.next_run_at
+        )
 
 
-def create_intents(svc: Service, load: Load, tag: str, rate: float) -> None:
+def create_intents(load: Load, rate: float) -> None:
     """The standing intents (heartbeats, checklists, cron, events), scaled by ``rate``."""
     scale = rate / 10_000
-    add = functools.partial(add_intent, svc, load, tag)
+    add = load.add
 
     for k in range(max(1, round(12 * scale))):
         add("heartbeat", f"every {k}", k, schedule="10s")
@@ -343,12 +337,6 @@ class Result:
         self.violated(name)
 
 
-def _deal(kinds: list[str], rng: random.Random) -> Iterator[str]:
-    """Fault kinds in a random order, every kind once per round."""
-    while True:
-        yield from rng.sample(kinds, len(kinds))
-
-
 def run(opts: Options) -> Result:
     pg = Postgres(opts.db, opts.pg_dir)  # checks the URL and --pg-dir first
     result = Result(options={k: str(v) for k, v in opts.__dict__.items()})
@@ -359,7 +347,6 @@ def run(opts: Options) -> Result:
         result.skipped_kinds.append(PG_RESTART)
         result.notes.append("no --pg-dir: PostgreSQL restarts were not injected")
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-chaos-"))
-    tag = f"chaos-{secrets.token_hex(8)}"
     daemons: list[Daemon] = []
     try:
         kb, state = tmp / "kb", tmp / "state"
@@ -374,8 +361,8 @@ def run(opts: Options) -> Result:
                     f"bench chaos: the database at {svc.db_url_display()} is not empty; "
                     "use an empty scratch database"
                 )
-            load = Load()
-            create_intents(svc, load, tag, opts.rate)
+            load = Load(svc, tag=f"chaos-{secrets.token_hex(8)}")
+            create_intents(load, opts.rate)
             secret = secrets.token_hex(16)
             hooks_port = _free_port()
             _start_daemons(opts, kb, state, secret, hooks_port, daemons)
@@ -384,8 +371,7 @@ def run(opts: Options) -> Result:
                 f"{opts.daemons} daemons, {len(load.intents)} standing intents, faults every "
                 f"{opts.fault_every:g}s for {opts.minutes:g} min: {', '.join(kinds)}"
             )
-            add = functools.partial(add_intent, svc, load, tag)
-            fault_end = _storm(opts, kinds, daemons, pg, add, sender, result)
+            fault_end = _storm(opts, kinds, daemons, pg, load.add, sender, result)
             _progress(f"faults over; every daemon healthy again; settling {opts.settle:g}s")
             for d in daemons:
                 d.heal(time.monotonic(), force=True)
@@ -401,7 +387,7 @@ def run(opts: Options) -> Result:
             if any(c not in (0, None) for c in codes):
                 result.notes.append(f"daemon exit codes {codes}")
             time.sleep(1.0)
-            check(result, pg, load, tag, horizon, orphaned)
+            check(result, pg, load, horizon, orphaned)
             if result.ok:
                 with contextlib.suppress(Exception):
                     svc.bulk.clear()
@@ -460,7 +446,8 @@ def _storm(
     rng = random.Random(opts.seed)
     scale = opts.rate / 10_000
     at_every, event_every = 3.0 / scale, 4.0 / scale
-    deck = _deal(kinds, rng)
+    # the faults: rounds of every kind once, each round in a random order
+    deck = (kind for _ in itertools.count() for kind in rng.sample(kinds, len(kinds)))
     counts: Counter[str] = Counter()
     start = time.monotonic()
     end = start + opts.minutes * 60
@@ -547,9 +534,7 @@ def _running_without_owner(pg: Postgres, live: set[int]) -> list[str]:
     return out
 
 
-def check(
-    result: Result, pg: Postgres, load: Load, tag: str, horizon: datetime, orphaned: list[str]
-) -> None:
+def check(result: Result, pg: Postgres, load: Load, horizon: datetime, orphaned: list[str]) -> None:
     runs = pg.query(f"SELECT {_RUN_COLUMNS} FROM intent_run ORDER BY id")
     keys = _RUN_COLUMNS.split(", ")
     records = [dict(zip(keys, r, strict=True)) for r in runs]
@@ -588,7 +573,7 @@ def check(
         found = pg.query(f"SELECT id FROM {where}")
         result.check(name, checked)
         result.violated(name, len(found), f"{what} {[r[0] for r in found[:10]]}")
-    procs = tagged_processes(tag)
+    procs = tagged_processes(load.tag)
     result.check(PROCS, 1)
     result.violated(PROCS, len(procs), "; ".join(procs[:5]))
 
