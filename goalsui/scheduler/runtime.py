@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,38 +36,31 @@ log = logging.getLogger("goalsui.scheduler")
 T = TypeVar("T")
 
 
+@dataclass(eq=False)
 class Runtime:
     """The shared plumbing of one scheduler's parts."""
 
-    def __init__(
-        self,
-        service: Service,
-        backend: ClaimBackend,
-        owner: str,
-        clock: Callable[[], datetime],
-        settings: Settings,
-    ) -> None:
-        self.service = service
-        self.backend = backend
-        self.owner = owner
-        self.clock = clock
-        self.settings = settings
-        self.state = SchedulerState.STOPPED
-        self.error: str | None = None  # the last problem (FAILED: the fatal one)
-        #: the parts whose last step failed, by name: the scheduler is degraded
-        self.troubles: dict[str, Trouble] = {}
-        self.started = False  # the timed loop runs (start() .. stop())
-        self.closing = False
-        self.last_tick: Heartbeat | None = None
-        #: the claim loop waits for a wake (between steps): alive, and nothing to do
-        self.parked = False
-        self.subscribers: list[Callable[[SchedulerEvent], None]] = []
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.wake_event: asyncio.Event | None = None
-        #: side work the scheduler waits for in drain() and stop(): alerts, pgid records
-        self.side_tasks: set[asyncio.Future[Any]] = set()
-        self._executor: ThreadPoolExecutor | None = None
-        self._db_thread: int | None = None
+    service: Service = field(repr=False)
+    backend: ClaimBackend
+    owner: str
+    clock: Callable[[], datetime]
+    settings: Settings
+    state: SchedulerState = field(default=SchedulerState.STOPPED, init=False)
+    error: str | None = field(default=None, init=False)  # the last problem (FAILED: the fatal one)
+    #: the parts whose last step failed, by name: the scheduler is degraded
+    troubles: dict[str, Trouble] = field(default_factory=dict, init=False)
+    started: bool = field(default=False, init=False)  # the timed loop runs (start() .. stop())
+    closing: bool = field(default=False, init=False)
+    last_tick: Heartbeat | None = field(default=None, init=False)
+    #: the claim loop waits for a wake (between steps): alive, and nothing to do
+    parked: bool = field(default=False, init=False)
+    subscribers: list[Callable[[SchedulerEvent], None]] = field(default_factory=list, init=False)
+    loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
+    wake_event: asyncio.Event | None = field(default=None, init=False)
+    #: side work the scheduler waits for in drain() and stop(): alerts, pgid records
+    side_tasks: set[asyncio.Future[Any]] = field(default_factory=set, init=False)
+    _executor: ThreadPoolExecutor | None = field(default=None, init=False)
+    _db_thread: int | None = field(default=None, init=False)
 
     # -- life ----------------------------------------------------------------------------
     def open(self) -> bool:
