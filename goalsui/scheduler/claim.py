@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -45,26 +45,22 @@ class _Step:
     due_by: datetime
 
 
+@dataclass(eq=False)
 class Claimer:
     """Claims due rows for the launcher and sets the alarm for the soonest due time; a
     step records the waiting ``outcomes`` in its own transaction."""
 
-    def __init__(
-        self,
-        rt: Runtime,
-        launcher: Launcher,
-        outcomes: Outcomes,
-        reporter: Reporter,
-        alarm: Alarm,
-    ) -> None:
-        self.rt = rt
-        self.launcher = launcher
-        self.outcomes = outcomes
-        self.reporter = reporter
-        self.alarm = alarm
-        self.tick_lock = asyncio.Lock()
-        self.known_soonest: datetime | None = None  # as the last look saw it
-        self.ahead = rt.settings.lookahead  # how far ahead the next claim looks
+    rt: Runtime
+    launcher: Launcher
+    outcomes: Outcomes
+    reporter: Reporter
+    alarm: Alarm
+    tick_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    known_soonest: datetime | None = field(default=None, init=False)  # as the last look saw it
+    ahead: timedelta = field(init=False)  # how far ahead the next claim looks
+
+    def __post_init__(self) -> None:
+        self.ahead = self.rt.settings.lookahead
 
     def open(self) -> None:
         """A fresh lock for a new event loop."""

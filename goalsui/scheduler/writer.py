@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass, field
 from functools import partial
 
 from goalsui.scheduler import tuning
@@ -22,24 +23,18 @@ from goalsui.scheduler.turns import Launcher
 from goalsui.store.claims import Completion
 
 
+@dataclass(eq=False)
 class OutcomeWriter:
     """The task that records the waiting outcomes."""
 
-    def __init__(
-        self,
-        rt: Runtime,
-        outcomes: Outcomes,
-        reporter: Reporter,
-        launcher: Launcher,
-        claimer: Claimer,
-    ) -> None:
-        self.rt = rt
-        self.outcomes = outcomes
-        self.reporter = reporter
-        self.launcher = launcher
-        self.claimer = claimer
-        self._lock = asyncio.Lock()
-        self._retry: asyncio.TimerHandle | None = None  # a planned retry of a failed write
+    rt: Runtime
+    outcomes: Outcomes
+    reporter: Reporter
+    launcher: Launcher
+    claimer: Claimer
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    #: a planned retry of a failed write
+    _retry: asyncio.TimerHandle | None = field(default=None, init=False)
 
     def open(self) -> None:
         """A fresh lock for a new event loop."""
