@@ -11,6 +11,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from sqlalchemy import text
@@ -57,28 +58,25 @@ def publish_now(engine: Engine, what: str, origin: str = "") -> bool:
         return False
 
 
+@dataclass(eq=False)
 class ChangeListener:
     """A thread that LISTENs on :data:`CHANNEL` and calls ``callback(what)``, reconnecting
     with a back-off; ``ignore_origin``'s own changes (announced in-process) are dropped."""
 
-    def __init__(
-        self,
-        url: str,
-        callback: Callable[[str], None],
-        *,
-        ignore_origin: str | None = None,
-        max_backoff: float = 10.0,
-    ) -> None:
-        # the psycopg connection string of the SQLAlchemy URL
+    url: InitVar[str]
+    callback: Callable[[str], None]
+    ignore_origin: str | None = field(default=None, kw_only=True)
+    max_backoff: float = field(default=10.0, kw_only=True)
+    # the psycopg connection string of the SQLAlchemy URL
+    dsn: str = field(init=False, repr=False)
+    last_error: str | None = field(default=None, init=False)
+    _stop_token: str = field(default_factory=lambda: f"__stop__{uuid.uuid4().hex}", init=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, init=False)
+    _ready: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+
+    def __post_init__(self, url: str) -> None:
         self.dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-        self.callback = callback
-        self.ignore_origin = ignore_origin
-        self.max_backoff = max_backoff
-        self.last_error: str | None = None
-        self._stop_token = f"__stop__{uuid.uuid4().hex}"
-        self._stopping = threading.Event()
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
 
     @property
     def listening(self) -> bool:
