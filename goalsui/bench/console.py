@@ -41,6 +41,8 @@ from goalsui.bench.pty_child import COLS, ROWS, PtyChild
 from goalsui.bench.scheduler import _pct
 from goalsui.domain.records import saved_id
 
+#: Start-ups of each app per KB: the figures are their medians (a VM varies by 0.05x from run to run).
+START_REPEAT = 7
 START_TIMEOUT_S = 180
 IDLE_TARGET_PCT = 1.0  # of one core
 WARMUP_S = 5.0  # before the idle window: the scheduler, the KB watch and the first plan start
@@ -419,7 +421,7 @@ def _measure_starts(
     shapes = ((4, 3), (goals, workers))
     for figures, (kb, state), shape in zip(starts, (sample, large), shapes, strict=True):
         say(f"measuring start-up ({figures.label.split(' (')[0]}) ...")
-        measure_start(figures, kb, state, shape, args.repeat or 3, tmp)
+        measure_start(figures, kb, state, shape, args.repeat or START_REPEAT, tmp)
     return starts, *sample
 
 

@@ -56,7 +56,7 @@ def register(sub: Subparsers) -> None:
         console,
         ("--goals", int, None, "N", "goals in the generated KB"),
         ("--workers", int, None, "N", "workers per goal"),
-        ("--repeat", int, None, "N", "repetitions of each measurement"),
+        ("--repeat", int, None, "N", "console and bare-app start-ups, interleaved (default 7)"),
         ("--samples", int, None, "N", "samples per repetition"),
         ("--idle-seconds", float, None, "S", IDLE_HELP),
     )
