@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry, generate_latest
 from goalsui.domain.states import SchedulerState
 from goalsui.ops import listen
 from goalsui.ops.metrics import make_registry
-from goalsui.store.usage import database_problem
 
 if TYPE_CHECKING:
     from goalsui.service import Service
@@ -63,7 +62,7 @@ class Readiness:
         """None when ready, else one line saying why not."""
         try:
             db = await asyncio.wait_for(
-                asyncio.to_thread(database_problem, self.service.store.engine), DB_PROBE_TIMEOUT
+                asyncio.to_thread(self.service.overview.database_problem), DB_PROBE_TIMEOUT
             )
         except TimeoutError:
             db = f"the database did not answer within {DB_PROBE_TIMEOUT:g}s"

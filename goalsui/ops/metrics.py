@@ -17,10 +17,10 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from goalsui.domain.states import RunStatus
-from goalsui.store.usage import HistogramData, run_stats
 
 if TYPE_CHECKING:
     from goalsui.service import Service
+    from goalsui.store.usage import HistogramData
 
 
 log = logging.getLogger("goalsui.ops")
@@ -52,7 +52,7 @@ class GoalsuiCollector(Collector):
             value=1.0 if self.degraded() else 0.0,
         )
         try:
-            stats = run_stats(self.service.store.read_engine, DURATION_BUCKETS, LATENESS_BUCKETS)
+            stats = self.service.overview.run_stats(DURATION_BUCKETS, LATENESS_BUCKETS)
         except Exception as exc:  # noqa: BLE001 - a scrape never crashes the daemon
             log.warning("metrics: the database did not answer: %s", exc)
             return

@@ -22,6 +22,7 @@ from goalsui.store.summary import (
     GOAL_ERROR_COUNT,
     INTENTS_BY_STATUS,
 )
+from goalsui.store.usage import RunStats, database_problem, run_stats
 
 MAX_PREVIEW = 1000
 
@@ -52,6 +53,14 @@ def schedule_preview(
 
 class Overview(Aggregate):
     """Read-only overviews of one service (``service.overview``): counts, fingerprints."""
+
+    def run_stats(self, durations: tuple[float, ...], lateness: tuple[float, ...]) -> RunStats:
+        """Runs by status and kind, and histograms with these bucket bounds (``/metrics``)."""
+        return run_stats(self.ctx.store.read_engine, durations, lateness)
+
+    def database_problem(self) -> str | None:
+        """None while the database answers; else one line (readiness probes)."""
+        return database_problem(self.ctx.store.engine)
 
     def change_stamp(self) -> tuple[Any, ...] | None:
         """A SQLite database's fingerprint from two ``stat`` calls (file and WAL size and
