@@ -28,7 +28,6 @@ from goalsui.bench.scheduler import (
     _pct,
     _progress,
     lateness_turn,
-    scratch_db,
 )
 from goalsui.domain.states import RunStatus
 from goalsui.errors import GoalsuiError
@@ -248,7 +247,8 @@ def render(r: MultiResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """The ``--daemons K`` form of ``goalsui bench scheduler``; exit 1 unless exactly once."""
-    result = run_multi(args.intents, scratch_db(args), args.daemons)  # checked by the command line
+    # checked by the command line; the database: its own --db, else the global one
+    result = run_multi(args.intents, args.bench_db or args.db, args.daemons)
     print(json.dumps(result.as_json(), indent=2) if args.json else render(result))
     return 0 if result.exactly_once else 1
 

@@ -39,15 +39,10 @@ class PtyChild:
         os.close(slave)
 
     def _drain(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self.tail.extend(chunk)
-            del self.tail[:-4000]
+        with contextlib.suppress(OSError):  # the terminal closed
+            while chunk := os.read(self._master, 65536):
+                self.tail.extend(chunk)
+                del self.tail[:-4000]
 
     def shown(self) -> str:
         return self.tail.decode("utf-8", "replace")[-1500:]

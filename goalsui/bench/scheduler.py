@@ -554,17 +554,12 @@ def render(r: BenchResult) -> str:
     return "\n".join(lines)
 
 
-def scratch_db(args: argparse.Namespace) -> str | None:
-    """The database of a ``bench scheduler`` command line: its ``--db``, else the global one."""
-    db: str | None = args.bench_db or args.db
-    return db
-
-
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``goalsui bench scheduler`` (the command line checks the options)."""
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
+    db = args.bench_db or args.db  # its own --db, else the global one
     result = asyncio.run(
-        run_bench(args.intents, scratch_db(args), args.idle_seconds, args.spread_seconds, repeat)
+        run_bench(args.intents, db, args.idle_seconds, args.spread_seconds, repeat)
     )
     if args.json:
         sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
