@@ -188,14 +188,12 @@ class _Checker:
     def argv(self, value: Any, key: str) -> tuple[str, ...]:
         if not isinstance(value, list) or not value:
             raise self.fail(key, f"'{key}' must be a non-empty list of arguments")
-        out = []
         for item in value:
             if isinstance(item, bool) or not isinstance(item, str | int | float):
                 raise self.fail(key, f"'{key}' arguments must be text")
             if "\x00" in str(item):
                 raise self.fail(key, f"'{key}' argument contains a NUL byte")
-            out.append(str(item))
-        return tuple(out)
+        return tuple(str(item) for item in value)
 
     def runner(self, value: Any) -> RunnerSpec:
         data = self.mapping(value, "runner")

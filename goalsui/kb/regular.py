@@ -57,18 +57,12 @@ def read_regular(path: Path | str, limit: int, shown: str) -> bytes:
         size = os.fstat(fd).st_size
         if size > limit:
             raise KBError(shown, f"file is too large ({size} bytes, limit {limit})")
-        chunks: list[bytes] = []
-        got = 0
-        while got <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
+        with os.fdopen(fd, "rb", closefd=False) as fh:  # reads until limit + 1 bytes or EOF
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise KBError(shown, f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
-    if got > limit:  # it grew while being read
+    if len(data) > limit:  # it grew while being read
         raise KBError(shown, f"file is too large (over {limit} bytes)")
-    return b"".join(chunks)
+    return data
