@@ -74,13 +74,12 @@ def _run_log(on_fatal: Callable[[str], None]) -> Callable[[Any], None]:
     started: dict[int, datetime] = {}
 
     def log(event: Any) -> None:
-        ids = {"run_id": event.run_id, "intent_id": event.intent_id}
+        fields = {"event": event.kind, "run_id": event.run_id, "intent_id": event.intent_id}
         if event.kind == "run-started":
             started[event.run_id] = datetime.now()
             say(
                 f"run {event.run_id} started: intent {event.intent_id} '{event.title}' ({event.trigger})",
-                event="run-started",
-                **ids,
+                **fields,
             )
         elif event.kind == "run-finished":
             begun = started.pop(event.run_id, None)
@@ -88,8 +87,7 @@ def _run_log(on_fatal: Callable[[str], None]) -> Callable[[Any], None]:
             what = f"run {event.run_id}" if event.run_id else "runs"
             say(
                 f"{what} {event.status}{took}: intent {event.intent_id} - {event.message}",
-                event="run-finished",
-                **ids,
+                **fields,
                 status=event.status,
             )
         elif event.kind in _EVENT_LINES:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goalsui.cli.common import Subparsers, add_flags, add_options, command, open_service, print_json
+from goalsui.domain.planned import PlannedFire, local_text, parse_until, summarise
 from goalsui.domain.timeutil import load_zone
-
-if TYPE_CHECKING:
-    from goalsui.domain.planned import PlannedFire
-
 
 UNTIL_HELP = (
     "ISO timestamp, a duration such as 8h, or a time such as 07:30 (the next one); default 24h"
@@ -34,7 +31,6 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from goalsui.domain.planned import parse_until
     from goalsui.scheduler.plan import plan
 
     service = open_service(args)
@@ -73,8 +69,6 @@ def _plural(n: int, word: str) -> str:
 def _headline(
     items: list[PlannedFire], now: datetime, until: datetime, zone: tzinfo, args: argparse.Namespace
 ) -> str:
-    from goalsui.domain.planned import local_text
-
     fires = sum(1 for f in items if f.kind == "fire")
     conflicts = sum(1 for f in items if f.warning)
     capped = any(f.kind == "note" and f.rule.startswith("more than") for f in items)
@@ -104,8 +98,6 @@ def _print_full(items: list[PlannedFire], zone: tzinfo) -> None:
 
 
 def _when(at: datetime, zone: tzinfo, first: datetime | None) -> str:
-    from goalsui.domain.planned import local_text
-
     text = local_text(at, zone)
     if first is not None and at.astimezone(zone).date() == first.astimezone(zone).date():
         return text[11:16]
@@ -113,8 +105,6 @@ def _when(at: datetime, zone: tzinfo, first: datetime | None) -> str:
 
 
 def _print_summary(items: list[PlannedFire], zone: tzinfo) -> None:
-    from goalsui.domain.planned import summarise
-
     rows = summarise(items)
     if not rows:
         print("nothing is scheduled")

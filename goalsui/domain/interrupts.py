@@ -14,13 +14,9 @@ NEEDS_REVIEW = "needs review: "
 
 def interrupt_policy(on_interrupt: str | None, runner: Any) -> InterruptPolicy:
     """The intent's ``on_interrupt``, else ``review`` for an agent preset, ``retry`` otherwise."""
-    if on_interrupt == RETRY:
-        return RETRY
-    if on_interrupt == REVIEW:
-        return REVIEW
-    if isinstance(runner, dict) and runner.get("agent"):
-        return REVIEW
-    return RETRY
+    if on_interrupt in (RETRY, REVIEW):
+        return REVIEW if on_interrupt == REVIEW else RETRY
+    return REVIEW if isinstance(runner, dict) and runner.get("agent") else RETRY
 
 
 #: How a run that could not start for a configuration reason begins its ``reason``.
