@@ -23,9 +23,9 @@ from subprocess import PIPE
 from typing import Any
 
 from goalsui.bench.scheduler import (
-    _check_empty,
     _insert_at_intents,
     _pct,
+    _phase_service,
     _progress,
     lateness_turn,
 )
@@ -150,20 +150,15 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
     tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-multi-"))
     workers: list[_Worker] = []
     try:
-        kb, state = tmp / "kb", tmp / "state"
-        kb.mkdir()
-        url = db_url or f"sqlite:///{tmp / 'multi.db'}"
-        with closing(Service.open(kb, url, state, actor="bench", sync=False)) as svc:
-            _check_empty(svc)
+        (tmp / "kb").mkdir()
+        with _phase_service(tmp, db_url, "multi") as svc:  # cleared after the workers stop
             shown = f"SQLite (scratch file, {svc.store.dialect})"
             result = MultiResult(n, daemons, svc.db_url_display() if db_url else shown)
             try:
-                _burst(svc, url, tmp, workers, result)
+                _burst(svc, svc.db_url, tmp, workers, result)
             finally:
                 for w in workers:
                     w.kill()
-                if db_url:
-                    svc.bulk.clear()
         return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
