@@ -237,12 +237,11 @@ def split_argv(text: str, option: str) -> list[str]:
 def stop_on_signals() -> asyncio.Event:
     """An event that SIGTERM and SIGINT set (on the running loop)."""
     import asyncio
-    import contextlib
     import signal
 
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
+        with suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     return stop
 

@@ -23,15 +23,8 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     names mentioning a token, secret, password, API key, auth or credential."""
     out: list[str] = []
     hide_next = False
-    for raw in argv:
-        arg = str(raw)
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
-        if arg.startswith("-") and "=" not in arg and _SECRET_NAME.search(arg):
-            hide_next = True
-            out.append(arg)
-            continue
-        out.append(_mask_text(arg))
+    for arg in map(str, argv):
+        option = arg.startswith("-") and "=" not in arg and bool(_SECRET_NAME.search(arg))
+        out.append(MASK if hide_next else arg if option else _mask_text(arg))
+        hide_next = option and not hide_next  # the value after a secret-named option
     return out

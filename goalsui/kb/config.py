@@ -359,8 +359,7 @@ def parse_worker(name: str, data: dict[Any, Any], text: str, display: str) -> Wo
     caps = data.get("capabilities") or []
     if not isinstance(caps, list) or not all(isinstance(x, str) for x in caps):
         raise c.fail("capabilities", "'capabilities' must be a list of names")
-    unknown = [name for name in caps if name not in CAPABILITIES]
-    if unknown:
+    if unknown := [name for name in caps if name not in CAPABILITIES]:
         known = ", ".join(CAPABILITIES)
         raise c.fail("capabilities", f"unknown capability {unknown[0]!r} (known: {known})")
     hours = data.get("active_hours")
