@@ -27,7 +27,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -36,7 +35,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from goalsui.bench import goalsui_argv
+from goalsui.bench import goalsui_argv, scratch_dir
 from goalsui.bench.pty_child import COLS, ROWS, PtyChild
 from goalsui.bench.scheduler import _pct
 from goalsui.domain.records import saved_id
@@ -428,8 +427,7 @@ def _measure_starts(
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``goalsui bench console``."""
     idle_s = 60.0 if args.idle_seconds is None else float(args.idle_seconds)
-    tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-console-"))
-    try:
+    with scratch_dir("goalsui-bench-console-") as tmp:
         say = (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else print
         starts, sample_kb, sample_state = _measure_starts(args, tmp, say)
         say("measuring refresh latency ...")
@@ -444,5 +442,3 @@ def main(args: argparse.Namespace) -> int:
         data = {"start": start, "latency": asdict(latency), "idle": idle and asdict(idle), "ok": ok}
         print(json.dumps(data, indent=2) if args.json else f"\n{text}")
         return 0
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -13,14 +13,13 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from goalsui.bench import goalsui_argv
+from goalsui.bench import goalsui_argv, scratch_dir
 from goalsui.domain.records import saved_id
 
 TARGET_S = 0.3
@@ -133,16 +132,13 @@ def _references(repeat: int) -> dict[str, Any]:
 
 
 def measure(repeat: int) -> dict[str, Any]:
-    scratch = Path(tempfile.mkdtemp(prefix="goalsui-bench-mcp-"))
-    try:
+    with scratch_dir("goalsui-bench-mcp-") as scratch:
         kb, state, goal, thread = _prepare(scratch)
         http = asyncio.run(_http_rounds(kb, state, goal, thread, repeat))
         env = {k: v for k, v in os.environ.items() if k != "GOALSUI_DB"}  # the scratch KB's own
         python, *argv = goalsui_argv(kb, state, "mcp", "--goal", goal)
         stdio = [asyncio.run(_stdio_seconds(python, argv, env)) for _ in range(repeat + 1)]
         references = _references(repeat)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     listed = statistics.median(http["tools_listed_s"])
     cold = _stats([r[0] for r in stdio[1:]])
     figures: dict[str, Any] = {
@@ -242,12 +238,9 @@ def measure_turns(presets: list[str], repeat: int) -> dict[str, Any]:
     from goalsui.kb.layout import copy_sample_kb
 
     found = [p for p in presets if shutil.which(p)]
-    scratch = Path(tempfile.mkdtemp(prefix="goalsui-bench-turns-"))
-    try:
+    with scratch_dir("goalsui-bench-turns-") as scratch:
         kb = copy_sample_kb(scratch / "kb")
         figures = asyncio.run(_rounds(kb, scratch / "state", found, repeat))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     trivial = figures[TRIVIAL]["median_s"]
     for name in found:
         figures[name]["overhead_vs_command_s"] = figures[name]["median_s"] - trivial

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 from subprocess import PIPE
 from typing import Any
 
+from goalsui.bench import scratch_dir
 from goalsui.bench.scheduler import (
     _insert_at_intents,
     _pct,
@@ -147,9 +147,8 @@ class _Worker:
 
 
 def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
-    tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-multi-"))
     workers: list[_Worker] = []
-    try:
+    with scratch_dir("goalsui-bench-multi-") as tmp:
         (tmp / "kb").mkdir()
         with _phase_service(tmp, db_url, "multi") as svc:  # cleared after the workers stop
             shown = f"SQLite (scratch file, {svc.store.dialect})"
@@ -160,8 +159,6 @@ def run_multi(n: int, db_url: str | None, daemons: int) -> MultiResult:
                 for w in workers:
                     w.kill()
         return result
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _burst(svc: Service, url: str, tmp: Path, workers: list[_Worker], result: MultiResult) -> None:

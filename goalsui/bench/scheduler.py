@@ -22,11 +22,9 @@ import argparse
 import asyncio
 import contextlib
 import json
-import shutil
 import sqlite3
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -34,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from goalsui.bench import goalsui_argv
+from goalsui.bench import goalsui_argv, scratch_dir
 from goalsui.domain.states import RunStatus
 from goalsui.errors import ValidationError
 from goalsui.runners.base import TurnOutcome
@@ -454,8 +452,7 @@ async def run_bench(
     spread: float | None = None,
     repeat: int = 1,
 ) -> BenchResult:
-    tmp = Path(tempfile.mkdtemp(prefix="goalsui-bench-"))
-    try:
+    with scratch_dir("goalsui-bench-") as tmp:
         (tmp / "kb").mkdir()
         result = BenchResult(intents=n, database="", repeat=repeat)
         result.spread_seconds = spread_window(n) if spread is None else spread
@@ -470,8 +467,6 @@ async def run_bench(
             setattr(result, key, statistics.median(values))
         await _idle_run(result, tmp, db_url, idle_seconds)
         return result
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _row(
