@@ -103,9 +103,8 @@ def _print_report(args: argparse.Namespace, service: Service, day: date | None) 
     from goalsui.runners.report import compile_report, list_reports
 
     reports = list_reports(service, args.goal)
-    chosen = None
-    if day is not None and not args.write:
-        chosen = next((r for r in reports if r.night == day), None)
+    # --write compiles anew; without --date (day None) no stored night matches
+    chosen = None if args.write else next((r for r in reports if r.night == day), None)
     if chosen is not None:
         path, night, compiled = chosen.path, chosen.night, False
         text = path.read_text(encoding="utf-8", errors="replace")
