@@ -24,12 +24,13 @@ class ConfirmScreen(ModalScreen[bool]):
     """Yes/No with labelled keys; focus starts on the safe "No"."""
 
     BINDINGS = [
-        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
-        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+        Binding("y", "dismiss(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "dismiss(False)", "No", id="confirm.no"),
         Binding(
             "left,right,tab,shift+tab", "toggle_focus", "Switch", id="confirm.switch", show=False
         ),
     ]
+    AUTO_FOCUS = "#no"
 
     def __init__(
         self, question: str, detail: str = "", *, yes: str = "Yes", no: str = "No"
@@ -53,12 +54,6 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button(f"{self.no}  \\[n]", id="no", variant="primary")
                 yield Button(f"{self.yes}  \\[y]", id="yes", variant="error")
 
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
-
     def action_toggle_focus(self) -> None:
         no = self.query_one("#no", Button)
         (self.query_one("#yes", Button) if no.has_focus else no).focus()
@@ -71,7 +66,8 @@ class ConfirmScreen(ModalScreen[bool]):
 class TextInputScreen(ModalScreen[str | None]):
     """One line of text (e.g. a new todo); enter accepts, escape cancels."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel", id="input.cancel")]
+    AUTO_FOCUS = "Input"
 
     def __init__(self, title: str, placeholder: str = "") -> None:
         super().__init__()
@@ -83,21 +79,15 @@ class TextInputScreen(ModalScreen[str | None]):
             yield Input(placeholder=self.placeholder, id="text-input")
             yield Label(Text("enter: add   escape: cancel", style="dim"))
 
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class HelpScreen(ModalScreen[None]):
     """Keys grouped: this pane, global, navigation."""
 
-    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close", id="help.close")]
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close")]
 
     def __init__(self, title: str, groups: list[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()
@@ -124,9 +114,6 @@ class HelpScreen(ModalScreen[None]):
                         text.append(description + "\n")
                     yield Static(text, classes="help-group")
             yield Label(Text("escape / q / ?: close", style="dim"), id="help-close")
-
-    def action_close(self) -> None:
-        self.dismiss(None)
 
 
 #: Symbols drawn by the panes beyond the run and intent glyphs.
@@ -157,13 +144,10 @@ def pane_sections(app: Any) -> list[tuple[str, list[tuple[str, str]]]]:
     """One section per pane, read-only consoles without actions."""
     sections = []
     for title, safe, actions in keys.PANE_KEYS:
-        rows: dict[str, list[str]] = {}
+        rows: dict[str, dict[str, None]] = {}  # description -> its keys (an ordered set)
         for binding in [*safe, *([] if app.read_only else actions)]:
             if binding.description:
-                shown = rows.setdefault(binding.description, [])
-                key = app.get_key_display(binding)
-                if key not in shown:
-                    shown.append(key)
+                rows.setdefault(binding.description, {})[app.get_key_display(binding)] = None
         sections.append((title, [(", ".join(k), d) for d, k in rows.items()]))
     return sections
 
@@ -172,7 +156,7 @@ def help_groups(app: App[Any], *, every_pane: bool) -> list[tuple[str, list[tupl
     """This pane / global / navigation, from the bindings active now; ``every_pane`` (the
     main screen): every pane's keys and every symbol, too."""
     screen = app.screen
-    rows: dict[tuple[str, str], list[str]] = {}  # (group, description) -> keys
+    rows: dict[tuple[str, str], dict[str, None]] = {}  # (group, description) -> keys
     for _key, active in screen.active_bindings.items():
         binding, node = active.binding, active.node
         if not binding.description or binding.system:
@@ -188,10 +172,7 @@ def help_groups(app: App[Any], *, every_pane: bool) -> list[tuple[str, list[tupl
             group = "Global"
         else:
             group = "This pane"
-        keys_for = rows.setdefault((group, binding.description), [])
-        shown = app.get_key_display(binding)
-        if shown not in keys_for:
-            keys_for.append(shown)
+        rows.setdefault((group, binding.description), {})[app.get_key_display(binding)] = None
     groups = [
         (name, [(", ".join(found), what) for (group, what), found in rows.items() if group == name])
         for name in ("This pane", "Global", "Navigation")

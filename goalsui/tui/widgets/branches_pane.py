@@ -29,7 +29,7 @@ MAX_DIFF_CHARS = 200_000
 class DiffScreen(ModalScreen[None]):
     """A branch's diff against its base, read-only."""
 
-    BINDINGS = [Binding("escape,q,v", "close", "Close", id="diff.close")]
+    BINDINGS = [Binding("escape,q,v", "dismiss", "Close", id="diff.close")]
 
     def __init__(self, branch: str, diff: str) -> None:
         super().__init__()
@@ -42,9 +42,6 @@ class DiffScreen(ModalScreen[None]):
                 text = plain(self.diff[:MAX_DIFF_CHARS]) or "(no changes)"
                 yield Static(Text(text), id="diff-text")
             yield Label(Text("escape / q: close", style="dim"))
-
-    def action_close(self) -> None:
-        self.dismiss(None)
 
 
 class BranchesPane(WorkerFailures, Container):
