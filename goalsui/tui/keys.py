@@ -116,6 +116,8 @@ THREADS_SCREEN_ACTIONS = [
     Binding("c", "compose", "Write", id="threads.compose"),
     Binding("ctrl+x", "cancel_reply", "Cancel reply", id="threads.cancel_reply", priority=True),
 ]
+#: on the compose box: escape leaves the input (the screen's ``back`` does), never the screen
+LEAVE_BOX = Binding("escape", "screen.back", "Leave box", id="compose.leave")
 RUNS_SCREEN = [
     Binding("v", "cycle_view", "Running/failed/all", id="runs.view"),
     Binding("f", "cycle_goal", "Goal", id="runs.goal"),
@@ -147,9 +149,7 @@ CHAINS = [
     APP + [BACK, SCREEN_MAXIMIZE] + FAILED_SAFE + FAILURES_ACTIONS,
     APP + [BACK] + OUTPUT_SCREEN,
     APP + [BACK, SCREEN_MAXIMIZE] + THREADS_SCREEN_ACTIONS,
-    APP
-    + THREADS_SCREEN_ACTIONS
-    + [Binding("escape", "leave_box", "Leave box", id="compose.leave")],
+    APP + THREADS_SCREEN_ACTIONS + [LEAVE_BOX],
     APP + [BACK, SCREEN_MAXIMIZE] + LIST_NAV + [OUTPUT, COPY] + RUNS_SCREEN,
 ]
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -15,6 +14,7 @@ from textual.widgets import Input, Static
 from goalsui.domain.records import IntentRecord
 from goalsui.domain.states import IntentStatus
 from goalsui.domain.untrusted import plain
+from goalsui.tui import keys
 from goalsui.tui.fmt import Palette
 
 
@@ -22,7 +22,7 @@ class ComposeBox(Vertical):
     """An input that posts :class:`ComposeBox.Send` on Enter, and a reply status line;
     escape leaves the box, never the screen."""
 
-    BINDINGS = [Binding("escape", "leave_box", "Leave box", id="compose.leave")]
+    BINDINGS = [keys.LEAVE_BOX]
 
     DEFAULT_CSS = """
     ComposeBox { height: auto; padding: 0 1; }
@@ -42,9 +42,6 @@ class ComposeBox(Vertical):
         yield Input(
             placeholder="Write a message; Enter sends it and asks for a reply", id="compose-input"
         )
-
-    async def action_leave_box(self) -> None:
-        await self.run_action("screen.back")  # a DataScreen's: it leaves the input first
 
     @on(Input.Submitted, "#compose-input")
     def _submitted(self, event: Input.Submitted) -> None:
