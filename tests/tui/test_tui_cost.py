@@ -44,7 +44,7 @@ async def test_cost_panel_status_bar_total_and_goal_budget(demo: Service, clock)
         main = app.main
         assert not main.query(CostPanel)  # built with the first runs it shows
         assert "$0.3000/$0.4000 day" in label(main.goals.goal_nodes[PULSE])
-        status = main.query_one(StatusBar).render_info().plain
+        status = main.query_one(StatusBar).render().plain
         assert "today $0.3000 +" in status and "unknown" in status  # demo runs said nothing
         main.goals.focus()
         assert main.goals.select_key(f"worker/{PULSE}/pulse")

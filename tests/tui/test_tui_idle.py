@@ -87,7 +87,7 @@ async def test_countdowns_tick_in_place_without_a_reread(demo: Service, clock) -
         assert any("demo-pulse/pulse" in line and "in 59s" in line for line in drawn), drawn
         assert timeline._update_count == updates  # the table was not invalidated as a whole
         assert app.dashboard is dash and app.feed.refresh_timer is None  # nothing re-read
-        assert "refreshed 0s ago" in status.render_info().plain
+        assert "refreshed 0s ago" in status.render().plain
         demo.threads.create("now something changed")  # another write: the stamp moves
         app._poll_and_tick()
         await settle(app, pilot)

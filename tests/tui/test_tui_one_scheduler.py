@@ -35,7 +35,7 @@ async def test_console_watches_while_a_daemon_serves_the_kb(empty_kb: Path, tmp_
             assert app.runtime.scheduler is None  # no second scheduler
             bar = app.main.query_one(StatusBar)
             assert bar.info.scheduler == note
-            assert f"scheduler daemon pid {daemon.pid}" in str(bar.render_info())
+            assert f"scheduler daemon pid {daemon.pid}" in str(bar.render())
         # --scheduler forces one beside the daemon
         forced = make_app(service, scheduler=True, force_scheduler=True, watch=False)
         async with forced.run_test(size=(160, 48)) as pilot:

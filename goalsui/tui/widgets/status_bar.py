@@ -45,19 +45,16 @@ class StatusBar(Static):
         if info == self.info and palette == self.palette:
             return
         self.info, self.palette = info, palette
-        text = self.render_info()
+        text = self.render()
         if text != self._shown:  # the age is a float: the same line most seconds
             self._shown = text
             self.refresh()  # one line of fixed height: no layout pass
-
-    def render(self) -> Text:
-        return self.render_info()
 
     def on_resize(self) -> None:
         self._shown = None
         self.refresh()
 
-    def render_info(self) -> Text:
+    def render(self) -> Text:
         text = self._compose_text(compact=False)
         if self.size.width and text.cell_len > self.size.width - 2:
             text = self._compose_text(compact=True)
