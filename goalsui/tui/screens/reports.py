@@ -85,6 +85,30 @@ def lane(night: Night, run: RunRecord, palette: Palette, width: int = LANE) -> T
     return Text.assemble(*cells)
 
 
+def night_row(night: Night, intent: IntentRecord, run: RunRecord, palette: Palette) -> Row:
+    """A run of the night: worker, planned and actual start (goal's zone), lateness, the lane."""
+    planned = run.planned_at
+    ran = run.status not in (RunStatus.MISSED, RunStatus.SKIPPED)
+    late = (run.started_at - planned).total_seconds() if planned and ran else None
+    late_text = "-" if late is None else ("+" + short_span(late) if late >= 1 else "0s")
+    return f"run:{run.id}", (
+        Text(one_line(intent.worker or intent.title, 12)),
+        _hm(planned, night.zone),
+        _hm(run.started_at if ran else None, night.zone),
+        Text(late_text, style=palette.warning if late and late > 60 else ""),
+        duration(run.started_at, run.finished_at) if ran else "-",
+        Text(
+            f"{RUN_GLYPH.get(run.status, '?')} {run.status}",
+            style=f"bold {palette.run(run.status)}",
+        ),
+        lane(night, run, palette),
+    )
+
+
+def _hm(when: datetime | None, zone: str) -> str:
+    return when.astimezone(ZoneInfo(zone)).strftime("%H:%M") if when else "-"
+
+
 #: The panes under the report list in the stacked layout, one at a time: tab id, pane id, label.
 STACKED_PANES = (
     ("report", "reports-doc", "Report"),
@@ -233,31 +257,8 @@ class ReportsScreen(DataScreen[Report]):
         self._report_text = plain(text)
         self._render_report()
         palette: Palette = goals_app(self).palette
-        table = self.query_one("#reports-night", KeyedTable)
-        rows = []
-        for intent, run in night.rows:
-            planned = run.planned_at
-            ran = run.status not in (RunStatus.MISSED, RunStatus.SKIPPED)
-            late = (run.started_at - planned).total_seconds() if planned and ran else None
-            late_text = "-" if late is None else ("+" + short_span(late) if late >= 1 else "0s")
-            rows.append(
-                (
-                    f"run:{run.id}",
-                    (
-                        Text(one_line(intent.worker or intent.title, 12)),
-                        self._hm(planned, night.zone),
-                        self._hm(run.started_at if ran else None, night.zone),
-                        Text(late_text, style=palette.warning if late and late > 60 else ""),
-                        duration(run.started_at, run.finished_at) if ran else "-",
-                        Text(
-                            f"{RUN_GLYPH.get(run.status, '?')} {run.status}",
-                            style=f"bold {palette.run(run.status)}",
-                        ),
-                        lane(night, run, palette),
-                    ),
-                )
-            )
-        table.sync_rows(rows)
+        rows = [night_row(night, intent, run, palette) for intent, run in night.rows]
+        self.query_one("#reports-night", KeyedTable).sync_rows(rows)
         tz = ZoneInfo(night.zone)
         self.query_one("#reports-night-box").border_subtitle = (
             f"{night.start.astimezone(tz):%a %H:%M} → {night.end.astimezone(tz):%a %H:%M} "
@@ -281,7 +282,3 @@ class ReportsScreen(DataScreen[Report]):
     def on_resize(self, event: events.Resize) -> None:
         if self._report_text:
             self.call_after_refresh(self._render_report)
-
-    @staticmethod
-    def _hm(when: datetime | None, zone: str) -> str:
-        return when.astimezone(ZoneInfo(zone)).strftime("%H:%M") if when else "-"

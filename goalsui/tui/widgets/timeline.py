@@ -195,28 +195,24 @@ class TimelineTable(KeyedTable):
         self._dash, self._plan, self._now, self._palette = dash, plan, now, palette
         if not self.columns:
             return
-        rows: list[Row] = []
-        for intent in self.shown_intents(dash):
-            iid = intent.id or 0
-            rows.append(
-                (
-                    f"intent:{iid}",
-                    (
-                        self._title_cell(intent, dash),
-                        self._next(intent, dash, now),
-                        render_axis(
-                            now=now,
-                            span=self.span,
-                            width=self.axis_width,
-                            runs=dash.recent.get(iid, []),
-                            fires=plan.fires.get(iid, []),
-                            overlaps=plan.overlaps.get(iid, []),
-                            palette=palette,
-                        ),
-                    ),
-                )
-            )
-        self.sync_rows(rows)
+        self.sync_rows([self._row(intent, dash, plan, now) for intent in self.shown_intents(dash)])
+
+    def _row(self, intent: IntentRecord, dash: Dashboard, plan: PlanView, now: datetime) -> Row:
+        """An intent's row: its title, what comes next, its lane."""
+        iid = intent.id or 0
+        return f"intent:{iid}", (
+            self._title_cell(intent, dash),
+            self._next(intent, dash, now),
+            render_axis(
+                now=now,
+                span=self.span,
+                width=self.axis_width,
+                runs=dash.recent.get(iid, []),
+                fires=plan.fires.get(iid, []),
+                overlaps=plan.overlaps.get(iid, []),
+                palette=self._palette,
+            ),
+        )
 
     def tick(self, now: datetime) -> None:
         """Countdowns every second; the lanes move when the data refreshes."""
