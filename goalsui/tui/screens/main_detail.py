@@ -145,14 +145,11 @@ def _goal_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
 
 def _box_tabs(sel: Selection) -> Tabs | None:
     """A worker's inbox or outbox folder, or the goal's log."""
-    if sel.kind == SelectionKind.GOAL_LOG:
-        return (
-            (f"{sel.goal_id}/log", [DetailTab("log", sel.goal_id, "log")]) if sel.goal_id else None
-        )
-    if not (sel.goal_id and sel.worker):
+    log = sel.kind == SelectionKind.GOAL_LOG
+    if not sel.goal_id or not (log or sel.worker):
         return None
-    rel = f"workers/{sel.worker}/{sel.kind}"
-    return f"{sel.goal_id}/{rel}", [DetailTab(sel.kind, sel.goal_id, rel)]
+    rel = "log" if log else f"workers/{sel.worker}/{sel.kind}"
+    return f"{sel.goal_id}/{rel}", [DetailTab("log" if log else sel.kind, sel.goal_id, rel)]
 
 
 def _runs_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:

@@ -47,10 +47,7 @@ class FilterPart(PanesScreen):
         if self.filter_target is not None:
             self.set_filter(self.filter_target, event.value.strip())
 
-    @on(Input.Submitted, "#filter-input")
-    def _filter_submitted(self) -> None:
-        self._close_filter()
-
+    @on(Input.Submitted, "#filter-input")  # enter keeps the filter
     def _close_filter(self) -> None:
         bar = self.query_one("#filter-bar")
         target = self.filter_target or "goals"

@@ -97,13 +97,8 @@ class PanesScreen(WorkerFailures, Screen[None]):
         return self.query_one(DetailBody) if pane == "detail" else self.query_one(f"#{pane}")
 
     def pane_of(self, widget: Widget | None) -> str | None:
-        node: Any = widget
-        while node is not None and node is not self:
-            node_id = getattr(node, "id", None) or ""
-            if node_id.endswith("-pane") and node_id[:-5] in PANES:
-                return node_id[:-5]
-            node = node.parent
-        return None
+        ids = [node.id for node in widget.ancestors_with_self if node.id] if widget else []
+        return next((i[:-5] for i in ids if i.endswith("-pane") and i[:-5] in PANES), None)
 
     def intent(self) -> Any:
         """The selected intent (of a worker, a run or itself), or None."""

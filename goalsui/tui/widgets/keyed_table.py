@@ -48,8 +48,6 @@ class KeyedTable(DataTable[Any]):
     @property
     def cursor_key(self) -> str | None:
         """The row key under the cursor (None when empty)."""
-        if self.row_count == 0:
-            return None
         try:
             row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
         except Exception:  # noqa: BLE001 - an empty or shrinking table
