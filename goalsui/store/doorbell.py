@@ -11,7 +11,6 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -44,18 +43,10 @@ def _address(folder_fd: int | None, path: Path) -> str:
     return f"/proc/self/fd/{folder_fd}/{path.name}"
 
 
-@contextlib.contextmanager
-def _folder_fd(folder: Path) -> Iterator[int | None]:
-    """The folder's descriptor for :func:`_address`, open for the block (None: its bells'
-    paths are short enough, or there is no ``/proc/self/fd``)."""
+def _open_folder(folder: Path) -> int | None:
     if len(str(folder).encode()) + 40 <= MAX_PATH or not Path("/proc/self/fd").is_dir():
-        yield None
-        return
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+        return None
+    return os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
 
 
 class Bell:
@@ -69,15 +60,19 @@ class Bell:
     def open(self) -> socket.socket:
         """Bind the bell (raises OSError when it cannot be: the caller falls back)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        folder_fd = None
         try:
-            with _folder_fd(self.folder) as folder_fd:
-                address = _address(folder_fd, self.path)
-                sock.bind(address)
-                os.chmod(address, 0o600)  # the bell is the owner's alone
+            folder_fd = _open_folder(self.folder)
+            address = _address(folder_fd, self.path)
+            sock.bind(address)
+            os.chmod(address, 0o600)  # the bell is the owner's alone
             sock.setblocking(False)
         except BaseException:
             sock.close()
             raise
+        finally:
+            if folder_fd is not None:
+                os.close(folder_fd)
         self.sock = sock
         return sock
 
@@ -118,11 +113,10 @@ def ring(folder: Path, origin: str) -> int:
         return 0
     data = origin.encode("utf-8", "replace")[:ORIGIN_BYTES]
     rung = 0
+    folder_fd = None
     try:
-        with (
-            _folder_fd(folder) as folder_fd,
-            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock,
-        ):
+        folder_fd = _open_folder(folder)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
             sock.setblocking(False)
             for name in names:
                 try:
@@ -138,4 +132,7 @@ def ring(folder: Path, origin: str) -> int:
                 rung += 1
     except OSError as exc:
         log.debug("ringing the bells in %s: %s", folder, exc)
+    finally:
+        if folder_fd is not None:
+            os.close(folder_fd)
     return rung
