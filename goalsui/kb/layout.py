@@ -252,11 +252,12 @@ class KB:
         *,
         owner: str = "",
         protocol: str | None = None,
-        register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
+        register: Callable[[LoadedGoal], Callable[[], None]],
         files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
-        """Create a goal tree in staging and rename it into place; whole or not at all."""
+        """Create a goal tree in staging and rename it into place; whole or not at all
+        (``register`` records the validated tree and returns what undoes that)."""
         name, workers = _checked_seeds(name, workers)
         self.root.mkdir(parents=True, exist_ok=True)
         goal_id = new_goal_id(name)
@@ -274,8 +275,7 @@ class KB:
             loaded = self._load_tree(goal_id, staging)
             if loaded.problems:
                 raise loaded.problems[0]
-            if register is not None:
-                undo = register(loaded)
+            undo = register(loaded)
             os.rename(staging, final)
             fsync_dir(self.root)
         except BaseException as exc:
