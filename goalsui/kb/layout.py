@@ -256,8 +256,7 @@ class KB:
         files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
-        """Create a goal tree in staging and rename it into place; whole or not at all
-        (``register`` records the validated tree and returns what undoes that)."""
+        """Create a goal tree in staging and rename it into place; whole or not at all."""
         name, workers = _checked_seeds(name, workers)
         self.root.mkdir(parents=True, exist_ok=True)
         goal_id = new_goal_id(name)
