@@ -59,7 +59,10 @@ class Outcomes:
             or len(pending) >= tuning.PENDING_LIMIT
             or (bool(pending) and time.monotonic() - self._oldest >= tuning.PENDING_MAX_AGE)
         )
-        return self.take_all() if fold else []
+        if not fold:
+            return []
+        self.pending = []
+        return pending
 
     def take_all(self) -> list[Completion]:
         """Every waiting outcome (the writer's batch)."""

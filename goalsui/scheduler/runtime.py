@@ -130,7 +130,8 @@ class Runtime:
         """Queue ``fn`` on the database thread now, without waiting (a side task: its
         failure is logged as ``what`` failing)."""
         assert self.loop is not None and self._executor is not None
-        self.track(self.loop.run_in_executor(self._executor, fn), what)
+        future = self.loop.run_in_executor(self._executor, fn)
+        self.track(future, what)
 
     def track(self, future: asyncio.Future[Any], what: str) -> None:
         """Keep ``future`` among the side tasks until it is done; log its failure."""
@@ -215,7 +216,9 @@ class Runtime:
     @property
     def degraded(self) -> str | None:
         """None while every part works; else what fails, in one line (see :meth:`fail`)."""
-        return "; ".join(t.text() for t in self.troubles.values()) or None
+        if not self.troubles:
+            return None
+        return "; ".join(t.text() for t in self.troubles.values())
 
     def attempts(self, part: str) -> int:
         """How many times in a row ``part`` failed (0: it works)."""

@@ -142,6 +142,12 @@ class GoalsApp(ConsoleBase):
         return self.startup.hold(key)
 
     @property
+    def kb_readable(self) -> bool:
+        """The KB's files may be read (``kb_tree``): once the service is open or the first
+        records are on screen (a read before them would slow them down)."""
+        return self.service_ready or self.startup.records_at is not None
+
+    @property
     def dashboard(self) -> Dashboard | None:
         """The newest dashboard read (the KB preview until the records come)."""
         return self.feed.dashboard

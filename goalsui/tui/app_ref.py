@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from textual.dom import DOMNode
 
 if TYPE_CHECKING:
+    from goalsui.kb.confined import ConfinedTree
     from goalsui.service import Service
     from goalsui.tui.feed import DashboardFeed
     from goalsui.tui.fmt import Palette
@@ -24,6 +25,9 @@ class ConsoleHost(Protocol):
     service: Service
     #: False while the console shows the KB preview and the service is still opening
     service_ready: bool
+    @property
+    def kb_readable(self) -> bool:
+        """``kb_tree`` may be read: the service is open or the first records are on screen."""
     read_only: bool
     #: ``Z``: the panes keep what they show (the scheduler goes on)
     frozen: bool
@@ -36,6 +40,8 @@ class ConsoleHost(Protocol):
     def act(self, done: str, call: Callable[..., Any], *args: Any) -> None: ...
 
     async def ready_service(self) -> Service: ...
+
+    def kb_tree(self, goal_id: str) -> ConfinedTree: ...
 
     def open_output(self, run_id: int, title: str = "") -> None: ...
 

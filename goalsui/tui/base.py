@@ -21,6 +21,7 @@ from goalsui.tui.notices import NoticeMixin, WorkerFailures
 from goalsui.tui.themes import DEFAULT_THEME, FALLBACK, load_themes, user_theme_files
 
 if TYPE_CHECKING:
+    from goalsui.kb.confined import ConfinedTree
     from goalsui.service import Service
 
 #: warnings about the theme files: (message, title)
@@ -66,6 +67,15 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
     async def ready_service(self) -> Service:
         """The service, opened first if the console has only been reading its records."""
         return self.service
+
+    def kb_tree(self, goal_id: str) -> ConfinedTree:
+        """A goal's tree of files (blocking: for a worker's thread). The files need no
+        database, so a console still opening or only reading its records shows them too."""
+        if self.service_ready:
+            return self.service.files.tree(goal_id)
+        from goalsui.kb.layout import KB  # after the first frame: it brings in YAML
+
+        return KB(self.kb_root).tree(goal_id)
 
     @property
     def alive(self) -> bool:

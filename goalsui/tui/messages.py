@@ -75,6 +75,11 @@ class ServiceOpened(Message, bubble=False):
     """The service is open (the console started on the KB preview): load what waited."""
 
 
+class RecordsOnScreen(Message, bubble=False):
+    """The first records are on screen before the service is open (a console that only
+    reads): read the KB files that waited, as they need no service."""
+
+
 @dataclass
 class ShowGoal(Message, bubble=False):
     """Select and focus a goal in the goals pane (``J`` on a goal's notification)."""

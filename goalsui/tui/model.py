@@ -1,10 +1,10 @@
 """What the console shows, read off the UI thread through the service (no Textual): the
-dashboard, the plan of the next fires, a goal's box counts."""
+dashboard, the plan of the next fires; and from a goal's tree of files, its box counts."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from goalsui.domain.budget import Spend
     from goalsui.domain.planned import PlannedFire
     from goalsui.domain.views import GoalView
+    from goalsui.kb.confined import ConfinedTree
     from goalsui.service import Service
     from goalsui.service.quick_costs import BudgetLine
 
@@ -147,20 +148,19 @@ def plan_view(fires: Iterable[PlannedFire]) -> PlanView:
     return view
 
 
-def visible_files(service: Service, goal_id: str, rel: str) -> list[dict[str, Any]]:
+def visible_files(tree: ConfinedTree, rel: str) -> list[dict[str, Any]]:
     """The files of a KB folder, not its folders or hidden files."""
-    entries = service.files.list(goal_id, rel)
-    return [e for e in entries if not e["dir"] and not e["name"].startswith(".")]
+    return [e for e in tree.list(rel) if not e["dir"] and not e["name"].startswith(".")]
 
 
-def load_boxes(service: Service, goal: GoalView) -> dict[str, BoxCounts]:
+def load_boxes(tree_of: Callable[[str], ConfinedTree], goal: GoalView) -> dict[str, BoxCounts]:
     """Inbox/outbox file counts for each worker of an (expanded) goal."""
     out: dict[str, BoxCounts] = {}
     for worker in goal.workers:
         counts = out[worker.name] = BoxCounts()
         for box in ("inbox", "outbox"):
             try:
-                entries = visible_files(service, goal.goal_id, f"workers/{worker.name}/{box}")
+                entries = visible_files(tree_of(goal.goal_id), f"workers/{worker.name}/{box}")
             except GoalsuiError:
                 entries = []
             setattr(counts, box, len(entries))
@@ -169,12 +169,12 @@ def load_boxes(service: Service, goal: GoalView) -> dict[str, BoxCounts]:
     return out
 
 
-def goal_log_count(service: Service, goal_id: str) -> int:
+def goal_log_count(tree_of: Callable[[str], ConfinedTree], goal_id: str) -> int:
     """The number of entries in a goal's newest log file."""
     try:
-        entries = service.files.list(goal_id, "log")
-        logs = sorted(e["path"] for e in entries if e["name"].endswith(".md"))
-        text = service.files.read(goal_id, logs[-1]) if logs else ""
+        tree = tree_of(goal_id)
+        logs = sorted(e["path"] for e in tree.list("log") if e["name"].endswith(".md"))
+        text = tree.read(logs[-1]) if logs else ""
     except GoalsuiError:
         return 0
     return sum(1 for line in text.splitlines() if line.startswith("- "))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from textual import events
 
 from goalsui.errors import GoalsuiError
-from goalsui.tui.messages import ServiceOpened
+from goalsui.tui.messages import RecordsOnScreen, ServiceOpened
 from goalsui.tui.model import Dashboard
 
 if TYPE_CHECKING:
@@ -201,6 +201,8 @@ class Startup:
                 listener()
             if self.app.ending:
                 return
+            if not self.app.service_ready:
+                self.app.broadcast(RecordsOnScreen)
         if (self.app.service_ready or self.reading) and not self.serving:
             self._start_after()
 

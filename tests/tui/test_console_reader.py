@@ -205,3 +205,24 @@ async def test_an_edit_between_the_index_check_and_the_watch_is_read(
 
         await wait_for(pilot, synced, what="the edit, indexed after the second check")
         assert checks == [False, False] and app.service_ready
+
+
+async def test_a_reading_console_shows_kb_files_before_any_key(
+    indexed: tuple[Path, Path],
+) -> None:
+    """The goal's files, its log count and its workers' boxes come from the KB, which needs
+    no database: a console that only reads shows them without waiting for a key."""
+    kb, state = indexed
+    (kb / PULSE / "workers" / "pulse" / "outbox" / "report.md").write_text("done\n", "utf-8")
+    protocol = (kb / PULSE / "protocol.md").read_text(encoding="utf-8")
+    app = reading_app(kb, state)
+    shown: list[str] = []
+    app.detail_listeners.append(lambda tab, text: shown.append(text))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: protocol in shown, what="the goal's protocol.md")
+        tree = app.main.goals
+        await wait_for(pilot, lambda: PULSE in tree.log_counts, what="the goal's log, counted")
+        assert tree.log_counts[PULSE] == 3  # the sample log's entries
+        assert tree.boxes[PULSE]["pulse"].outbox == 1 and tree.boxes[PULSE]["flaky"].inbox == 0
+        assert "log  3 today" in str(tree.goal_nodes[PULSE].children[-1].label)
+        assert not app.service_ready and app.startup.reading

@@ -131,6 +131,8 @@ def record_overlaps(
             )
         )
     )
+    if not firing:
+        return []
     runs = []
     for row in firing:
         conn.execute(

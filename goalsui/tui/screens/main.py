@@ -22,6 +22,7 @@ from goalsui.tui.messages import (
     MainMounted,
     PaletteChanged,
     PlanReady,
+    RecordsOnScreen,
     ServiceOpened,
     ShowGoal,
     Tick,
@@ -235,6 +236,10 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
     def on_service_opened(self, message: ServiceOpened) -> None:
         self.load_detail()
 
+    def on_records_on_screen(self, message: RecordsOnScreen) -> None:
+        self.load_detail()
+        self.goals.load_missing_boxes()
+
     def on_show_goal(self, message: ShowGoal) -> None:
         self.goals.select_key(f"goal/{message.goal_id}")
         self.goals.focus()
@@ -258,10 +263,11 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             self._subtitles(dash, len(items))
             self.update_status()
             self.reselect()
+        if self.gapp.kb_readable:
+            self.goals.load_missing_boxes()
         if dash.preview or dash.early:  # the service's own read follows
             return
         self.load_costs(self.selection.intent_id)  # the selected intent's runs may have changed
-        self.goals.load_missing_boxes()
         self.ensure_live_poll()
 
     def _timeline_subtitle(self) -> str:

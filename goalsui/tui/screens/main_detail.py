@@ -22,7 +22,9 @@ from goalsui.tui.widgets.detail import DetailTab, DetailView
 from goalsui.tui.widgets.failed_pane import run_error
 
 if TYPE_CHECKING:
+    from goalsui.kb.confined import ConfinedTree
     from goalsui.service import Service
+    from goalsui.tui.app_ref import ConsoleHost
 
 LIVE_POLL_S = 0.5
 
@@ -72,12 +74,12 @@ class DetailPart(PanesScreen):
         tab = self.detail.current
         if tab is None:
             return
-        if not self.gapp.service_ready and tab.text is None:
+        needs_service = tab.run_id is not None or tab.thread_id is not None
+        ready = self.gapp.service_ready if needs_service else self.gapp.kb_readable
+        if tab.text is None and not ready:
             text, follow = LOADING, False
         else:
-            text, follow = await asyncio.to_thread(
-                read_tab, self.gapp.service, tab, self.gapp.clock()
-            )
+            text, follow = await asyncio.to_thread(read_tab, self.gapp, tab, self.gapp.clock())
         if tab == self.detail.current:
             self.detail.set_body(tab, text, follow=follow)
             self.gapp.detail_shown(tab, text)
@@ -200,20 +202,20 @@ def _thread_tabs(dash: Dashboard | None, sel: Selection) -> Tabs | None:
 
 
 # -- a tab's text (blocking: in a worker) ---------------------------------------------------------
-def read_tab(service: Service, tab: DetailTab, now: datetime) -> tuple[str, bool]:
+def read_tab(host: ConsoleHost, tab: DetailTab, now: datetime) -> tuple[str, bool]:
     """A tab's text, and whether to follow it (a run's output grows at the end)."""
     try:
         if tab.run_id is not None:
-            run = service.runs.get(tab.run_id).record()
-            body = service.runs.output(tab.run_id, tail_bytes=DETAIL_TAIL_BYTES)
+            run = host.service.runs.get(tab.run_id).record()
+            body = host.service.runs.output(tab.run_id, tail_bytes=DETAIL_TAIL_BYTES)
             empty = "(no output yet)" if run.status == RunStatus.RUNNING else "(no output)"
             return run_header(run, now) + (body or empty), True
         if tab.thread_id is not None:
-            return thread_text(service, tab.thread_id), False
+            return thread_text(host.service, tab.thread_id), False
         if tab.text is not None:
             return tab.text, False
         if tab.goal_id is not None and tab.rel is not None:
-            return read_kb(service, tab.goal_id, tab.rel), False
+            return read_kb(host.kb_tree(tab.goal_id), tab.goal_id, tab.rel), False
         return "", False
     except GoalsuiError as exc:
         return f"(cannot show this: {exc})", False
@@ -256,12 +258,11 @@ def run_header(run: RunRecord, now: datetime) -> str:
     return header + "\n" + "─" * 40 + "\n"
 
 
-def read_kb(service: Service, goal_id: str, rel: str) -> str:
+def read_kb(tree: ConfinedTree, goal_id: str, rel: str) -> str:
     """A file's text; for a folder, its listing (newest first) and the newest file."""
-    path = service.files.path(goal_id, rel)
-    if not path.is_dir():
-        return str(service.files.read(goal_id, rel))
-    entries = visible_files(service, goal_id, rel)
+    if not tree.resolve(rel).is_dir():
+        return tree.read(rel)
+    entries = visible_files(tree, rel)
     entries.sort(key=lambda e: (e["modified"], e["name"]), reverse=True)
     if not entries:
         return f"{goal_id}/{rel} is empty."
@@ -273,7 +274,7 @@ def read_kb(service: Service, goal_id: str, rel: str) -> str:
     newest = entries[0]
     lines += ["", f"── {newest['name']} " + "─" * 20]
     try:
-        lines.append(service.files.read(goal_id, newest["path"]))
+        lines.append(tree.read(newest["path"]))
     except GoalsuiError as exc:
         lines.append(f"(cannot read: {exc})")
     return "\n".join(lines)

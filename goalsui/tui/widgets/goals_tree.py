@@ -310,11 +310,11 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
     async def load_boxes(self, goal_id: str) -> None:
         """Count the goal's inbox, outbox and log files (in a thread), then show them."""
         goal, app = self._dash.goal(goal_id) if self._dash else None, goals_app(self)
-        if goal is None:
+        if goal is None or not app.kb_readable:  # counted once it is (load_missing_boxes)
             return
         # a goal folder gone meanwhile counts as empty (the next refresh drops the goal)
-        boxes = await asyncio.to_thread(load_boxes, app.service, goal)
-        log_count = await asyncio.to_thread(goal_log_count, app.service, goal_id)
+        boxes = await asyncio.to_thread(load_boxes, app.kb_tree, goal)
+        log_count = await asyncio.to_thread(goal_log_count, app.kb_tree, goal_id)
         for worker, counts in boxes.items():
             self.seen_outbox.setdefault((goal_id, worker), counts.newest_outbox)
         self.boxes[goal_id] = boxes
