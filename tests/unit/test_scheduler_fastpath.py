@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from goalsui.service import Service
 from goalsui.store import claims
 from goalsui.store.claims import INTENT, Completion, sqlite_hot
-from goalsui.store.claims.binds import rows_of, select_columns, stamp
+from goalsui.store.claims.binds import rows, stamp
 from goalsui.store.claims.shapes import Cas
 from goalsui.store.claims.statements import AFTER_COLUMNS
 from goalsui.store.models import Intent
@@ -45,11 +45,7 @@ def test_reader_returns_what_core_returns(empty_kb, make_service, clock: FakeClo
     plain = bulk_at(svc, 3, clock.now)
     ids = [odd, *plain]
     with svc.store.engine.begin() as conn:
-        cols, stamps = select_columns(INTENT, None, sqlite=True)
-        core = {
-            r["id"]: r
-            for r in rows_of(conn.execute(INTENT.select().with_only_columns(*cols)), stamps)
-        }
+        core = {r["id"]: r for r in rows(conn.execute(INTENT.select()))}
         fast = {
             r["id"]: r
             for r in sqlite_hot.intents_by_id(sqlite_hot.cursor(conn), ids, list(core[odd]))

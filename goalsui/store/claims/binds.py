@@ -1,6 +1,6 @@
 """How values cross into and out of Core statements on the claim path.
 
-Timestamps are bound and read as the ORM type :class:`~goalsui.store.models.UTCDateTime`
+Timestamps are bound as the ORM type :class:`~goalsui.store.models.UTCDateTime`
 stores them, but in one step: on SQLite as the text ``YYYY-MM-DD HH:MM:SS.ffffff`` (UTC),
 elsewhere as aware datetimes. The generic two-stage conversion costs about five times as
 much, and the claim path binds several timestamps per row.
@@ -8,11 +8,11 @@ much, and the claim path binds several timestamps per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, String, bindparam, type_coerce
+from sqlalchemy import DateTime, String, bindparam
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -68,41 +68,6 @@ def bind(name: str, column: Any) -> BindParameter[Any]:
     return bindparam(name, type_=column.type)
 
 
-def select_columns(
-    table: Any, names: Sequence[str] | None, *, sqlite: bool
-) -> tuple[list[Any], list[str]]:
-    """The columns to select; on SQLite timestamps come back as text, parsed by :func:`rows_of`.
-
-    (SQLAlchemy's generic SQLite datetime parsing is a regex per value; on the hot path
-    ``datetime.fromisoformat`` is an order of magnitude cheaper.)
-    """
-    cols = [table.c[n] for n in names] if names else list(table.c)
-    if not sqlite:
-        return cols, []
-    out: list[Any] = []
-    stamps: list[str] = []
-    for col in cols:
-        if isinstance(col.type, UTCDateTime):
-            out.append(type_coerce(col, String).label(col.name))
-            stamps.append(col.name)
-        else:
-            out.append(col)
-    return out, stamps
-
-
 def rows(result: Any) -> list[Row]:
     """The rows of a result as plain dicts."""
     return [dict(r._mapping) for r in result]
-
-
-def rows_of(result: Any, stamps: list[str]) -> list[Row]:
-    """:func:`rows`, with the timestamp columns ``stamps`` parsed from SQLite's text."""
-    out = rows(result)
-    if stamps:
-        parse = datetime.fromisoformat
-        for row in out:
-            for key in stamps:
-                value = row[key]
-                if value is not None:
-                    row[key] = parse(value + "+00:00")
-    return out

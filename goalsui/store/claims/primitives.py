@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Connection, Dialect
 
 from goalsui.store.claims import sqlite_hot
-from goalsui.store.claims.binds import INTENT, RUN, rows_of, select_columns, stamper
+from goalsui.store.claims.binds import INTENT, RUN, stamper
+from goalsui.store.claims.binds import rows as dicts
 from goalsui.store.claims.planner import RunOutcome
 from goalsui.store.claims.shapes import Cas, Row
 from goalsui.store.claims.statements import (
@@ -60,18 +61,16 @@ class SqlPrimitives:
         self, conn: Connection, due_by: datetime, limit: int
     ) -> tuple[list[Row], list[Any]]:
         """Active rows due by ``due_by`` (soonest first), locked, and their due values."""
-        cols, stamps = select_columns(INTENT, None, sqlite=self.sqlite)
-        query = self.lock(due(cols), skip_locked=True)
-        rows = rows_of(conn.execute(query, {"_dueby": due_by, "_limit": limit}), stamps)
+        query = self.lock(due(list(INTENT.c)), skip_locked=True)
+        rows = dicts(conn.execute(query, {"_dueby": due_by, "_limit": limit}))
         return rows, [row["next_run_at"] for row in rows]
 
     def read_intents(
         self, conn: Connection, ids: Sequence[int], names: Sequence[str], *, lock: bool = False
     ) -> list[Row]:
         """Some columns of the intents with these ids (locked with ``lock``)."""
-        cols, stamps = select_columns(INTENT, names, sqlite=self.sqlite)
-        q = self.lock(by_ids(cols)) if lock else by_ids(cols)
-        return rows_of(conn.execute(q, {"_ids": list(ids)}), stamps)
+        q = by_ids([INTENT.c[n] for n in names])
+        return dicts(conn.execute(self.lock(q) if lock else q, {"_ids": list(ids)}))
 
     def open_runs(self, conn: Connection, run_ids: Sequence[int]) -> set[int]:
         """Which of these runs are still ``running`` (locked)."""
