@@ -252,7 +252,7 @@ class KB:
         *,
         owner: str = "",
         protocol: str | None = None,
-        register: Callable[[LoadedGoal], Callable[[], None]] | None = None,
+        register: Callable[[LoadedGoal], Callable[[], None]],
         files: Mapping[str, str] | None = None,
         _fail_after_workers: int | None = None,
     ) -> LoadedGoal:
@@ -274,8 +274,7 @@ class KB:
             loaded = self._load_tree(goal_id, staging)
             if loaded.problems:
                 raise loaded.problems[0]
-            if register is not None:
-                undo = register(loaded)
+            undo = register(loaded)
             os.rename(staging, final)
             fsync_dir(self.root)
         except BaseException as exc:

@@ -184,10 +184,8 @@ class Claimer:
 
     def with_mine(self, soonest: datetime | None) -> datetime | None:
         """``soonest``, or the next occurrence of one of our running intents if sooner."""
-        mine = [i.next_run_at for i in self.launcher.info.values() if i.next_run_at is not None]
-        if mine:
-            soonest = min([soonest, *mine]) if soonest is not None else min(mine)
-        return soonest
+        times = [soonest, *(i.next_run_at for i in self.launcher.info.values())]
+        return min((t for t in times if t is not None), default=None)
 
     def behind(self, now: datetime) -> bool:
         """Rows were due and left unclaimed when the last step looked (a burst)."""

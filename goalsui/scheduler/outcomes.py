@@ -59,10 +59,7 @@ class Outcomes:
             or len(pending) >= tuning.PENDING_LIMIT
             or (bool(pending) and time.monotonic() - self._oldest >= tuning.PENDING_MAX_AGE)
         )
-        if not fold:
-            return []
-        self.pending = []
-        return pending
+        return self.take_all() if fold else []
 
     def take_all(self) -> list[Completion]:
         """Every waiting outcome (the writer's batch)."""

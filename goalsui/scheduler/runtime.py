@@ -130,8 +130,7 @@ class Runtime:
         """Queue ``fn`` on the database thread now, without waiting (a side task: its
         failure is logged as ``what`` failing)."""
         assert self.loop is not None and self._executor is not None
-        future = self.loop.run_in_executor(self._executor, fn)
-        self.track(future, what)
+        self.track(self.loop.run_in_executor(self._executor, fn), what)
 
     def track(self, future: asyncio.Future[Any], what: str) -> None:
         """Keep ``future`` among the side tasks until it is done; log its failure."""
@@ -216,9 +215,7 @@ class Runtime:
     @property
     def degraded(self) -> str | None:
         """None while every part works; else what fails, in one line (see :meth:`fail`)."""
-        if not self.troubles:
-            return None
-        return "; ".join(t.text() for t in self.troubles.values())
+        return "; ".join(t.text() for t in self.troubles.values()) or None
 
     def attempts(self, part: str) -> int:
         """How many times in a row ``part`` failed (0: it works)."""

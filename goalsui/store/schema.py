@@ -151,8 +151,7 @@ def _status(connection: Connection) -> SchemaStatus:
         current = tuple(sorted(ctx.get_current_heads()))
     if not current:
         state = UNVERSIONED if tables & ours else EMPTY
-        pending = tuple(_pending(script, None))
-        return SchemaStatus(state, (), head, pending)
+        return SchemaStatus(state, (), head, _pending(script, None))
     for rev in current:
         try:
             known = script.get_revision(rev)
@@ -162,14 +161,12 @@ def _status(connection: Connection) -> SchemaStatus:
             return SchemaStatus(NEWER, current, head)
     if set(current) == set(script.get_heads()):
         return SchemaStatus(CURRENT, current, head)
-    pending = tuple(_pending(script, current))
-    return SchemaStatus(OUTDATED, current, head, pending)
+    return SchemaStatus(OUTDATED, current, head, _pending(script, current))
 
 
-def _pending(script: ScriptDirectory, current: tuple[str, ...] | None) -> list[str]:
-    lower = current if current else "base"
-    revs = list(script.iterate_revisions("heads", lower))
-    return [r.revision for r in reversed(revs)]
+def _pending(script: ScriptDirectory, current: tuple[str, ...] | None) -> tuple[str, ...]:
+    revs = list(script.iterate_revisions("heads", current or "base"))
+    return tuple(r.revision for r in reversed(revs))
 
 
 def status(engine: Engine) -> SchemaStatus:
@@ -207,8 +204,7 @@ def upgrade(engine: Engine) -> tuple[SchemaStatus, SchemaStatus]:
         raise before.error()
     if before.state == CURRENT:
         return before, before
-    after = _locked(engine, create_only=False)
-    return before, after
+    return before, _locked(engine, create_only=False)
 
 
 def _locked(engine: Engine, *, create_only: bool) -> SchemaStatus:

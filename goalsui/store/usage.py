@@ -167,17 +167,15 @@ def database_problem(engine: Engine) -> str | None:
     """None while the database answers a query, else why not; SQLite's file is opened
     afresh, so a file deleted or replaced under a running process is noticed."""
     import sqlite3
+    from contextlib import closing
     from urllib.parse import quote
 
     database = engine.url.database if engine.dialect.name == "sqlite" else None
     try:
         if database and database != ":memory:":
             uri = f"file:{quote(database)}?mode=ro"
-            probe = sqlite3.connect(uri, uri=True, timeout=2.0)
-            try:
+            with closing(sqlite3.connect(uri, uri=True, timeout=2.0)) as probe:
                 probe.execute("SELECT count(*) FROM intent_run WHERE id = 0").fetchone()
-            finally:
-                probe.close()
             return None
         with engine.connect() as conn:
             conn.execute(select(literal(1))).scalar()

@@ -8,7 +8,8 @@ DBAPI cursor) is decided once, from the dialect, by its primitives.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Protocol
@@ -114,9 +115,14 @@ class SqlClaimBackend:
         decide = self.rules.decide_after
         return lambda row, c: decide(row, c, now)
 
-    def _journal(self, conn: Connection, now: datetime, entries: list[JournalEntry]) -> None:
-        if entries:
-            self.p.insert_journal(conn, journal_rows(now, entries))
+    @contextmanager
+    def _write(self, now: datetime) -> Iterator[tuple[Connection, list[JournalEntry]]]:
+        """One transaction, and the journal lines its body collects, written at its end."""
+        journal: list[JournalEntry] = []
+        with self.engine.begin() as conn:
+            yield conn, journal
+            if journal:
+                self.p.insert_journal(conn, journal_rows(now, journal))
 
     # -- claim -------------------------------------------------------------------------------
     def acquire(
@@ -144,9 +150,8 @@ class SqlClaimBackend:
         def claim(items: Sequence[Completion]) -> ClaimResult:
             """One transaction: outcomes, overlaps, the claim, the soonest row left and the
             burst due with it, then the journal lines of all of it at once."""
-            journal: list[JournalEntry] = []
             result = ClaimResult()
-            with self.engine.begin() as conn:
+            with self._write(now) as (conn, journal):
                 if items:
                     decide = self._after(now)
                     result.released = complete(
@@ -160,7 +165,6 @@ class SqlClaimBackend:
                 result.soonest = p.soonest(conn)
                 if result.soonest is not None and result.soonest > due_by:
                     result.burst = burst_size(conn, result.soonest, burst)
-                self._journal(conn, now, journal)
             return result
 
         try:
@@ -220,11 +224,8 @@ class SqlClaimBackend:
     def _complete(
         self, owner: str, now: datetime, items: Sequence[Completion], decide: DecideAfter
     ) -> list[CompletionResult]:
-        journal: list[JournalEntry] = []
-        with self.engine.begin() as conn:
-            done = complete(self.p, conn, journal, owner=owner, now=now, items=items, decide=decide)
-            self._journal(conn, now, journal)
-        return done
+        with self._write(now) as (conn, journal):
+            return complete(self.p, conn, journal, owner=owner, now=now, items=items, decide=decide)
 
     def _complete_bare(
         self, owner: str, now: datetime, c: Completion, decide: DecideAfter, exc: Exception
@@ -264,8 +265,7 @@ class SqlClaimBackend:
             kill=kill or processes.kill_group,
             live=live,
         )
-        journal: list[JournalEntry] = []
-        with self.engine.begin() as conn:
+        with self._write(now) as (conn, journal):
             lock = partial(self.p.lock, skip_locked=True)
             recovery.recover_stale(
                 conn,
@@ -281,7 +281,6 @@ class SqlClaimBackend:
                 conn, result, journal, owner=owner, now=now, alive=alive, live=live
             )
             recovery.release_leases(conn, now)
-            self._journal(conn, now, journal)
         return result
 
     def record_process_group(self, run_id: int, host: str, pgid: int) -> bool:
@@ -319,11 +318,8 @@ class SqlClaimBackend:
     # -- housekeeping ------------------------------------------------------------------------------
     def end_expired(self, *, now: datetime) -> list[Row]:
         """Active or paused intents past ``expires_at`` become ``done``; returns them."""
-        journal: list[JournalEntry] = []
-        with self.engine.begin() as conn:
-            ended = housekeeping.end_expired_rows(conn, journal, now=now)
-            self._journal(conn, now, journal)
-        return ended
+        with self._write(now) as (conn, journal):
+            return housekeeping.end_expired_rows(conn, journal, now=now)
 
     def catch_up(
         self, *, now: datetime, overdue_before: datetime, kinds: Sequence[str], limit: timedelta
@@ -331,9 +327,8 @@ class SqlClaimBackend:
         """Apply the catch-up rule (occurrences older than ``limit`` are missed) to active
         rows overdue since before ``overdue_before`` (see
         :func:`goalsui.store.claims.housekeeping.catch_up_rows`)."""
-        journal: list[JournalEntry] = []
         plan = self.rules.plan_catch_up
-        with self.engine.begin() as conn:
+        with self._write(now) as (conn, journal):
             done, missed = housekeeping.catch_up_rows(
                 conn,
                 journal,
@@ -344,7 +339,6 @@ class SqlClaimBackend:
                 limit_text=format_duration(limit),
             )
             self.p.insert_runs(conn, missed)
-            self._journal(conn, now, journal)
         return done
 
     def prune(self, before: datetime, batch: int = 5000) -> list[Row]:

@@ -131,8 +131,6 @@ def record_overlaps(
             )
         )
     )
-    if not firing:
-        return []
     runs = []
     for row in firing:
         conn.execute(

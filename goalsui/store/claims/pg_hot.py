@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import psycopg
@@ -164,19 +164,17 @@ def select_due(
     return rows, [r["next_run_at"] for r in rows]
 
 
-_readers: dict[tuple[tuple[str, ...], bool], _Reader] = {}
+@cache
+def _by_id(names: tuple[str, ...], lock: bool) -> _Reader:
+    tail = "WHERE id = ANY(%b::int8[])" + (" ORDER BY id FOR UPDATE" if lock else "")
+    return _Reader(names, tail)
 
 
 def intents_by_id(
     cur: psycopg.Cursor[Any], ids: Sequence[int], names: Sequence[str], *, lock: bool
 ) -> list[Row]:
     """Some columns of the intents with these ids (row-locked with ``lock``)."""
-    key = (tuple(names), lock)
-    reader = _readers.get(key)
-    if reader is None:
-        tail = "WHERE id = ANY(%b::int8[])" + (" ORDER BY id FOR UPDATE" if lock else "")
-        reader = _readers[key] = _Reader(names, tail)
-    return reader.rows(cur, (list(ids),))
+    return _by_id(tuple(names), lock).rows(cur, (list(ids),))
 
 
 def open_runs(cur: psycopg.Cursor[Any], run_ids: Sequence[int]) -> set[int]:

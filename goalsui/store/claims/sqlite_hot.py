@@ -170,8 +170,7 @@ class Update:
         fixed = self.one.fixed | call
         before, after = [fixed[k] for k in self.before], [fixed[k] for k in self.after]
         one = f"({_marks(self.width)})"
-        for start in range(0, len(single), CHUNK):
-            chunk = single[start : start + CHUNK]
+        for chunk in _chunks(single):
             cur.execute(
                 self.head + ",".join([one] * len(chunk)) + self.where,
                 [*before, *chain.from_iterable(chunk), *after],
@@ -190,9 +189,7 @@ class Insert:
         self.convert = [(i, f) for i, k in enumerate(c.names) if (f := c.convert.get(k))]
 
     def run(self, cur: sqlite3.Cursor, rows: Sequence[Row]) -> None:
-        values = _converted(map(self.pick, rows), self.convert)
-        for start in range(0, len(values), CHUNK):
-            chunk = values[start : start + CHUNK]
+        for chunk in _chunks(_converted(map(self.pick, rows), self.convert)):
             cur.execute(
                 f"{self.head} VALUES {','.join([self.one] * len(chunk))}",
                 list(chain.from_iterable(chunk)),
@@ -326,7 +323,7 @@ def update_after(cur: sqlite3.Cursor, updates: Sequence[tuple[int, Row]], owner:
     _statement(Update, st.AFTER, st.AFTER_GROUP, st.AFTER_KEYS).run(cur, rows, _owner=owner)
 
 
-def _chunks(ids: Sequence[Any]) -> Iterable[list[Any]]:
-    ids = list(ids)
-    for start in range(0, len(ids), CHUNK):
-        yield ids[start : start + CHUNK]
+def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    """``items`` in slices of at most :data:`CHUNK`."""
+    for start in range(0, len(items), CHUNK):
+        yield items[start : start + CHUNK]
