@@ -12,7 +12,8 @@ from string import Template
 
 from goalsui.domain.agents import AGENTS
 from goalsui.errors import KBError, ValidationError
-from goalsui.kb.yamlio import parse_yaml, read_text
+from goalsui.kb.regular import read_text
+from goalsui.kb.yamlio import parse_yaml
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATE_FILE = "state.yaml"

@@ -13,8 +13,7 @@ from typing import Any
 from goalsui.errors import NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write
 from goalsui.kb.paths import safe_join
-from goalsui.kb.regular import describe_mode
-from goalsui.kb.yamlio import read_text
+from goalsui.kb.regular import describe_mode, read_text
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 LOG_DIR = "log"

@@ -38,9 +38,10 @@ from goalsui.kb.config import (
 )
 from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
-from goalsui.kb.paths import CONFIG_FILE, new_goal_id, safe_join
+from goalsui.kb.paths import CONFIG_FILE, goal_dir, new_goal_id, safe_join
 from goalsui.kb.quick import defined_folder
-from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, read_text, roundtrip_update
+from goalsui.kb.regular import read_text
+from goalsui.kb.yamlio import dump_yaml, load_yaml_mapping, parse_yaml, roundtrip_update
 
 T = TypeVar("T")
 
@@ -138,12 +139,7 @@ class KB:
         return [entry.name for entry in entries if defined_folder(entry)]
 
     def goal_dir(self, goal_id: str) -> Path:
-        check_name(goal_id, "goal id")
-        path = safe_join(self.root, goal_id)
-        # exists, not is_file: a FIFO or folder in its place is a goal with a problem
-        if not (path / "definition.yaml").exists():
-            raise NotFound(f"no goal '{goal_id}' in the KB")
-        return path
+        return goal_dir(self.root, goal_id)
 
     def worker_dir(self, goal_id: str, worker: str) -> Path:
         check_name(worker, "worker name")

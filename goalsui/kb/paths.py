@@ -8,7 +8,7 @@ import unicodedata
 from pathlib import Path
 
 from goalsui.domain.names import check_name
-from goalsui.errors import ValidationError
+from goalsui.errors import NotFound, ValidationError
 
 #: the KB's own settings file, at its root
 CONFIG_FILE = "goalsui.yaml"
@@ -64,3 +64,14 @@ def safe_join(root: Path, *parts: str) -> Path:
     if not resolved.is_relative_to(root_resolved):
         raise ValidationError(f"path leads outside the KB: {'/'.join(rel_parts)!r}")
     return candidate
+
+
+def goal_dir(root: Path, goal_id: str) -> Path:
+    """The folder of goal ``goal_id`` in the KB at ``root``: a valid name, inside the root,
+    holding a ``definition.yaml`` (checked by existence: a FIFO or folder in its place is a
+    goal with a problem)."""
+    check_name(goal_id, "goal id")
+    path = safe_join(root, goal_id)
+    if not (path / "definition.yaml").exists():
+        raise NotFound(f"no goal '{goal_id}' in the KB")
+    return path

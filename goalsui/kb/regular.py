@@ -9,6 +9,9 @@ from pathlib import Path
 
 from goalsui.errors import KBError
 
+#: the most a YAML file (or another small text file) of the KB may hold
+MAX_YAML_BYTES = 256 * 1024
+
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -66,3 +69,17 @@ def read_regular(path: Path | str, limit: int, shown: str) -> bytes:
     if len(data) > limit:  # it grew while being read
         raise KBError(shown, f"file is too large (over {limit} bytes)")
     return data
+
+
+def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str) -> str:
+    """Read a regular UTF-8 text file; huge, binary or non-UTF-8 content is a KBError."""
+    data = read_regular(path, limit, display)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise KBError(display, "file is not valid UTF-8", line) from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise KBError(display, "file is binary (it contains a NUL byte), not text", line)
+    return text

@@ -29,7 +29,8 @@ def read_ui_settings(root: Path | str) -> dict[str, Any]:
         return {}
     if not any(key.encode() in head for key in UI_KEYS):
         return {}  # neither key can be there: no YAML (its import alone costs ~20 ms)
-    from goalsui.kb.yamlio import parse_yaml, read_text
+    from goalsui.kb.regular import read_text
+    from goalsui.kb.yamlio import parse_yaml
 
     try:
         data = parse_yaml(read_text(path, display=CONFIG_FILE), CONFIG_FILE)

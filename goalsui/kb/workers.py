@@ -14,7 +14,8 @@ from goalsui.kb.atomic import fsync_dir
 from goalsui.kb.config import WorkerDef, parse_worker
 from goalsui.kb.layout import KB, WorkerSeed, remove_tree
 from goalsui.kb.paths import safe_join
-from goalsui.kb.yamlio import load_yaml_mapping, read_text
+from goalsui.kb.regular import read_text
+from goalsui.kb.yamlio import load_yaml_mapping
 
 
 def _goal_texts(kb: KB, goal_id: str) -> tuple[str, str, str]:

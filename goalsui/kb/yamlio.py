@@ -10,9 +10,8 @@ from typing import Any
 import yaml
 
 from goalsui.errors import KBError
-from goalsui.kb.regular import read_regular
+from goalsui.kb.regular import read_text
 
-MAX_YAML_BYTES = 256 * 1024
 MAX_DEPTH = 32
 
 
@@ -102,20 +101,6 @@ def _fast_load(text: str) -> tuple[bool, Any]:
         return True, yaml.load(text, Loader=_FastLoader)  # strict safe loader
     except Exception:  # noqa: BLE001 - the strict loader says what is wrong
         return False, None
-
-
-def read_text(path: Path, *, limit: int = MAX_YAML_BYTES, display: str) -> str:
-    """Read a regular UTF-8 text file; huge, binary or non-UTF-8 content is a KBError."""
-    data = read_regular(path, limit, display)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise KBError(display, "file is not valid UTF-8", line) from None
-    if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        raise KBError(display, "file is binary (it contains a NUL byte), not text", line)
-    return text
 
 
 def parse_yaml(text: str, display: str) -> Any:

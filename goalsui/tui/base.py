@@ -73,9 +73,10 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         database, so a console still opening or only reading its records shows them too."""
         if self.service_ready:
             return self.service.files.tree(goal_id)
-        from goalsui.kb.layout import KB  # after the first frame: it brings in YAML
+        from goalsui.kb.confined import ConfinedTree  # imported after the first frame
+        from goalsui.kb.paths import goal_dir
 
-        return KB(self.kb_root).tree(goal_id)
+        return ConfinedTree(goal_dir(self.kb_root, goal_id), goal_id)
 
     @property
     def alive(self) -> bool:
