@@ -25,9 +25,6 @@ class ConsoleHost(Protocol):
     service: Service
     #: False while the console shows the KB preview and the service is still opening
     service_ready: bool
-    @property
-    def kb_readable(self) -> bool:
-        """``kb_tree`` may be read: the service is open or the first records are on screen."""
     read_only: bool
     #: ``Z``: the panes keep what they show (the scheduler goes on)
     frozen: bool
@@ -36,6 +33,10 @@ class ConsoleHost(Protocol):
     notices: deque[ConsoleNotice]
     feed: DashboardFeed
     runtime: ConsoleRuntime
+
+    @property
+    def kb_readable(self) -> bool:
+        """``kb_tree`` may be read: the service is open or the first records are on screen."""
 
     def act(self, done: str, call: Callable[..., Any], *args: Any) -> None: ...
 

@@ -114,6 +114,7 @@ def test_a_real_daemon_serves_metrics_health_and_readiness(
             return get(f"{base}/metrics")[1]
 
         statuses = ("ok", "silent", "failed", "timeout", "skipped", "missed")
+
         def settled() -> bool:
             text = scraped()
             if not all(sample(text, "goalsui_runs_total", status=s, kind="cron") for s in statuses):

@@ -102,9 +102,10 @@ def test_which_runners_speak_mcp_and_which_capabilities_grant_nothing() -> None:
     assert not speaks_mcp(None)
     plain = idle_capabilities(["todos"], {"command": ["llm"]}, nightshift_goal=False)
     assert len(plain) == 1 and "{mcp_config}" in plain[0]
-    assert "builtin 'report'" in idle_capabilities(
-        ["read_kb"], {"builtin": "report"}, nightshift_goal=True
-    )[0]
+    assert (
+        "builtin 'report'"
+        in idle_capabilities(["read_kb"], {"builtin": "report"}, nightshift_goal=True)[0]
+    )
     assert idle_capabilities(["nightshift"], {"agent": "claude"}, nightshift_goal=False) == [
         "capability nightshift grants nothing: this is not a nightshift goal"
     ]
