@@ -8,7 +8,7 @@
 #      GOALSUI_TEST_PG_URL; it is stopped and its directory deleted on exit;
 #   2b. installs the pinned agent CLIs (tests/agent_clis.py) into a cache with npm, or
 #      says why the real-CLI tests will be skipped;
-#   3. runs ruff, import-linter and mypy (pyproject.toml [tool.mypy]: goalsui/ and tests/),
+#   3. runs ruff (lint and format), import-linter and mypy (pyproject.toml [tool.mypy]: goalsui/ and tests/),
 #      then pytest with the given arguments, on GOALSUI_TEST_WORKERS (default 2) pytest-xdist
 #      workers.
 #
@@ -86,6 +86,8 @@ checks() {
     local failed=0
     echo "== ruff check goalsui tests"
     .venv/bin/ruff check --no-cache goalsui tests || failed=1
+    echo "== ruff format --check goalsui tests"
+    .venv/bin/ruff format --check --no-cache goalsui tests || failed=1
     echo "== lint-imports"
     .venv/bin/lint-imports --no-logo --no-cache || failed=1
     echo "== mypy"
