@@ -86,12 +86,12 @@ def open_console(args: argparse.Namespace) -> int:
     # it overlaps importing Textual); then it opens the service (importing the database
     # stack costs more than Textual) in a worker and shows its read; sync_kb re-reads the
     # KB behind it (seconds on thousands of workers) and the scheduler starts after that.
-    gc.disable()  # while importing too: run_console turns collection on at the first frame
     root = Path(kb_path(args)).expanduser().resolve()
     if not root.is_dir():  # the same check and words as Service.open, before any paint
         raise NotFound(
             f"no KB at {root} (create one with 'goalsui init PATH', or pass --kb / set GOALSUI_KB)"
         )
+    gc.disable()  # while importing too: run_console turns collection on at the first frame
     from goalsui.service.quick import sqlite_file
     from goalsui.tui.preview import read_in_background
 

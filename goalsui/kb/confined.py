@@ -12,7 +12,7 @@ from typing import Any
 
 from goalsui.errors import NotFound, ValidationError
 from goalsui.kb.atomic import append_line, atomic_write
-from goalsui.kb.paths import safe_join
+from goalsui.kb.paths import goal_dir, safe_join
 from goalsui.kb.regular import describe_mode, read_text
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -143,3 +143,8 @@ class ConfinedTree:
                 before = sum(1 for _ in fh)
         append_line(real, entry)
         return real, before + 1
+
+
+def goal_tree(kb_root: Path, goal_id: str) -> ConfinedTree:
+    """The files of goal ``goal_id`` of the KB at ``kb_root`` (see :func:`goal_dir`)."""
+    return ConfinedTree(goal_dir(kb_root, goal_id), goal_id)

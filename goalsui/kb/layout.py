@@ -36,7 +36,7 @@ from goalsui.kb.config import (
     parse_kb_config,
     parse_worker,
 )
-from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree
+from goalsui.kb.confined import MAX_FILE_BYTES, ConfinedTree, goal_tree
 from goalsui.kb.nightshift import BINDING_FILE, load_binding
 from goalsui.kb.paths import CONFIG_FILE, goal_dir, new_goal_id, safe_join
 from goalsui.kb.quick import defined_folder
@@ -316,7 +316,7 @@ class KB:
     # -- confined file access ----------------------------------------------------------
     def tree(self, goal_id: str) -> ConfinedTree:
         """One goal tree's files: no escape by path or symlink, ``log/`` append-only."""
-        return ConfinedTree(self.goal_dir(goal_id), goal_id)
+        return goal_tree(self.root, goal_id)
 
     def kb_read(self, goal_id: str, rel: str) -> str:
         return self.tree(goal_id).read(rel)

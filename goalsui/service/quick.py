@@ -22,13 +22,21 @@ from goalsui.store import frame_sql
 from goalsui.store.snapshot import Snapshot, file_stamp, open_snapshot, stamp
 
 if TYPE_CHECKING:
+    from goalsui.kb.confined import ConfinedTree
     from goalsui.service.quick_costs import BudgetLine
 
 #: the same limits as the console's dashboard read
 RECENT_LIMIT = 20_000
 ATTENTION_LIMIT = 300
 DB_FILE = "goalsui.db"
-__all__ = ["QuickRecords", "file_stamp", "read_records", "read_snapshot", "sqlite_file"]
+__all__ = [
+    "QuickRecords",
+    "file_stamp",
+    "goal_files",
+    "read_records",
+    "read_snapshot",
+    "sqlite_file",
+]
 R = TypeVar("R")
 
 #: the run statuses the Failures list shows, as SQL parameters and their placeholders
@@ -70,6 +78,14 @@ def sqlite_file(kb_root: Path, db_url: str | None, state_dir: str | Path | None)
     if state_dir:
         return Path(state_dir).expanduser().resolve() / DB_FILE
     return default_state_dir(Path(kb_root).expanduser().resolve()) / DB_FILE
+
+
+def goal_files(kb_root: Path, goal_id: str) -> ConfinedTree:
+    """A goal's tree of files before the service is open (``service.files.tree`` once it
+    is): reading them needs no database."""
+    from goalsui.kb.confined import goal_tree  # not before the first frame: on first use
+
+    return goal_tree(kb_root, goal_id)
 
 
 def read_snapshot(path: Path, read: Callable[[Snapshot], R]) -> R | None:

@@ -73,10 +73,9 @@ class ConsoleBase(NoticeMixin, WorkerFailures, App[int]):
         database, so a console still opening or only reading its records shows them too."""
         if self.service_ready:
             return self.service.files.tree(goal_id)
-        from goalsui.kb.confined import ConfinedTree  # imported after the first frame
-        from goalsui.kb.paths import goal_dir
+        from goalsui.service.quick import goal_files
 
-        return ConfinedTree(goal_dir(self.kb_root, goal_id), goal_id)
+        return goal_files(self.kb_root, goal_id)
 
     @property
     def alive(self) -> bool:

@@ -263,8 +263,7 @@ class MainScreen(SelectionPart, DetailPart, FilterPart, ActionsPart):
             self._subtitles(dash, len(items))
             self.update_status()
             self.reselect()
-        if self.gapp.kb_readable:
-            self.goals.load_missing_boxes()
+        self.goals.load_missing_boxes()  # KB files: once they may be read
         if dash.preview or dash.early:  # the service's own read follows
             return
         self.load_costs(self.selection.intent_id)  # the selected intent's runs may have changed

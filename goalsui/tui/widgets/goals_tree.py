@@ -301,9 +301,13 @@ class GoalsTree(WorkerFailures, Tree[NodeRef]):
         return text
 
     def load_missing_boxes(self) -> None:
-        """Count the boxes of every open goal not counted yet."""
+        """Count the boxes of every open goal not counted (nor being counted) yet."""
+        if not goals_app(self).kb_readable:
+            return
         for goal_id, node in self.goal_nodes.items():
             if node.is_expanded and goal_id not in self.boxes:
+                # being counted: a refresh meanwhile starts no second count
+                self.boxes[goal_id] = {}
                 self.load_boxes(goal_id)
 
     @work(name="Counting the boxes", group="boxes", exit_on_error=False)
