@@ -9,7 +9,7 @@ import errno
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -90,11 +90,59 @@ def quiet_aiohttp(interval: float) -> None:
             logger.addFilter(QuietFilter(interval))
 
 
+#: what a connection over the cap is told before it is closed (uvicorn's answer too)
+REFUSAL = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n"
+    b"Retry-After: 5\r\nConnection: close\r\n\r\ntoo many connections\n"
+)
+
+
 class _Refused(asyncio.Protocol):
-    """A connection over the cap: closed at once, nothing read."""
+    """A connection over the cap: told 503 and closed at once, nothing read."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        cast(asyncio.WriteTransport, transport).write(REFUSAL)
         transport.close()
+
+
+class _Counted(asyncio.Protocol):
+    """A kept connection, counted by its cap from accept to loss.
+
+    The server's own count starts with ``connection_made``, a loop turn after the accept:
+    a burst accepted in one turn would all pass a check made against it."""
+
+    __slots__ = ("_inner", "_cap", "_open")
+
+    def __init__(self, inner: asyncio.Protocol, cap: ConnectionCap) -> None:
+        self._inner, self._cap, self._open = inner, cap, True
+        cap.open += 1
+
+    def _close(self) -> None:
+        if self._open:
+            self._open = False
+            self._cap.open -= 1
+
+    def __del__(self) -> None:  # a connection never made (the accept failed) is not counted
+        self._close()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close()
+        self._inner.connection_lost(exc)
 
 
 class ConnectionCap:
@@ -106,15 +154,16 @@ class ConnectionCap:
         self.quiet = quiet
         self.name = name
         self.refused = 0
+        #: connections accepted and not yet lost
+        self.open = 0
 
     def __call__(self) -> asyncio.BaseProtocol:
-        if len(self.server.connections) >= self.limit:
+        if self.open >= self.limit:
             self.refused += 1
             said = "%s: connection refused: %d connections open (the limit)"
             self.quiet.log(logging.WARNING, "refused-connection", said, self.name, self.limit)
             return _Refused()
-        protocol: asyncio.BaseProtocol = self.server()
-        return protocol
+        return _Counted(self.server(), self)
 
 
 _accept_quiet = QuietLog(log, Limits.log_interval)
