@@ -219,10 +219,13 @@ async def test_a_reading_console_shows_kb_files_before_any_key(
     shown: list[str] = []
     app.detail_listeners.append(lambda tab, text: shown.append(text))
     async with app.run_test(size=SIZE) as pilot:
+        # (the check that the index is current runs in a thread beside these reads: under
+        # load it may answer after them)
+        await wait_for(pilot, lambda: app.startup.reading, what="the console, reading")
         await wait_for(pilot, lambda: protocol in shown, what="the goal's protocol.md")
         tree = app.main.goals
         await wait_for(pilot, lambda: PULSE in tree.log_counts, what="the goal's log, counted")
         assert tree.log_counts[PULSE] == 3  # the sample log's entries
         assert tree.boxes[PULSE]["pulse"].outbox == 1 and tree.boxes[PULSE]["flaky"].inbox == 0
         assert "log  3 today" in str(tree.goal_nodes[PULSE].children[-1].label)
-        assert not app.service_ready and app.startup.reading
+        assert not app.service_ready and app.startup.reading  # no key: still only reading
