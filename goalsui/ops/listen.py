@@ -90,10 +90,11 @@ def quiet_aiohttp(interval: float) -> None:
             logger.addFilter(QuietFilter(interval))
 
 
+_TOO_MANY = b"too many connections\n"
 #: what a connection over the cap is told before it is closed (uvicorn's answer too)
 REFUSAL = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n"
-    b"Retry-After: 5\r\nConnection: close\r\n\r\ntoo many connections\n"
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+    b"Retry-After: 5\r\nConnection: close\r\n\r\n%s" % (len(_TOO_MANY), _TOO_MANY)
 )
 
 
